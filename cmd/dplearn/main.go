@@ -1,0 +1,26 @@
+// Command dplearn fits differentially private regression models and runs
+// private multi-party protocols (capeFM, DPPP). Run `dplearn --help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := newRootCmd()
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(os.Stderr, "dplearn: interrupted")
+			os.Exit(130)
+		}
+		fmt.Fprintln(os.Stderr, "dplearn:", err)
+		os.Exit(1)
+	}
+}

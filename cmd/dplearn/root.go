@@ -1,0 +1,29 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// newRootCmd builds the command tree. Each command group lives in its own
+// file and contributes one constructor here; there is no package-level
+// command state.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dplearn",
+		Short: "Differentially private regression and prediction across parties",
+		Long: `dplearn fits differentially private (DP) regression models on data that
+cannot be shared, and prints a privacy report computed by code for every release.
+
+Central models:   dplearn fit / predict / evaluate / demo
+Privacy maths:    dplearn privacy calibrate|gaussian-steps|cape|binomial|sample
+
+Every bound on the data (feature ranges, label range, categories) is public and
+declared in a schema file; nothing is derived from the private data.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+	// Command groups: one constructor per file, added here.
+	)
+	return root
+}
