@@ -1,0 +1,299 @@
+package schema
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unsafe"
+)
+
+// EncoderOptions adjusts how records are matched to the schema.
+type EncoderOptions struct {
+	// TargetOptional allows the target column to be absent (prediction).
+	// The target slot of each encoded row is then 0.
+	TargetOptional bool
+}
+
+// FieldError reports a value that cannot be encoded. Readers wrap it with the
+// file and line.
+type FieldError struct {
+	Column string // column name
+	Index  int    // 0-based field index in the record
+	Value  string // the offending value (truncated)
+	Err    error
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("column %q: value %q: %v", e.Column, e.Value, e.Err)
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Errors that FieldError wraps; test with errors.Is.
+var (
+	ErrMissingValue    = errors.New("missing value")
+	ErrNotNumber       = errors.New("not a number")
+	ErrNotFinite       = errors.New("not finite (NaN or Inf)")
+	ErrUnknownCategory = errors.New("category not in the schema's declared list")
+	ErrBadLabel        = errors.New("label is neither the declared positive nor negative label")
+)
+
+// MissingColumnsError lists every schema column that the header lacks.
+type MissingColumnsError struct{ Columns []string }
+
+func (e *MissingColumnsError) Error() string {
+	return fmt.Sprintf("missing column(s) %s declared in the schema", strings.Join(quoteAll(e.Columns), ", "))
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}
+
+type column struct {
+	name      string
+	index     int // field index in the record
+	transform Transform
+	lo, hi    float64
+	cats      map[string]int // category -> indicator offset+1 (0: reference)
+	width     int            // encoded columns
+	unknownOK bool
+}
+
+// Encoder turns records into bounded rows (see the package doc for the rule).
+// It is safe for concurrent use: it holds no mutable state.
+type Encoder struct {
+	schema    *Schema
+	features  []column
+	target    column
+	hasTarget bool
+	intercept bool
+	scale     float64 // 1/√B
+	width     int     // encoded features + 1 (target)
+}
+
+// NewEncoder matches the schema to a header row. It returns a
+// *MissingColumnsError naming every declared column the header lacks.
+func (s *Schema) NewEncoder(header []string, opt EncoderOptions) (*Encoder, error) {
+	idx := make(map[string]int, len(header))
+	for i, h := range header {
+		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+		if _, dup := idx[h]; dup {
+			return nil, fmt.Errorf("header: column %q appears twice", h)
+		}
+		idx[h] = i
+	}
+	e := &Encoder{schema: s, intercept: s.HasIntercept(), scale: 1 / math.Sqrt(float64(s.Bound()))}
+	var missing []string
+	for _, f := range s.Features {
+		i, ok := idx[f.Name]
+		if !ok {
+			missing = append(missing, f.Name)
+			continue
+		}
+		c := column{name: f.Name, index: i, transform: f.Transform}
+		if f.Categorical() {
+			c.cats = make(map[string]int, len(f.Categories))
+			for k, cat := range f.Categories {
+				c.cats[cat] = k
+			}
+			c.width = len(f.Categories) - 1
+			c.unknownOK = f.Unknown == "reference"
+		} else {
+			c.lo, c.hi = f.Range[0], f.Range[1]
+			c.width = 1
+		}
+		e.features = append(e.features, c)
+	}
+	t := s.Target
+	if i, ok := idx[t.Name]; ok {
+		e.hasTarget = true
+		e.target = column{name: t.Name, index: i, transform: t.Transform}
+		if t.Range != nil {
+			e.target.lo, e.target.hi = t.Range[0], t.Range[1]
+		}
+	} else if !opt.TargetOptional {
+		missing = append(missing, t.Name)
+	}
+	if len(missing) > 0 {
+		return nil, &MissingColumnsError{Columns: missing}
+	}
+	e.width = s.Dim() + 1
+	return e, nil
+}
+
+// Schema returns the schema the encoder was built from.
+func (e *Encoder) Schema() *Schema { return e.schema }
+
+// Width is the length of an encoded row: the features, then the target.
+func (e *Encoder) Width() int { return e.width }
+
+// HasTarget reports whether the header holds the target column.
+func (e *Encoder) HasTarget() bool { return e.hasTarget }
+
+// Encode clips and encodes one record into dst (length Width()). fields holds
+// every field of the record in header order. On bad input it returns a
+// *FieldError and leaves dst in an unspecified state.
+func (e *Encoder) Encode(fields [][]byte, dst []float64) error {
+	if len(dst) != e.width {
+		return fmt.Errorf("schema: encode: dst has length %d, want %d", len(dst), e.width)
+	}
+	k := 0
+	if e.intercept {
+		dst[0] = e.scale
+		k = 1
+	}
+	for i := range e.features {
+		c := &e.features[i]
+		if c.index >= len(fields) {
+			return fmt.Errorf("record has %d fields, column %q is field %d", len(fields), c.name, c.index+1)
+		}
+		raw := trimSpace(fields[c.index])
+		if c.cats != nil {
+			lvl, ok := c.cats[string(raw)]
+			if !ok {
+				if !c.unknownOK {
+					return c.fieldErr(raw, ErrUnknownCategory)
+				}
+				lvl = 0
+			}
+			for j := 0; j < c.width; j++ {
+				dst[k+j] = 0
+			}
+			if lvl > 0 {
+				dst[k+lvl-1] = e.scale
+			}
+			k += c.width
+			continue
+		}
+		v, err := c.number(raw)
+		if err != nil {
+			return err
+		}
+		dst[k] = e.scale * affine(v, c.lo, c.hi)
+		k++
+	}
+	y := 0.0
+	if e.hasTarget {
+		c := &e.target
+		if c.index >= len(fields) {
+			return fmt.Errorf("record has %d fields, target %q is field %d", len(fields), c.name, c.index+1)
+		}
+		raw := trimSpace(fields[c.index])
+		var err error
+		if y, err = e.encodeTarget(raw); err != nil {
+			return err
+		}
+	}
+	dst[k] = y
+	return nil
+}
+
+func (e *Encoder) encodeTarget(raw []byte) (float64, error) {
+	c := &e.target
+	t := e.schema.Target
+	if !t.Binary() {
+		v, err := c.number(raw)
+		if err != nil {
+			return 0, err
+		}
+		return affine(v, c.lo, c.hi), nil
+	}
+	if t.Positive != "" {
+		switch {
+		case string(raw) == t.Positive:
+			return 1, nil
+		case len(raw) == 0 || isNA(raw):
+			return 0, c.fieldErr(raw, ErrMissingValue)
+		case t.Negative == "" || string(raw) == t.Negative:
+			return 0, nil
+		}
+		return 0, c.fieldErr(raw, ErrBadLabel)
+	}
+	v, err := c.parse(raw)
+	if err != nil {
+		return 0, err
+	}
+	if v != 0 && v != 1 {
+		return 0, c.fieldErr(raw, fmt.Errorf("binary target must be 0 or 1 (or declare \"positive\")"))
+	}
+	return v, nil
+}
+
+// affine clips v to [lo, hi] and maps it onto [−1, 1].
+func affine(v, lo, hi float64) float64 {
+	if v < lo {
+		v = lo
+	} else if v > hi {
+		v = hi
+	}
+	u := 2*(v-lo)/(hi-lo) - 1
+	// Guard the rounding of the affine map: |u| ≤ 1 exactly.
+	if u > 1 {
+		u = 1
+	} else if u < -1 {
+		u = -1
+	}
+	return u
+}
+
+func (c *column) fieldErr(raw []byte, err error) *FieldError {
+	v := string(raw)
+	if len(v) > 40 {
+		v = v[:40] + "…"
+	}
+	return &FieldError{Column: c.name, Index: c.index, Value: v, Err: err}
+}
+
+// parse reads a finite number.
+func (c *column) parse(raw []byte) (float64, error) {
+	if len(raw) == 0 || isNA(raw) {
+		return 0, c.fieldErr(raw, ErrMissingValue)
+	}
+	// The string does not escape ParseFloat, so no copy is needed.
+	v, err := strconv.ParseFloat(unsafe.String(&raw[0], len(raw)), 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {
+			return 0, c.fieldErr(raw, ErrNotFinite)
+		}
+		return 0, c.fieldErr(raw, ErrNotNumber)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, c.fieldErr(raw, ErrNotFinite)
+	}
+	return v, nil
+}
+
+// number reads a finite number and applies the column's transform.
+func (c *column) number(raw []byte) (float64, error) {
+	v, err := c.parse(raw)
+	if err != nil {
+		return 0, err
+	}
+	tv, err := c.transform.apply(v)
+	if err != nil {
+		return 0, c.fieldErr(raw, err)
+	}
+	return tv, nil
+}
+
+func isNA(b []byte) bool {
+	return bytes.Equal(b, []byte("NA")) || bytes.Equal(b, []byte("na")) || bytes.Equal(b, []byte("N/A"))
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

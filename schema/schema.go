@@ -1,0 +1,371 @@
+// Package schema holds the public facts about a table that a differentially
+// private mechanism may use (feature ranges, category lists, the target's
+// range or positive label) and encodes raw records into bounded vectors.
+//
+// Nothing here is derived from the private data. Every bound is declared by
+// the user in a schema file, and every value is clipped to its declared
+// bound, so the sensitivities the mechanisms compute hold for any dataset.
+//
+// # Schema file
+//
+// A schema is JSON:
+//
+//	{"target": {"name": "wage", "transform": "log", "range": [4, 9]},
+//	 "features": [
+//	   {"name": "education", "range": [0, 20]},
+//	   {"name": "ethnicity", "categories": ["cauc", "afam"]}
+//	 ]}
+//
+// Targets: a continuous target has a "range" (after its optional
+// "transform"); a binary target has a "positive" label (and optionally a
+// "negative" one), or neither, in which case the column must hold 0 or 1.
+//
+// Features: a numeric feature has a "range" [lo, hi] (after its optional
+// "transform": "log", "log1p" or "sqrt"); a categorical feature has a
+// "categories" list. "intercept" (default true) adds a constant feature.
+// Unknown keys are rejected, so a typo cannot silently drop a bound.
+//
+// # Encoding (the public rule that puts rows in the unit ball)
+//
+// Let B = (number of numeric features) + (number of categorical features with
+// at least two categories) + (1 if intercept). Each record becomes
+//
+//	x = u / √B,
+//
+// where u holds: 1 for the intercept; for each numeric feature its value
+// clipped to [lo, hi] and mapped affinely onto [−1, 1]; for each categorical
+// feature with c categories, c−1 indicator columns (the first listed category
+// is the reference level and encodes as all zeros). Each group contributes at
+// most 1 to ‖u‖², so ‖x‖₂ ≤ 1 for every possible record: this is the bound
+// the sensitivities of the Functional Mechanism family assume.
+//
+// A continuous target is clipped to its range and mapped affinely onto
+// [−1, 1]; a binary target becomes 0 or 1. An empty field, "NA", a value that
+// is not a number, NaN or ±Inf is an error. A category that is not in the
+// declared list is an error by default; with "unknown": "reference" it is
+// encoded as the reference level (all zeros), which keeps ‖x‖ ≤ 1.
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+)
+
+// Version is the schema format version written into models.
+const Version = 1
+
+// Transform is a public, monotone map applied to a numeric value before
+// clipping.
+type Transform string
+
+// The supported transforms. The declared range is on the transformed scale.
+const (
+	TransformNone  Transform = ""
+	TransformLog   Transform = "log"
+	TransformLog1p Transform = "log1p"
+	TransformSqrt  Transform = "sqrt"
+)
+
+// apply returns the transformed value or an error for a value outside the
+// transform's domain.
+func (t Transform) apply(v float64) (float64, error) {
+	switch t {
+	case TransformNone:
+		return v, nil
+	case TransformLog:
+		if v <= 0 {
+			return 0, fmt.Errorf("log of non-positive value %v", v)
+		}
+		return math.Log(v), nil
+	case TransformLog1p:
+		if v <= -1 {
+			return 0, fmt.Errorf("log1p of value %v ≤ −1", v)
+		}
+		return math.Log1p(v), nil
+	case TransformSqrt:
+		if v < 0 {
+			return 0, fmt.Errorf("sqrt of negative value %v", v)
+		}
+		return math.Sqrt(v), nil
+	}
+	return 0, fmt.Errorf("unknown transform %q", string(t))
+}
+
+// Invert maps a transformed value back to the original units.
+func (t Transform) Invert(v float64) float64 {
+	switch t {
+	case TransformLog:
+		return math.Exp(v)
+	case TransformLog1p:
+		return math.Expm1(v)
+	case TransformSqrt:
+		return v * v
+	}
+	return v
+}
+
+func (t Transform) valid() bool {
+	switch t {
+	case TransformNone, TransformLog, TransformLog1p, TransformSqrt:
+		return true
+	}
+	return false
+}
+
+// Target declares the column to predict.
+type Target struct {
+	Name      string      `json:"name"`
+	Transform Transform   `json:"transform,omitempty"`
+	Range     *[2]float64 `json:"range,omitempty"`
+	Positive  string      `json:"positive,omitempty"`
+	Negative  string      `json:"negative,omitempty"`
+}
+
+// Binary reports whether the target is a 0/1 label (logistic regression).
+func (t Target) Binary() bool { return t.Range == nil }
+
+// Feature declares one input column: numeric (Range) or categorical
+// (Categories).
+type Feature struct {
+	Name       string      `json:"name"`
+	Transform  Transform   `json:"transform,omitempty"`
+	Range      *[2]float64 `json:"range,omitempty"`
+	Categories []string    `json:"categories,omitempty"`
+	// Unknown says what an undeclared category becomes: "error" (default) or
+	// "reference" (the first category, all zeros).
+	Unknown string `json:"unknown,omitempty"`
+}
+
+// Categorical reports whether the feature is one-hot encoded.
+func (f Feature) Categorical() bool { return f.Categories != nil }
+
+// Schema is the parsed, validated declaration of a table's public bounds.
+type Schema struct {
+	Target   Target    `json:"target"`
+	Features []Feature `json:"features"`
+	// Intercept adds a constant feature; nil means true.
+	Intercept *bool `json:"intercept,omitempty"`
+}
+
+// HasIntercept reports whether a constant feature is added.
+func (s *Schema) HasIntercept() bool { return s.Intercept == nil || *s.Intercept }
+
+// Load reads and validates a schema file.
+func Load(path string) (*Schema, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	s, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Parse decodes and validates a JSON schema. Syntax errors name the line and
+// column; unknown keys are rejected.
+func Parse(data []byte) (*Schema, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s Schema
+	if err := dec.Decode(&s); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			line, col := position(data, se.Offset)
+			return nil, fmt.Errorf("schema: line %d, column %d: %w", line, col, err)
+		case errors.As(err, &te):
+			line, col := position(data, te.Offset)
+			return nil, fmt.Errorf("schema: line %d, column %d: field %q: %w", line, col, te.Field, err)
+		case errors.Is(err, io.EOF):
+			return nil, errors.New("schema: empty document")
+		}
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("schema: trailing data after the JSON object")
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// position converts a byte offset into a 1-based line and column.
+func position(data []byte, off int64) (line, col int) {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line, col = 1, 1
+	for _, b := range data[:off] {
+		if b == '\n' {
+			line++
+			col = 1
+		} else {
+			col++
+		}
+	}
+	return line, col
+}
+
+func checkRange(what string, r *[2]float64) error {
+	lo, hi := r[0], r[1]
+	if math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return fmt.Errorf("%s: range [%v, %v] must be finite", what, lo, hi)
+	}
+	if !(lo < hi) {
+		return fmt.Errorf("%s: range [%v, %v] must have lo < hi", what, lo, hi)
+	}
+	return nil
+}
+
+// Validate checks that every declaration is complete and consistent.
+func (s *Schema) Validate() error {
+	t := &s.Target
+	if strings.TrimSpace(t.Name) == "" {
+		return errors.New("schema: target: name is missing")
+	}
+	what := fmt.Sprintf("schema: target %q", t.Name)
+	if !t.Transform.valid() {
+		return fmt.Errorf("%s: unknown transform %q (want log, log1p or sqrt)", what, t.Transform)
+	}
+	if t.Range != nil {
+		if t.Positive != "" || t.Negative != "" {
+			return fmt.Errorf("%s: declare either a range (continuous) or positive/negative labels (binary), not both", what)
+		}
+		if err := checkRange(what, t.Range); err != nil {
+			return err
+		}
+	} else {
+		if t.Transform != TransformNone {
+			return fmt.Errorf("%s: a binary target takes no transform", what)
+		}
+		if t.Negative != "" && t.Positive == "" {
+			return fmt.Errorf("%s: negative label %q given without a positive label", what, t.Negative)
+		}
+		if t.Positive != "" && t.Positive == t.Negative {
+			return fmt.Errorf("%s: positive and negative labels are both %q", what, t.Positive)
+		}
+	}
+	if len(s.Features) == 0 {
+		return errors.New("schema: no features declared")
+	}
+	seen := map[string]bool{t.Name: true}
+	for i := range s.Features {
+		f := &s.Features[i]
+		if strings.TrimSpace(f.Name) == "" {
+			return fmt.Errorf("schema: features[%d]: name is missing", i)
+		}
+		what := fmt.Sprintf("schema: feature %q", f.Name)
+		if seen[f.Name] {
+			if f.Name == t.Name {
+				return fmt.Errorf("%s: the target cannot also be a feature", what)
+			}
+			return fmt.Errorf("%s: declared twice", what)
+		}
+		seen[f.Name] = true
+		switch {
+		case f.Range != nil && f.Categories != nil:
+			return fmt.Errorf("%s: declare either a range (numeric) or categories, not both", what)
+		case f.Range != nil:
+			if !f.Transform.valid() {
+				return fmt.Errorf("%s: unknown transform %q (want log, log1p or sqrt)", what, f.Transform)
+			}
+			if err := checkRange(what, f.Range); err != nil {
+				return err
+			}
+			if f.Unknown != "" {
+				return fmt.Errorf("%s: \"unknown\" applies to categorical features only", what)
+			}
+		case f.Categories != nil:
+			if f.Transform != TransformNone {
+				return fmt.Errorf("%s: a categorical feature takes no transform", what)
+			}
+			if len(f.Categories) == 0 {
+				return fmt.Errorf("%s: categories must not be empty", what)
+			}
+			cs := map[string]bool{}
+			for _, c := range f.Categories {
+				if cs[c] {
+					return fmt.Errorf("%s: category %q listed twice", what, c)
+				}
+				cs[c] = true
+			}
+			switch f.Unknown {
+			case "", "error", "reference":
+			default:
+				return fmt.Errorf("%s: unknown = %q (want \"error\" or \"reference\")", what, f.Unknown)
+			}
+		default:
+			return fmt.Errorf("%s: declare a public range [lo, hi] (numeric) or a categories list (categorical); bounds are never read off the data", what)
+		}
+	}
+	return nil
+}
+
+// Bound returns B, the squared-norm budget of the encoding: the number of
+// groups that each contribute at most 1 to ‖u‖² (see the package doc).
+func (s *Schema) Bound() int {
+	b := 0
+	if s.HasIntercept() {
+		b++
+	}
+	for _, f := range s.Features {
+		if !f.Categorical() || len(f.Categories) >= 2 {
+			b++
+		}
+	}
+	return b
+}
+
+// FeatureNames returns the names of the encoded feature columns, in order:
+// "(intercept)", numeric names, and "name=category" for indicator columns.
+func (s *Schema) FeatureNames() []string {
+	var names []string
+	if s.HasIntercept() {
+		names = append(names, "(intercept)")
+	}
+	for _, f := range s.Features {
+		if f.Categorical() {
+			for _, c := range f.Categories[1:] {
+				names = append(names, f.Name+"="+c)
+			}
+			continue
+		}
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// Dim returns the number of encoded feature columns (without the target).
+func (s *Schema) Dim() int { return len(s.FeatureNames()) }
+
+// DecodeTarget maps an encoded continuous target in [−1, 1] back to the
+// original units (undoing the affine map and the transform). For a binary
+// target it returns y unchanged.
+func (s *Schema) DecodeTarget(y float64) float64 {
+	t := s.Target
+	if t.Binary() {
+		return y
+	}
+	lo, hi := t.Range[0], t.Range[1]
+	return t.Transform.Invert(lo + (y+1)/2*(hi-lo))
+}
+
+// TargetScale returns the transformed-scale width of one encoded target unit:
+// an error of e on the [−1, 1] scale is an error of e·TargetScale() on the
+// transformed scale.
+func (s *Schema) TargetScale() float64 {
+	if s.Target.Binary() {
+		return 1
+	}
+	return (s.Target.Range[1] - s.Target.Range[0]) / 2
+}
