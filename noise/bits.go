@@ -1,0 +1,99 @@
+package noise
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/big"
+	"math/bits"
+)
+
+// rng buffers bytes from a Source and turns them into uniform integers by
+// rejection sampling (never by floating-point arithmetic). One rng serves one
+// call (a scalar or a whole vector); it is not shared between goroutines.
+type rng struct {
+	src Source
+	buf [256]byte
+	pos int
+}
+
+func newRNG(src Source) (*rng, error) {
+	if src == nil {
+		return nil, fmt.Errorf("noise: nil Source")
+	}
+	return &rng{src: src, pos: len(rng{}.buf)}, nil
+}
+
+func (r *rng) fill() error {
+	n := 0
+	for n < len(r.buf) {
+		m, err := r.src.Read(r.buf[n:])
+		n += m
+		if err != nil {
+			return fmt.Errorf("noise: read randomness from %s: %w", r.src, err)
+		}
+		if m == 0 {
+			return fmt.Errorf("noise: randomness source %s returned no bytes", r.src)
+		}
+	}
+	r.pos = 0
+	return nil
+}
+
+func (r *rng) uint64() (uint64, error) {
+	if r.pos+8 > len(r.buf) {
+		if err := r.fill(); err != nil {
+			return 0, err
+		}
+	}
+	v := binary.LittleEndian.Uint64(r.buf[r.pos:])
+	r.pos += 8
+	return v, nil
+}
+
+// uintn returns a uniform integer in [0, n); n must be > 0.
+func (r *rng) uintn(n uint64) (uint64, error) {
+	if n&(n-1) == 0 {
+		v, err := r.uint64()
+		return v & (n - 1), err
+	}
+	mask := uint64(1)<<bits.Len64(n) - 1
+	for {
+		v, err := r.uint64()
+		if err != nil {
+			return 0, err
+		}
+		if v &= mask; v < n {
+			return v, nil
+		}
+	}
+}
+
+// bigIntn returns a uniform integer in [0, n); n must be > 0.
+func (r *rng) bigIntn(n *big.Int) (*big.Int, error) {
+	if n.IsUint64() {
+		v, err := r.uintn(n.Uint64())
+		return new(big.Int).SetUint64(v), err
+	}
+	bl := n.BitLen()
+	nb := (bl + 7) / 8
+	b := make([]byte, nb)
+	out := new(big.Int)
+	for {
+		for i := range b {
+			if r.pos >= len(r.buf) {
+				if err := r.fill(); err != nil {
+					return nil, err
+				}
+			}
+			b[i] = r.buf[r.pos]
+			r.pos++
+		}
+		if extra := nb*8 - bl; extra > 0 {
+			b[0] &= byte(0xff >> extra)
+		}
+		out.SetBytes(b)
+		if out.Cmp(n) < 0 {
+			return out, nil
+		}
+	}
+}

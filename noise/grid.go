@@ -1,0 +1,198 @@
+package noise
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+)
+
+// GridSlackRatio bounds the rounding slack of AddGaussian and AddLaplace
+// relative to the noise scale: for every vector length n,
+// GaussianGridSlack(σ, n) ≤ GridSlackRatio·σ and LaplaceGridSlack(b, n) ≤
+// GridSlackRatio·b. accounting.GaussianSigma and accounting.LaplaceScale
+// include this slack.
+const GridSlackRatio = 0x1p-20
+
+// maxGridInt is the largest |integer| of grid units we accept: such integers
+// and their sums with the noise are exactly representable in float64.
+const maxGridInt = 1 << 52
+
+// gridFor returns 2^(⌊log2(v)⌋−1) for v > 0: a power of two ≤ v/2, so that
+// float rounding in v cannot push the grid above v.
+func gridFor(what string, v float64) (float64, error) {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return 0, fmt.Errorf("noise: %s must be finite and > 0, got %v", what, v)
+	}
+	_, exp := math.Frexp(v) // v = f·2^exp, f ∈ [0.5, 1)
+	e := exp - 2
+	if e < -960 {
+		return 0, fmt.Errorf("noise: %s %v too small for an exact grid", what, v)
+	}
+	return math.Ldexp(1, e), nil
+}
+
+// GaussianGrid returns the grid spacing g that AddGaussian uses for a vector
+// of n coordinates with noise σ: the power of two with
+// g ≤ GridSlackRatio·σ/(2√n) < 2g.
+func GaussianGrid(sigma float64, n int) (float64, error) {
+	if n < 1 {
+		return 0, fmt.Errorf("noise: vector length must be ≥ 1, got %d", n)
+	}
+	if math.IsNaN(sigma) || math.IsInf(sigma, 0) || sigma <= 0 {
+		return 0, fmt.Errorf("noise: Gaussian σ must be finite and > 0, got %v", sigma)
+	}
+	return gridFor("Gaussian σ", sigma*GridSlackRatio/math.Sqrt(float64(n)))
+}
+
+// LaplaceGrid returns the grid spacing g that AddLaplace uses for a vector of
+// n coordinates with scale b: the power of two with
+// g ≤ GridSlackRatio·b/(2n) < 2g.
+func LaplaceGrid(scale float64, n int) (float64, error) {
+	if n < 1 {
+		return 0, fmt.Errorf("noise: vector length must be ≥ 1, got %d", n)
+	}
+	if math.IsNaN(scale) || math.IsInf(scale, 0) || scale <= 0 {
+		return 0, fmt.Errorf("noise: Laplace scale must be finite and > 0, got %v", scale)
+	}
+	return gridFor("Laplace scale", scale*GridSlackRatio/float64(n))
+}
+
+// GaussianGridSlack returns the largest increase of the L2 sensitivity of an
+// n-vector caused by AddGaussian's rounding to its grid: g·√n, where g =
+// GaussianGrid(σ, n). Derivation: snapping moves each coordinate by at most
+// g/2, so for neighbouring inputs the snapped difference differs from the
+// true difference by a vector with coordinates in [−g, g], of L2 norm ≤ g√n.
+// It never exceeds GridSlackRatio·σ/2. It returns +Inf for invalid input.
+func GaussianGridSlack(sigma float64, n int) float64 {
+	g, err := GaussianGrid(sigma, n)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return math.Nextafter(g*math.Sqrt(float64(n)), math.Inf(1))
+}
+
+// LaplaceGridSlack returns the largest increase of the L1 sensitivity of an
+// n-vector caused by AddLaplace's rounding: g·n with g = LaplaceGrid(b, n)
+// (same derivation as GaussianGridSlack, with the L1 norm). It never exceeds
+// GridSlackRatio·b/2. It returns +Inf for invalid input.
+func LaplaceGridSlack(scale float64, n int) float64 {
+	g, err := LaplaceGrid(scale, n)
+	if err != nil {
+		return math.Inf(1)
+	}
+	return g * float64(n) // exact: power of two times an integer < 2^53
+}
+
+// snap validates x and returns round(x/g) for each coordinate.
+func snap(x []float64, g float64) ([]int64, error) {
+	k := make([]int64, len(x))
+	for i, v := range x {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("noise: coordinate %d is %v", i, v)
+		}
+		q := math.RoundToEven(v / g) // v/g is exact (power-of-two scaling)
+		if math.Abs(q) > maxGridInt {
+			return nil, fmt.Errorf("noise: coordinate %d = %g is too large for noise grid %g (|x|/grid > 2^52); rescale the data", i, v, g)
+		}
+		k[i] = int64(q)
+	}
+	return k, nil
+}
+
+// unsnap writes g·(k+z) into x, refusing results that would not be exact.
+func unsnap(x []float64, k, z []int64, g float64) error {
+	for i := range k {
+		s := k[i] + z[i]
+		if s > 1<<53 || s < -(1<<53) {
+			return fmt.Errorf("noise: coordinate %d plus noise leaves the exact range of the grid %g", i, g)
+		}
+	}
+	for i := range k {
+		x[i] = float64(k[i]+z[i]) * g
+	}
+	return nil
+}
+
+// AddGaussian adds Gaussian noise of standard deviation σ to every
+// coordinate of x, in place, on the power-of-two grid GaussianGrid(σ, len(x))
+// (see the package documentation). The mechanism x ↦ AddGaussian(x) is
+// exactly the discrete Gaussian mechanism on the grid; its L2 sensitivity is
+// that of x plus GaussianGridSlack(σ, len(x)). On error x is unchanged.
+func AddGaussian(src Source, x []float64, sigma float64) error {
+	if len(x) == 0 {
+		return nil
+	}
+	g, err := GaussianGrid(sigma, len(x))
+	if err != nil {
+		return err
+	}
+	k, err := snap(x, g)
+	if err != nil {
+		return err
+	}
+	r, err := newRNG(src)
+	if err != nil {
+		return err
+	}
+	s := new(big.Rat).SetFloat64(sigma / g) // exact: power-of-two scaling
+	s2 := new(big.Rat).Mul(s, s)
+	z := make([]int64, len(x))
+	for i := range z {
+		y, err := r.discreteGaussian(s2)
+		if err != nil {
+			return err
+		}
+		if z[i], err = toInt64(y); err != nil {
+			return err
+		}
+	}
+	return unsnap(x, k, z, g)
+}
+
+// AddLaplace adds Laplace noise of scale b to every coordinate of x, in
+// place, on the power-of-two grid LaplaceGrid(b, len(x)). The mechanism is
+// exactly the discrete Laplace mechanism on the grid; its L1 sensitivity is
+// that of x plus LaplaceGridSlack(b, len(x)). On error x is unchanged.
+func AddLaplace(src Source, x []float64, scale float64) error {
+	if len(x) == 0 {
+		return nil
+	}
+	g, err := LaplaceGrid(scale, len(x))
+	if err != nil {
+		return err
+	}
+	k, err := snap(x, g)
+	if err != nil {
+		return err
+	}
+	r, err := newRNG(src)
+	if err != nil {
+		return err
+	}
+	b := new(big.Rat).SetFloat64(scale / g)
+	z := make([]int64, len(x))
+	for i := range z {
+		y, err := r.discreteLaplace(b.Num(), b.Denom())
+		if err != nil {
+			return err
+		}
+		if z[i], err = toInt64(y); err != nil {
+			return err
+		}
+	}
+	return unsnap(x, k, z, g)
+}
+
+// Gaussian returns one draw of N(0, σ²) noise on the grid GaussianGrid(σ, 1).
+func Gaussian(src Source, sigma float64) (float64, error) {
+	x := []float64{0}
+	err := AddGaussian(src, x, sigma)
+	return x[0], err
+}
+
+// Laplace returns one draw of Laplace(0, b) noise on the grid LaplaceGrid(b, 1).
+func Laplace(src Source, scale float64) (float64, error) {
+	x := []float64{0}
+	err := AddLaplace(src, x, scale)
+	return x[0], err
+}
