@@ -1,0 +1,51 @@
+package suffstat
+
+import "unsafe"
+
+// cpuid and xgetbv are implemented in kernel_amd64.s.
+func cpuid(eaxIn, ecxIn uint32) (eax, ebx, ecx, edx uint32)
+func xgetbv() (eax, edx uint32)
+
+//go:noescape
+func tile8x4AVX2(a, b *float64, rows, ld int, c *float64, ldc int)
+
+// hasAVX2FMA reports whether the processor and operating system support
+// AVX2 and FMA (CPUID feature bits and the OS-enabled YMM state in XCR0).
+func hasAVX2FMA() bool {
+	maxID, _, _, _ := cpuid(0, 0)
+	if maxID < 7 {
+		return false
+	}
+	_, _, ecx1, _ := cpuid(1, 0)
+	const (
+		fma     = 1 << 12
+		osxsave = 1 << 27
+		avx     = 1 << 28
+	)
+	if ecx1&(fma|osxsave|avx) != fma|osxsave|avx {
+		return false
+	}
+	if xcr0, _ := xgetbv(); xcr0&6 != 6 { // XMM and YMM state enabled
+		return false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	return ebx7&(1<<5) != 0 // AVX2
+}
+
+func archKernels() []kernel {
+	if hasAVX2FMA() {
+		return []kernel{{name: "avx2", mr: 8, nr: 4, tile: tile8x4}}
+	}
+	return nil
+}
+
+// tile8x4 checks the bounds the assembly relies on, then calls it.
+func tile8x4(a, b []float64, rows, ld int, c []float64, ldc int) {
+	if rows == 0 {
+		return
+	}
+	if len(a) < (rows-1)*ld+8 || len(b) < (rows-1)*ld+4 || len(c) < 3*ldc+8 {
+		panic("suffstat: tile8x4: slice too short")
+	}
+	tile8x4AVX2(unsafe.SliceData(a), unsafe.SliceData(b), rows, ld, unsafe.SliceData(c), ldc)
+}

@@ -1,0 +1,302 @@
+package suffstat
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// naive computes N, Σz and Σzzᵀ with a plain double loop in big.Float
+// (exact for these inputs up to the final rounding).
+func naive(rows []float64, k int) (sum []float64, gram [][]float64) {
+	n := len(rows) / k
+	bs := make([]big.Float, k)
+	bg := make([][]big.Float, k)
+	for i := range bg {
+		bg[i] = make([]big.Float, k)
+	}
+	for _, b := range bs {
+		b.SetPrec(2000)
+	}
+	var p big.Float
+	p.SetPrec(2000)
+	for r := 0; r < n; r++ {
+		z := rows[r*k : (r+1)*k]
+		for i := 0; i < k; i++ {
+			bs[i].SetPrec(2000).Add(&bs[i], big.NewFloat(z[i]))
+			for j := i; j < k; j++ {
+				p.SetPrec(2000).Mul(big.NewFloat(z[i]), big.NewFloat(z[j]))
+				bg[i][j].SetPrec(2000).Add(&bg[i][j], &p)
+			}
+		}
+	}
+	sum = make([]float64, k)
+	gram = make([][]float64, k)
+	for i := range gram {
+		gram[i] = make([]float64, k)
+	}
+	for i := range sum {
+		sum[i], _ = bs[i].Float64()
+		for j := i; j < k; j++ {
+			gram[i][j], _ = bg[i][j].Float64()
+			gram[j][i] = gram[i][j]
+		}
+	}
+	return sum, gram
+}
+
+func randRows(rng *rand.Rand, n, k int) []float64 {
+	x := make([]float64, n*k)
+	for i := range x {
+		x[i] = rng.Float64()*2 - 1
+	}
+	return x
+}
+
+// check compares m with the exact statistics, with a tolerance of tol·Σ|z_i z_j|.
+func check(t *testing.T, m *Moments, rows []float64, k int, tol float64) {
+	t.Helper()
+	n := len(rows) / k
+	if m.N() != int64(n) {
+		t.Fatalf("N = %d, want %d", m.N(), n)
+	}
+	sum, gram := naive(rows, k)
+	absScale := func(i, j int) float64 {
+		s := 0.0
+		for r := 0; r < n; r++ {
+			s += math.Abs(rows[r*k+i] * rows[r*k+j])
+		}
+		return s
+	}
+	for i := 0; i < k; i++ {
+		var sa float64
+		for r := 0; r < n; r++ {
+			sa += math.Abs(rows[r*k+i])
+		}
+		if d := math.Abs(m.Sum(i) - sum[i]); d > tol*sa+1e-300 {
+			t.Fatalf("Sum(%d) = %v, want %v (diff %g)", i, m.Sum(i), sum[i], d)
+		}
+		for j := 0; j < k; j++ {
+			if d := math.Abs(m.At(i, j) - gram[i][j]); d > tol*absScale(i, j)+1e-300 {
+				t.Fatalf("At(%d,%d) = %v, want %v (diff %g)", i, j, m.At(i, j), gram[i][j], d)
+			}
+		}
+	}
+}
+
+func TestAgainstNaive(t *testing.T) {
+	for _, kn := range kernels() {
+		for _, tc := range []struct{ n, k int }{
+			{0, 1}, {1, 1}, {3, 1}, {1, 2}, {7, 3}, {255, 4}, {256, 5}, {257, 7},
+			{600, 8}, {1000, 11}, {513, 16}, {300, 17}, {70, 33},
+		} {
+			rng := rand.New(rand.NewPCG(uint64(tc.n), uint64(tc.k)))
+			rows := randRows(rng, tc.n, tc.k)
+			m := newWithKernel(tc.k, kn)
+			// Feed in uneven batches to exercise the panel buffer.
+			for r := 0; r < tc.n; {
+				b := 1 + rng.IntN(300)
+				if r+b > tc.n {
+					b = tc.n - r
+				}
+				if err := m.AddRows(rows[r*tc.k : (r+b)*tc.k]); err != nil {
+					t.Fatal(err)
+				}
+				r += b
+			}
+			t.Run(kn.name, func(t *testing.T) { check(t, m, rows, tc.k, 1e-14) })
+		}
+	}
+}
+
+func TestKernelsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n, k = 5000, 23
+	rows := randRows(rng, n, k)
+	ms := []*Moments{}
+	for _, kn := range kernels() {
+		m := newWithKernel(k, kn)
+		if err := m.AddRows(rows); err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	for _, m := range ms[1:] {
+		for i := 0; i < k; i++ {
+			for j := i; j < k; j++ {
+				if d := math.Abs(m.At(i, j) - ms[0].At(i, j)); d > 1e-12*float64(n) {
+					t.Fatalf("%s vs %s: At(%d,%d) differs by %g", m.kn.name, ms[0].kn.name, i, j, d)
+				}
+			}
+		}
+	}
+}
+
+func TestMergeShardsEqualsOnePass(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n, k = 20000, 9
+	rows := randRows(rng, n, k)
+	one := New(k)
+	one.SetWorkers(1)
+	if err := one.AddRows(rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, shards := range []int{2, 3, 7, 64} {
+		total := New(k)
+		for s := 0; s < shards; s++ {
+			lo, hi := s*n/shards, (s+1)*n/shards
+			part := New(k)
+			if err := part.AddRows(rows[lo*k : hi*k]); err != nil {
+				t.Fatal(err)
+			}
+			// Ship the shard through its binary encoding, as a site would.
+			b, err := part.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got Moments
+			if err := got.UnmarshalBinary(b); err != nil {
+				t.Fatal(err)
+			}
+			if err := total.Merge(&got); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if total.N() != one.N() {
+			t.Fatalf("%d shards: N = %d, want %d", shards, total.N(), one.N())
+		}
+		for i := 0; i < k; i++ {
+			// Rounding: a few ulps of Σ|z_i z_j| ≤ n.
+			if d := math.Abs(total.Sum(i) - one.Sum(i)); d > 1e-14*n {
+				t.Fatalf("%d shards: Sum(%d) differs by %g", shards, i, d)
+			}
+			for j := 0; j < k; j++ {
+				if d := math.Abs(total.At(i, j) - one.At(i, j)); d > 1e-14*n {
+					t.Fatalf("%d shards: At(%d,%d) differs by %g", shards, i, j, d)
+				}
+			}
+		}
+	}
+}
+
+func TestParallelAddRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	const k = 6
+	n := 3*parallelMin + 17
+	rows := randRows(rng, n, k)
+	serial := New(k)
+	serial.SetWorkers(1)
+	par := New(k)
+	par.SetWorkers(3)
+	for _, m := range []*Moments{serial, par} {
+		if err := m.AddRows(rows[:k]); err != nil { // a pending partial panel
+			t.Fatal(err)
+		}
+		if err := m.AddRows(rows[k:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < k; i++ {
+		for j := i; j < k; j++ {
+			if d := math.Abs(serial.At(i, j) - par.At(i, j)); d > 1e-14*float64(n) {
+				t.Fatalf("At(%d,%d) differs by %g", i, j, d)
+			}
+		}
+	}
+	if par.N() != int64(n) {
+		t.Fatalf("N = %d, want %d", par.N(), n)
+	}
+}
+
+func TestAddRowsErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rows []float64
+		want string
+	}{
+		{"length", []float64{1, 2, 3}, "not a whole number of rows"},
+		{"nan", []float64{1, 2, 3, math.NaN()}, "row 1, column 1: value NaN is not finite"},
+		{"inf", []float64{math.Inf(-1), 2}, "row 0, column 0: value -Inf is not finite"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := New(2)
+			err := m.AddRows(tc.rows)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	m := New(2)
+	if err := m.AddRows([]float64{math.NaN(), 0}); err == nil {
+		t.Fatal("no error for NaN")
+	}
+	if err := m.AddRows([]float64{1, 2}); err == nil {
+		t.Fatal("poisoned accumulator accepted rows")
+	}
+	if _, err := m.MarshalBinary(); err == nil {
+		t.Fatal("poisoned accumulator marshalled")
+	}
+	if !math.IsNaN(m.At(0, 0)) {
+		t.Fatal("poisoned accumulator returned a number")
+	}
+	if err := New(2).Merge(m); err == nil {
+		t.Fatal("merged a poisoned accumulator")
+	}
+	if err := New(2).Merge(New(3)); err == nil {
+		t.Fatal("merged widths 3 into 2")
+	}
+}
+
+func TestBinaryRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	m := New(5)
+	if err := m.AddRows(randRows(rng, 1000, 5)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := m.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Moments
+	if err := got.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	b2, _ := got.MarshalBinary()
+	if !bytes.Equal(b, b2) {
+		t.Fatal("re-encoding differs")
+	}
+	if got.N() != 1000 || got.At(1, 3) != m.At(1, 3) || got.Sum(4) != m.Sum(4) {
+		t.Fatal("decoded values differ")
+	}
+}
+
+func TestUnmarshalRejects(t *testing.T) {
+	m := New(2)
+	_ = m.AddRows([]float64{1, 2, 3, 4})
+	good, _ := m.MarshalBinary()
+	mut := func(f func(b []byte) []byte) []byte { return f(bytes.Clone(good)) }
+	for _, tc := range []struct {
+		name string
+		data []byte
+	}{
+		{"empty", nil},
+		{"truncated", good[:len(good)-1]},
+		{"extended", append(bytes.Clone(good), 0)},
+		{"magic", mut(func(b []byte) []byte { b[0] = 'X'; return b })},
+		{"version", mut(func(b []byte) []byte { b[4] = 9; return b })},
+		{"width0", mut(func(b []byte) []byte { b[8] = 0; return b })},
+		{"checksum", mut(func(b []byte) []byte { b[25] ^= 1; return b })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got Moments
+			err := got.UnmarshalBinary(tc.data)
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("err = %v, want ErrCorrupt", err)
+			}
+		})
+	}
+}
