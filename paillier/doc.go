@@ -1,0 +1,2 @@
+// Package paillier implements the Paillier cryptosystem and threshold Paillier.
+package paillier
