@@ -1,0 +1,291 @@
+package regress
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/report"
+)
+
+// Sensitivities of the released coefficient blocks, for d encoded features
+// (intercept included) and N rows, under replace-one neighbours with
+// ‖x‖₂ ≤ 1 and y ∈ [−1, 1] (linear) or {0, 1} (logistic).
+type Sensitivities struct {
+	// FM is the L1 sensitivity of all coefficients (Zhang et al., as
+	// published; conservative, PRIVACY-NOTES item 5).
+	FM float64
+	// Relaxed is the L2 sensitivity of all coefficients for relaxed FM
+	// (Gaussian FM seed, Table A1).
+	Relaxed float64
+	// Lambda1 and Lambda2 are Gaussian FM's per-order L2 sensitivities with
+	// the Frobenius correction for Λ2 (PRIVACY-NOTES item 1).
+	Lambda1, Lambda2 float64
+}
+
+// SensitivitiesFor returns the sensitivities of every FM-family mechanism.
+//
+// Derivations for Gaussian FM (replace row (x, y) by (x', y')):
+//
+//	linear Λ1:   ‖−2y x + 2y' x'‖₂/N ≤ 2(|y|‖x‖ + |y'|‖x'‖)/N ≤ 4/N;
+//	logistic Λ1: ‖(½−y)x − (½−y')x'‖₂/N ≤ (½ + ½)/N = 1/N;
+//	Λ2 (both, times 1/8 for logistic): the released upper triangle of
+//	  A = xxᵀ − x'x'ᵀ has Σ_{i≤j} A_ij² = (‖A‖_F² + Σ_i A_ii²)/2 ≤ ‖A‖_F²
+//	  and ‖A‖_F² = ‖x‖⁴ + ‖x'‖⁴ − 2(xᵀx')² ≤ 2, reached by orthogonal unit
+//	  vectors (then Σ_i A_ii² = 2 too, e.g. x = e1, x' = e2): Δ2 = √2/N.
+func SensitivitiesFor(kind Kind, d int, n int64) (Sensitivities, error) {
+	if d < 1 || n < 1 {
+		return Sensitivities{}, fmt.Errorf("regress: sensitivities need d ≥ 1 and N ≥ 1, got d=%d N=%d", d, n)
+	}
+	D, N := float64(d), float64(n)
+	switch kind {
+	case Linear:
+		return Sensitivities{
+			FM:      2 * (1 + D) * (1 + D) / N,
+			Relaxed: 2 * math.Sqrt(1+4*D+D*D) / N,
+			Lambda1: 4 / N,
+			Lambda2: math.Sqrt2 / N,
+		}, nil
+	case Logistic:
+		return Sensitivities{
+			FM:      (D*D/4 + 3*D) / N,
+			Relaxed: math.Sqrt(D*D/16+D) / N,
+			Lambda1: 1 / N,
+			Lambda2: math.Sqrt2 / (8 * N),
+		}, nil
+	}
+	return Sensitivities{}, fmt.Errorf("regress: unknown model kind %q", kind)
+}
+
+// DefaultLambdaFactor multiplies the per-entry noise standard deviation of
+// Λ2 to give the default ridge λ. FM Section 6.1 suggests 4; see
+// docs/mechanisms.md for the utility measurements behind the default.
+const DefaultLambdaFactor = 4.0
+
+func (c *Config) lambda(noiseStd float64) float64 {
+	if c.Lambda >= 0 {
+		return c.Lambda
+	}
+	return DefaultLambdaFactor * noiseStd
+}
+
+// released returns [Λ1, upper(Λ2)] as one vector.
+func (q *Quadratic) released() []float64 {
+	v := make([]float64, 0, len(q.Lambda1)+len(q.Upper))
+	return append(append(v, q.Lambda1...), q.Upper...)
+}
+
+func (q *Quadratic) setReleased(v []float64) {
+	copy(q.Lambda1, v[:q.D])
+	copy(q.Upper, v[q.D:])
+}
+
+// finish minimises the noisy objective and fills the common report fields.
+func finish(q *Quadratic, cfg Config, noiseStd2 float64, p report.Privacy) (*Result, error) {
+	lam := cfg.lambda(noiseStd2)
+	w, trimmed, err := q.Minimize(PostProcess{Lambda: lam})
+	if err != nil {
+		return nil, err
+	}
+	p.Neighbouring = report.Neighbouring
+	p.Randomness, p.Insecure = randomness(cfg.Source)
+	p.PostProcessing = append(p.PostProcessing,
+		"Λ2 noised on its upper triangle and mirrored (symmetric)",
+		fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy Λ2 (data-independent)", fmtG(lam)),
+		fmt.Sprintf("spectral trimming: %d of %d eigen-directions with non-positive eigenvalue removed (PSD projection)", trimmed, q.D),
+		"Λ0 (the constant term) not released: it does not change the minimiser")
+	return &Result{Coef: w, Privacy: p, Trimmed: trimmed}, nil
+}
+
+func fmtG(x float64) string { return fmt.Sprintf("%.4g", x) }
+
+// fmEstimator is the Functional Mechanism (Zhang et al. 2012).
+type fmEstimator struct{}
+
+func (fmEstimator) Name() string        { return "fm" }
+func (fmEstimator) NeedsRows(Kind) bool { return false }
+func (fmEstimator) Private() bool       { return true }
+func (fmEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
+	if err := cfg.validate(data, true); err != nil {
+		return nil, err
+	}
+	q, err := Objective(cfg.Kind, data.Stats)
+	if err != nil {
+		return nil, err
+	}
+	sens, err := SensitivitiesFor(cfg.Kind, q.D, data.Stats.N())
+	if err != nil {
+		return nil, err
+	}
+	b, err := accounting.LaplaceScale(cfg.Epsilon, sens.FM)
+	if err != nil {
+		return nil, fmt.Errorf("fm: calibrate Laplace noise: %w", err)
+	}
+	v := q.released()
+	if err := noise.AddLaplace(cfg.Source, v, b); err != nil {
+		return nil, fmt.Errorf("fm: add noise: %w", err)
+	}
+	q.setReleased(v)
+	p := report.Privacy{
+		Mechanism:  "fm (Functional Mechanism, Zhang et al. 2012)",
+		Private:    true,
+		Epsilon:    cfg.Epsilon,
+		Accountant: "Laplace mechanism on all released coefficients with the published L1 sensitivity (pure ε-DP)",
+		Releases: []report.Release{{
+			Name: "Λ1 and upper triangle of Λ2", Entries: len(v), Norm: "L1",
+			Sensitivity: sens.FM, Noise: "laplace", Scale: b,
+		}},
+	}
+	if cfg.Delta > 0 {
+		p.Notes = append(p.Notes, "fm is pure ε-DP; the δ given was not used")
+	}
+	return finish(q, cfg, math.Sqrt2*b, p)
+}
+
+// relaxedFM is relaxed FM (Ding et al.) as specified in the Gaussian FM
+// seed: one Gaussian mechanism on all coefficients.
+type relaxedFM struct{}
+
+func (relaxedFM) Name() string        { return "relaxed-fm" }
+func (relaxedFM) NeedsRows(Kind) bool { return false }
+func (relaxedFM) Private() bool       { return true }
+func (relaxedFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
+	if err := cfg.validate(data, true); err != nil {
+		return nil, err
+	}
+	if cfg.Delta <= 0 {
+		return nil, fmt.Errorf("relaxed-fm: the Gaussian mechanism needs δ > 0")
+	}
+	q, err := Objective(cfg.Kind, data.Stats)
+	if err != nil {
+		return nil, err
+	}
+	sens, err := SensitivitiesFor(cfg.Kind, q.D, data.Stats.N())
+	if err != nil {
+		return nil, err
+	}
+	sigma, err := accounting.GaussianSigma(cfg.Epsilon, cfg.Delta, sens.Relaxed)
+	if err != nil {
+		return nil, fmt.Errorf("relaxed-fm: calibrate Gaussian noise: %w", err)
+	}
+	v := q.released()
+	if err := noise.AddGaussian(cfg.Source, v, sigma); err != nil {
+		return nil, fmt.Errorf("relaxed-fm: add noise: %w", err)
+	}
+	q.setReleased(v)
+	p := report.Privacy{
+		Mechanism:  "relaxed-fm (relaxed Functional Mechanism, Ding et al.; sensitivities of the Gaussian FM seed, Table A1)",
+		Private:    true,
+		Epsilon:    cfg.Epsilon,
+		Delta:      cfg.Delta,
+		Accountant: "one Gaussian mechanism on all released coefficients, analytic Gaussian calibration (Balle & Wang 2018)",
+		Releases: []report.Release{{
+			Name: "Λ1 and upper triangle of Λ2", Entries: len(v), Norm: "L2",
+			Sensitivity: sens.Relaxed, Noise: "gaussian", Scale: sigma,
+		}},
+	}
+	return finish(q, cfg, sigma, p)
+}
+
+// gaussianFM is Gaussian FM (Tasnim et al.) with the corrections of
+// PRIVACY-NOTES items 1-4.
+type gaussianFM struct{}
+
+func (gaussianFM) Name() string        { return "gaussian-fm" }
+func (gaussianFM) NeedsRows(Kind) bool { return false }
+func (gaussianFM) Private() bool       { return true }
+
+// GaussianFMScales returns the noise standard deviations τ1, τ2 of Gaussian
+// FM's two released blocks (n1 and n2 entries) for a target (ε, δ), and the
+// δ actually achieved (≤ delta).
+//
+// Joint calibration (PRIVACY-NOTES item 2): dividing each block by its τ_j
+// turns the release into one Gaussian mechanism with unit noise whose L2
+// sensitivity is s = √(Σ_j (Δ'_j/τ_j)²), where Δ'_j = Δ_j + the grid
+// rounding slack of noise.AddGaussian. The analytic Gaussian gives the
+// largest s that meets (ε, δ): s* = 1/σ_u with σ_u =
+// AnalyticGaussianSigma(ε, δ, 1). The budget split w1 = split, w2 = 1 −
+// split gives (Δ'_j/τ_j)² = w_j s*², i.e. τ_j = σ_u Δ'_j / √w_j; since the
+// slack is at most GridSlackRatio·τ_j/2, τ_j = σ_u Δ_j/(√w_j − σ_u·r) with
+// r = GridSlackRatio/2 is enough. The achieved δ is recomputed from the
+// final τ_j and checked.
+func GaussianFMScales(eps, delta, split, d1, d2 float64, n1, n2 int) (tau1, tau2, achieved float64, err error) {
+	if split <= 0 || split >= 1 {
+		return 0, 0, 0, fmt.Errorf("gaussian-fm: budget split must be in (0, 1), got %v", split)
+	}
+	su, err := accounting.AnalyticGaussianSigma(eps, delta, 1)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("gaussian-fm: calibrate: %w", err)
+	}
+	r := noise.GridSlackRatio / 2
+	w := []float64{split, 1 - split}
+	sens := []float64{d1, d2}
+	ns := []int{n1, n2}
+	tau := make([]float64, 2)
+	for inflate := 1.0; inflate < 1.001; inflate *= 1 + 1e-9 {
+		s2 := 0.0
+		for j := range tau {
+			den := math.Sqrt(w[j]) - su*r
+			if den <= 0 {
+				return 0, 0, 0, fmt.Errorf("gaussian-fm: ε = %v too small for the noise grid", eps)
+			}
+			tau[j] = inflate * su * sens[j] / den
+			e := (sens[j] + noise.GaussianGridSlack(tau[j], ns[j])) / tau[j]
+			s2 += e * e
+		}
+		achieved, err = accounting.AnalyticGaussianDelta(eps, 1, math.Sqrt(s2))
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("gaussian-fm: check calibration: %w", err)
+		}
+		if achieved <= delta {
+			return tau[0], tau[1], achieved, nil
+		}
+	}
+	return 0, 0, 0, fmt.Errorf("gaussian-fm: calibration did not meet δ = %v", delta)
+}
+
+func (gaussianFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
+	if err := cfg.validate(data, true); err != nil {
+		return nil, err
+	}
+	if cfg.Delta <= 0 {
+		return nil, fmt.Errorf("gaussian-fm: the Gaussian mechanism needs δ > 0")
+	}
+	q, err := Objective(cfg.Kind, data.Stats)
+	if err != nil {
+		return nil, err
+	}
+	sens, err := SensitivitiesFor(cfg.Kind, q.D, data.Stats.N())
+	if err != nil {
+		return nil, err
+	}
+	split := cfg.Split
+	if split == 0 {
+		split = 0.5
+	}
+	tau1, tau2, achieved, err := GaussianFMScales(cfg.Epsilon, cfg.Delta, split, sens.Lambda1, sens.Lambda2, len(q.Lambda1), len(q.Upper))
+	if err != nil {
+		return nil, err
+	}
+	if err := noise.AddGaussian(cfg.Source, q.Lambda1, tau1); err != nil {
+		return nil, fmt.Errorf("gaussian-fm: add noise to Λ1: %w", err)
+	}
+	if err := noise.AddGaussian(cfg.Source, q.Upper, tau2); err != nil {
+		return nil, fmt.Errorf("gaussian-fm: add noise to Λ2: %w", err)
+	}
+	p := report.Privacy{
+		Mechanism: "gaussian-fm (Gaussian Functional Mechanism, Tasnim et al., with the corrections of PRIVACY-NOTES items 1-4)",
+		Private:   true,
+		Epsilon:   cfg.Epsilon,
+		Delta:     cfg.Delta,
+		Accountant: fmt.Sprintf("Λ1 and Λ2 calibrated jointly as one whitened Gaussian mechanism (budget split %.2f/%.2f of the squared sensitivity), analytic Gaussian (Balle & Wang 2018); achieved δ = %.4g",
+			split, 1-split, achieved),
+		Releases: []report.Release{
+			{Name: "Λ1 (order-1 coefficients)", Entries: len(q.Lambda1), Norm: "L2", Sensitivity: sens.Lambda1, Noise: "gaussian", Scale: tau1},
+			{Name: "Λ2 upper triangle (order-2 coefficients)", Entries: len(q.Upper), Norm: "L2 (Frobenius)", Sensitivity: sens.Lambda2, Noise: "gaussian", Scale: tau2},
+		},
+	}
+	return finish(q, cfg, tau2, p)
+}

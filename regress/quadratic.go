@@ -1,0 +1,142 @@
+package regress
+
+import (
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// Quadratic is the polynomial objective f(ω) = Λ0 + Λ1ᵀω + ωᵀΛ2ω with Λ2
+// symmetric, stored as its upper triangle (row-major packed: (0,0), (0,1),
+// …, (0,d−1), (1,1), …).
+type Quadratic struct {
+	D       int
+	Lambda0 float64
+	Lambda1 []float64
+	Upper   []float64 // len D(D+1)/2
+}
+
+// packedIndex returns the index of (i, j), i ≤ j, in a packed upper triangle.
+func packedIndex(d, i, j int) int { return i*d - i*(i-1)/2 + (j - i) }
+
+// At returns Λ2[i][j].
+func (q *Quadratic) At(i, j int) float64 {
+	if i > j {
+		i, j = j, i
+	}
+	return q.Upper[packedIndex(q.D, i, j)]
+}
+
+// Eval returns f(ω).
+func (q *Quadratic) Eval(w []float64) float64 {
+	f := q.Lambda0
+	for i := 0; i < q.D; i++ {
+		f += q.Lambda1[i] * w[i]
+		for j := 0; j < q.D; j++ {
+			f += w[i] * q.At(i, j) * w[j]
+		}
+	}
+	return f
+}
+
+// Objective computes the exact (noiseless) polynomial coefficients of the
+// model's average objective from the sufficient statistics. The encoded
+// target is column K−1; the features are columns 0..K−2.
+func Objective(kind Kind, s Stats) (*Quadratic, error) {
+	k := s.K()
+	d := k - 1
+	n := float64(s.N())
+	if n < 1 {
+		return nil, fmt.Errorf("regress: the dataset is empty")
+	}
+	t := d
+	q := &Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, d*(d+1)/2)}
+	var c2 float64
+	switch kind {
+	case Linear:
+		q.Lambda0 = s.At(t, t) / n
+		for j := 0; j < d; j++ {
+			q.Lambda1[j] = -2 * s.At(t, j) / n
+		}
+		c2 = 1 / n
+	case Logistic:
+		q.Lambda0 = math.Ln2
+		for j := 0; j < d; j++ {
+			q.Lambda1[j] = (0.5*s.Sum(j) - s.At(t, j)) / n
+		}
+		c2 = 1 / (8 * n)
+	default:
+		return nil, fmt.Errorf("regress: unknown model kind %q", kind)
+	}
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			q.Upper[packedIndex(d, i, j)] = c2 * s.At(i, j)
+		}
+	}
+	for _, v := range append(append([]float64{q.Lambda0}, q.Lambda1...), q.Upper...) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("regress: statistics contain a non-finite value")
+		}
+	}
+	return q, nil
+}
+
+// PostProcess configures Minimize.
+type PostProcess struct {
+	// Lambda is a data-independent ridge added to Λ2's diagonal.
+	Lambda float64
+	// RelTol drops eigen-directions with eigenvalue ≤ RelTol·max|eigenvalue|
+	// (and always those ≤ 0).
+	RelTol float64
+}
+
+// Minimize returns the minimiser of the (possibly noisy) quadratic after
+// regularisation and spectral trimming, and the number of trimmed
+// eigen-directions. It fails only when every direction is trimmed.
+func (q *Quadratic) Minimize(pp PostProcess) ([]float64, int, error) {
+	d := q.D
+	sym := mat.NewSymDense(d, nil)
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			v := q.At(i, j)
+			if i == j {
+				v += pp.Lambda
+			}
+			sym.SetSym(i, j, v)
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(sym, true) {
+		return nil, 0, fmt.Errorf("regress: eigendecomposition of Λ2 did not converge")
+	}
+	vals := eig.Values(nil)
+	var vecs mat.Dense
+	eig.VectorsTo(&vecs)
+	maxAbs := 0.0
+	for _, v := range vals {
+		maxAbs = math.Max(maxAbs, math.Abs(v))
+	}
+	tol := pp.RelTol * maxAbs
+	w := make([]float64, d)
+	trimmed := 0
+	for k, lam := range vals {
+		if !(lam > tol) || lam <= 0 {
+			trimmed++
+			continue
+		}
+		// Component of the minimiser along eigenvector v_k: −(v_kᵀΛ1)/(2λ_k).
+		proj := 0.0
+		for i := 0; i < d; i++ {
+			proj += vecs.At(i, k) * q.Lambda1[i]
+		}
+		c := -proj / (2 * lam)
+		for i := 0; i < d; i++ {
+			w[i] += c * vecs.At(i, k)
+		}
+	}
+	if trimmed == d {
+		return nil, trimmed, fmt.Errorf("regress: every eigenvalue of the noisy Λ2 + λI is non-positive; the noise overwhelms the data (raise ε or λ)")
+	}
+	return w, trimmed, nil
+}

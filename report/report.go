@@ -1,0 +1,95 @@
+// Package report describes what a differentially private release spent and
+// how: the mechanism, each released quantity's sensitivity and noise, the
+// overall guarantee and the accountant that computed it, the post-processing
+// applied, and where the randomness came from.
+//
+// A Privacy value is attached to every model dplearn writes and printed in
+// words by the CLI. Every number in it is computed by code from the
+// calibration actually used; nothing is copied from a paper.
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// Neighbouring is the neighbouring relation every guarantee refers to.
+const Neighbouring = "replace-one (bounded DP): neighbouring datasets have the same public size N and differ in one record"
+
+// Release is one noisy quantity put out by a mechanism.
+type Release struct {
+	Name        string  `json:"name"`        // e.g. "Λ1 (order-1 coefficients)"
+	Entries     int     `json:"entries"`     // number of noisy values released
+	Norm        string  `json:"norm"`        // sensitivity norm: "L1" or "L2"
+	Sensitivity float64 `json:"sensitivity"` // before grid-rounding slack
+	Noise       string  `json:"noise"`       // "laplace", "gaussian", "none"
+	Scale       float64 `json:"scale"`       // Laplace b or Gaussian σ per entry
+}
+
+// Privacy is the guarantee of one release (or of a composition of releases).
+type Privacy struct {
+	Mechanism    string    `json:"mechanism"`
+	Private      bool      `json:"private"`           // false for non-private reference fits
+	Epsilon      float64   `json:"epsilon,omitempty"` // overall ε
+	Delta        float64   `json:"delta"`             // overall δ (0 for pure ε-DP)
+	Rho          float64   `json:"rho,omitempty"`     // zCDP ρ where the accountant works in zCDP
+	Accountant   string    `json:"accountant"`        // how (ε, δ) was computed
+	Neighbouring string    `json:"neighbouring"`
+	Releases     []Release `json:"releases,omitempty"`
+	// PostProcessing lists what was done to the released values only.
+	PostProcessing []string `json:"post_processing,omitempty"`
+	Randomness     string   `json:"randomness"`
+	Insecure       bool     `json:"insecure_randomness,omitempty"`
+	Notes          []string `json:"notes,omitempty"`
+}
+
+// Guarantee renders the overall guarantee, e.g. "(0.5, 1e-05)-DP".
+func (p *Privacy) Guarantee() string {
+	if !p.Private {
+		return "none (non-private reference fit: do not release)"
+	}
+	if p.Delta == 0 {
+		return fmt.Sprintf("%s-DP (pure)", fmtNum(p.Epsilon))
+	}
+	return fmt.Sprintf("(%s, %s)-DP", fmtNum(p.Epsilon), fmtNum(p.Delta))
+}
+
+func fmtNum(x float64) string {
+	if x == 0 {
+		return "0"
+	}
+	if a := math.Abs(x); a >= 1e-3 && a < 1e6 {
+		return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", x), "0"), ".")
+	}
+	return fmt.Sprintf("%.4g", x)
+}
+
+// WriteText prints the report in words.
+func (p *Privacy) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Privacy report\n")
+	fmt.Fprintf(&b, "  mechanism:     %s\n", p.Mechanism)
+	fmt.Fprintf(&b, "  guarantee:     %s\n", p.Guarantee())
+	if p.Private {
+		fmt.Fprintf(&b, "  accountant:    %s\n", p.Accountant)
+		fmt.Fprintf(&b, "  neighbouring:  %s\n", p.Neighbouring)
+	}
+	for _, r := range p.Releases {
+		fmt.Fprintf(&b, "  release:       %s: %d values, %s sensitivity %s, %s noise with scale %s\n",
+			r.Name, r.Entries, r.Norm, fmtNum(r.Sensitivity), r.Noise, fmtNum(r.Scale))
+	}
+	for _, s := range p.PostProcessing {
+		fmt.Fprintf(&b, "  post-process:  %s\n", s)
+	}
+	fmt.Fprintf(&b, "  randomness:    %s\n", p.Randomness)
+	if p.Insecure {
+		fmt.Fprintf(&b, "  WARNING:       produced with INSECURE seeded randomness: for tests and experiments only, not a privacy guarantee\n")
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(&b, "  note:          %s\n", n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
