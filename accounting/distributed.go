@@ -1,0 +1,112 @@
+package accounting
+
+import (
+	"fmt"
+	"math"
+)
+
+// DDGParams describe the distributed discrete Gaussian: each of Parties
+// parties adds independent discrete Gaussian noise N_ℤ(0, σ²) (variance
+// parameter Sigma²) to a Dim-dimensional integer vector, and only the sum is
+// revealed (secure aggregation). L1 and L2 are the sensitivities of the
+// summed integer vector.
+type DDGParams struct {
+	Sigma   float64
+	Parties int
+	Dim     int
+	L1, L2  float64
+}
+
+// DDGTau returns τ = 10 Σ_{k=1}^{n−1} exp(−2π²σ² k/(k+1)), the correction of
+// Kairouz, Liu & Steinke 2021 for the sum of n discrete Gaussians not being a
+// discrete Gaussian (PRIVACY-NOTES item 13).
+func DDGTau(sigma float64, parties int) float64 {
+	var tau float64
+	for k := 1; k < parties; k++ {
+		fk := float64(k)
+		tau += math.Exp(-2 * math.Pi * math.Pi * sigma * sigma * fk / (fk + 1))
+	}
+	return 10 * tau
+}
+
+// DDGRDP returns the RDP curve of the distributed discrete Gaussian by
+// Kairouz, Liu & Steinke 2021, Proposition 14 (σ ≥ ½): for every order α,
+//
+//	ε(α) = min{ α Δ2²/(2nσ²) + τd,
+//	            (α/2)(Δ2²/(nσ²) + 2Δ1τ/(√n σ) + τ²d),
+//	            (α/2)(Δ2/(√n σ) + τ√d)² },
+//
+// with τ = DDGTau(σ, n), n parties and d dimensions.
+func DDGRDP(p DDGParams, orders []float64) (RDP, error) {
+	if !finite(p.Sigma) || p.Sigma < 0.5 {
+		return RDP{}, fmt.Errorf("accounting: distributed discrete Gaussian needs σ ≥ 1/2, got %v", p.Sigma)
+	}
+	if p.Parties < 1 || p.Dim < 1 {
+		return RDP{}, fmt.Errorf("accounting: need ≥ 1 party and dimension, got parties=%d dim=%d", p.Parties, p.Dim)
+	}
+	if !finite(p.L1) || !finite(p.L2) || p.L1 < 0 || p.L2 < 0 || p.L2 > p.L1 {
+		return RDP{}, fmt.Errorf("accounting: need 0 ≤ L2 ≤ L1 finite, got L1=%v L2=%v", p.L1, p.L2)
+	}
+	if err := checkOrders(orders); err != nil {
+		return RDP{}, err
+	}
+	tau := DDGTau(p.Sigma, p.Parties)
+	n, d := float64(p.Parties), float64(p.Dim)
+	ns2 := n * p.Sigma * p.Sigma
+	sq := math.Sqrt(n) * p.Sigma
+	r := RDP{Orders: append([]float64(nil), orders...), Epsilons: make([]float64, len(orders))}
+	for i, a := range orders {
+		b1 := a*p.L2*p.L2/(2*ns2) + tau*d
+		b2 := a / 2 * (p.L2*p.L2/ns2 + 2*p.L1*tau/sq + tau*tau*d)
+		t := p.L2/sq + tau*math.Sqrt(d)
+		b3 := a / 2 * t * t
+		r.Epsilons[i] = math.Min(b1, math.Min(b2, b3))
+	}
+	return r, nil
+}
+
+// CAPESites returns the default number of colluding sites tolerated by CAPE,
+// S_C = ⌈S/3⌉ − 1.
+func CAPESites(sites int) int { return (sites+2)/3 - 1 }
+
+// CAPEDelta returns δ(ε) for the CAPE scheme (Imtiaz & Sarwate; Theorem 1 of
+// the Gaussian FM seed, Section 2.1) with S sites, each holding N/S samples
+// and adding local noise of standard deviation τ, at most S_C colluding sites
+// (honest-but-curious, secure aggregation of the noise shares):
+//
+//	μ_z = S³/(2τ²N²(1+S)) · ((S−S_C+2)/(S−S_C) + (9/(S−S_C))·S_C²/(S(1+S) − 3S_C²)),
+//	σ_z = 2μ_z,   δ = 2 σ_z/(ε−μ_z) · φ((ε−μ_z)/σ_z),
+//
+// φ the standard normal density. The theorem is stated for ε ∈ (0, 1); it
+// also needs ε > μ_z. Outside those ranges it returns an error.
+func CAPEDelta(sites, colluders int, tau float64, n int, epsilon float64) (float64, error) {
+	if sites < 2 {
+		return 0, fmt.Errorf("accounting: CAPE needs ≥ 2 sites, got %d", sites)
+	}
+	if colluders < 0 || colluders > CAPESites(sites) {
+		return 0, fmt.Errorf("accounting: CAPE tolerates 0 ≤ S_C ≤ ⌈S/3⌉−1 = %d colluders, got %d", CAPESites(sites), colluders)
+	}
+	if err := checkPositive("τ", tau); err != nil {
+		return 0, err
+	}
+	if n < sites {
+		return 0, fmt.Errorf("accounting: CAPE needs N ≥ S samples, got N=%d S=%d", n, sites)
+	}
+	if !finite(epsilon) || epsilon <= 0 || epsilon >= 1 {
+		return 0, fmt.Errorf("accounting: CAPE Theorem 1 holds for ε ∈ (0, 1), got %v", epsilon)
+	}
+	S, C, N := float64(sites), float64(colluders), float64(n)
+	den := S*(1+S) - 3*C*C
+	mu := S * S * S / (2 * tau * tau * N * N * (1 + S)) * ((S-C+2)/(S-C) + 9/(S-C)*C*C/den)
+	sz := 2 * mu
+	if epsilon <= mu {
+		return 0, fmt.Errorf("accounting: CAPE needs ε > μ_z = %g, got ε = %v (increase τ or N)", mu, epsilon)
+	}
+	x := (epsilon - mu) / sz
+	phi := math.Exp(-x*x/2) / math.Sqrt(2*math.Pi)
+	d := 2 * sz / (epsilon - mu) * phi
+	if d >= 1 {
+		return 0, fmt.Errorf("accounting: CAPE δ = %g ≥ 1 at ε=%v: no guarantee (increase τ or N)", d, epsilon)
+	}
+	return d, nil
+}

@@ -1,0 +1,248 @@
+package accounting
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// ErrOverBudget is returned (wrapped) by Ledger.Charge when a release would
+// exceed the budget. Nothing is recorded in that case.
+var ErrOverBudget = errors.New("accounting: privacy budget exceeded")
+
+// Budget is the total privacy a ledger may spend: either (Epsilon, Delta)
+// composed by basic composition, or Rho (zCDP, additive). Exactly one kind
+// must be set.
+type Budget struct {
+	Epsilon float64 `json:"epsilon,omitempty"`
+	Delta   float64 `json:"delta,omitempty"`
+	Rho     float64 `json:"rho,omitempty"`
+}
+
+// IsZCDP reports whether the budget is in ρ-zCDP.
+func (b Budget) IsZCDP() bool { return b.Rho > 0 }
+
+func (b Budget) validate() error {
+	if !finite(b.Epsilon) || !finite(b.Delta) || !finite(b.Rho) || b.Epsilon < 0 || b.Delta < 0 || b.Rho < 0 || b.Delta >= 1 {
+		return fmt.Errorf("accounting: invalid budget %+v (need finite ε ≥ 0, δ ∈ [0,1), ρ ≥ 0)", b)
+	}
+	if (b.Rho > 0) == (b.Epsilon > 0) {
+		return fmt.Errorf("accounting: budget must set either ε (with δ) or ρ, got %+v", b)
+	}
+	if b.Rho > 0 && b.Delta != 0 {
+		return fmt.Errorf("accounting: a ρ budget has no δ, got %+v", b)
+	}
+	return nil
+}
+
+// Charge is one recorded release.
+type Charge struct {
+	Label   string    `json:"label"`
+	Epsilon float64   `json:"epsilon,omitempty"`
+	Delta   float64   `json:"delta,omitempty"`
+	Rho     float64   `json:"rho,omitempty"`
+	Time    time.Time `json:"time"`
+}
+
+// LedgerState is the content of a ledger file.
+type LedgerState struct {
+	Name    string   `json:"name"`
+	Budget  Budget   `json:"budget"`
+	Charges []Charge `json:"charges"`
+}
+
+// Spent returns the total charged so far, in the budget's units.
+func (s LedgerState) Spent() Budget {
+	var b Budget
+	for _, c := range s.Charges {
+		b.Epsilon += c.Epsilon
+		b.Delta += c.Delta
+		b.Rho += c.Rho
+	}
+	return b
+}
+
+// Ledger is a named privacy budget persisted to a file. Charges are atomic
+// and safe across goroutines and processes: each Charge takes an exclusive
+// flock on <path>.lock, re-reads the file, checks the budget, writes the new
+// state to a temporary file in the same directory, fsyncs it, renames it over
+// the ledger and fsyncs the directory. A process dying at any point leaves
+// either the old or the new state, never a partial one, and a charge that
+// returned nil is on disk.
+type Ledger struct {
+	path string
+}
+
+// CreateLedger creates a new ledger file with the given name and budget; it
+// fails if the file exists.
+func CreateLedger(ctx context.Context, path, name string, b Budget) (*Ledger, error) {
+	if err := b.validate(); err != nil {
+		return nil, err
+	}
+	l := &Ledger{path: path}
+	unlock, err := l.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if _, err := os.Stat(path); err == nil {
+		return nil, fmt.Errorf("accounting: ledger %s already exists", path)
+	}
+	if err := l.write(LedgerState{Name: name, Budget: b, Charges: []Charge{}}); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// OpenLedger opens an existing ledger file.
+func OpenLedger(path string) (*Ledger, error) {
+	l := &Ledger{path: path}
+	if _, err := l.read(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// State returns the current content of the ledger.
+func (l *Ledger) State(ctx context.Context) (LedgerState, error) {
+	unlock, err := l.lock(ctx)
+	if err != nil {
+		return LedgerState{}, err
+	}
+	defer unlock()
+	return l.read()
+}
+
+// budgetTolerance absorbs floating-point rounding in sums like 10 × 0.1.
+const budgetTolerance = 1e-9
+
+// Charge records a release costing c (Label and Time are filled in), or
+// returns an error wrapping ErrOverBudget if the total would exceed the
+// budget. A pure ε-DP charge (δ = 0, ρ = 0) on a ρ budget is converted to
+// ρ = ε²/2; an (ε, δ) charge with δ > 0 on a ρ budget, or a ρ charge on an
+// (ε, δ) budget, is refused (convert it explicitly first).
+func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (LedgerState, error) {
+	if !finite(c.Epsilon) || !finite(c.Delta) || !finite(c.Rho) || c.Epsilon < 0 || c.Delta < 0 || c.Rho < 0 || c.Delta >= 1 {
+		return LedgerState{}, fmt.Errorf("accounting: invalid charge %+v", c)
+	}
+	unlock, err := l.lock(ctx)
+	if err != nil {
+		return LedgerState{}, err
+	}
+	defer unlock()
+	st, err := l.read()
+	if err != nil {
+		return LedgerState{}, err
+	}
+	if st.Budget.IsZCDP() {
+		switch {
+		case c.Delta > 0:
+			return st, fmt.Errorf("accounting: ledger %q is in ρ-zCDP; cannot charge (ε=%v, δ=%v)", st.Name, c.Epsilon, c.Delta)
+		case c.Epsilon > 0 && c.Rho == 0:
+			c.Rho, c.Epsilon = c.Epsilon*c.Epsilon/2, 0
+		case c.Epsilon > 0:
+			return st, fmt.Errorf("accounting: charge sets both ε and ρ: %+v", c)
+		}
+	} else if c.Rho > 0 {
+		return st, fmt.Errorf("accounting: ledger %q is in (ε, δ); convert ρ=%v to (ε, δ) before charging", st.Name, c.Rho)
+	}
+	spent := st.Spent()
+	over := func(used, add, total float64) bool { return used+add > total*(1+budgetTolerance) }
+	if over(spent.Epsilon, c.Epsilon, st.Budget.Epsilon) || over(spent.Delta, c.Delta, st.Budget.Delta) || over(spent.Rho, c.Rho, st.Budget.Rho) {
+		return st, fmt.Errorf("%w: ledger %q budget %+v, spent %+v, refused %q costing %+v",
+			ErrOverBudget, st.Name, st.Budget, spent, label, Budget{c.Epsilon, c.Delta, c.Rho})
+	}
+	c.Label = label
+	c.Time = time.Now().UTC()
+	st.Charges = append(st.Charges, c)
+	if err := l.write(st); err != nil {
+		return LedgerState{}, err
+	}
+	return st, nil
+}
+
+func (l *Ledger) lock(ctx context.Context) (func(), error) {
+	f, err := os.OpenFile(l.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("accounting: open ledger lock: %w", err)
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("accounting: lock ledger %s: %w", l.path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("accounting: waiting for ledger lock %s: %w", l.path, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+func (l *Ledger) read() (LedgerState, error) {
+	b, err := os.ReadFile(l.path)
+	if err != nil {
+		return LedgerState{}, fmt.Errorf("accounting: read ledger: %w", err)
+	}
+	var st LedgerState
+	if err := json.Unmarshal(b, &st); err != nil {
+		return LedgerState{}, fmt.Errorf("accounting: parse ledger %s: %w", l.path, err)
+	}
+	if err := st.Budget.validate(); err != nil {
+		return LedgerState{}, fmt.Errorf("accounting: ledger %s: %w", l.path, err)
+	}
+	for i, c := range st.Charges {
+		if !finite(c.Epsilon+c.Delta+c.Rho) || c.Epsilon < 0 || c.Delta < 0 || c.Rho < 0 {
+			return LedgerState{}, fmt.Errorf("accounting: ledger %s: charge %d is invalid: %+v", l.path, i, c)
+		}
+	}
+	return st, nil
+}
+
+func (l *Ledger) write(st LedgerState) error {
+	b, err := json.MarshalIndent(st, "", "  ")
+	if err != nil {
+		return fmt.Errorf("accounting: encode ledger: %w", err)
+	}
+	dir := filepath.Dir(l.path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(l.path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("accounting: write ledger: %w", err)
+	}
+	name := tmp.Name()
+	defer os.Remove(name) // no-op after a successful rename
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("accounting: write ledger: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("accounting: sync ledger: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("accounting: close ledger: %w", err)
+	}
+	if err := os.Rename(name, l.path); err != nil {
+		return fmt.Errorf("accounting: replace ledger: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
