@@ -1,0 +1,112 @@
+package secagg
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+)
+
+// Key derivation and mask expansion.
+//
+// Every symmetric key is derived with HKDF-SHA-256 (RFC 5869) from a secret
+// (an X25519 shared secret or a party's self-mask seed), with the session ID
+// as salt and an info string naming the purpose, the round and the parties:
+//
+//	"dplearn/secagg/v1/share-enc" ‖ sender ‖ receiver   AES-256-GCM key for the shares sender→receiver
+//	"dplearn/secagg/v1/pair-mask" ‖ min(u,v) ‖ max(u,v) AES-256-CTR key of the pairwise mask of u and v
+//	"dplearn/secagg/v1/self-mask" ‖ u                   AES-256-CTR key of u's self mask
+//
+// (IDs as 4-byte big-endian). Because sessions use fresh ephemeral X25519 keys
+// and fresh seeds, and the session ID enters every derivation, each derived
+// key is used for exactly one message or one mask stream; the AES-GCM nonce
+// and the CTR initial counter are therefore the fixed all-zero block, which is
+// safe for single-use keys.
+
+const (
+	infoShareEnc = "dplearn/secagg/v1/share-enc"
+	infoPairMask = "dplearn/secagg/v1/pair-mask"
+	infoSelfMask = "dplearn/secagg/v1/self-mask"
+)
+
+func deriveKey(secret, session []byte, purpose string, ids ...uint32) ([]byte, error) {
+	info := make([]byte, 0, len(purpose)+4*len(ids))
+	info = append(info, purpose...)
+	for _, id := range ids {
+		info = binary.BigEndian.AppendUint32(info, id)
+	}
+	k, err := hkdf.Key(sha256.New, secret, session, string(info), 32)
+	if err != nil {
+		return nil, fmt.Errorf("secagg: derive %s key: %w", purpose, err)
+	}
+	return k, nil
+}
+
+// maskChunk is the number of uint64 words processed per stream per step:
+// 16 KiB of keystream and 16 KiB of the vector stay in the L1/L2 cache while
+// every mask stream is applied to them.
+const maskChunk = 2048
+
+// maskStream is one mask being expanded: an AES-256-CTR keystream and the
+// sign with which it enters the vector.
+type maskStream struct {
+	ctr  cipher.Stream
+	sign int // +1 adds the mask, −1 subtracts it
+}
+
+// newMaskStream starts the mask with the given key at word off: the mask is
+// the little-endian uint64 reading of the AES-256-CTR keystream with an
+// all-zero initial counter block, and word off starts at byte 8·off, so a
+// long vector can be processed in independent pieces.
+func newMaskStream(key []byte, sign int, off int) (maskStream, error) {
+	blk, err := aes.NewCipher(key)
+	if err != nil {
+		return maskStream{}, fmt.Errorf("secagg: mask cipher: %w", err)
+	}
+	var iv [aes.BlockSize]byte
+	binary.BigEndian.PutUint64(iv[8:], uint64(off/2))
+	ctr := cipher.NewCTR(blk, iv[:])
+	if off%2 == 1 {
+		var skip [8]byte
+		ctr.XORKeyStream(skip[:], skip[:])
+	}
+	return maskStream{ctr: ctr, sign: sign}, nil
+}
+
+// applyMasks adds every stream's mask (with its sign) to dst, chunk by chunk
+// so that dst stays in cache. The streams advance by len(dst) words.
+func applyMasks(dst []uint64, streams []maskStream) {
+	buf := make([]byte, 8*maskChunk)
+	for len(dst) > 0 {
+		n := min(len(dst), maskChunk)
+		d, b := dst[:n], buf[:8*n]
+		for _, s := range streams {
+			clear(b)
+			s.ctr.XORKeyStream(b, b)
+			if s.sign > 0 {
+				addWords(d, b)
+			} else {
+				subWords(d, b)
+			}
+		}
+		dst = dst[n:]
+	}
+}
+
+// addWords sets d[i] += LE64(b[8i:]) (mod 2^64).
+func addWords(d []uint64, b []byte) {
+	b = b[:8*len(d)]
+	for i := range d {
+		d[i] += binary.LittleEndian.Uint64(b[8*i:])
+	}
+}
+
+// subWords sets d[i] -= LE64(b[8i:]) (mod 2^64).
+func subWords(d []uint64, b []byte) {
+	b = b[:8*len(d)]
+	for i := range d {
+		d[i] -= binary.LittleEndian.Uint64(b[8*i:])
+	}
+}

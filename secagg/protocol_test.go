@@ -1,0 +1,236 @@
+package secagg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Masks cancel: before any unmasking, Σ y_u − Σ PRG(b_u) = Σ x_u exactly,
+// because every pairwise mask enters once with + and once with −.
+func TestPairwiseMasksCancel(t *testing.T) {
+	cfg := testConfig(t, 6, 4, 1000, true)
+	ms := newManual(t, cfg, 1)
+	ms.advertise(t)
+	ms.share(t, nil)
+	ms.mask(t, nil)
+	sum := make([]uint64, cfg.VectorLen)
+	for id, m := range ms.masked {
+		if err := equalWords(m.Masked, ms.inputs[id]); err == nil {
+			t.Fatalf("party %d's masked input equals its input", id)
+		}
+		for i, y := range m.Masked {
+			sum[i] += y
+		}
+		key, err := deriveKey(ms.parties[id].selfSeed, cfg.Session, infoSelfMask, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := newMaskStream(key, -1, 0)
+		applyMasks(sum, []maskStream{st})
+	}
+	if err := equalWords(sum, plainSum(ms.inputs, cfg.Parties, cfg.VectorLen)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The sum is exact for every survivor set of size ≥ t. Exhaustive over the
+// dropout sets of n = 6, t = 4 (each dropped party leaving at a random
+// round), then randomised over larger rosters.
+func TestExactSumEverySurvivorSet(t *testing.T) {
+	type trial struct {
+		n, thr, L int
+		drop      map[uint32]Round
+	}
+	rng := mrand.New(mrand.NewPCG(2017, 3))
+	var trials []trial
+	const n6 = 6
+	for mask := 0; mask < 1<<n6; mask++ {
+		drop := map[uint32]Round{}
+		for i := 0; i < n6; i++ {
+			if mask>>i&1 == 1 {
+				drop[uint32(7*i+3)] = Round(rng.IntN(4))
+			}
+		}
+		if len(drop) <= 2 {
+			trials = append(trials, trial{n6, 4, 33, drop})
+		}
+	}
+	extra := 40
+	if testing.Short() {
+		extra = 10
+	}
+	for range extra {
+		n := 5 + rng.IntN(12)
+		thr := n/2 + 1 + rng.IntN(n-n/2)
+		drop := map[uint32]Round{}
+		for _, i := range rng.Perm(n)[:rng.IntN(n-thr+1)] {
+			drop[uint32(7*i+3)] = Round(rng.IntN(4))
+		}
+		trials = append(trials, trial{n, thr, 1 + rng.IntN(3*maskChunk), drop})
+	}
+	for k, tr := range trials {
+		cfg := testConfig(t, tr.n, tr.thr, tr.L, true)
+		inputs := randomInputs(cfg, rng)
+		res, err := Run(context.Background(), cfg, inputs, RunOptions{Drop: tr.drop, Workers: 1 + k%3})
+		if err != nil {
+			t.Fatalf("trial %d (n=%d t=%d drop=%v): %v", k, tr.n, tr.thr, tr.drop, err)
+		}
+		var want []uint32 // parties that sent a masked input
+		for _, id := range cfg.Parties {
+			if r, ok := tr.drop[id]; !ok || r > RoundMaskedInput {
+				want = append(want, id)
+			}
+		}
+		if !slices.Equal(res.Included, want) {
+			t.Fatalf("trial %d: included %v, want %v", k, res.Included, want)
+		}
+		if err := equalWords(res.Sum, plainSum(inputs, want, cfg.VectorLen)); err != nil {
+			t.Fatalf("trial %d (n=%d t=%d drop=%v): sum: %v", k, tr.n, tr.thr, tr.drop, err)
+		}
+	}
+}
+
+func TestAbortWhenFewerThanThreshold(t *testing.T) {
+	for _, r := range []Round{RoundAdvertiseKeys, RoundShareKeys, RoundMaskedInput, RoundUnmasking} {
+		t.Run(r.String(), func(t *testing.T) {
+			cfg := testConfig(t, 7, 5, 8, false)
+			inputs := randomInputs(cfg, mrand.New(mrand.NewPCG(1, 2)))
+			drop := map[uint32]Round{2: r, 5: r, 6: r}
+			_, err := Run(context.Background(), cfg, inputs, RunOptions{Drop: drop})
+			var ab *AbortError
+			if !errors.As(err, &ab) {
+				t.Fatalf("got %v, want *AbortError", err)
+			}
+			if ab.Round != r || ab.Have != 4 || ab.Need != 5 || !slices.Equal(ab.Missing, []uint32{2, 5, 6}) {
+				t.Fatalf("abort %+v, want round %s, 4 of 5, missing [2 5 6]", ab, r)
+			}
+			for _, s := range []string{r.String(), "[2 5 6]", "need at least 5"} {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not mention %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+func TestMinSurvivorsAndTimeout(t *testing.T) {
+	cfg := testConfig(t, 5, 3, 4, false)
+	cfg.MinSurvivors = 5
+	inputs := randomInputs(cfg, mrand.New(mrand.NewPCG(1, 3)))
+	start := time.Now()
+	_, err := Run(context.Background(), cfg, inputs, RunOptions{Stall: map[uint32]Round{4: RoundMaskedInput}, RoundTimeout: 50 * time.Millisecond})
+	var ab *AbortError
+	if !errors.As(err, &ab) || ab.Round != RoundMaskedInput || !slices.Equal(ab.Missing, []uint32{4}) || ab.Need != 5 {
+		t.Fatalf("got %v, want abort in MaskedInputCollection missing [4] need 5", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("timeout not honoured")
+	}
+	// Cancelling the context stops the run.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Run(ctx, cfg, inputs, RunOptions{}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled run: %v", err)
+	}
+}
+
+func TestPartyRefusesBothShares(t *testing.T) {
+	cfg := testConfig(t, 5, 3, 4, false)
+	ms := newManual(t, cfg, 3)
+	ms.advertise(t)
+	ms.share(t, nil)
+	ms.mask(t, map[uint32]bool{5: true}) // party 5 drops before its masked input
+	p := ms.parties[1]
+	req := ms.reqs[1]
+	if !slices.Equal(req.Dropped, []uint32{5}) {
+		t.Fatalf("dropped %v", req.Dropped)
+	}
+	bad := *req
+	bad.Dropped = []uint32{3, 5} // 3 is also a survivor
+	if _, err := p.Unmask(&bad); !errors.Is(err, ErrBothShares) || !strings.Contains(err.Error(), "party 3") {
+		t.Fatalf("both shares of party 3: got %v", err)
+	}
+	if _, err := p.Unmask(req); err != nil {
+		t.Fatalf("honest request refused: %v", err)
+	}
+	// A second request flipping party 5 to a survivor asks for b_5 after
+	// s_5's share was revealed.
+	second := &UnmaskRequest{Session: cfg.Session, To: 1, Survivors: []uint32{1, 2, 3, 4, 5}}
+	if _, err := p.Unmask(second); !errors.Is(err, ErrBothShares) || !strings.Contains(err.Error(), "party 5") {
+		t.Fatalf("second request: got %v", err)
+	}
+	// And the reverse: asking for the key share of a survivor.
+	third := &UnmaskRequest{Session: cfg.Session, To: 1, Survivors: []uint32{1, 2, 4}, Dropped: []uint32{3, 5}}
+	if _, err := p.Unmask(third); !errors.Is(err, ErrBothShares) {
+		t.Fatalf("third request: got %v", err)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := Config{Session: make([]byte, 32), Parties: []uint32{1, 2, 3}, Threshold: 2, VectorLen: 4}
+	if err := good.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		want string
+	}{
+		{"short session", func(c *Config) { c.Session = c.Session[:8] }, "session"},
+		{"one party", func(c *Config) { c.Parties = []uint32{1} }, "parties"},
+		{"id 0", func(c *Config) { c.Parties = []uint32{0, 1, 2} }, "ID 0"},
+		{"dup id", func(c *Config) { c.Parties = []uint32{1, 2, 2} }, "duplicate"},
+		{"t ≤ n/2", func(c *Config) { c.Threshold = 1 }, "threshold"},
+		{"t > n", func(c *Config) { c.Threshold = 4 }, "threshold"},
+		{"min < t", func(c *Config) { c.MinSurvivors = 1 }, "minimum"},
+		{"L = 0", func(c *Config) { c.VectorLen = 0 }, "vector length"},
+	} {
+		c := good
+		c.Parties = slices.Clone(good.Parties)
+		tc.mod(&c)
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want error mentioning %q", tc.name, err, tc.want)
+		}
+	}
+	for n := 2; n < 200; n++ {
+		tt := DefaultThreshold(n)
+		if tt <= n/2 || tt > n {
+			t.Fatalf("DefaultThreshold(%d) = %d", n, tt)
+		}
+	}
+}
+
+func ExampleRun() {
+	ids := []uint32{1, 2, 3, 4, 5}
+	cfg := Config{
+		Session:   []byte("example session id, use crypto/rand"),
+		Parties:   ids,
+		Threshold: DefaultThreshold(len(ids)), // 4
+		VectorLen: 3,
+	}
+	enc := Encoding{FracBits: 20, Bound: 100, Parties: len(ids)}
+	inputs := map[uint32][]uint64{}
+	for _, id := range ids {
+		x, err := enc.Encode([]float64{float64(id), -0.5, 1e-3})
+		if err != nil {
+			panic(err)
+		}
+		inputs[id] = x
+	}
+	// Party 3 disconnects before sending its masked input.
+	res, err := Run(context.Background(), cfg, inputs, RunOptions{Drop: map[uint32]Round{3: RoundMaskedInput}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("included:", res.Included)
+	fmt.Printf("sum: %.4f\n", enc.Decode(res.Sum))
+	// Output:
+	// included: [1 2 4 5]
+	// sum: [12.0000 -2.0000 0.0040]
+}
