@@ -1,0 +1,461 @@
+package paillier
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"slices"
+	"strings"
+)
+
+// MaxParties bounds the number of share holders. Exponents grow with
+// Delta = N! (1000! has 8530 bits), so partial decryption slows down
+// linearly in log N!; beyond this bound a different scheme is the answer.
+const MaxParties = 1000
+
+// ThresholdPublicKey is the public part of an (N, t) threshold Paillier key
+// (Shoup 2000; Damgard-Jurik 2001 with s = 1): the Paillier public key, the
+// verification base v (a random square generating the squares of
+// Z*_{n^2}), and one verification key v_i = v^(Delta s_i) per party,
+// Delta = N!. It is immutable and safe for concurrent use.
+type ThresholdPublicKey struct {
+	PublicKey
+	parties, threshold int
+	v                  *big.Int
+	vi                 []*big.Int // vi[i-1] is party i's verification key
+	delta              *big.Int   // N!
+	combineInv         *big.Int   // (4 Delta^2)^-1 mod n
+}
+
+// KeyShare is party Index's secret share s_i = f(i) mod n*m, with the
+// threshold public key it belongs to. Keep it secret: t shares decrypt.
+type KeyShare struct {
+	pub   *ThresholdPublicKey
+	index int
+	s     *big.Int
+}
+
+// Parties returns N, the number of shares.
+func (tpk *ThresholdPublicKey) Parties() int { return tpk.parties }
+
+// Threshold returns t, the number of shares needed to decrypt.
+func (tpk *ThresholdPublicKey) Threshold() int { return tpk.threshold }
+
+// Public returns the Paillier public key used for encryption.
+func (tpk *ThresholdPublicKey) Public() *PublicKey { return &tpk.PublicKey }
+
+// VerificationKey returns a copy of v_i for party i in [1, N].
+func (tpk *ThresholdPublicKey) VerificationKey(i int) (*big.Int, error) {
+	if i < 1 || i > tpk.parties {
+		return nil, fmt.Errorf("paillier: verification key: party %d outside [1, %d]", i, tpk.parties)
+	}
+	return new(big.Int).Set(tpk.vi[i-1]), nil
+}
+
+// Index returns the party index i in [1, N].
+func (ks *KeyShare) Index() int { return ks.index }
+
+// PublicKey returns the threshold public key the share belongs to.
+func (ks *KeyShare) PublicKey() *ThresholdPublicKey { return ks.pub }
+
+func factorial(n int) *big.Int {
+	return new(big.Int).MulRange(1, int64(max(n, 1)))
+}
+
+// newThresholdPublicKey checks the public parameters and precomputes Delta
+// and (4 Delta^2)^-1 mod n.
+func newThresholdPublicKey(pk *PublicKey, parties, threshold int, v *big.Int, vi []*big.Int) (*ThresholdPublicKey, error) {
+	if parties < 1 || parties > MaxParties {
+		return nil, fmt.Errorf("%d parties, want 1 to %d", parties, MaxParties)
+	}
+	if threshold < 1 || threshold > parties {
+		return nil, fmt.Errorf("threshold %d, want 1 to %d parties", threshold, parties)
+	}
+	if len(vi) != parties {
+		return nil, fmt.Errorf("%d verification keys for %d parties", len(vi), parties)
+	}
+	if err := pk.checkSquareCandidate(v); err != nil {
+		return nil, fmt.Errorf("verification base v: %w", err)
+	}
+	if v.Cmp(bigOne) == 0 {
+		return nil, errors.New("verification base v = 1")
+	}
+	keys := make([]*big.Int, parties)
+	for i, x := range vi {
+		if err := pk.checkSquareCandidate(x); err != nil {
+			return nil, fmt.Errorf("verification key %d: %w", i+1, err)
+		}
+		keys[i] = new(big.Int).Set(x)
+	}
+	delta := factorial(parties)
+	inv := new(big.Int).Mul(delta, delta)
+	inv.Lsh(inv, 2)
+	if inv.ModInverse(inv, pk.n) == nil {
+		return nil, errors.New("4 Delta^2 is not invertible modulo n (a factor of n is at most N)")
+	}
+	return &ThresholdPublicKey{
+		PublicKey:  *pk,
+		parties:    parties,
+		threshold:  threshold,
+		v:          new(big.Int).Set(v),
+		vi:         keys,
+		delta:      delta,
+		combineInv: inv,
+	}, nil
+}
+
+// checkSquareCandidate checks x in Z*_{n^2} with Jacobi symbol (x/n) = 1, a
+// necessary condition for x to be a square that anyone can test.
+func (pk *PublicKey) checkSquareCandidate(x *big.Int) error {
+	if err := pk.checkUnit(x); err != nil {
+		return err
+	}
+	if big.Jacobi(new(big.Int).Mod(x, pk.n), pk.n) != 1 {
+		return errors.New("Jacobi symbol modulo n is not 1, so it is not a square")
+	}
+	return nil
+}
+
+// DealThreshold is the trusted dealer: from two distinct safe primes p and
+// q of equal length it builds an (N = parties, t = threshold) threshold key
+// and returns the public key and the N shares, to be handed to their owners
+// over private channels; the dealer must then erase p, q and the shares.
+//
+// With p = 2p'+1, q = 2q'+1, n = pq and m = p'q', the secret is d with
+// d = 0 mod m and d = 1 mod n; f(X) = d + a_1 X + ... + a_{t-1} X^(t-1) with
+// a_j uniform in [0, nm), and s_i = f(i) mod nm. v is a random square in
+// Z*_{n^2}, checked to generate the whole (cyclic) group of squares, of order
+// nm; v_i = v^(Delta s_i).
+func DealThreshold(random io.Reader, p, q *big.Int, parties, threshold int) (*ThresholdPublicKey, []*KeyShare, error) {
+	return dealThreshold(random, p, q, parties, threshold, MinModulusBits)
+}
+
+func dealThreshold(random io.Reader, p, q *big.Int, parties, threshold, minBits int) (*ThresholdPublicKey, []*KeyShare, error) {
+	if random == nil {
+		return nil, nil, errors.New("paillier: deal: nil random source")
+	}
+	if p == nil || q == nil {
+		return nil, nil, errors.New("paillier: deal: nil prime")
+	}
+	if p.Cmp(q) == 0 {
+		return nil, nil, errors.New("paillier: deal: p = q")
+	}
+	if p.BitLen() != q.BitLen() {
+		return nil, nil, fmt.Errorf("paillier: deal: primes of %d and %d bits, want equal lengths", p.BitLen(), q.BitLen())
+	}
+	for name, x := range map[string]*big.Int{"p": p, "q": q} {
+		if err := CheckSafePrime(x); err != nil {
+			return nil, nil, fmt.Errorf("paillier: deal: %s: %w", name, err)
+		}
+	}
+	sk, err := newPrivateKey(p, q, minBits)
+	if err != nil {
+		return nil, nil, fmt.Errorf("paillier: deal: %w", err)
+	}
+	pk := &sk.PublicKey
+	n := pk.n
+	pp := new(big.Int).Rsh(p, 1)
+	qp := new(big.Int).Rsh(q, 1)
+	if bound := big.NewInt(int64(parties)); pp.Cmp(bound) <= 0 || qp.Cmp(bound) <= 0 {
+		return nil, nil, fmt.Errorf("paillier: deal: primes too small for %d parties", parties)
+	}
+	if parties < 1 || parties > MaxParties || threshold < 1 || threshold > parties {
+		return nil, nil, fmt.Errorf("paillier: deal: (N, t) = (%d, %d): want 1 <= t <= N <= %d", parties, threshold, MaxParties)
+	}
+	m := new(big.Int).Mul(pp, qp)
+	nm := new(big.Int).Mul(n, m)
+	// d = m * (m^-1 mod n): d = 0 mod m, d = 1 mod n.
+	mInv := new(big.Int).ModInverse(m, n)
+	if mInv == nil {
+		return nil, nil, errors.New("paillier: deal: m not invertible modulo n")
+	}
+	d := new(big.Int).Mul(m, mInv)
+	coeffs := make([]*big.Int, threshold)
+	coeffs[0] = d
+	for j := 1; j < threshold; j++ {
+		if coeffs[j], err = rand.Int(random, nm); err != nil {
+			return nil, nil, fmt.Errorf("paillier: deal: reading randomness: %w", err)
+		}
+	}
+	// v: a random square that generates the squares of Z*_{n^2}, i.e. whose
+	// order nm = p q p' q' is not reduced by any of the four prime factors.
+	var v *big.Int
+	for attempt := 0; ; attempt++ {
+		if attempt == 64 {
+			return nil, nil, errors.New("paillier: deal: random source does not yield a generator of the squares")
+		}
+		r, err := rand.Int(random, pk.nSquared)
+		if err != nil {
+			return nil, nil, fmt.Errorf("paillier: deal: reading randomness: %w", err)
+		}
+		if r.Sign() == 0 || new(big.Int).GCD(nil, nil, r, n).Cmp(bigOne) != 0 {
+			continue
+		}
+		cand := r.Mul(r, r)
+		cand.Mod(cand, pk.nSquared)
+		if generatesSquares(cand, nm, pk.nSquared, p, q, pp, qp) {
+			v = cand
+			break
+		}
+	}
+	delta := factorial(parties)
+	shares := make([]*KeyShare, parties)
+	vi := make([]*big.Int, parties)
+	exp := new(big.Int)
+	for i := 1; i <= parties; i++ {
+		s := evalPoly(coeffs, int64(i), nm)
+		exp.Mul(delta, s)
+		vi[i-1] = new(big.Int).Exp(v, exp, pk.nSquared)
+		shares[i-1] = &KeyShare{index: i, s: s}
+	}
+	tpk, err := newThresholdPublicKey(pk, parties, threshold, v, vi)
+	if err != nil {
+		return nil, nil, fmt.Errorf("paillier: deal: %w", err)
+	}
+	for _, s := range shares {
+		s.pub = tpk
+	}
+	return tpk, shares, nil
+}
+
+// generatesSquares reports whether v (a square) has order exactly nm in
+// Z*_{n^2}: v^(nm/x) != 1 for each prime x in {p, q, p', q'}.
+func generatesSquares(v, nm, nSq *big.Int, primes ...*big.Int) bool {
+	e := new(big.Int)
+	for _, x := range primes {
+		e.Quo(nm, x)
+		if new(big.Int).Exp(v, e, nSq).Cmp(bigOne) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// evalPoly evaluates sum coeffs[j] x^j mod mod by Horner's rule.
+func evalPoly(coeffs []*big.Int, x int64, mod *big.Int) *big.Int {
+	acc := new(big.Int)
+	bx := big.NewInt(x)
+	for j := len(coeffs) - 1; j >= 0; j-- {
+		acc.Mul(acc, bx)
+		acc.Add(acc, coeffs[j])
+		acc.Mod(acc, mod)
+	}
+	return acc
+}
+
+// Verify checks the share against its verification key: v^(Delta s_i) = v_i.
+// Run it when loading a share from disk.
+func (ks *KeyShare) Verify() error {
+	if ks == nil || ks.pub == nil || ks.s == nil {
+		return errors.New("paillier: key share: incomplete")
+	}
+	e := new(big.Int).Mul(ks.pub.delta, ks.s)
+	if new(big.Int).Exp(ks.pub.v, e, ks.pub.nSquared).Cmp(ks.pub.vi[ks.index-1]) != 0 {
+		return fmt.Errorf("paillier: key share %d does not match its verification key", ks.index)
+	}
+	return nil
+}
+
+// PartialDecryption is party Index's decryption share c_i = c^(2 Delta s_i)
+// mod n^2 of one ciphertext, with a non-interactive proof that it was
+// computed with the share behind v_i.
+type PartialDecryption struct {
+	index int
+	ci    *big.Int
+	proof *Proof
+}
+
+// Index returns the party index of the partial decryption.
+func (pd *PartialDecryption) Index() int { return pd.index }
+
+// Value returns a copy of c_i.
+func (pd *PartialDecryption) Value() *big.Int { return new(big.Int).Set(pd.ci) }
+
+// Decrypt computes this party's partial decryption of ct with its proof of
+// correctness; random supplies the proof's randomness (crypto/rand).
+func (ks *KeyShare) Decrypt(random io.Reader, ct *Ciphertext) (*PartialDecryption, error) {
+	if ks == nil || ks.pub == nil {
+		return nil, errors.New("paillier: partial decryption: nil key share")
+	}
+	tpk := ks.pub
+	if err := tpk.owns(ct); err != nil {
+		return nil, fmt.Errorf("paillier: partial decryption by party %d: %w", ks.index, err)
+	}
+	x := new(big.Int).Mul(tpk.delta, ks.s) // Delta s_i
+	e := new(big.Int).Lsh(x, 1)            // 2 Delta s_i
+	ci := new(big.Int).Exp(ct.c, e, tpk.nSquared)
+	proof, err := tpk.prove(random, ks.index, ct.c, ci, x)
+	if err != nil {
+		return nil, fmt.Errorf("paillier: partial decryption by party %d: %w", ks.index, err)
+	}
+	return &PartialDecryption{index: ks.index, ci: ci, proof: proof}, nil
+}
+
+// VerifyPartial checks that pd is a correct partial decryption of ct by
+// party pd.Index: c_i in Z*_{n^2} and a valid proof that
+// log_{c^4}(c_i^2) = log_v(v_i).
+func (tpk *ThresholdPublicKey) VerifyPartial(ct *Ciphertext, pd *PartialDecryption) error {
+	if err := tpk.owns(ct); err != nil {
+		return fmt.Errorf("paillier: verify partial decryption: %w", err)
+	}
+	if pd == nil || pd.ci == nil || pd.proof == nil {
+		return errors.New("paillier: verify partial decryption: incomplete")
+	}
+	if pd.index < 1 || pd.index > tpk.parties {
+		return fmt.Errorf("paillier: verify partial decryption: party %d outside [1, %d]", pd.index, tpk.parties)
+	}
+	if err := tpk.checkUnit(pd.ci); err != nil {
+		return fmt.Errorf("paillier: verify partial decryption of party %d: c_i: %w", pd.index, err)
+	}
+	if err := tpk.verify(pd.proof, pd.index, ct.c, pd.ci); err != nil {
+		return fmt.Errorf("paillier: verify partial decryption of party %d: %w", pd.index, err)
+	}
+	return nil
+}
+
+// ErrTooFewShares is returned (wrapped) by Combine when fewer than t valid
+// partial decryptions are available.
+var ErrTooFewShares = errors.New("too few valid partial decryptions")
+
+// Rejection records a partial decryption that Combine skipped and why.
+type Rejection struct {
+	Index int // party index as claimed by the partial decryption (0 if nil)
+	Err   error
+}
+
+// Combination is the result of Combine.
+type Combination struct {
+	Plaintext *big.Int    // in [0, n)
+	Used      []int       // the t party indices interpolated, ascending
+	Rejected  []Rejection // invalid, duplicate or nil entries examined, by index
+}
+
+// Combine recovers the plaintext of ct from any t valid partial
+// decryptions in parts. Each one's proof is verified; invalid, duplicate and
+// nil entries are skipped and reported in Rejected, the t valid ones with
+// the smallest indices are used (shares are examined in ascending index
+// order until t valid ones are found; later ones are neither verified nor
+// reported). With S those indices and
+// mu_i = Delta prod_{j in S, j != i} j/(j-i) (an integer),
+// c' = prod c_i^(2 mu_i) = c^(4 Delta^2 d) = 1 + 4 Delta^2 m n mod n^2, so
+// m = L(c') (4 Delta^2)^-1 mod n.
+func (tpk *ThresholdPublicKey) Combine(ct *Ciphertext, parts []*PartialDecryption) (*Combination, error) {
+	if err := tpk.owns(ct); err != nil {
+		return nil, fmt.Errorf("paillier: combine: %w", err)
+	}
+	res := &Combination{}
+	valid := map[int]*PartialDecryption{}
+	// Verify in ascending index order and stop at t valid ones: the proofs
+	// are the expensive part, and later shares would not be used.
+	sorted := slices.Clone(parts)
+	slices.SortStableFunc(sorted, func(a, b *PartialDecryption) int {
+		return partIndex(a) - partIndex(b)
+	})
+	for _, pd := range sorted {
+		if len(valid) == tpk.threshold {
+			break
+		}
+		if pd == nil {
+			res.Rejected = append(res.Rejected, Rejection{Err: errors.New("nil partial decryption")})
+			continue
+		}
+		if _, dup := valid[pd.index]; dup {
+			res.Rejected = append(res.Rejected, Rejection{Index: pd.index, Err: errors.New("duplicate party index")})
+			continue
+		}
+		if err := tpk.VerifyPartial(ct, pd); err != nil {
+			res.Rejected = append(res.Rejected, Rejection{Index: pd.index, Err: err})
+			continue
+		}
+		valid[pd.index] = pd
+	}
+	if len(valid) < tpk.threshold {
+		var why []string
+		for _, r := range res.Rejected {
+			why = append(why, fmt.Sprintf("party %d: %v", r.Index, r.Err))
+		}
+		detail := ""
+		if len(why) > 0 {
+			detail = "; rejected: " + strings.Join(why, "; ")
+		}
+		return res, fmt.Errorf("paillier: combine: %w: %d valid, need %d%s", ErrTooFewShares, len(valid), tpk.threshold, detail)
+	}
+	idx := make([]int, 0, len(valid))
+	for i := range valid {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	idx = idx[:tpk.threshold]
+	cs := make([]*big.Int, len(idx))
+	for k, i := range idx {
+		cs[k] = valid[i].ci
+	}
+	m, err := tpk.interpolate(idx, cs)
+	if err != nil {
+		return res, fmt.Errorf("paillier: combine: %w", err)
+	}
+	res.Plaintext = m
+	res.Used = idx
+	return res, nil
+}
+
+func partIndex(pd *PartialDecryption) int {
+	if pd == nil {
+		return 0
+	}
+	return pd.index
+}
+
+// lagrangeDelta returns mu_i = Delta prod_{j in S, j != i} j / (j - i), an
+// exact integer because Delta = N! is divisible by prod (j - i).
+func lagrangeDelta(delta *big.Int, set []int, i int) (*big.Int, error) {
+	num := new(big.Int).Set(delta)
+	den := big.NewInt(1)
+	for _, j := range set {
+		if j == i {
+			continue
+		}
+		num.Mul(num, big.NewInt(int64(j)))
+		den.Mul(den, big.NewInt(int64(j-i)))
+	}
+	q, r := new(big.Int).QuoRem(num, den, new(big.Int))
+	if r.Sign() != 0 { // unreachable for distinct indices in [1, N]
+		return nil, fmt.Errorf("Lagrange coefficient of party %d in %v is not an integer", i, set)
+	}
+	return q, nil
+}
+
+// interpolate combines partial decryptions cs of parties set (distinct, in
+// [1, N]) without verifying them.
+func (tpk *ThresholdPublicKey) interpolate(set []int, cs []*big.Int) (*big.Int, error) {
+	acc := big.NewInt(1)
+	t := new(big.Int)
+	for k, i := range set {
+		mu, err := lagrangeDelta(tpk.delta, set, i)
+		if err != nil {
+			return nil, err
+		}
+		e := mu.Lsh(mu, 1) // 2 mu_i
+		base := cs[k]
+		if e.Sign() < 0 {
+			base = new(big.Int).ModInverse(base, tpk.nSquared)
+			if base == nil {
+				return nil, fmt.Errorf("partial decryption of party %d is not invertible", i)
+			}
+			e.Neg(e)
+		}
+		t.Exp(base, e, tpk.nSquared)
+		acc.Mul(acc, t)
+		acc.Mod(acc, tpk.nSquared)
+	}
+	// acc = 1 + 4 Delta^2 m n mod n^2.
+	acc.Sub(acc, bigOne)
+	q, r := new(big.Int).QuoRem(acc, tpk.n, new(big.Int))
+	if r.Sign() != 0 {
+		return nil, errors.New("combined value is not 1 mod n: partial decryptions are inconsistent")
+	}
+	q.Mul(q, tpk.combineInv)
+	return q.Mod(q, tpk.n), nil
+}
