@@ -367,3 +367,6 @@ func (m *Moments) Gram() []float64 {
 	}
 	return g
 }
+
+// Reset empties m for reuse, keeping its buffers and settings.
+func (m *Moments) Reset() { m.reset() }

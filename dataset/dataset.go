@@ -1,0 +1,169 @@
+// Package dataset streams tables from disk into encoded rows and their
+// sufficient statistics: CSV (header row, RFC 4180 quoting, \n or \r\n line
+// ends, gzip-compressed when the name ends in .gz or the content starts with
+// the gzip magic) and Parquet. The schema's encoding and clipping are applied
+// on the fly, parsing is spread over all cores, and memory stays constant
+// whatever the number of rows: the file is read in chunks of a few MiB, a
+// bounded number of which are in flight.
+//
+// Three entry points share one pipeline: Moments returns the sufficient
+// statistics (the only thing the Functional Mechanism family needs), Stream
+// hands encoded row batches to a callback in file order, and Load keeps all
+// encoded rows in memory for mechanisms that need them.
+//
+// # Determinism
+//
+// Chunk boundaries depend only on the file's bytes, and per-chunk partial
+// statistics are merged in file order, so Moments returns bit-identical
+// results for any number of workers.
+//
+// # Errors
+//
+// A record that cannot be read or encoded stops the read with a *RowError
+// naming the file, the physical line where the record starts, the 1-based
+// field (CSV column) number and the column name:
+//
+//	data.csv:17:3: column "age": value "abc": not a number
+//
+// With Options.SkipBadRows such records are skipped and counted in
+// Summary.Skipped instead. Some faults stop the read in both modes: a
+// missing header, a header that lacks a schema column, an unterminated
+// quoted field (a truncated file), an I/O or decompression error. A file
+// with no data rows returns an error wrapping ErrNoRows.
+//
+// Cancelling the context stops the read promptly; the returned error then
+// wraps ctx.Err().
+package dataset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/dplearn/dplearn/schema"
+	"github.com/dplearn/dplearn/suffstat"
+)
+
+// Options tunes a read. The zero value is a quiet, strict read on all cores.
+type Options struct {
+	// Workers is the number of parsing goroutines; ≤ 0 means GOMAXPROCS.
+	Workers int
+	// SkipBadRows skips records that cannot be encoded (and records with the
+	// wrong number of fields or bad quoting), counting them in
+	// Summary.Skipped, instead of stopping at the first.
+	SkipBadRows bool
+	// Progress, when non-nil, receives a progress line (rows, MB/s, ETA)
+	// a few times a second and a final line. The CLI passes stderr only
+	// when it is a terminal.
+	Progress io.Writer
+	// TargetOptional allows the target column to be absent (prediction);
+	// its slot in each encoded row is then 0.
+	TargetOptional bool
+
+	chunkSize int // tests: CSV read size (default chunkSize)
+}
+
+// Summary describes a completed read.
+type Summary struct {
+	Rows    int64 // records encoded
+	Skipped int64 // records skipped (SkipBadRows)
+	Bytes   int64 // bytes read from the file (compressed size for .gz)
+}
+
+// RowError locates a record that cannot be read or encoded.
+type RowError struct {
+	File       string
+	Line       int    // 1-based physical line where the record starts
+	Column     int    // 1-based field number; 0 when the whole record is at fault
+	ColumnName string // header name of that field, when known
+	Err        error  // the reason; a *schema.FieldError for bad values
+}
+
+func (e *RowError) Error() string {
+	if e.Column > 0 {
+		return fmt.Sprintf("%s:%d:%d: %v", e.File, e.Line, e.Column, e.Err)
+	}
+	return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+}
+
+func (e *RowError) Unwrap() error { return e.Err }
+
+// Errors wrapped by RowError or returned (wrapped) by the readers; test with
+// errors.Is.
+var (
+	ErrNoHeader       = errors.New("empty file: no header row")
+	ErrNoRows         = errors.New("no data rows")
+	ErrFieldCount     = errors.New("wrong number of fields")
+	ErrBareQuote      = errors.New(`bad quoting: '"' in an unquoted field`)
+	ErrQuoteEnd       = errors.New(`bad quoting: character after a closing '"'`)
+	ErrUnterminated   = errors.New(`bad quoting: quoted field not closed before end of file (truncated file?)`)
+	ErrRecordTooLarge = errors.New(`record longer than 64 MiB (an unbalanced '"'?)`)
+)
+
+// Table holds encoded rows in memory, row-major: row r is
+// Rows[r*K : (r+1)*K], features first and the target last.
+type Table struct {
+	K    int
+	Rows []float64
+}
+
+// N returns the number of rows.
+func (t *Table) N() int {
+	if t.K == 0 {
+		return 0
+	}
+	return len(t.Rows) / t.K
+}
+
+// Row returns row r (a view, not a copy).
+func (t *Table) Row(r int) []float64 { return t.Rows[r*t.K : (r+1)*t.K] }
+
+// Moments reads path in one streaming pass and returns the sufficient
+// statistics of its encoded rows.
+func Moments(ctx context.Context, path string, s *schema.Schema, opt Options) (*suffstat.Moments, Summary, error) {
+	var total *suffstat.Moments
+	p := &pipeline{path: path, schema: s, opt: opt, moments: true}
+	sum, err := p.run(ctx, func(r *result) error {
+		if total == nil {
+			total = suffstat.New(p.width)
+		}
+		if r.mom == nil {
+			return nil
+		}
+		return total.Merge(r.mom)
+	})
+	if err != nil {
+		return nil, sum, err
+	}
+	return total, sum, nil
+}
+
+// Stream reads path and calls fn with row-major batches of encoded rows
+// (n×K, K = the encoder's width) in file order. The slice is reused after
+// fn returns; copy what you keep. An error from fn stops the read and is
+// returned.
+func Stream(ctx context.Context, path string, s *schema.Schema, opt Options, fn func(rows []float64) error) (Summary, error) {
+	p := &pipeline{path: path, schema: s, opt: opt}
+	return p.run(ctx, func(r *result) error {
+		if len(r.rows) == 0 {
+			return nil
+		}
+		return fn(r.rows)
+	})
+}
+
+// Load reads all encoded rows of path into memory.
+func Load(ctx context.Context, path string, s *schema.Schema, opt Options) (*Table, Summary, error) {
+	t := &Table{}
+	p := &pipeline{path: path, schema: s, opt: opt}
+	sum, err := p.run(ctx, func(r *result) error {
+		t.Rows = append(t.Rows, r.rows...)
+		return nil
+	})
+	if err != nil {
+		return nil, sum, err
+	}
+	t.K = p.width
+	return t, sum, nil
+}

@@ -1,0 +1,376 @@
+package dataset
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dplearn/dplearn/schema"
+	"github.com/dplearn/dplearn/suffstat"
+)
+
+// chunkSize is the read size of the CSV splitter; chunks end at a record
+// boundary, so a chunk holds chunkSize bytes give or take one record.
+const chunkSize = 4 << 20
+
+// maxRecord bounds a single record (and the chunk buffer that holds it).
+const maxRecord = 64 << 20
+
+// chunk is a unit of parallel work: whole records and where they start.
+type chunk struct {
+	seq    int
+	data   []byte // CSV: whole records (the worker may rewrite it in place)
+	line   int    // CSV: physical line number of the first byte of data
+	quoted bool   // CSV: data contains '"'
+	pq     *pqBatch
+	err    error // a splitter error to report at this position in the file
+}
+
+// result is a processed chunk.
+type result struct {
+	seq     int
+	rows    []float64         // encoded rows (Stream, Load)
+	mom     *suffstat.Moments // their statistics (Moments)
+	n       int               // rows encoded
+	skipped int               // rows skipped
+	err     error             // first fatal error in the chunk
+	buf     []byte            // the chunk's buffer, for reuse
+}
+
+// source yields the header and then chunks of records, sequentially.
+type source interface {
+	header() ([]string, error)
+	next() (*chunk, error) // io.EOF at the end
+}
+
+type pipeline struct {
+	path    string
+	schema  *schema.Schema
+	opt     Options
+	moments bool // accumulate statistics in the workers
+
+	width  int
+	enc    *schema.Encoder
+	nh     int // fields per record
+	names  []string
+	rows   atomic.Int64
+	counts *countingReader
+	free   chan []byte
+}
+
+// countingReader counts the bytes read from the file (for Summary and
+// progress).
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// open sniffs the format: Parquet by magic or extension, gzip by magic or
+// extension, CSV otherwise.
+func (p *pipeline) open(f *os.File) (source, error) {
+	p.counts = &countingReader{r: f}
+	br := bufio.NewReaderSize(p.counts, 64<<10)
+	head, _ := br.Peek(4)
+	lower := strings.ToLower(p.path)
+	if string(head) == "PAR1" || strings.HasSuffix(lower, ".parquet") {
+		return newParquetSource(p, f)
+	}
+	var r io.Reader = br
+	if (len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b) || strings.HasSuffix(lower, ".gz") {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: gzip: %w", p.path, err)
+		}
+		r = zr
+	}
+	return &csvSource{p: p, r: r, line: 1}, nil
+}
+
+func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Summary, err error) {
+	if p.schema == nil {
+		return sum, errors.New("dataset: nil schema")
+	}
+	if err := ctx.Err(); err != nil {
+		return sum, fmt.Errorf("%s: %w", p.path, err)
+	}
+	f, err := os.Open(p.path)
+	if err != nil {
+		return sum, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	var size int64 = -1
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		size = st.Size()
+	}
+	src, err := p.open(f)
+	if err != nil {
+		return sum, err
+	}
+	header, err := src.header()
+	if err != nil {
+		return sum, err
+	}
+	p.names = header
+	p.nh = len(header)
+	p.enc, err = p.schema.NewEncoder(header, schema.EncoderOptions{TargetOptional: p.opt.TargetOptional})
+	if err != nil {
+		return sum, fmt.Errorf("%s: header: %w", p.path, err)
+	}
+	p.width = p.enc.Width()
+
+	workers := p.opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	inflight := 2*workers + 1
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	tokens := make(chan struct{}, inflight)
+	chunks := make(chan *chunk)
+	results := make(chan *result, inflight+1)
+	p.free = make(chan []byte, inflight+1)
+	moms := make(chan *suffstat.Moments, inflight+1)
+
+	if p.opt.Progress != nil {
+		stop := p.progress(size)
+		defer stop()
+	}
+
+	// Splitter: reads sequentially, one token per chunk in flight.
+	go func() {
+		defer close(chunks)
+		for seq := 0; ; seq++ {
+			select {
+			case tokens <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			c, err := src.next()
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				// Report the error in file order, after earlier chunks.
+				c = &chunk{err: err}
+			}
+			c.seq = seq
+			select {
+			case chunks <- c:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wk := &worker{p: p, dst: make([]float64, p.width)}
+			for c := range chunks {
+				r := &result{seq: c.seq, buf: c.data}
+				switch {
+				case c.err != nil:
+					r.err = c.err
+				case ctx.Err() != nil:
+					r.err = ctx.Err()
+				default:
+					if p.moments {
+						select {
+						case r.mom = <-moms:
+						default:
+							r.mom = suffstat.New(p.width)
+							r.mom.SetWorkers(1)
+						}
+					}
+					wk.process(c, r)
+				}
+				results <- r
+			}
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+
+	// Consumer: results in file order.
+	pending := make(map[int]*result)
+	next := 0
+	var firstErr error
+	for r := range results {
+		if firstErr != nil {
+			continue // draining
+		}
+		pending[r.seq] = r
+		for {
+			r, ok := pending[next]
+			if !ok {
+				break
+			}
+			delete(pending, next)
+			next++
+			<-tokens
+			sum.Rows += int64(r.n)
+			sum.Skipped += int64(r.skipped)
+			err := r.err
+			if err == nil && ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			if err == nil {
+				err = consume(r)
+			}
+			p.recycle(r, moms)
+			if err != nil {
+				firstErr = err
+				cancel()
+				break
+			}
+			p.rows.Store(sum.Rows)
+		}
+	}
+	sum.Bytes = p.counts.n.Load()
+	if firstErr != nil {
+		if errors.Is(firstErr, context.Canceled) || errors.Is(firstErr, context.DeadlineExceeded) {
+			return sum, fmt.Errorf("%s: read stopped: %w", p.path, firstErr)
+		}
+		return sum, firstErr
+	}
+	if sum.Rows == 0 {
+		if sum.Skipped > 0 {
+			return sum, fmt.Errorf("%s: %w (all %d rows skipped as bad)", p.path, ErrNoRows, sum.Skipped)
+		}
+		return sum, fmt.Errorf("%s: %w", p.path, ErrNoRows)
+	}
+	return sum, nil
+}
+
+func (p *pipeline) recycle(r *result, moms chan *suffstat.Moments) {
+	if r.buf != nil {
+		select {
+		case p.free <- r.buf[:0]:
+		default:
+		}
+	}
+	if r.mom != nil {
+		r.mom.Reset()
+		select {
+		case moms <- r.mom:
+		default:
+		}
+	}
+}
+
+// getBuf returns a reusable buffer with capacity at least n.
+func (p *pipeline) getBuf(n int) []byte {
+	select {
+	case b := <-p.free:
+		if cap(b) >= n {
+			return b[:0]
+		}
+	default:
+	}
+	return make([]byte, 0, n)
+}
+
+// worker parses and encodes chunks.
+type worker struct {
+	p      *pipeline
+	fields [][]byte
+	dst    []float64
+	rows   []float64 // Moments mode: reused row buffer
+}
+
+// emit encodes one record, or records why it cannot be. It returns false when
+// the chunk must stop (a fatal error was stored in r).
+func (w *worker) emit(r *result, fields [][]byte, line int) bool {
+	p := w.p
+	var rerr *RowError
+	if len(fields) != p.nh {
+		col := len(fields) + 1
+		if len(fields) > p.nh {
+			col = p.nh + 1
+		}
+		rerr = &RowError{File: p.path, Line: line, Column: col,
+			Err: fmt.Errorf("%w: record has %d, header has %d", ErrFieldCount, len(fields), p.nh)}
+		if col <= p.nh {
+			rerr.ColumnName = p.names[col-1]
+		}
+	} else {
+		k := p.width
+		start := len(r.rows)
+		if p.moments {
+			start = len(w.rows)
+			w.rows = append(w.rows, w.dst...)
+		} else {
+			r.rows = append(r.rows, w.dst...)
+		}
+		var dst []float64
+		if p.moments {
+			dst = w.rows[start : start+k]
+		} else {
+			dst = r.rows[start : start+k]
+		}
+		err := p.enc.Encode(fields, dst)
+		if err == nil {
+			r.n++
+			return true
+		}
+		if p.moments {
+			w.rows = w.rows[:start]
+		} else {
+			r.rows = r.rows[:start]
+		}
+		rerr = &RowError{File: p.path, Line: line, Err: err}
+		var fe *schema.FieldError
+		if errors.As(err, &fe) {
+			rerr.Column = fe.Index + 1
+			rerr.ColumnName = fe.Column
+		}
+	}
+	return w.bad(r, rerr)
+}
+
+// bad handles a bad record: skip and count it, or stop.
+func (w *worker) bad(r *result, e *RowError) bool {
+	if w.p.opt.SkipBadRows && !errors.Is(e.Err, ErrUnterminated) {
+		r.skipped++
+		return true
+	}
+	r.err = e
+	return false
+}
+
+func (w *worker) process(c *chunk, r *result) {
+	if c.pq != nil {
+		w.parquetChunk(c, r)
+	} else {
+		w.csvChunk(c, r)
+	}
+	if w.p.moments {
+		if r.err == nil && len(w.rows) > 0 {
+			if err := r.mom.AddRows(w.rows); err != nil {
+				r.err = fmt.Errorf("%s: %w", w.p.path, err)
+			}
+		}
+		w.rows = w.rows[:0]
+	}
+}
