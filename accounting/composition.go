@@ -79,24 +79,28 @@ func OptimalComposition(eps, delta float64, k int, deltaTotal float64) (float64,
 	if target < 0 {
 		return 0, fmt.Errorf("accounting: k=%d mechanisms with δ=%v already exceed δ_total=%v", k, delta, deltaTotal)
 	}
-	lp := eps - logAdd(0, eps) // ln p
-	l1p := -logAdd(0, eps)     // ln(1−p)
-	deltaRR := func(eg float64) float64 {
-		var s float64
-		for l := 0; l <= k; l++ {
-			lb := logBinom(float64(k), float64(l))
-			a := lb + float64(k-l)*lp + float64(l)*l1p
-			b := lb + eg + float64(l)*lp + float64(k-l)*l1p
-			if a > b {
-				s += math.Exp(a) * -math.Expm1(b-a)
-			}
-		}
-		return s
-	}
+	deltaRR := func(eg float64) float64 { return kovDeltaRR(eps, k, eg) }
 	ok := func(eg float64) bool { return deltaRR(eg) <= target }
 	hi := float64(k) * eps
 	if ok(0) {
 		return 0, nil
 	}
 	return bisect(0, hi, 1e-10, ok)
+}
+
+// kovDeltaRR is the privacy profile δ(ε_g) of k-fold randomised response with
+// parameter ε (see OptimalComposition).
+func kovDeltaRR(eps float64, k int, eg float64) float64 {
+	lp := eps - logAdd(0, eps) // ln p
+	l1p := -logAdd(0, eps)     // ln(1−p)
+	var s float64
+	for l := 0; l <= k; l++ {
+		lb := logBinom(float64(k), float64(l))
+		a := lb + float64(k-l)*lp + float64(l)*l1p
+		b := lb + eg + float64(l)*lp + float64(k-l)*l1p
+		if a > b {
+			s += math.Exp(a) * -math.Expm1(b-a)
+		}
+	}
+	return s
 }
