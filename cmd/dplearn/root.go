@@ -23,7 +23,11 @@ declared in a schema file; nothing is derived from the private data.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(
-	// Command groups: one constructor per file, added here.
+		// Command groups: one constructor per file, added here.
+		newFitCmd(),
+		newPredictCmd(),
+		newEvaluateCmd(),
+		newDemoCmd(),
 	)
 	return root
 }

@@ -1,0 +1,48 @@
+package exampledata
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/dplearn/dplearn/schema"
+)
+
+// TestEmbeddedParse checks that every embedded schema parses and matches its
+// CSV's header, and that every row encodes.
+func TestEmbeddedParse(t *testing.T) {
+	want := map[string]int{"cps1988": 28155, "smokeban": 10000}
+	for _, d := range All() {
+		s, err := schema.Parse(d.Schema)
+		if err != nil {
+			t.Fatalf("%s: %v", d.Name, err)
+		}
+		lines := bytes.Split(bytes.TrimSpace(d.CSV), []byte("\n"))
+		if len(lines)-1 != want[d.Name] {
+			t.Fatalf("%s: %d rows", d.Name, len(lines)-1)
+		}
+		split := func(l []byte) [][]byte {
+			f := bytes.Split(bytes.TrimRight(l, "\r"), []byte(","))
+			for i := range f {
+				f[i] = bytes.Trim(f[i], `"`)
+			}
+			return f
+		}
+		var header []string
+		for _, h := range split(lines[0]) {
+			header = append(header, string(h))
+		}
+		e, err := s.NewEncoder(header, schema.EncoderOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", d.Name, err)
+		}
+		row := make([]float64, e.Width())
+		for i, l := range lines[1:] {
+			if err := e.Encode(split(l), row); err != nil {
+				t.Fatalf("%s line %d: %v", d.Name, i+2, err)
+			}
+		}
+	}
+	if _, err := Get("nope"); err == nil {
+		t.Fatal("unknown dataset accepted")
+	}
+}
