@@ -83,7 +83,9 @@ func Run(ctx context.Context, cfg Config, inputs map[uint32][]uint64, opt RunOpt
 		}
 	}
 	send := func(to uint32, m Message) {
-		observe(m)
+		if m != nil { // nil is the runner's start signal, not a protocol message
+			observe(m)
+		}
 		select {
 		case inboxes[to] <- m:
 		case <-runCtx.Done():
