@@ -1,0 +1,262 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the command tree in-process.
+func runCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+const wageSchema = `{"target": {"name": "wage", "transform": "log", "range": [4, 9]},
+ "features": [{"name": "education", "range": [0, 20]},
+              {"name": "ethnicity", "categories": ["cauc", "afam"]}]}`
+
+// writeWageData writes a CSV where log wage = 5 + 0.1·education − 0.2·afam + noise.
+func writeWageData(t *testing.T, dir string, n int) string {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(1, 1))
+	var b strings.Builder
+	b.WriteString("wage,education,ethnicity\n")
+	for i := 0; i < n; i++ {
+		ed := rng.IntN(19)
+		eth, afam := "cauc", 0.0
+		if rng.IntN(4) == 0 {
+			eth, afam = "afam", 1
+		}
+		lw := 5 + 0.1*float64(ed) - 0.2*afam + 0.1*rng.NormFloat64()
+		fmt.Fprintf(&b, "%.2f,%d,%s\n", math.Exp(lw), ed, eth)
+	}
+	return writeFile(t, dir, "wage.csv", b.String())
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestFitPredictEvaluate(t *testing.T) {
+	dir := t.TempDir()
+	data := writeWageData(t, dir, 4000)
+	sch := writeFile(t, dir, "schema.json", wageSchema)
+	model := filepath.Join(dir, "model.json")
+
+	out, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm",
+		"--epsilon", "1", "--delta", "1e-6", "--out", model, "--format", "json", "--seed", "3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fit struct {
+		Rows    int64 `json:"rows"`
+		Privacy struct {
+			Epsilon  float64 `json:"epsilon"`
+			Delta    float64 `json:"delta"`
+			Insecure bool    `json:"insecure_randomness"`
+			Releases []struct {
+				Sensitivity float64 `json:"sensitivity"`
+			} `json:"releases"`
+		} `json:"privacy"`
+	}
+	if err := json.Unmarshal([]byte(out), &fit); err != nil {
+		t.Fatalf("fit JSON: %v\n%s", err, out)
+	}
+	if fit.Rows != 4000 || fit.Privacy.Epsilon != 1 || fit.Privacy.Delta != 1e-6 || !fit.Privacy.Insecure {
+		t.Fatalf("fit report: %+v", fit)
+	}
+	if len(fit.Privacy.Releases) != 2 || math.Abs(fit.Privacy.Releases[0].Sensitivity-4.0/4000) > 1e-15 ||
+		math.Abs(fit.Privacy.Releases[1].Sensitivity-math.Sqrt2/4000) > 1e-15 {
+		t.Fatalf("releases: %+v", fit.Privacy.Releases)
+	}
+
+	out, err = runCLI(t, "evaluate", "--model", model, "--data", data, "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]float64
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"mse", "rmse", "r2", "mae", "n"} {
+		if _, ok := m[k]; !ok {
+			t.Fatalf("evaluate JSON lacks %q: %s", k, out)
+		}
+	}
+	// The noise in log wage is 0.1: a good private fit has RMSE near it.
+	if m["rmse"] > 0.2 || m["r2"] < 0.8 {
+		t.Fatalf("private fit too poor: %v", m)
+	}
+
+	preds := filepath.Join(dir, "pred.csv")
+	if _, err := runCLI(t, "predict", "--model", model, "--data", data, "--out", preds); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(readFile(t, preds)), "\n")
+	if len(lines) != 4001 || lines[0] != "row,wage_predicted" || !strings.HasPrefix(lines[1], "1,") {
+		t.Fatalf("predictions: %d lines, header %q, first %q", len(lines), lines[0], lines[1])
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestFitLogisticText(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("smoker,age\n")
+	rng := rand.New(rand.NewPCG(2, 2))
+	for i := 0; i < 2000; i++ {
+		age := 18 + rng.IntN(70)
+		s := "no"
+		if rng.Float64() < 1/(1+math.Exp(-(float64(age)-50)/10)) {
+			s = "yes"
+		}
+		fmt.Fprintf(&b, "%s,%d\n", s, age)
+	}
+	data := writeFile(t, dir, "smoke.csv", b.String())
+	sch := writeFile(t, dir, "s.json", `{"target":{"name":"smoker","positive":"yes","negative":"no"},"features":[{"name":"age","range":[18,90]}]}`)
+	model := filepath.Join(dir, "m.json")
+	out, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "logistic", "--mechanism", "nonprivate", "--out", model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "non-private reference") || !strings.Contains(out, "age") {
+		t.Fatalf("text output:\n%s", out)
+	}
+	out, err = runCLI(t, "evaluate", "--model", model, "--data", data, "--format", "json")
+	if err != nil || !strings.Contains(out, `"accuracy"`) || !strings.Contains(out, `"log_loss"`) {
+		t.Fatalf("evaluate: %v\n%s", err, out)
+	}
+	preds := filepath.Join(dir, "p.csv")
+	if _, err := runCLI(t, "predict", "--model", model, "--data", data, "--out", preds); err != nil {
+		t.Fatal(err)
+	}
+	if l := strings.SplitN(readFile(t, preds), "\n", 3); l[0] != "row,probability,predicted" || !(strings.HasSuffix(l[1], ",yes") || strings.HasSuffix(l[1], ",no")) {
+		t.Fatalf("predictions start %q", l[:2])
+	}
+}
+
+// TestFitErrors checks that bad input gives an error naming the problem and
+// leaves no model file behind.
+func TestFitErrors(t *testing.T) {
+	dir := t.TempDir()
+	sch := writeFile(t, dir, "schema.json", wageSchema)
+	good := writeWageData(t, dir, 50)
+	cases := []struct {
+		name   string
+		csv    string // "" means use good data
+		schema string // "" means the wage schema
+		args   []string
+		want   string
+	}{
+		{"missing column", "wage,education\n100,12\n", "", nil, `"ethnicity"`},
+		{"not a number", "wage,education,ethnicity\n100,12,cauc\n100,twelve,cauc\n", "", nil, ":3:2:"},
+		{"NaN", "wage,education,ethnicity\n100,NaN,cauc\n", "", nil, "not finite"},
+		{"Inf", "wage,education,ethnicity\n+Inf,12,cauc\n", "", nil, "not finite"},
+		{"unknown category", "wage,education,ethnicity\n100,12,martian\n", "", nil, "martian"},
+		{"empty file", "-", "", nil, "empty"},
+		{"bad schema", "", `{"target": {"name": "wage",` + "\n" + `"range": [4, 9]]}`, nil, "line 2"},
+		{"logistic on continuous target", "", "", []string{"--model", "logistic"}, "binary target"},
+		{"no epsilon", "", "", []string{"--epsilon-unset"}, "needs --epsilon"},
+		{"bad epsilon", "", "", []string{"--epsilon", "-1"}, "--epsilon must be"},
+		{"gaussian without delta", "", "", []string{"--delta", "0"}, "δ > 0"},
+		{"unknown mechanism", "", "", []string{"--mechanism", "magic"}, "unknown mechanism"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			data := good
+			switch c.csv {
+			case "":
+			case "-":
+				data = writeFile(t, dir, fmt.Sprintf("d%d.csv", i), "")
+			default:
+				data = writeFile(t, dir, fmt.Sprintf("d%d.csv", i), c.csv)
+			}
+			s := sch
+			if c.schema != "" {
+				s = writeFile(t, dir, fmt.Sprintf("s%d.json", i), c.schema)
+			}
+			model := filepath.Join(dir, fmt.Sprintf("m%d.json", i))
+			args := map[string]string{"--data": data, "--schema": s, "--model": "linear", "--mechanism": "gaussian-fm",
+				"--epsilon": "1", "--delta": "1e-5", "--out": model}
+			for j := 0; j < len(c.args); j++ {
+				if c.args[j] == "--epsilon-unset" {
+					delete(args, "--epsilon")
+					continue
+				}
+				args[c.args[j]] = c.args[j+1]
+				j++
+			}
+			argv := []string{"fit"}
+			for k, v := range args {
+				argv = append(argv, k, v)
+			}
+			_, err := runCLI(t, argv...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want it to contain %q", err, c.want)
+			}
+			if _, statErr := os.Stat(model); !os.IsNotExist(statErr) {
+				t.Fatalf("a model file was written despite the error")
+			}
+		})
+	}
+}
+
+func TestDemoJSON(t *testing.T) {
+	out, err := runCLI(t, "demo", "--runs", "2", "--epsilon", "1", "--seed", "1", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Insecure bool `json:"insecure_randomness"`
+		Datasets []struct {
+			Dataset string `json:"dataset"`
+			Results []struct {
+				Mechanism string  `json:"mechanism"`
+				Mean      float64 `json:"mean"`
+			} `json:"results"`
+		} `json:"datasets"`
+	}
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	if !d.Insecure || len(d.Datasets) != 2 || len(d.Datasets[0].Results) != 4 {
+		t.Fatalf("demo JSON: %s", out)
+	}
+	for _, ds := range d.Datasets {
+		np, gfm := ds.Results[0], ds.Results[3]
+		if np.Mechanism != "nonprivate" || gfm.Mechanism != "gaussian-fm" {
+			t.Fatalf("order: %+v", ds.Results)
+		}
+		// At ε = 1 Gaussian FM is within 5% of the non-private error.
+		if math.Abs(gfm.Mean-np.Mean) > 0.05*np.Mean {
+			t.Errorf("%s: gaussian-fm %v vs nonprivate %v", ds.Dataset, gfm.Mean, np.Mean)
+		}
+	}
+}
