@@ -82,6 +82,28 @@ func (q *Quadratic) setReleased(v []float64) {
 	copy(q.Upper, v[q.D:])
 }
 
+// releaseFunc adds a mechanism's noise to the released blocks of q in place
+// and returns the privacy report and the per-entry noise standard deviation
+// of Λ2 (for the default ridge).
+type releaseFunc func(q *Quadratic, cfg Config, n int64) (report.Privacy, float64, error)
+
+// fitFM is the FM family's pipeline: statistics → exact coefficients →
+// release (noise) → post-processing → minimiser.
+func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
+	if err := cfg.validate(data, true); err != nil {
+		return nil, err
+	}
+	q, err := Objective(cfg.Kind, data.Stats)
+	if err != nil {
+		return nil, err
+	}
+	p, noiseStd2, err := release(q, cfg, data.Stats.N())
+	if err != nil {
+		return nil, err
+	}
+	return finish(q, cfg, noiseStd2, p)
+}
+
 // finish minimises the noisy objective and fills the common report fields.
 func finish(q *Quadratic, cfg Config, noiseStd2 float64, p report.Privacy) (*Result, error) {
 	lam := cfg.lambda(noiseStd2)
@@ -107,25 +129,22 @@ type fmEstimator struct{}
 func (fmEstimator) Name() string        { return "fm" }
 func (fmEstimator) NeedsRows(Kind) bool { return false }
 func (fmEstimator) Private() bool       { return true }
-func (fmEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
-	if err := cfg.validate(data, true); err != nil {
-		return nil, err
-	}
-	q, err := Objective(cfg.Kind, data.Stats)
+func (e fmEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
+	return fitFM(data, cfg, e.release)
+}
+
+func (fmEstimator) release(q *Quadratic, cfg Config, n int64) (report.Privacy, float64, error) {
+	sens, err := SensitivitiesFor(cfg.Kind, q.D, n)
 	if err != nil {
-		return nil, err
-	}
-	sens, err := SensitivitiesFor(cfg.Kind, q.D, data.Stats.N())
-	if err != nil {
-		return nil, err
+		return report.Privacy{}, 0, err
 	}
 	b, err := accounting.LaplaceScale(cfg.Epsilon, sens.FM)
 	if err != nil {
-		return nil, fmt.Errorf("fm: calibrate Laplace noise: %w", err)
+		return report.Privacy{}, 0, fmt.Errorf("fm: calibrate Laplace noise: %w", err)
 	}
 	v := q.released()
 	if err := noise.AddLaplace(cfg.Source, v, b); err != nil {
-		return nil, fmt.Errorf("fm: add noise: %w", err)
+		return report.Privacy{}, 0, fmt.Errorf("fm: add noise: %w", err)
 	}
 	q.setReleased(v)
 	p := report.Privacy{
@@ -141,7 +160,7 @@ func (fmEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, err
 	if cfg.Delta > 0 {
 		p.Notes = append(p.Notes, "fm is pure ε-DP; the δ given was not used")
 	}
-	return finish(q, cfg, math.Sqrt2*b, p)
+	return p, math.Sqrt2 * b, nil
 }
 
 // relaxedFM is relaxed FM (Ding et al.) as specified in the Gaussian FM
@@ -151,28 +170,25 @@ type relaxedFM struct{}
 func (relaxedFM) Name() string        { return "relaxed-fm" }
 func (relaxedFM) NeedsRows(Kind) bool { return false }
 func (relaxedFM) Private() bool       { return true }
-func (relaxedFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
-	if err := cfg.validate(data, true); err != nil {
-		return nil, err
-	}
+func (e relaxedFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
+	return fitFM(data, cfg, e.release)
+}
+
+func (relaxedFM) release(q *Quadratic, cfg Config, n int64) (report.Privacy, float64, error) {
 	if cfg.Delta <= 0 {
-		return nil, fmt.Errorf("relaxed-fm: the Gaussian mechanism needs δ > 0")
+		return report.Privacy{}, 0, fmt.Errorf("relaxed-fm: the Gaussian mechanism needs δ > 0")
 	}
-	q, err := Objective(cfg.Kind, data.Stats)
+	sens, err := SensitivitiesFor(cfg.Kind, q.D, n)
 	if err != nil {
-		return nil, err
-	}
-	sens, err := SensitivitiesFor(cfg.Kind, q.D, data.Stats.N())
-	if err != nil {
-		return nil, err
+		return report.Privacy{}, 0, err
 	}
 	sigma, err := accounting.GaussianSigma(cfg.Epsilon, cfg.Delta, sens.Relaxed)
 	if err != nil {
-		return nil, fmt.Errorf("relaxed-fm: calibrate Gaussian noise: %w", err)
+		return report.Privacy{}, 0, fmt.Errorf("relaxed-fm: calibrate Gaussian noise: %w", err)
 	}
 	v := q.released()
 	if err := noise.AddGaussian(cfg.Source, v, sigma); err != nil {
-		return nil, fmt.Errorf("relaxed-fm: add noise: %w", err)
+		return report.Privacy{}, 0, fmt.Errorf("relaxed-fm: add noise: %w", err)
 	}
 	q.setReleased(v)
 	p := report.Privacy{
@@ -186,7 +202,7 @@ func (relaxedFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, error
 			Sensitivity: sens.Relaxed, Noise: "gaussian", Scale: sigma,
 		}},
 	}
-	return finish(q, cfg, sigma, p)
+	return p, sigma, nil
 }
 
 // gaussianFM is Gaussian FM (Tasnim et al.) with the corrections of
@@ -246,20 +262,17 @@ func GaussianFMScales(eps, delta, split, d1, d2 float64, n1, n2 int) (tau1, tau2
 	return 0, 0, 0, fmt.Errorf("gaussian-fm: calibration did not meet δ = %v", delta)
 }
 
-func (gaussianFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
-	if err := cfg.validate(data, true); err != nil {
-		return nil, err
-	}
+func (e gaussianFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
+	return fitFM(data, cfg, e.release)
+}
+
+func (gaussianFM) release(q *Quadratic, cfg Config, n int64) (report.Privacy, float64, error) {
 	if cfg.Delta <= 0 {
-		return nil, fmt.Errorf("gaussian-fm: the Gaussian mechanism needs δ > 0")
+		return report.Privacy{}, 0, fmt.Errorf("gaussian-fm: the Gaussian mechanism needs δ > 0")
 	}
-	q, err := Objective(cfg.Kind, data.Stats)
+	sens, err := SensitivitiesFor(cfg.Kind, q.D, n)
 	if err != nil {
-		return nil, err
-	}
-	sens, err := SensitivitiesFor(cfg.Kind, q.D, data.Stats.N())
-	if err != nil {
-		return nil, err
+		return report.Privacy{}, 0, err
 	}
 	split := cfg.Split
 	if split == 0 {
@@ -267,13 +280,13 @@ func (gaussianFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, erro
 	}
 	tau1, tau2, achieved, err := GaussianFMScales(cfg.Epsilon, cfg.Delta, split, sens.Lambda1, sens.Lambda2, len(q.Lambda1), len(q.Upper))
 	if err != nil {
-		return nil, err
+		return report.Privacy{}, 0, err
 	}
 	if err := noise.AddGaussian(cfg.Source, q.Lambda1, tau1); err != nil {
-		return nil, fmt.Errorf("gaussian-fm: add noise to Λ1: %w", err)
+		return report.Privacy{}, 0, fmt.Errorf("gaussian-fm: add noise to Λ1: %w", err)
 	}
 	if err := noise.AddGaussian(cfg.Source, q.Upper, tau2); err != nil {
-		return nil, fmt.Errorf("gaussian-fm: add noise to Λ2: %w", err)
+		return report.Privacy{}, 0, fmt.Errorf("gaussian-fm: add noise to Λ2: %w", err)
 	}
 	p := report.Privacy{
 		Mechanism: "gaussian-fm (Gaussian Functional Mechanism, Tasnim et al., with the corrections of PRIVACY-NOTES items 1-4)",
@@ -287,5 +300,5 @@ func (gaussianFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, erro
 			{Name: "Λ2 upper triangle (order-2 coefficients)", Entries: len(q.Upper), Norm: "L2 (Frobenius)", Sensitivity: sens.Lambda2, Noise: "gaussian", Scale: tau2},
 		},
 	}
-	return finish(q, cfg, tau2, p)
+	return p, tau2, nil
 }
