@@ -80,6 +80,6 @@ func kernels() []kernel {
 
 func bestKernel() kernel { return kernels()[0] }
 
-// KernelName names the micro-kernel New selects on this machine ("avx2" or
+// KernelName names the micro-kernel New selects on this machine ("avx512", "avx2" or
 // "go"), for benchmark reports.
 func KernelName() string { return bestKernel().name }

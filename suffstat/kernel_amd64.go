@@ -7,6 +7,9 @@ func cpuid(eaxIn, ecxIn uint32) (eax, ebx, ecx, edx uint32)
 func xgetbv() (eax, edx uint32)
 
 //go:noescape
+func tile16x8AVX512(a, b *float64, rows, ld int, c *float64, ldc int)
+
+//go:noescape
 func tile8x4AVX2(a, b *float64, rows, ld int, c *float64, ldc int)
 
 // hasAVX2FMA reports whether the processor and operating system support
@@ -32,11 +35,39 @@ func hasAVX2FMA() bool {
 	return ebx7&(1<<5) != 0 // AVX2
 }
 
-func archKernels() []kernel {
-	if hasAVX2FMA() {
-		return []kernel{{name: "avx2", mr: 8, nr: 4, tile: tile8x4}}
+// hasAVX512F reports whether the processor and operating system support
+// AVX-512F (CPUID and the OS-enabled opmask/ZMM state in XCR0).
+func hasAVX512F() bool {
+	if !hasAVX2FMA() {
+		return false
 	}
-	return nil
+	if xcr0, _ := xgetbv(); xcr0&0xe6 != 0xe6 {
+		return false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	return ebx7&(1<<16) != 0
+}
+
+func archKernels() []kernel {
+	var ks []kernel
+	if hasAVX512F() {
+		ks = append(ks, kernel{name: "avx512", mr: 16, nr: 8, tile: tile16x8})
+	}
+	if hasAVX2FMA() {
+		ks = append(ks, kernel{name: "avx2", mr: 8, nr: 4, tile: tile8x4})
+	}
+	return ks
+}
+
+// tile16x8 checks the bounds the assembly relies on, then calls it.
+func tile16x8(a, b []float64, rows, ld int, c []float64, ldc int) {
+	if rows == 0 {
+		return
+	}
+	if len(a) < (rows-1)*ld+16 || len(b) < (rows-1)*ld+8 || len(c) < 7*ldc+16 {
+		panic("suffstat: tile16x8: slice too short")
+	}
+	tile16x8AVX512(unsafe.SliceData(a), unsafe.SliceData(b), rows, ld, unsafe.SliceData(c), ldc)
 }
 
 // tile8x4 checks the bounds the assembly relies on, then calls it.

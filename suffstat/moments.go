@@ -9,20 +9,20 @@
 //
 // # Speed
 //
-// Rows are packed into panels of 256 rows, padded with a constant-one column
+// Rows are packed into panels of 128 rows, padded with a constant-one column
 // (so that Σ z is computed by the same kernel) and zeros. Each panel updates
 // the upper triangle of the Gram matrix with a register-blocked rank-k
-// kernel: in assembly with AVX2 and FMA on amd64 processors that have them
+// kernel: in assembly with AVX-512 or AVX2+FMA on amd64 processors that have them
 // (detected at run time), otherwise in pure Go. The hot loop does not
 // allocate. Large AddRows calls are split across cores (see SetWorkers).
 //
 // # Accuracy
 //
-// Summation is blocked in three levels: each kernel call sums up to 256 rows
-// in registers, a block accumulator sums up to 64 panels (16,384 rows), and
+// Summation is blocked in three levels: each kernel call sums up to 128 rows
+// in registers, a block accumulator sums up to 128 panels (16,384 rows), and
 // blocks are added to the running total with compensated (Neumaier)
 // summation, as are partial results in Merge. The rounding error of every
-// entry is therefore bounded by about (256 + 64 + 2)·u·Σ|z_i z_j|, where
+// entry is therefore bounded by about (128 + 128 + 2)·u·Σ|z_i z_j|, where
 // u = 2⁻⁵³, independently of N: for N = 10⁹ the relative error is below
 // 10⁻¹³ where plain running sums would lose up to 10⁻⁷.
 package suffstat
@@ -36,8 +36,8 @@ import (
 )
 
 const (
-	panelRows   = 256 // rows per kernel call (summed in registers)
-	blockPanels = 64  // panels per block before a compensated fold
+	panelRows   = 128 // rows per kernel call (summed in registers)
+	blockPanels = 128 // panels per block before a compensated fold
 	// parallelMin is the smallest AddRows call (in rows) split across cores.
 	parallelMin = 32 * panelRows
 )
