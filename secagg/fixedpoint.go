@@ -1,7 +1,6 @@
 package secagg
 
 import (
-	"errors"
 	"fmt"
 	"math"
 )
@@ -98,6 +97,3 @@ func (e Encoding) Decode(w []uint64) []float64 {
 func (e Encoding) SumBound() float64 {
 	return float64(e.Parties) * (e.Bound + math.Ldexp(0.5, -int(e.FracBits)))
 }
-
-// errOverflow is returned when a sum leaves the admissible range.
-var errOverflow = errors.New("secagg: sum outside the encoding's admissible range")

@@ -28,6 +28,7 @@ type Party struct {
 	selfSeed      []byte                   // b_u
 	u2            []uint32                 // sorted, includes id
 	held          map[uint32]heldShares    // shares of each U2 member's secrets held by this party
+	pairKeys      map[uint32][]byte        // pairwise mask keys with the U1 peers
 	revealed      map[uint32]shareKind     // what this party has revealed, per owner
 }
 
@@ -155,11 +156,19 @@ func (p *Party) ShareKeys(m *KeyRoster) (*ShareKeys, error) {
 	}
 	out := &ShareKeys{Session: bytes.Clone(p.cfg.Session), From: p.id, Shares: make([]EncryptedShare, 0, len(u1)-1)}
 	held := make(map[uint32]heldShares, len(u1))
+	pairKeys := make(map[uint32][]byte, len(u1))
 	for i, v := range u1 {
 		if v == p.id {
 			held[v] = heldShares{maskKey: sShares[i].Y, selfSeed: bShares[i].Y}
 			continue
 		}
+		// Both key agreements with v happen now, so a bad (e.g. low-order)
+		// public key is caught before anything is shared.
+		pk, err := pairMaskKey(p.maskSK, keys[v].MaskKey, p.cfg.Session, p.id, v)
+		if err != nil {
+			return nil, p.errorf(r, "pairwise mask key with party %d: %v", v, err)
+		}
+		pairKeys[v] = pk
 		aead, err := p.shareAEAD(keys[v].EncKey, p.id, v)
 		if err != nil {
 			return nil, p.errorf(r, "peer %d: %v", v, err)
@@ -172,7 +181,7 @@ func (p *Party) ShareKeys(m *KeyRoster) (*ShareKeys, error) {
 		ct := aead.Seal(nil, make([]byte, aead.NonceSize()), plain, shareAD(p.cfg.Session, p.id, v))
 		out.Shares = append(out.Shares, EncryptedShare{From: p.id, To: v, Ciphertext: ct})
 	}
-	p.keys, p.u1, p.selfSeed, p.held = keys, u1, seed, held
+	p.keys, p.u1, p.selfSeed, p.held, p.pairKeys = keys, u1, seed, held, pairKeys
 	p.state = RoundMaskedInput
 	return out, nil
 }
@@ -276,10 +285,7 @@ func (p *Party) MaskInput(m *ShareRelay) (*MaskedInput, error) {
 		if v == p.id {
 			continue
 		}
-		key, err := pairMaskKey(p.maskSK, p.keys[v].MaskKey, p.cfg.Session, p.id, v)
-		if err != nil {
-			return nil, p.errorf(r, "pairwise mask with party %d: %v", v, err)
-		}
+		key := p.pairKeys[v]
 		sign := +1
 		if p.id > v {
 			sign = -1
@@ -292,6 +298,10 @@ func (p *Party) MaskInput(m *ShareRelay) (*MaskedInput, error) {
 	}
 	applyMasks(y, streams)
 	p.u2, p.held = u2, held
+	for _, k := range p.pairKeys {
+		clear(k)
+	}
+	p.pairKeys = nil
 	clear(p.input)
 	p.input = nil
 	p.state = RoundUnmasking

@@ -1,0 +1,75 @@
+package secagg
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestEncodingOverflowBound(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		e    Encoding
+		ok   bool
+	}{
+		{"typical", Encoding{FracBits: 32, Bound: 1000, Parties: 1000}, true},
+		// 2 · (2^31·2^31 + ½) ≥ 2^63.
+		{"at the edge", Encoding{FracBits: 31, Bound: math.Ldexp(1, 31), Parties: 2}, false},
+		{"just inside", Encoding{FracBits: 31, Bound: math.Ldexp(1, 31) - 1, Parties: 2}, true},
+		{"too many parties", Encoding{FracBits: 40, Bound: 1, Parties: 1 << 23}, false},
+		{"frac bits", Encoding{FracBits: 63, Bound: 1e-9, Parties: 1}, false},
+		{"zero bound", Encoding{FracBits: 8, Bound: 0, Parties: 1}, false},
+		{"NaN bound", Encoding{FracBits: 8, Bound: math.NaN(), Parties: 1}, false},
+		{"no parties", Encoding{FracBits: 8, Bound: 1, Parties: 0}, false},
+	} {
+		if err := tc.e.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: Validate = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// The worst case the bound admits sums exactly: n parties all at +Bound or
+// all at −Bound.
+func TestEncodingWorstCaseSumIsExact(t *testing.T) {
+	e := Encoding{FracBits: 20, Bound: math.Ldexp(1, 42) - 1, Parties: 2}
+	if err := e.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []float64{e.Bound, -e.Bound} {
+		x, err := e.Encode([]float64{v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := []uint64{x[0] + x[0]}
+		if got := e.Decode(sum)[0]; got != 2*v {
+			t.Fatalf("2 × %v decoded as %v", v, got)
+		}
+	}
+}
+
+func TestEncodingRoundTripAndRejections(t *testing.T) {
+	e := Encoding{FracBits: 16, Bound: 10, Parties: 3}
+	in := []float64{0, 1.5, -2.25, 10, -10, math.Ldexp(1, -16), math.Ldexp(1, -18)}
+	w, err := e.Encode(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.Decode(w)
+	for i, x := range in {
+		if math.Abs(got[i]-x) > math.Ldexp(0.5, -16) {
+			t.Errorf("%v decoded as %v", x, got[i])
+		}
+	}
+	if got[1] != 1.5 || got[2] != -2.25 {
+		t.Errorf("grid values not exact: %v", got)
+	}
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), 10.000001, -11} {
+		_, err := e.Encode([]float64{0, bad})
+		if err == nil || !strings.Contains(err.Error(), "coordinate 1") {
+			t.Errorf("%v: got %v", bad, err)
+		}
+	}
+	if b := e.SumBound(); b < 30 || b > 30.001 {
+		t.Errorf("SumBound = %v", b)
+	}
+}
