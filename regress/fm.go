@@ -68,6 +68,9 @@ func (c *Config) lambda(noiseStd float64) float64 {
 	if c.Lambda >= 0 {
 		return c.Lambda
 	}
+	if c.LambdaFactor > 0 {
+		return c.LambdaFactor * noiseStd
+	}
 	return DefaultLambdaFactor * noiseStd
 }
 

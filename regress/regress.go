@@ -104,8 +104,11 @@ type Config struct {
 	Epsilon float64
 	Delta   float64
 	// Lambda is the data-independent ridge added to the noisy Λ2. Negative
-	// means "the mechanism's default" (see DefaultLambda).
+	// means LambdaFactor times the per-entry noise standard deviation of Λ2.
 	Lambda float64
+	// LambdaFactor sets the ridge when Lambda < 0; 0 means
+	// DefaultLambdaFactor.
+	LambdaFactor float64
 	// Split is the share of Gaussian FM's budget (of the whitened squared
 	// sensitivity) given to Λ1; the rest goes to Λ2. 0 means 0.5.
 	Split float64

@@ -19,12 +19,12 @@ import (
 
 // fitOptions are the flags of `dplearn fit`.
 type fitOptions struct {
-	data, schemaPath, model, mechanism, out string
-	epsilon, delta, lambda, split           float64
-	seed                                    uint64
-	seeded                                  bool
-	skipBadRows                             bool
-	workers                                 int
+	data, schemaPath, model, mechanism, out     string
+	epsilon, delta, lambda, lambdaFactor, split float64
+	seed                                        uint64
+	seeded                                      bool
+	skipBadRows                                 bool
+	workers                                     int
 }
 
 func newFitCmd() *cobra.Command {
@@ -68,6 +68,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none).`,
 	f.Float64Var(&o.epsilon, "epsilon", 0, "privacy parameter ε (> 0)")
 	f.Float64Var(&o.delta, "delta", 0, "privacy parameter δ for Gaussian mechanisms (e.g. 1e-5; keep it well below 1/N)")
 	f.Float64Var(&o.lambda, "lambda", -1, "ridge λ added to the noisy Λ2 (data-independent); negative: the mechanism's default")
+	f.Float64Var(&o.lambdaFactor, "lambda-factor", regress.DefaultLambdaFactor, "when --lambda is negative: λ = this × the per-entry noise std of Λ2")
 	f.Float64Var(&o.split, "split", 0.5, "gaussian-fm: share of the budget given to Λ1 (the rest to Λ2)")
 	f.StringVar(&o.out, "out", "", "where to write MODEL.json")
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE generator with this seed (experiments only)")
@@ -158,7 +159,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err != nil {
 		return err
 	}
-	cfg := regress.Config{Kind: kind, Epsilon: o.epsilon, Delta: o.delta, Lambda: o.lambda, Split: o.split,
+	cfg := regress.Config{Kind: kind, Epsilon: o.epsilon, Delta: o.delta, Lambda: o.lambda, LambdaFactor: o.lambdaFactor, Split: o.split,
 		Source: randomSource(o.seeded, o.seed)}
 	res, err := est.Fit(ctx, data, cfg)
 	if err != nil {

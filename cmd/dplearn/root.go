@@ -28,6 +28,7 @@ declared in a schema file; nothing is derived from the private data.`,
 		newPredictCmd(),
 		newEvaluateCmd(),
 		newDemoCmd(),
+		newPrivacyCmd(),
 	)
 	return root
 }
