@@ -415,3 +415,29 @@ func TestErrOverBudgetIsSentinel(t *testing.T) {
 		t.Fatal("sentinel")
 	}
 }
+
+func TestBinomialExactN(t *testing.T) {
+	for _, c := range []struct {
+		eps, delta float64
+		sens       int64
+	}{{1, 1e-5, 1}, {0.5, 1e-6, 2}} {
+		n, err := BinomialExactN(c.eps, c.delta, c.sens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := BinomialExactDelta(n, c.eps, c.sens)
+		if d > c.delta {
+			t.Fatalf("%+v: n=%d δ=%v", c, n, d)
+		}
+		nc, _ := BinomialCPSGD(c.eps, c.delta, float64(c.sens))
+		if n > nc {
+			t.Errorf("%+v: exact n=%d above cpSGD %d", c, n, nc)
+		}
+		if c.sens == 1 {
+			nd, _ := BinomialDPPP(c.eps, c.delta, 1)
+			if n > nd {
+				t.Errorf("%+v: exact n=%d above DPPP %d", c, n, nd)
+			}
+		}
+	}
+}

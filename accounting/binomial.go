@@ -153,3 +153,46 @@ func BinomialExactDelta(n int64, epsilon float64, sens int64) (float64, error) {
 	}
 	return delta, nil
 }
+
+// BinomialExactN returns the smallest n (found by bisection over n, and
+// verified) such that the scalar binomial mechanism with integer sensitivity
+// Δ is (ε, δ)-DP by the exact privacy profile: the maximum of
+// BinomialExactDelta over all shifts 1..Δ is ≤ δ. It needs no theorem and
+// is never larger than the published bounds (BinomialDPPP, BinomialCPSGD).
+func BinomialExactN(epsilon, delta float64, sens int64) (int64, error) {
+	if err := checkPositive("ε", epsilon); err != nil {
+		return 0, err
+	}
+	if err := checkDelta(delta); err != nil {
+		return 0, err
+	}
+	if sens < 1 || sens > 1000 {
+		return 0, fmt.Errorf("accounting: binomial sensitivity must be an integer in [1, 1000], got %d", sens)
+	}
+	ok := func(n int64) bool {
+		for s := int64(1); s <= sens; s++ {
+			d, err := BinomialExactDelta(n, epsilon, s)
+			if err != nil || d > delta {
+				return false
+			}
+		}
+		return true
+	}
+	hi := int64(1)
+	for !ok(hi) {
+		hi *= 2
+		if hi > 1<<36 {
+			return 0, fmt.Errorf("accounting: binomial mechanism needs more than 2^36 flips for ε=%v", epsilon)
+		}
+	}
+	lo := hi / 2
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if ok(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, nil
+}

@@ -1,0 +1,434 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"strconv"
+
+	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/noise"
+	"github.com/spf13/cobra"
+)
+
+// newPrivacyCmd builds `dplearn privacy`: a calculator for privacy
+// parameters and an auditable sampler.
+func newPrivacyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "privacy",
+		Short: "Privacy calculator: calibrate noise, account steps, CAPE, binomial, sample",
+		Long: `dplearn privacy answers privacy questions without writing code.
+
+  calibrate       noise scale for a target (ε, δ) and sensitivity
+  gaussian-steps  (ε, δ) of T Gaussian steps (noisy gradient descent)
+  cape            δ(ε) of the CAPE scheme (Theorem 1 of the Gaussian FM paper)
+  binomial        smallest number of coin flips for the binomial mechanism
+  sample          draw noise with fresh secure randomness, one sample per line
+
+Every command prints words by default and exactly one JSON object with
+--format json. Scales computed for dplearn's own samplers include the rounding
+slack of their power-of-two grid (at most 2^-20 of the noise scale).
+
+Example:
+  dplearn privacy calibrate --mechanism gaussian --epsilon 1 --delta 1e-5 --sensitivity 1`,
+	}
+	cmd.AddCommand(newPrivacyCalibrateCmd(), newPrivacyGaussianStepsCmd(), newPrivacyCAPECmd(),
+		newPrivacyBinomialCmd(), newPrivacySampleCmd())
+	return cmd
+}
+
+func newPrivacyCalibrateCmd() *cobra.Command {
+	var mech string
+	var eps, delta, sens float64
+	cmd := &cobra.Command{
+		Use:   "calibrate",
+		Short: "Noise scale for a target privacy level",
+		Long: `calibrate prints the noise scale that makes one release (ε, δ)-DP.
+
+Mechanisms:
+  laplace            b for ε-DP with L1 sensitivity S (δ ignored)
+  gaussian           σ by the analytic Gaussian (Balle & Wang 2018), any ε
+  gaussian-classic   σ = S·√(2 ln(1.25/δ))/ε, valid only for ε < 1 (refused otherwise)
+  discrete-gaussian  σ of the discrete Gaussian on the integers, exact δ
+                     (Canonne, Kamath & Steinke 2020, Theorem 7); S must be an integer
+
+laplace, gaussian and gaussian-classic include the grid slack of dplearn's
+samplers (noise.AddLaplace/AddGaussian); discrete-gaussian has none.
+
+JSON keys: mechanism, epsilon, delta, sensitivity, scale, includes_grid_slack.
+
+Example:
+  dplearn privacy calibrate --mechanism gaussian --epsilon 1 --delta 1e-5 --sensitivity 1 --format json`,
+		Args: cobra.NoArgs,
+	}
+	format := addFormatFlag(cmd)
+	cmd.Flags().StringVar(&mech, "mechanism", "", "laplace, gaussian, gaussian-classic or discrete-gaussian")
+	cmd.Flags().Float64Var(&eps, "epsilon", 0, "target ε (> 0)")
+	cmd.Flags().Float64Var(&delta, "delta", 0, "target δ in (0, 1) (Gaussian mechanisms)")
+	cmd.Flags().Float64Var(&sens, "sensitivity", 0, "sensitivity: L1 for laplace, L2 for the Gaussians")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		f, err := format()
+		if err != nil {
+			return err
+		}
+		if err := requireFlags(cmd, "mechanism", "epsilon", "sensitivity"); err != nil {
+			return err
+		}
+		var scale float64
+		slack := true
+		var how string
+		switch mech {
+		case "laplace":
+			scale, err = accounting.LaplaceScale(eps, sens)
+			delta = 0
+			how = "Laplace scale b, ε-DP (Dwork et al. 2006)"
+		case "gaussian", "gaussian-classic", "discrete-gaussian":
+			if err := requireFlags(cmd, "delta"); err != nil {
+				return err
+			}
+			switch mech {
+			case "gaussian":
+				scale, err = accounting.GaussianSigma(eps, delta, sens)
+				how = "Gaussian σ, analytic Gaussian mechanism (Balle & Wang 2018)"
+			case "gaussian-classic":
+				scale, err = accounting.ClassicGaussianSigma(eps, delta, sens)
+				how = "Gaussian σ, classic calibration (Dwork & Roth, valid for ε < 1 only)"
+			default:
+				scale, err = accounting.DiscreteGaussianSigma(eps, delta, sens)
+				slack = false
+				how = "discrete Gaussian σ on the integers, exact δ (Canonne, Kamath & Steinke 2020)"
+			}
+		default:
+			return fmt.Errorf("privacy calibrate: --mechanism %q: want laplace, gaussian, gaussian-classic or discrete-gaussian", mech)
+		}
+		if err != nil {
+			return fmt.Errorf("privacy calibrate: %w", err)
+		}
+		out := map[string]any{"mechanism": mech, "epsilon": eps, "delta": delta, "sensitivity": sens,
+			"scale": scale, "includes_grid_slack": slack}
+		if f == formatJSON {
+			return writeJSON(cmd.OutOrStdout(), out)
+		}
+		w := cmd.OutOrStdout()
+		fmt.Fprintf(w, "scale = %s\n", fmtF(scale))
+		fmt.Fprintf(w, "%s for (ε = %g, δ = %g) and sensitivity %g.\n", how, eps, delta, sens)
+		if slack {
+			fmt.Fprintln(w, "Includes the rounding slack of dplearn's power-of-two noise grid; use with its samplers.")
+		}
+		return nil
+	}
+	return cmd
+}
+
+func newPrivacyGaussianStepsCmd() *cobra.Command {
+	var sigma, sens, delta float64
+	var steps int
+	var noSlack bool
+	cmd := &cobra.Command{
+		Use:   "gaussian-steps",
+		Short: "(ε, δ) of T Gaussian steps (noisy gradient descent)",
+		Long: `gaussian-steps prints the privacy of T Gaussian mechanisms with noise σ on a
+query of L2 sensitivity S (e.g. T steps of noisy gradient descent), at δ.
+
+  epsilon_rdp          improved RDP/zCDP conversion (Canonne, Kamath & Steinke 2020;
+                       Balle et al. 2020), optimal α; the tightest, use this one
+  epsilon_rdp_classic  the Gaussian FM paper's Eq. (7) at its Eq. (8) α (as published;
+                       valid, but Eq. (8) does not minimise Eq. (7))
+  epsilon_zcdp         ρ + 2√(ρ ln(1/δ)), ρ = T·S²/(2σ²) (Bun & Steinke 2016)
+
+By default S is increased by dplearn's grid slack (2^-20·σ); --no-grid-slack
+reproduces the formulas for an ideal continuous Gaussian.
+
+Example:
+  dplearn privacy gaussian-steps --sigma 10 --sensitivity 1 --steps 100 --delta 1e-5 --format json`,
+		Args: cobra.NoArgs,
+	}
+	format := addFormatFlag(cmd)
+	cmd.Flags().Float64Var(&sigma, "sigma", 0, "noise standard deviation σ of each step")
+	cmd.Flags().Float64Var(&sens, "sensitivity", 0, "L2 sensitivity of each step")
+	cmd.Flags().IntVar(&steps, "steps", 0, "number of steps T")
+	cmd.Flags().Float64Var(&delta, "delta", 0, "target δ")
+	cmd.Flags().BoolVar(&noSlack, "no-grid-slack", false, "ignore the grid slack of dplearn's sampler (ideal Gaussian)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		f, err := format()
+		if err != nil {
+			return err
+		}
+		if err := requireFlags(cmd, "sigma", "sensitivity", "steps", "delta"); err != nil {
+			return err
+		}
+		s := sens
+		if !noSlack && sigma > 0 && !math.IsInf(sigma, 0) {
+			s += noise.GridSlackRatio * sigma
+		}
+		r, err := accounting.GaussianSteps(sigma, s, steps, delta)
+		if err != nil {
+			return fmt.Errorf("privacy gaussian-steps: %w", err)
+		}
+		if f == formatJSON {
+			return writeJSON(cmd.OutOrStdout(), map[string]any{
+				"epsilon_rdp": r.EpsilonRDP, "epsilon_rdp_classic": r.EpsilonRDPClassic, "epsilon_zcdp": r.EpsilonZCDP,
+				"rho": r.Rho, "alpha_classic": r.AlphaClassic, "delta": delta, "steps": steps, "sigma": sigma,
+				"sensitivity": sens, "includes_grid_slack": !noSlack})
+		}
+		w := cmd.OutOrStdout()
+		fmt.Fprintf(w, "%d Gaussian steps with σ = %g, sensitivity %g, are (ε, δ = %g)-DP with\n", steps, sigma, sens, delta)
+		fmt.Fprintf(w, "  ε = %s  (improved RDP conversion; use this)\n", fmtF(r.EpsilonRDP))
+		fmt.Fprintf(w, "  ε = %s  (zCDP, ρ = %s)\n", fmtF(r.EpsilonZCDP), fmtF(r.Rho))
+		fmt.Fprintf(w, "  ε = %s  (Gaussian FM paper Eq. 7-8, α = %s, as published)\n", fmtF(r.EpsilonRDPClassic), fmtF(r.AlphaClassic))
+		return nil
+	}
+	return cmd
+}
+
+func newPrivacyCAPECmd() *cobra.Command {
+	var sites, colluders, n int
+	var tau, eps float64
+	cmd := &cobra.Command{
+		Use:   "cape",
+		Short: "δ(ε) of the CAPE scheme",
+		Long: `cape prints δ for a given ε by Theorem 1 of the CAPE scheme (Imtiaz & Sarwate;
+Section 2.1 of the Gaussian FM paper): S sites each holding N/S samples and adding
+local Gaussian noise of standard deviation τ, at most C colluding sites.
+
+The guarantee assumes honest-but-curious sites, C ≤ ⌈S/3⌉ − 1 colluders
+(the default) and a secure aggregation that hides individual noise shares;
+without secure aggregation the zero-sum noise gives no privacy. The theorem is
+stated for ε ∈ (0, 1).
+
+Example:
+  dplearn privacy cape --sites 10 --tau 0.05 --n 10000 --epsilon 0.5 --format json`,
+		Args: cobra.NoArgs,
+	}
+	format := addFormatFlag(cmd)
+	cmd.Flags().IntVar(&sites, "sites", 0, "number of sites S")
+	cmd.Flags().IntVar(&colluders, "colluders", -1, "colluding sites C (default ⌈S/3⌉−1)")
+	cmd.Flags().Float64Var(&tau, "tau", 0, "local noise standard deviation τ")
+	cmd.Flags().IntVar(&n, "n", 0, "total number of samples N")
+	cmd.Flags().Float64Var(&eps, "epsilon", 0, "ε in (0, 1)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		f, err := format()
+		if err != nil {
+			return err
+		}
+		if err := requireFlags(cmd, "sites", "tau", "n", "epsilon"); err != nil {
+			return err
+		}
+		if !cmd.Flags().Changed("colluders") {
+			colluders = accounting.CAPESites(sites)
+		}
+		d, err := accounting.CAPEDelta(sites, colluders, tau, n, eps)
+		if err != nil {
+			return fmt.Errorf("privacy cape: %w", err)
+		}
+		if f == formatJSON {
+			return writeJSON(cmd.OutOrStdout(), map[string]any{"delta": d, "epsilon": eps, "sites": sites,
+				"colluders": colluders, "tau": tau, "n": n})
+		}
+		w := cmd.OutOrStdout()
+		fmt.Fprintf(w, "delta = %s\n", fmtF(d))
+		fmt.Fprintf(w, "CAPE with %d sites, ≤ %d colluding, τ = %g, N = %d is (ε = %g, δ = %s)-DP per site,\n", sites, colluders, tau, n, eps, fmtF(d))
+		fmt.Fprintln(w, "assuming honest-but-curious sites and secure aggregation of the noise shares.")
+		return nil
+	}
+	return cmd
+}
+
+func newPrivacyBinomialCmd() *cobra.Command {
+	var eps, delta float64
+	var sens int64
+	cmd := &cobra.Command{
+		Use:   "binomial",
+		Short: "Smallest number of coin flips for the binomial mechanism",
+		Long: `binomial prints the smallest number n of fair coin flips such that adding
+Binomial(n, ½) − n/2 to an integer count with sensitivity S is (ε, δ)-DP.
+
+  n         exact: the smallest n whose exact privacy profile (summed from the
+            binomial probabilities, all shifts 1..S) gives δ(ε) ≤ δ
+  n_cpsgd   Theorem 1 of cpSGD (Agarwal et al. 2018) with Δ1 = Δ2 = Δ∞ = S
+  n_dppp    Theorem 1 of the DPPP paper, n ≥ 2((2+ε)/ε)² ln(2/δ), for S = 1;
+            for S > 1 applied at (ε/S, δ/(S e^ε)) by group privacy
+
+For a vote histogram (one record moves one vote between two classes) each of
+the two changed counts must be charged: run with ε/2 and δ/2 and S = 1.
+
+Example:
+  dplearn privacy binomial --epsilon 1 --delta 1e-5 --sensitivity 1 --format json`,
+		Args: cobra.NoArgs,
+	}
+	format := addFormatFlag(cmd)
+	cmd.Flags().Float64Var(&eps, "epsilon", 0, "target ε")
+	cmd.Flags().Float64Var(&delta, "delta", 0, "target δ")
+	cmd.Flags().Int64Var(&sens, "sensitivity", 1, "integer sensitivity S of the count")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		f, err := format()
+		if err != nil {
+			return err
+		}
+		if err := requireFlags(cmd, "epsilon", "delta"); err != nil {
+			return err
+		}
+		n, err := accounting.BinomialExactN(eps, delta, sens)
+		if err != nil {
+			return fmt.Errorf("privacy binomial: %w", err)
+		}
+		nc, err := accounting.BinomialCPSGD(eps, delta, float64(sens))
+		if err != nil {
+			return fmt.Errorf("privacy binomial: cpSGD: %w", err)
+		}
+		fs := float64(sens)
+		nd, err := accounting.BinomialDPPP(eps/fs, delta/(fs*math.Exp(eps*(fs-1)/fs)), 1)
+		if err != nil {
+			return fmt.Errorf("privacy binomial: DPPP: %w", err)
+		}
+		if f == formatJSON {
+			return writeJSON(cmd.OutOrStdout(), map[string]any{"n": n, "n_cpsgd": nc, "n_dppp": nd,
+				"epsilon": eps, "delta": delta, "sensitivity": sens})
+		}
+		w := cmd.OutOrStdout()
+		fmt.Fprintf(w, "n = %d coin flips (exact privacy profile) for (ε = %g, δ = %g), sensitivity %d\n", n, eps, delta, sens)
+		fmt.Fprintf(w, "published bounds: cpSGD Theorem 1 needs %d, DPPP Theorem 1 needs %d\n", nc, nd)
+		return nil
+	}
+	return cmd
+}
+
+func newPrivacySampleCmd() *cobra.Command {
+	var mech string
+	var scale float64
+	var flips int64
+	var count int
+	var seed uint64
+	cmd := &cobra.Command{
+		Use:   "sample",
+		Short: "Draw noise samples (one per line) for independent auditing",
+		Long: `sample draws K noise samples from one of dplearn's samplers with fresh secure
+randomness (crypto/rand) and prints them one per line, so that anyone can audit
+the samplers with their own statistics tools.
+
+  laplace            Laplace(0, b = --scale) on dplearn's power-of-two grid
+  gaussian           N(0, σ² = --scale²) on the grid
+  discrete-laplace   integer, P(k) ∝ exp(−|k|/scale)
+  discrete-gaussian  integer, P(k) ∝ exp(−k²/(2 scale²))
+  binomial           Binomial(M, ½) − M/2 with M = --n-flips
+
+--insecure-seed makes the output reproducible and NOT private (tests only);
+the source is named on stderr.
+
+Example:
+  dplearn privacy sample --mechanism discrete-gaussian --scale 3 --count 100000 > dg.txt`,
+		Args: cobra.NoArgs,
+	}
+	format := addFormatFlag(cmd)
+	cmd.Flags().StringVar(&mech, "mechanism", "", "laplace, gaussian, discrete-laplace, discrete-gaussian or binomial")
+	cmd.Flags().Float64Var(&scale, "scale", 0, "noise scale (b for Laplace, σ for Gaussian)")
+	cmd.Flags().Int64Var(&flips, "n-flips", 0, "number of coin flips M (binomial)")
+	cmd.Flags().IntVar(&count, "count", 1, "number of samples K")
+	cmd.Flags().Uint64Var(&seed, "insecure-seed", 0, "deterministic, NOT private source (tests only)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		f, err := format()
+		if err != nil {
+			return err
+		}
+		if err := requireFlags(cmd, "mechanism"); err != nil {
+			return err
+		}
+		if count < 1 || count > 100_000_000 {
+			return fmt.Errorf("privacy sample: --count must be in [1, 1e8], got %d", count)
+		}
+		src := noise.NewSecure()
+		if cmd.Flags().Changed("insecure-seed") {
+			src = noise.NewInsecureSeeded(seed)
+			fmt.Fprintf(cmd.ErrOrStderr(), "WARNING: source is %s\n", src)
+		}
+		draw, err := sampler(mech, scale, flips, src, cmd.Flags().Changed("scale"), cmd.Flags().Changed("n-flips"))
+		if err != nil {
+			return fmt.Errorf("privacy sample: %w", err)
+		}
+		var samples []string
+		w := cmd.OutOrStdout()
+		for i := 0; i < count; i++ {
+			if err := cmd.Context().Err(); err != nil && i%1024 == 0 {
+				return err
+			}
+			s, err := draw()
+			if err != nil {
+				return fmt.Errorf("privacy sample: %w", err)
+			}
+			if f == formatJSON {
+				samples = append(samples, s)
+			} else if _, err := io.WriteString(w, s+"\n"); err != nil {
+				return err
+			}
+		}
+		if f == formatJSON {
+			nums := make([]jsonNumber, len(samples))
+			for i, s := range samples {
+				nums[i] = jsonNumber(s)
+			}
+			return writeJSON(w, map[string]any{"mechanism": mech, "scale": scale, "n_flips": flips,
+				"source": src.String(), "secure": src.Secure(), "samples": nums})
+		}
+		return nil
+	}
+	return cmd
+}
+
+// jsonNumber is a pre-formatted number written verbatim into JSON.
+type jsonNumber string
+
+func (n jsonNumber) MarshalJSON() ([]byte, error) { return []byte(n), nil }
+
+// sampler returns a function drawing one formatted sample.
+func sampler(mech string, scale float64, flips int64, src noise.Source, haveScale, haveFlips bool) (func() (string, error), error) {
+	if mech == "binomial" {
+		if !haveFlips || flips < 1 {
+			return nil, fmt.Errorf("binomial needs --n-flips ≥ 1, got %d", flips)
+		}
+		return func() (string, error) {
+			h, err := noise.Binomial(src, flips)
+			if err != nil {
+				return "", err
+			}
+			// h − M/2, exactly: an integer or a half-integer.
+			v := 2*h - flips
+			if v%2 == 0 {
+				return strconv.FormatInt(v/2, 10), nil
+			}
+			return new(big.Rat).SetFrac64(v, 2).FloatString(1), nil
+		}, nil
+	}
+	if !haveScale || math.IsNaN(scale) || math.IsInf(scale, 0) || scale <= 0 {
+		return nil, fmt.Errorf("%s needs --scale > 0, got %v", mech, scale)
+	}
+	switch mech {
+	case "laplace":
+		return func() (string, error) {
+			v, err := noise.Laplace(src, scale)
+			return strconv.FormatFloat(v, 'g', -1, 64), err
+		}, nil
+	case "gaussian":
+		return func() (string, error) {
+			v, err := noise.Gaussian(src, scale)
+			return strconv.FormatFloat(v, 'g', -1, 64), err
+		}, nil
+	case "discrete-laplace":
+		b := new(big.Rat).SetFloat64(scale)
+		return func() (string, error) {
+			v, err := noise.DiscreteLaplace(src, b)
+			return strconv.FormatInt(v, 10), err
+		}, nil
+	case "discrete-gaussian":
+		s := new(big.Rat).SetFloat64(scale)
+		s2 := new(big.Rat).Mul(s, s)
+		return func() (string, error) {
+			v, err := noise.DiscreteGaussian(src, s2)
+			return strconv.FormatInt(v, 10), err
+		}, nil
+	}
+	return nil, fmt.Errorf("--mechanism %q: want laplace, gaussian, discrete-laplace, discrete-gaussian or binomial", mech)
+}
+
+// fmtF formats a float with 6 significant digits.
+func fmtF(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }

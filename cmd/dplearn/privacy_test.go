@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/dplearn/dplearn/accounting"
+)
+
+// runPrivacy runs `dplearn privacy args...` in-process.
+func runPrivacy(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(append([]string{"privacy"}, args...))
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errb.String(), err
+}
+
+func privacyJSON(t *testing.T, args ...string) map[string]any {
+	t.Helper()
+	out, _, err := runPrivacy(t, append(args, "--format", "json")...)
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	var m map[string]any
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("%v: not JSON: %v\n%s", args, err, out)
+	}
+	if dec.More() {
+		t.Fatalf("%v: more than one JSON object", args)
+	}
+	return m
+}
+
+func TestPrivacyCalibrate(t *testing.T) {
+	gs, _ := accounting.GaussianSigma(1, 1e-5, 2)
+	ls, _ := accounting.LaplaceScale(0.5, 1)
+	for _, c := range []struct {
+		args []string
+		want float64
+		rel  float64
+	}{
+		{[]string{"--mechanism", "gaussian", "--epsilon", "1", "--delta", "1e-5", "--sensitivity", "2"}, gs, 0},
+		{[]string{"--mechanism", "laplace", "--epsilon", "0.5", "--sensitivity", "1"}, ls, 0},
+		// Classic: Δ√(2 ln(1.25/δ))/ε up to the 2^-20 grid slack.
+		{[]string{"--mechanism", "gaussian-classic", "--epsilon", "0.5", "--delta", "1e-5", "--sensitivity", "1"}, math.Sqrt(2*math.Log(1.25e5)) / 0.5, 1e-4},
+		{[]string{"--mechanism", "discrete-gaussian", "--epsilon", "1", "--delta", "1e-5", "--sensitivity", "1"}, 3.7405, 1e-4},
+	} {
+		m := privacyJSON(t, append([]string{"calibrate"}, c.args...)...)
+		got, ok := m["scale"].(float64)
+		if !ok || math.Abs(got-c.want) > c.rel*c.want {
+			t.Errorf("%v: scale %v want %v", c.args, m["scale"], c.want)
+		}
+	}
+	out, _, err := runPrivacy(t, "calibrate", "--mechanism", "gaussian", "--epsilon", "1", "--delta", "1e-5", "--sensitivity", "1")
+	if err != nil || !strings.Contains(out, "scale = 3.7306") {
+		t.Errorf("text output %q %v", out, err)
+	}
+}
+
+func TestPrivacyGaussianSteps(t *testing.T) {
+	m := privacyJSON(t, "gaussian-steps", "--sigma", "10", "--sensitivity", "1", "--steps", "100", "--delta", "1e-5", "--no-grid-slack")
+	r, _ := accounting.GaussianSteps(10, 1, 100, 1e-5)
+	for k, want := range map[string]float64{"epsilon_rdp": r.EpsilonRDP, "epsilon_rdp_classic": r.EpsilonRDPClassic, "epsilon_zcdp": r.EpsilonZCDP} {
+		if got, _ := m[k].(float64); got != want {
+			t.Errorf("%s = %v want %v", k, m[k], want)
+		}
+	}
+	// ρ = 0.5, δ = 1e-5: ε_zCDP = 0.5 + 2√(0.5 ln 1e5).
+	if got := m["epsilon_zcdp"].(float64); math.Abs(got-(0.5+2*math.Sqrt(0.5*math.Log(1e5)))) > 1e-12 {
+		t.Errorf("epsilon_zcdp %v", got)
+	}
+	// Default includes the grid slack: slightly larger.
+	m2 := privacyJSON(t, "gaussian-steps", "--sigma", "10", "--sensitivity", "1", "--steps", "100", "--delta", "1e-5")
+	if !(m2["epsilon_rdp"].(float64) > r.EpsilonRDP) {
+		t.Errorf("grid slack not included: %v", m2["epsilon_rdp"])
+	}
+}
+
+func TestPrivacyCAPE(t *testing.T) {
+	m := privacyJSON(t, "cape", "--sites", "3", "--tau", "0.05", "--n", "1000", "--epsilon", "0.5")
+	want, _ := accounting.CAPEDelta(3, 0, 0.05, 1000, 0.5)
+	if m["delta"].(float64) != want || m["colluders"].(float64) != 0 {
+		t.Errorf("cape %v want δ=%v", m, want)
+	}
+	m = privacyJSON(t, "cape", "--sites", "10", "--colluders", "1", "--tau", "0.02", "--n", "5000", "--epsilon", "0.5")
+	want, _ = accounting.CAPEDelta(10, 1, 0.02, 5000, 0.5)
+	if m["delta"].(float64) != want {
+		t.Errorf("cape %v want %v", m, want)
+	}
+}
+
+func TestPrivacyBinomial(t *testing.T) {
+	m := privacyJSON(t, "binomial", "--epsilon", "1", "--delta", "1e-5", "--sensitivity", "1")
+	// Exact profile (checked independently with exact binomial coefficients
+	// in Python: δ(61) = 1.20e-5, δ(62) = 9.63e-6): n = 62.
+	if m["n"].(float64) != 62 || m["n_dppp"].(float64) != 220 {
+		t.Errorf("binomial %v", m)
+	}
+}
+
+func TestPrivacySample(t *testing.T) {
+	for _, mech := range []string{"laplace", "gaussian", "discrete-laplace", "discrete-gaussian"} {
+		out, _, err := runPrivacy(t, "sample", "--mechanism", mech, "--scale", "2", "--count", "200")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Fields(out)
+		if len(lines) != 200 {
+			t.Fatalf("%s: %d lines", mech, len(lines))
+		}
+		var sum float64
+		for _, l := range lines {
+			v, err := strconv.ParseFloat(l, 64)
+			if err != nil {
+				t.Fatalf("%s: %q", mech, l)
+			}
+			if strings.HasPrefix(mech, "discrete") && v != math.Trunc(v) {
+				t.Fatalf("%s: non-integer %v", mech, v)
+			}
+			sum += v
+		}
+		// Mean of 200 draws with sd ≤ 2√2: |mean| < 6·sd/√200 (false alarm < 1e-8).
+		if math.Abs(sum/200) > 6*2*math.Sqrt2/math.Sqrt(200) {
+			t.Errorf("%s: mean %v", mech, sum/200)
+		}
+	}
+	out, _, err := runPrivacy(t, "sample", "--mechanism", "binomial", "--n-flips", "7", "--count", "50")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Fields(out) {
+		v, err := strconv.ParseFloat(l, 64)
+		if err != nil || math.Abs(v) > 3.5 || v-math.Floor(v) != 0.5 {
+			t.Fatalf("binomial sample %q", l)
+		}
+	}
+	// Seeded: reproducible and labelled.
+	a, errA, _ := runPrivacy(t, "sample", "--mechanism", "gaussian", "--scale", "1", "--count", "5", "--insecure-seed", "9")
+	b, _, _ := runPrivacy(t, "sample", "--mechanism", "gaussian", "--scale", "1", "--count", "5", "--insecure-seed", "9")
+	if a != b || !strings.Contains(errA, "INSECURE") {
+		t.Errorf("seeded output not reproducible or not labelled: %q", errA)
+	}
+	m := privacyJSON(t, "sample", "--mechanism", "discrete-gaussian", "--scale", "3", "--count", "4")
+	if s, ok := m["samples"].([]any); !ok || len(s) != 4 || m["secure"] != true {
+		t.Errorf("json %v", m)
+	}
+}
+
+func TestPrivacyErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"calibrate", "--mechanism", "gaussian-classic", "--epsilon", "1", "--delta", "1e-5", "--sensitivity", "1"},
+		{"calibrate", "--mechanism", "gaussian", "--epsilon", "1", "--sensitivity", "1"},
+		{"calibrate", "--mechanism", "laplace", "--epsilon", "NaN", "--sensitivity", "1"},
+		{"calibrate", "--mechanism", "magic", "--epsilon", "1", "--sensitivity", "1"},
+		{"calibrate", "--mechanism", "discrete-gaussian", "--epsilon", "1", "--delta", "1e-5", "--sensitivity", "0.5"},
+		{"gaussian-steps", "--sigma", "0", "--sensitivity", "1", "--steps", "1", "--delta", "1e-5"},
+		{"cape", "--sites", "6", "--colluders", "2", "--tau", "1", "--n", "100", "--epsilon", "0.5"},
+		{"cape", "--sites", "6", "--tau", "1", "--n", "100", "--epsilon", "1.5"},
+		{"binomial", "--epsilon", "1", "--delta", "2"},
+		{"sample", "--mechanism", "gaussian", "--count", "3"},
+		{"sample", "--mechanism", "binomial", "--count", "3"},
+		{"sample", "--mechanism", "gaussian", "--scale", "-1"},
+		{"calibrate", "--mechanism", "gaussian", "--epsilon", "1", "--delta", "1e-5", "--sensitivity", "1", "--format", "xml"},
+	} {
+		if _, _, err := runPrivacy(t, args...); err == nil {
+			t.Errorf("%v: no error", args)
+		}
+	}
+}
+
+func TestPrivacyHelpTeaches(t *testing.T) {
+	for _, sub := range []string{"calibrate", "gaussian-steps", "cape", "binomial", "sample"} {
+		out, _, err := runPrivacy(t, sub, "--help")
+		if err != nil || !strings.Contains(out, "Example:") || !strings.Contains(out, "dplearn privacy "+sub) {
+			t.Errorf("%s --help lacks an example: %v", sub, err)
+		}
+	}
+}
