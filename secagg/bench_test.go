@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/ecdh"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
@@ -101,10 +102,13 @@ func BenchmarkParty(b *testing.B) {
 				rel := &ShareRelay{Session: cfg.Session, To: 1}
 				for _, id := range cfg.Parties[1:] {
 					p := others[id]
-					aead, err := p.shareAEAD(adv.EncKey, id, 1)
+					pk, _ := ecdh.X25519().NewPublicKey(adv.EncKey)
+					secret, err := p.encSK.ECDH(pk)
 					if err != nil {
 						b.Fatal(err)
 					}
+					key, _ := deriveKey(secret, cfg.Session, infoShareEnc, id, 1)
+					aead, _ := newAEAD(key)
 					plain := binary.BigEndian.AppendUint32(nil, id)
 					plain = binary.BigEndian.AppendUint32(plain, 1)
 					plain = append(plain, randomShareValue()...)

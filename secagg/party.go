@@ -29,6 +29,7 @@ type Party struct {
 	u2            []uint32                 // sorted, includes id
 	held          map[uint32]heldShares    // shares of each U2 member's secrets held by this party
 	pairKeys      map[uint32][]byte        // pairwise mask keys with the U1 peers
+	shareKeys     map[uint32][]byte        // AES-GCM keys for the shares peer → this party
 	revealed      map[uint32]shareKind     // what this party has revealed, per owner
 }
 
@@ -157,6 +158,7 @@ func (p *Party) ShareKeys(m *KeyRoster) (*ShareKeys, error) {
 	out := &ShareKeys{Session: bytes.Clone(p.cfg.Session), From: p.id, Shares: make([]EncryptedShare, 0, len(u1)-1)}
 	held := make(map[uint32]heldShares, len(u1))
 	pairKeys := make(map[uint32][]byte, len(u1))
+	inKeys := make(map[uint32][]byte, len(u1))
 	for i, v := range u1 {
 		if v == p.id {
 			held[v] = heldShares{maskKey: sShares[i].Y, selfSeed: bShares[i].Y}
@@ -169,7 +171,12 @@ func (p *Party) ShareKeys(m *KeyRoster) (*ShareKeys, error) {
 			return nil, p.errorf(r, "pairwise mask key with party %d: %v", v, err)
 		}
 		pairKeys[v] = pk
-		aead, err := p.shareAEAD(keys[v].EncKey, p.id, v)
+		outKey, inKey, err := p.shareKeyPair(keys[v].EncKey, v)
+		if err != nil {
+			return nil, p.errorf(r, "share encryption key with party %d: %v", v, err)
+		}
+		inKeys[v] = inKey
+		aead, err := newAEAD(outKey)
 		if err != nil {
 			return nil, p.errorf(r, "peer %d: %v", v, err)
 		}
@@ -181,25 +188,33 @@ func (p *Party) ShareKeys(m *KeyRoster) (*ShareKeys, error) {
 		ct := aead.Seal(nil, make([]byte, aead.NonceSize()), plain, shareAD(p.cfg.Session, p.id, v))
 		out.Shares = append(out.Shares, EncryptedShare{From: p.id, To: v, Ciphertext: ct})
 	}
-	p.keys, p.u1, p.selfSeed, p.held, p.pairKeys = keys, u1, seed, held, pairKeys
+	p.keys, p.u1, p.selfSeed, p.held, p.pairKeys, p.shareKeys = keys, u1, seed, held, pairKeys, inKeys
 	p.state = RoundMaskedInput
 	return out, nil
 }
 
-// shareAEAD returns the AES-256-GCM instance for shares from → to.
-func (p *Party) shareAEAD(peerEncKey []byte, from, to uint32) (cipher.AEAD, error) {
+// shareKeyPair agrees on a secret with peer v's encryption key and derives
+// the two AES-256-GCM keys: this party → v, and v → this party.
+func (p *Party) shareKeyPair(peerEncKey []byte, v uint32) (out, in []byte, err error) {
 	pk, err := ecdh.X25519().NewPublicKey(peerEncKey)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	secret, err := p.encSK.ECDH(pk)
 	if err != nil {
-		return nil, fmt.Errorf("key agreement: %w", err)
+		return nil, nil, fmt.Errorf("key agreement: %w", err)
 	}
-	key, err := deriveKey(secret, p.cfg.Session, infoShareEnc, from, to)
-	if err != nil {
-		return nil, err
+	if out, err = deriveKey(secret, p.cfg.Session, infoShareEnc, p.id, v); err != nil {
+		return nil, nil, err
 	}
+	if in, err = deriveKey(secret, p.cfg.Session, infoShareEnc, v, p.id); err != nil {
+		return nil, nil, err
+	}
+	return out, in, nil
+}
+
+// newAEAD returns AES-256-GCM under key.
+func newAEAD(key []byte) (cipher.AEAD, error) {
 	blk, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
@@ -251,7 +266,7 @@ func (p *Party) MaskInput(m *ShareRelay) (*MaskedInput, error) {
 		if len(s.Ciphertext) != ShareCiphertextLen {
 			return nil, p.errorf(r, "share from party %d has %d bytes, want %d", s.From, len(s.Ciphertext), ShareCiphertextLen)
 		}
-		aead, err := p.shareAEAD(p.keys[s.From].EncKey, s.From, p.id)
+		aead, err := newAEAD(p.shareKeys[s.From])
 		if err != nil {
 			return nil, p.errorf(r, "share from party %d: %v", s.From, err)
 		}
@@ -301,7 +316,10 @@ func (p *Party) MaskInput(m *ShareRelay) (*MaskedInput, error) {
 	for _, k := range p.pairKeys {
 		clear(k)
 	}
-	p.pairKeys = nil
+	for _, k := range p.shareKeys {
+		clear(k)
+	}
+	p.pairKeys, p.shareKeys = nil, nil
 	clear(p.input)
 	p.input = nil
 	p.state = RoundUnmasking
