@@ -155,7 +155,7 @@ func (e *Encryptor) Rerandomize(a *Ciphertext) (*Ciphertext, error) {
 		return nil, fmt.Errorf("paillier: rerandomize: %w", err)
 	}
 	rn.Mul(rn, a.c)
-	return &Ciphertext{c: rn.Mod(rn, e.pk.nSquared), n: e.pk.n}, nil
+	return &Ciphertext{c: rn.Mod(rn, e.pk.nSquared), pk: e.pk}, nil
 }
 
 // Pool keeps a buffer of precomputed randomizers h_s^alpha filled by

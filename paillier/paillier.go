@@ -3,6 +3,7 @@ package paillier
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +32,7 @@ type PublicKey struct {
 	n        *big.Int // modulus n = p*q
 	nSquared *big.Int // n^2
 	halfN    *big.Int // (n-1)/2, the bound of balanced residues
+	id       [32]byte // SHA-256 of the canonical encoding, see KeyID
 }
 
 // NewPublicKey returns the public key with modulus n. It rejects moduli
@@ -53,11 +55,13 @@ func newPublicKey(n *big.Int, minBits int) (*PublicKey, error) {
 		return nil, errors.New("paillier: public key: modulus is a perfect square")
 	}
 	n = new(big.Int).Set(n)
-	return &PublicKey{
+	pk := &PublicKey{
 		n:        n,
 		nSquared: new(big.Int).Mul(n, n),
 		halfN:    new(big.Int).Rsh(n, 1),
-	}, nil
+	}
+	pk.id = sha256.Sum256(pk.marshal())
+	return pk, nil
 }
 
 // N returns a copy of the modulus.
@@ -77,8 +81,8 @@ func (pk *PublicKey) Equal(other *PublicKey) bool {
 // Ciphertext is an element of Z*_{n^2} under a specific public key. Values
 // are immutable; the homomorphic operations return new ciphertexts.
 type Ciphertext struct {
-	c *big.Int
-	n *big.Int // modulus of the key it belongs to (shared, never mutated)
+	c  *big.Int
+	pk *PublicKey // the key it belongs to
 }
 
 // Value returns a copy of the ciphertext as an integer in [1, n^2).
@@ -90,7 +94,7 @@ func (pk *PublicKey) NewCiphertext(c *big.Int) (*Ciphertext, error) {
 	if err := pk.checkUnit(c); err != nil {
 		return nil, fmt.Errorf("paillier: ciphertext: %w", err)
 	}
-	return &Ciphertext{c: new(big.Int).Set(c), n: pk.n}, nil
+	return &Ciphertext{c: new(big.Int).Set(c), pk: pk}, nil
 }
 
 // checkUnit reports whether x is in Z*_{n^2}.
@@ -114,7 +118,7 @@ func (pk *PublicKey) owns(ct *Ciphertext) error {
 	if ct == nil || ct.c == nil {
 		return errors.New("nil ciphertext")
 	}
-	if ct.n.Cmp(pk.n) != 0 {
+	if ct.pk.n.Cmp(pk.n) != 0 {
 		return errors.New("ciphertext belongs to a different public key")
 	}
 	return nil
@@ -196,7 +200,7 @@ func (pk *PublicKey) combine(m, rn *big.Int) *Ciphertext {
 	c := pk.gToThe(m)
 	c.Mul(c, rn)
 	c.Mod(c, pk.nSquared)
-	return &Ciphertext{c: c, n: pk.n}
+	return &Ciphertext{c: c, pk: pk}
 }
 
 // Add returns an encryption of m_a + m_b mod n. The result's randomness is the
@@ -210,7 +214,7 @@ func (pk *PublicKey) Add(a, b *Ciphertext) (*Ciphertext, error) {
 		return nil, fmt.Errorf("paillier: add: second operand: %w", err)
 	}
 	c := new(big.Int).Mul(a.c, b.c)
-	return &Ciphertext{c: c.Mod(c, pk.nSquared), n: pk.n}, nil
+	return &Ciphertext{c: c.Mod(c, pk.nSquared), pk: pk}, nil
 }
 
 // Sum returns an encryption of the sum of the plaintexts of cts (at least
@@ -227,7 +231,7 @@ func (pk *PublicKey) Sum(cts ...*Ciphertext) (*Ciphertext, error) {
 		acc.Mul(acc, ct.c)
 		acc.Mod(acc, pk.nSquared)
 	}
-	return &Ciphertext{c: acc, n: pk.n}, nil
+	return &Ciphertext{c: acc, pk: pk}, nil
 }
 
 // AddPlain returns an encryption of m_a + k mod n for a public k in [0, n).
@@ -241,7 +245,7 @@ func (pk *PublicKey) AddPlain(a *Ciphertext, k *big.Int) (*Ciphertext, error) {
 	}
 	c := pk.gToThe(k)
 	c.Mul(c, a.c)
-	return &Ciphertext{c: c.Mod(c, pk.nSquared), n: pk.n}, nil
+	return &Ciphertext{c: c.Mod(c, pk.nSquared), pk: pk}, nil
 }
 
 // MulConst returns an encryption of k*m_a mod n for a public integer k (any
@@ -255,7 +259,7 @@ func (pk *PublicKey) MulConst(a *Ciphertext, k *big.Int) (*Ciphertext, error) {
 		return nil, errors.New("paillier: multiply by constant: nil constant")
 	}
 	e := new(big.Int).Mod(k, pk.n)
-	return &Ciphertext{c: new(big.Int).Exp(a.c, e, pk.nSquared), n: pk.n}, nil
+	return &Ciphertext{c: new(big.Int).Exp(a.c, e, pk.nSquared), pk: pk}, nil
 }
 
 // Rerandomize returns a fresh encryption of the same plaintext: a * r^n with
@@ -270,7 +274,7 @@ func (pk *PublicKey) Rerandomize(random io.Reader, a *Ciphertext) (*Ciphertext, 
 	}
 	c := new(big.Int).Exp(r, pk.n, pk.nSquared)
 	c.Mul(c, a.c)
-	return &Ciphertext{c: c.Mod(c, pk.nSquared), n: pk.n}, nil
+	return &Ciphertext{c: c.Mod(c, pk.nSquared), pk: pk}, nil
 }
 
 // EncodeSigned maps a signed integer x with |x| <= (n-1)/2 to its balanced

@@ -2,6 +2,7 @@ package paillier
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,7 @@ type ThresholdPublicKey struct {
 	vi                 []*big.Int // vi[i-1] is party i's verification key
 	delta              *big.Int   // N!
 	combineInv         *big.Int   // (4 Delta^2)^-1 mod n
+	tid                [32]byte   // SHA-256 of the canonical encoding
 }
 
 // KeyShare is party Index's secret share s_i = f(i) mod n*m, with the
@@ -95,7 +97,7 @@ func newThresholdPublicKey(pk *PublicKey, parties, threshold int, v *big.Int, vi
 	if inv.ModInverse(inv, pk.n) == nil {
 		return nil, errors.New("4 Delta^2 is not invertible modulo n (a factor of n is at most N)")
 	}
-	return &ThresholdPublicKey{
+	tpk := &ThresholdPublicKey{
 		PublicKey:  *pk,
 		parties:    parties,
 		threshold:  threshold,
@@ -103,7 +105,9 @@ func newThresholdPublicKey(pk *PublicKey, parties, threshold int, v *big.Int, vi
 		vi:         keys,
 		delta:      delta,
 		combineInv: inv,
-	}, nil
+	}
+	tpk.tid = sha256.Sum256(tpk.marshal())
+	return tpk, nil
 }
 
 // checkSquareCandidate checks x in Z*_{n^2} with Jacobi symbol (x/n) = 1, a
@@ -262,6 +266,7 @@ func (ks *KeyShare) Verify() error {
 // mod n^2 of one ciphertext, with a non-interactive proof that it was
 // computed with the share behind v_i.
 type PartialDecryption struct {
+	pub   *ThresholdPublicKey
 	index int
 	ci    *big.Int
 	proof *Proof
@@ -290,7 +295,7 @@ func (ks *KeyShare) Decrypt(random io.Reader, ct *Ciphertext) (*PartialDecryptio
 	if err != nil {
 		return nil, fmt.Errorf("paillier: partial decryption by party %d: %w", ks.index, err)
 	}
-	return &PartialDecryption{index: ks.index, ci: ci, proof: proof}, nil
+	return &PartialDecryption{pub: tpk, index: ks.index, ci: ci, proof: proof}, nil
 }
 
 // VerifyPartial checks that pd is a correct partial decryption of ct by
