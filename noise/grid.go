@@ -62,7 +62,8 @@ func LaplaceGrid(scale float64, n int) (float64, error) {
 // GaussianGrid(σ, n). Derivation: snapping moves each coordinate by at most
 // g/2, so for neighbouring inputs the snapped difference differs from the
 // true difference by a vector with coordinates in [−g, g], of L2 norm ≤ g√n.
-// It never exceeds GridSlackRatio·σ/2. It returns +Inf for invalid input.
+// It never exceeds GridSlackRatio·σ/2 (plus one ulp: the result is rounded
+// up). It returns +Inf for invalid input.
 func GaussianGridSlack(sigma float64, n int) float64 {
 	g, err := GaussianGrid(sigma, n)
 	if err != nil {
