@@ -33,7 +33,8 @@ func gridFor(what string, v float64) (float64, error) {
 
 // GaussianGrid returns the grid spacing g that AddGaussian uses for a vector
 // of n coordinates with noise σ: the power of two with
-// g ≤ GridSlackRatio·σ/(2√n) < 2g.
+// g ≤ GridSlackRatio·σ/(2√n) < 2g (halved once more in the rare case where
+// float rounding would otherwise let the slack exceed GridSlackRatio·σ/2).
 func GaussianGrid(sigma float64, n int) (float64, error) {
 	if n < 1 {
 		return 0, fmt.Errorf("noise: vector length must be ≥ 1, got %d", n)
@@ -41,7 +42,16 @@ func GaussianGrid(sigma float64, n int) (float64, error) {
 	if math.IsNaN(sigma) || math.IsInf(sigma, 0) || sigma <= 0 {
 		return 0, fmt.Errorf("noise: Gaussian σ must be finite and > 0, got %v", sigma)
 	}
-	return gridFor("Gaussian σ", sigma*GridSlackRatio/math.Sqrt(float64(n)))
+	g, err := gridFor("Gaussian σ", sigma*GridSlackRatio/math.Sqrt(float64(n)))
+	if err != nil {
+		return 0, err
+	}
+	// Guard against rounding in σ·r/√n: the rounded-up slack must not
+	// exceed r·σ/2 (an exact product).
+	for g > 0 && math.Nextafter(g*math.Sqrt(float64(n)), math.Inf(1)) > sigma*(GridSlackRatio/2) {
+		g /= 2
+	}
+	return g, nil
 }
 
 // LaplaceGrid returns the grid spacing g that AddLaplace uses for a vector of
@@ -54,7 +64,14 @@ func LaplaceGrid(scale float64, n int) (float64, error) {
 	if math.IsNaN(scale) || math.IsInf(scale, 0) || scale <= 0 {
 		return 0, fmt.Errorf("noise: Laplace scale must be finite and > 0, got %v", scale)
 	}
-	return gridFor("Laplace scale", scale*GridSlackRatio/float64(n))
+	g, err := gridFor("Laplace scale", scale*GridSlackRatio/float64(n))
+	if err != nil {
+		return 0, err
+	}
+	for g > 0 && g*float64(n) > scale*(GridSlackRatio/2) { // g·n is exact
+		g /= 2
+	}
+	return g, nil
 }
 
 // GaussianGridSlack returns the largest increase of the L2 sensitivity of an
@@ -62,8 +79,8 @@ func LaplaceGrid(scale float64, n int) (float64, error) {
 // GaussianGrid(σ, n). Derivation: snapping moves each coordinate by at most
 // g/2, so for neighbouring inputs the snapped difference differs from the
 // true difference by a vector with coordinates in [−g, g], of L2 norm ≤ g√n.
-// It never exceeds GridSlackRatio·σ/2 (plus one ulp: the result is rounded
-// up). It returns +Inf for invalid input.
+// It never exceeds GridSlackRatio·σ/2 (the grid is chosen so that even the
+// rounded-up value does not). It returns +Inf for invalid input.
 func GaussianGridSlack(sigma float64, n int) float64 {
 	g, err := GaussianGrid(sigma, n)
 	if err != nil {

@@ -310,10 +310,10 @@ func TestGridOutputAndSlack(t *testing.T) {
 			t.Errorf("noise %v implausibly large", v-orig[i])
 		}
 	}
-	for _, n := range []int{1, 2, 3, 10, 1000, 12345, 1 << 24} {
-		for _, s := range []float64{1e-6, 0.3, 1, 7, 1e6} {
+	for _, n := range []int{1, 2, 3, 4, 10, 1000, 12345, 1 << 24, 1<<24 + 1} {
+		for _, s := range []float64{1e-6, 0.3, 1, 2, 7, 1e6, math.Nextafter(1, 2), math.Nextafter(1, 0)} {
 			sl := GaussianGridSlack(s, n)
-			if sl > GridSlackRatio*s/2*(1+1e-15) || sl < GridSlackRatio*s/8 {
+			if sl > GridSlackRatio*s/2 || sl < GridSlackRatio*s/8 {
 				t.Errorf("Gaussian slack(σ=%v, n=%d) = %v outside [r/8, r/2]·σ", s, n, sl)
 			}
 			ll := LaplaceGridSlack(s, n)
