@@ -69,15 +69,18 @@ type Kind string
 const (
 	Linear   Kind = "linear"
 	Logistic Kind = "logistic"
+	// Robust is least-absolute-deviations (L1) linear regression, fitted by
+	// iteratively reweighted least squares (see irls.go).
+	Robust Kind = "robust"
 )
 
 // ParseKind validates a model kind.
 func ParseKind(s string) (Kind, error) {
 	switch Kind(s) {
-	case Linear, Logistic:
+	case Linear, Logistic, Robust:
 		return Kind(s), nil
 	}
-	return "", fmt.Errorf("unknown model %q (want linear or logistic)", s)
+	return "", fmt.Errorf("unknown model %q (want linear, logistic or robust)", s)
 }
 
 // Stats is what the FM family needs from the data: sufficient statistics of
@@ -114,6 +117,11 @@ type Config struct {
 	Split float64
 	// Source supplies the randomness of the noise.
 	Source noise.Source
+	// ObjPert, NoisyGD and IRLS hold the public parameters of the objpert,
+	// noisygd and irls mechanisms (zero values mean the documented defaults).
+	ObjPert ObjPertOptions
+	NoisyGD NoisyGDOptions
+	IRLS    IRLSOptions
 }
 
 // Result is a fitted model in the encoded feature space.
@@ -139,7 +147,7 @@ type Estimator interface {
 
 // Mechanisms lists the mechanism names New accepts, sorted.
 func Mechanisms() []string {
-	names := []string{"nonprivate", "truncated", "fm", "gaussian-fm", "relaxed-fm"}
+	names := []string{"nonprivate", "truncated", "fm", "gaussian-fm", "relaxed-fm", "objpert", "noisygd", "irls", "irls-wishart"}
 	sort.Strings(names)
 	return names
 }
@@ -148,7 +156,7 @@ func Mechanisms() []string {
 func New(mechanism string) (Estimator, error) {
 	switch mechanism {
 	case "nonprivate":
-		return nonPrivate{}, nil
+		return nonPrivateAny{}, nil
 	case "truncated":
 		return truncated{}, nil
 	case "fm":
@@ -157,6 +165,14 @@ func New(mechanism string) (Estimator, error) {
 		return gaussianFM{}, nil
 	case "relaxed-fm":
 		return relaxedFM{}, nil
+	case "objpert":
+		return objPert{}, nil
+	case "noisygd":
+		return noisyGD{}, nil
+	case "irls":
+		return irlsEstimator{}, nil
+	case "irls-wishart":
+		return irlsWishart{}, nil
 	}
 	return nil, fmt.Errorf("unknown mechanism %q (want one of %s)", mechanism, strings.Join(Mechanisms(), ", "))
 }

@@ -1,0 +1,574 @@
+package regress
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/report"
+)
+
+// Noisy gradient descent (mechanism "noisygd"): Song, Chaudhuri & Sarwate
+// 2013 as used in the Gaussian FM seed (Section 3), with Rényi-DP accounting.
+//
+// # Algorithm
+//
+// Start at ω₀ = 0. For t = 0, …, T−1:
+//
+//	g_t = (1/N) Σ_i ∇ℓ(ω_t; x_i, y_i) + N(0, s²I)        (full batch), or
+//	g_t = (1/(qN)) (Σ_{i∈S_t} ∇ℓ(ω_t; x_i, y_i) + N(0, s²I))  (Poisson batch S_t, rate q),
+//	ω_{t+1} = Π_R(ω_t − η (g_t + λω_t)),
+//
+// where Π_R projects onto the public ball ‖ω‖ ≤ R and λ is an optional
+// data-independent ridge. The output is the average of the iterates
+// ω_{⌈T/2⌉}, …, ω_T (tail averaging, post-processing of the released
+// gradients). The loss is the squared loss (y − xᵀω)² (linear) or the
+// logistic loss log(1 + e^{xᵀω}) − y·xᵀω (logistic).
+//
+// # Gradient sensitivity (‖x‖ ≤ 1, |y| ≤ 1 or y ∈ {0, 1}, ‖ω‖ ≤ R)
+//
+// Linear: ∇ℓ = −2(y − xᵀω)x. Per-example norm ≤ G = 2(1 + R). For two rows,
+// ∇ℓ(d) − ∇ℓ(d') = −2[(yx − y'x') − (xxᵀ − x'x'ᵀ)ω]; ‖yx − y'x'‖ ≤ 2 and
+// xxᵀ − x'x'ᵀ, a difference of two PSD matrices with eigenvalues in [0, 1],
+// has spectral norm ≤ 1, so the difference is ≤ D = 2(R + 2). (It reaches
+// 2(R + √2): x, x' at ±45° to ω with ‖ω‖ = R, y = y' = −1.)
+//
+// Logistic: ∇ℓ = (σ(xᵀω) − y)x. For y = 1 it equals σ((−x)ᵀω)(−x), so every
+// per-example gradient has the form σ(uᵀω)u with ‖u‖ ≤ 1, of norm
+// ≤ G = σ(R) (σ(‖u‖R)‖u‖ ≤ σ(R)); the difference of two is ≤ D = 2σ(R).
+//
+// Full batch (replace-one neighbours): the average gradient has L2
+// sensitivity Δ = D/N. Poisson sampling: the accountant of Mironov, Talwar &
+// Zhang 2019 is for add/remove-one neighbours with the sum's sensitivity G;
+// replace-one is a removal followed by an addition, and Mironov 2017 Prop. 11
+// (weak triangle inequality, p = q = 2) gives the per-step replace-one curve
+// ε_r(α) = (α − ½)/(α − 1)·ε(2α) + ε(2α − 1), which composes over the T
+// steps and converts to (ε, δ) like any RDP curve.
+//
+// # Accounting
+//
+// Sigma is the noise multiplier z: the noise standard deviation divided by
+// the L2 sensitivity of the noised vector (Δ for full batch, G for Poisson
+// batches), as in Opacus. noise.AddGaussian's rounding adds
+// noise.GaussianGridSlack to the sensitivity, so the effective multiplier
+// z_eff = s/(Δ + slack) is what the accountant uses. Full batch: T Gaussian
+// steps are ρ-zCDP with ρ = T/(2z_eff²); the report gives ε by the improved
+// conversion (Canonne, Kamath & Steinke 2020, the headline), by the seed's
+// Eq. (7) at its Eq. (8) order, and by ρ + 2√(ρ ln(1/δ)). Poisson: the
+// improved conversion (Balle et al. 2020) and the classic one (Mironov 2017)
+// on accounting.DefaultOrders. Given a target (ε, δ) instead of Sigma, the
+// smallest z meeting it is found by bisection.
+
+// NoisyGDOptions are the public parameters of noisy gradient descent.
+type NoisyGDOptions struct {
+	// Iterations is T; 0 means DefaultNoisyGDIterations.
+	Iterations int
+	// Sigma is the noise multiplier z (noise std ÷ L2 sensitivity). 0 means
+	// "solve for the smallest z that meets (Config.Epsilon, Config.Delta)".
+	Sigma float64
+	// BatchRate is the Poisson sampling rate q ∈ (0, 1]; 0 or 1 means full
+	// batch.
+	BatchRate float64
+	// Radius is R, the public parameter ball; 0 means DefaultNoisyGDRadius.
+	Radius float64
+	// LearningRate is η; 0 means 1/L with L the smoothness bound of the
+	// average loss (2 + λ linear, 1/4 + λ logistic).
+	LearningRate float64
+	// Lambda is a data-independent ridge λ added to the objective (default
+	// 0).
+	Lambda float64
+}
+
+// DefaultNoisyGDIterations is the default T.
+const DefaultNoisyGDIterations = 100
+
+// DefaultNoisyGDRadius returns the default parameter bound R = √d (see
+// DefaultObjPertRadius).
+func DefaultNoisyGDRadius(d int) float64 { return math.Sqrt(float64(d)) }
+
+// NoisyGDSensitivity returns, for parameters in the ball of radius R, the
+// per-example gradient norm bound G and the bound D on the difference of two
+// per-example gradients (see the derivation above).
+func NoisyGDSensitivity(kind Kind, radius float64) (g, diff float64, err error) {
+	if !(radius > 0) || math.IsInf(radius, 0) {
+		return 0, 0, fmt.Errorf("noisygd: radius R must be finite and > 0, got %v", radius)
+	}
+	switch kind {
+	case Linear:
+		return 2 * (1 + radius), 2 * (radius + 2), nil
+	case Logistic:
+		s := sigmoid(radius)
+		return s, 2 * s, nil
+	}
+	return 0, 0, fmt.Errorf("noisygd: model %q not supported (want linear or logistic)", kind)
+}
+
+// NoisyGDPrivacy is the guarantee of T noisy gradient steps.
+type NoisyGDPrivacy struct {
+	Steps     int     `json:"steps"`
+	BatchRate float64 `json:"batch_rate"` // 1 for full batch
+	// Multiplier is the effective noise multiplier used by the accountant.
+	Multiplier float64 `json:"multiplier"`
+	Delta      float64 `json:"delta"`
+	// Epsilon is the headline: improved RDP/zCDP conversion.
+	Epsilon float64 `json:"epsilon"`
+	// EpsilonSeed is the seed's Eq. (7) at its Eq. (8) order (full batch) or
+	// the classic RDP conversion ε(α) + ln(1/δ)/(α−1) (Poisson).
+	EpsilonSeed float64 `json:"epsilon_seed"`
+	// AlphaSeed is the order of EpsilonSeed.
+	AlphaSeed float64 `json:"alpha_seed"`
+	// EpsilonZCDP is ρ + 2√(ρ ln(1/δ)) (full batch only) and Rho its ρ.
+	EpsilonZCDP float64 `json:"epsilon_zcdp,omitempty"`
+	Rho         float64 `json:"rho,omitempty"`
+}
+
+// NoisyGDEpsilon accounts T noisy gradient steps with noise multiplier z
+// (relative to the replace-one sensitivity for full batch, q = 1, or to the
+// per-example bound G for Poisson batches, q < 1) at δ.
+func NoisyGDEpsilon(z float64, steps int, q, delta float64) (NoisyGDPrivacy, error) {
+	if !(z > 0) || math.IsInf(z, 0) {
+		return NoisyGDPrivacy{}, fmt.Errorf("noisygd: noise multiplier must be finite and > 0, got %v", z)
+	}
+	if steps < 1 {
+		return NoisyGDPrivacy{}, fmt.Errorf("noisygd: iterations must be ≥ 1, got %d", steps)
+	}
+	if !(q > 0 && q <= 1) {
+		return NoisyGDPrivacy{}, fmt.Errorf("noisygd: batch rate must be in (0, 1], got %v", q)
+	}
+	if !(delta > 0 && delta < 1) {
+		return NoisyGDPrivacy{}, fmt.Errorf("noisygd: δ must be in (0, 1), got %v", delta)
+	}
+	p := NoisyGDPrivacy{Steps: steps, BatchRate: q, Multiplier: z, Delta: delta}
+	if q == 1 {
+		r, err := accounting.GaussianSteps(z, 1, steps, delta)
+		if err != nil {
+			return p, fmt.Errorf("noisygd: %w", err)
+		}
+		p.Epsilon, p.EpsilonSeed, p.AlphaSeed = r.EpsilonRDP, r.EpsilonRDPClassic, r.AlphaClassic
+		p.EpsilonZCDP, p.Rho = r.EpsilonZCDP, r.Rho
+		return p, nil
+	}
+	curve, err := ReplaceOneSubsampledRDP(q, z, steps, accounting.DefaultOrders())
+	if err != nil {
+		return p, err
+	}
+	if p.Epsilon, _, err = curve.Epsilon(delta); err != nil {
+		return p, fmt.Errorf("noisygd: %w", err)
+	}
+	if p.EpsilonSeed, p.AlphaSeed, err = curve.EpsilonClassic(delta); err != nil {
+		return p, fmt.Errorf("noisygd: %w", err)
+	}
+	return p, nil
+}
+
+// ReplaceOneSubsampledRDP returns the RDP curve, for replace-one neighbours,
+// of `steps` Poisson-subsampled Gaussian steps with rate q and noise
+// multiplier z relative to the per-example bound: per step
+// ε_r(α) = (α − ½)/(α − 1)·ε(2α) + ε(2α − 1) with ε the add/remove curve of
+// accounting.SubsampledGaussianRDP (Mironov 2017 Prop. 11 with p = q = 2,
+// through the intermediate dataset without the replaced record).
+//
+// TODO(accounting): this belongs in package accounting as
+// SubsampledGaussianRDPReplaceOne.
+func ReplaceOneSubsampledRDP(q, z float64, steps int, orders []float64) (accounting.RDP, error) {
+	o2 := make([]float64, len(orders))
+	o21 := make([]float64, len(orders))
+	for i, a := range orders {
+		o2[i], o21[i] = 2*a, 2*a-1
+	}
+	e2, err := accounting.SubsampledGaussianRDP(q, z, 1, o2)
+	if err != nil {
+		return accounting.RDP{}, fmt.Errorf("noisygd: %w", err)
+	}
+	e21, err := accounting.SubsampledGaussianRDP(q, z, 1, o21)
+	if err != nil {
+		return accounting.RDP{}, fmt.Errorf("noisygd: %w", err)
+	}
+	r := accounting.RDP{Orders: append([]float64(nil), orders...), Epsilons: make([]float64, len(orders))}
+	for i, a := range orders {
+		r.Epsilons[i] = float64(steps) * ((a-0.5)/(a-1)*e2.Epsilons[i] + e21.Epsilons[i])
+	}
+	return r, nil
+}
+
+// NoisyGDMultiplier returns the smallest noise multiplier z (relative
+// precision 1e-9, rounded up) with which T steps meet (ε, δ) by
+// NoisyGDEpsilon's headline ε.
+func NoisyGDMultiplier(epsilon, delta float64, steps int, q float64) (float64, error) {
+	if !(epsilon > 0) || math.IsInf(epsilon, 0) {
+		return 0, fmt.Errorf("noisygd: target ε must be finite and > 0, got %v", epsilon)
+	}
+	ok := func(z float64) (bool, error) {
+		p, err := NoisyGDEpsilon(z, steps, q, delta)
+		if err != nil {
+			return false, err
+		}
+		return p.Epsilon <= epsilon, nil
+	}
+	hi := 1.0
+	for {
+		good, err := ok(hi)
+		if err != nil {
+			return 0, err
+		}
+		if good {
+			break
+		}
+		if hi *= 2; hi > 1e8 {
+			return 0, fmt.Errorf("noisygd: no noise multiplier ≤ 1e8 meets (ε=%g, δ=%g) in %d steps", epsilon, delta, steps)
+		}
+	}
+	lo := hi / 2
+	for {
+		good, err := ok(lo)
+		if err != nil {
+			return 0, err
+		}
+		if !good {
+			break
+		}
+		hi = lo
+		if lo /= 2; lo < 1e-6 {
+			return hi, nil
+		}
+	}
+	for hi-lo > 1e-9*hi {
+		mid := (lo + hi) / 2
+		good, err := ok(mid)
+		if err != nil {
+			return 0, err
+		}
+		if good {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, nil
+}
+
+// NoisyGDPlan is the calibration of one noisy gradient descent run.
+type NoisyGDPlan struct {
+	Kind         Kind
+	N            int64
+	D            int
+	Steps        int
+	BatchRate    float64 // 1 for full batch
+	Radius       float64
+	LearningRate float64
+	Lambda       float64
+	// Sensitivity is the L2 sensitivity of the noised vector (Δ = D/N full
+	// batch; G for the Poisson sum).
+	Sensitivity float64
+	// NoiseStd is s, the standard deviation added to each coordinate.
+	NoiseStd float64
+	Privacy  NoisyGDPrivacy
+}
+
+// PlanNoisyGD calibrates noisy gradient descent: with opt.Sigma > 0 it
+// reports the ε at δ; otherwise it solves for the multiplier that meets
+// (ε, δ).
+func PlanNoisyGD(kind Kind, epsilon, delta float64, n int64, d int, opt NoisyGDOptions) (NoisyGDPlan, error) {
+	p := NoisyGDPlan{Kind: kind, N: n, D: d, Steps: opt.Iterations, BatchRate: opt.BatchRate,
+		Radius: opt.Radius, LearningRate: opt.LearningRate, Lambda: opt.Lambda}
+	if n < 1 || d < 1 {
+		return p, fmt.Errorf("noisygd: need N ≥ 1 and d ≥ 1, got N=%d d=%d", n, d)
+	}
+	if p.Steps == 0 {
+		p.Steps = DefaultNoisyGDIterations
+	}
+	if p.Steps < 1 || p.Steps > 1e7 {
+		return p, fmt.Errorf("noisygd: iterations must be in [1, 10⁷], got %d", opt.Iterations)
+	}
+	if math.IsNaN(p.BatchRate) || p.BatchRate < 0 || p.BatchRate > 1 || (p.BatchRate > 0 && p.BatchRate < 0x1p-11) {
+		return p, fmt.Errorf("noisygd: batch rate must be in [2⁻¹¹, 1], got %v", opt.BatchRate)
+	}
+	if p.BatchRate == 0 {
+		p.BatchRate = 1
+	}
+	if math.IsNaN(p.Radius) || math.IsInf(p.Radius, 0) || p.Radius < 0 {
+		return p, fmt.Errorf("noisygd: radius must be finite and > 0, got %v", opt.Radius)
+	}
+	if p.Radius == 0 {
+		p.Radius = DefaultNoisyGDRadius(d)
+	}
+	if math.IsNaN(p.Lambda) || math.IsInf(p.Lambda, 0) || p.Lambda < 0 {
+		return p, fmt.Errorf("noisygd: ridge λ must be finite and ≥ 0, got %v", opt.Lambda)
+	}
+	if math.IsNaN(p.LearningRate) || math.IsInf(p.LearningRate, 0) || p.LearningRate < 0 {
+		return p, fmt.Errorf("noisygd: learning rate must be finite and > 0, got %v", opt.LearningRate)
+	}
+	if p.LearningRate == 0 {
+		smooth := 2.0
+		if kind == Logistic {
+			smooth = 0.25
+		}
+		p.LearningRate = 1 / (smooth + p.Lambda)
+	}
+	if math.IsNaN(opt.Sigma) || math.IsInf(opt.Sigma, 0) || opt.Sigma < 0 {
+		return p, fmt.Errorf("noisygd: noise multiplier must be finite and > 0, got %v", opt.Sigma)
+	}
+	g, diff, err := NoisyGDSensitivity(kind, p.Radius)
+	if err != nil {
+		return p, err
+	}
+	p.Sensitivity = diff / float64(n)
+	if p.BatchRate < 1 {
+		p.Sensitivity = g
+	}
+	slack := func(s float64) float64 { return noise.GaussianGridSlack(s, d) }
+	if opt.Sigma > 0 {
+		p.NoiseStd = opt.Sigma * p.Sensitivity
+	} else {
+		z, err := NoisyGDMultiplier(epsilon, delta, p.Steps, accountingRate(p.BatchRate))
+		if err != nil {
+			return p, err
+		}
+		r := noise.GridSlackRatio / 2 // slack(s) ≤ r·s
+		if z*r >= 1 {
+			return p, fmt.Errorf("noisygd: noise multiplier %v too large for the noise grid", z)
+		}
+		p.NoiseStd = z * p.Sensitivity / (1 - z*r)
+		if p.NoiseStd/(p.Sensitivity+slack(p.NoiseStd)) < z {
+			return p, errors.New("noisygd: calibration with grid slack failed")
+		}
+	}
+	zEff := p.NoiseStd / (p.Sensitivity + slack(p.NoiseStd))
+	if p.Privacy, err = NoisyGDEpsilon(zEff, p.Steps, accountingRate(p.BatchRate), delta); err != nil {
+		return p, err
+	}
+	if opt.Sigma == 0 && p.Privacy.Epsilon > epsilon*(1+1e-9) {
+		return p, fmt.Errorf("noisygd: calibrated ε = %v exceeds the target %v", p.Privacy.Epsilon, epsilon)
+	}
+	return p, nil
+}
+
+// noisyGD is noisy (projected) gradient descent.
+type noisyGD struct{}
+
+func (noisyGD) Name() string        { return "noisygd" }
+func (noisyGD) NeedsRows(Kind) bool { return true }
+func (noisyGD) Private() bool       { return true }
+
+func (noisyGD) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
+	if cfg.Kind == Robust {
+		return nil, errors.New("noisygd: robust regression is not supported (use --mechanism irls)")
+	}
+	if cfg.NoisyGD.Sigma > 0 && cfg.Epsilon == 0 {
+		cfg.Epsilon = math.MaxFloat64 // ε is an output when σ is given
+	}
+	if err := cfg.validate(data, true); err != nil {
+		return nil, err
+	}
+	if cfg.Delta <= 0 {
+		return nil, errors.New("noisygd: the Gaussian mechanism needs δ > 0")
+	}
+	rows, err := checkRows(data, cfg.Kind)
+	if err != nil {
+		return nil, fmt.Errorf("noisygd: %w", err)
+	}
+	k := data.Stats.K()
+	d := k - 1
+	plan, err := PlanNoisyGD(cfg.Kind, cfg.Epsilon, cfg.Delta, data.Stats.N(), d, cfg.NoisyGD)
+	if err != nil {
+		return nil, err
+	}
+	w, err := plan.run(ctx, rows, k, cfg.Source)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Coef: w, Privacy: plan.report(cfg)}, nil
+}
+
+// run performs the descent.
+func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.Source) ([]float64, error) {
+	d := k - 1
+	n := len(rows) / k
+	w := make([]float64, d)
+	avg := make([]float64, d)
+	g := make([]float64, d)
+	var sampler *poissonSampler
+	if p.BatchRate < 1 {
+		var err error
+		if sampler, err = newPoissonSampler(src, p.BatchRate, n); err != nil {
+			return nil, err
+		}
+	}
+	start := p.Steps / 2
+	for t := 0; t < p.Steps; t++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("noisygd: %w", err)
+		}
+		for j := range g {
+			g[j] = 0
+		}
+		var take []bool
+		if sampler != nil {
+			var err error
+			if take, err = sampler.next(); err != nil {
+				return nil, fmt.Errorf("noisygd: sample batch: %w", err)
+			}
+		}
+		for i := 0; i < n; i++ {
+			if take != nil && !take[i] {
+				continue
+			}
+			r := rows[i*k : (i+1)*k]
+			x := r[:d]
+			z := dot(x, w)
+			var c float64
+			if p.Kind == Logistic {
+				c = sigmoid(z) - r[d]
+			} else {
+				c = -2 * (r[d] - z)
+			}
+			for j := range g {
+				g[j] += c * x[j]
+			}
+		}
+		denom := float64(n)
+		if sampler != nil {
+			// Noise on the sum, then the public normalisation by qN.
+			denom = p.BatchRate * float64(n)
+			if err := noise.AddGaussian(src, g, p.NoiseStd); err != nil {
+				return nil, fmt.Errorf("noisygd: add noise: %w", err)
+			}
+			for j := range g {
+				g[j] /= denom
+			}
+		} else {
+			for j := range g {
+				g[j] /= denom
+			}
+			if err := noise.AddGaussian(src, g, p.NoiseStd); err != nil {
+				return nil, fmt.Errorf("noisygd: add noise: %w", err)
+			}
+		}
+		for j := range w {
+			w[j] -= p.LearningRate * (g[j] + p.Lambda*w[j])
+		}
+		projectBall(w, p.Radius)
+		if t+1 > start {
+			for j := range avg {
+				avg[j] += w[j]
+			}
+		}
+	}
+	cnt := float64(p.Steps - start)
+	for j := range avg {
+		avg[j] /= cnt
+	}
+	return avg, nil
+}
+
+func (p NoisyGDPlan) report(cfg Config) report.Privacy {
+	pr := p.Privacy
+	batch := "full batch"
+	if p.BatchRate < 1 {
+		batch = fmt.Sprintf("Poisson batches with rate q = %s", fmtG(p.BatchRate))
+	}
+	r := report.Privacy{
+		Mechanism:    fmt.Sprintf("noisygd (noisy projected gradient descent, Song, Chaudhuri & Sarwate 2013; %d steps, %s, ball ‖ω‖ ≤ %s)", p.Steps, batch, fmtG(p.Radius)),
+		Private:      true,
+		Epsilon:      pr.Epsilon,
+		Delta:        pr.Delta,
+		Neighbouring: report.Neighbouring,
+		Releases: []report.Release{{
+			Name:        fmt.Sprintf("noisy gradient, each of %d steps", p.Steps),
+			Entries:     p.D,
+			Norm:        "L2",
+			Sensitivity: p.Sensitivity,
+			Noise:       "gaussian",
+			Scale:       p.NoiseStd,
+		}},
+		PostProcessing: []string{fmt.Sprintf("projection onto ‖ω‖ ≤ %s after each step; output = average of the last %d iterates", fmtG(p.Radius), p.Steps-p.Steps/2)},
+	}
+	r.Randomness, r.Insecure = randomness(cfg.Source)
+	if p.BatchRate == 1 {
+		r.Rho = pr.Rho
+		r.Accountant = fmt.Sprintf("Rényi DP of %d Gaussian steps (effective noise multiplier %.6g, grid slack included), improved conversion (Canonne, Kamath & Steinke 2020); seed Eq. (7) at Eq. (8) α = %.4g gives ε = %.6g; ρ + 2√(ρ ln(1/δ)) gives ε = %.6g",
+			p.Steps, pr.Multiplier, pr.AlphaSeed, pr.EpsilonSeed, pr.EpsilonZCDP)
+	} else {
+		r.Accountant = fmt.Sprintf("Rényi DP of %d Poisson-subsampled Gaussian steps (Mironov, Talwar & Zhang 2019; q = %s, effective noise multiplier %.6g), made replace-one by Mironov 2017 Prop. 11, improved conversion (Balle et al. 2020) on the Opacus orders; classic conversion gives ε = %.6g at α = %.4g",
+			p.Steps, fmtG(p.BatchRate), pr.Multiplier, pr.EpsilonSeed, pr.AlphaSeed)
+		r.Notes = append(r.Notes, "batch membership is drawn from the same randomness source as the noise")
+	}
+	return r
+}
+
+// accountingRate is the sampling rate the accountant uses for a requested
+// rate q (see poissonSampler).
+func accountingRate(q float64) float64 {
+	if q >= 1 {
+		return 1
+	}
+	return math.Min(math.Nextafter(q, 2), 1)
+}
+
+// projectBall projects w onto {‖w‖ ≤ r} in place.
+func projectBall(w []float64, r float64) {
+	if n := math.Sqrt(dot(w, w)); n > r {
+		s := r / n
+		for j := range w {
+			w[j] *= s
+		}
+	}
+}
+
+// poissonSampler draws Poisson batches: each row independently with
+// probability q' = ⌈q·2⁶⁴⌉/2⁶⁴ (compare a uniform 64-bit word from the
+// randomness source with the threshold). q ≤ q' < q + 2⁻⁶⁴, so the
+// accountant uses accountingRate(q), the next float64 above q (its spacing
+// exceeds 2⁻⁶⁴ for every q ≥ 2⁻¹¹).
+type poissonSampler struct {
+	src       noise.Source
+	threshold uint64 // take when word < threshold
+	all       bool
+	buf       []byte
+	take      []bool
+}
+
+func newPoissonSampler(src noise.Source, q float64, n int) (*poissonSampler, error) {
+	if src == nil {
+		return nil, errors.New("noisygd: nil randomness source")
+	}
+	s := &poissonSampler{src: src, buf: make([]byte, 8*n), take: make([]bool, n)}
+	if q >= 1 {
+		s.all = true
+	} else {
+		t := math.Ceil(math.Ldexp(q, 64))
+		if t >= math.Ldexp(1, 64) {
+			s.all = true
+		} else {
+			s.threshold = uint64(t)
+		}
+	}
+	return s, nil
+}
+
+func (s *poissonSampler) next() ([]bool, error) {
+	if s.all {
+		for i := range s.take {
+			s.take[i] = true
+		}
+		return s.take, nil
+	}
+	for off := 0; off < len(s.buf); {
+		m, err := s.src.Read(s.buf[off:])
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			return nil, errors.New("randomness source returned no bytes")
+		}
+		off += m
+	}
+	for i := range s.take {
+		s.take[i] = binary.LittleEndian.Uint64(s.buf[8*i:]) < s.threshold
+	}
+	return s.take, nil
+}
