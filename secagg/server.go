@@ -29,7 +29,8 @@ type Server struct {
 	u1     []uint32
 	shares map[uint32]*ShareKeys
 	u2     []uint32
-	masked map[uint32][]uint64
+	masked map[uint32]bool // parties whose masked input is in sum
+	sum    []uint64        // Σ of the accepted masked inputs, mod 2^64
 	u3     []uint32
 	drop3  []uint32 // U2 \ U3
 	unmask map[uint32]*UnmaskResponse
@@ -55,7 +56,7 @@ func NewServer(cfg Config) (*Server, error) {
 	cfg.Session = bytes.Clone(cfg.Session)
 	return &Server{cfg: cfg, state: RoundAdvertiseKeys,
 		keys: make(map[uint32]*AdvertiseKeys), shares: make(map[uint32]*ShareKeys),
-		masked: make(map[uint32][]uint64), unmask: make(map[uint32]*UnmaskResponse)}, nil
+		masked: make(map[uint32]bool), unmask: make(map[uint32]*UnmaskResponse)}, nil
 }
 
 // Round returns the round the server is collecting messages for.
@@ -87,7 +88,7 @@ func (s *Server) Pending() []uint32 {
 	case RoundShareKeys:
 		got = func(id uint32) bool { return s.shares[id] != nil }
 	case RoundMaskedInput:
-		got = func(id uint32) bool { return s.masked[id] != nil }
+		got = func(id uint32) bool { return s.masked[id] }
 	case RoundUnmasking:
 		got = func(id uint32) bool { return s.unmask[id] != nil }
 	default:
@@ -189,7 +190,7 @@ func (s *Server) receiveShares(m *ShareKeys) error {
 
 func (s *Server) receiveMasked(m *MaskedInput) error {
 	const r = RoundMaskedInput
-	if s.masked[m.From] != nil {
+	if s.masked[m.From] {
 		return msgError(r, m.From, "duplicate message")
 	}
 	if err := checkSession(r, m.From, m.Session, s.cfg.Session); err != nil {
@@ -198,7 +199,12 @@ func (s *Server) receiveMasked(m *MaskedInput) error {
 	if len(m.Masked) != s.cfg.VectorLen {
 		return msgError(r, m.From, "masked input has %d words, want %d", len(m.Masked), s.cfg.VectorLen)
 	}
-	s.masked[m.From] = slices.Clone(m.Masked)
+	// Accumulate at once: the server never stores individual masked inputs.
+	if s.sum == nil {
+		s.sum = make([]uint64, s.cfg.VectorLen)
+	}
+	addVec(s.sum, m.Masked)
+	s.masked[m.From] = true
 	return nil
 }
 
@@ -340,7 +346,7 @@ func (s *Server) CloseMaskedInput() ([]*UnmaskRequest, error) {
 	}
 	var drop []uint32
 	for _, id := range s.u2 {
-		if s.masked[id] == nil {
+		if !s.masked[id] {
 			drop = append(drop, id)
 		}
 	}
@@ -436,13 +442,7 @@ func (s *Server) Finish(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 
-	sum := make([]uint64, s.cfg.VectorLen)
-	for _, u := range s.u3 {
-		y := s.masked[u]
-		for i := range sum {
-			sum[i] += y[i]
-		}
-	}
+	sum := s.sum
 	// Remove the masks, splitting the vector among the workers.
 	chunks := (s.cfg.VectorLen + maskChunk - 1) / maskChunk
 	if err := parallel(ctx, workers, chunks, func(lo, hi int) error {
@@ -474,7 +474,7 @@ func (s *Server) Finish(ctx context.Context) (*Result, error) {
 	}
 	res := &Result{Sum: sum, Included: slices.Clone(s.u3),
 		Answered: [4][]uint32{slices.Clone(s.u1), slices.Clone(s.u2), slices.Clone(s.u3), u5}}
-	s.masked = nil
+	s.sum = nil
 	s.state = roundDone
 	return res, nil
 }
@@ -502,4 +502,12 @@ func parallel(ctx context.Context, workers, n int, f func(lo, hi int) error) err
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// addVec sets d[i] += y[i] (mod 2^64).
+func addVec(d, y []uint64) {
+	y = y[:len(d)]
+	for i := range d {
+		d[i] += y[i]
+	}
 }
