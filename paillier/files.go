@@ -1,0 +1,246 @@
+package paillier
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// PEM block types of the key files. The block body is the binary encoding
+// (version 1); PEM headers are informational and ignored when reading.
+const (
+	PEMThresholdPublicKey = "DPLEARN PAILLIER THRESHOLD PUBLIC KEY"
+	PEMKeyShare           = "DPLEARN PAILLIER KEY SHARE"
+)
+
+// File names written by WriteKeyFiles inside the output directory.
+const (
+	PublicKeyFile = "public.pem"
+	shareFileFmt  = "share-%03d.pem"
+)
+
+// ShareFileName returns the file name of party i's share, "share-007.pem".
+func ShareFileName(i int) string { return fmt.Sprintf(shareFileFmt, i) }
+
+// MarshalPEM returns the public key as a PEM block.
+func (tpk *ThresholdPublicKey) MarshalPEM() []byte {
+	id := tpk.ID()
+	return pem.EncodeToMemory(&pem.Block{
+		Type: PEMThresholdPublicKey,
+		Headers: map[string]string{
+			"Modulus-Bits": strconv.Itoa(tpk.Bits()),
+			"Parties":      strconv.Itoa(tpk.parties),
+			"Threshold":    strconv.Itoa(tpk.threshold),
+			"Key-ID":       hex.EncodeToString(id[:]),
+		},
+		Bytes: tpk.marshal(),
+	})
+}
+
+// MarshalPEM returns the key share as a PEM block.
+func (ks *KeyShare) MarshalPEM() ([]byte, error) {
+	b, err := ks.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	id := ks.pub.ID()
+	return pem.EncodeToMemory(&pem.Block{
+		Type: PEMKeyShare,
+		Headers: map[string]string{
+			"Party":  strconv.Itoa(ks.index),
+			"Key-ID": hex.EncodeToString(id[:]),
+		},
+		Bytes: b,
+	}), nil
+}
+
+func decodePEM(data []byte, want string) ([]byte, error) {
+	block, rest := pem.Decode(data)
+	if block == nil {
+		return nil, errors.New("no PEM block found")
+	}
+	if block.Type != want {
+		return nil, fmt.Errorf("PEM block is %q, want %q", block.Type, want)
+	}
+	if len(bytes.TrimSpace(rest)) != 0 {
+		return nil, errors.New("data after the PEM block")
+	}
+	return block.Bytes, nil
+}
+
+// ParseThresholdPublicKeyPEM decodes a public key file.
+func ParseThresholdPublicKeyPEM(data []byte) (*ThresholdPublicKey, error) {
+	b, err := decodePEM(data, PEMThresholdPublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("paillier: decode threshold public key: %w", err)
+	}
+	return ParseThresholdPublicKey(b)
+}
+
+// ParseKeySharePEM decodes a share file (and verifies the share).
+func ParseKeySharePEM(data []byte) (*KeyShare, error) {
+	b, err := decodePEM(data, PEMKeyShare)
+	if err != nil {
+		return nil, fmt.Errorf("paillier: decode key share: %w", err)
+	}
+	return ParseKeyShare(b)
+}
+
+// LoadThresholdPublicKey reads a public key file.
+func LoadThresholdPublicKey(path string) (*ThresholdPublicKey, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("paillier: read public key: %w", err)
+	}
+	tpk, err := ParseThresholdPublicKeyPEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (file %s)", err, path)
+	}
+	return tpk, nil
+}
+
+// LoadKeyShare reads a share file. Like ssh with private keys, it refuses a
+// file that group or others may read or write.
+func LoadKeyShare(path string) (*KeyShare, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("paillier: read key share: %w", err)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("paillier: key share %s has permissions %#o; it must be private (chmod 600)", path, perm)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("paillier: read key share: %w", err)
+	}
+	ks, err := ParseKeySharePEM(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w (file %s)", err, path)
+	}
+	return ks, nil
+}
+
+// WriteKeyFiles writes the public key (mode 0644) and one share file per
+// party (mode 0600) into dir, created with mode 0700 if missing. Existing
+// files are an error unless overwrite is set. It returns the paths written.
+func WriteKeyFiles(dir string, tpk *ThresholdPublicKey, shares []*KeyShare, overwrite bool) (publicPath string, sharePaths []string, err error) {
+	if tpk == nil || len(shares) != tpk.parties {
+		return "", nil, errors.New("paillier: write keys: shares do not match the public key")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", nil, fmt.Errorf("paillier: write keys: %w", err)
+	}
+	publicPath = filepath.Join(dir, PublicKeyFile)
+	if err := writeFileMode(publicPath, tpk.MarshalPEM(), 0o644, overwrite); err != nil {
+		return "", nil, fmt.Errorf("paillier: write keys: %w", err)
+	}
+	for _, ks := range shares {
+		if ks.pub.ID() != tpk.ID() {
+			return "", nil, fmt.Errorf("paillier: write keys: share %d belongs to another key", ks.index)
+		}
+		data, err := ks.MarshalPEM()
+		if err != nil {
+			return "", nil, fmt.Errorf("paillier: write keys: %w", err)
+		}
+		p := filepath.Join(dir, ShareFileName(ks.index))
+		if err := writeFileMode(p, data, 0o600, overwrite); err != nil {
+			return "", nil, fmt.Errorf("paillier: write keys: %w", err)
+		}
+		sharePaths = append(sharePaths, p)
+	}
+	return publicPath, sharePaths, nil
+}
+
+// writeFileMode creates path with exactly mode (regardless of umask),
+// refusing to replace an existing file unless overwrite.
+func writeFileMode(path string, data []byte, mode os.FileMode, overwrite bool) error {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if !overwrite {
+		flags |= os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, mode)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s exists (refusing to overwrite key material)", path)
+		}
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// FormatSafePrimes renders p and q in the primes-file format read by
+// ParseSafePrimes. The file is the factorisation of n: whoever holds it can
+// decrypt everything, so store it like a private key (mode 0600) or not at
+// all.
+func FormatSafePrimes(p, q *big.Int) []byte {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# dplearn safe primes (p = 2p'+1, q = 2q'+1), %d bits each.\n", p.BitLen())
+	b.WriteString("# SECRET: these factor the Paillier modulus n = p*q. Anyone holding this file can decrypt.\n")
+	fmt.Fprintf(&b, "p = %#x\nq = %#x\n", p, q)
+	return []byte(b.String())
+}
+
+// ParseSafePrimes reads two primes from text: blank lines and lines
+// starting with '#' are ignored; each remaining line is "p = X", "q = X" or
+// a bare X, with X decimal or 0x-prefixed hexadecimal (so `openssl prime
+// -generate -safe -bits 1024` output can be pasted in). Whether they are
+// safe primes is checked by DealThreshold.
+func ParseSafePrimes(data []byte) (p, q *big.Int, err error) {
+	var vals []*big.Int
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		s := strings.TrimSpace(sc.Text())
+		if s == "" || strings.HasPrefix(s, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(s, "="); ok {
+			k = strings.TrimSpace(k)
+			if k != "p" && k != "q" {
+				return nil, nil, fmt.Errorf("paillier: primes file line %d: unknown name %q (want p or q)", line, k)
+			}
+			s = strings.TrimSpace(v)
+		}
+		x, ok := new(big.Int).SetString(s, 0)
+		if !ok || x.Sign() <= 0 {
+			return nil, nil, fmt.Errorf("paillier: primes file line %d: %q is not a positive integer", line, truncate(s, 40))
+		}
+		vals = append(vals, x)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, fmt.Errorf("paillier: primes file: %w", err)
+	}
+	if len(vals) != 2 {
+		return nil, nil, fmt.Errorf("paillier: primes file holds %d integers, want exactly 2 (p and q)", len(vals))
+	}
+	return vals[0], vals[1], nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
