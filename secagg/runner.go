@@ -111,6 +111,9 @@ func Run(ctx context.Context, cfg Config, inputs map[uint32][]uint64, opt RunOpt
 				delete(waiting, env.from)
 				if env.err != nil {
 					partyErrs = append(partyErrs, env.err)
+					if opt.Logf != nil {
+						opt.Logf("round %s: party %d failed: %v", r, env.from, env.err)
+					}
 					continue
 				}
 				if env.msg == nil {
@@ -119,6 +122,9 @@ func Run(ctx context.Context, cfg Config, inputs map[uint32][]uint64, opt RunOpt
 				observe(env.msg)
 				if err := srv.Receive(env.msg); err != nil {
 					partyErrs = append(partyErrs, err)
+					if opt.Logf != nil {
+						opt.Logf("round %s: rejected message: %v", r, err)
+					}
 				}
 			case <-timer.C:
 				break loop
