@@ -21,6 +21,26 @@ import (
 //	ShareKeys       ShareKeys          ShareRelay      (U2: parties whose shares arrived)
 //	MaskedInput     MaskedInput        UnmaskRequest   (U3: parties whose masked input arrived)
 //	Unmasking       UnmaskResponse     —               (server outputs the sum over U3)
+//
+// A protobuf rendering (field numbers are a suggestion; the Go structs are
+// the reference):
+//
+//	message AdvertiseKeys  { bytes session = 1; uint32 from = 2; bytes enc_key = 3; bytes mask_key = 4; }
+//	message KeyRoster      { bytes session = 1; repeated AdvertiseKeys keys = 2; }
+//	message EncryptedShare { uint32 from = 1; uint32 to = 2; bytes ciphertext = 3; }
+//	message ShareKeys      { bytes session = 1; uint32 from = 2; repeated EncryptedShare shares = 3; }
+//	message ShareRelay     { bytes session = 1; uint32 to = 2; repeated EncryptedShare shares = 3; }
+//	message MaskedInput    { bytes session = 1; uint32 from = 2; repeated fixed64 masked = 3; }
+//	message UnmaskRequest  { bytes session = 1; uint32 to = 2; repeated uint32 survivors = 3; repeated uint32 dropped = 4; }
+//	message RevealedShare  { uint32 owner = 1; bytes y = 2; }
+//	message UnmaskResponse { bytes session = 1; uint32 from = 2; repeated RevealedShare self_mask_shares = 3; repeated RevealedShare mask_key_shares = 4; }
+//
+// The transport must check that the sender field of a party's message is
+// the party named in its TLS client certificate, and must deliver each
+// server message only to the party it is addressed to (ShareRelay carries
+// ciphertexts only the addressee can open, but the survivors lists and the
+// roster are not secret). The size of a party's upload is about
+// 64 + 90(n−1) + 8L + 33n bytes per session.
 
 // Message is implemented by every protocol message.
 type Message interface {
