@@ -12,15 +12,22 @@ import (
 // call (a scalar or a whole vector); it is not shared between goroutines.
 type rng struct {
 	src Source
-	buf [256]byte
+	buf []byte
 	pos int
+	// scratch space reused across draws (no allocation in the hot path)
+	scratch []byte
+	u, kd   big.Int
 }
 
-func newRNG(src Source) (*rng, error) {
+func newRNG(src Source) (*rng, error) { return newRNGSize(src, 128) }
+
+// newRNGSize returns an rng that reads size bytes at a time (vectors use a
+// larger buffer to amortise the cost of each read).
+func newRNGSize(src Source, size int) (*rng, error) {
 	if src == nil {
 		return nil, fmt.Errorf("noise: nil Source")
 	}
-	return &rng{src: src, pos: len(rng{}.buf)}, nil
+	return &rng{src: src, buf: make([]byte, size), pos: size}, nil
 }
 
 func (r *rng) fill() error {
@@ -70,14 +77,21 @@ func (r *rng) uintn(n uint64) (uint64, error) {
 
 // bigIntn returns a uniform integer in [0, n); n must be > 0.
 func (r *rng) bigIntn(n *big.Int) (*big.Int, error) {
+	return r.bigIntnInto(new(big.Int), n)
+}
+
+// bigIntnInto sets out to a uniform integer in [0, n) and returns it.
+func (r *rng) bigIntnInto(out, n *big.Int) (*big.Int, error) {
 	if n.IsUint64() {
 		v, err := r.uintn(n.Uint64())
-		return new(big.Int).SetUint64(v), err
+		return out.SetUint64(v), err
 	}
 	bl := n.BitLen()
 	nb := (bl + 7) / 8
-	b := make([]byte, nb)
-	out := new(big.Int)
+	if cap(r.scratch) < nb {
+		r.scratch = make([]byte, nb)
+	}
+	b := r.scratch[:nb]
 	for {
 		for i := range b {
 			if r.pos >= len(r.buf) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 )
 
 // The samplers in this file follow Canonne, Kamath & Steinke 2020, "The
@@ -27,7 +28,7 @@ func (r *rng) bernoulliFrac(num, den *big.Int) (bool, error) {
 		u, err := r.uintn(den.Uint64())
 		return u < num.Uint64(), err
 	}
-	u, err := r.bigIntn(den)
+	u, err := r.bigIntnInto(&r.u, den)
 	if err != nil {
 		return false, err
 	}
@@ -46,7 +47,7 @@ func (r *rng) bernoulliExpNegFrac(num, den *big.Int) (bool, error) {
 	if small {
 		nu, du = num.Uint64(), den.Uint64()
 	}
-	kd := new(big.Int)
+	kd := &r.kd
 	for k := uint64(1); ; k++ {
 		var a bool
 		var err error
@@ -75,8 +76,13 @@ func (r *rng) bernoulliExpNeg(gamma *big.Rat) (bool, error) {
 	if gamma.Sign() < 0 {
 		return false, fmt.Errorf("noise: Bernoulli(exp(-γ)) needs γ ≥ 0, got %s", gamma.RatString())
 	}
-	num, den := gamma.Num(), gamma.Denom()
-	q, rem := new(big.Int).QuoRem(num, den, new(big.Int))
+	return r.bernoulliExpNegND(gamma.Num(), gamma.Denom(), new(big.Int), new(big.Int))
+}
+
+// bernoulliExpNegND is bernoulliExpNeg for γ = num/den (num ≥ 0, den > 0,
+// not necessarily in lowest terms); q and rem are scratch space.
+func (r *rng) bernoulliExpNegND(num, den, q, rem *big.Int) (bool, error) {
+	q.QuoRem(num, den, rem)
 	if !q.IsInt64() {
 		// exp(−2^63) is far below anything a Source can distinguish from 0:
 		// the loop below would return false long before finishing anyway.
@@ -145,35 +151,107 @@ func (r *rng) discreteLaplace(t, s *big.Int) (*big.Int, error) {
 	}
 }
 
-// discreteGaussian returns Y ∈ ℤ with P(Y = y) ∝ exp(−y²/(2σ²))
-// (Algorithm 3 of CKS 2020).
-func (r *rng) discreteGaussian(sigma2 *big.Rat) (*big.Int, error) {
+// dgParams holds the constants of Algorithm 3 of CKS 2020 for one σ².
+//
+// With σ² = a/b and t = ⌊σ⌋ + 1, the acceptance exponent is
+// γ = (|Y| − σ²/t)²/(2σ²) = (|Y|·b·t − a)² / (2·a·b·t²), evaluated in exact
+// integer arithmetic (no rational normalisation in the loop).
+type dgParams struct {
+	a, t, bt, den *big.Int
+	num, q, rem   big.Int
+}
+
+func newDG(sigma2 *big.Rat) *dgParams {
+	a, b := sigma2.Num(), sigma2.Denom()
 	// t ← ⌊σ⌋ + 1, computed exactly: ⌊σ⌋ = ⌊√⌊σ²⌋⌋.
-	fl := new(big.Int).Quo(sigma2.Num(), sigma2.Denom())
-	t := new(big.Int).Sqrt(fl)
+	t := new(big.Int).Quo(a, b)
+	t.Sqrt(t)
 	t.Add(t, bigOne)
-	tRat := new(big.Rat).SetInt(t)
-	s2t := new(big.Rat).Quo(sigma2, tRat) // σ²/t
-	twoS2 := new(big.Rat).Add(sigma2, sigma2)
-	gamma := new(big.Rat)
-	absY := new(big.Rat)
+	bt := new(big.Int).Mul(b, t)
+	den := new(big.Int).Mul(a, bt)
+	den.Mul(den, t)
+	den.Lsh(den, 1) // 2abt²
+	return &dgParams{a: new(big.Int).Set(a), t: t, bt: bt, den: den}
+}
+
+// discreteGaussian returns Y ∈ ℤ with P(Y = y) ∝ exp(−y²/(2σ²))
+// (Algorithm 3 of CKS 2020): Y ← DLap(t); accept with probability exp(−γ).
+func (r *rng) discreteGaussian(p *dgParams) (int64, error) {
 	for {
-		y, err := r.discreteLaplace(t, bigOne)
+		y, err := r.discreteLaplaceInt(p.t, bigOne)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
-		absY.SetInt(y)
-		absY.Abs(absY)
-		gamma.Sub(absY, s2t)
-		gamma.Mul(gamma, gamma)
-		gamma.Quo(gamma, twoS2)
-		c, err := r.bernoulliExpNeg(gamma)
+		p.num.SetInt64(y)
+		p.num.Abs(&p.num)
+		p.num.Mul(&p.num, p.bt)
+		p.num.Sub(&p.num, p.a)
+		p.num.Mul(&p.num, &p.num)
+		c, err := r.bernoulliExpNegND(&p.num, p.den, &p.q, &p.rem)
 		if err != nil {
-			return nil, err
+			return 0, err
 		}
 		if c {
 			return y, nil
 		}
+	}
+}
+
+// discreteLaplaceInt is discreteLaplace returning an int64, with a
+// fixed-width fast path when t and s are below 2^40 (the same algorithm on
+// machine integers).
+func (r *rng) discreteLaplaceInt(t, s *big.Int) (int64, error) {
+	if !(t.IsUint64() && s.IsUint64() && t.BitLen() < 40 && s.BitLen() < 40) {
+		y, err := r.discreteLaplace(t, s)
+		if err != nil {
+			return 0, err
+		}
+		return toInt64(y)
+	}
+	tu, su := t.Uint64(), s.Uint64()
+	var un, tn big.Int
+	tn.SetUint64(tu)
+	for {
+		u, err := r.uintn(tu)
+		if err != nil {
+			return 0, err
+		}
+		un.SetUint64(u)
+		d, err := r.bernoulliExpNegFrac(&un, &tn)
+		if err != nil {
+			return 0, err
+		}
+		if !d {
+			continue
+		}
+		var v uint64
+		for {
+			b, err := r.bernoulliExpNegFrac(bigOne, bigOne)
+			if err != nil {
+				return 0, err
+			}
+			if !b {
+				break
+			}
+			v++
+		}
+		hi, lo := bits.Mul64(tu, v)
+		x, carry := bits.Add64(lo, u, 0)
+		if hi != 0 || carry != 0 || x > math.MaxInt64 {
+			return 0, fmt.Errorf("noise: discrete Laplace sample overflows int64")
+		}
+		y := int64(x / su)
+		w, err := r.uint64()
+		if err != nil {
+			return 0, err
+		}
+		if w&1 == 1 {
+			if y == 0 {
+				continue
+			}
+			y = -y
+		}
+		return y, nil
 	}
 }
 
@@ -248,11 +326,7 @@ func DiscreteLaplace(src Source, scale *big.Rat) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	y, err := r.discreteLaplace(scale.Num(), scale.Denom())
-	if err != nil {
-		return 0, err
-	}
-	return toInt64(y)
+	return r.discreteLaplaceInt(scale.Num(), scale.Denom())
 }
 
 // DiscreteGaussian returns Y ∈ ℤ with P(Y = y) ∝ exp(−y²/(2·sigma2)), exactly.
@@ -266,11 +340,7 @@ func DiscreteGaussian(src Source, sigma2 *big.Rat) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	y, err := r.discreteGaussian(sigma2)
-	if err != nil {
-		return 0, err
-	}
-	return toInt64(y)
+	return r.discreteGaussian(newDG(sigma2))
 }
 
 // ratFromFloat converts a finite positive float64 to its exact rational value.

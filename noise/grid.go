@@ -148,19 +148,15 @@ func AddGaussian(src Source, x []float64, sigma float64) error {
 	if err != nil {
 		return err
 	}
-	r, err := newRNG(src)
+	r, err := newRNGSize(src, rngSizeFor(len(x)))
 	if err != nil {
 		return err
 	}
 	s := new(big.Rat).SetFloat64(sigma / g) // exact: power-of-two scaling
-	s2 := new(big.Rat).Mul(s, s)
+	dg := newDG(new(big.Rat).Mul(s, s))
 	z := make([]int64, len(x))
 	for i := range z {
-		y, err := r.discreteGaussian(s2)
-		if err != nil {
-			return err
-		}
-		if z[i], err = toInt64(y); err != nil {
+		if z[i], err = r.discreteGaussian(dg); err != nil {
 			return err
 		}
 	}
@@ -183,18 +179,14 @@ func AddLaplace(src Source, x []float64, scale float64) error {
 	if err != nil {
 		return err
 	}
-	r, err := newRNG(src)
+	r, err := newRNGSize(src, rngSizeFor(len(x)))
 	if err != nil {
 		return err
 	}
 	b := new(big.Rat).SetFloat64(scale / g)
 	z := make([]int64, len(x))
 	for i := range z {
-		y, err := r.discreteLaplace(b.Num(), b.Denom())
-		if err != nil {
-			return err
-		}
-		if z[i], err = toInt64(y); err != nil {
+		if z[i], err = r.discreteLaplaceInt(b.Num(), b.Denom()); err != nil {
 			return err
 		}
 	}
@@ -214,3 +206,7 @@ func Laplace(src Source, scale float64) (float64, error) {
 	err := AddLaplace(src, x, scale)
 	return x[0], err
 }
+
+// rngSizeFor returns the randomness buffer size for an n-vector: about 32
+// bytes per coordinate, between 128 bytes and 8 KiB.
+func rngSizeFor(n int) int { return min(max(32*n, 128), 8192) }

@@ -145,7 +145,10 @@ func discreteGaussianPMF(sigma2 float64) func(int64) float64 {
 func TestDiscreteLaplace(t *testing.T) {
 	src := testSource(13)
 	n := samples(40000)
-	for _, sc := range []*big.Rat{big.NewRat(3, 2), big.NewRat(7, 1), big.NewRat(1, 5)} {
+	// The last scale, (2^41+1)/2^38 ≈ 8, has a numerator above 2^40 and
+	// exercises the big-integer path of the sampler.
+	huge := new(big.Rat).SetFrac(new(big.Int).Add(new(big.Int).Lsh(big.NewInt(1), 41), big.NewInt(1)), new(big.Int).Lsh(big.NewInt(1), 38))
+	for _, sc := range []*big.Rat{big.NewRat(3, 2), big.NewRat(7, 1), big.NewRat(1, 5), huge} {
 		xs := make([]int64, n)
 		for i := range xs {
 			v, err := DiscreteLaplace(src, sc)
