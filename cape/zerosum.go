@@ -154,6 +154,11 @@ type ZeroSumShare struct {
 	// Values is Fixed·2^−FracBits as float64 (exact unless |e| > 2^53 grid
 	// units, which the overflow bound excludes).
 	Values []float64
+	// Secure reports whether ê_s came from a secure noise source, and
+	// Source names it, for the privacy report: a share drawn from a seeded
+	// source gives no privacy.
+	Secure bool
+	Source string
 }
 
 // Finish computes e_s = ê_s − (1/S)Σ ê from the secure-aggregation result
@@ -176,7 +181,8 @@ func (z *ZeroSumSite) Finish(sum []uint64, included []uint32) (*ZeroSumShare, er
 	}
 	S := int64(len(z.sites))
 	idx := int64(slices.Index(z.sites, z.id))
-	out := &ZeroSumShare{Site: z.id, Fixed: make([]int64, len(sum)), FracBits: z.enc.FracBits, Values: make([]float64, len(sum))}
+	out := &ZeroSumShare{Site: z.id, Fixed: make([]int64, len(sum)), FracBits: z.enc.FracBits,
+		Values: make([]float64, len(sum)), Secure: z.secure, Source: z.src}
 	limit := z.enc.SumBound() * z.enc.Scale()
 	for j, w := range sum {
 		Q := int64(w)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dplearn/dplearn/noise"
@@ -46,6 +47,11 @@ func TestZeroSumIsExactlyZero(t *testing.T) {
 		shares, err := SimulateZeroSum(context.Background(), p, session(t), seededSources(tc.sites, 1), secagg.RunOptions{})
 		if err != nil {
 			t.Fatalf("%+v: %v", tc, err)
+		}
+		for _, s := range tc.sites {
+			if shares[s].Secure || !strings.Contains(shares[s].Source, "INSECURE") {
+				t.Fatalf("site %d: seeded source reported as %v %q", s, shares[s].Secure, shares[s].Source)
+			}
 		}
 		for j := 0; j < tc.L; j++ {
 			var sum int64
