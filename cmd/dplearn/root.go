@@ -29,6 +29,7 @@ declared in a schema file; nothing is derived from the private data.`,
 		newEvaluateCmd(),
 		newDemoCmd(),
 		newPrivacyCmd(),
+		newDPPPCmd(),
 	)
 	return root
 }

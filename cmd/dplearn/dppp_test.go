@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dplearn/dplearn/paillier"
+)
+
+// testSafePrimes2048 are two 1024-bit safe primes (a 2048-bit test key,
+// never for real data), in the --primes file format.
+const testSafePrimes2048 = `# test primes
+p = 0xe3a4aae01e2ff734ef318bdc8f40f98526da711688793a3f2d9f4988e7afb3c3502863a5b9b16b6dd4f51b8a553aa7bd509c6031fb61ab2dcc4c7466c06076110886fe57f629c82e21491391d87815966be4fe97ca58db32553f2384ca32ba51ed844da530ee036df41284931e3fc9341988bbdf70de94dfdae8ef9c82ba35b3
+q = 0xc59890cfc73068c61fe612d8564643e3fd517f56b7a5c5ddeb71412f79c745d03374275b7f8cc49d1fabb4ef9ea90a91c967848e763f49160ae590cb1d0b79044f21c85a3daf9c6aa1d7f8c55cb3bbdd08458fafeb0170b016fb5fe0eb713d25c816afcb63af74b88e34a4a6058311e2553ba70b37aabe0f2fe46e2d7096a5ab
+`
+
+func runDPPP(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := newRootCmd()
+	var out, errb bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errb)
+	cmd.SetArgs(append([]string{"dppp"}, args...))
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), errb.String(), err
+}
+
+func writePrimes(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "primes.txt")
+	if err := os.WriteFile(path, []byte(testSafePrimes2048), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestDPPPKeygenFromPrimes writes a (4, 3) key from fixture primes and
+// checks the files decrypt: any 3 loaded shares recover an encrypted value.
+func TestDPPPKeygenFromPrimes(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "keys")
+	out, _, err := runDPPP(t, "keygen", "--parties", "4", "--threshold", "3", "--bits", "2048",
+		"--out", dir, "--primes", writePrimes(t), "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		PublicKey   string   `json:"public_key"`
+		Shares      []string `json:"shares"`
+		Parties     int      `json:"parties"`
+		Threshold   int      `json:"threshold"`
+		ModulusBits int      `json:"modulus_bits"`
+		KeyID       string   `json:"key_id"`
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(&res); err != nil || dec.More() {
+		t.Fatalf("not exactly one JSON object: %v\n%s", err, out)
+	}
+	if res.Parties != 4 || res.Threshold != 3 || res.ModulusBits != 2048 || len(res.Shares) != 4 || len(res.KeyID) != 64 {
+		t.Fatalf("unexpected summary %+v", res)
+	}
+	tpk, err := paillier.LoadThresholdPublicKey(res.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts []*paillier.PartialDecryption
+	ct, err := tpk.Encrypt(bytes.NewReader(bytes.Repeat([]byte{7}, 1024)), big.NewInt(2026))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Shares[1:] {
+		st, err := os.Stat(p)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: mode %v, %v", p, st.Mode().Perm(), err)
+		}
+		ks, err := paillier.LoadKeyShare(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pd, err := ks.Decrypt(bytes.NewReader(bytes.Repeat([]byte{9}, 2048)), ct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, pd)
+	}
+	comb, err := tpk.Combine(ct, parts)
+	if err != nil || comb.Plaintext.Int64() != 2026 {
+		t.Fatalf("decryption with the written shares: %v, %v", comb, err)
+	}
+
+	// Words output, and no overwriting of existing keys without --force.
+	_, _, err = runDPPP(t, "keygen", "--parties", "4", "--threshold", "3", "--out", dir, "--primes", writePrimes(t))
+	if err == nil || !strings.Contains(err.Error(), "refusing to overwrite") {
+		t.Fatalf("overwrote keys: %v", err)
+	}
+	words, _, err := runDPPP(t, "keygen", "--parties", "4", "--threshold", "3", "--out", dir, "--primes", writePrimes(t), "--force")
+	if err != nil || !strings.Contains(words, "any 3 of 4 shares decrypt") {
+		t.Fatalf("words output %q, %v", words, err)
+	}
+}
+
+func TestDPPPKeygenRejects(t *testing.T) {
+	dir := t.TempDir()
+	primes := writePrimes(t)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--parties", "3", "--out", dir}, "--threshold"},
+		{[]string{"--parties", "3", "--threshold", "4", "--out", dir}, "--threshold 4"},
+		{[]string{"--parties", "0", "--threshold", "1", "--out", dir}, "--parties 0"},
+		{[]string{"--parties", "3", "--threshold", "2", "--bits", "1024", "--out", dir}, "--bits 1024"},
+		{[]string{"--parties", "3", "--threshold", "2", "--bits", "3072", "--primes", primes, "--out", dir}, "p*q has 2048 bits"},
+		{[]string{"--parties", "3", "--threshold", "2", "--primes", primes, "--save-primes", "x", "--out", dir}, "make no sense"},
+		{[]string{"--parties", "3", "--threshold", "2", "--primes", filepath.Join(dir, "missing"), "--out", dir}, "--primes"},
+		{[]string{"--parties", "3", "--threshold", "2", "--out", dir, "--format", "yaml"}, "--format"},
+	}
+	for _, c := range cases {
+		_, _, err := runDPPP(t, append([]string{"keygen"}, c.args...)...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("keygen %v: error %v, want one mentioning %q", c.args, err, c.want)
+		}
+	}
+	// Primes that are not safe are refused by the dealer.
+	bad := filepath.Join(dir, "bad.txt")
+	p, _ := new(big.Int).SetString(strings.Fields(strings.Split(testSafePrimes2048, "\n")[1])[2], 0)
+	notSafe := new(big.Int).Add(p, big.NewInt(2))
+	for !notSafe.ProbablyPrime(20) || paillier.CheckSafePrime(notSafe) == nil {
+		notSafe.Add(notSafe, big.NewInt(2))
+	}
+	os.WriteFile(bad, paillier.FormatSafePrimes(notSafe, p), 0o600)
+	_, _, err := runDPPP(t, "keygen", "--parties", "3", "--threshold", "2", "--primes", bad, "--out", filepath.Join(dir, "k"))
+	if err == nil || !strings.Contains(err.Error(), "not safe") {
+		t.Fatalf("non-safe primes: %v", err)
+	}
+}
+
+// TestDPPPKeygenGenerates runs the real safe-prime search at 2048 bits
+// (seconds) and saves the primes.
+func TestDPPPKeygenGenerates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("safe-prime generation skipped in -short")
+	}
+	dir := t.TempDir()
+	saved := filepath.Join(dir, "primes.txt")
+	_, stderr, err := runDPPP(t, "keygen", "--parties", "2", "--threshold", "2", "--out", filepath.Join(dir, "k"), "--save-primes", saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr, "safe prime 2/2 found") {
+		t.Fatalf("no progress on stderr: %q", stderr)
+	}
+	st, err := os.Stat(saved)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("saved primes: %v %v", st, err)
+	}
+	data, _ := os.ReadFile(saved)
+	p, q, err := paillier.ParseSafePrimes(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []*big.Int{p, q} {
+		if err := paillier.CheckSafePrime(x); err != nil || x.BitLen() != 1024 {
+			t.Fatalf("generated prime: %v (%d bits)", err, x.BitLen())
+		}
+	}
+	tpk, err := paillier.LoadThresholdPublicKey(filepath.Join(dir, "k", paillier.PublicKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tpk.N().Cmp(new(big.Int).Mul(p, q)) != 0 {
+		t.Fatal("saved primes do not factor the written key")
+	}
+}
