@@ -124,6 +124,7 @@ type AbortError struct {
 	Have    int
 	Need    int
 	Missing []uint32 // parties of the previous round's set that did not answer, sorted
+	Earlier []uint32 // roster parties already lost in earlier rounds, sorted
 	Cause   error    // optional: errors reported by parties in this round
 }
 
@@ -131,6 +132,9 @@ func (e *AbortError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "secagg: abort in round %s: %d parties remain, need at least %d; missing parties %v",
 		e.Round, e.Have, e.Need, e.Missing)
+	if len(e.Earlier) > 0 {
+		fmt.Fprintf(&b, " (lost in earlier rounds: %v)", e.Earlier)
+	}
 	if e.Cause != nil {
 		fmt.Fprintf(&b, " (%v)", e.Cause)
 	}

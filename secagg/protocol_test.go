@@ -119,6 +119,20 @@ func TestAbortWhenFewerThanThreshold(t *testing.T) {
 	}
 }
 
+func TestAbortNamesEarlierDropouts(t *testing.T) {
+	cfg := testConfig(t, 7, 5, 8, false)
+	inputs := randomInputs(cfg, mrand.New(mrand.NewPCG(1, 5)))
+	drop := map[uint32]Round{1: RoundShareKeys, 2: RoundShareKeys, 7: RoundUnmasking}
+	_, err := Run(context.Background(), cfg, inputs, RunOptions{Drop: drop})
+	var ab *AbortError
+	if !errors.As(err, &ab) || ab.Round != RoundUnmasking || !slices.Equal(ab.Missing, []uint32{7}) || !slices.Equal(ab.Earlier, []uint32{1, 2}) {
+		t.Fatalf("got %v", err)
+	}
+	if !strings.Contains(err.Error(), "lost in earlier rounds: [1 2]") {
+		t.Fatalf("error %q does not name the earlier dropouts", err)
+	}
+}
+
 func TestMinSurvivorsAndTimeout(t *testing.T) {
 	cfg := testConfig(t, 5, 3, 4, false)
 	cfg.MinSurvivors = 5

@@ -251,7 +251,14 @@ func (s *Server) receiveUnmask(m *UnmaskResponse) error {
 func (s *Server) closeCheck(answered []uint32) error {
 	if len(answered) < s.cfg.needed() {
 		missing := s.Pending()
-		err := &AbortError{Round: s.state, Have: len(answered), Need: s.cfg.needed(), Missing: missing}
+		var earlier []uint32
+		exp := s.Expected()
+		for _, id := range s.cfg.Parties {
+			if !slices.Contains(exp, id) {
+				earlier = append(earlier, id)
+			}
+		}
+		err := &AbortError{Round: s.state, Have: len(answered), Need: s.cfg.needed(), Missing: missing, Earlier: earlier}
 		s.state = roundDone
 		return err
 	}
