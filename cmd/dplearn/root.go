@@ -30,6 +30,7 @@ declared in a schema file; nothing is derived from the private data.`,
 		newDemoCmd(),
 		newPrivacyCmd(),
 		newDPPPCmd(),
+		newExperimentCmd(),
 	)
 	return root
 }

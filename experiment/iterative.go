@@ -1,0 +1,12 @@
+package experiment
+
+import "github.com/dplearn/dplearn/regress"
+
+// configureIterative sets noisy gradient descent to the Gaussian FM seed's
+// setting: T = f.steps iterations with noise multiplier f.tau per step (the
+// overall ε is then an output, reported by the accountant).
+func configureIterative(cfg *regress.Config, f fitSpec) {
+	if f.mech == "noisygd" && f.tau > 0 {
+		cfg.NoisyGD = regress.NoisyGDOptions{Iterations: f.steps, Sigma: f.tau}
+	}
+}
