@@ -83,6 +83,13 @@
 // magnitude ≤ Bound cannot overflow: n·(Bound·2^FracBits + ½) < 2^63. Under
 // that bound the decoded sum is exact.
 //
+// # Side channels
+//
+// Shamir arithmetic uses math/big, which is not constant-time; X25519, HKDF,
+// AES-GCM and AES-CTR come from the standard library's constant-time
+// implementations. Run parties where a co-located timing adversary is out of
+// scope, as the paper's model assumes.
+//
 // # What the malicious-secure version adds
 //
 // Against an actively malicious server (their "active" security variant),

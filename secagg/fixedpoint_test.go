@@ -2,6 +2,8 @@ package secagg
 
 import (
 	"math"
+	"math/big"
+	mrand "math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -71,5 +73,30 @@ func TestEncodingRoundTripAndRejections(t *testing.T) {
 	}
 	if b := e.SumBound(); b < 30 || b > 30.001 {
 		t.Errorf("SumBound = %v", b)
+	}
+}
+
+// Property: for values on the 2^−FracBits grid, the decoded fixed-point sum
+// equals the exact rational sum (independent computation with big.Rat).
+func TestEncodingSumMatchesExactRationalSum(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(5, 8))
+	e := Encoding{FracBits: 24, Bound: 1e6, Parties: 50}
+	for trial := 0; trial < 200; trial++ {
+		n := 1 + rng.IntN(e.Parties)
+		exact := new(big.Rat)
+		var sum uint64
+		for range n {
+			v := math.Ldexp(float64(rng.Int64N(int64(2*e.Bound)*(1<<24))-int64(e.Bound)*(1<<24)), -24)
+			w, err := e.Encode([]float64{v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += w[0]
+			exact.Add(exact, new(big.Rat).SetFloat64(v))
+		}
+		got := new(big.Rat).SetFloat64(e.Decode([]uint64{sum})[0])
+		if got.Cmp(exact) != 0 {
+			t.Fatalf("trial %d: decoded %v, exact %v", trial, got.FloatString(10), exact.FloatString(10))
+		}
 	}
 }
