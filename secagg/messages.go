@@ -145,13 +145,66 @@ func (*MaskedInput) MessageRound() Round    { return RoundMaskedInput }
 func (*UnmaskRequest) MessageRound() Round  { return RoundMaskedInput }
 func (*UnmaskResponse) MessageRound() Round { return RoundUnmasking }
 
-func (m *AdvertiseKeys) Party() uint32  { return m.From }
-func (m *KeyRoster) Party() uint32      { return 0 }
-func (m *ShareKeys) Party() uint32      { return m.From }
-func (m *ShareRelay) Party() uint32     { return m.To }
-func (m *MaskedInput) Party() uint32    { return m.From }
-func (m *UnmaskRequest) Party() uint32  { return m.To }
-func (m *UnmaskResponse) Party() uint32 { return m.From }
+func (m *AdvertiseKeys) Party() uint32 {
+	if m == nil {
+		return 0
+	}
+	return m.From
+}
+func (m *KeyRoster) Party() uint32 { return 0 }
+func (m *ShareKeys) Party() uint32 {
+	if m == nil {
+		return 0
+	}
+	return m.From
+}
+func (m *ShareRelay) Party() uint32 {
+	if m == nil {
+		return 0
+	}
+	return m.To
+}
+func (m *MaskedInput) Party() uint32 {
+	if m == nil {
+		return 0
+	}
+	return m.From
+}
+func (m *UnmaskRequest) Party() uint32 {
+	if m == nil {
+		return 0
+	}
+	return m.To
+}
+func (m *UnmaskResponse) Party() uint32 {
+	if m == nil {
+		return 0
+	}
+	return m.From
+}
+
+// isNil reports whether m is nil or a typed nil pointer.
+func isNil(m Message) bool {
+	switch m := m.(type) {
+	case nil:
+		return true
+	case *AdvertiseKeys:
+		return m == nil
+	case *KeyRoster:
+		return m == nil
+	case *ShareKeys:
+		return m == nil
+	case *ShareRelay:
+		return m == nil
+	case *MaskedInput:
+		return m == nil
+	case *UnmaskRequest:
+		return m == nil
+	case *UnmaskResponse:
+		return m == nil
+	}
+	return false
+}
 
 // msgError formats a rejection naming the round and the party.
 func msgError(r Round, party uint32, format string, args ...any) error {

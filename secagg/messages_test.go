@@ -58,6 +58,8 @@ func TestServerRejectsMalformedMessages(t *testing.T) {
 		{"equal keys", sameKeys, []string{"party 1", "equal"}},
 		{"unknown party", unknown, []string{"AdvertiseKeys", "party 99"}},
 		{"nil", nil, []string{"AdvertiseKeys"}},
+		{"typed nil", (*AdvertiseKeys)(nil), []string{"nil message"}},
+		{"typed nil of another round", (*UnmaskResponse)(nil), []string{"nil message"}},
 		{"server message", &KeyRoster{Session: cfg.Session}, []string{"server-to-party"}},
 		{"wrong round", &MaskedInput{Session: cfg.Session, From: 1, Masked: make([]uint64, 5)}, []string{"MaskedInputCollection", "party 1", "while the server is in round AdvertiseKeys"}},
 	})

@@ -108,8 +108,8 @@ func (s *Server) Pending() []uint32 {
 // another round or session, from a party outside the round's set, a
 // duplicate, and any field of the wrong length or content.
 func (s *Server) Receive(m Message) error {
-	if m == nil {
-		return fmt.Errorf("secagg: server: round %s: nil message", s.state)
+	if isNil(m) {
+		return fmt.Errorf("secagg: server: round %s: nil message %T", s.state, m)
 	}
 	r, from := m.MessageRound(), m.Party()
 	switch m.(type) {
