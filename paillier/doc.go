@@ -1,2 +1,111 @@
-// Package paillier implements the Paillier cryptosystem and threshold Paillier.
+// Package paillier implements the Paillier cryptosystem and (N, t)
+// threshold Paillier decryption, as used by DPPP to sum teachers' noisy votes
+// so that only the sum is ever decrypted.
+//
+// # Scheme
+//
+// Paillier (1999) with generator g = n+1: a plaintext m in Z_n is encrypted
+// as c = (1+n)^m r^n mod n^2 with r uniform in Z*_n (PublicKey.Encrypt).
+// Ciphertexts multiply to add plaintexts (Add, Sum), a ciphertext raised to
+// k multiplies its plaintext by k (MulConst), multiplying by a fresh r^n
+// re-randomises (Rerandomize). PrivateKey decrypts with the Chinese
+// remainder theorem. Signed integers are balanced residues
+// (EncodeSigned/DecodeSigned); Packing puts a vector of bounded counts into
+// one plaintext with headroom for the sum of up to MaxParties vectors, and
+// reports overflow as an error.
+//
+// Encryptor is the fast encryptor: the short-exponent, fixed-base variant of
+// Damgård, Jurik and Nielsen, several times faster than r^n mod n^2 (see its
+// documentation for the security argument); Pool precomputes its
+// randomizers in the background.
+//
+// Threshold decryption follows Shoup (2000) as generalised by Damgård and
+// Jurik (PKC 2001), with s = 1. A trusted dealer (DealThreshold) takes two
+// safe primes p = 2p'+1 and q = 2q'+1, n = pq, m = p'q', picks the secret d
+// with d = 0 mod m and d = 1 mod n, and shares it with a random polynomial
+// f of degree t-1 over Z_{nm}: party i gets s_i = f(i). It publishes a
+// random generator v of the squares of Z*_{n^2} and v_i = v^(Δ s_i),
+// Δ = N!. Party i's partial decryption of c is c_i = c^(2Δ s_i) with a
+// non-interactive zero-knowledge proof (see Proof) that
+// log_{c^4}(c_i^2) = log_v(v_i). Any t valid partial decryptions combine by
+// Lagrange interpolation in the exponent (ThresholdPublicKey.Combine);
+// invalid or missing ones are skipped and reported.
+//
+// # Threat model
+//
+// What the scheme protects: the plaintexts of individual ciphertexts. An
+// adversary that sees every ciphertext and fewer than t key shares learns
+// nothing about any plaintext beyond what decrypted sums reveal, under the
+// decisional composite residuosity assumption (and, for Encryptor, the
+// short-exponent assumption stated there). Parties are assumed
+// honest-but-curious: they follow the protocol but try to learn from what
+// they see. The aggregator is honest-but-curious too (DPPP's model): it
+// decides which ciphertexts are combined and decrypted, so a dishonest
+// aggregator with t colluding share holders could decrypt an individual
+// vote. t is therefore a trust assumption, not only a fault tolerance.
+//
+// What the proofs add: against a malicious share holder who sends a wrong
+// partial decryption (to corrupt the result, or to bias it by a chosen
+// amount), the proof of correct partial decryption makes the forgery
+// detectable with overwhelming probability, and Combine still succeeds if t
+// honest parties answered. The proofs are statistically zero-knowledge
+// (2^-128), so publishing them reveals nothing about the shares.
+//
+// What is not covered:
+//   - The range of encrypted inputs. Nothing proves that a teacher encrypted
+//     a one-hot vote plus bounded noise: a malicious teacher can encrypt any
+//     value in Z_n, e.g. 1000 votes for one class, and skew the histogram
+//     (Packing.Decode detects some such values, as slot overflow, not all).
+//     Range proofs are future work; until then teachers are trusted with
+//     the content of their votes.
+//   - A malicious dealer. The dealer knows the factorisation of n and every
+//     share; it must be trusted and must erase them after distribution.
+//     Distributed key generation is future work.
+//   - Side channels. math/big is not constant-time: the running time of
+//     exponentiations depends on secret exponents (shares, primes, the
+//     encryption randomness) and timing or cache attacks by a co-located
+//     adversary are out of scope. Run parties on machines you control.
+//   - Chosen-ciphertext attacks. Paillier is malleable by design; integrity
+//     of the ciphertexts in transit is the transport's job (mutual TLS).
+//   - Key sizes below 2048 bits are refused by every decoder and by key
+//     generation (MinModulusBits); the seed paper's 1024-bit keys are not
+//     supported.
+//
+// # Encoding (version 1)
+//
+// Every object starts with the magic "DPPL", a version byte (1) and a kind
+// byte; integers are unsigned big-endian, elements modulo n^2 have the fixed
+// width W = ceil(bitlen(n^2)/8) bytes, and decoders reject wrong lengths,
+// trailing bytes, non-canonical moduli and elements outside Z*_{n^2}.
+//
+//	kind 1  public key            u16 L | n (L bytes, no leading zero)
+//	kind 2  ciphertext            key ID (32) | c (W)
+//	kind 3  threshold public key  u16 L | n (L) | u16 N | u16 t | v (W) | v_1..v_N (W each)
+//	kind 4  key share             u32 K | threshold public key (K bytes) | u16 i | s_i (W)
+//	kind 5  partial decryption    threshold key ID (32) | u16 i | c_i (W) | e (32) | z (Z)
+//
+// The key ID of a public key is SHA-256 of its encoding (kind 1); that of a
+// threshold public key is SHA-256 of its kind-3 encoding. Z =
+// ceil((B+1)/8) with B = bitlen(n^2) + 256 + bitlen(N!) + 128 (see Proof).
+//
+// # Key files
+//
+// `dplearn dppp keygen` writes DIR/public.pem (PEM type "DPLEARN PAILLIER
+// THRESHOLD PUBLIC KEY", mode 0644) and DIR/share-001.pem ...
+// (PEM type "DPLEARN PAILLIER KEY SHARE", mode 0600), each one PEM block
+// around the binary encoding above; PEM headers (Key-ID, Party, Parties,
+// Threshold, Modulus-Bits) are informational and ignored when reading.
+// LoadKeyShare refuses share files readable by group or others. A primes
+// file (--primes, --save-primes) holds two lines "p = 0x..." and
+// "q = 0x..." (comments start with '#').
+//
+// # References
+//
+// P. Paillier, Public-key cryptosystems based on composite degree
+// residuosity classes, EUROCRYPT 1999. V. Shoup, Practical threshold
+// signatures, EUROCRYPT 2000. I. Damgård, M. Jurik, A generalisation, a
+// simplification and some applications of Paillier's probabilistic
+// public-key system, PKC 2001. I. Damgård, M. Jurik, J. B. Nielsen, A
+// generalization of Paillier's public-key system with applications to
+// electronic voting, IJIS 2010.
 package paillier

@@ -1,0 +1,76 @@
+package paillier
+
+import (
+	"crypto/rand"
+	"fmt"
+	"math/big"
+)
+
+// Plain Paillier: encrypt, add under encryption, decrypt. (The primes are
+// test fixtures; use GenerateKey for real keys.)
+func ExamplePublicKey_Encrypt() {
+	sk, err := NewPrivateKey(testPrimePair(2048))
+	if err != nil {
+		panic(err)
+	}
+	pk := sk.Public()
+	a, _ := pk.Encrypt(rand.Reader, big.NewInt(20))
+	b, _ := pk.Encrypt(rand.Reader, big.NewInt(22))
+	sum, _ := pk.Add(a, b)
+	m, _ := sk.Decrypt(sum)
+	fmt.Println(m)
+	// Output: 42
+}
+
+// Threshold decryption: a dealer splits the key among 5 parties, any 3
+// decrypt the sum of encrypted votes; a forged share would be skipped.
+func ExampleDealThreshold() {
+	p, q := testPrimePair(2048)
+	tpk, shares, err := DealThreshold(rand.Reader, p, q, 5, 3)
+	if err != nil {
+		panic(err)
+	}
+	var votes []*Ciphertext
+	for _, v := range []int64{1, 0, 1, 1} {
+		ct, _ := tpk.Encrypt(rand.Reader, big.NewInt(v))
+		votes = append(votes, ct)
+	}
+	total, _ := tpk.Sum(votes...)
+	var parts []*PartialDecryption
+	for _, s := range []*KeyShare{shares[4], shares[1], shares[2]} {
+		pd, err := s.Decrypt(rand.Reader, total)
+		if err != nil {
+			panic(err)
+		}
+		parts = append(parts, pd)
+	}
+	res, err := tpk.Combine(total, parts)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Plaintext, res.Used)
+	// Output: 3 [2 3 5]
+}
+
+// Packing: three teachers' 4-class noisy vote vectors in one ciphertext
+// each; the product of the ciphertexts decodes to the per-class sums.
+func ExamplePacking() {
+	sk, _ := NewPrivateKey(testPrimePair(2048))
+	pk := sk.Public()
+	pp, err := NewPacking(pk, 4, -8, 9, 3) // votes plus noise in [-8, 9], up to 3 teachers
+	if err != nil {
+		panic(err)
+	}
+	enc, _ := NewEncryptor(pk, rand.Reader)
+	var cts []*Ciphertext
+	for _, v := range [][]int64{{1, -3, 0, 2}, {-2, 1, 1, 0}, {0, 0, 5, -1}} {
+		m, _ := pp.Encode(v)
+		ct, _ := enc.Encrypt(m)
+		cts = append(cts, ct)
+	}
+	sum, _ := pk.Sum(cts...)
+	m, _ := sk.Decrypt(sum)
+	counts, err := pp.Decode(m, 3)
+	fmt.Println(counts, err)
+	// Output: [-1 -2 6 1] <nil>
+}
