@@ -91,3 +91,41 @@ func BenchmarkBinomial1e6(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkBinomial1e9(b *testing.B) {
+	src := NewSecure()
+	for i := 0; i < b.N; i++ {
+		if _, err := Binomial(src, 1_000_000_000); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkBernoulliExpNeg(b *testing.B) {
+	src := NewSecure()
+	g := big.NewRat(3, 7)
+	for i := 0; i < b.N; i++ {
+		if _, err := BernoulliExpNeg(src, g); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkObjPert10(b *testing.B) {
+	src := NewSecure()
+	for i := 0; i < b.N; i++ {
+		if _, err := ObjPert(src, 10, 2); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAddGaussianSymmetric50(b *testing.B) {
+	src := NewSecure()
+	m := make([]float64, 50*50)
+	for i := 0; i < b.N; i++ {
+		if err := AddGaussianSymmetric(src, m, 50, 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -27,10 +27,14 @@ func testSource(seed uint64) Source {
 	return NewInsecureSeeded(seed)
 }
 
-// samples scales a sample count for short/long mode.
+// samples scales a sample count: ×5 in long mode, ½ under -short (the
+// tests keep their false-alarm rate; only their power drops).
 func samples(n int) int {
-	if longTests() {
+	switch {
+	case longTests():
 		return 5 * n
+	case testing.Short():
+		return n / 2
 	}
 	return n
 }
