@@ -248,3 +248,60 @@ func ExampleRun() {
 	// included: [1 2 4 5]
 	// sum: [12.0000 -2.0000 0.0040]
 }
+
+// Property: whatever sequence of unmasking requests a server sends, a party
+// answers at most one, and over all its answers never reveals both kinds of
+// share for the same owner.
+func TestSafetyRuleUnderRandomRequests(t *testing.T) {
+	rng := mrand.New(mrand.NewPCG(42, 42))
+	trials := 60
+	if testing.Short() {
+		trials = 15
+	}
+	subset := func() []uint32 {
+		var s []uint32
+		for id := uint32(1); id <= 6; id++ {
+			if rng.IntN(2) == 0 {
+				s = append(s, id)
+			}
+		}
+		return s
+	}
+	for trial := range trials {
+		cfg := testConfig(t, 5, 3, 2, false)
+		ms := newManual(t, cfg, uint64(trial))
+		ms.advertise(t)
+		ms.share(t, nil)
+		ms.mask(t, map[uint32]bool{uint32(1 + rng.IntN(5)): true})
+		for id := range ms.reqs {
+			kinds := map[uint32]string{}
+			answered := 0
+			for k := range 6 {
+				req := &UnmaskRequest{Session: cfg.Session, To: id, Survivors: subset(), Dropped: subset()}
+				if k == 3 {
+					req = ms.reqs[id] // the honest request, somewhere in the sequence
+				}
+				resp, err := ms.parties[id].Unmask(req)
+				if err != nil {
+					continue
+				}
+				answered++
+				for _, sh := range resp.SelfMaskShares {
+					if kinds[sh.Owner] == "key" {
+						t.Fatalf("party %d revealed both shares of %d", id, sh.Owner)
+					}
+					kinds[sh.Owner] = "self"
+				}
+				for _, sh := range resp.MaskKeyShares {
+					if kinds[sh.Owner] == "self" {
+						t.Fatalf("party %d revealed both shares of %d", id, sh.Owner)
+					}
+					kinds[sh.Owner] = "key"
+				}
+			}
+			if answered != 1 {
+				t.Fatalf("party %d answered %d unmasking requests, want exactly 1", id, answered)
+			}
+		}
+	}
+}
