@@ -441,3 +441,39 @@ func TestBinomialExactN(t *testing.T) {
 		}
 	}
 }
+
+// Independent check of Mironov-Talwar-Zhang: A_α = ∫ μ₀ (μ/μ₀)^α with
+// μ₀ = N(0, σ²), μ = (1−q)μ₀ + qN(1, σ²), by Simpson's rule on a fine grid,
+// for integer and fractional orders.
+func TestSubsampledGaussianNumericalIntegral(t *testing.T) {
+	for _, c := range []struct{ q, sigma, alpha float64 }{
+		{0.01, 1, 2}, {0.01, 1, 2.5}, {0.1, 2, 8}, {0.1, 2, 7.3}, {0.04, 1.5, 3.9}, {0.3, 0.8, 4}, {0.3, 0.8, 1.5},
+	} {
+		s := c.sigma
+		lo, hi := -30*s, 30*s+1
+		const n = 200000
+		h := (hi - lo) / n
+		var sum float64
+		for i := 0; i <= n; i++ {
+			z := lo + float64(i)*h
+			// ratio μ/μ₀ = 1 − q + q·exp((2z − 1)/(2σ²))
+			r := 1 - c.q + c.q*math.Exp((2*z-1)/(2*s*s))
+			f := math.Exp(-z*z/(2*s*s))/(s*math.Sqrt(2*math.Pi)) * math.Pow(r, c.alpha)
+			w := 2.0
+			if i == 0 || i == n {
+				w = 1
+			} else if i%2 == 1 {
+				w = 4
+			}
+			sum += w * f
+		}
+		want := math.Log(sum*h/3) / (c.alpha - 1)
+		r, err := SubsampledGaussianRDP(c.q, c.sigma, 1, []float64{c.alpha})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !near(r.Epsilons[0], want, 1e-6) {
+			t.Errorf("%+v: ε(α) = %.10g, integral gives %.10g", c, r.Epsilons[0], want)
+		}
+	}
+}

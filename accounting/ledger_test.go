@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -190,5 +191,67 @@ func TestLedgerCorruptFile(t *testing.T) {
 	os.WriteFile(path, []byte("{not json"), 0o600)
 	if _, err := OpenLedger(path); err == nil {
 		t.Fatal("corrupt ledger opened")
+	}
+}
+
+// A process killed (SIGKILL) in the middle of charging leaves a ledger that
+// parses and holds every charge that the child reported as done, except
+// possibly the very last one in flight.
+func TestLedgerSurvivesKilledProcess(t *testing.T) {
+	if p := os.Getenv("DPLEARN_LEDGER_LOOP"); p != "" {
+		l, err := OpenLedger(p)
+		if err != nil {
+			os.Exit(3)
+		}
+		for i := 0; ; i++ {
+			if _, err := l.Charge(context.Background(), "loop", Charge{Epsilon: 1e-6}); err != nil {
+				os.Exit(4)
+			}
+			fmt.Println(i + 1) // charges known to be on disk
+		}
+	}
+	if testing.Short() {
+		t.Skip("spawns and kills a process")
+	}
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "budget.json")
+	if _, err := CreateLedger(ctx, path, "kill", Budget{Epsilon: 100}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLedgerSurvivesKilledProcess$")
+	cmd.Env = append(os.Environ(), "DPLEARN_LEDGER_LOOP="+path)
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Read until some charges are done, kill without warning, then drain
+	// the lines the child wrote before dying.
+	sc := bufio.NewScanner(pipe)
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) == 20 {
+			cmd.Process.Kill()
+		}
+	}
+	cmd.Wait()
+	if len(lines) == 0 {
+		t.Fatal("child made no charge")
+	}
+	var reported int
+	fmt.Sscan(lines[len(lines)-1], &reported)
+	l, err := OpenLedger(path)
+	if err != nil {
+		t.Fatalf("ledger corrupt after kill: %v", err)
+	}
+	st, err := l.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(st.Charges); n < reported || n > reported+1 {
+		t.Fatalf("ledger has %d charges, child reported %d", n, reported)
 	}
 }
