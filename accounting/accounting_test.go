@@ -458,7 +458,7 @@ func TestSubsampledGaussianNumericalIntegral(t *testing.T) {
 			z := lo + float64(i)*h
 			// ratio μ/μ₀ = 1 − q + q·exp((2z − 1)/(2σ²))
 			r := 1 - c.q + c.q*math.Exp((2*z-1)/(2*s*s))
-			f := math.Exp(-z*z/(2*s*s))/(s*math.Sqrt(2*math.Pi)) * math.Pow(r, c.alpha)
+			f := math.Exp(-z*z/(2*s*s)) / (s * math.Sqrt(2*math.Pi)) * math.Pow(r, c.alpha)
 			w := 2.0
 			if i == 0 || i == n {
 				w = 1

@@ -34,8 +34,8 @@ func TestSources(t *testing.T) {
 type failingSource struct{}
 
 func (failingSource) Read([]byte) (int, error) { return 0, errors.New("boom") }
-func (failingSource) Secure() bool            { return true }
-func (failingSource) String() string          { return "failing" }
+func (failingSource) Secure() bool             { return true }
+func (failingSource) String() string           { return "failing" }
 
 type constSource byte
 
