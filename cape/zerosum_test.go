@@ -336,3 +336,13 @@ func ExampleSimulateZeroSum() {
 	fmt.Println("noise sums to zero:", zero)
 	// Output: noise sums to zero: true
 }
+
+func ExampleCheckContributors() {
+	params := ZeroSumParams{Sites: []uint32{1, 2, 3}, Tau: 1, Len: 10}
+	included := []uint32{1, 2, 3} // secagg.Result.Included of the zero-sum round
+	// Site 2's perturbed release never arrived: its e_2 is missing from the
+	// total, so the noise does not cancel and nothing may be published.
+	err := CheckContributors(params, included, []uint32{1, 3})
+	fmt.Println(errors.Is(err, ErrNoiseDoesNotCancel))
+	// Output: true
+}

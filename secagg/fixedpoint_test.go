@@ -1,6 +1,7 @@
 package secagg
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	mrand "math/rand/v2"
@@ -99,4 +100,21 @@ func TestEncodingSumMatchesExactRationalSum(t *testing.T) {
 			t.Fatalf("trial %d: decoded %v, exact %v", trial, got.FloatString(10), exact.FloatString(10))
 		}
 	}
+}
+
+func ExampleEncoding() {
+	// 1000 parties, each coordinate in [−50, 50], resolution 2^−32.
+	enc := Encoding{FracBits: 32, Bound: 50, Parties: 1000}
+	if err := enc.Validate(); err != nil {
+		panic(err)
+	}
+	a, _ := enc.Encode([]float64{1.25, -49.5})
+	b, _ := enc.Encode([]float64{0.75, -0.5})
+	sum := []uint64{a[0] + b[0], a[1] + b[1]} // what secure aggregation computes
+	fmt.Println(enc.Decode(sum))
+	// A bound that could overflow is refused before anything is summed.
+	fmt.Println(Encoding{FracBits: 40, Bound: 1e6, Parties: 1000}.Validate() != nil)
+	// Output:
+	// [2 -50]
+	// true
 }
