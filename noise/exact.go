@@ -350,3 +350,61 @@ func ratFromFloat(what string, x float64) (*big.Rat, error) {
 	}
 	return new(big.Rat).SetFloat64(x), nil
 }
+
+// AddDiscreteGaussian adds independent N_ℤ(0, sigma2) noise to every entry
+// of the integer vector x, in place (the distributed discrete Gaussian
+// mechanism's local step). On error x is unchanged.
+func AddDiscreteGaussian(src Source, x []int64, sigma2 *big.Rat) error {
+	if err := checkScaleRat("discrete Gaussian σ²", sigma2); err != nil {
+		return err
+	}
+	if len(x) == 0 {
+		return nil
+	}
+	r, err := newRNGSize(src, rngSizeFor(len(x)))
+	if err != nil {
+		return err
+	}
+	dg := newDG(sigma2)
+	z := make([]int64, len(x))
+	for i := range z {
+		if z[i], err = r.discreteGaussian(dg); err != nil {
+			return err
+		}
+	}
+	return addInts(x, z)
+}
+
+// AddDiscreteLaplace adds independent discrete Laplace noise of the given
+// scale to every entry of x, in place. On error x is unchanged.
+func AddDiscreteLaplace(src Source, x []int64, scale *big.Rat) error {
+	if err := checkScaleRat("discrete Laplace scale", scale); err != nil {
+		return err
+	}
+	if len(x) == 0 {
+		return nil
+	}
+	r, err := newRNGSize(src, rngSizeFor(len(x)))
+	if err != nil {
+		return err
+	}
+	z := make([]int64, len(x))
+	for i := range z {
+		if z[i], err = r.discreteLaplaceInt(scale.Num(), scale.Denom()); err != nil {
+			return err
+		}
+	}
+	return addInts(x, z)
+}
+
+func addInts(x, z []int64) error {
+	for i := range x {
+		if s := x[i] + z[i]; (z[i] > 0 && s < x[i]) || (z[i] < 0 && s > x[i]) {
+			return fmt.Errorf("noise: entry %d = %d plus noise overflows int64", i, x[i])
+		}
+	}
+	for i := range x {
+		x[i] += z[i]
+	}
+	return nil
+}

@@ -550,3 +550,42 @@ func TestInsecureWishart(t *testing.T) {
 		t.Errorf("Wishart off-diagonal mean %v (z = %.2f)", off/float64(n), z)
 	}
 }
+
+func TestAddDiscreteVectors(t *testing.T) {
+	src := testSource(23)
+	n := samples(20000)
+	x := make([]int64, n)
+	if err := AddDiscreteGaussian(src, x, big.NewRat(25, 4)); err != nil {
+		t.Fatal(err)
+	}
+	chiSquareTest(t, "AddDiscreteGaussian", x, discreteGaussianPMF(6.25), -200, 200)
+	y := make([]int64, n)
+	for i := range y {
+		y[i] = 1000
+	}
+	if err := AddDiscreteLaplace(src, y, big.NewRat(2, 1)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range y {
+		y[i] -= 1000
+	}
+	chiSquareTest(t, "AddDiscreteLaplace", y, discreteLaplacePMF(2), -500, 500)
+	// Positive noise on MaxInt64 must be refused, leaving x unchanged
+	// (P(no positive draw in 30 tries) < 1e-8).
+	refused := false
+	for k := 0; k < 30 && !refused; k++ {
+		v := []int64{math.MaxInt64, 0}
+		if err := AddDiscreteGaussian(src, v, big.NewRat(100, 1)); err != nil {
+			refused = true
+			if v[0] != math.MaxInt64 || v[1] != 0 {
+				t.Fatalf("x modified on error: %v", v)
+			}
+		}
+	}
+	if !refused {
+		t.Error("overflow never detected")
+	}
+	if err := AddDiscreteGaussian(src, x, nil); err == nil {
+		t.Error("nil σ² accepted")
+	}
+}
