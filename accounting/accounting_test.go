@@ -384,7 +384,7 @@ func TestDDG(t *testing.T) {
 }
 
 func TestCAPE(t *testing.T) {
-	if CAPESites(3) != 0 || CAPESites(4) != 1 || CAPESites(9) != 2 || CAPESites(10) != 3 {
+	if CAPEColluders(3) != 0 || CAPEColluders(4) != 1 || CAPEColluders(9) != 2 || CAPEColluders(10) != 3 {
 		t.Fatal("S_C default wrong")
 	}
 	// Hand computation with S_C = 0: μ = S²(S+2)/(2τ²N²(1+S)).

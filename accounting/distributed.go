@@ -65,9 +65,9 @@ func DDGRDP(p DDGParams, orders []float64) (RDP, error) {
 	return r, nil
 }
 
-// CAPESites returns the default number of colluding sites tolerated by CAPE,
+// CAPEColluders returns the default number of colluding sites tolerated by CAPE,
 // S_C = ⌈S/3⌉ − 1.
-func CAPESites(sites int) int { return (sites+2)/3 - 1 }
+func CAPEColluders(sites int) int { return (sites+2)/3 - 1 }
 
 // CAPEDelta returns δ(ε) for the CAPE scheme (Imtiaz & Sarwate; Theorem 1 of
 // the Gaussian FM seed, Section 2.1) with S sites, each holding N/S samples
@@ -83,8 +83,8 @@ func CAPEDelta(sites, colluders int, tau float64, n int, epsilon float64) (float
 	if sites < 2 {
 		return 0, fmt.Errorf("accounting: CAPE needs ≥ 2 sites, got %d", sites)
 	}
-	if colluders < 0 || colluders > CAPESites(sites) {
-		return 0, fmt.Errorf("accounting: CAPE tolerates 0 ≤ S_C ≤ ⌈S/3⌉−1 = %d colluders, got %d", CAPESites(sites), colluders)
+	if colluders < 0 || colluders > CAPEColluders(sites) {
+		return 0, fmt.Errorf("accounting: CAPE tolerates 0 ≤ S_C ≤ ⌈S/3⌉−1 = %d colluders, got %d", CAPEColluders(sites), colluders)
 	}
 	if err := checkPositive("τ", tau); err != nil {
 		return 0, err

@@ -216,7 +216,7 @@ Example:
 			return err
 		}
 		if !cmd.Flags().Changed("colluders") {
-			colluders = accounting.CAPESites(sites)
+			colluders = accounting.CAPEColluders(sites)
 		}
 		d, err := accounting.CAPEDelta(sites, colluders, tau, n, eps)
 		if err != nil {
