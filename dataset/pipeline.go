@@ -295,6 +295,8 @@ func (p *pipeline) getBuf(n int) []byte {
 type worker struct {
 	p      *pipeline
 	fields [][]byte
+	text   []byte // Parquet: values formatted as text
+	ends   []int  // Parquet: end of each value in text
 	dst    []float64
 	rows   []float64 // Moments mode: reused row buffer
 }
