@@ -1,7 +1,11 @@
 package accounting_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/dplearn/dplearn/accounting"
 )
@@ -36,4 +40,42 @@ func ExampleBinomialDPPP() {
 	n, _ := accounting.BinomialDPPP(1, 1e-5, 2) // vote histogram: L1 sensitivity 2
 	fmt.Println(n)
 	// Output: 645
+}
+
+func ExampleOptimalComposition() {
+	adv, _ := accounting.AdvancedComposition(0.1, 0, 100, 1e-5)
+	opt, _ := accounting.OptimalComposition(0.1, 0, 100, 1e-5)
+	fmt.Printf("basic ε = 10, advanced ε = %.3f, optimal ε = %.3f\n", adv.Epsilon, opt)
+	// Output: basic ε = 10, advanced ε = 5.850, optimal ε = 4.307
+}
+
+func ExampleCAPEDelta() {
+	sc := accounting.CAPEColluders(10) // ⌈10/3⌉ − 1 = 3
+	d, err := accounting.CAPEDelta(10, sc, 0.02, 2000, 0.5)
+	fmt.Printf("S_C = %d, δ = %.3g, %v\n", sc, d, err)
+	// Output: S_C = 3, δ = 1.43e-08, <nil>
+}
+
+func ExampleLedger_Charge() {
+	dir, _ := os.MkdirTemp("", "ledger")
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	l, _ := accounting.CreateLedger(ctx, filepath.Join(dir, "site.json"), "hospital-A", accounting.Budget{Epsilon: 1, Delta: 1e-5})
+	for _, eps := range []float64{0.5, 0.4, 0.2} {
+		_, err := l.Charge(ctx, "query", accounting.Charge{Epsilon: eps, Delta: 1e-6})
+		fmt.Println(eps, errors.Is(err, accounting.ErrOverBudget))
+	}
+	// Output:
+	// 0.5 false
+	// 0.4 false
+	// 0.2 true
+}
+
+func ExampleRDP_Epsilon() {
+	// 1000 steps of full-batch Gaussian noise with multiplier 20.
+	r, _ := accounting.GaussianRDP(20, 1, 1000, accounting.DefaultOrders())
+	eps, order, _ := r.Epsilon(1e-5)
+	classic, _, _ := r.EpsilonClassic(1e-5)
+	fmt.Printf("ε = %.3f at α = %g (classic %.3f)\n", eps, order, classic)
+	// Output: ε = 8.079 at α = 3.9 (classic 8.838)
 }

@@ -589,3 +589,24 @@ func TestAddDiscreteVectors(t *testing.T) {
 		t.Error("nil σ² accepted")
 	}
 }
+
+// Property behind GaussianGridSlack/LaplaceGridSlack: snapping changes the
+// difference of two inputs by at most one grid step per coordinate.
+func TestSnapSlackProperty(t *testing.T) {
+	src := NewInsecureSeeded(24)
+	r, _ := newRNG(src)
+	g, _ := GaussianGrid(0.37, 5)
+	for i := 0; i < 20000; i++ {
+		u, _ := r.uint64()
+		v, _ := r.uint64()
+		x := (float64(u>>11)/(1<<53) - 0.5) * 1000
+		y := x + (float64(v>>11)/(1<<53)-0.5)*math.Ldexp(1, int(u%40)-30)
+		k, err := snap([]float64{x, y}, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := math.Abs(float64(k[0]-k[1]))*g - math.Abs(x-y); d > g {
+			t.Fatalf("snapped difference grew by %v > g = %v (x=%v y=%v)", d, g, x, y)
+		}
+	}
+}
