@@ -291,6 +291,11 @@ func TestCompositions(t *testing.T) {
 	if o >= a.Epsilon || o >= 10 || o <= 0 {
 		t.Fatalf("optimal ε %v not below advanced %v and basic 10", o, a.Epsilon)
 	}
+	// Independent computation (Python, exact binomial coefficients and
+	// bisection on the KOV profile): 4.306791372516512.
+	if !near(o, 4.306791372516512, 1e-8) {
+		t.Fatalf("optimal ε = %.12g, want 4.306791372516512", o)
+	}
 	// k = 1: the optimal composition of one ε-DP mechanism is ε at δ → 0.
 	o1, _ := OptimalComposition(0.7, 0, 1, 1e-12)
 	if !near(o1, 0.7, 1e-6) {
