@@ -5,6 +5,7 @@ import (
 	"math/big"
 	mrand "math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -25,23 +26,35 @@ type encodingFixture struct {
 	pd     *PartialDecryption
 }
 
+// newEncodingFixture returns the shared fixture, built once per test binary
+// (dealing a 2048-bit key costs about half a second); tests only read it.
 func newEncodingFixture(t testing.TB) *encodingFixture {
 	t.Helper()
+	fx, err := sharedEncodingFixture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fx
+}
+
+var sharedEncodingFixture = sync.OnceValues(buildEncodingFixture)
+
+func buildEncodingFixture() (*encodingFixture, error) {
 	p, q := testPrimePair(2048)
 	rng := detRand(42)
 	tpk, shares, err := DealThreshold(rng, p, q, 3, 2)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	ct, err := tpk.Encrypt(rng, big.NewInt(99))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	pd, err := shares[1].Decrypt(rng, ct)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return &encodingFixture{tpk: tpk, shares: shares, ct: ct, pd: pd}
+	return &encodingFixture{tpk: tpk, shares: shares, ct: ct, pd: pd}, nil
 }
 
 func mustMarshal(t testing.TB, m interface{ MarshalBinary() ([]byte, error) }) []byte {

@@ -333,6 +333,11 @@ func newPrivateKey(p, q *big.Int, minBits int) (*PrivateKey, error) {
 			return nil, fmt.Errorf("paillier: private key: %d-bit factor is not an odd prime", x.BitLen())
 		}
 	}
+	return buildPrivateKey(p, q, minBits)
+}
+
+// buildPrivateKey is newPrivateKey for primes already checked.
+func buildPrivateKey(p, q *big.Int, minBits int) (*PrivateKey, error) {
 	n := new(big.Int).Mul(p, q)
 	pk, err := newPublicKey(n, minBits)
 	if err != nil {

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // MaxParties bounds the number of share holders. Exponents grow with
@@ -154,7 +156,7 @@ func dealThreshold(random io.Reader, p, q *big.Int, parties, threshold, minBits 
 			return nil, nil, fmt.Errorf("paillier: deal: %s: %w", name, err)
 		}
 	}
-	sk, err := newPrivateKey(p, q, minBits)
+	sk, err := buildPrivateKey(p, q, minBits) // primality checked above
 	if err != nil {
 		return nil, nil, fmt.Errorf("paillier: deal: %w", err)
 	}
@@ -353,29 +355,55 @@ func (tpk *ThresholdPublicKey) Combine(ct *Ciphertext, parts []*PartialDecryptio
 	res := &Combination{}
 	valid := map[int]*PartialDecryption{}
 	// Verify in ascending index order and stop at t valid ones: the proofs
-	// are the expensive part, and later shares would not be used.
-	sorted := slices.Clone(parts)
-	slices.SortStableFunc(sorted, func(a, b *PartialDecryption) int {
+	// are the expensive part, and later shares would not be used. Each
+	// round verifies, in parallel, as many candidates as valid shares are
+	// still missing.
+	queue := slices.Clone(parts)
+	slices.SortStableFunc(queue, func(a, b *PartialDecryption) int {
 		return partIndex(a) - partIndex(b)
 	})
-	for _, pd := range sorted {
-		if len(valid) == tpk.threshold {
-			break
+	for len(valid) < tpk.threshold && len(queue) > 0 {
+		need := tpk.threshold - len(valid)
+		var batch, deferred []*PartialDecryption
+		inBatch := map[int]bool{}
+		for len(queue) > 0 && len(batch) < need {
+			pd := queue[0]
+			queue = queue[1:]
+			switch {
+			case pd == nil:
+				res.Rejected = append(res.Rejected, Rejection{Err: errors.New("nil partial decryption")})
+			case valid[pd.index] != nil:
+				res.Rejected = append(res.Rejected, Rejection{Index: pd.index, Err: errors.New("duplicate party index")})
+			case inBatch[pd.index]:
+				deferred = append(deferred, pd) // verify after the first copy
+			default:
+				inBatch[pd.index] = true
+				batch = append(batch, pd)
+			}
 		}
-		if pd == nil {
-			res.Rejected = append(res.Rejected, Rejection{Err: errors.New("nil partial decryption")})
-			continue
+		queue = append(deferred, queue...)
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+		for k, pd := range batch {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				errs[k] = tpk.VerifyPartial(ct, pd)
+				<-sem
+			}()
 		}
-		if _, dup := valid[pd.index]; dup {
-			res.Rejected = append(res.Rejected, Rejection{Index: pd.index, Err: errors.New("duplicate party index")})
-			continue
+		wg.Wait()
+		for k, pd := range batch {
+			if errs[k] != nil {
+				res.Rejected = append(res.Rejected, Rejection{Index: pd.index, Err: errs[k]})
+				continue
+			}
+			valid[pd.index] = pd
 		}
-		if err := tpk.VerifyPartial(ct, pd); err != nil {
-			res.Rejected = append(res.Rejected, Rejection{Index: pd.index, Err: err})
-			continue
-		}
-		valid[pd.index] = pd
 	}
+	slices.SortStableFunc(res.Rejected, func(a, b Rejection) int { return a.Index - b.Index })
 	if len(valid) < tpk.threshold {
 		var why []string
 		for _, r := range res.Rejected {

@@ -343,3 +343,76 @@ func TestThreshold2048(t *testing.T) {
 		t.Fatalf("decrypted %v, want %v", res.Plaintext, m)
 	}
 }
+
+// TestThresholdForgedCopyBeforeHonest: a forged entry claiming an honest
+// party's index does not shadow that party's real partial decryption.
+func TestThresholdForgedCopyBeforeHonest(t *testing.T) {
+	tpk, shares := mustDeal(t, 512, 3, 3)
+	rng := testRand(t, 15)
+	ct, _ := tpk.Encrypt(rng, big.NewInt(8))
+	var parts []*PartialDecryption
+	for _, s := range shares {
+		pd, _ := s.Decrypt(rng, ct)
+		parts = append(parts, pd)
+	}
+	forged := &PartialDecryption{pub: tpk, index: 2, ci: big.NewInt(4), proof: parts[1].proof}
+	res, err := tpk.Combine(ct, []*PartialDecryption{forged, parts[0], parts[1], parts[2]})
+	if err != nil || res.Plaintext.Int64() != 8 {
+		t.Fatalf("combine: %v, %+v", err, res)
+	}
+	if len(res.Rejected) != 1 || res.Rejected[0].Index != 2 {
+		t.Fatalf("rejected %+v, want only the forged copy of party 2", res.Rejected)
+	}
+}
+
+// TestThresholdDPPPScale runs the DPPP shape end to end: N = 250 teachers,
+// t = 167 (two thirds), packed 10-class vote vectors, Delta = 250!.
+func TestThresholdDPPPScale(t *testing.T) {
+	if testing.Short() {
+		t.Skip("250-party threshold run skipped in -short")
+	}
+	const N, T, classes = 250, 167, 10
+	tpk, shares := mustDeal(t, 512, N, T)
+	pp, err := NewPacking(tpk.Public(), classes, 0, 1, N)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := NewEncryptor(tpk.Public(), testRand(t, 16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]int64, classes)
+	var cts []*Ciphertext
+	for i := 0; i < N; i++ {
+		v := make([]int64, classes)
+		v[(i*i)%classes] = 1
+		want[(i*i)%classes]++
+		m, _ := pp.Encode(v)
+		ct, err := enc.Encrypt(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cts = append(cts, ct)
+	}
+	sum, _ := tpk.Sum(cts...)
+	rng := testRand(t, 17)
+	var parts []*PartialDecryption
+	for _, s := range shares[N-T-5:] { // the last T+5 teachers answer
+		pd, err := s.Decrypt(rng, sum)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, pd)
+	}
+	res, err := tpk.Combine(sum, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pp.Decode(res.Plaintext, N)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("histogram %v, want %v", got, want)
+	}
+}
