@@ -46,6 +46,9 @@ type Options struct {
 	// Progress, when non-nil, receives a progress bar (the CLI passes
 	// stderr only when it is a terminal).
 	Progress io.Writer
+
+	// synthN overrides the synthetic datasets' size (tests).
+	synthN int
 }
 
 // Row is one aggregated point: the mean and standard deviation over runs of

@@ -27,8 +27,8 @@ type panel struct {
 	// symlogY maps y by sign(y)·log10(1 + |y|): log-like for values of
 	// either sign (log-likelihoods).
 	symlogY bool
-	metric         string
-	series         []string // drawn in this order when present
+	metric  string
+	series  []string // drawn in this order when present
 	// right, when non-empty, is drawn against a right-hand axis: rows of
 	// (rightSeries, right metric).
 	right, rightSeries, rightLabel string

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestExperimentCommand(t *testing.T) {
+	dir := t.TempDir()
+	out, err := runCLI(t, "experiment", "gfm-noise-vs-dim", "--out", dir, "--data-dir", dir, "--seed", "4", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Randomness  string `json:"randomness"`
+		Insecure    bool   `json:"insecure_randomness"`
+		Experiments []struct {
+			Name   string   `json:"name"`
+			Files  []string `json:"files"`
+			Claims []struct {
+				Paper, Measured, Holds string
+			} `json:"claims"`
+		} `json:"experiments"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	if !got.Insecure || got.Randomness != "insecure-seeded(4)" || len(got.Experiments) != 1 {
+		t.Fatalf("%+v", got)
+	}
+	e := got.Experiments[0]
+	if e.Name != "gfm-noise-vs-dim" || len(e.Files) != 4 || len(e.Claims) == 0 {
+		t.Fatalf("%+v", e)
+	}
+	for _, f := range e.Files {
+		if _, err := os.Stat(f); err != nil {
+			t.Error(err)
+		}
+	}
+
+	// Words by default.
+	out, err = runCLI(t, "experiment", "gfm-noise-vs-dim", "--out", dir, "--data-dir", dir)
+	if err != nil || !strings.Contains(out, "paper:") || strings.Contains(out, "INSECURE") {
+		t.Errorf("text output (err %v):\n%s", err, out)
+	}
+}
+
+func TestExperimentCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"experiment", "gfm-linear", "--out", dir, "--data-dir", filepath.Join(dir, "nope")}, "--data-dir"},
+		{[]string{"experiment", "gfm-linear", "--out", dir, "--data-dir", dir}, "--data-dir"}, // directory without the CSVs
+		{[]string{"experiment", "nosuch", "--out", dir, "--data-dir", dir}, "unknown experiment"},
+		{[]string{"experiment", "all", "--runs", "-2", "--data-dir", dir}, "--runs"},
+		{[]string{"experiment", "all", "--format", "xml", "--data-dir", dir}, "--format"},
+	}
+	for _, tc := range tests {
+		_, err := runCLI(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want mention of %q", tc.args, err, tc.want)
+		}
+	}
+}
