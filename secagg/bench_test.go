@@ -25,7 +25,7 @@ import (
 // removing the masks) with synthetic but well-formed party messages;
 // dropped parties leave after ShareKeys, the costliest case (the server must
 // regenerate their pairwise masks with every survivor). BenchmarkKeystream
-// is the in-run reference: raw AES-256-CTR keystream for the same number of
+// is the in-run reference: raw AES-128-CTR keystream for the same number of
 // mask words as one party expands.
 
 type benchCase struct {
@@ -257,7 +257,7 @@ func syntheticServerMessages(cfg Config, nDrop int) ([4][]Message, error) {
 	return out, nil
 }
 
-// BenchmarkKeystream is the reference: AES-256-CTR keystream for the n·L
+// BenchmarkKeystream is the reference: AES-128-CTR keystream for the n·L
 // mask words one party expands, written to a buffer, nothing else.
 func BenchmarkKeystream(b *testing.B) {
 	for _, c := range []benchCase{{100, 5151, 0}, {500, 100000, 0}} {
@@ -265,7 +265,7 @@ func BenchmarkKeystream(b *testing.B) {
 			if testing.Short() && c.n > 100 {
 				b.Skip("large case skipped in -short")
 			}
-			key := make([]byte, 32)
+			key := make([]byte, maskKeyLen)
 			buf := make([]byte, 8*maskChunk)
 			for b.Loop() {
 				for range c.n {

@@ -72,7 +72,7 @@
 // naming the purpose and the parties (see prg.go). The session ID is fresh
 // per run and the X25519 keys and seeds are fresh per session, so every
 // derived key serves one message or one mask stream: the GCM nonce and the
-// CTR counter start at zero without reuse. Masks are the AES-256-CTR
+// CTR counter start at zero without reuse. Masks are the AES-128-CTR
 // keystream (AES-NI when available) read as little-endian uint64 words, so
 // all platforms expand the same mask.
 //

@@ -7,10 +7,10 @@ import (
 )
 
 // Independent computation: the mask is the little-endian reading of
-// AES-256(key, counter block i) for i = 0, 1, ... with a big-endian 128-bit
+// AES-128(key, counter block i) for i = 0, 1, ... with a big-endian 128-bit
 // counter starting at zero.
 func TestMaskStreamKnownAnswer(t *testing.T) {
-	key := make([]byte, 32)
+	key := make([]byte, maskKeyLen)
 	for i := range key {
 		key[i] = byte(i)
 	}
@@ -40,7 +40,7 @@ func TestMaskStreamKnownAnswer(t *testing.T) {
 }
 
 func TestMasksCancelAcrossChunks(t *testing.T) {
-	key := make([]byte, 32)
+	key := make([]byte, maskKeyLen)
 	key[3] = 9
 	const L = 3*maskChunk + 17
 	v := make([]uint64, L)
