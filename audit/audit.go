@@ -5,12 +5,12 @@
 // proves (at the stated confidence) that the claim is false; a lower bound
 // below it is evidence, not proof, that the claim holds.
 //
-// Method. The samples of each neighbour are split in two halves. The first
-// half selects the event: among the thresholds at the pooled quantiles
-// {0.1%, 0.5%, 1%, 2%, …, 98%, 99%, 99.5%, 99.9%}, both tails ({x > t} and
+// Method. The samples of each neighbour are split in two parts. The first
+// third selects the event: among the thresholds at the pooled quantiles
+// {0.05%, 0.1%, …, 1%, 2%, …, 99%, …, 99.95%}, both tails ({x > t} and
 // {x ≤ t}) and both orientations (neighbour 0 vs 1 and 1 vs 0), it picks the
-// event E with the largest lower bound on the selection half. The second,
-// independent half then gives one-sided Clopper-Pearson bounds
+// event E with the largest lower bound on the selection part. The other two
+// thirds, independent of the choice, then give one-sided Clopper-Pearson bounds
 // p_a ≥ Lo(P_a(E)) and p_b ≤ Hi(P_b(E)), each at level (1−confidence)/2, and
 //
 //	ε ≥ ln((p_a − δ)/p_b),
@@ -36,7 +36,7 @@ type Result struct {
 	Above     bool    `json:"above"`
 	// Numerator is the neighbour whose probability is bounded below.
 	Numerator int `json:"numerator"`
-	// PLower and PUpper are the Clopper-Pearson bounds on the evaluation half.
+	// PLower and PUpper are the Clopper-Pearson bounds on the evaluation part.
 	PLower     float64 `json:"p_lower"`
 	PUpper     float64 `json:"p_upper"`
 	Trials     int     `json:"trials"`
@@ -94,7 +94,7 @@ func AuditDelta(ctx context.Context, m func(neighbour int) (float64, error), tri
 			s[nb][i] = v
 		}
 	}
-	half := trials / 2
+	half := trials / 3 // selection third; the rest bounds the chosen event
 	var sel, ev [2][]float64
 	for nb := 0; nb < 2; nb++ {
 		sel[nb] = append([]float64(nil), s[nb][:half]...)
@@ -105,11 +105,11 @@ func AuditDelta(ctx context.Context, m func(neighbour int) (float64, error), tri
 	alpha := (1 - confidence) / 2
 	pooled := append(append([]float64(nil), sel[0]...), sel[1]...)
 	sort.Float64s(pooled)
-	qs := []float64{0.001, 0.005}
+	qs := []float64{0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075}
 	for p := 1; p < 100; p++ {
 		qs = append(qs, float64(p)/100)
 	}
-	qs = append(qs, 0.995, 0.999)
+	qs = append(qs, 0.9925, 0.995, 0.997, 0.998, 0.999, 0.9995)
 
 	best := Result{EpsilonLower: math.Inf(-1)}
 	for _, q := range qs {
