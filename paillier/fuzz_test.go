@@ -142,3 +142,19 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		}
 	}
 }
+
+func FuzzParseSafePrimes(f *testing.F) {
+	p, q := testPrimePair(512)
+	f.Add(FormatSafePrimes(p, q))
+	f.Add([]byte("23\n47\n"))
+	f.Add([]byte("p = 0x\nq = -1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, q, err := ParseSafePrimes(b)
+		if err != nil {
+			return
+		}
+		if p.Sign() <= 0 || q.Sign() <= 0 {
+			t.Fatal("accepted a non-positive prime")
+		}
+	})
+}

@@ -461,3 +461,15 @@ func (sk *PrivateKey) decryptReference(ct *Ciphertext) *big.Int {
 	x.Mul(x, sk.dMod)
 	return x.Mod(x, sk.n)
 }
+
+// String describes the key without revealing the factors, so that logging
+// a PrivateKey (with %v) cannot leak it.
+func (sk *PrivateKey) String() string {
+	if sk == nil {
+		return "paillier.PrivateKey(nil)"
+	}
+	return fmt.Sprintf("paillier.PrivateKey(%d-bit modulus, key %x, factors redacted)", sk.n.BitLen(), sk.id[:8])
+}
+
+// GoString is String, for %#v.
+func (sk *PrivateKey) GoString() string { return sk.String() }

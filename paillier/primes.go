@@ -49,6 +49,12 @@ type SafePrimeProgress func(worker int, tested uint64)
 // bits bits whose two most significant bits are set, so that the product of
 // two such primes has exactly 2*bits bits.
 //
+// Each worker draws a random odd starting point q and scans q, q+2, ...
+// (up to 2^20 steps), sieving both q and 2q+1 by the odd primes below 2^15
+// before any exponentiation, as OpenSSL does; the small bias of incremental
+// search towards primes that follow long gaps is not known to help any
+// attack on the resulting modulus.
+//
 // The search runs on workers goroutines (runtime.GOMAXPROCS if workers <= 0),
 // each sieving its own random starting point; the first prime found wins and
 // the others stop. Primality of q is established by ProbablyPrime

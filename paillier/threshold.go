@@ -492,3 +492,16 @@ func (tpk *ThresholdPublicKey) interpolate(set []int, cs []*big.Int) (*big.Int, 
 	q.Mul(q, tpk.combineInv)
 	return q.Mod(q, tpk.n), nil
 }
+
+// String describes the share without revealing it, so that logging a
+// KeyShare (with %v) cannot leak the secret.
+func (ks *KeyShare) String() string {
+	if ks == nil || ks.pub == nil {
+		return "paillier.KeyShare(nil)"
+	}
+	id := ks.pub.ID()
+	return fmt.Sprintf("paillier.KeyShare(party %d of %d, threshold %d, key %x, secret redacted)", ks.index, ks.pub.parties, ks.pub.threshold, id[:8])
+}
+
+// GoString is String, for %#v.
+func (ks *KeyShare) GoString() string { return ks.String() }

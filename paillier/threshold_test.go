@@ -416,3 +416,25 @@ func TestThresholdDPPPScale(t *testing.T) {
 		t.Fatalf("histogram %v, want %v", got, want)
 	}
 }
+
+// TestSecretsAreNotPrinted: formatting a share or private key with the
+// usual verbs never prints the secret.
+func TestSecretsAreNotPrinted(t *testing.T) {
+	_, shares := mustDeal(t, 512, 3, 2)
+	sk := mustTestKey(t, 512)
+	secrets := []struct {
+		secret *big.Int
+		obj    any
+	}{{shares[0].s, shares[0]}, {sk.p, sk}}
+	for _, c := range secrets {
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+			out := fmt.Sprintf(verb, c.obj)
+			if strings.Contains(out, c.secret.String()) || strings.Contains(out, c.secret.Text(16)) {
+				t.Fatalf("%s printed the secret: %s", verb, out)
+			}
+			if !strings.Contains(out, "redacted") {
+				t.Fatalf("%s: %s", verb, out)
+			}
+		}
+	}
+}
