@@ -15,6 +15,22 @@
 // grid used by Opacus and TF Privacy: 1.1, 1.2, …, 10.9 and 12, 13, …, 63.
 // A curve may carry ε(α) = +Inf for orders where no finite bound is known.
 //
+// # Findings about the seed papers (checked by tests)
+//
+//   - Gaussian FM seed, Eq. (8): α = 1 + √(1 + 2σ²ln(1/δ)/(TΔ²)) does not
+//     minimise Eq. (7); the minimiser drops the inner "1 +", and the minimum
+//     is ρ + 2√(ρ ln(1/δ)). The published value is valid (any α > 1 is) but
+//     slightly larger (GaussianSteps reports both).
+//   - DPPP seed, Theorem 1: valid in every case tested against the exact
+//     privacy profile, but conservative: for ε = 1, δ = 1e-5 it asks for
+//     n = 220 coin flips where n = 62 suffices exactly (BinomialExactN);
+//     cpSGD's Theorem 1 needs n = 1272 there, because of its side condition
+//     np(1−p) ≥ 23 ln(10d/δ).
+//   - The classic Gaussian calibration is refused for ε ≥ 1
+//     (ClassicGaussianSigma); the analytic one holds for every ε.
+//   - The sum of discrete Gaussians is not a discrete Gaussian: DDGRDP adds
+//     the τ correction of Kairouz, Liu & Steinke.
+//
 // # References
 //
 //   - Balle & Wang 2018, "Improving the Gaussian mechanism for differential

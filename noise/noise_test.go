@@ -610,3 +610,28 @@ func TestSnapSlackProperty(t *testing.T) {
 		}
 	}
 }
+
+// Sources and samplers are safe for concurrent use (run with -race).
+func TestConcurrentUse(t *testing.T) {
+	for _, src := range []Source{NewSecure(), NewInsecureSeeded(25)} {
+		done := make(chan error, 4)
+		for g := 0; g < 4; g++ {
+			go func() {
+				x := make([]float64, 50)
+				var err error
+				for k := 0; k < 20 && err == nil; k++ {
+					err = AddGaussian(src, x, 1)
+					if err == nil {
+						_, err = Binomial(src, 1000)
+					}
+				}
+				done <- err
+			}()
+		}
+		for g := 0; g < 4; g++ {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
