@@ -482,3 +482,27 @@ func TestSubsampledGaussianNumericalIntegral(t *testing.T) {
 		}
 	}
 }
+
+// PRIVACY-NOTES item 14: the DPPP seed's Theorem 1 checked against the exact
+// privacy profile of the binomial mechanism over a grid of (ε, δ): it is
+// valid everywhere on the grid, and never smaller than the exact n.
+func TestDPPPTheorem1AgainstExactProfile(t *testing.T) {
+	for _, e := range []float64{0.05, 0.1, 0.3, 0.5, 1, 2, 4, 8} {
+		for _, d := range []float64{1e-2, 1e-3, 1e-5, 1e-8, 1e-10} {
+			n, err := BinomialDPPP(e, d, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x, err := BinomialExactDelta(n, e, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if x > d {
+				t.Errorf("ε=%v δ=%v: Theorem 1's n=%d has exact δ=%v", e, d, n, x)
+			}
+			if ne, _ := BinomialExactN(e, d, 1); ne > n {
+				t.Errorf("ε=%v δ=%v: exact n=%d above Theorem 1's %d", e, d, ne, n)
+			}
+		}
+	}
+}
