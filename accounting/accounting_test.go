@@ -506,3 +506,25 @@ func TestDPPPTheorem1AgainstExactProfile(t *testing.T) {
 		}
 	}
 }
+
+// Values computed independently in Python with exact integer binomial
+// coefficients: Σ_k max(0, b(k) − e^ε b(k−Δ)).
+func TestBinomialExactDeltaKnownAnswers(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		eps  float64
+		sens int64
+		want float64
+	}{
+		{61, 1, 1, 1.2024487047718151e-05},
+		{62, 1, 1, 9.627338180464878e-06},
+		{229, 1, 2, 1.0166052809230024e-05},
+		{230, 1, 2, 9.741885557566296e-06},
+		{230, 1, 1, 1.3200839500140796e-14},
+	} {
+		got, err := BinomialExactDelta(c.n, c.eps, c.sens)
+		if err != nil || !near(got, c.want, 1e-9) {
+			t.Errorf("%+v: δ = %v (%v)", c, got, err)
+		}
+	}
+}
