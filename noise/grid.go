@@ -194,6 +194,10 @@ func AddLaplace(src Source, x []float64, scale float64) error {
 }
 
 // Gaussian returns one draw of N(0, σ²) noise on the grid GaussianGrid(σ, 1).
+// Release a value as x + Gaussian(σ) only after snapping x to that grid, or
+// better call AddGaussian, which does both. Do not build a vector from n
+// scalar draws: its L2 slack would be GaussianGridSlack(σ, 1)·√n, not the
+// bounded GaussianGridSlack(σ, n) that GaussianSigma assumes.
 func Gaussian(src Source, sigma float64) (float64, error) {
 	x := []float64{0}
 	err := AddGaussian(src, x, sigma)
@@ -201,6 +205,8 @@ func Gaussian(src Source, sigma float64) (float64, error) {
 }
 
 // Laplace returns one draw of Laplace(0, b) noise on the grid LaplaceGrid(b, 1).
+// As for Gaussian, use AddLaplace for vectors (the L1 slack of n scalar
+// draws is n·LaplaceGridSlack(b, 1), beyond what LaplaceScale assumes).
 func Laplace(src Source, scale float64) (float64, error) {
 	x := []float64{0}
 	err := AddLaplace(src, x, scale)
