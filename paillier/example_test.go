@@ -1,6 +1,7 @@
 package paillier
 
 import (
+	"context"
 	"crypto/rand"
 	"fmt"
 	"math/big"
@@ -73,4 +74,26 @@ func ExamplePacking() {
 	counts, err := pp.Decode(m, 3)
 	fmt.Println(counts, err)
 	// Output: [-1 -2 6 1] <nil>
+}
+
+// A pool of precomputed randomizers: encryptions in the foreground cost one
+// multiplication while background goroutines refill the pool; cancelling
+// the context stops them.
+func ExampleEncryptor_StartPool() {
+	sk, _ := NewPrivateKey(testPrimePair(2048))
+	enc, err := NewEncryptor(sk.Public(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pool, err := enc.StartPool(ctx, 16, 1)
+	if err != nil {
+		panic(err)
+	}
+	ct, _ := pool.Encrypt(big.NewInt(7))
+	cancel()
+	pool.Wait()
+	m, _ := sk.Decrypt(ct)
+	fmt.Println(m)
+	// Output: 7
 }
