@@ -16,4 +16,20 @@
 // the sum also contributes its perturbed release: if a site drops out after
 // that point, the caller must redo the round or abort, never publish (see
 // ErrNoiseDoesNotCancel and CheckContributors).
+//
+// # Flow in a deployment
+//
+//	params := cape.ZeroSumParams{Sites: ids, Tau: tau, Len: L}
+//	cfg, _ := cape.SecAggConfig(params, session)        // all sites must survive
+//	site, _ := cape.NewZeroSumSite(params, id, noise.NewSecure())
+//	party, _ := secagg.NewParty(cfg, id, site.Input())  // each site
+//	srv, _ := secagg.NewServer(cfg)                      // the aggregator
+//	... the four secagg rounds over the transport ...
+//	res, err := srv.Finish(ctx)                          // Σ ê_s; abort ⇒ redo or stop
+//	// the aggregator broadcasts res.Sum and res.Included to the sites
+//	share, err := site.Finish(res.Sum, res.Included)     // e_s; refuses a partial sum
+//	// each site releases Λ̂_s = Λ_s + e_s + g_s (same fixed point for exact cancellation)
+//	err = cape.CheckContributors(params, res.Included, arrived) // before averaging
+//
+// SimulateZeroSum runs the same flow in process.
 package cape

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -64,6 +65,9 @@ func TestExactSumEverySurvivorSet(t *testing.T) {
 	extra := 40
 	if testing.Short() {
 		extra = 10
+	}
+	if os.Getenv("DPLEARN_LONG_TESTS") == "1" {
+		extra = 400
 	}
 	for range extra {
 		n := 5 + rng.IntN(12)
