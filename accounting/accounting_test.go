@@ -528,3 +528,36 @@ func TestBinomialExactDeltaKnownAnswers(t *testing.T) {
 		}
 	}
 }
+
+// AddGaussian is a discrete Gaussian on a grid with spacing g ≤ 2^-21·σ,
+// so in grid units the sensitivity is Δ/g ≳ 2^21·Δ/σ. The discrete privacy
+// profile converges to the continuous one as the grid refines (relative
+// error ~k⁻² when σ and Δ are scaled by k), and GaussianSigma keeps a margin
+// (it charges slack GridSlackRatio·σ while the true slack is at most half
+// that) much larger than the remaining discretisation error.
+func TestDiscreteProfileConvergesAndMarginCoversIt(t *testing.T) {
+	prev := math.Inf(1)
+	for _, k := range []float64{10, 100, 1000} {
+		s, d := 3.7306*k, k
+		dd, err := DiscreteGaussianDelta(1, s, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc, _ := AnalyticGaussianDelta(1, s, d)
+		rel := math.Abs(dd-dc) / dc
+		if rel >= prev/10 {
+			t.Errorf("k=%v: relative gap %v not shrinking (previous %v)", k, rel, prev)
+		}
+		prev = rel
+	}
+	if prev > 1e-7 {
+		t.Errorf("relative gap at k=1000 is %v", prev)
+	}
+	for _, c := range []struct{ eps, delta float64 }{{1, 1e-5}, {0.1, 1e-6}, {8, 1e-10}} {
+		s, _ := GaussianSigma(c.eps, c.delta, 1)
+		worst := analyticDelta(c.eps, 1/s+noise.GridSlackRatio/2) // largest true slack
+		if margin := (c.delta - worst) / c.delta; margin < 1e-7 {
+			t.Errorf("%+v: margin %v too small to cover discretisation", c, margin)
+		}
+	}
+}

@@ -89,6 +89,15 @@ func unitAnalyticSigma(eps, delta, slack float64) (float64, error) {
 // grid slack: AddGaussian's rounding adds at most noise.GridSlackRatio·σ to
 // the sensitivity (noise.GaussianGridSlack), so σ solves
 // δ_analytic(ε; (Δ + GridSlackRatio·σ)/σ) ≤ δ.
+//
+// Why the continuous formula covers the grid sampler: AddGaussian is exactly
+// the discrete Gaussian mechanism in grid units, where σ/g ≥ 2^21 and the
+// sensitivity is ≳ 2^21·Δ/σ grid steps. At that resolution the discrete and
+// continuous privacy profiles agree to a relative error that falls like the
+// square of the resolution (Euler-Maclaurin: the summand vanishes at the
+// privacy-loss threshold; tested down to 4e-8 at 10³ steps, far smaller at
+// 10⁵+), while charging slack GridSlackRatio·σ instead of the true ≤ ½ of it
+// leaves a relative δ margin above 1e-6 (also tested).
 func GaussianSigma(epsilon, delta, l2Sensitivity float64) (float64, error) {
 	if err := checkPositive("ε", epsilon); err != nil {
 		return 0, err
