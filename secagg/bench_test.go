@@ -275,7 +275,7 @@ func syntheticServerMessages(cfg Config, nDrop int) ([4][]Message, error) {
 		}
 		out[2] = append(out[2], &MaskedInput{Session: cfg.Session, From: u, Masked: y})
 	}
-	keyShares := make([][]Share, len(drop))
+	keyShares := make([][]share, len(drop))
 	for i := range drop {
 		sh, err := splitSecret(parties[n-nDrop+i].maskSK.Bytes(), cfg.Threshold, cfg.Parties, rand.Reader)
 		if err != nil {

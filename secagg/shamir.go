@@ -36,16 +36,16 @@ func fieldPrime() *big.Int {
 	return p
 }
 
-// Share is one Shamir share: the holder's x coordinate and the polynomial's
+// share is one Shamir share: the holder's x coordinate and the polynomial's
 // value there, encoded in ShareLen bytes.
-type Share struct {
+type share struct {
 	X uint32 // holder's party ID, ≥ 1
 	Y []byte // ShareLen bytes, big-endian, < P
 }
 
 // splitSecret shares a 32-byte secret with threshold t among the holders xs
 // (distinct, nonzero), drawing the polynomial's coefficients from rnd.
-func splitSecret(secret []byte, t int, xs []uint32, rnd io.Reader) ([]Share, error) {
+func splitSecret(secret []byte, t int, xs []uint32, rnd io.Reader) ([]share, error) {
 	if len(secret) != SecretLen {
 		return nil, fmt.Errorf("shamir: secret has %d bytes, want %d", len(secret), SecretLen)
 	}
@@ -63,7 +63,7 @@ func splitSecret(secret []byte, t int, xs []uint32, rnd io.Reader) ([]Share, err
 		coeffs[k] = c
 	}
 	seen := make(map[uint32]bool, len(xs))
-	shares := make([]Share, len(xs))
+	shares := make([]share, len(xs))
 	acc, xb, q := new(big.Int), new(big.Int), new(big.Int)
 	for i, x := range xs {
 		if x == 0 {
@@ -85,7 +85,7 @@ func splitSecret(secret []byte, t int, xs []uint32, rnd io.Reader) ([]Share, err
 			}
 		}
 		q.QuoRem(acc, p, acc)
-		shares[i] = Share{X: x, Y: acc.FillBytes(make([]byte, ShareLen))}
+		shares[i] = share{X: x, Y: acc.FillBytes(make([]byte, ShareLen))}
 	}
 	return shares, nil
 }
