@@ -97,7 +97,7 @@ func unitAnalyticSigma(eps, delta, slack float64) (float64, error) {
 // square of the resolution (Euler-Maclaurin: the summand vanishes at the
 // privacy-loss threshold; tested down to 4e-8 at 10³ steps, far smaller at
 // 10⁵+), while charging slack GridSlackRatio·σ instead of the true ≤ ½ of it
-// leaves a relative δ margin above 1e-6 (also tested).
+// leaves a relative δ margin of order 1e-5 (tested ≥ 1e-6).
 func GaussianSigma(epsilon, delta, l2Sensitivity float64) (float64, error) {
 	if err := checkPositive("ε", epsilon); err != nil {
 		return 0, err
