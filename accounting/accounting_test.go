@@ -561,3 +561,20 @@ func TestDiscreteProfileConvergesAndMarginCoversIt(t *testing.T) {
 		}
 	}
 }
+
+// The classic calibration (with slack) is never below GaussianSigma, so the
+// argument for the grid sampler carries over to it.
+func TestClassicAboveAnalyticWithSlack(t *testing.T) {
+	for _, e := range []float64{0.01, 0.1, 0.5, 0.9, 0.999} {
+		for _, d := range []float64{1e-3, 1e-6, 1e-12} {
+			c, err := ClassicGaussianSigma(e, d, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, _ := GaussianSigma(e, d, 1)
+			if c < g {
+				t.Errorf("ε=%v δ=%v: classic %v < analytic %v", e, d, c, g)
+			}
+		}
+	}
+}
