@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/big"
 	"testing"
+	"time"
 )
 
 // Benchmarks at the production sizes, 2048 and 3072 bits, on fixture safe
@@ -176,6 +177,40 @@ func BenchmarkThreshold(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkEncryptRatio interleaves the naive reference (r^n mod n^2 with
+// big.Int.Exp) and Encryptor.Encrypt in the same loop, so that both see the
+// same machine load, and reports the ratio of their total times as the
+// metric "fast/naive" (the target is <= 0.3 at 2048 bits).
+func BenchmarkEncryptRatio(b *testing.B) {
+	for _, bits := range benchSizes {
+		sk := mustTestKey(b, bits)
+		pk := sk.Public()
+		enc, err := NewEncryptor(pk, rand.Reader)
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := big.NewInt(123456)
+		b.Run(fmt.Sprint(bits), func(b *testing.B) {
+			var naive, fast time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				r, _ := rand.Int(rand.Reader, pk.n)
+				_ = new(big.Int).Exp(r, pk.n, pk.nSquared)
+				t1 := time.Now()
+				if _, err := enc.Encrypt(m); err != nil {
+					b.Fatal(err)
+				}
+				t2 := time.Now()
+				naive += t1.Sub(t0)
+				fast += t2.Sub(t1)
+			}
+			b.ReportMetric(float64(fast)/float64(naive), "fast/naive")
+			b.ReportMetric(float64(naive.Nanoseconds())/float64(b.N), "naive-ns/op")
+			b.ReportMetric(float64(fast.Nanoseconds())/float64(b.N), "fast-ns/op")
 		})
 	}
 }

@@ -438,3 +438,38 @@ func TestSecretsAreNotPrinted(t *testing.T) {
 		}
 	}
 }
+
+// TestLagrangeDelta: known values for N = 3 (Delta = 6), S = {1, 2, 3}:
+// mu = (18, -18, 6); and for random subsets of {1..12}, sum_i mu_i i^k equals
+// Delta for k = 0 and 0 for 0 < k < |S| (exact interpolation of monomials).
+func TestLagrangeDelta(t *testing.T) {
+	delta := factorial(3)
+	for i, want := range []int64{18, -18, 6} {
+		mu, err := lagrangeDelta(delta, []int{1, 2, 3}, i+1)
+		if err != nil || mu.Int64() != want {
+			t.Fatalf("mu_%d = %v (%v), want %d", i+1, mu, err, want)
+		}
+	}
+	const N = 12
+	delta = factorial(N)
+	for _, set := range [][]int{{1}, {5, 9}, {1, 2, 3, 4}, {2, 3, 5, 7, 11}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}} {
+		for k := 0; k < len(set); k++ {
+			sum := new(big.Int)
+			for _, i := range set {
+				mu, err := lagrangeDelta(delta, set, i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pow := new(big.Int).Exp(big.NewInt(int64(i)), big.NewInt(int64(k)), nil)
+				sum.Add(sum, pow.Mul(pow, mu))
+			}
+			want := new(big.Int)
+			if k == 0 {
+				want.Set(delta)
+			}
+			if sum.Cmp(want) != 0 {
+				t.Fatalf("set %v, x^%d: sum mu_i i^k = %v, want %v", set, k, sum, want)
+			}
+		}
+	}
+}
