@@ -3,6 +3,7 @@ package secagg
 import (
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // Encoding maps real vectors to fixed point over Z_{2^64} and back.
@@ -13,9 +14,10 @@ import (
 // signed 64-bit integers. The sum of Parties values, each with |x| ≤ Bound, is
 // exact (no wrap-around) when
 //
-//	Parties · (Bound·2^FracBits + 1/2) < 2^63,
+//	Parties · round(Bound·2^FracBits) ≤ 2^63 − 1,
 //
-// which Validate checks before anything is summed; Encode refuses values
+// which Validate checks in exact integer arithmetic before anything is
+// summed; Encode refuses values
 // outside [−Bound, Bound]. Multiplication by a power of two is exact in
 // floating point, so the only rounding is the final round to an integer;
 // values already on the 2^−FracBits grid are encoded exactly.
@@ -36,10 +38,15 @@ func (e Encoding) Validate() error {
 	if e.Parties < 1 {
 		return fmt.Errorf("secagg: encoding: %d parties, need ≥ 1", e.Parties)
 	}
-	maxQ := math.Ldexp(e.Bound, int(e.FracBits)) + 0.5
-	if float64(e.Parties)*maxQ >= math.Ldexp(1, 63) {
-		return fmt.Errorf("secagg: encoding: %d parties × bound %g × 2^%d ≥ 2^63: the sum could overflow; lower FracBits or the bound",
-			e.Parties, e.Bound, e.FracBits)
+	overflow := fmt.Errorf("secagg: encoding: %d parties × bound %g × 2^%d ≥ 2^63: the sum could overflow; lower FracBits or the bound",
+		e.Parties, e.Bound, e.FracBits)
+	maxQ := math.Round(math.Ldexp(e.Bound, int(e.FracBits))) // the largest |encoded value|, an integer
+	if maxQ >= math.Ldexp(1, 63) {
+		return overflow
+	}
+	hi, lo := bits.Mul64(uint64(e.Parties), uint64(maxQ))
+	if hi != 0 || lo > math.MaxInt64 {
+		return overflow
 	}
 	return nil
 }

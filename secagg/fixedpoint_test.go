@@ -16,9 +16,13 @@ func TestEncodingOverflowBound(t *testing.T) {
 		ok   bool
 	}{
 		{"typical", Encoding{FracBits: 32, Bound: 1000, Parties: 1000}, true},
-		// 2 · (2^31·2^31 + ½) ≥ 2^63.
+		// 2 · 2^31·2^31 = 2^63 > 2^63 − 1.
 		{"at the edge", Encoding{FracBits: 31, Bound: math.Ldexp(1, 31), Parties: 2}, false},
 		{"just inside", Encoding{FracBits: 31, Bound: math.Ldexp(1, 31) - 1, Parties: 2}, true},
+		// 3 · 2^61 < 2^63 − 1 ≤ 4 · 2^61.
+		{"three at 2^61", Encoding{FracBits: 0, Bound: math.Ldexp(1, 61), Parties: 3}, true},
+		{"four at 2^61", Encoding{FracBits: 0, Bound: math.Ldexp(1, 61), Parties: 4}, false},
+		{"bound beyond 2^63", Encoding{FracBits: 10, Bound: math.Ldexp(1, 60), Parties: 1}, false},
 		{"too many parties", Encoding{FracBits: 40, Bound: 1, Parties: 1 << 23}, false},
 		{"frac bits", Encoding{FracBits: 63, Bound: 1e-9, Parties: 1}, false},
 		{"zero bound", Encoding{FracBits: 8, Bound: 0, Parties: 1}, false},
