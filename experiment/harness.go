@@ -160,7 +160,7 @@ func Names() []string {
 func Describe() []string {
 	var d []string
 	for _, s := range registry() {
-		d = append(d, fmt.Sprintf("%-15s %s (%s)", s.name, s.title, s.paper))
+		d = append(d, fmt.Sprintf("%-17s %s (%s)", s.name, s.title, s.paper))
 	}
 	return d
 }

@@ -72,7 +72,7 @@ var glyphs = []draw.GlyphDrawer{
 func styleFor(name string, pos int) seriesStyle {
 	known := map[string]int{
 		"nonprivate": 0, "gaussian-fm": 2, "fm": 1, "relaxed-fm": 3, "objpert": 4,
-		"noisygd": 5, "truncated": 8,
+		"noisygd": 5, "truncated": 8, "noisygd (overall ε matched)": 6,
 		"gaussian-fm (as published)": 7, "relaxed-fm (as published)": 9,
 	}
 	i, ok := known[name]
