@@ -1,7 +1,10 @@
 package secagg
 
 import (
+	"bytes"
 	"crypto/aes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"testing"
 )
@@ -94,5 +97,46 @@ func TestDeriveKeySeparatesPurposesAndParties(t *testing.T) {
 			t.Fatalf("%s and %s derive the same key", tc.name, prev)
 		}
 		seen[string(k)] = tc.name
+	}
+}
+
+// The key-derivation layout is part of the wire protocol (both parties of a
+// pair must derive the same mask): pin it against an independent RFC 5869
+// HKDF-SHA-256 written with crypto/hmac.
+func TestKeyDerivationMatchesRFC5869Layout(t *testing.T) {
+	hkdfRef := func(secret, salt, info []byte, n int) []byte {
+		ext := hmac.New(sha256.New, salt)
+		ext.Write(secret)
+		prk := ext.Sum(nil)
+		var out, prev []byte
+		for i := byte(1); len(out) < n; i++ {
+			m := hmac.New(sha256.New, prk)
+			m.Write(prev)
+			m.Write(info)
+			m.Write([]byte{i})
+			prev = m.Sum(nil)
+			out = append(out, prev...)
+		}
+		return out[:n]
+	}
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	session := []byte("session-0123456789")
+	for _, tc := range []struct {
+		purpose string
+		ids     []uint32
+		info    string
+		n       int
+	}{
+		{infoShareEnc, []uint32{3, 70000}, "dplearn/secagg/v1/share-enc\x00\x00\x00\x03\x00\x01\x11\x70", 32},
+		{infoPairMask, []uint32{3, 70000}, "dplearn/secagg/v1/pair-mask\x00\x00\x00\x03\x00\x01\x11\x70", 16},
+		{infoSelfMask, []uint32{9}, "dplearn/secagg/v1/self-mask\x00\x00\x00\x09", 16},
+	} {
+		got, err := deriveKey(secret, session, tc.purpose, tc.ids...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := hkdfRef(secret, session, []byte(tc.info), tc.n); !bytes.Equal(got, want) {
+			t.Errorf("%s: %x, want %x", tc.purpose, got, want)
+		}
 	}
 }

@@ -94,6 +94,17 @@ func TestExactSumEverySurvivorSet(t *testing.T) {
 		if !slices.Equal(res.Included, want) {
 			t.Fatalf("trial %d: included %v, want %v", k, res.Included, want)
 		}
+		for r := RoundAdvertiseKeys; r <= RoundUnmasking; r++ {
+			var ans []uint32 // parties still present when round r's message was due
+			for _, id := range cfg.Parties {
+				if d, ok := tr.drop[id]; !ok || d > r {
+					ans = append(ans, id)
+				}
+			}
+			if !slices.Equal(res.Answered[r], ans) {
+				t.Fatalf("trial %d: round %s answered by %v, want %v", k, r, res.Answered[r], ans)
+			}
+		}
 		if err := equalWords(res.Sum, plainSum(inputs, want, cfg.VectorLen)); err != nil {
 			t.Fatalf("trial %d (n=%d t=%d drop=%v): sum: %v", k, tr.n, tr.thr, tr.drop, err)
 		}
@@ -307,5 +318,23 @@ func TestSafetyRuleUnderRandomRequests(t *testing.T) {
 				t.Fatalf("party %d answered %d unmasking requests, want exactly 1", id, answered)
 			}
 		}
+	}
+}
+
+// Party IDs are Shamir x coordinates: the extremes of uint32 work.
+func TestExtremePartyIDs(t *testing.T) {
+	cfg := testConfig(t, 3, 2, 5, false)
+	cfg.Parties = []uint32{1, 1 << 31, 1<<32 - 1}
+	inputs := randomInputs(cfg, mrand.New(mrand.NewPCG(9, 9)))
+	res, err := Run(context.Background(), cfg, inputs, RunOptions{Drop: map[uint32]Round{1 << 31: RoundMaskedInput}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []uint32{1, 1<<32 - 1}
+	if !slices.Equal(res.Included, want) {
+		t.Fatalf("included %v", res.Included)
+	}
+	if err := equalWords(res.Sum, plainSum(inputs, want, 5)); err != nil {
+		t.Fatal(err)
 	}
 }
