@@ -142,6 +142,9 @@ func dealThreshold(random io.Reader, p, q *big.Int, parties, threshold, minBits 
 	if random == nil {
 		return nil, nil, errors.New("paillier: deal: nil random source")
 	}
+	if parties < 1 || parties > MaxParties || threshold < 1 || threshold > parties {
+		return nil, nil, fmt.Errorf("paillier: deal: (N, t) = (%d, %d): want 1 <= t <= N <= %d", parties, threshold, MaxParties)
+	}
 	if p == nil || q == nil {
 		return nil, nil, errors.New("paillier: deal: nil prime")
 	}
@@ -151,9 +154,9 @@ func dealThreshold(random io.Reader, p, q *big.Int, parties, threshold, minBits 
 	if p.BitLen() != q.BitLen() {
 		return nil, nil, fmt.Errorf("paillier: deal: primes of %d and %d bits, want equal lengths", p.BitLen(), q.BitLen())
 	}
-	for name, x := range map[string]*big.Int{"p": p, "q": q} {
+	for k, x := range []*big.Int{p, q} {
 		if err := CheckSafePrime(x); err != nil {
-			return nil, nil, fmt.Errorf("paillier: deal: %s: %w", name, err)
+			return nil, nil, fmt.Errorf("paillier: deal: %s: %w", []string{"p", "q"}[k], err)
 		}
 	}
 	sk, err := buildPrivateKey(p, q, minBits) // primality checked above
@@ -166,9 +169,6 @@ func dealThreshold(random io.Reader, p, q *big.Int, parties, threshold, minBits 
 	qp := new(big.Int).Rsh(q, 1)
 	if bound := big.NewInt(int64(parties)); pp.Cmp(bound) <= 0 || qp.Cmp(bound) <= 0 {
 		return nil, nil, fmt.Errorf("paillier: deal: primes too small for %d parties", parties)
-	}
-	if parties < 1 || parties > MaxParties || threshold < 1 || threshold > parties {
-		return nil, nil, fmt.Errorf("paillier: deal: (N, t) = (%d, %d): want 1 <= t <= N <= %d", parties, threshold, MaxParties)
 	}
 	m := new(big.Int).Mul(pp, qp)
 	nm := new(big.Int).Mul(n, m)

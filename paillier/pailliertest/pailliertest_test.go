@@ -1,0 +1,57 @@
+package pailliertest
+
+import (
+	"crypto/rand"
+	"fmt"
+	"math/big"
+	"testing"
+
+	"github.com/dplearn/dplearn/paillier"
+)
+
+func TestKeys(t *testing.T) {
+	for _, bits := range []int{2048, 3072} {
+		p, q, err := Primes(bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range []*big.Int{p, q} {
+			if err := paillier.CheckSafePrime(x); err != nil || x.BitLen() != bits/2 {
+				t.Fatalf("%d-bit fixture: %v", bits, err)
+			}
+		}
+	}
+	if _, _, err := Primes(1024); err == nil {
+		t.Fatal("1024-bit test primes offered")
+	}
+	sk, err := PrivateKey(2048)
+	if err != nil || sk.Bits() != 2048 {
+		t.Fatal(err)
+	}
+	tpk, shares, err := ThresholdKey(2048, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := tpk.Encrypt(rand.Reader, big.NewInt(5))
+	var parts []*paillier.PartialDecryption
+	for _, s := range shares[:2] {
+		pd, err := s.Decrypt(rand.Reader, ct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, pd)
+	}
+	res, err := tpk.Combine(ct, parts)
+	if err != nil || res.Plaintext.Int64() != 5 {
+		t.Fatalf("%v %v", res, err)
+	}
+}
+
+func ExampleThresholdKey() {
+	tpk, shares, err := ThresholdKey(2048, 3, 2)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(tpk.Bits(), tpk.Threshold(), len(shares))
+	// Output: 2048 2 3
+}
