@@ -25,6 +25,14 @@ type Budget struct {
 	Rho     float64 `json:"rho,omitempty"`
 }
 
+// String formats the budget in words.
+func (b Budget) String() string {
+	if b.IsZCDP() {
+		return fmt.Sprintf("ρ=%g", b.Rho)
+	}
+	return fmt.Sprintf("ε=%g δ=%g", b.Epsilon, b.Delta)
+}
+
 // IsZCDP reports whether the budget is in ρ-zCDP.
 func (b Budget) IsZCDP() bool { return b.Rho > 0 }
 
@@ -155,8 +163,12 @@ func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (LedgerStat
 	spent := st.Spent()
 	over := func(used, add, total float64) bool { return used+add > total*(1+budgetTolerance) }
 	if over(spent.Epsilon, c.Epsilon, st.Budget.Epsilon) || over(spent.Delta, c.Delta, st.Budget.Delta) || over(spent.Rho, c.Rho, st.Budget.Rho) {
-		return st, fmt.Errorf("%w: ledger %q budget %+v, spent %+v, refused %q costing %+v",
-			ErrOverBudget, st.Name, st.Budget, spent, label, Budget{c.Epsilon, c.Delta, c.Rho})
+		cost := Budget{c.Epsilon, c.Delta, c.Rho}
+		if st.Budget.IsZCDP() {
+			spent.Epsilon, spent.Delta = 0, 0
+		}
+		return st, fmt.Errorf("%w: ledger %q: budget %v, spent %v, refused %q costing %v",
+			ErrOverBudget, st.Name, st.Budget, spent, label, cost)
 	}
 	c.Label = label
 	c.Time = time.Now().UTC()

@@ -25,6 +25,8 @@ func newPrivacyCmd() *cobra.Command {
   cape            δ(ε) of the CAPE scheme (Theorem 1 of the Gaussian FM paper)
   binomial        smallest number of coin flips for the binomial mechanism
   sample          draw noise with fresh secure randomness, one sample per line
+  subsampled      (ε, δ) or noise multiplier of Poisson-subsampled Gaussian steps (DP-SGD)
+  ledger          a privacy budget in a file: create, charge (refuses overspending), show
 
 Every command prints words by default and exactly one JSON object with
 --format json. Scales computed for dplearn's own samplers include the rounding
@@ -34,7 +36,7 @@ Example:
   dplearn privacy calibrate --mechanism gaussian --epsilon 1 --delta 1e-5 --sensitivity 1`,
 	}
 	cmd.AddCommand(newPrivacyCalibrateCmd(), newPrivacyGaussianStepsCmd(), newPrivacyCAPECmd(),
-		newPrivacyBinomialCmd(), newPrivacySampleCmd())
+		newPrivacyBinomialCmd(), newPrivacySampleCmd(), newPrivacySubsampledCmd(), newPrivacyLedgerCmd())
 	return cmd
 }
 
@@ -432,3 +434,181 @@ func sampler(mech string, scale float64, flips int64, src noise.Source, haveScal
 
 // fmtF formats a float with 6 significant digits.
 func fmtF(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+
+func newPrivacySubsampledCmd() *cobra.Command {
+	var sigma, q, delta, eps float64
+	var steps int
+	cmd := &cobra.Command{
+		Use:   "subsampled",
+		Short: "Privacy of Poisson-subsampled Gaussian steps (DP-SGD)",
+		Long: `subsampled accounts T steps that each sample every record independently with
+probability q and add Gaussian noise with multiplier σ (noise std / L2 clip norm),
+by the Rényi-DP analysis of Mironov, Talwar & Zhang 2019 on the orders of Opacus
+and TF Privacy (1.1, 1.2, …, 10.9, 12, …, 63) with the improved conversion of
+Balle et al. 2020. Give --sigma to get ε, or --epsilon to get the smallest σ.
+No grid slack is included: σ here is the multiplier before dplearn's 2^-20
+rounding allowance.
+
+JSON keys: epsilon, delta, sigma, q, steps, order.
+
+Example:
+  dplearn privacy subsampled --sigma 1.5 --q 0.04 --steps 2250 --delta 1e-5
+  dplearn privacy subsampled --epsilon 3 --q 0.01 --steps 1000 --delta 1e-5 --format json`,
+		Args: cobra.NoArgs,
+	}
+	format := addFormatFlag(cmd)
+	cmd.Flags().Float64Var(&sigma, "sigma", 0, "noise multiplier σ (std / L2 sensitivity)")
+	cmd.Flags().Float64Var(&eps, "epsilon", 0, "target ε (solve for σ instead)")
+	cmd.Flags().Float64Var(&q, "q", 0, "sampling probability per step")
+	cmd.Flags().IntVar(&steps, "steps", 0, "number of steps T")
+	cmd.Flags().Float64Var(&delta, "delta", 0, "target δ")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		f, err := format()
+		if err != nil {
+			return err
+		}
+		if err := requireFlags(cmd, "q", "steps", "delta"); err != nil {
+			return err
+		}
+		hasS, hasE := cmd.Flags().Changed("sigma"), cmd.Flags().Changed("epsilon")
+		if hasS == hasE {
+			return fmt.Errorf("privacy subsampled: give exactly one of --sigma and --epsilon")
+		}
+		if hasE {
+			if sigma, err = accounting.SubsampledGaussianSigma(eps, delta, q, steps, nil); err != nil {
+				return fmt.Errorf("privacy subsampled: %w", err)
+			}
+		}
+		e, order, err := accounting.SubsampledGaussianEpsilon(q, sigma, steps, delta, nil)
+		if err != nil {
+			return fmt.Errorf("privacy subsampled: %w", err)
+		}
+		if f == formatJSON {
+			return writeJSON(cmd.OutOrStdout(), map[string]any{"epsilon": e, "delta": delta, "sigma": sigma,
+				"q": q, "steps": steps, "order": order})
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%d steps with sampling rate %g and noise multiplier σ = %s are (ε = %s, δ = %g)-DP (best RDP order %g).\n",
+			steps, q, fmtF(sigma), fmtF(e), delta, order)
+		return nil
+	}
+	return cmd
+}
+
+func newPrivacyLedgerCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ledger",
+		Short: "A privacy budget persisted to a file",
+		Long: `ledger keeps a named privacy budget in a JSON file and records every release
+charged against it. Charges are atomic and safe across processes (file lock,
+write to a temporary file, fsync, rename); a charge that would exceed the
+budget is refused and not recorded (exit status 1).
+
+A budget is either (ε, δ), composed by adding ε's and δ's, or ρ (zCDP),
+composed by adding ρ's; pure ε charges on a ρ budget count ε²/2.
+
+Example:
+  dplearn privacy ledger create --file site.json --name hospital-A --epsilon 1 --delta 1e-5
+  dplearn privacy ledger charge --file site.json --label "query 1" --epsilon 0.25 --delta 1e-6
+  dplearn privacy ledger show --file site.json --format json`,
+	}
+	var file string
+	cmd.PersistentFlags().StringVar(&file, "file", "", "ledger file")
+	budgetFlags := func(c *cobra.Command, b *accounting.Budget) {
+		c.Flags().Float64Var(&b.Epsilon, "epsilon", 0, "ε")
+		c.Flags().Float64Var(&b.Delta, "delta", 0, "δ")
+		c.Flags().Float64Var(&b.Rho, "rho", 0, "ρ (zCDP)")
+	}
+	report := func(c *cobra.Command, f outputFormat, st accounting.LedgerState) error {
+		spent := st.Spent()
+		if f == formatJSON {
+			return writeJSON(c.OutOrStdout(), map[string]any{"name": st.Name, "zcdp": st.Budget.IsZCDP(),
+				"budget_epsilon": st.Budget.Epsilon, "budget_delta": st.Budget.Delta, "budget_rho": st.Budget.Rho,
+				"spent_epsilon": spent.Epsilon, "spent_delta": spent.Delta, "spent_rho": spent.Rho,
+				"charges": len(st.Charges)})
+		}
+		w := c.OutOrStdout()
+		if st.Budget.IsZCDP() {
+			fmt.Fprintf(w, "ledger %q: spent ρ = %s of %s in %d charges\n", st.Name, fmtF(spent.Rho), fmtF(st.Budget.Rho), len(st.Charges))
+		} else {
+			fmt.Fprintf(w, "ledger %q: spent ε = %s of %s, δ = %s of %s in %d charges\n", st.Name,
+				fmtF(spent.Epsilon), fmtF(st.Budget.Epsilon), fmtF(spent.Delta), fmtF(st.Budget.Delta), len(st.Charges))
+		}
+		return nil
+	}
+
+	var name string
+	var budget accounting.Budget
+	create := &cobra.Command{Use: "create", Short: "Create a ledger", Args: cobra.NoArgs,
+		Long: "create makes a new ledger file (it refuses to overwrite one).\n\nExample:\n  dplearn privacy ledger create --file site.json --name hospital-A --rho 0.5"}
+	createFormat := addFormatFlag(create)
+	create.Flags().StringVar(&name, "name", "", "budget name")
+	budgetFlags(create, &budget)
+	create.RunE = func(c *cobra.Command, _ []string) error {
+		f, err := createFormat()
+		if err != nil {
+			return err
+		}
+		if err := requireFlags(c, "file", "name"); err != nil {
+			return err
+		}
+		l, err := accounting.CreateLedger(c.Context(), file, name, budget)
+		if err != nil {
+			return fmt.Errorf("privacy ledger create: %w", err)
+		}
+		st, err := l.State(c.Context())
+		if err != nil {
+			return err
+		}
+		return report(c, f, st)
+	}
+
+	var label string
+	var cost accounting.Budget
+	charge := &cobra.Command{Use: "charge", Short: "Charge a release (refused if over budget)", Args: cobra.NoArgs,
+		Long: "charge records one release's cost, or fails without recording it if the budget would be exceeded.\n\nExample:\n  dplearn privacy ledger charge --file site.json --label q1 --epsilon 0.1 --delta 1e-7"}
+	chargeFormat := addFormatFlag(charge)
+	charge.Flags().StringVar(&label, "label", "", "what is released")
+	budgetFlags(charge, &cost)
+	charge.RunE = func(c *cobra.Command, _ []string) error {
+		f, err := chargeFormat()
+		if err != nil {
+			return err
+		}
+		if err := requireFlags(c, "file", "label"); err != nil {
+			return err
+		}
+		l, err := accounting.OpenLedger(file)
+		if err != nil {
+			return fmt.Errorf("privacy ledger charge: %w", err)
+		}
+		st, err := l.Charge(c.Context(), label, accounting.Charge{Epsilon: cost.Epsilon, Delta: cost.Delta, Rho: cost.Rho})
+		if err != nil {
+			return fmt.Errorf("privacy ledger charge: %w", err)
+		}
+		return report(c, f, st)
+	}
+
+	show := &cobra.Command{Use: "show", Short: "Show what has been spent", Args: cobra.NoArgs,
+		Long: "show prints the budget and what has been spent.\n\nExample:\n  dplearn privacy ledger show --file site.json"}
+	showFormat := addFormatFlag(show)
+	show.RunE = func(c *cobra.Command, _ []string) error {
+		f, err := showFormat()
+		if err != nil {
+			return err
+		}
+		if err := requireFlags(c, "file"); err != nil {
+			return err
+		}
+		l, err := accounting.OpenLedger(file)
+		if err != nil {
+			return fmt.Errorf("privacy ledger show: %w", err)
+		}
+		st, err := l.State(c.Context())
+		if err != nil {
+			return err
+		}
+		return report(c, f, st)
+	}
+	cmd.AddCommand(create, charge, show)
+	return cmd
+}

@@ -179,10 +179,47 @@ func TestPrivacyErrors(t *testing.T) {
 }
 
 func TestPrivacyHelpTeaches(t *testing.T) {
-	for _, sub := range []string{"calibrate", "gaussian-steps", "cape", "binomial", "sample"} {
+	for _, sub := range []string{"calibrate", "gaussian-steps", "cape", "binomial", "sample", "subsampled", "ledger"} {
 		out, _, err := runPrivacy(t, sub, "--help")
 		if err != nil || !strings.Contains(out, "Example:") || !strings.Contains(out, "dplearn privacy "+sub) {
 			t.Errorf("%s --help lacks an example: %v", sub, err)
 		}
+	}
+}
+
+func TestPrivacySubsampled(t *testing.T) {
+	m := privacyJSON(t, "subsampled", "--sigma", "1.5", "--q", "0.04", "--steps", "2250", "--delta", "1e-5")
+	if e := m["epsilon"].(float64); math.Abs(e-7.329) > 0.001 {
+		t.Errorf("ε = %v, want ≈ 7.329 (Opacus)", e)
+	}
+	m = privacyJSON(t, "subsampled", "--epsilon", "7.329", "--q", "0.04", "--steps", "2250", "--delta", "1e-5")
+	if s := m["sigma"].(float64); math.Abs(s-1.5) > 0.001 || m["epsilon"].(float64) > 7.329 {
+		t.Errorf("solved σ = %v, ε = %v", s, m["epsilon"])
+	}
+	if _, _, err := runPrivacy(t, "subsampled", "--sigma", "1", "--epsilon", "1", "--q", "0.1", "--steps", "1", "--delta", "1e-5"); err == nil {
+		t.Error("both --sigma and --epsilon accepted")
+	}
+}
+
+func TestPrivacyLedger(t *testing.T) {
+	f := t.TempDir() + "/ledger.json"
+	m := privacyJSON(t, "ledger", "create", "--file", f, "--name", "site", "--epsilon", "1", "--delta", "1e-5")
+	if m["spent_epsilon"].(float64) != 0 || m["budget_epsilon"].(float64) != 1 {
+		t.Fatalf("create %v", m)
+	}
+	m = privacyJSON(t, "ledger", "charge", "--file", f, "--label", "q1", "--epsilon", "0.6", "--delta", "1e-6")
+	if m["spent_epsilon"].(float64) != 0.6 || m["charges"].(float64) != 1 {
+		t.Fatalf("charge %v", m)
+	}
+	_, _, err := runPrivacy(t, "ledger", "charge", "--file", f, "--label", "q2", "--epsilon", "0.6")
+	if err == nil || !strings.Contains(err.Error(), "budget exceeded") {
+		t.Fatalf("over-budget charge: %v", err)
+	}
+	m = privacyJSON(t, "ledger", "show", "--file", f)
+	if m["spent_epsilon"].(float64) != 0.6 || m["charges"].(float64) != 1 {
+		t.Fatalf("show %v", m)
+	}
+	if _, _, err := runPrivacy(t, "ledger", "create", "--file", f, "--name", "again", "--epsilon", "1"); err == nil {
+		t.Error("existing ledger overwritten")
 	}
 }
