@@ -255,3 +255,30 @@ func TestLedgerSurvivesKilledProcess(t *testing.T) {
 		t.Fatalf("ledger has %d charges, child reported %d", n, reported)
 	}
 }
+
+// A damaged ledger file is refused with an error, never a panic or a
+// negative spend.
+func FuzzOpenLedger(f *testing.F) {
+	f.Add([]byte(`{"name":"x","budget":{"epsilon":1},"charges":[]}`))
+	f.Add([]byte(`{"name":"x","budget":{"epsilon":1},"charges":[{"epsilon":-1}]}`))
+	f.Add([]byte(`{"name":"x","budget":{"rho":1,"delta":0.1},"charges":null}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		path := filepath.Join(t.TempDir(), "l.json")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err := OpenLedger(path)
+		if err != nil {
+			return
+		}
+		st, err := l.State(context.Background())
+		if err != nil {
+			return
+		}
+		s := st.Spent()
+		if s.Epsilon < 0 || s.Delta < 0 || s.Rho < 0 {
+			t.Fatalf("negative spend from %q", data)
+		}
+	})
+}

@@ -124,6 +124,9 @@ func unsnap(x []float64, k, z []int64, g float64) error {
 		if s > 1<<53 || s < -(1<<53) {
 			return fmt.Errorf("noise: coordinate %d plus noise leaves the exact range of the grid %g", i, g)
 		}
+		if math.IsInf(float64(s)*g, 0) {
+			return fmt.Errorf("noise: coordinate %d plus noise overflows float64 (grid %g)", i, g)
+		}
 	}
 	for i := range k {
 		x[i] = float64(k[i]+z[i]) * g

@@ -635,3 +635,26 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// Any input either fails cleanly or gives an on-grid result; never a panic.
+func FuzzAddNoise(f *testing.F) {
+	f.Add(1.0, 1.0, uint64(1))
+	f.Add(math.NaN(), 1.0, uint64(2))
+	f.Add(1e300, 1e-300, uint64(3))
+	f.Add(-0.0, 5e-324, uint64(4))
+	f.Add(123.456, math.MaxFloat64, uint64(5))
+	f.Fuzz(func(t *testing.T, x, scale float64, seed uint64) {
+		src := NewInsecureSeeded(seed)
+		for _, add := range []func(Source, []float64, float64) error{AddGaussian, AddLaplace} {
+			v := []float64{x, -x}
+			if err := add(src, v, scale); err != nil {
+				continue
+			}
+			for _, y := range v {
+				if math.IsNaN(y) || math.IsInf(y, 0) {
+					t.Fatalf("x=%v scale=%v gave %v", x, scale, y)
+				}
+			}
+		}
+	})
+}
