@@ -578,3 +578,47 @@ func TestClassicAboveAnalyticWithSlack(t *testing.T) {
 		}
 	}
 }
+
+// Monotonicity properties that any correct accountant has.
+func TestMonotonicity(t *testing.T) {
+	prev := math.Inf(1)
+	for _, e := range []float64{0.05, 0.2, 1, 3, 10} {
+		s, err := GaussianSigma(e, 1e-6, 1)
+		if err != nil || s >= prev {
+			t.Errorf("GaussianSigma not decreasing in ε at %v: %v (%v)", e, s, err)
+		}
+		prev = s
+	}
+	prev = math.Inf(1)
+	for _, d := range []float64{1e-12, 1e-8, 1e-5, 1e-2} {
+		s, _ := GaussianSigma(1, d, 1)
+		if s >= prev {
+			t.Errorf("GaussianSigma not decreasing in δ at %v", d)
+		}
+		prev = s
+	}
+	prev = math.Inf(1)
+	for _, s := range []float64{0.5, 1, 2, 5, 20} {
+		d, _ := AnalyticGaussianDelta(1, s, 1)
+		if d >= prev {
+			t.Errorf("δ not decreasing in σ at %v", s)
+		}
+		prev = d
+	}
+	prevE := 0.0
+	for _, q := range []float64{0.001, 0.01, 0.05, 0.2, 1} {
+		e, _, err := SubsampledGaussianEpsilon(q, 1.2, 100, 1e-5, nil)
+		if err != nil || e <= prevE {
+			t.Errorf("subsampled ε not increasing in q at %v: %v (%v)", q, e, err)
+		}
+		prevE = e
+	}
+	prevE = 0
+	for _, steps := range []int{1, 10, 100, 1000} {
+		e, _, _ := SubsampledGaussianEpsilon(0.01, 1.2, steps, 1e-5, nil)
+		if e <= prevE {
+			t.Errorf("subsampled ε not increasing in steps at %v", steps)
+		}
+		prevE = e
+	}
+}
