@@ -212,8 +212,12 @@ func TestGaussianSteps(t *testing.T) {
 	if want := r.AlphaClassic*0.5 + l/(r.AlphaClassic-1); !near(r.EpsilonRDPClassic, want, 1e-12) {
 		t.Fatalf("Eq.7 ε = %v want %v", r.EpsilonRDPClassic, want)
 	}
-	if !(r.EpsilonRDP < r.EpsilonZCDP && r.EpsilonZCDP <= r.EpsilonRDPClassic) {
+	if !(r.EpsilonExact < r.EpsilonRDP && r.EpsilonRDP < r.EpsilonZCDP && r.EpsilonZCDP <= r.EpsilonRDPClassic) {
 		t.Fatalf("ordering violated: %+v", r)
+	}
+	// The exact ε inverts the analytic Gaussian with sensitivity √T·Δ = 10.
+	if d, _ := AnalyticGaussianDelta(r.EpsilonExact, 10, 10); !near(d, 1e-5, 1e-9) {
+		t.Fatalf("δ at exact ε = %v", d)
 	}
 }
 

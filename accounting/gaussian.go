@@ -250,3 +250,36 @@ func DiscreteGaussianSigma(epsilon, delta, sens float64) (float64, error) {
 	}
 	return bisect(lo, hi, 1e-9, ok)
 }
+
+// AnalyticGaussianEpsilon returns the smallest ε (relative precision 1e-12,
+// rounded up) such that the Gaussian mechanism with noise σ and L2
+// sensitivity Δ is (ε, δ)-DP: the inverse of AnalyticGaussianDelta in ε.
+// It is 0 when δ already covers the total variation distance.
+func AnalyticGaussianEpsilon(delta, sigma, sens float64) (float64, error) {
+	if err := checkDelta(delta); err != nil {
+		return 0, err
+	}
+	if err := checkPositive("σ", sigma); err != nil {
+		return 0, err
+	}
+	if err := checkPositive("sensitivity", sens); err != nil {
+		return 0, err
+	}
+	r := sens / sigma
+	ok := func(e float64) bool { return analyticDelta(e, r) <= delta }
+	if ok(0) {
+		return 0, nil
+	}
+	hi := 1.0
+	for !ok(hi) {
+		hi *= 2
+		if hi > 1e12 {
+			return 0, fmt.Errorf("accounting: no ε achieves δ=%g with Δ/σ=%g", delta, r)
+		}
+	}
+	e, err := bisect(0, hi, 1e-12, ok)
+	if err != nil {
+		return 0, err
+	}
+	return math.Nextafter(e, math.Inf(1)), nil
+}

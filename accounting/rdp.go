@@ -299,6 +299,11 @@ type GaussianStepsResult struct {
 	// EpsilonZCDP is ρ + 2√(ρ ln(1/δ)) with ρ = TΔ²/(2σ²).
 	EpsilonZCDP float64 `json:"epsilon_zcdp"`
 	Rho         float64 `json:"rho"`
+	// EpsilonExact is the exact ε: T adaptively composed Gaussian
+	// mechanisms are exactly one Gaussian mechanism with sensitivity √T·Δ
+	// (Gaussian DP, Dong, Roth & Su 2019, Cor. 3.3), whose (ε, δ) curve is
+	// the analytic Gaussian (Balle & Wang 2018). It is the smallest of all.
+	EpsilonExact float64 `json:"epsilon_exact"`
 }
 
 // GaussianSteps returns the privacy of T Gaussian mechanisms with noise σ and
@@ -332,6 +337,9 @@ func GaussianSteps(sigma, sens float64, steps int, delta float64) (GaussianSteps
 		return res, err
 	}
 	if res.EpsilonRDP, err = z.EpsilonImproved(delta); err != nil {
+		return res, err
+	}
+	if res.EpsilonExact, err = AnalyticGaussianEpsilon(delta, sigma, sens*math.Sqrt(float64(steps))); err != nil {
 		return res, err
 	}
 	return res, nil

@@ -133,8 +133,10 @@ func newPrivacyGaussianStepsCmd() *cobra.Command {
 		Long: `gaussian-steps prints the privacy of T Gaussian mechanisms with noise σ on a
 query of L2 sensitivity S (e.g. T steps of noisy gradient descent), at δ.
 
+  epsilon_exact        exact: T Gaussian steps compose to one Gaussian with sensitivity
+                       √T·S (Gaussian DP, Dong, Roth & Su 2019), analytic (ε, δ) curve
   epsilon_rdp          improved RDP/zCDP conversion (Canonne, Kamath & Steinke 2020;
-                       Balle et al. 2020), optimal α; the tightest, use this one
+                       Balle et al. 2020), optimal α
   epsilon_rdp_classic  the Gaussian FM paper's Eq. (7) at its Eq. (8) α (as published;
                        valid, but Eq. (8) does not minimise Eq. (7))
   epsilon_zcdp         ρ + 2√(ρ ln(1/δ)), ρ = T·S²/(2σ²) (Bun & Steinke 2016)
@@ -171,12 +173,14 @@ Example:
 		if f == formatJSON {
 			return writeJSON(cmd.OutOrStdout(), map[string]any{
 				"epsilon_rdp": r.EpsilonRDP, "epsilon_rdp_classic": r.EpsilonRDPClassic, "epsilon_zcdp": r.EpsilonZCDP,
+				"epsilon_exact": r.EpsilonExact,
 				"rho": r.Rho, "alpha_classic": r.AlphaClassic, "delta": delta, "steps": steps, "sigma": sigma,
 				"sensitivity": sens, "includes_grid_slack": !noSlack})
 		}
 		w := cmd.OutOrStdout()
 		fmt.Fprintf(w, "%d Gaussian steps with σ = %g, sensitivity %g, are (ε, δ = %g)-DP with\n", steps, sigma, sens, delta)
-		fmt.Fprintf(w, "  ε = %s  (improved RDP conversion; use this)\n", fmtF(r.EpsilonRDP))
+		fmt.Fprintf(w, "  ε = %s  (exact: one Gaussian with sensitivity √T·S, Gaussian DP; the tightest)\n", fmtF(r.EpsilonExact))
+		fmt.Fprintf(w, "  ε = %s  (improved RDP conversion)\n", fmtF(r.EpsilonRDP))
 		fmt.Fprintf(w, "  ε = %s  (zCDP, ρ = %s)\n", fmtF(r.EpsilonZCDP), fmtF(r.Rho))
 		fmt.Fprintf(w, "  ε = %s  (Gaussian FM paper Eq. 7-8, α = %s, as published)\n", fmtF(r.EpsilonRDPClassic), fmtF(r.AlphaClassic))
 		return nil

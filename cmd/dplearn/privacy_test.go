@@ -70,7 +70,7 @@ func TestPrivacyCalibrate(t *testing.T) {
 func TestPrivacyGaussianSteps(t *testing.T) {
 	m := privacyJSON(t, "gaussian-steps", "--sigma", "10", "--sensitivity", "1", "--steps", "100", "--delta", "1e-5", "--no-grid-slack")
 	r, _ := accounting.GaussianSteps(10, 1, 100, 1e-5)
-	for k, want := range map[string]float64{"epsilon_rdp": r.EpsilonRDP, "epsilon_rdp_classic": r.EpsilonRDPClassic, "epsilon_zcdp": r.EpsilonZCDP} {
+	for k, want := range map[string]float64{"epsilon_exact": r.EpsilonExact, "epsilon_rdp": r.EpsilonRDP, "epsilon_rdp_classic": r.EpsilonRDPClassic, "epsilon_zcdp": r.EpsilonZCDP} {
 		if got, _ := m[k].(float64); got != want {
 			t.Errorf("%s = %v want %v", k, m[k], want)
 		}
