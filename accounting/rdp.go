@@ -303,6 +303,8 @@ type GaussianStepsResult struct {
 	// mechanisms are exactly one Gaussian mechanism with sensitivity √T·Δ
 	// (Gaussian DP, Dong, Roth & Su 2019, Cor. 3.3), whose (ε, δ) curve is
 	// the analytic Gaussian (Balle & Wang 2018). It is the smallest of all.
+	// For noise.AddGaussian steps it relies on the same discretisation
+	// argument and slack margin as GaussianSigma (see there).
 	EpsilonExact float64 `json:"epsilon_exact"`
 }
 
