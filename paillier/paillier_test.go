@@ -275,3 +275,47 @@ func TestGenerateSafePrime(t *testing.T) {
 func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 	return context.WithCancel(t.Context())
 }
+
+func TestGenerateSafePrimePair(t *testing.T) {
+	p, q, err := GenerateSafePrimePair(t.Context(), testRand(t, 30), 256, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Cmp(q) == 0 || new(big.Int).Mul(p, q).BitLen() != 256 {
+		t.Fatalf("pair %v, %v", p, q)
+	}
+	for _, x := range []*big.Int{p, q} {
+		if err := CheckSafePrime(x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := GenerateSafePrimePair(t.Context(), rand.Reader, 255, 1, nil); err == nil {
+		t.Fatal("odd modulus size accepted")
+	}
+}
+
+// TestGenerateKey2048 generates a real key: seconds to tens of seconds on a
+// loaded machine, so it runs only with DPLEARN_LONG_TESTS=1 (the CLI test
+// of dplearn dppp keygen covers generation at 2048 bits otherwise).
+func TestGenerateKey2048(t *testing.T) {
+	if os.Getenv("DPLEARN_LONG_TESTS") != "1" {
+		t.Skip("set DPLEARN_LONG_TESTS=1 to generate a 2048-bit key")
+	}
+	sk, err := GenerateKey(t.Context(), rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sk.Bits() != 2048 {
+		t.Fatalf("%d-bit modulus", sk.Bits())
+	}
+	p, q := sk.Primes()
+	for _, x := range []*big.Int{p, q} {
+		if err := CheckSafePrime(x); err != nil || x.BitLen() != 1024 {
+			t.Fatalf("factor: %v", err)
+		}
+	}
+	ct, _ := sk.Encrypt(rand.Reader, big.NewInt(11))
+	if m, _ := sk.Decrypt(ct); m.Int64() != 11 {
+		t.Fatalf("decrypted %v", m)
+	}
+}
