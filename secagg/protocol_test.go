@@ -341,3 +341,45 @@ func TestExtremePartyIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A party that goes silent during unmasking is waited for until the round
+// timeout; its input stays in the sum, recovered from the others' shares.
+func TestStallDuringUnmaskingStillSums(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a 1 s round timeout")
+	}
+	cfg := testConfig(t, 5, 3, 16, false)
+	inputs := randomInputs(cfg, mrand.New(mrand.NewPCG(4, 4)))
+	res, err := Run(context.Background(), cfg, inputs, RunOptions{Stall: map[uint32]Round{2: RoundUnmasking}, RoundTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Included, cfg.Parties) || slices.Contains(res.Answered[RoundUnmasking], 2) {
+		t.Fatalf("included %v, unmasking answered by %v", res.Included, res.Answered[RoundUnmasking])
+	}
+	if err := equalWords(res.Sum, plainSum(inputs, cfg.Parties, 16)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFinishHonoursCancellation(t *testing.T) {
+	cfg := testConfig(t, 4, 3, 3*maskChunk, false)
+	ms := newManual(t, cfg, 13)
+	ms.advertise(t)
+	ms.share(t, nil)
+	ms.mask(t, map[uint32]bool{4: true})
+	for id, req := range ms.reqs {
+		resp, err := ms.parties[id].Unmask(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ms.srv.Receive(resp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := ms.srv.Finish(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Finish with a cancelled context: %v", err)
+	}
+}
