@@ -14,7 +14,7 @@ const MaxBinomialFlips = 1 << 40
 
 // Binomial returns the number of heads among n fair coins, exactly: it reads
 // n random bits from src and counts the ones (64 at a time with a popcount).
-// n may be up to MaxBinomialFlips. For n > 2^20 the bits come from a ChaCha8
+// n may be up to MaxBinomialFlips. For n > 2^12 the bits come from a ChaCha8
 // stream (math/rand/v2, documented as cryptographically strong) keyed with
 // 256 fresh bits from src, so a secure src gives secure bits at several
 // times the speed of reading n/8 bytes from the OS. The binomial noise of the binomial
@@ -27,7 +27,7 @@ func Binomial(src Source, n int64) (int64, error) {
 		return 0, fmt.Errorf("noise: nil Source")
 	}
 	var rd io.Reader = src
-	if n > 1<<20 {
+	if n > 1<<12 {
 		// Large n: expand a fresh 256-bit key read from src with ChaCha8
 		// (math/rand/v2's cryptographically strong generator), which is
 		// several times faster than reading n bits from the OS.

@@ -391,7 +391,9 @@ func TestAddGaussianMeanShift(t *testing.T) {
 }
 
 func TestBinomial(t *testing.T) {
-	for _, n := range []int64{0, 1, 7, 8, 63, 64, 65, 1000, 262145} {
+	// Up to 2^12 flips the bits are read from src directly: a constant
+	// source checks the masking of partial bytes and words.
+	for _, n := range []int64{0, 1, 7, 8, 63, 64, 65, 1000, 4095, 4096} {
 		if h, _ := Binomial(constSource(0xff), n); h != n {
 			t.Errorf("all-ones source: %d heads of %d", h, n)
 		}
@@ -420,6 +422,26 @@ func TestBinomial(t *testing.T) {
 	}, 0, 20)
 	if _, err := Binomial(src, -1); err == nil {
 		t.Error("n = -1 accepted")
+	}
+	// Above 2^12 flips the bits come from ChaCha8 keyed by src: check the
+	// mean of draws that cross the 2^18-bit chunk boundary, and determinism.
+	const nb = 262145
+	k := samples(200)
+	var sum float64
+	for i := 0; i < k; i++ {
+		h, err := Binomial(src, nb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum += float64(h)
+	}
+	if z := (sum/float64(k) - nb/2.0) / (math.Sqrt(nb) / 2 / math.Sqrt(float64(k))); math.Abs(z) > zAlpha2 {
+		t.Errorf("Binomial(%d): mean %v, z = %.2f", nb, sum/float64(k), z)
+	}
+	h1, _ := Binomial(NewInsecureSeeded(5), nb)
+	h2, _ := Binomial(NewInsecureSeeded(5), nb)
+	if h1 != h2 {
+		t.Error("seeded Binomial not reproducible")
 	}
 	if !testing.Short() {
 		const big = 1_000_000_000
