@@ -45,6 +45,12 @@ const fixedBaseWindow = 6
 // (as all keys generated here are) make <h> the whole group of Jacobi
 // symbol 1 elements of order 2p'q' with overwhelming probability.
 //
+// Ciphertexts from an Encryptor always have Jacobi symbol 1 modulo n, while
+// those of PublicKey.Encrypt have +1 or -1 with equal probability: this
+// reveals which routine encrypted, never anything about the plaintext,
+// because (1+n)^m = 1 mod n. Use one routine per protocol if even that
+// matters.
+//
 // An Encryptor is safe for concurrent use if its random source is (crypto/rand
 // is).
 type Encryptor struct {

@@ -116,3 +116,17 @@ func TestPoolFillsAndStops(t *testing.T) {
 		t.Fatal("empty pool accepted")
 	}
 }
+
+// TestEncryptorJacobi checks the documented property: Encryptor ciphertexts
+// have Jacobi symbol 1 mod n whatever the plaintext, so the symbol carries
+// no information about it.
+func TestEncryptorJacobi(t *testing.T) {
+	sk := mustTestKey(t, 512)
+	enc, _ := NewEncryptor(sk.Public(), testRand(t, 31))
+	for i := int64(0); i < 20; i++ {
+		ct, _ := enc.Encrypt(big.NewInt(i))
+		if j := big.Jacobi(new(big.Int).Mod(ct.c, sk.n), sk.n); j != 1 {
+			t.Fatalf("plaintext %d: Jacobi symbol %d", i, j)
+		}
+	}
+}

@@ -121,6 +121,9 @@ Example:
 			if err != nil {
 				return fmt.Errorf("--primes: %w", err)
 			}
+			if st, err := os.Stat(primesFile); err == nil && st.Mode().Perm()&0o077 != 0 {
+				fmt.Fprintf(stderr, "warning: %s is readable by others (mode %#o); it factors n and decrypts everything\n", primesFile, st.Mode().Perm())
+			}
 			if p, q, err = paillier.ParseSafePrimes(data); err != nil {
 				return fmt.Errorf("--primes %s: %w", primesFile, err)
 			}

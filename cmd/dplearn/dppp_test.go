@@ -93,6 +93,16 @@ func TestDPPPKeygenFromPrimes(t *testing.T) {
 		t.Fatalf("decryption with the written shares: %v, %v", comb, err)
 	}
 
+	// A primes file readable by others draws a warning.
+	loose := writePrimes(t)
+	if err := os.Chmod(loose, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err := runDPPP(t, "keygen", "--parties", "2", "--threshold", "1", "--out", filepath.Join(t.TempDir(), "k"), "--primes", loose)
+	if err != nil || !strings.Contains(stderr, "readable by others") {
+		t.Fatalf("no warning for a world-readable primes file: %q, %v", stderr, err)
+	}
+
 	// Words output, and no overwriting of existing keys without --force.
 	_, _, err = runDPPP(t, "keygen", "--parties", "4", "--threshold", "3", "--out", dir, "--primes", writePrimes(t))
 	if err == nil || !strings.Contains(err.Error(), "refusing to overwrite") {
