@@ -423,7 +423,7 @@ func TestBinomial(t *testing.T) {
 	if _, err := Binomial(src, -1); err == nil {
 		t.Error("n = -1 accepted")
 	}
-	// Above 2^12 flips the bits come from ChaCha8 keyed by src: check the
+	// Above 2^12 flips the bits come from AES-256-CTR keyed by src: check the
 	// mean of draws that cross the 2^18-bit chunk boundary, and determinism.
 	const nb = 262145
 	k := samples(200)
