@@ -160,6 +160,20 @@ func TestRunNoiseExperimentFiles(t *testing.T) {
 	if len(res[0].Claims) == 0 || res[0].Claims[0].Holds != "yes" {
 		t.Errorf("claims: %+v", res[0].Claims)
 	}
+
+	// --replot reads the CSV back: same rows, same randomness mark, same claims.
+	before, _ := os.ReadFile(filepath.Join(dir, "gfm-noise-vs-dim.csv"))
+	res2, err := Run(context.Background(), "gfm-noise-vs-dim", Options{Out: dir, Replot: true, DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadFile(filepath.Join(dir, "gfm-noise-vs-dim.csv"))
+	if string(before) != string(after) {
+		t.Error("replot changed the CSV")
+	}
+	if !res2[0].Insecure || fmt.Sprint(res2[0].Claims) != fmt.Sprint(res[0].Claims) {
+		t.Errorf("replot: insecure=%v claims %v, want %v", res2[0].Insecure, res2[0].Claims, res[0].Claims)
+	}
 }
 
 // writeFakeData writes small CSVs with the example files' columns (values

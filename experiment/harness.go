@@ -47,6 +47,10 @@ type Options struct {
 	// stderr only when it is a terminal).
 	Progress io.Writer
 
+	// Replot redraws the figures and summaries from the CSVs already in Out
+	// instead of running the experiments (after a change of presentation).
+	Replot bool
+
 	// synthN overrides the synthetic datasets' size (tests).
 	synthN int
 }
@@ -212,16 +216,22 @@ func runOne(ctx context.Context, s spec, opt Options, cache *dataCache) (*Result
 	if err != nil {
 		return nil, err
 	}
-	agg, err := execute(ctx, s.name, p.jobs, opt)
+	base := filepath.Join(opt.Out, s.name)
+	var agg *Aggregate
+	label := randomnessLabel(opt)
+	if opt.Replot {
+		agg, label, err = readAggregate(base + ".csv")
+	} else {
+		agg, err = execute(ctx, s.name, p.jobs, opt)
+	}
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Name: s.name, Title: s.title, Rows: agg.Rows(), Notes: p.notes, Insecure: opt.Seeded}
+	res := &Result{Name: s.name, Title: s.title, Rows: agg.Rows(), Notes: p.notes, Insecure: label != "secure"}
 	if p.claims != nil {
 		res.Claims = p.claims(agg)
 	}
-	base := filepath.Join(opt.Out, s.name)
-	if err := writeCSV(base+".csv", res.Rows, randomnessLabel(opt)); err != nil {
+	if err := writeCSV(base+".csv", res.Rows, label); err != nil {
 		return nil, err
 	}
 	res.Files = append(res.Files, base+".csv")
@@ -238,7 +248,7 @@ func runOne(ctx context.Context, s spec, opt Options, cache *dataCache) (*Result
 	}
 	res.Elapsed = time.Since(start)
 	md := base + ".md"
-	if err := os.WriteFile(md, []byte(summary(s, res, p, opt, runs)), 0o644); err != nil {
+	if err := os.WriteFile(md, []byte(summary(s, res, p, opt, runs, label)), 0o644); err != nil {
 		return nil, fmt.Errorf("experiment: %w", err)
 	}
 	res.Files = append(res.Files, md)
@@ -490,7 +500,7 @@ func writeCSV(path string, rows []Row, randomness string) error {
 	return nil
 }
 
-func summary(s spec, res *Result, p *plan, opt Options, runs int) string {
+func summary(s spec, res *Result, p *plan, opt Options, runs int, label string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s: %s\n\n", s.name, s.title)
 	fmt.Fprintf(&b, "Reproduces: %s.\n\n", s.paper)
@@ -498,9 +508,13 @@ func summary(s spec, res *Result, p *plan, opt Options, runs int) string {
 	if opt.Quick {
 		mode = "quick"
 	}
-	fmt.Fprintf(&b, "Mode: %s, %d run(s) per point, elapsed %s.\n\n", mode, runs, res.Elapsed.Round(time.Second))
-	if opt.Seeded {
-		fmt.Fprintf(&b, "**Randomness: insecure, seeded (--seed %d)** — reproducible, for experiments only; these outputs are not privacy-protected releases.\n\n", opt.Seed)
+	if opt.Replot {
+		fmt.Fprintf(&b, "Figures redrawn from `%s.csv` (--replot).\n\n", s.name)
+	} else {
+		fmt.Fprintf(&b, "Mode: %s, %d run(s) per point, elapsed %s.\n\n", mode, runs, res.Elapsed.Round(time.Second))
+	}
+	if res.Insecure {
+		fmt.Fprintf(&b, "**Randomness: %s** — insecure, reproducible, for experiments only; these outputs are not privacy-protected releases.\n\n", label)
 	} else {
 		b.WriteString("Randomness: secure (crypto/rand); rerunning gives different numbers.\n\n")
 	}
@@ -537,4 +551,39 @@ func meanSD(r Row) string {
 		return fmt.Sprintf("%s ± %s", fmtNum(r.Mean), fmtNum(r.SD))
 	}
 	return fmtNum(r.Mean)
+}
+
+// readAggregate loads the rows of an experiment CSV written by writeCSV.
+func readAggregate(path string) (*Aggregate, string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("experiment: replot: %w", err)
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, "", fmt.Errorf("experiment: replot %s: %w", path, err)
+	}
+	if len(recs) == 0 || strings.Join(recs[0], ",") != strings.Join(CSVHeader, ",") {
+		return nil, "", fmt.Errorf("experiment: replot %s: not an experiment CSV (header %v)", path, recs[0])
+	}
+	a := newAggregate()
+	label := "secure"
+	for i, r := range recs[1:] {
+		var v [3]float64
+		for j, c := range []int{2, 5, 6} {
+			if v[j], err = strconv.ParseFloat(r[c], 64); err != nil {
+				return nil, "", fmt.Errorf("experiment: replot %s:%d: column %s: %w", path, i+2, CSVHeader[c], err)
+			}
+		}
+		n, err := strconv.Atoi(r[7])
+		if err != nil || n < 1 {
+			return nil, "", fmt.Errorf("experiment: replot %s:%d: runs %q", path, i+2, r[7])
+		}
+		if r[8] != "secure" {
+			label = r[8]
+		}
+		a.m[aggKey{r[0], r[1], r[3], r[4], v[0]}] = &welford{n: n, mean: v[1], s: v[2] * v[2] * float64(n-1)}
+	}
+	return a, label, nil
 }

@@ -131,7 +131,7 @@ func render(fig figure, title string, res *Aggregate, base string) ([]string, er
 		legendCols++
 	}
 	legendH := vg.Length(perCol)*0.2*vg.Inch + 0.15*vg.Inch
-	titleH := 0.35 * vg.Inch
+	titleH := 0.5 * vg.Inch
 	W := vg.Length(cols) * (panelW + rightMargin)
 	H := vg.Length(rows)*panelH + legendH + titleH
 
@@ -429,7 +429,7 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	decades := math.Log10(hi / lo)
 	mults := []float64{1}
 	switch {
-	case decades < 1:
+	case decades < 0.6:
 		mults = []float64{1, 2, 3, 4, 5, 6, 7, 8, 9}
 	case decades < 3:
 		mults = []float64{1, 2, 5}

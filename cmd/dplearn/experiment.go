@@ -22,6 +22,7 @@ func newExperimentCmd() *cobra.Command {
 		quick     bool
 		dataDir   string
 		workers   int
+		replot    bool
 		getFormat func() (outputFormat, error)
 	)
 	cmd := &cobra.Command{
@@ -64,7 +65,7 @@ Example:
 			}
 			opt := experiment.Options{
 				Runs: runs, Seeded: cmd.Flags().Changed("seed"), Seed: seed, Out: out,
-				Quick: quick, DataDir: dataDir, Workers: workers, Progress: stderrProgress(cmd),
+				Quick: quick, DataDir: dataDir, Workers: workers, Progress: stderrProgress(cmd), Replot: replot,
 			}
 			results, err := experiment.Run(cmd.Context(), args[0], opt)
 			if err != nil {
@@ -88,6 +89,7 @@ Example:
 	f.BoolVar(&quick, "quick", false, "smaller grids and fewer runs")
 	f.StringVar(&dataDir, "data-dir", "", "directory of the example CSVs (default ../shared/data next to the repository)")
 	f.IntVar(&workers, "workers", 0, "worker goroutines (0: all cores)")
+	f.BoolVar(&replot, "replot", false, "redraw figures and summaries from the CSVs already in --out, without running")
 	return cmd
 }
 
