@@ -626,3 +626,28 @@ func TestMonotonicity(t *testing.T) {
 		prevE = e
 	}
 }
+
+// cpSGD Theorem 1 known answers, from an independent public instantiation
+// of the theorem (δ = 1e-6, d = 1, s = 1, Δ1 = Δ2 = Δ∞ = 1): for p = ½ the
+// smallest n for ε = 1 is 1483 and ε(n = 2000) ∈ (0.6375, 0.6376); for p = ¼
+// the smallest n is 1978 (where the side condition np(1−p) ≥ 23 ln(10d/δ)
+// starts to hold).
+func TestCPSGDKnownAnswers(t *testing.T) {
+	if n, err := BinomialCPSGD(1, 1e-6, 1); err != nil || n != 1483 {
+		t.Errorf("n = %d (%v), want 1483", n, err)
+	}
+	unit := CPSGDParams{N: 2000, P: 0.5, S: 1, Dim: 1, Delta1: 1, Delta2: 1, DeltaI: 1}
+	if e, err := CPSGDEpsilon(unit, 1e-6); err != nil || e <= 0.6375 || e >= 0.6376 {
+		t.Errorf("ε(2000) = %v (%v)", e, err)
+	}
+	q := unit
+	q.P = 0.25
+	q.N = 1977
+	if _, err := CPSGDEpsilon(q, 1e-6); err == nil {
+		t.Error("p=¼, n=1977 should violate the side condition")
+	}
+	q.N = 1978
+	if e, err := CPSGDEpsilon(q, 1e-6); err != nil || e > 1 {
+		t.Errorf("p=¼, n=1978: ε = %v (%v)", e, err)
+	}
+}
