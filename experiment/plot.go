@@ -157,11 +157,12 @@ func render(fig figure, title string, res *Aggregate, base string) ([]string, er
 		grid := draw.Crop(dc, 0, 0, legendH, -titleH)
 		tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: rightMargin + vg.Points(6), PadY: vg.Points(8),
 			PadLeft: vg.Points(4), PadRight: rightMargin + vg.Points(4), PadTop: vg.Points(4), PadBottom: vg.Points(4)}
-		cs := plot.Align(plots, tiles, grid)
+		// Each panel in its own tile (plot.Align would align the data
+		// areas but moves the panel titles to different heights).
 		for r := range plots {
 			for c := range plots[r] {
 				if plots[r][c] != nil {
-					plots[r][c].Draw(cs[r][c])
+					plots[r][c].Draw(tiles.At(grid, c, r))
 				}
 			}
 		}
