@@ -557,6 +557,20 @@ func TestDiscreteProfileConvergesAndMarginCoversIt(t *testing.T) {
 	if prev > 1e-7 {
 		t.Errorf("relative gap at k=1000 is %v", prev)
 	}
+	// Small ε (σ ≫ Δ): the gap is governed by σ in grid steps, already
+	// below 1e-6 at σ ≈ 2400 steps with Δ = 10 steps (AddGaussian has
+	// σ ≥ 2^21 steps).
+	for _, c := range []struct{ eps, delta float64 }{{0.01, 1e-5}, {0.001, 1e-3}, {0.1, 1e-8}} {
+		s, _ := AnalyticGaussianSigma(c.eps, c.delta, 1)
+		dd, err := DiscreteGaussianDelta(c.eps, 10*s, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc, _ := AnalyticGaussianDelta(c.eps, 10*s, 10)
+		if rel := math.Abs(dd-dc) / dc; rel > 1e-6 {
+			t.Errorf("%+v: relative gap %v at Δ = 10 steps", c, rel)
+		}
+	}
 	for _, c := range []struct{ eps, delta float64 }{{1, 1e-5}, {0.1, 1e-6}, {8, 1e-10}} {
 		s, _ := GaussianSigma(c.eps, c.delta, 1)
 		worst := analyticDelta(c.eps, 1/s+noise.GridSlackRatio/2) // largest true slack
