@@ -1,6 +1,8 @@
 package noise
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"encoding/binary"
 	"fmt"
 	"math/big"
@@ -12,6 +14,9 @@ import (
 // call (a scalar or a whole vector); it is not shared between goroutines.
 type rng struct {
 	src Source
+	// ks, when set, is an AES-256-CTR keystream keyed from src that
+	// replaces direct reads (large vectors).
+	ks cipher.Stream
 	buf []byte
 	pos int
 	// scratch space reused across draws (no allocation in the hot path)
@@ -27,10 +32,30 @@ func newRNGSize(src Source, size int) (*rng, error) {
 	if src == nil {
 		return nil, fmt.Errorf("noise: nil Source")
 	}
-	return &rng{src: src, buf: make([]byte, size), pos: size}, nil
+	r := &rng{src: src, buf: make([]byte, size), pos: size}
+	if size >= 4096 {
+		// Large vectors: one 384-bit read from src keys an AES-256-CTR
+		// keystream (standard-library cryptographic PRG) for the rest.
+		var key [48]byte
+		if _, err := readFull(src, key[:]); err != nil {
+			return nil, err
+		}
+		block, err := aes.NewCipher(key[:32])
+		if err != nil {
+			return nil, fmt.Errorf("noise: keystream: %w", err)
+		}
+		r.ks = cipher.NewCTR(block, key[32:])
+	}
+	return r, nil
 }
 
 func (r *rng) fill() error {
+	if r.ks != nil {
+		clear(r.buf)
+		r.ks.XORKeyStream(r.buf, r.buf)
+		r.pos = 0
+		return nil
+	}
 	n := 0
 	for n < len(r.buf) {
 		m, err := r.src.Read(r.buf[n:])

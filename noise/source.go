@@ -31,7 +31,11 @@
 //
 // # Randomness
 //
-// NewSecure reads crypto/rand. NewInsecureSeeded is a deterministic ChaCha8
+// NewSecure reads crypto/rand. Large draws (vectors of 128 or more
+// coordinates, binomials above 2^12 flips) read one 384-bit key from the
+// Source and expand it with AES-256-CTR (crypto/aes, crypto/cipher), a
+// standard cryptographic pseudorandom generator, instead of asking the
+// operating system for every byte. NewInsecureSeeded is a deterministic ChaCha8
 // stream for tests and experiment reproduction only: Secure() reports false and
 // String() says "INSECURE seeded"; callers that print a privacy report must
 // print that string.
