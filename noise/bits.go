@@ -16,7 +16,7 @@ type rng struct {
 	src Source
 	// ks, when set, is an AES-256-CTR keystream keyed from src that
 	// replaces direct reads (large vectors).
-	ks cipher.Stream
+	ks  cipher.Stream
 	buf []byte
 	pos int
 	// scratch space reused across draws (no allocation in the hot path)
