@@ -1,6 +1,7 @@
 package paillier
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -122,6 +123,24 @@ func (pk *PublicKey) checkSquareCandidate(x *big.Int) error {
 		return errors.New("Jacobi symbol modulo n is not 1, so it is not a square")
 	}
 	return nil
+}
+
+// GenerateThresholdKey generates two safe primes for a modulus of bits
+// bits (a multiple of 256 from MinModulusBits to 8192) and deals an
+// (N = parties, t = threshold) key from them; see DealThreshold. ctx cancels
+// the prime search.
+func GenerateThresholdKey(ctx context.Context, random io.Reader, bits, parties, threshold int) (*ThresholdPublicKey, []*KeyShare, error) {
+	if bits < MinModulusBits || bits > maxModulusBits || bits%256 != 0 {
+		return nil, nil, fmt.Errorf("paillier: generate threshold key: %d bits: want a multiple of 256 in [%d, %d]", bits, MinModulusBits, maxModulusBits)
+	}
+	if parties < 1 || parties > MaxParties || threshold < 1 || threshold > parties {
+		return nil, nil, fmt.Errorf("paillier: generate threshold key: (N, t) = (%d, %d): want 1 <= t <= N <= %d", parties, threshold, MaxParties)
+	}
+	p, q, err := GenerateSafePrimePair(ctx, random, bits, 0, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("paillier: generate threshold key: %w", err)
+	}
+	return DealThreshold(random, p, q, parties, threshold)
 }
 
 // DealThreshold is the trusted dealer: from two distinct safe primes p and

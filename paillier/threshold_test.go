@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"os"
 	"strings"
 	"testing"
 )
@@ -472,5 +473,27 @@ func TestLagrangeDelta(t *testing.T) {
 				t.Fatalf("set %v, x^%d: sum mu_i i^k = %v, want %v", set, k, sum, want)
 			}
 		}
+	}
+}
+
+func TestGenerateThresholdKey(t *testing.T) {
+	for _, c := range [][3]int{{1024, 3, 2}, {2048, 3, 4}, {2048, 0, 1}} {
+		if _, _, err := GenerateThresholdKey(t.Context(), testRand(t, 40), c[0], c[1], c[2]); err == nil {
+			t.Fatalf("GenerateThresholdKey%v succeeded", c)
+		}
+	}
+	if os.Getenv("DPLEARN_LONG_TESTS") != "1" {
+		t.Skip("set DPLEARN_LONG_TESTS=1 to generate a 2048-bit threshold key")
+	}
+	tpk, shares, err := GenerateThresholdKey(t.Context(), testRand(t, 41), 2048, 3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct, _ := tpk.Encrypt(testRand(t, 42), big.NewInt(3))
+	a, _ := shares[0].Decrypt(testRand(t, 43), ct)
+	b, _ := shares[2].Decrypt(testRand(t, 44), ct)
+	res, err := tpk.Combine(ct, []*PartialDecryption{a, b})
+	if err != nil || res.Plaintext.Int64() != 3 {
+		t.Fatalf("%v %v", res, err)
 	}
 }
