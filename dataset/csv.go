@@ -50,7 +50,10 @@ func (s *csvSource) header() ([]string, error) {
 			}
 			data = data[1:]
 		}
-		end := firstBoundary(data)
+		end := -1
+		if next, complete := scanRecord(data, 0); complete {
+			end = next
+		}
 		if end < 0 && s.eof {
 			end = len(data)
 		}
@@ -78,43 +81,34 @@ func (s *csvSource) header() ([]string, error) {
 	}
 }
 
-// firstBoundary returns the index just past the first record terminator
-// ('\n' outside quotes) in data, or -1.
-func firstBoundary(data []byte) int {
-	inq := false
-	for i, c := range data {
-		switch c {
-		case '"':
-			inq = !inq
-		case '\n':
-			if !inq {
-				return i + 1
-			}
-		}
+// boundary returns the index just past the last complete record in data
+// (which starts at a record boundary), or -1, and whether data[:end] holds a
+// '"'. Without quotes this is the last '\n'. With quotes the records are
+// scanned sequentially from the line of the first quote, with exactly the
+// rules the workers parse with (a record broken by bad quoting ends at the
+// next '\n'), so splitter and parser always agree.
+func boundary(data []byte) (end int, quoted bool) {
+	q := bytes.IndexByte(data, '"')
+	if q < 0 {
+		return bytes.LastIndexByte(data, '\n') + 1, false
 	}
-	return -1
+	pos := bytes.LastIndexByte(data[:q], '\n') + 1
+	end = pos
+	for pos < len(data) {
+		next, complete := scanRecord(data, pos)
+		if !complete {
+			break
+		}
+		pos, end = next, next
+	}
+	return end, end > q
 }
 
-// lastBoundary returns the index just past the last record terminator in
-// data (which starts at a record boundary) and whether data[:end] holds a
-// quote; end is -1 if there is none. A '\n' ends a record iff an even number
-// of '"' precede it (RFC 4180: quotes inside quoted fields are doubled).
-func lastBoundary(data []byte) (end int, quoted bool) {
-	nl := bytes.LastIndexByte(data, '\n')
-	if nl < 0 {
-		return -1, false
-	}
-	q := bytes.Count(data[:nl], []byte{'"'})
-	quoted = q > 0
-	for q%2 == 1 {
-		prev := bytes.LastIndexByte(data[:nl], '\n')
-		if prev < 0 {
-			return -1, quoted
-		}
-		q -= bytes.Count(data[prev:nl], []byte{'"'})
-		nl = prev
-	}
-	return nl + 1, quoted
+// scanRecord finds the end of the record at data[pos] without modifying
+// data; complete is false when the record may continue past the data.
+func scanRecord(data []byte, pos int) (next int, complete bool) {
+	_, next, _, _, err := parseRecordMode(data, pos, nil, false)
+	return next, err != ErrUnterminated && next > pos && data[next-1] == '\n'
 }
 
 func (s *csvSource) next() (*chunk, error) {
@@ -137,12 +131,14 @@ func (s *csvSource) next() (*chunk, error) {
 				return nil, err
 			}
 		}
-		end, quoted := lastBoundary(buf)
+		end, quoted := 0, false
 		if s.eof {
 			end = len(buf)
 			quoted = bytes.IndexByte(buf, '"') >= 0
+		} else {
+			end, quoted = boundary(buf)
 		}
-		if end >= 0 {
+		if end > 0 || s.eof {
 			s.carry = append(s.carry[:0], buf[end:]...)
 			c := &chunk{data: buf[:end], line: s.line, quoted: quoted}
 			s.line += bytes.Count(c.data, []byte{'\n'})
@@ -164,6 +160,12 @@ func (s *csvSource) next() (*chunk, error) {
 // '\n' consumed, and on error the 1-based field number at fault. A field that
 // ends the data without a line end ends the record.
 func parseRecord(data []byte, pos int, fields [][]byte) (_ [][]byte, next, nl, col int, err error) {
+	return parseRecordMode(data, pos, fields, true)
+}
+
+// parseRecordMode is parseRecord; with write false it neither unescapes nor
+// collects fields (for the splitter).
+func parseRecordMode(data []byte, pos int, fields [][]byte, write bool) (_ [][]byte, next, nl, col int, err error) {
 	for {
 		if pos < len(data) && data[pos] == '"' {
 			w, i := pos+1, pos+1
@@ -173,20 +175,24 @@ func parseRecord(data []byte, pos int, fields [][]byte) (_ [][]byte, next, nl, c
 					return fields, len(data), nl + bytes.Count(data[i:], []byte{'\n'}), len(fields) + 1, ErrUnterminated
 				}
 				nl += bytes.Count(data[i:i+j], []byte{'\n'})
-				if w != i {
+				if write && w != i {
 					copy(data[w:], data[i:i+j])
 				}
 				w += j
 				i += j + 1
 				if i < len(data) && data[i] == '"' { // escaped quote
-					data[w] = '"'
+					if write {
+						data[w] = '"'
+					}
 					w++
 					i++
 					continue
 				}
 				break
 			}
-			fields = append(fields, data[pos+1:w])
+			if write {
+				fields = append(fields, data[pos+1:w])
+			}
 			switch {
 			case i >= len(data):
 				return fields, i, nl, 0, nil
@@ -201,7 +207,8 @@ func parseRecord(data []byte, pos int, fields [][]byte) (_ [][]byte, next, nl, c
 				}
 				return fields, i + 2, nl + 1, 0, nil
 			}
-			return fields, skipLine(data, i), nl + 1, len(fields), ErrQuoteEnd
+			next := skipLine(data, i)
+			return fields, next, nl + endsLine(data, next), len(fields), ErrQuoteEnd
 		}
 		i := pos
 		for i < len(data) {
@@ -213,18 +220,33 @@ func parseRecord(data []byte, pos int, fields [][]byte) (_ [][]byte, next, nl, c
 		}
 		switch {
 		case i == len(data):
-			fields = append(fields, trimCR(data[pos:i]))
+			if write {
+				fields = append(fields, trimCR(data[pos:i]))
+			}
 			return fields, i, nl, 0, nil
 		case data[i] == ',':
-			fields = append(fields, data[pos:i])
+			if write {
+				fields = append(fields, data[pos:i])
+			}
 			pos = i + 1
 		case data[i] == '\n':
-			fields = append(fields, trimCR(data[pos:i]))
+			if write {
+				fields = append(fields, trimCR(data[pos:i]))
+			}
 			return fields, i + 1, nl + 1, 0, nil
 		default: // '"'
-			return fields, skipLine(data, i), nl + 1, len(fields) + 1, ErrBareQuote
+			next := skipLine(data, i)
+			return fields, next, nl + endsLine(data, next), len(fields) + 1, ErrBareQuote
 		}
 	}
+}
+
+// endsLine is 1 if data[:next] ends with '\n', else 0.
+func endsLine(data []byte, next int) int {
+	if next > 0 && data[next-1] == '\n' {
+		return 1
+	}
+	return 0
 }
 
 // skipLine returns the position after the next '\n' at or after i.

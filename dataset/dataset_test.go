@@ -307,3 +307,34 @@ func TestMissingFile(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestQuotedAcrossChunks: quoted fields with embedded newlines and bad
+// quoting far into a file, for chunk sizes that split records anywhere.
+func TestQuotedAcrossChunks(t *testing.T) {
+	s := mustSchema(t, testSchema)
+	var b strings.Builder
+	b.WriteString("note,a,b,y\n")
+	line := 2
+	n := 300
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "\"multi\nline \"\"%d\"\"\",%d,u,1\n", i, i%10)
+		line += 2
+	}
+	badLine := line
+	b.WriteString("x,1,u\"v,2\n") // bare quote
+	for i := 0; i < 50; i++ {
+		b.WriteString("plain,1,v,2\n")
+	}
+	path := writeFile(t, "q.csv", []byte(b.String()))
+	for _, cs := range []int{0, 5, 64, 1000} {
+		_, _, err := Moments(context.Background(), path, s, Options{chunkSize: cs})
+		want := fmt.Sprintf("q.csv:%d:3: bad quoting", badLine)
+		if !errors.Is(err, ErrBareQuote) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("chunk %d: err = %v, want %q", cs, err, want)
+		}
+		_, sum, err := Moments(context.Background(), path, s, Options{chunkSize: cs, SkipBadRows: true})
+		if err != nil || sum.Rows != int64(n+50) || sum.Skipped != 1 {
+			t.Fatalf("chunk %d, skip: %v, %+v", cs, err, sum)
+		}
+	}
+}
