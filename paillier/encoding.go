@@ -201,6 +201,9 @@ func (ct *Ciphertext) MarshalBinary() ([]byte, error) {
 // ParseCiphertext decodes a ciphertext under pk: the key ID must match, the
 // length must be exact, and c must lie in Z*_{n^2}.
 func (pk *PublicKey) ParseCiphertext(b []byte) (*Ciphertext, error) {
+	if pk == nil || pk.n == nil {
+		return nil, fmt.Errorf("paillier: decode ciphertext: %w", errNoKey)
+	}
 	body, err := checkHeader(b, kindCiphertext)
 	if err != nil {
 		return nil, fmt.Errorf("paillier: decode ciphertext: %w", err)
@@ -364,6 +367,9 @@ func (pd *PartialDecryption) MarshalBinary() ([]byte, error) {
 // checks lengths, ranges and that c_i is in Z*_{n^2}; the proof itself is
 // checked by VerifyPartial and Combine, which also need the ciphertext.
 func (tpk *ThresholdPublicKey) ParsePartialDecryption(b []byte) (*PartialDecryption, error) {
+	if tpk == nil || tpk.n == nil || tpk.delta == nil {
+		return nil, fmt.Errorf("paillier: decode partial decryption: %w", errNoKey)
+	}
 	body, err := checkHeader(b, kindPartialDecryption)
 	if err != nil {
 		return nil, fmt.Errorf("paillier: decode partial decryption: %w", err)

@@ -100,6 +100,9 @@ func (e *Encryptor) PublicKey() *PublicKey { return e.pk }
 
 // randomizer returns h_s^alpha for a fresh uniform alpha of expBits bits.
 func (e *Encryptor) randomizer() (*big.Int, error) {
+	if e == nil || e.pk == nil || len(e.table) == 0 {
+		return nil, errors.New("nil or uninitialised Encryptor (use NewEncryptor)")
+	}
 	alpha, err := rand.Int(e.random, new(big.Int).Lsh(bigOne, uint(e.expBits)))
 	if err != nil {
 		return nil, fmt.Errorf("reading randomness: %w", err)
@@ -141,6 +144,9 @@ func bitsAt(words []big.Word, pos, w int) uint {
 
 // Encrypt encrypts m in [0, n).
 func (e *Encryptor) Encrypt(m *big.Int) (*Ciphertext, error) {
+	if e == nil {
+		return nil, errors.New("paillier: encrypt: nil Encryptor")
+	}
 	if err := e.pk.checkPlaintext(m); err != nil {
 		return nil, fmt.Errorf("paillier: encrypt: %w", err)
 	}
@@ -153,6 +159,9 @@ func (e *Encryptor) Encrypt(m *big.Int) (*Ciphertext, error) {
 
 // Rerandomize returns a fresh encryption of a's plaintext.
 func (e *Encryptor) Rerandomize(a *Ciphertext) (*Ciphertext, error) {
+	if e == nil {
+		return nil, errors.New("paillier: rerandomize: nil Encryptor")
+	}
 	if err := e.pk.owns(a); err != nil {
 		return nil, fmt.Errorf("paillier: rerandomize: %w", err)
 	}
@@ -181,6 +190,9 @@ type Pool struct {
 // StartPool starts workers goroutines (at least 1) that keep up to size
 // randomizers ready, until ctx is cancelled.
 func (e *Encryptor) StartPool(ctx context.Context, size, workers int) (*Pool, error) {
+	if _, err := e.randomizer(); err != nil { // also checks e
+		return nil, fmt.Errorf("paillier: pool: %w", err)
+	}
 	if size < 1 || workers < 1 {
 		return nil, fmt.Errorf("paillier: pool: size %d and workers %d must be positive", size, workers)
 	}
@@ -238,6 +250,9 @@ func (p *Pool) next() (*big.Int, error) {
 
 // Encrypt encrypts m in [0, n) with a precomputed randomizer.
 func (p *Pool) Encrypt(m *big.Int) (*Ciphertext, error) {
+	if p == nil || p.enc == nil || p.ch == nil {
+		return nil, errors.New("paillier: encrypt: nil or uninitialised Pool (use StartPool)")
+	}
 	pk := p.enc.pk
 	if err := pk.checkPlaintext(m); err != nil {
 		return nil, fmt.Errorf("paillier: encrypt: %w", err)

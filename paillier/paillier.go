@@ -99,6 +99,9 @@ func (pk *PublicKey) NewCiphertext(c *big.Int) (*Ciphertext, error) {
 
 // checkUnit reports whether x is in Z*_{n^2}.
 func (pk *PublicKey) checkUnit(x *big.Int) error {
+	if pk == nil || pk.n == nil {
+		return errNoKey
+	}
 	if x == nil {
 		return errors.New("nil element")
 	}
@@ -114,8 +117,14 @@ func (pk *PublicKey) checkUnit(x *big.Int) error {
 	return nil
 }
 
+// errNoKey reports a nil or zero-value key (keys come from constructors).
+var errNoKey = errors.New("nil or uninitialised key (use a constructor or decoder)")
+
 func (pk *PublicKey) owns(ct *Ciphertext) error {
-	if ct == nil || ct.c == nil {
+	if pk == nil || pk.n == nil {
+		return errNoKey
+	}
+	if ct == nil || ct.c == nil || ct.pk == nil {
 		return errors.New("nil ciphertext")
 	}
 	if ct.pk.n.Cmp(pk.n) != 0 {
@@ -126,6 +135,9 @@ func (pk *PublicKey) owns(ct *Ciphertext) error {
 
 // checkPlaintext reports whether m is in [0, n).
 func (pk *PublicKey) checkPlaintext(m *big.Int) error {
+	if pk == nil || pk.n == nil {
+		return errNoKey
+	}
 	if m == nil {
 		return errors.New("nil plaintext")
 	}
@@ -138,6 +150,9 @@ func (pk *PublicKey) checkPlaintext(m *big.Int) error {
 // randomUnit returns r uniform in Z*_n, read from random by rejection
 // sampling.
 func (pk *PublicKey) randomUnit(random io.Reader) (*big.Int, error) {
+	if pk == nil || pk.n == nil {
+		return nil, errNoKey
+	}
 	if random == nil {
 		return nil, errors.New("nil random source")
 	}
@@ -281,6 +296,9 @@ func (pk *PublicKey) Rerandomize(random io.Reader, a *Ciphertext) (*Ciphertext, 
 // residue x mod n in [0, n). Values outside the range are an error, never
 // silently wrapped.
 func (pk *PublicKey) EncodeSigned(x *big.Int) (*big.Int, error) {
+	if pk == nil || pk.n == nil {
+		return nil, fmt.Errorf("paillier: encode signed: %w", errNoKey)
+	}
 	if x == nil {
 		return nil, errors.New("paillier: encode signed: nil value")
 	}

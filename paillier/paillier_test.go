@@ -319,3 +319,50 @@ func TestGenerateKey2048(t *testing.T) {
 		t.Fatalf("decrypted %v", m)
 	}
 }
+
+// TestZeroValuesDoNotPanic: methods on zero-value or nil objects return
+// errors instead of panicking.
+func TestZeroValuesDoNotPanic(t *testing.T) {
+	sk := mustTestKey(t, 256)
+	ct, _ := sk.Encrypt(testRand(t, 50), big.NewInt(1))
+	var (
+		zpk  PublicKey
+		zsk  PrivateKey
+		ztpk ThresholdPublicKey
+		zks  KeyShare
+		zenc Encryptor
+		zp   Pool
+		zct  Ciphertext
+	)
+	one := big.NewInt(1)
+	calls := map[string]func() error{
+		"PublicKey.Encrypt":       func() error { return errOf(zpk.Encrypt(rand.Reader, one)) },
+		"PublicKey.Add":           func() error { return errOf(zpk.Add(ct, ct)) },
+		"PublicKey.EncodeSigned":  func() error { return errOf(zpk.EncodeSigned(one)) },
+		"PublicKey.DecodeSigned":  func() error { return errOf(zpk.DecodeSigned(one)) },
+		"PublicKey.NewCiphertext": func() error { return errOf(zpk.NewCiphertext(one)) },
+		"PublicKey.Parse":         func() error { return errOf(zpk.ParseCiphertext([]byte("DPPL\x01\x02"))) },
+		"PrivateKey.Decrypt":      func() error { return errOf(zsk.Decrypt(ct)) },
+		"Add zero ciphertext":     func() error { return errOf(sk.Add(ct, &zct)) },
+		"Threshold.Combine":       func() error { return errOf(ztpk.Combine(ct, nil)) },
+		"Threshold.VerifyPartial": func() error { return ztpk.VerifyPartial(ct, &PartialDecryption{}) },
+		"Threshold.Parse":         func() error { return errOf(ztpk.ParsePartialDecryption(nil)) },
+		"nil Threshold.Combine":   func() error { return errOf((*ThresholdPublicKey)(nil).Combine(ct, nil)) },
+		"KeyShare.Decrypt":        func() error { return errOf(zks.Decrypt(rand.Reader, ct)) },
+		"KeyShare.Verify":         func() error { return zks.Verify() },
+		"KeyShare.Marshal":        func() error { return errOf(zks.MarshalBinary()) },
+		"Encryptor.Encrypt":       func() error { return errOf(zenc.Encrypt(one)) },
+		"Encryptor.StartPool":     func() error { return errOf(zenc.StartPool(t.Context(), 1, 1)) },
+		"Pool.Encrypt":            func() error { return errOf(zp.Encrypt(one)) },
+		"Ciphertext.Marshal":      func() error { return errOf(zct.MarshalBinary()) },
+		"NewPacking nil key":      func() error { return errOf(NewPacking(nil, 1, 0, 1, 1)) },
+		"NewEncryptor nil key":    func() error { return errOf(NewEncryptor(nil, rand.Reader)) },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			if err := call(); err == nil {
+				t.Fatal("no error from a zero value")
+			}
+		})
+	}
+}

@@ -302,8 +302,8 @@ func (pd *PartialDecryption) Value() *big.Int { return new(big.Int).Set(pd.ci) }
 // Decrypt computes this party's partial decryption of ct with its proof of
 // correctness; random supplies the proof's randomness (crypto/rand).
 func (ks *KeyShare) Decrypt(random io.Reader, ct *Ciphertext) (*PartialDecryption, error) {
-	if ks == nil || ks.pub == nil {
-		return nil, errors.New("paillier: partial decryption: nil key share")
+	if ks == nil || ks.pub == nil || ks.s == nil {
+		return nil, errors.New("paillier: partial decryption: nil or uninitialised key share")
 	}
 	tpk := ks.pub
 	if err := tpk.owns(ct); err != nil {
@@ -323,6 +323,9 @@ func (ks *KeyShare) Decrypt(random io.Reader, ct *Ciphertext) (*PartialDecryptio
 // party pd.Index: c_i in Z*_{n^2} and a valid proof that
 // log_{c^4}(c_i^2) = log_v(v_i).
 func (tpk *ThresholdPublicKey) VerifyPartial(ct *Ciphertext, pd *PartialDecryption) error {
+	if tpk == nil {
+		return fmt.Errorf("paillier: verify partial decryption: %w", errNoKey)
+	}
 	if err := tpk.owns(ct); err != nil {
 		return fmt.Errorf("paillier: verify partial decryption: %w", err)
 	}
@@ -368,6 +371,9 @@ type Combination struct {
 // c' = prod c_i^(2 mu_i) = c^(4 Delta^2 d) = 1 + 4 Delta^2 m n mod n^2, so
 // m = L(c') (4 Delta^2)^-1 mod n.
 func (tpk *ThresholdPublicKey) Combine(ct *Ciphertext, parts []*PartialDecryption) (*Combination, error) {
+	if tpk == nil {
+		return nil, fmt.Errorf("paillier: combine: %w", errNoKey)
+	}
 	if err := tpk.owns(ct); err != nil {
 		return nil, fmt.Errorf("paillier: combine: %w", err)
 	}
