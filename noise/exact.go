@@ -343,14 +343,6 @@ func DiscreteGaussian(src Source, sigma2 *big.Rat) (int64, error) {
 	return r.discreteGaussian(newDG(sigma2))
 }
 
-// ratFromFloat converts a finite positive float64 to its exact rational value.
-func ratFromFloat(what string, x float64) (*big.Rat, error) {
-	if math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 {
-		return nil, fmt.Errorf("noise: %s must be finite and > 0, got %v", what, x)
-	}
-	return new(big.Rat).SetFloat64(x), nil
-}
-
 // AddDiscreteGaussian adds independent N_ℤ(0, sigma2) noise to every entry
 // of the integer vector x, in place (the distributed discrete Gaussian
 // mechanism's local step). On error x is unchanged.

@@ -663,7 +663,7 @@ func FuzzAddNoise(f *testing.F) {
 	f.Add(1.0, 1.0, uint64(1))
 	f.Add(math.NaN(), 1.0, uint64(2))
 	f.Add(1e300, 1e-300, uint64(3))
-	f.Add(-0.0, 5e-324, uint64(4))
+	f.Add(math.Copysign(0, -1), 5e-324, uint64(4))
 	f.Add(123.456, math.MaxFloat64, uint64(5))
 	f.Fuzz(func(t *testing.T, x, scale float64, seed uint64) {
 		src := NewInsecureSeeded(seed)
