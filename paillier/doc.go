@@ -65,6 +65,10 @@
 //     exponentiations depends on secret exponents (shares, primes, the
 //     encryption randomness) and timing or cache attacks by a co-located
 //     adversary are out of scope. Run parties on machines you control.
+//   - Erasure of secrets. Shares, primes and randomness live in big.Int
+//     values that the garbage collector may copy; they are not zeroed after
+//     use. Protect the process memory (no core dumps, no swap to shared
+//     disks) on machines that hold shares.
 //   - Chosen-ciphertext attacks. Paillier is malleable by design; integrity
 //     of the ciphertexts in transit is the transport's job (mutual TLS).
 //   - Key sizes below 2048 bits are refused by every decoder and by key

@@ -369,7 +369,10 @@ type Combination struct {
 // reported). With S those indices and
 // mu_i = Delta prod_{j in S, j != i} j/(j-i) (an integer),
 // c' = prod c_i^(2 mu_i) = c^(4 Delta^2 d) = 1 + 4 Delta^2 m n mod n^2, so
-// m = L(c') (4 Delta^2)^-1 mod n.
+// m = L(c') (4 Delta^2)^-1 mod n. The proof's equations speak about c_i^2
+// only, but its challenge hashes c_i itself, so a c_i changed by a factor of
+// order 2 (such as -c_i) is rejected too; the even exponent 2 mu_i would
+// remove such a factor anyway.
 func (tpk *ThresholdPublicKey) Combine(ct *Ciphertext, parts []*PartialDecryption) (*Combination, error) {
 	if tpk == nil {
 		return nil, fmt.Errorf("paillier: combine: %w", errNoKey)

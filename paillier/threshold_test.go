@@ -497,3 +497,23 @@ func TestGenerateThresholdKey(t *testing.T) {
 		t.Fatalf("%v %v", res, err)
 	}
 }
+
+// TestNegatedPartial: -c_i satisfies the proof's equations (which speak
+// about c_i^2) but not its hash, which binds c_i itself, so it is rejected;
+// and the even exponent of the interpolation would make the sign harmless.
+func TestNegatedPartial(t *testing.T) {
+	tpk, shares := mustDeal(t, 512, 3, 2)
+	rng := testRand(t, 60)
+	ct, _ := tpk.Encrypt(rng, big.NewInt(777))
+	a, _ := shares[0].Decrypt(rng, ct)
+	b, _ := shares[1].Decrypt(rng, ct)
+	neg := *b
+	neg.ci = new(big.Int).Sub(tpk.nSquared, b.ci)
+	if err := tpk.VerifyPartial(ct, &neg); err == nil {
+		t.Fatal("negated partial decryption accepted")
+	}
+	m, err := tpk.interpolate([]int{1, 2}, []*big.Int{a.ci, neg.ci})
+	if err != nil || m.Int64() != 777 {
+		t.Fatalf("interpolation with -c_2: %v %v", m, err)
+	}
+}
