@@ -196,7 +196,8 @@ func ObjPert(src Source, d int, beta float64) ([]float64, error) {
 }
 
 // InsecureWishart returns the d×d row-major matrix Σ_{k<df} z_k z_kᵀ with
-// z_k ~ N(0, scale²·I): a Wishart W_d(df, scale²·I) draw.
+// z_k ~ N(0, scale²·I): a Wishart W_d(df, scale²·I) draw. The DP-IRLS seed
+// (Eq. 6-7) uses df = d+1 and scale² = δ/(2ε′N), δ its bound on the data.
 //
 // NOT DIFFERENTIALLY PRIVATE. It exists only to reproduce Figure 1 of the
 // DP-IRLS seed. Wishart noise is positive semi-definite, so the released
