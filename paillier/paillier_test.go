@@ -3,6 +3,7 @@ package paillier
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"io"
 	"math/big"
 	mrand "math/rand/v2"
@@ -366,3 +367,56 @@ func TestZeroValuesDoNotPanic(t *testing.T) {
 		})
 	}
 }
+
+// failingReader fails after n bytes.
+type failingReader struct{ n int }
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if f.n <= 0 {
+		return 0, errors.New("entropy source failed")
+	}
+	k := min(len(p), f.n)
+	for i := range p[:k] {
+		p[i] = 0x5a
+	}
+	f.n -= k
+	return k, nil
+}
+
+// TestFailingRandomSource: a failing random source is reported as an error
+// by everything that draws randomness.
+func TestFailingRandomSource(t *testing.T) {
+	sk := mustTestKey(t, 256)
+	p, q := testPrimePair(256)
+	tpk, shares := mustDeal(t, 256, 3, 2)
+	ct, _ := sk.Encrypt(testRand(t, 70), big.NewInt(1))
+	tct, _ := tpk.Encrypt(testRand(t, 71), big.NewInt(1))
+	calls := map[string]func(io.Reader) error{
+		"Encrypt":           func(r io.Reader) error { return errOf(sk.Encrypt(r, big.NewInt(1))) },
+		"Rerandomize":       func(r io.Reader) error { return errOf(sk.Rerandomize(r, ct)) },
+		"NewEncryptor":      func(r io.Reader) error { return errOf(NewEncryptor(sk.Public(), r)) },
+		"DealThreshold":     func(r io.Reader) error { return errOf3(dealThreshold(r, p, q, 3, 2, 16)) },
+		"PartialDecrypt":    func(r io.Reader) error { return errOf(shares[0].Decrypt(r, tct)) },
+		"GenerateSafePrime": func(r io.Reader) error { return errOf(GenerateSafePrime(t.Context(), r, 64, 2, nil)) },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			err := call(&failingReader{n: 0})
+			if err == nil || !strings.Contains(err.Error(), "entropy source failed") {
+				t.Fatalf("error %v, want the source's failure", err)
+			}
+		})
+	}
+	enc, _ := NewEncryptor(sk.Public(), testRand(t, 72))
+	enc.random = &failingReader{}
+	if _, err := enc.Encrypt(big.NewInt(1)); err == nil {
+		t.Fatal("Encryptor ignored a failing source")
+	}
+	pool, err := enc.StartPool(t.Context(), 2, 1)
+	if err == nil {
+		pool.Wait()
+		t.Fatal("pool started on a failing source")
+	}
+}
+
+func errOf3[A, B any](_ A, _ B, err error) error { return err }
