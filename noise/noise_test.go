@@ -514,6 +514,7 @@ func TestObjPert(t *testing.T) {
 	d, beta := 3, 2.0
 	n := samples(5000)
 	norms := make([]float64, n)
+	u1 := make([]float64, n)
 	var first float64
 	for i := range norms {
 		b, err := ObjPert(src, d, beta)
@@ -526,6 +527,7 @@ func TestObjPert(t *testing.T) {
 		}
 		norms[i] = math.Sqrt(s)
 		first += b[0] / norms[i]
+		u1[i] = b[0] / norms[i]
 	}
 	ksTest(t, "ObjPert norm", norms, func(r float64) float64 {
 		x := beta * r
@@ -538,6 +540,8 @@ func TestObjPert(t *testing.T) {
 		}
 		return 1 - math.Exp(-x)*s
 	})
+	// On the sphere S² a uniform direction has u₁ ~ Uniform[−1, 1] (Archimedes).
+	ksTest(t, "ObjPert direction", u1, func(v float64) float64 { return (v + 1) / 2 })
 	// Direction uniform on the sphere: E[u₁] = 0, Var u₁ = 1/d.
 	if z := first / float64(n) / math.Sqrt(1/float64(d)/float64(n)); math.Abs(z) > zAlpha2 {
 		t.Errorf("direction biased: z = %.2f", z)
