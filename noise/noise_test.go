@@ -684,3 +684,41 @@ func FuzzAddNoise(f *testing.F) {
 		}
 	})
 }
+
+// Mironov 2012: with floating-point noise the low-order bits of x + noise
+// reveal x. Here the output depends on x only through its grid point: two
+// inputs that snap to the same grid point give bit-identical outputs with the
+// same randomness, so no bit of the output carries more about x.
+func TestOutputDependsOnlyOnGridPoint(t *testing.T) {
+	const sigma = 0.5
+	g, _ := GaussianGrid(sigma, 3)
+	lg, _ := LaplaceGrid(sigma, 3)
+	for seed := uint64(0); seed < 50; seed++ {
+		a := []float64{0.1, -7.25, 1e5}
+		b := []float64{0.1 + 0.3*g, -7.25 - 0.4*g, 1e5 + 0.2*g}
+		if err := AddGaussian(NewInsecureSeeded(seed), a, sigma); err != nil {
+			t.Fatal(err)
+		}
+		if err := AddGaussian(NewInsecureSeeded(seed), b, sigma); err != nil {
+			t.Fatal(err)
+		}
+		for i := range a {
+			if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+				t.Fatalf("Gaussian outputs differ for the same grid point: %v vs %v", a[i], b[i])
+			}
+		}
+		c := []float64{0.1, -7.25, 1e5}
+		d := []float64{0.1 + 0.3*lg, -7.25 - 0.4*lg, 1e5 + 0.2*lg}
+		if err := AddLaplace(NewInsecureSeeded(seed), c, sigma); err != nil {
+			t.Fatal(err)
+		}
+		if err := AddLaplace(NewInsecureSeeded(seed), d, sigma); err != nil {
+			t.Fatal(err)
+		}
+		for i := range c {
+			if math.Float64bits(c[i]) != math.Float64bits(d[i]) {
+				t.Fatalf("Laplace outputs differ for the same grid point: %v vs %v", c[i], d[i])
+			}
+		}
+	}
+}
