@@ -694,8 +694,9 @@ func TestOutputDependsOnlyOnGridPoint(t *testing.T) {
 	g, _ := GaussianGrid(sigma, 3)
 	lg, _ := LaplaceGrid(sigma, 3)
 	for seed := uint64(0); seed < 50; seed++ {
-		a := []float64{0.1, -7.25, 1e5}
-		b := []float64{0.1 + 0.3*g, -7.25 - 0.4*g, 1e5 + 0.2*g}
+		on := func(v, g float64) float64 { return math.Round(v/g) * g }
+		a := []float64{on(0.1, g) + 0.1*g, on(-7.25, g) - 0.4*g, on(1e5, g) + 0.2*g}
+		b := []float64{on(0.1, g) - 0.3*g, on(-7.25, g) + 0.45*g, on(1e5, g) - 0.2*g}
 		if err := AddGaussian(NewInsecureSeeded(seed), a, sigma); err != nil {
 			t.Fatal(err)
 		}
@@ -707,8 +708,8 @@ func TestOutputDependsOnlyOnGridPoint(t *testing.T) {
 				t.Fatalf("Gaussian outputs differ for the same grid point: %v vs %v", a[i], b[i])
 			}
 		}
-		c := []float64{0.1, -7.25, 1e5}
-		d := []float64{0.1 + 0.3*lg, -7.25 - 0.4*lg, 1e5 + 0.2*lg}
+		c := []float64{on(0.1, lg) + 0.1*lg, on(-7.25, lg) - 0.4*lg, on(1e5, lg) + 0.2*lg}
+		d := []float64{on(0.1, lg) - 0.3*lg, on(-7.25, lg) + 0.45*lg, on(1e5, lg) - 0.2*lg}
 		if err := AddLaplace(NewInsecureSeeded(seed), c, sigma); err != nil {
 			t.Fatal(err)
 		}
