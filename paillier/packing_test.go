@@ -162,3 +162,56 @@ func TestPackingOverflowDetected(t *testing.T) {
 		})
 	}
 }
+
+// TestPackingRandomProperty: for random layouts and random vectors, the
+// plaintext sum of k <= MaxParties packed vectors decodes to the exact
+// coordinate-wise sum.
+func TestPackingRandomProperty(t *testing.T) {
+	sk := mustTestKey(t, 512)
+	pk := sk.Public()
+	src := noise.NewInsecureSeeded(77)
+	draw := func(n int64) int64 {
+		v, err := noise.Binomial(src, 2*n) // in [0, 2n]
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for trial := 0; trial < 40; trial++ {
+		lo := draw(500) - 500
+		hi := lo + draw(300)
+		parties := int(1 + draw(200))
+		slots := 1 + int(draw(int64(MaxSlots(pk, lo, hi, parties)/2))%int64(MaxSlots(pk, lo, hi, parties)))
+		pp, err := NewPacking(pk, slots, lo, hi, parties)
+		if err != nil {
+			t.Fatalf("layout [%d, %d] x %d parties, %d slots: %v", lo, hi, parties, slots, err)
+		}
+		k := 1 + int(draw(int64(parties))%int64(parties))
+		sum := new(big.Int)
+		want := make([]int64, slots)
+		for i := 0; i < k; i++ {
+			v := make([]int64, slots)
+			for j := range v {
+				v[j] = lo + draw(hi-lo)%(hi-lo+1)
+				want[j] += v[j]
+			}
+			m, err := pp.Encode(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum.Add(sum, m)
+		}
+		if sum.Cmp(sk.n) >= 0 {
+			t.Fatal("packed sum wrapped modulo n")
+		}
+		got, err := pp.Decode(sum, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range got {
+			if got[j] != want[j] {
+				t.Fatalf("trial %d slot %d: %d, want %d", trial, j, got[j], want[j])
+			}
+		}
+	}
+}

@@ -187,3 +187,15 @@ func TestDPPPKeygenGenerates(t *testing.T) {
 		t.Fatal("saved primes do not factor the written key")
 	}
 }
+
+func TestDPPPHelpTeaches(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"keygen", "--help"}} {
+		out, _, err := runDPPP(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "Example:") || !strings.Contains(out, "dplearn dppp keygen --parties") {
+			t.Fatalf("%v: help without an example:\n%s", args, out)
+		}
+	}
+}
