@@ -294,6 +294,32 @@ func TestAddGaussianAndLaplaceKS(t *testing.T) {
 		ys[i] = v
 	}
 	ksTest(t, "Gaussian", ys, func(v float64) float64 { return 0.5 * math.Erfc(-v/(2*math.Sqrt2)) })
+	for i := range ys {
+		v, err := Laplace(src, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ys[i] = v
+	}
+	ksTest(t, "Laplace", ys, func(v float64) float64 {
+		if v < 0 {
+			return 0.5 * math.Exp(v/3)
+		}
+		return 1 - 0.5*math.Exp(-v/3)
+	})
+	// Tails of the scalar Gaussian: P(|X| > 3σ) = erfc(3/√2).
+	var c int
+	m := samples(40000)
+	for i := 0; i < m; i++ {
+		v, err := Gaussian(src, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(v) > 6 {
+			c++
+		}
+	}
+	binomialZTest(t, "Gaussian tail", c, m, math.Erfc(3/math.Sqrt2))
 }
 
 func TestGridOutputAndSlack(t *testing.T) {
