@@ -288,29 +288,9 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 		return nil, err
 	}
 	lam := cfg.lambda(plan.SigmaB)
-	w := make([]float64, d)
-	trimmed := 0
-	for j := 0; j < plan.Iterations; j++ {
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("irls: %w", err)
-		}
-		a, upper := irlsMoments(rows, k, w, plan.ResidualFloor)
-		if plan.FirstMoment == "gaussian" {
-			err = noise.AddGaussian(cfg.Source, a, plan.ScaleA)
-		} else {
-			err = noise.AddLaplace(cfg.Source, a, plan.ScaleA)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("irls: iteration %d: noise on A: %w", j+1, err)
-		}
-		if err := noise.AddGaussian(cfg.Source, upper, plan.SigmaB); err != nil {
-			return nil, fmt.Errorf("irls: iteration %d: noise on B: %w", j+1, err)
-		}
-		next, tr, err := irlsStep(a, upper, lam)
-		if err != nil {
-			return nil, fmt.Errorf("irls: iteration %d: %w", j+1, err)
-		}
-		w, trimmed = next, tr
+	w, trimmed, err := plan.run(ctx, rows, k, cfg.Source, lam)
+	if err != nil {
+		return nil, err
 	}
 	p := report.Privacy{
 		Mechanism: fmt.Sprintf("irls (DP-IRLS for L1 regression, Park & Welling, with symmetric Gaussian noise on B and zCDP: PRIVACY-NOTES items 10-11; J = %d, residual floor η = %s)",
@@ -337,6 +317,37 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	}
 	p.Randomness, p.Insecure = randomness(cfg.Source)
 	return &Result{Coef: w, Privacy: p, Trimmed: trimmed}, nil
+}
+
+// run performs the J noisy IRLS iterations with ridge lam on the noisy B and
+// returns the last iterate and its number of trimmed directions.
+func (plan IRLSPlan) run(ctx context.Context, rows []float64, k int, src noise.Source, lam float64) ([]float64, int, error) {
+	w := make([]float64, k-1)
+	trimmed := 0
+	for j := 0; j < plan.Iterations; j++ {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, fmt.Errorf("irls: %w", err)
+		}
+		a, upper := irlsMoments(rows, k, w, plan.ResidualFloor)
+		var err error
+		if plan.FirstMoment == "gaussian" {
+			err = noise.AddGaussian(src, a, plan.ScaleA)
+		} else {
+			err = noise.AddLaplace(src, a, plan.ScaleA)
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("irls: iteration %d: noise on A: %w", j+1, err)
+		}
+		if err := noise.AddGaussian(src, upper, plan.SigmaB); err != nil {
+			return nil, 0, fmt.Errorf("irls: iteration %d: noise on B: %w", j+1, err)
+		}
+		next, tr, err := irlsStep(a, upper, lam)
+		if err != nil {
+			return nil, 0, fmt.Errorf("irls: iteration %d: %w", j+1, err)
+		}
+		w, trimmed = next, tr
+	}
+	return w, trimmed, nil
 }
 
 // irlsWishart is the seed's Wishart variant: NOT differentially private.
