@@ -174,7 +174,7 @@ Example:
 			return writeJSON(cmd.OutOrStdout(), map[string]any{
 				"epsilon_rdp": r.EpsilonRDP, "epsilon_rdp_classic": r.EpsilonRDPClassic, "epsilon_zcdp": r.EpsilonZCDP,
 				"epsilon_exact": r.EpsilonExact,
-				"rho": r.Rho, "alpha_classic": r.AlphaClassic, "delta": delta, "steps": steps, "sigma": sigma,
+				"rho":           r.Rho, "alpha_classic": r.AlphaClassic, "delta": delta, "steps": steps, "sigma": sigma,
 				"sensitivity": sens, "includes_grid_slack": !noSlack})
 		}
 		w := cmd.OutOrStdout()
