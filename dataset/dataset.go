@@ -69,6 +69,9 @@ type Summary struct {
 	Rows    int64 // records encoded
 	Skipped int64 // records skipped (SkipBadRows)
 	Bytes   int64 // bytes read from the file (compressed size for .gz)
+	// HasTarget is false when Options.TargetOptional let the target column
+	// be absent (its slot in every row is then 0).
+	HasTarget bool
 }
 
 // RowError locates a record that cannot be read or encoded.
@@ -141,7 +144,8 @@ func Moments(ctx context.Context, path string, s *schema.Schema, opt Options) (*
 
 // Stream reads path and calls fn with row-major batches of encoded rows
 // (n×K, K = the encoder's width) in file order. The slice is reused after
-// fn returns; copy what you keep. An error from fn stops the read and is
+// fn returns; copy what you keep. Batches hold a few thousand rows, so
+// memory stays constant. An error from fn stops the read and is
 // returned.
 func Stream(ctx context.Context, path string, s *schema.Schema, opt Options, fn func(rows []float64) error) (Summary, error) {
 	p := &pipeline{path: path, schema: s, opt: opt}

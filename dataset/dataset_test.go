@@ -338,3 +338,22 @@ func TestQuotedAcrossChunks(t *testing.T) {
 		}
 	}
 }
+
+func TestTargetOptional(t *testing.T) {
+	s := mustSchema(t, testSchema)
+	path := writeFile(t, "p.csv", []byte("a,b\n1,u\n3,v\n"))
+	if _, _, err := Load(context.Background(), path, s, Options{}); err == nil || !strings.Contains(err.Error(), `missing column(s) "y"`) {
+		t.Fatalf("err = %v, want the missing target named", err)
+	}
+	tab, sum, err := Load(context.Background(), path, s, Options{TargetOptional: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.HasTarget || tab.N() != 2 || tab.Row(1)[tab.K-1] != 0 {
+		t.Fatalf("HasTarget %v, rows %d, target slot %v", sum.HasTarget, tab.N(), tab.Row(1)[tab.K-1])
+	}
+	_, sum, _ = Load(context.Background(), writeFile(t, "q.csv", []byte("a,b,y\n1,u,1\n")), s, Options{TargetOptional: true})
+	if !sum.HasTarget {
+		t.Fatal("HasTarget false with the target present")
+	}
+}

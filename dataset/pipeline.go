@@ -64,6 +64,7 @@ type pipeline struct {
 	rows   atomic.Int64
 	counts *countingReader
 	free   chan []byte
+	free64 chan []float64
 }
 
 // countingReader counts the bytes read from the file (for Summary and
@@ -131,6 +132,7 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 		return sum, fmt.Errorf("%s: header: %w", p.path, err)
 	}
 	p.width = p.enc.Width()
+	sum.HasTarget = p.enc.HasTarget()
 
 	workers := p.opt.Workers
 	if workers <= 0 {
@@ -143,6 +145,7 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 	chunks := make(chan *chunk)
 	results := make(chan *result, inflight+1)
 	p.free = make(chan []byte, inflight+1)
+	p.free64 = make(chan []float64, inflight+1)
 	moms := make(chan *suffstat.Moments, inflight+1)
 
 	if p.opt.Progress != nil {
@@ -187,6 +190,12 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 			wk := &worker{p: p, dst: make([]float64, p.width)}
 			for c := range chunks {
 				r := &result{seq: c.seq, buf: c.data}
+				if !p.moments {
+					select {
+					case r.rows = <-p.free64:
+					default:
+					}
+				}
 				switch {
 				case c.err != nil:
 					r.err = c.err
@@ -267,6 +276,12 @@ func (p *pipeline) recycle(r *result, moms chan *suffstat.Moments) {
 	if r.buf != nil {
 		select {
 		case p.free <- r.buf[:0]:
+		default:
+		}
+	}
+	if r.rows != nil {
+		select {
+		case p.free64 <- r.rows[:0]:
 		default:
 		}
 	}

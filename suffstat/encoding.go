@@ -21,7 +21,8 @@ import (
 //	end-4   4     CRC-32C (Castagnoli) of everything before it
 //
 // The decoder checks the magic, version, K, the exact length, the checksum
-// and that every value is finite and every diagonal entry non-negative.
+// that every value is finite, every diagonal entry non-negative, and every
+// value zero when N is zero.
 const (
 	magic        = "DPSS"
 	version      = 1
@@ -110,6 +111,13 @@ func (m *Moments) UnmarshalBinary(data []byte) error {
 			return bad("value %d is %v", t, v)
 		}
 		vals[t] = v
+	}
+	if n == 0 {
+		for t, v := range vals {
+			if v != 0 {
+				return bad("no rows but value %d is %v", t, v)
+			}
+		}
 	}
 	out := newWithKernel(k, bestKernel())
 	out.n = n

@@ -126,6 +126,9 @@ func (m *Moments) AddRows(rows []float64) error {
 	if m.err != nil {
 		return m.err
 	}
+	if m.k < 1 {
+		return errors.New("suffstat: AddRows: accumulator not created with New")
+	}
 	if len(rows)%m.k != 0 {
 		return fmt.Errorf("suffstat: AddRows: %d values is not a whole number of rows of width %d", len(rows), m.k)
 	}
@@ -298,8 +301,11 @@ func (m *Moments) Merge(o *Moments) error {
 	if o.err != nil {
 		return fmt.Errorf("suffstat: Merge: other accumulator failed: %w", o.err)
 	}
-	if o.k != m.k {
+	if o.k != m.k || m.k < 1 {
 		return fmt.Errorf("suffstat: Merge: width %d into width %d", o.k, m.k)
+	}
+	if o == m {
+		return errors.New("suffstat: Merge: cannot merge an accumulator into itself")
 	}
 	if m.n > math.MaxInt64-o.n {
 		return fmt.Errorf("suffstat: Merge: row count overflows (%d + %d)", m.n, o.n)

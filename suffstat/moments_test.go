@@ -246,6 +246,9 @@ func TestAddRowsErrors(t *testing.T) {
 	if err := New(2).Merge(m); err == nil {
 		t.Fatal("merged a poisoned accumulator")
 	}
+	if self := New(2); self.Merge(self) == nil {
+		t.Fatal("merged an accumulator into itself")
+	}
 	if err := New(2).Merge(New(3)); err == nil {
 		t.Fatal("merged widths 3 into 2")
 	}
