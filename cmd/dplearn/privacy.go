@@ -172,10 +172,18 @@ Example:
 		}
 		if f == formatJSON {
 			return writeJSON(cmd.OutOrStdout(), map[string]any{
-				"epsilon_rdp": r.EpsilonRDP, "epsilon_rdp_classic": r.EpsilonRDPClassic, "epsilon_zcdp": r.EpsilonZCDP,
-				"epsilon_exact": r.EpsilonExact,
-				"rho":           r.Rho, "alpha_classic": r.AlphaClassic, "delta": delta, "steps": steps, "sigma": sigma,
-				"sensitivity": sens, "includes_grid_slack": !noSlack})
+				"epsilon_exact":       r.EpsilonExact,
+				"epsilon_rdp":         r.EpsilonRDP,
+				"epsilon_rdp_classic": r.EpsilonRDPClassic,
+				"epsilon_zcdp":        r.EpsilonZCDP,
+				"rho":                 r.Rho,
+				"alpha_classic":       r.AlphaClassic,
+				"delta":               delta,
+				"steps":               steps,
+				"sigma":               sigma,
+				"sensitivity":         sens,
+				"includes_grid_slack": !noSlack,
+			})
 		}
 		w := cmd.OutOrStdout()
 		fmt.Fprintf(w, "%d Gaussian steps with σ = %g, sensitivity %g, are (ε, δ = %g)-DP with\n", steps, sigma, sens, delta)
