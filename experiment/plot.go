@@ -193,6 +193,12 @@ func render(fig figure, title string, res *Aggregate, base string) ([]string, er
 			sub.Max.Y -= vg.Points(6)
 			l.Draw(sub)
 		}
+		note := plot.New().Legend.TextStyle
+		note.Font.Size = vg.Points(8)
+		note.XAlign = draw.XRight
+		note.YAlign = draw.YBottom
+		leg.FillText(note, vg.Point{X: leg.Max.X - vg.Points(6), Y: leg.Min.Y + vg.Points(3)},
+			"error bars: ±1 sd over runs; on log axes lower bars are cut at ¼ of the mean")
 	}
 	var files []string
 	img := vgimg.NewWith(vgimg.UseWH(W, H), vgimg.UseDPI(96))
@@ -290,8 +296,12 @@ func makePanel(pn panel, res *Aggregate) (*plot.Plot, error) {
 			}
 			xy = append(xy, plotter.XY{X: r.X, Y: r.Mean})
 			lo, hi := r.SD, r.SD
-			if pn.logY && r.Mean-lo <= 0 {
-				lo = r.Mean * 0.999
+			if pn.logY && r.Mean-lo < r.Mean/4 {
+				// A bar below zero cannot be drawn on a log axis and a
+				// tiny positive end stretches the axis over decades: cut
+				// the lower bar at a quarter of the mean (noted in the
+				// legend strip).
+				lo = r.Mean * 0.75
 			}
 			ye = append(ye, struct{ Low, High float64 }{lo, hi})
 		}
