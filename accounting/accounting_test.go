@@ -665,3 +665,28 @@ func TestCPSGDKnownAnswers(t *testing.T) {
 		t.Errorf("p=¼, n=1978: ε = %v (%v)", e, err)
 	}
 }
+
+func TestDDGSigma(t *testing.T) {
+	p := DDGParams{Parties: 10, Dim: 5, L1: 2, L2: math.Sqrt2}
+	s, err := DDGSigma(1, 1e-5, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Sigma = s
+	r, _ := DDGRDP(p, DefaultOrders())
+	if e, _, _ := r.Epsilon(1e-5); e > 1 {
+		t.Fatalf("σ=%v gives ε=%v", s, e)
+	}
+	p.Sigma = s * (1 - 1e-4)
+	r, _ = DDGRDP(p, DefaultOrders())
+	if e, _, _ := r.Epsilon(1e-5); e <= 1 {
+		t.Fatalf("σ=%v not minimal", s)
+	}
+	// The total noise √n·σ is close to (slightly above) the central Gaussian's
+	// RDP calibration for the same sensitivity when τ is negligible.
+	z, _ := ZCDPToRDP(ZCDP{2 / (2 * 10 * s * s)}, DefaultOrders())
+	e, _, _ := z.Epsilon(1e-5)
+	if e > 1+1e-6 {
+		t.Errorf("central equivalent ε = %v > 1", e)
+	}
+}

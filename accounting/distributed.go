@@ -110,3 +110,45 @@ func CAPEDelta(sites, colluders int, tau float64, n int, epsilon float64) (float
 	}
 	return d, nil
 }
+
+// DDGSigma returns the smallest per-party σ (relative precision 1e-6,
+// rounded up, σ ≥ ½) such that the distributed discrete Gaussian with the
+// other parameters of p (p.Sigma is ignored) is (ε, δ)-DP by DDGRDP on the
+// given orders (DefaultOrders if nil) with the improved RDP conversion.
+func DDGSigma(epsilon, delta float64, p DDGParams, orders []float64) (float64, error) {
+	if err := checkPositive("ε", epsilon); err != nil {
+		return 0, err
+	}
+	if err := checkDelta(delta); err != nil {
+		return 0, err
+	}
+	if orders == nil {
+		orders = DefaultOrders()
+	}
+	ok := func(s float64) bool {
+		q := p
+		q.Sigma = s
+		r, err := DDGRDP(q, orders)
+		if err != nil {
+			return false
+		}
+		e, _, err := r.Epsilon(delta)
+		return err == nil && e <= epsilon
+	}
+	q := p
+	q.Sigma = 1
+	if _, err := DDGRDP(q, orders); err != nil {
+		return 0, err
+	}
+	lo, hi := 0.5, 1.0
+	if ok(lo) {
+		return lo, nil
+	}
+	for !ok(hi) {
+		lo, hi = hi, hi*2
+		if hi > 1e9 {
+			return 0, fmt.Errorf("accounting: no σ ≤ 1e9 achieves (ε=%g, δ=%g) for the distributed discrete Gaussian", epsilon, delta)
+		}
+	}
+	return bisect(lo, hi, 1e-6, ok)
+}
