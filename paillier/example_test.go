@@ -23,11 +23,11 @@ func ExamplePublicKey_Encrypt() {
 	// Output: 42
 }
 
-// Threshold decryption: a dealer splits the key among 5 parties, any 3
+// Threshold decryption: a dealer splits the key among 3 parties, any 2
 // decrypt the sum of encrypted votes; a forged share would be skipped.
 func ExampleDealThreshold() {
 	p, q := testPrimePair(2048)
-	tpk, shares, err := DealThreshold(rand.Reader, p, q, 5, 3)
+	tpk, shares, err := DealThreshold(rand.Reader, p, q, 3, 2)
 	if err != nil {
 		panic(err)
 	}
@@ -38,7 +38,7 @@ func ExampleDealThreshold() {
 	}
 	total, _ := tpk.Sum(votes...)
 	var parts []*PartialDecryption
-	for _, s := range []*KeyShare{shares[4], shares[1], shares[2]} {
+	for _, s := range []*KeyShare{shares[2], shares[0]} {
 		pd, err := s.Decrypt(rand.Reader, total)
 		if err != nil {
 			panic(err)
@@ -50,7 +50,7 @@ func ExampleDealThreshold() {
 		panic(err)
 	}
 	fmt.Println(res.Plaintext, res.Used)
-	// Output: 3 [2 3 5]
+	// Output: 3 [1 3]
 }
 
 // Packing: three teachers' 4-class noisy vote vectors in one ciphertext
