@@ -82,11 +82,16 @@ type IRLSOptions struct {
 	Split float64
 }
 
-// Defaults of DP-IRLS (see TestIRLSErrorVsN and the report of issue 4 for
-// the measurements behind them).
+// Defaults of DP-IRLS. Measured with TestIRLSErrorVsN (seed design, d = 10,
+// ε = 0.9, δ = 1e-5, 10 datasets): test MAE at N = 10⁴ / 3·10⁴ / 10⁵ was
+// 0.093 / 0.045 / 0.025 for (η = 0.2, J = 2), against 0.15 / 0.059 / 0.024
+// for (0.1, 2), 0.13 / 0.059 / 0.028 for (0.2, 4), 0.09 / 0.047 / 0.027 for
+// (0.5, 2) and ≥ 0.12 / 0.12 / 0.03 for η = 0.05 (non-private LAD 0.012).
+// Each extra iteration costs budget; a larger floor lowers the sensitivity
+// but makes the weights closer to least squares (less robust).
 const (
-	DefaultIRLSIterations = 4
-	DefaultResidualFloor  = 0.1
+	DefaultIRLSIterations = 2
+	DefaultResidualFloor  = 0.2
 )
 
 // IRLSPlan is the calibration of one DP-IRLS fit.

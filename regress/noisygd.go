@@ -366,6 +366,7 @@ func (noisyGD) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	if cfg.Kind == Robust {
 		return nil, errors.New("noisygd: robust regression is not supported (use --mechanism irls)")
 	}
+	requested := cfg.Epsilon
 	if cfg.NoisyGD.Sigma > 0 && cfg.Epsilon == 0 {
 		cfg.Epsilon = math.MaxFloat64 // ε is an output when σ is given
 	}
@@ -384,6 +385,10 @@ func (noisyGD) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	plan, err := PlanNoisyGD(cfg.Kind, cfg.Epsilon, cfg.Delta, data.Stats.N(), d, cfg.NoisyGD)
 	if err != nil {
 		return nil, err
+	}
+	if requested > 0 && plan.Privacy.Epsilon > requested {
+		return nil, fmt.Errorf("noisygd: noise multiplier σ = %v with %d steps gives ε = %.6g at δ = %v, more than the ε = %v asked for (give σ or ε, not both)",
+			cfg.NoisyGD.Sigma, plan.Steps, plan.Privacy.Epsilon, cfg.Delta, requested)
 	}
 	w, err := plan.run(ctx, rows, k, cfg.Source)
 	if err != nil {
