@@ -133,38 +133,47 @@ func RhoForEpsilon(epsilon, delta float64) (float64, error) {
 	}
 }
 
+// withDefaults validates the options and fills in the defaults.
+func (opt IRLSOptions) withDefaults() (IRLSOptions, error) {
+	if opt.Iterations == 0 {
+		opt.Iterations = DefaultIRLSIterations
+	}
+	if opt.Iterations < 1 || opt.Iterations > 1000 {
+		return opt, fmt.Errorf("irls: iterations must be in [1, 1000], got %d", opt.Iterations)
+	}
+	if math.IsNaN(opt.ResidualFloor) || math.IsInf(opt.ResidualFloor, 0) || opt.ResidualFloor < 0 {
+		return opt, fmt.Errorf("irls: residual floor must be finite and > 0, got %v", opt.ResidualFloor)
+	}
+	if opt.ResidualFloor == 0 {
+		opt.ResidualFloor = DefaultResidualFloor
+	}
+	switch opt.FirstMoment {
+	case "":
+		opt.FirstMoment = "gaussian"
+	case "gaussian", "laplace":
+	default:
+		return opt, fmt.Errorf("irls: first-moment noise must be \"gaussian\" or \"laplace\", got %q", opt.FirstMoment)
+	}
+	if math.IsNaN(opt.Split) || opt.Split < 0 || opt.Split >= 1 {
+		return opt, fmt.Errorf("irls: budget split must be in (0, 1), got %v", opt.Split)
+	}
+	if opt.Split == 0 {
+		opt.Split = 0.5
+	}
+	return opt, nil
+}
+
 // PlanIRLS calibrates DP-IRLS for a target (ε, δ).
 func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan, error) {
-	p := IRLSPlan{N: n, D: d, Iterations: opt.Iterations, ResidualFloor: opt.ResidualFloor,
-		FirstMoment: opt.FirstMoment, Split: opt.Split, Delta: delta}
+	p := IRLSPlan{N: n, D: d, Delta: delta}
 	if n < 1 || d < 1 {
 		return p, fmt.Errorf("irls: need N ≥ 1 and d ≥ 1, got N=%d d=%d", n, d)
 	}
-	if p.Iterations == 0 {
-		p.Iterations = DefaultIRLSIterations
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return p, err
 	}
-	if p.Iterations < 1 || p.Iterations > 1000 {
-		return p, fmt.Errorf("irls: iterations must be in [1, 1000], got %d", opt.Iterations)
-	}
-	if math.IsNaN(p.ResidualFloor) || math.IsInf(p.ResidualFloor, 0) || p.ResidualFloor < 0 {
-		return p, fmt.Errorf("irls: residual floor must be finite and > 0, got %v", opt.ResidualFloor)
-	}
-	if p.ResidualFloor == 0 {
-		p.ResidualFloor = DefaultResidualFloor
-	}
-	switch p.FirstMoment {
-	case "":
-		p.FirstMoment = "gaussian"
-	case "gaussian", "laplace":
-	default:
-		return p, fmt.Errorf("irls: first-moment noise must be \"gaussian\" or \"laplace\", got %q", opt.FirstMoment)
-	}
-	if math.IsNaN(p.Split) || p.Split < 0 || p.Split >= 1 {
-		return p, fmt.Errorf("irls: budget split must be in (0, 1), got %v", opt.Split)
-	}
-	if p.Split == 0 {
-		p.Split = 0.5
-	}
+	p.Iterations, p.ResidualFloor, p.FirstMoment, p.Split = opt.Iterations, opt.ResidualFloor, opt.FirstMoment, opt.Split
 	rho, err := RhoForEpsilon(epsilon, delta)
 	if err != nil {
 		return p, err
@@ -370,9 +379,8 @@ func (irlsWishart) Fit(ctx context.Context, data Data, cfg Config) (*Result, err
 	if err != nil {
 		return nil, fmt.Errorf("irls-wishart: %w", err)
 	}
-	opt := cfg.IRLS
-	plan, err := PlanIRLS(cfg.Epsilon, math.Max(cfg.Delta, 1e-300), data.Stats.N(), data.Stats.K()-1, opt)
-	if err != nil && cfg.Delta > 0 {
+	plan, err := cfg.IRLS.withDefaults()
+	if err != nil {
 		return nil, err
 	}
 	k := data.Stats.K()

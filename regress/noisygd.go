@@ -47,7 +47,10 @@ import (
 // replace-one is a removal followed by an addition, and Mironov 2017 Prop. 11
 // (weak triangle inequality, p = q = 2) gives the per-step replace-one curve
 // ε_r(α) = (α − ½)/(α − 1)·ε(2α) + ε(2α − 1), which composes over the T
-// steps and converts to (ε, δ) like any RDP curve.
+// steps and converts to (ε, δ) like any RDP curve. The second term is the
+// divergence in the "add" direction; like Opacus and TF Privacy we bound
+// both directions by MTZ's ε(α) (their Theorem 5: the removal direction
+// dominates).
 //
 // # Accounting
 //

@@ -55,8 +55,10 @@ import (
 // ↦ b is injective by strict convexity. For the same output, two
 // neighbouring datasets need noises differing by ∇ℓ(ω; d) − ∇ℓ(ω; d'), of
 // norm ≤ 2ζ, so the noise densities differ by at most e^{2ζβ}. The Jacobian
-// of the map is det(H + cI) in the interior and R²·det(Uᵀ(H + (c+t)I)U) on
-// the sphere (U a basis of the tangent space), with c = N(Λ+Δ) and
+// of the map is det(H + cI) in the interior and R·det(Uᵀ(H + (c+t)I)U) on
+// the sphere (U an orthonormal basis of the tangent space at ω; the output
+// has a density on the sphere, obtained by integrating over t, and the
+// bound below holds pointwise in (ω, t)), with c = N(Λ+Δ) and
 // H = H₀ + E, H₀ ⪰ 0 shared, E the one differing rank-one term (eigenvalue
 // ≤ λ_ℓ, also after compression to the tangent space). Since
 // det(A + vvᵀ) = det(A)(1 + vᵀA⁻¹v) ∈ [det A, det A·(1 + λ_ℓ/c)] for
