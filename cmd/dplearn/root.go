@@ -15,7 +15,11 @@ func newRootCmd() *cobra.Command {
 cannot be shared, and prints a privacy report computed by code for every release.
 
 Central models:   dplearn fit / predict / evaluate / demo
-Privacy maths:    dplearn privacy calibrate|gaussian-steps|cape|binomial|sample
+Privacy maths:    dplearn privacy calibrate|gaussian-steps|subsampled|cape|binomial|sample|ledger
+Experiments:      dplearn experiment NAME   (reproduce the seed papers' figures)
+Prediction keys:  dplearn dppp keygen       (threshold Paillier keys for DPPP teachers)
+
+Start with 'dplearn demo', then 'dplearn fit --help'.
 
 Every bound on the data (feature ranges, label range, categories) is public and
 declared in a schema file; nothing is derived from the private data.`,
