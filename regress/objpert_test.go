@@ -25,6 +25,14 @@ import (
 
 func longTests() bool { return os.Getenv("DPLEARN_LONG_TESTS") == "1" }
 
+func suffstatFor(rows []float64, k int) *suffstat.Moments {
+	m := suffstat.New(k)
+	if err := m.AddRows(rows); err != nil {
+		panic(err) // test helper on generated rows
+	}
+	return m
+}
+
 func xpData(t testing.TB, rows []float64, k int) Data {
 	t.Helper()
 	m := suffstat.New(k)
