@@ -46,7 +46,10 @@ import (
 // Constants for our encoding (‖x‖ ≤ 1, |y| ≤ 1), derived here because KST
 // state their theorem for add/remove neighbours while we use replace-one:
 //
-//   - gradient bound on F: ∇ℓ = −2(y − xᵀω)x, so ‖∇ℓ‖ ≤ ζ = 2(1 + R);
+//   - gradients on F: ∇ℓ = −2(y − xᵀω)x, and for two rows
+//     ‖∇ℓ(ω; d) − ∇ℓ(ω; d')‖ ≤ 2(R + 2) (the bound D of NoisyGDSensitivity:
+//     ‖yx − y'x'‖ ≤ 2 and ‖xxᵀ − x'x'ᵀ‖₂ ≤ 1); a single gradient is at
+//     most ζ = 2(1 + R), so KST's generic 2ζ would be looser;
 //   - Hessian 2xxᵀ: rank one, eigenvalue ≤ λ_ℓ = 2.
 //
 // The optimality condition gives b as a function of the output: in the
@@ -54,7 +57,8 @@ import (
 // b = −Σ∇ℓ_i(ω) − (N(Λ+Δ) + t)ω with a unique multiplier t ≥ 0, and (ω, t)
 // ↦ b is injective by strict convexity. For the same output, two
 // neighbouring datasets need noises differing by ∇ℓ(ω; d) − ∇ℓ(ω; d'), of
-// norm ≤ 2ζ, so the noise densities differ by at most e^{2ζβ}. The Jacobian
+// norm ≤ 2(R + 2), so the noise densities differ by at most e^{2(R+2)β}.
+// The Jacobian
 // of the map is det(H + cI) in the interior and R·det(Uᵀ(H + (c+t)I)U) on
 // the sphere (U an orthonormal basis of the tangent space at ω; the output
 // has a density on the sphere, obtained by integrating over t, and the
@@ -63,13 +67,15 @@ import (
 // ≤ λ_ℓ, also after compression to the tangent space). Since
 // det(A + vvᵀ) = det(A)(1 + vᵀA⁻¹v) ∈ [det A, det A·(1 + λ_ℓ/c)] for
 // A ⪰ cI, the Jacobians differ by at most a factor 1 + λ_ℓ/c. So the
-// privacy loss is at most log(1 + λ_ℓ/(N(Λ+Δ))) + 2ζβ. (This single
+// privacy loss is at most log(1 + λ_ℓ/(N(Λ+Δ))) + 2(R + 2)β. (This single
 // log-term is tighter than CMS's 2·log(1 + c/(NΛ)), which bounds the same
 // ratio through det(I + E − E').)
 //
 // Budget logic, mirroring CMS: if log(1 + λ_ℓ/(NΛ)) ≤ ε/2 then Δ = 0 and
 // ε′ = ε − log(1 + λ_ℓ/(NΛ)); otherwise Δ = λ_ℓ/(N(e^{ε/2} − 1)) − Λ and
-// ε′ = ε/2. Then β = ε′/(2ζ). The constrained minimiser is computed exactly
+// ε′ = ε/2. Then β = ε′/(2(R + 2)). TestObjPertExactDensity1D checks the
+// whole argument in one dimension, where the output density is known in
+// closed form. The constrained minimiser is computed exactly
 // (eigendecomposition and the trust-region secular equation), from the
 // sufficient statistics alone.
 
@@ -134,7 +140,7 @@ type ObjPertPlan struct {
 	// Gamma(d, 1/β).
 	Beta float64
 	// Sensitivity is the L2 bound on the difference of the noise needed by
-	// two neighbours (2 for CMS, 2ζ for linear).
+	// two neighbours (2 for CMS, 2(R + 2) for linear).
 	Sensitivity float64
 	// Radius is R (linear only).
 	Radius float64
@@ -181,7 +187,6 @@ func PlanObjPert(kind Kind, epsilon float64, n int64, d int, opt ObjPertOptions)
 		if p.Radius == 0 {
 			p.Radius = DefaultObjPertRadius(d)
 		}
-		zeta := 2 * (1 + p.Radius)
 		p.Branch = 2
 		if p.Lambda > 0 {
 			if jac := math.Log1p(linHess / (N * p.Lambda)); jac <= epsilon/2 {
@@ -192,7 +197,7 @@ func PlanObjPert(kind Kind, epsilon float64, n int64, d int, opt ObjPertOptions)
 			p.Delta = math.Max(linHess/(N*math.Expm1(epsilon/2))-p.Lambda, 0)
 			p.EpsilonPrime = epsilon / 2
 		}
-		p.Sensitivity = 2 * zeta
+		p.Sensitivity = 2 * (p.Radius + 2)
 		p.Beta = p.EpsilonPrime / p.Sensitivity
 	default:
 		return ObjPertPlan{}, fmt.Errorf("objpert: model %q not supported (want linear or logistic)", kind)
@@ -282,7 +287,7 @@ func (p ObjPertPlan) report(cfg Config, grad float64) report.Privacy {
 		r.Notes = append(r.Notes, fmt.Sprintf("the perturbed objective was minimised by Newton's method to gradient norm %.2g (the guarantee assumes the exact minimiser)", grad))
 	} else {
 		r.Mechanism = fmt.Sprintf("objpert (objective perturbation on the ball ‖ω‖ ≤ %s, after Kifer, Smith & Thakurta 2012, Theorem 2; squared loss)", fmtG(p.Radius))
-		r.Accountant = fmt.Sprintf("pure ε-DP (replace-one): log(1 + 2/(N(Λ+Δ))) + 2ζβ ≤ ε with ζ = 2(1+R) = %s: %s", fmtG(p.Sensitivity/2), branch)
+		r.Accountant = fmt.Sprintf("pure ε-DP (replace-one): log(1 + 2/(N(Λ+Δ))) + β·2(R+2) ≤ ε with 2(R+2) = %s: %s", fmtG(p.Sensitivity), branch)
 		r.Notes = append(r.Notes, "the constrained minimiser is computed exactly (eigendecomposition and secular equation); the radius R is part of the mechanism, not post-processing")
 	}
 	if cfg.Delta > 0 {
