@@ -130,7 +130,7 @@ func TestNoisyGDSeedSetting(t *testing.T) {
 		if !(pr.Epsilon <= pr.EpsilonZCDP && pr.EpsilonZCDP <= pr.EpsilonSeed) {
 			t.Errorf("N=%d: conversions out of order: improved %v, zCDP %v, seed %v", n, pr.Epsilon, pr.EpsilonZCDP, pr.EpsilonSeed)
 		}
-		t.Logf("N=%d: overall ε = %.3f (seed Eq. 7 at Eq. 8 α = %.2f), %.3f (ρ + 2√(ρ ln 1/δ)), %.3f (improved)", n, pr.EpsilonSeed, pr.AlphaSeed, pr.EpsilonZCDP, pr.Epsilon)
+		t.Logf("N=%d: overall ε = %.3f (seed Eq. 7 at Eq. 8 α = %.2f), %.3f (ρ + 2√(ρ ln 1/δ)), %.3f (improved), %.3f (exact Gaussian composition)", n, pr.EpsilonSeed, pr.AlphaSeed, pr.EpsilonZCDP, pr.Epsilon, pr.EpsilonExact)
 	}
 }
 
@@ -175,6 +175,38 @@ func TestNoisyGDSolveRoundTrip(t *testing.T) {
 		}
 		if math.Abs(back.Privacy.Epsilon-p.Privacy.Epsilon) > 1e-12*c.eps {
 			t.Errorf("%+v: σ round trip: %v vs %v", c, back.Privacy.Epsilon, p.Privacy.Epsilon)
+		}
+	}
+}
+
+// TestNoisyGDExactComposition checks the RDP accounting of full-batch noisy
+// GD against the exact privacy curve of T composed Gaussian steps (one
+// Gaussian with Δ/σ = √T/z, Dong, Roth & Su 2019): at the reported ε the
+// exact δ is at most the target (the RDP conversion is a valid upper
+// bound), and the exact ε is below the reported one but not by more than
+// 30% (the RDP bound is not vacuous).
+func TestNoisyGDExactComposition(t *testing.T) {
+	for _, c := range []struct {
+		z     float64
+		steps int
+		delta float64
+	}{{1, 1, 1e-5}, {5, 10, 1e-5}, {9.69, 1000, 1e-5}, {30, 200, 1e-8}} {
+		p, err := NoisyGDEpsilon(c.z, c.steps, 1, c.delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := accounting.AnalyticGaussianDelta(p.Epsilon, c.z, math.Sqrt(float64(c.steps)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d > c.delta {
+			t.Errorf("%+v: exact δ at the reported ε = %v is %v > %v", c, p.Epsilon, d, c.delta)
+		}
+		if !(p.EpsilonExact <= p.Epsilon && p.EpsilonExact >= 0.7*p.Epsilon) {
+			t.Errorf("%+v: exact ε %v vs RDP ε %v", c, p.EpsilonExact, p.Epsilon)
+		}
+		if d2, _ := accounting.AnalyticGaussianDelta(p.EpsilonExact, c.z, math.Sqrt(float64(c.steps))); math.Abs(d2-c.delta) > 1e-6*c.delta {
+			t.Errorf("%+v: exact ε %v gives δ %v, want %v", c, p.EpsilonExact, d2, c.delta)
 		}
 	}
 }
