@@ -112,6 +112,10 @@ type IRLSPlan struct {
 	// Rho is the total J(RhoA + RhoB); Epsilon = ρ + 2√(ρ ln(1/δ)),
 	// EpsilonImproved the CKS 2020 conversion.
 	Rho, Epsilon, EpsilonImproved, Delta float64
+	// EpsilonExact (Gaussian A only) is the exact ε of the 2J composed
+	// Gaussian releases: they are √(2ρ)-Gaussian-DP (Dong, Roth & Su 2019),
+	// with the analytic-Gaussian (ε, δ) curve. Reported for comparison.
+	EpsilonExact float64
 }
 
 // RhoForEpsilon returns the largest ρ with ρ + 2√(ρ ln(1/δ)) ≤ ε.
@@ -223,6 +227,19 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 	if p.Epsilon > epsilon*(1+1e-9) {
 		return p, fmt.Errorf("irls: calibrated ε = %v exceeds the target %v", p.Epsilon, epsilon)
 	}
+	if p.FirstMoment == "gaussian" {
+		mu := math.Sqrt(2 * p.Rho)
+		lo, hi := 0.0, p.Epsilon
+		for i := 0; i < 200 && hi-lo > 1e-12*hi; i++ {
+			mid := (lo + hi) / 2
+			if d, err := accounting.AnalyticGaussianDelta(mid, 1, mu); err == nil && d <= delta {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		p.EpsilonExact = hi
+	}
 	return p, nil
 }
 
@@ -328,6 +345,9 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 			fmt.Sprintf("spectral trimming of the noisy B (last iteration: %d of %d directions removed); ω = B̃⁻¹Ã in the kept space", trimmed, d),
 		},
 		Notes: []string{fmt.Sprintf("the tighter zCDP conversion of Canonne, Kamath & Steinke 2020 gives ε = %.6g for the same ρ", plan.EpsilonImproved)},
+	}
+	if plan.EpsilonExact > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("all %d releases are Gaussian: their exact composition (Gaussian DP, μ = √(2ρ)) gives ε = %.6g", 2*plan.Iterations, plan.EpsilonExact))
 	}
 	p.Randomness, p.Insecure = randomness(cfg.Source)
 	return &Result{Coef: w, Privacy: p, Trimmed: trimmed}, nil

@@ -121,6 +121,17 @@ func TestPlanIRLS(t *testing.T) {
 		if math.Abs(p.Rho-5*(p.RhoA+p.RhoB)) > 1e-15 || p.Epsilon > 0.9 || p.Epsilon < 0.9*(1-1e-5) || p.EpsilonImproved > p.Epsilon {
 			t.Errorf("%s: ρ = %v, ε = %v, improved %v", fm, p.Rho, p.Epsilon, p.EpsilonImproved)
 		}
+		if fm == "gaussian" {
+			// Exact composition: δ at EpsilonExact is the target, and it is
+			// below the zCDP conversions.
+			d, err := accounting.AnalyticGaussianDelta(p.EpsilonExact, 1, math.Sqrt(2*p.Rho))
+			if err != nil || math.Abs(d-1e-5) > 1e-9 || p.EpsilonExact > p.EpsilonImproved {
+				t.Errorf("exact ε %v (δ %v), improved %v", p.EpsilonExact, d, p.EpsilonImproved)
+			}
+			t.Logf("ε = 0.9 target: zCDP %.4f, CKS %.4f, exact %.4f", p.Epsilon, p.EpsilonImproved, p.EpsilonExact)
+		} else if p.EpsilonExact != 0 {
+			t.Errorf("laplace: exact ε reported %v", p.EpsilonExact)
+		}
 		wantA := 2 / (0.2 * 1000)
 		if fm == "laplace" {
 			wantA *= math.Sqrt(10)
