@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,10 +37,18 @@ type parquetSource struct {
 	done   int64
 }
 
-func newParquetSource(p *pipeline, f *os.File) (source, error) {
+func newParquetSource(p *pipeline, f *os.File) (src source, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			src, err = nil, fmt.Errorf("%s: parquet: malformed file: %v", p.path, v)
+		}
+	}()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.path, err)
+	}
+	if err := checkParquetFrame(f, st.Size()); err != nil {
+		return nil, fmt.Errorf("%s: parquet: %w", p.path, err)
 	}
 	pf, err := parquet.OpenFile(f, st.Size())
 	if err != nil {
@@ -55,6 +65,30 @@ func newParquetSource(p *pipeline, f *os.File) (source, error) {
 		return nil, fmt.Errorf("%s: parquet: %w", p.path, ErrNoHeader)
 	}
 	return s, nil
+}
+
+// checkParquetFrame checks the magic numbers and the footer length before
+// the decoder sees the file: a corrupt length would otherwise make it
+// allocate up to 4 GiB before failing.
+func checkParquetFrame(f io.ReaderAt, size int64) error {
+	if size < 12 {
+		return fmt.Errorf("file of %d bytes is too short (truncated?)", size)
+	}
+	var head [4]byte
+	var tail [8]byte
+	if _, err := f.ReadAt(head[:], 0); err != nil {
+		return err
+	}
+	if _, err := f.ReadAt(tail[:], size-8); err != nil {
+		return err
+	}
+	if string(head[:]) != "PAR1" || string(tail[4:]) != "PAR1" {
+		return errors.New("missing PAR1 magic at the start or end (not Parquet, or truncated)")
+	}
+	if n := binary.LittleEndian.Uint32(tail[:4]); int64(n) > size-12 {
+		return fmt.Errorf("footer length %d exceeds the file size %d (corrupt or truncated)", n, size)
+	}
+	return nil
 }
 
 func (s *parquetSource) header() ([]string, error) { return s.names, nil }
