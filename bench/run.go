@@ -39,6 +39,11 @@ func run(ctx context.Context, cfg *config) error {
 	}
 	fmt.Printf("dplearn data-engine benchmark: %s/%s, %d CPUs, GOMAXPROCS %d, kernel %s, python %s\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), workers, suffstat.KernelName(), orNone(py))
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		// Other processes on the machine slow both sides; ratios are
+		// measured in the same run, but say how busy the machine was.
+		fmt.Printf("load average at start: %s\n", strings.Join(strings.Fields(string(la))[:3], " "))
+	}
 	var rows []row
 	steps := []struct {
 		name string
