@@ -65,7 +65,10 @@ type Row struct {
 	Metric string
 	Mean   float64
 	SD     float64
-	N      int
+	// Median and the quartiles Q1, Q3 over runs (robust summaries for
+	// heavy-tailed metrics).
+	Median, Q1, Q3 float64
+	N              int
 }
 
 // Claim is a statement of a paper next to what this run measured.
@@ -400,6 +403,30 @@ type aggKey struct {
 type welford struct {
 	n       int
 	mean, s float64
+	vals    []float64
+	// q holds median, Q1, Q3 when read back from a CSV (vals is empty).
+	q *[3]float64
+}
+
+// quartiles returns the median, Q1 and Q3 (linear interpolation).
+func (w *welford) quartiles() (med, q1, q3 float64) {
+	if w.q != nil {
+		return w.q[0], w.q[1], w.q[2]
+	}
+	v := append([]float64(nil), w.vals...)
+	sort.Float64s(v)
+	at := func(p float64) float64 {
+		if len(v) == 0 {
+			return math.NaN()
+		}
+		h := p * float64(len(v)-1)
+		i := int(math.Floor(h))
+		if i+1 >= len(v) {
+			return v[len(v)-1]
+		}
+		return v[i] + (h-float64(i))*(v[i+1]-v[i])
+	}
+	return at(0.5), at(0.25), at(0.75)
 }
 
 func newAggregate() *Aggregate { return &Aggregate{m: map[aggKey]*welford{}} }
@@ -415,6 +442,7 @@ func (a *Aggregate) add(os []obs) {
 			a.m[k] = w
 		}
 		w.n++
+		w.vals = append(w.vals, o.v)
 		d := o.v - w.mean
 		w.mean += d / float64(w.n)
 		w.s += d * (o.v - w.mean)
@@ -431,7 +459,9 @@ func (a *Aggregate) Rows() []Row {
 		if w.n > 1 {
 			sd = math.Sqrt(w.s / float64(w.n-1))
 		}
-		rows = append(rows, Row{Panel: k.panel, XName: k.xname, X: k.x, Series: k.series, Metric: k.metric, Mean: w.mean, SD: sd, N: w.n})
+		med, q1, q3 := w.quartiles()
+		rows = append(rows, Row{Panel: k.panel, XName: k.xname, X: k.x, Series: k.series, Metric: k.metric, Mean: w.mean, SD: sd,
+			Median: med, Q1: q1, Q3: q3, N: w.n})
 	}
 	sort.Slice(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
@@ -476,7 +506,7 @@ func (a *Aggregate) at(panel, series, metric string, x float64) (Row, bool) {
 }
 
 // CSVHeader is the header row of every experiment CSV.
-var CSVHeader = []string{"panel", "x_name", "x", "series", "metric", "mean", "sd", "runs", "randomness"}
+var CSVHeader = []string{"panel", "x_name", "x", "series", "metric", "mean", "sd", "runs", "randomness", "median", "q1", "q3"}
 
 func writeCSV(path string, rows []Row, randomness string) error {
 	f, err := os.Create(path)
@@ -487,7 +517,8 @@ func writeCSV(path string, rows []Row, randomness string) error {
 	w.Write(CSVHeader)
 	g := func(x float64) string { return strconv.FormatFloat(x, 'g', 8, 64) }
 	for _, r := range rows {
-		w.Write([]string{r.Panel, r.XName, g(r.X), r.Series, r.Metric, g(r.Mean), g(r.SD), strconv.Itoa(r.N), randomness})
+		w.Write([]string{r.Panel, r.XName, g(r.X), r.Series, r.Metric, g(r.Mean), g(r.SD), strconv.Itoa(r.N), randomness,
+			g(r.Median), g(r.Q1), g(r.Q3)})
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
@@ -570,8 +601,8 @@ func readAggregate(path string) (*Aggregate, string, error) {
 	a := newAggregate()
 	label := "secure"
 	for i, r := range recs[1:] {
-		var v [3]float64
-		for j, c := range []int{2, 5, 6} {
+		var v [6]float64
+		for j, c := range []int{2, 5, 6, 9, 10, 11} {
 			if v[j], err = strconv.ParseFloat(r[c], 64); err != nil {
 				return nil, "", fmt.Errorf("experiment: replot %s:%d: column %s: %w", path, i+2, CSVHeader[c], err)
 			}
@@ -583,7 +614,7 @@ func readAggregate(path string) (*Aggregate, string, error) {
 		if r[8] != "secure" {
 			label = r[8]
 		}
-		a.m[aggKey{r[0], r[1], r[3], r[4], v[0]}] = &welford{n: n, mean: v[1], s: v[2] * v[2] * float64(n-1)}
+		a.m[aggKey{r[0], r[1], r[3], r[4], v[0]}] = &welford{n: n, mean: v[1], s: v[2] * v[2] * float64(n-1), q: &[3]float64{v[3], v[4], v[5]}}
 	}
 	return a, label, nil
 }

@@ -10,5 +10,8 @@ func configureIterative(cfg *regress.Config, f fitSpec) {
 	if f.mech == "noisygd" {
 		// Sigma = 0 makes regress solve for the multiplier meeting (ε, δ).
 		cfg.NoisyGD = regress.NoisyGDOptions{Iterations: f.steps, Sigma: f.tau}
+		if f.tau > 0 {
+			cfg.Epsilon = 0 // ε is an output when σ is given
+		}
 	}
 }

@@ -27,8 +27,11 @@ type panel struct {
 	// symlogY maps y by sign(y)·log10(1 + |y|): log-like for values of
 	// either sign (log-likelihoods).
 	symlogY bool
-	metric  string
-	series  []string // drawn in this order when present
+	// robust plots the median over runs with interquartile bars instead
+	// of the mean ± sd (heavy-tailed metrics).
+	robust bool
+	metric string
+	series []string // drawn in this order when present
 	// right, when non-empty, is drawn against a right-hand axis: rows of
 	// (rightSeries, right metric).
 	right, rightSeries, rightLabel string
@@ -40,6 +43,8 @@ type figure struct {
 	panels []panel
 	// caption is printed under the figure in the summary.
 	caption string
+	// robust: the panels show medians and interquartile ranges.
+	robust bool
 }
 
 // style of each series, fixed so every figure uses the same colours.
@@ -193,12 +198,16 @@ func render(fig figure, title string, res *Aggregate, base string) ([]string, er
 			sub.Max.Y -= vg.Points(6)
 			l.Draw(sub)
 		}
-		note := plot.New().Legend.TextStyle
-		note.Font.Size = vg.Points(8)
-		note.XAlign = draw.XRight
-		note.YAlign = draw.YBottom
-		leg.FillText(note, vg.Point{X: leg.Max.X - vg.Points(6), Y: leg.Min.Y + vg.Points(3)},
-			"error bars: ±1 sd over runs; on log axes lower bars are cut at ¼ of the mean")
+		note := "error bars: ±1 sd over runs; on log axes lower bars are cut at ¼ of the mean"
+		if fig.robust {
+			note = "points: median over runs; bars: interquartile range"
+		}
+		ns := plot.New().Legend.TextStyle
+		ns.Font.Size = vg.Points(8)
+		ns.XAlign = draw.XRight
+		ns.YAlign = draw.YBottom
+		leg.FillText(ns, vg.Point{X: leg.Max.X - vg.Points(6), Y: leg.Min.Y + vg.Points(3)},
+			note)
 	}
 	var files []string
 	img := vgimg.NewWith(vgimg.UseWH(W, H), vgimg.UseDPI(96))
@@ -294,14 +303,20 @@ func makePanel(pn panel, res *Aggregate) (*plot.Plot, error) {
 			if !ok(r.X, r.Mean) {
 				continue
 			}
-			xy = append(xy, plotter.XY{X: r.X, Y: r.Mean})
-			lo, hi := r.SD, r.SD
-			if pn.logY && r.Mean-lo < r.Mean/4 {
+			y, lo, hi := r.Mean, r.SD, r.SD
+			if pn.robust {
+				y, lo, hi = r.Median, r.Median-r.Q1, r.Q3-r.Median
+				if !ok(r.X, y) {
+					continue
+				}
+			}
+			xy = append(xy, plotter.XY{X: r.X, Y: y})
+			if pn.logY && y-lo < y/4 {
 				// A bar below zero cannot be drawn on a log axis and a
 				// tiny positive end stretches the axis over decades: cut
 				// the lower bar at a quarter of the mean (noted in the
 				// legend strip).
-				lo = r.Mean * 0.75
+				lo = y * 0.75
 			}
 			ye = append(ye, struct{ Low, High float64 }{lo, hi})
 		}
@@ -502,11 +517,13 @@ func (symlog) Ticks(lo, hi float64) []plot.Tick {
 		}
 	}
 	add(0, true)
-	wide := math.Max(math.Abs(lo), math.Abs(hi)) > 1000
-	for e := 0; e <= 12; e++ {
+	top := math.Log10(math.Max(math.Abs(lo), math.Abs(hi)))
+	step := int(math.Max(1, math.Ceil(top/5)))
+	for e := 0; e <= 15; e++ {
 		p := math.Pow(10, float64(e))
-		add(p, !wide || e > 0)
-		add(-p, !wide || e > 0)
+		lab := e%step == 0 && (top < 3 || e > 0)
+		add(p, lab)
+		add(-p, lab)
 		for m := 2; m <= 9; m++ {
 			add(float64(m)*p, false)
 			add(-float64(m)*p, false)
