@@ -71,8 +71,8 @@ func (m *Model) Validate() error {
 	if m.Kind == Logistic && !m.Schema.Target.Binary() {
 		return errors.New("logistic model with a continuous target")
 	}
-	if m.Kind == Linear && m.Schema.Target.Binary() {
-		return errors.New("linear model with a binary target")
+	if m.Kind != Logistic && m.Schema.Target.Binary() {
+		return fmt.Errorf("%s model with a binary target", m.Kind)
 	}
 	if d := m.Schema.Dim(); len(m.Coefficients) != d {
 		return fmt.Errorf("model has %d coefficients, its schema encodes %d features", len(m.Coefficients), d)

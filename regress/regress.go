@@ -1,4 +1,4 @@
-// Package regress fits linear and logistic regression models, privately or
+// Package regress fits linear, logistic and robust (L1) regression models, privately or
 // not, behind one estimator interface.
 //
 // # Data
@@ -38,6 +38,16 @@
 //     Table A1: one Gaussian mechanism on the whole coefficient vector with L2
 //     sensitivity 2√(1+4d+d²)/N (linear) or √(d²/16+d)/N (logistic),
 //     calibrated by the analytic Gaussian.
+//   - objpert: objective perturbation, ε-DP (Chaudhuri, Monteleoni &
+//     Sarwate 2011 for logistic; Kifer, Smith & Thakurta 2012 for linear on
+//     a public parameter ball); see objpert.go.
+//   - noisygd: noisy gradient descent (Song, Chaudhuri & Sarwate 2013) in a
+//     public parameter ball, (ε, δ)-DP by Rényi DP, optionally with Poisson
+//     mini-batches; see noisygd.go.
+//   - irls (Kind Robust): DP-IRLS for L1 regression (Park & Welling) with
+//     symmetric Gaussian noise on the weighted second moment and zCDP
+//     composition; irls-wishart is the seed's variant, labelled NOT DP.
+//     nonprivate with Kind Robust is the exact least-absolute-deviations fit.
 //
 // # Post-processing
 //

@@ -21,6 +21,10 @@ import (
 type fitOptions struct {
 	data, schemaPath, model, mechanism, out     string
 	epsilon, delta, lambda, lambdaFactor, split float64
+	objpert                                     regress.ObjPertOptions
+	noisygd                                     regress.NoisyGDOptions
+	irls                                        regress.IRLSOptions
+	laplaceFirstMoment                          bool
 	seed                                        uint64
 	seeded                                      bool
 	skipBadRows                                 bool
@@ -30,10 +34,10 @@ type fitOptions struct {
 func newFitCmd() *cobra.Command {
 	var o fitOptions
 	cmd := &cobra.Command{
-		Use:   "fit --data FILE --schema SCHEMA --model linear|logistic --mechanism M --epsilon E [--delta D] --out MODEL.json",
+		Use:   "fit --data FILE --schema SCHEMA --model linear|logistic|robust --mechanism M --epsilon E [--delta D] --out MODEL.json",
 		Short: "Fit a differentially private regression model on a CSV or Parquet file",
-		Long: `Fit a linear or logistic regression model on one table and write the model
-with its privacy report.
+		Long: `Fit a linear, logistic or robust (L1) regression model on one table and write
+the model with its privacy report.
 
 The schema file declares the public bounds the privacy guarantee rests on:
 feature ranges, category lists, and the target's range (linear) or positive
@@ -47,6 +51,16 @@ Mechanisms:
   gaussian-fm  Gaussian FM (Tasnim et al.) with corrected sensitivities and joint
                analytic-Gaussian calibration: (ε, δ)-DP; the recommended default
   relaxed-fm   relaxed FM (Ding et al.): (ε, δ)-DP, one Gaussian on all coefficients
+  objpert      objective perturbation (Chaudhuri et al. 2011 logistic; Kifer et al.
+               2012 linear on a public parameter ball): ε-DP
+  noisygd      noisy gradient descent (Song et al. 2013), T steps in a public ball:
+               (ε, δ)-DP by Rényi DP; give --epsilon/--delta or --sigma
+  irls         DP-IRLS robust L1 regression (Park & Welling), --model robust:
+               symmetric Gaussian noise on the moments, zCDP accounting
+  irls-wishart the seed's Wishart variant: NOT DP, for reproducing its figure only
+
+--model robust fits least-absolute-deviations (L1) regression of a continuous
+target; use it with nonprivate or irls.
 
 Neighbouring datasets differ in one record, replaced (bounded DP; N is public).
 Privacy noise comes from crypto/rand; --seed switches to a deterministic,
@@ -63,7 +77,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none).`,
 	f := cmd.Flags()
 	f.StringVar(&o.data, "data", "", "input table (CSV, CSV.gz or Parquet)")
 	f.StringVar(&o.schemaPath, "schema", "", "schema file (JSON) with the public bounds")
-	f.StringVar(&o.model, "model", "", "linear or logistic")
+	f.StringVar(&o.model, "model", "", "linear, logistic or robust (L1)")
 	f.StringVar(&o.mechanism, "mechanism", "", "one of "+strings.Join(regress.Mechanisms(), ", "))
 	f.Float64Var(&o.epsilon, "epsilon", 0, "privacy parameter ε (> 0)")
 	f.Float64Var(&o.delta, "delta", 0, "privacy parameter δ for Gaussian mechanisms (e.g. 1e-5; keep it well below 1/N)")
@@ -71,6 +85,17 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none).`,
 	f.Float64Var(&o.lambdaFactor, "lambda-factor", regress.DefaultLambdaFactor, "when --lambda is negative: λ = this × the per-entry noise std of Λ2")
 	f.Float64Var(&o.split, "split", 0.5, "gaussian-fm: share of the budget given to Λ1 (the rest to Λ2)")
 	f.StringVar(&o.out, "out", "", "where to write MODEL.json")
+	f.Float64Var(&o.objpert.Lambda, "objpert-lambda", 0, "objpert: regularisation strength Λ (0: the documented default)")
+	f.Float64Var(&o.objpert.Radius, "radius", 0, "objpert (linear) and noisygd: public bound R on ‖ω‖ (0: default)")
+	f.IntVar(&o.noisygd.Iterations, "iterations", 0, "noisygd: number of steps T (0: default 100)")
+	f.Float64Var(&o.noisygd.Sigma, "sigma", 0, "noisygd: noise multiplier (noise std ÷ sensitivity); 0: solve for it from --epsilon/--delta")
+	f.Float64Var(&o.noisygd.BatchRate, "batch-rate", 0, "noisygd: Poisson sampling rate q of mini-batches (0 or 1: full batch)")
+	f.Float64Var(&o.noisygd.LearningRate, "learning-rate", 0, "noisygd: step size (0: 1/L, L the smoothness bound)")
+	f.Float64Var(&o.noisygd.Lambda, "gd-ridge", 0, "noisygd: data-independent ridge added to the objective")
+	f.IntVar(&o.irls.Iterations, "irls-iterations", 0, "irls: iterations J (0: default)")
+	f.Float64Var(&o.irls.ResidualFloor, "residual-floor", 0, "irls: floor η in the weights 1/max(η, |r|), encoded target scale (0: default)")
+	f.BoolVar(&o.laplaceFirstMoment, "laplace-first-moment", false, "irls: Laplace instead of Gaussian noise on the first moment")
+	f.Float64Var(&o.irls.Split, "irls-split", 0, "irls: share of each iteration's budget given to the first moment (0: 0.5)")
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE generator with this seed (experiments only)")
 	f.BoolVar(&o.skipBadRows, "skip-bad-rows", false, "skip and count rows that cannot be encoded instead of stopping")
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: all cores)")
@@ -139,7 +164,8 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err != nil {
 		return fmt.Errorf("--mechanism: %w", err)
 	}
-	if est.Private() {
+	sigmaGiven := o.mechanism == "noisygd" && o.noisygd.Sigma > 0
+	if est.Private() && !sigmaGiven {
 		if !cmd.Flags().Changed("epsilon") {
 			return fmt.Errorf("--mechanism %s needs --epsilon", o.mechanism)
 		}
@@ -160,7 +186,10 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		return err
 	}
 	cfg := regress.Config{Kind: kind, Epsilon: o.epsilon, Delta: o.delta, Lambda: o.lambda, LambdaFactor: o.lambdaFactor, Split: o.split,
-		Source: randomSource(o.seeded, o.seed)}
+		Source: randomSource(o.seeded, o.seed), ObjPert: o.objpert, NoisyGD: o.noisygd, IRLS: o.irls}
+	if o.laplaceFirstMoment {
+		cfg.IRLS.FirstMoment = "laplace"
+	}
 	res, err := est.Fit(ctx, data, cfg)
 	if err != nil {
 		return err

@@ -260,3 +260,56 @@ func TestDemoJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestFitEveryMechanism runs each mechanism through the CLI on the wage
+// data and checks the reported guarantee.
+func TestFitEveryMechanism(t *testing.T) {
+	dir := t.TempDir()
+	data := writeWageData(t, dir, 1500)
+	sch := writeFile(t, dir, "schema.json", wageSchema)
+	cases := []struct {
+		model, mechanism string
+		args             []string
+		private          bool
+		wantDelta        bool
+	}{
+		{"linear", "nonprivate", nil, false, false},
+		{"linear", "truncated", nil, false, false},
+		{"linear", "fm", []string{"--epsilon", "1"}, true, false},
+		{"linear", "relaxed-fm", []string{"--epsilon", "1", "--delta", "1e-6"}, true, true},
+		{"linear", "objpert", []string{"--epsilon", "1"}, true, false},
+		{"linear", "noisygd", []string{"--epsilon", "2", "--delta", "1e-6", "--iterations", "20"}, true, true},
+		{"linear", "noisygd", []string{"--sigma", "3", "--delta", "1e-6", "--iterations", "20"}, true, true},
+		{"robust", "nonprivate", nil, false, false},
+		{"robust", "irls", []string{"--epsilon", "1", "--delta", "1e-6", "--laplace-first-moment"}, true, true},
+	}
+	for i, c := range cases {
+		t.Run(c.model+"/"+c.mechanism, func(t *testing.T) {
+			model := filepath.Join(dir, fmt.Sprintf("m%d.json", i))
+			args := append([]string{"fit", "--data", data, "--schema", sch, "--model", c.model, "--mechanism", c.mechanism,
+				"--out", model, "--format", "json", "--seed", "1"}, c.args...)
+			out, err := runCLI(t, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var res struct {
+				Coef    []float64 `json:"coefficients"`
+				Privacy struct {
+					Private bool    `json:"private"`
+					Epsilon float64 `json:"epsilon"`
+					Delta   float64 `json:"delta"`
+				} `json:"privacy"`
+			}
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Coef) != 3 || res.Privacy.Private != c.private || (c.private && !(res.Privacy.Epsilon > 0)) ||
+				(res.Privacy.Delta > 0) != c.wantDelta {
+				t.Fatalf("%s", out)
+			}
+			if _, err := runCLI(t, "evaluate", "--model", model, "--data", data); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
