@@ -595,14 +595,19 @@ func readAggregate(path string) (*Aggregate, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("experiment: replot %s: %w", path, err)
 	}
-	if len(recs) == 0 || strings.Join(recs[0], ",") != strings.Join(CSVHeader, ",") {
+	// Files written before the quartile columns existed have the first 9.
+	if len(recs) == 0 || (strings.Join(recs[0], ",") != strings.Join(CSVHeader, ",") && strings.Join(recs[0], ",") != strings.Join(CSVHeader[:9], ",")) {
 		return nil, "", fmt.Errorf("experiment: replot %s: not an experiment CSV (header %v)", path, recs[0])
 	}
 	a := newAggregate()
 	label := "secure"
 	for i, r := range recs[1:] {
-		var v [6]float64
-		for j, c := range []int{2, 5, 6, 9, 10, 11} {
+		v := [6]float64{0, 0, 0, math.NaN(), math.NaN(), math.NaN()}
+		cols := []int{2, 5, 6, 9, 10, 11}
+		if len(r) < len(CSVHeader) {
+			cols = cols[:3]
+		}
+		for j, c := range cols {
 			if v[j], err = strconv.ParseFloat(r[c], 64); err != nil {
 				return nil, "", fmt.Errorf("experiment: replot %s:%d: column %s: %w", path, i+2, CSVHeader[c], err)
 			}

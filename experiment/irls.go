@@ -95,8 +95,8 @@ func buildIRLS(ctx context.Context, e *env) (*plan, error) {
 	fig := figure{cols: 2, robust: true, panels: []panel{
 		{id: "ll", title: fmt.Sprintf("(a) log-likelihood per test point (d = %d, ε = %g, δ = %g)", irlsDim, irlsEpsilon, irlsDelta), xlabel: "N (training points)",
 			ylabel: "log-likelihood per test point", logX: true, symlogY: true, robust: true, metric: "loglik", series: irlsSeries},
-		{id: "ll", title: "(b) median absolute test error", xlabel: "N (training points)",
-			ylabel: "test MAE (y on [−1, 1])", logX: true, logY: true, robust: true, metric: "mae", series: irlsSeries},
+		{id: "ll", title: "(b) median absolute test residual", xlabel: "N (training points)",
+			ylabel: "median |residual| (y on [−1, 1])", logX: true, logY: true, robust: true, metric: "mae", series: irlsSeries},
 	}}
 	fig.caption = fmt.Sprintf("Each run draws a new dataset of the seed's model (x ~ N(0, I_%d), θ ~ N(0, I), y = xᵀθ + N(0, 0.01)), with the test set 10%% of N. "+
 		"J = %d IRLS iterations, residual floor η = %g. Points are medians over datasets and bars interquartile ranges: a few noisy second-moment matrices are near-singular after the ridge and give huge errors, so means are dominated by single runs (both are in the CSV).", irlsDim, regress.DefaultIRLSIterations, regress.DefaultResidualFloor)
