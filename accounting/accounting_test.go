@@ -225,7 +225,7 @@ func TestGaussianSteps(t *testing.T) {
 // 2400 of 60000), 2250 steps (90 epochs), δ=1e-5 on the default orders with
 // the improved conversion.
 func TestSubsampledGaussianKnownAnswer(t *testing.T) {
-	e, _, err := SubsampledGaussianEpsilon(0.04, 1.5, 2250, 1e-5, nil)
+	e, _, err := SubsampledGaussianEpsilon(AddRemove, 0.04, 1.5, 2250, 1e-5, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,12 +265,12 @@ func TestSubsampledGaussianSigmaRoundTrip(t *testing.T) {
 	if testing.Short() {
 		t.Skip("solver round trip is slow")
 	}
-	s, err := SubsampledGaussianSigma(2, 1e-5, 0.01, 1000, nil)
+	s, err := SubsampledGaussianSigma(AddRemove, 2, 1e-5, 0.01, 1000, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, _, _ := SubsampledGaussianEpsilon(0.01, s, 1000, 1e-5, nil)
-	e2, _, _ := SubsampledGaussianEpsilon(0.01, s*(1-1e-5), 1000, 1e-5, nil)
+	e, _, _ := SubsampledGaussianEpsilon(AddRemove, 0.01, s, 1000, 1e-5, nil)
+	e2, _, _ := SubsampledGaussianEpsilon(AddRemove, 0.01, s*(1-1e-5), 1000, 1e-5, nil)
 	if e > 2 || e2 <= 2 {
 		t.Fatalf("σ=%v: ε=%v, ε(σ−)=%v", s, e, e2)
 	}
@@ -625,7 +625,7 @@ func TestMonotonicity(t *testing.T) {
 	}
 	prevE := 0.0
 	for _, q := range []float64{0.001, 0.01, 0.05, 0.2, 1} {
-		e, _, err := SubsampledGaussianEpsilon(q, 1.2, 100, 1e-5, nil)
+		e, _, err := SubsampledGaussianEpsilon(AddRemove, q, 1.2, 100, 1e-5, nil)
 		if err != nil || e <= prevE {
 			t.Errorf("subsampled ε not increasing in q at %v: %v (%v)", q, e, err)
 		}
@@ -633,7 +633,7 @@ func TestMonotonicity(t *testing.T) {
 	}
 	prevE = 0
 	for _, steps := range []int{1, 10, 100, 1000} {
-		e, _, _ := SubsampledGaussianEpsilon(0.01, 1.2, steps, 1e-5, nil)
+		e, _, _ := SubsampledGaussianEpsilon(AddRemove, 0.01, 1.2, steps, 1e-5, nil)
 		if e <= prevE {
 			t.Errorf("subsampled ε not increasing in steps at %v", steps)
 		}
@@ -688,5 +688,37 @@ func TestDDGSigma(t *testing.T) {
 	e, _, _ := z.Epsilon(1e-5)
 	if e > 1+1e-6 {
 		t.Errorf("central equivalent ε = %v > 1", e)
+	}
+}
+
+// TestSubsampledReplaceOne checks the replace-one curve: it is never below
+// the add/remove curve, and without sampling (q = 1) it is a valid bound on
+// the exact replace-one RDP of the Gaussian mechanism, whose sensitivity is
+// twice the per-record bound: α·2²/(2σ²) = 2α/σ².
+func TestSubsampledReplaceOne(t *testing.T) {
+	orders := []float64{1.5, 2, 3, 8, 32}
+	for _, q := range []float64{0.01, 0.1, 1} {
+		ar, err := SubsampledGaussianRDP(q, 1.3, 1, orders)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ro, err := SubsampledGaussianRDPFor(ReplaceOne, q, 1.3, 1, orders)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range orders {
+			if ro.Epsilons[i] < ar.Epsilons[i] {
+				t.Errorf("q=%g α=%g: replace-one %g < add/remove %g", q, a, ro.Epsilons[i], ar.Epsilons[i])
+			}
+			if exact := 2 * a / (1.3 * 1.3); q == 1 && ro.Epsilons[i] < exact*(1-1e-12) {
+				t.Errorf("α=%g: replace-one bound %g below the exact %g", a, ro.Epsilons[i], exact)
+			}
+		}
+	}
+	if _, err := ParseNeighbours("swap"); err == nil {
+		t.Error("unknown relation accepted")
+	}
+	if _, err := SubsampledGaussianRDPReplaceOne(0.1, 1, 1, []float64{1}); err == nil {
+		t.Error("order 1 accepted")
 	}
 }

@@ -23,7 +23,7 @@ func ExampleGaussianSigma() {
 }
 
 func ExampleSubsampledGaussianEpsilon() {
-	eps, order, _ := accounting.SubsampledGaussianEpsilon(0.04, 1.5, 2250, 1e-5, nil)
+	eps, order, _ := accounting.SubsampledGaussianEpsilon(accounting.AddRemove, 0.04, 1.5, 2250, 1e-5, nil)
 	fmt.Printf("ε = %.3f at α = %.1f\n", eps, order)
 	// Output: ε = 7.329 at α = 3.9
 }

@@ -5,7 +5,79 @@ import (
 	"math"
 )
 
-// SubsampledGaussianRDP returns the RDP curve of `steps` compositions of the
+// Neighbours names the neighbouring relation of a subsampled accountant.
+// Sampling changes the answer: removing a record and replacing one are not
+// the same event for a Poisson sample.
+type Neighbours string
+
+const (
+	// ReplaceOne: neighbouring datasets have the same size and differ in one
+	// record (bounded DP), dplearn's relation everywhere.
+	ReplaceOne Neighbours = "replace-one"
+	// AddRemove: one dataset has one record more (unbounded DP), the
+	// relation of Opacus and TF Privacy.
+	AddRemove Neighbours = "add-remove"
+)
+
+// ParseNeighbours validates a relation name.
+func ParseNeighbours(s string) (Neighbours, error) {
+	switch Neighbours(s) {
+	case ReplaceOne, AddRemove:
+		return Neighbours(s), nil
+	}
+	return "", fmt.Errorf("accounting: neighbouring relation %q (want %s or %s)", s, ReplaceOne, AddRemove)
+}
+
+// SubsampledGaussianRDPFor returns the RDP curve of `steps`
+// Poisson-subsampled Gaussian steps under the given neighbouring relation.
+func SubsampledGaussianRDPFor(rel Neighbours, q, sigma float64, steps int, orders []float64) (RDP, error) {
+	switch rel {
+	case AddRemove:
+		return SubsampledGaussianRDP(q, sigma, steps, orders)
+	case ReplaceOne:
+		return SubsampledGaussianRDPReplaceOne(q, sigma, steps, orders)
+	}
+	return RDP{}, fmt.Errorf("accounting: unknown neighbouring relation %q", rel)
+}
+
+// SubsampledGaussianRDPReplaceOne returns the RDP curve, for replace-one
+// neighbours, of `steps` Poisson-subsampled Gaussian steps with rate q and
+// noise multiplier σ. Per step, with ε the add/remove curve of
+// SubsampledGaussianRDP (which bounds both directions, Mironov, Talwar &
+// Zhang 2019, Theorem 5), the weak triangle inequality of Rényi divergence
+// (Mironov 2017, Proposition 11 with p = q = 2) through the intermediate
+// dataset without the replaced record gives
+//
+//	ε_replace(α) ≤ (α − ½)/(α − 1)·ε(2α) + ε(2α − 1).
+//
+// Orders must be > 1.
+func SubsampledGaussianRDPReplaceOne(q, sigma float64, steps int, orders []float64) (RDP, error) {
+	o2 := make([]float64, len(orders))
+	o21 := make([]float64, len(orders))
+	for i, a := range orders {
+		if !(a > 1) {
+			return RDP{}, fmt.Errorf("accounting: replace-one RDP needs orders > 1, got %v", a)
+		}
+		o2[i], o21[i] = 2*a, 2*a-1
+	}
+	e2, err := SubsampledGaussianRDP(q, sigma, 1, o2)
+	if err != nil {
+		return RDP{}, err
+	}
+	e21, err := SubsampledGaussianRDP(q, sigma, 1, o21)
+	if err != nil {
+		return RDP{}, err
+	}
+	r := RDP{Orders: append([]float64(nil), orders...), Epsilons: make([]float64, len(orders))}
+	for i, a := range orders {
+		r.Epsilons[i] = float64(steps) * ((a-0.5)/(a-1)*e2.Epsilons[i] + e21.Epsilons[i])
+	}
+	return r, nil
+}
+
+// SubsampledGaussianRDP returns the RDP curve, for add/remove neighbours (as
+// Opacus and TF Privacy; see SubsampledGaussianRDPFor for dplearn's
+// replace-one relation), of `steps` compositions of the
 // Poisson-subsampled Gaussian mechanism (sampling rate q, noise multiplier
 // σ = noise std / L2 sensitivity), by Mironov, Talwar & Zhang 2019: for each
 // order α, ε(α) = steps · ln(A_α)/(α−1), with A_α computed exactly by the
@@ -115,13 +187,14 @@ func logAFrac(q, sigma, alpha float64) float64 {
 }
 
 // SubsampledGaussianEpsilon returns the (ε, δ) of `steps` Poisson-subsampled
-// Gaussian steps on the given orders (DefaultOrders if nil) with the improved
-// conversion of Balle et al. 2020, and the order that attains it.
-func SubsampledGaussianEpsilon(q, sigma float64, steps int, delta float64, orders []float64) (eps, order float64, err error) {
+// Gaussian steps under the neighbouring relation rel, on the given orders
+// (DefaultOrders if nil) with the improved conversion of Balle et al. 2020,
+// and the order that attains it.
+func SubsampledGaussianEpsilon(rel Neighbours, q, sigma float64, steps int, delta float64, orders []float64) (eps, order float64, err error) {
 	if orders == nil {
 		orders = DefaultOrders()
 	}
-	r, err := SubsampledGaussianRDP(q, sigma, steps, orders)
+	r, err := SubsampledGaussianRDPFor(rel, q, sigma, steps, orders)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -130,9 +203,9 @@ func SubsampledGaussianEpsilon(q, sigma float64, steps int, delta float64, order
 
 // SubsampledGaussianSigma returns the smallest noise multiplier σ (relative
 // precision 1e-6, rounded up) such that `steps` Poisson-subsampled Gaussian
-// steps with rate q are (ε, δ)-DP by SubsampledGaussianEpsilon on the given
-// orders (DefaultOrders if nil).
-func SubsampledGaussianSigma(epsilon, delta, q float64, steps int, orders []float64) (float64, error) {
+// steps with rate q are (ε, δ)-DP under the relation rel by
+// SubsampledGaussianEpsilon on the given orders (DefaultOrders if nil).
+func SubsampledGaussianSigma(rel Neighbours, epsilon, delta, q float64, steps int, orders []float64) (float64, error) {
 	if err := checkPositive("ε", epsilon); err != nil {
 		return 0, err
 	}
@@ -146,7 +219,7 @@ func SubsampledGaussianSigma(epsilon, delta, q float64, steps int, orders []floa
 		return 0, fmt.Errorf("accounting: sampling rate q must be in (0, 1], got %v", q)
 	}
 	ok := func(s float64) bool {
-		e, _, err := SubsampledGaussianEpsilon(q, s, steps, delta, orders)
+		e, _, err := SubsampledGaussianEpsilon(rel, q, s, steps, delta, orders)
 		return err == nil && e <= epsilon
 	}
 	lo, hi := 0.1, 1.0

@@ -191,7 +191,7 @@ func NoisyGDEpsilon(z float64, steps int, q, delta float64) (NoisyGDPrivacy, err
 		p.EpsilonExact = hi
 		return p, nil
 	}
-	curve, err := ReplaceOneSubsampledRDP(q, z, steps, accounting.DefaultOrders())
+	curve, err := accounting.SubsampledGaussianRDPReplaceOne(q, z, steps, accounting.DefaultOrders())
 	if err != nil {
 		return p, err
 	}
@@ -202,36 +202,6 @@ func NoisyGDEpsilon(z float64, steps int, q, delta float64) (NoisyGDPrivacy, err
 		return p, fmt.Errorf("noisygd: %w", err)
 	}
 	return p, nil
-}
-
-// ReplaceOneSubsampledRDP returns the RDP curve, for replace-one neighbours,
-// of `steps` Poisson-subsampled Gaussian steps with rate q and noise
-// multiplier z relative to the per-example bound: per step
-// ε_r(α) = (α − ½)/(α − 1)·ε(2α) + ε(2α − 1) with ε the add/remove curve of
-// accounting.SubsampledGaussianRDP (Mironov 2017 Prop. 11 with p = q = 2,
-// through the intermediate dataset without the replaced record).
-//
-// TODO(accounting): this belongs in package accounting as
-// SubsampledGaussianRDPReplaceOne.
-func ReplaceOneSubsampledRDP(q, z float64, steps int, orders []float64) (accounting.RDP, error) {
-	o2 := make([]float64, len(orders))
-	o21 := make([]float64, len(orders))
-	for i, a := range orders {
-		o2[i], o21[i] = 2*a, 2*a-1
-	}
-	e2, err := accounting.SubsampledGaussianRDP(q, z, 1, o2)
-	if err != nil {
-		return accounting.RDP{}, fmt.Errorf("noisygd: %w", err)
-	}
-	e21, err := accounting.SubsampledGaussianRDP(q, z, 1, o21)
-	if err != nil {
-		return accounting.RDP{}, fmt.Errorf("noisygd: %w", err)
-	}
-	r := accounting.RDP{Orders: append([]float64(nil), orders...), Epsilons: make([]float64, len(orders))}
-	for i, a := range orders {
-		r.Epsilons[i] = float64(steps) * ((a-0.5)/(a-1)*e2.Epsilons[i] + e21.Epsilons[i])
-	}
-	return r, nil
 }
 
 // NoisyGDMultiplier returns the smallest noise multiplier z (relative

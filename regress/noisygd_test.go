@@ -217,7 +217,7 @@ func TestNoisyGDExactComposition(t *testing.T) {
 // the add/remove curve and the plain (unsampled) Gaussian with twice the
 // sensitivity at every order.
 func TestSubsampledAccountant(t *testing.T) {
-	eps, _, err := accounting.SubsampledGaussianEpsilon(0.04, 1.5, 2250, 1e-5, accounting.DefaultOrders())
+	eps, _, err := accounting.SubsampledGaussianEpsilon(accounting.AddRemove, 0.04, 1.5, 2250, 1e-5, accounting.DefaultOrders())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestSubsampledAccountant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ro, err := ReplaceOneSubsampledRDP(0.04, 1.5, 1, orders)
+	ro, err := accounting.SubsampledGaussianRDPReplaceOne(0.04, 1.5, 1, orders)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -188,11 +188,16 @@ func TestPrivacyHelpTeaches(t *testing.T) {
 }
 
 func TestPrivacySubsampled(t *testing.T) {
-	m := privacyJSON(t, "subsampled", "--sigma", "1.5", "--q", "0.04", "--steps", "2250", "--delta", "1e-5")
+	m := privacyJSON(t, "subsampled", "--sigma", "1.5", "--q", "0.04", "--steps", "2250", "--delta", "1e-5", "--neighbours", "add-remove")
 	if e := m["epsilon"].(float64); math.Abs(e-7.329) > 0.001 {
 		t.Errorf("ε = %v, want ≈ 7.329 (Opacus)", e)
 	}
-	m = privacyJSON(t, "subsampled", "--epsilon", "7.329", "--q", "0.04", "--steps", "2250", "--delta", "1e-5")
+	// dplearn's default relation, replace-one, costs more than add/remove.
+	r := privacyJSON(t, "subsampled", "--sigma", "1.5", "--q", "0.04", "--steps", "2250", "--delta", "1e-5")
+	if e := r["epsilon"].(float64); r["neighbours"] != "replace-one" || !(e > 7.329) {
+		t.Errorf("replace-one: %v", r)
+	}
+	m = privacyJSON(t, "subsampled", "--epsilon", "7.329", "--q", "0.04", "--steps", "2250", "--delta", "1e-5", "--neighbours", "add-remove")
 	if s := m["sigma"].(float64); math.Abs(s-1.5) > 0.001 || m["epsilon"].(float64) > 7.329 {
 		t.Errorf("solved σ = %v, ε = %v", s, m["epsilon"])
 	}
