@@ -284,6 +284,12 @@ func printDemo(w io.Writer, tables []demoTable, o demoOptions) error {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintln(w, "\nfm is ε-DP; relaxed-fm and gaussian-fm are (ε, δ)-DP; nonprivate is a reference with no privacy.")
+	if len(tables) > 0 && len(o.epsilons) > 0 {
+		fmt.Fprintf(w, "\nGuarantees at ε = %g, as each fit's privacy report states them:\n", o.epsilons[0])
+		for i, mech := range o.mechanisms {
+			fmt.Fprintf(w, "  %-12s %s\n", mech, tables[0].Cells[1+i*len(o.epsilons)].Guarantee)
+		}
+		fmt.Fprintf(w, "  %-12s %s\n", "nonprivate", tables[0].Cells[0].Guarantee)
+	}
 	return nil
 }
