@@ -8,6 +8,7 @@
 //  3. peak RSS of dataset.Moments on 100,000 and 4,000,000 rows (each in a
 //     child process);
 //  4. time(16M rows) / time(1M rows) on the in-memory path;
+//     (with -dplearn, also `dplearn fit` end to end, its time and peak RSS);
 //  5. the relative error of the statistics against an exact reference for a
 //     large synthetic N.
 //
@@ -21,6 +22,7 @@
 //	go run ./bench             # everything (a few minutes, ~2.5 GB of temp files)
 //	go run ./bench -quick      # smaller sizes, for a smoke test
 //	go run ./bench -only gram,csv
+//	go build -o /tmp/dplearn ./cmd/dplearn && go run ./bench -dplearn /tmp/dplearn
 package main
 
 import (
@@ -38,6 +40,7 @@ func main() {
 	flag.StringVar(&cfg.only, "only", "", "comma-separated subset of gram,csv,rss,linear,accuracy")
 	flag.StringVar(&cfg.python, "python", "", "python3 to use for the references (default: first of python3, /usr/bin/python3 that has numpy and pandas)")
 	flag.IntVar(&cfg.workers, "workers", 0, "goroutines (0: GOMAXPROCS)")
+	flag.StringVar(&cfg.dplearn, "dplearn", "", "a dplearn binary: also time `dplearn fit --mechanism gaussian-fm` end to end and its peak RSS")
 	flag.StringVar(&cfg.rssChild, "rss-child", "", "internal: read this CSV with this schema path and exit")
 	flag.StringVar(&cfg.rssSchema, "rss-schema", "", "internal")
 	flag.Parse()
@@ -61,6 +64,7 @@ type config struct {
 	only                string
 	python              string
 	workers             int
+	dplearn             string
 	rssChild, rssSchema string
 }
 
