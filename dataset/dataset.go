@@ -15,7 +15,10 @@
 //
 // Chunk boundaries depend only on the file's bytes, and per-chunk partial
 // statistics are merged in file order, so Moments returns bit-identical
-// results for any number of workers.
+// results for any number of workers. Wide rows (K > 256) are accumulated in
+// file order by one accumulator instead, which bounds memory by O(K²) rather
+// than O(workers·K²); its result is bit-identical for a given number of
+// workers.
 //
 // # Errors
 //
@@ -130,11 +133,15 @@ func Moments(ctx context.Context, path string, s *schema.Schema, opt Options) (*
 	sum, err := p.run(ctx, func(r *result) error {
 		if total == nil {
 			total = suffstat.New(p.width)
+			total.SetWorkers(p.workers)
 		}
-		if r.mom == nil {
-			return nil
+		if r.mom != nil {
+			return total.Merge(r.mom)
 		}
-		return total.Merge(r.mom)
+		if len(r.rows) > 0 {
+			return total.AddRows(r.rows)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, sum, err

@@ -357,3 +357,41 @@ func TestTargetOptional(t *testing.T) {
 		t.Fatal("HasTarget false with the target present")
 	}
 }
+
+// TestWideRows covers K > maxWorkerWidth, where the consumer accumulates.
+func TestWideRows(t *testing.T) {
+	cats := make([]string, 300)
+	for i := range cats {
+		cats[i] = fmt.Sprintf("%q", fmt.Sprintf("k%d", i))
+	}
+	s := mustSchema(t, `{"target": {"name": "y", "range": [0, 1]}, "features": [{"name": "c", "categories": [`+strings.Join(cats, ",")+`]}, {"name": "a", "range": [0, 1]}]}`)
+	var b strings.Builder
+	b.WriteString("c,a,y\n")
+	for i := 0; i < 3000; i++ {
+		fmt.Fprintf(&b, "k%d,%g,%g\n", (i*7)%300, float64(i%10)/10, float64(i%3)/2)
+	}
+	path := writeFile(t, "w.csv", []byte(b.String()))
+	tab, _, err := Load(context.Background(), path, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.K <= maxWorkerWidth {
+		t.Fatalf("K = %d, want > %d", tab.K, maxWorkerWidth)
+	}
+	ref := suffstat.New(tab.K)
+	ref.AddRows(tab.Rows)
+	m, sum, err := Moments(context.Background(), path, s, Options{chunkSize: 8192})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rows != 3000 || m.N() != 3000 {
+		t.Fatalf("rows %d", sum.Rows)
+	}
+	for i := 0; i < tab.K; i += 7 {
+		for j := i; j < tab.K; j += 5 {
+			if d := math.Abs(m.At(i, j) - ref.At(i, j)); d > 1e-12 {
+				t.Fatalf("At(%d,%d) differs by %g", i, j, d)
+			}
+		}
+	}
+}

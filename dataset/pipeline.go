@@ -21,6 +21,10 @@ import (
 // boundary, so a chunk holds chunkSize bytes give or take one record.
 const chunkSize = 4 << 20
 
+// maxWorkerWidth is the widest row for which workers keep per-chunk
+// statistics.
+const maxWorkerWidth = 256
+
 // maxRecord bounds a single record (and the chunk buffer that holds it).
 const maxRecord = 64 << 20
 
@@ -57,14 +61,15 @@ type pipeline struct {
 	opt     Options
 	moments bool // accumulate statistics in the workers
 
-	width  int
-	enc    *schema.Encoder
-	nh     int // fields per record
-	names  []string
-	rows   atomic.Int64
-	counts *countingReader
-	free   chan []byte
-	free64 chan []float64
+	width   int
+	workers int
+	enc     *schema.Encoder
+	nh      int // fields per record
+	names   []string
+	rows    atomic.Int64
+	counts  *countingReader
+	free    chan []byte
+	free64  chan []float64
 }
 
 // countingReader counts the bytes read from the file (for Summary and
@@ -137,6 +142,12 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 	workers := p.opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
+	}
+	p.workers = workers
+	if p.width > maxWorkerWidth {
+		// Per-chunk accumulators would cost O(workers·K²) memory and a
+		// K² merge per chunk: hand the rows to the consumer instead.
+		p.moments = false
 	}
 	inflight := 2*workers + 1
 	ctx, cancel := context.WithCancel(ctx)
