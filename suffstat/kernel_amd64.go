@@ -1,3 +1,5 @@
+//go:build !purego
+
 package suffstat
 
 import "unsafe"
