@@ -364,3 +364,29 @@ func ExampleNoiseStd() {
 	fmt.Printf("as published %.3g, ours %.3g\n", pub, ours)
 	// Output: as published 0.000969, ours 0.00141
 }
+
+func ExampleRun() {
+	out, _ := os.MkdirTemp("", "dplearn-experiment")
+	defer os.RemoveAll(out)
+	// The analytic experiment needs no data; the others read opt.DataDir.
+	res, err := Run(context.Background(), "gfm-noise-vs-dim", Options{Out: out, DataDir: out})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, f := range res[0].Files {
+		fmt.Println(filepath.Base(f))
+	}
+	fmt.Println(res[0].Claims[0].Holds)
+	// Output:
+	// gfm-noise-vs-dim.csv
+	// gfm-noise-vs-dim.png
+	// gfm-noise-vs-dim.svg
+	// gfm-noise-vs-dim.md
+	// yes
+}
+
+func ExampleNames() {
+	fmt.Println(strings.Join(Names(), " "))
+	// Output: gfm-noise-vs-dim gfm-linear gfm-logistic fm-figures irls-vs-n
+}
