@@ -126,7 +126,8 @@ func (t *Table) N() int {
 func (t *Table) Row(r int) []float64 { return t.Rows[r*t.K : (r+1)*t.K] }
 
 // Moments reads path in one streaming pass and returns the sufficient
-// statistics of its encoded rows.
+// statistics of its encoded rows, flushed (safe to read from several
+// goroutines).
 func Moments(ctx context.Context, path string, s *schema.Schema, opt Options) (*suffstat.Moments, Summary, error) {
 	var total *suffstat.Moments
 	p := &pipeline{path: path, schema: s, opt: opt, moments: true}
@@ -146,6 +147,7 @@ func Moments(ctx context.Context, path string, s *schema.Schema, opt Options) (*
 	if err != nil {
 		return nil, sum, err
 	}
+	total.Flush() // safe for concurrent reads
 	return total, sum, nil
 }
 

@@ -44,7 +44,8 @@ const (
 
 // Moments holds N, Σ z and the upper triangle of Σ z zᵀ for rows z ∈ R^K.
 // The zero value is not usable; call New. A Moments is not safe for
-// concurrent use; accumulate per goroutine and Merge.
+// concurrent use; accumulate per goroutine and Merge. (Once flushed, see
+// Flush, it may be read concurrently.)
 type Moments struct {
 	k   int   // row width
 	n   int64 // committed + pending rows
@@ -241,6 +242,12 @@ func addComp(s, c, x []float64) {
 		s[i] = t
 	}
 }
+
+// Flush folds the rows buffered by AddRows into the totals. The read
+// methods (N, Sum, At, Sums, Gram, MarshalBinary) and Merge's argument flush
+// on demand, which modifies m; after Flush, and until the next AddRows, they
+// do not, so a flushed Moments may be read from several goroutines at once.
+func (m *Moments) Flush() { m.flush() }
 
 // flush pushes every pending row into the compensated total.
 func (m *Moments) flush() {

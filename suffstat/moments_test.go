@@ -306,3 +306,31 @@ func TestUnmarshalRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentReadsAfterFlush is meaningful under -race.
+func TestConcurrentReadsAfterFlush(t *testing.T) {
+	m := New(4)
+	if err := m.AddRows(randRows(rand.New(rand.NewPCG(9, 9)), 300, 4)); err != nil {
+		t.Fatal(err)
+	}
+	m.Flush()
+	done := make(chan float64)
+	for g := 0; g < 4; g++ {
+		go func() {
+			s := 0.0
+			for i := 0; i < 4; i++ {
+				s += m.Sum(i)
+				for j := 0; j < 4; j++ {
+					s += m.At(i, j)
+				}
+			}
+			done <- s
+		}()
+	}
+	first := <-done
+	for g := 1; g < 4; g++ {
+		if v := <-done; v != first {
+			t.Fatalf("concurrent reads disagree: %v vs %v", v, first)
+		}
+	}
+}
