@@ -23,14 +23,19 @@ func (s *csvSource) fill(buf []byte, size int) ([]byte, error) {
 		copy(nb, buf)
 		buf = nb
 	}
-	n, err := io.ReadFull(s.r, buf[len(buf):size])
-	buf = buf[:len(buf)+n]
-	switch err {
-	case nil:
-	case io.EOF, io.ErrUnexpectedEOF:
-		s.eof = true
-	default:
-		return buf, fmt.Errorf("%s: read: %w", s.p.path, err)
+	// Not io.ReadFull: it reports a short read as io.ErrUnexpectedEOF, the
+	// same error a truncated gzip stream gives, which must not pass as a
+	// normal end of file.
+	for len(buf) < size {
+		n, err := s.r.Read(buf[len(buf):size])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			s.eof = true
+			break
+		}
+		if err != nil {
+			return buf, fmt.Errorf("%s: read: %w", s.p.path, err)
+		}
 	}
 	return buf, nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -393,5 +394,25 @@ func TestWideRows(t *testing.T) {
 				t.Fatalf("At(%d,%d) differs by %g", i, j, d)
 			}
 		}
+	}
+}
+
+func TestTruncatedGzip(t *testing.T) {
+	s := mustSchema(t, testSchema)
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	fmt.Fprintf(zw, "a,b,y\n")
+	for i := 0; i < 20000; i++ {
+		fmt.Fprintf(zw, "%d,u,%d\n", i%10, i%7)
+	}
+	zw.Close()
+	data := b.Bytes()
+	path := filepath.Join(t.TempDir(), "t.csv.gz")
+	if err := os.WriteFile(path, data[:len(data)*2/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Moments(context.Background(), path, s, Options{SkipBadRows: true})
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("err = %v, want a truncation error", err)
 	}
 }
