@@ -11,6 +11,17 @@
 // hands encoded row batches to a callback in file order, and Load keeps all
 // encoded rows in memory for mechanisms that need them.
 //
+// # Parquet
+//
+// Flat tables (no nested or repeated columns) of numeric, boolean or string
+// columns, read one row group batch at a time. Each value reaches the
+// schema's encoder as the text a CSV field would hold: numbers in their
+// shortest round-trip form, booleans as "1"/"0", strings as they are, nulls
+// as an empty field (a missing value). In a Parquet RowError, Line is the
+// 1-based row number. The frame (magic numbers, footer length) is checked
+// before decoding, and a panic in the third-party decoder is returned as an
+// error.
+//
 // # Determinism
 //
 // Chunk boundaries depend only on the file's bytes, and per-chunk partial
