@@ -87,8 +87,7 @@ func gfmNoiseSpec() spec {
 				j    int
 			}
 			cells := []cell{{regress.Linear, 0}, {regress.Linear, 1}, {regress.Linear, 2}, {regress.Logistic, 1}, {regress.Logistic, 2}}
-			var fig figure
-			fig.cols = 3
+			fig := figure{cols: 3, note: fmt.Sprintf("analytic (no randomness): N = %d, ε = %g, δ = %g", NoiseN, NoiseEpsilon, NoiseDelta)}
 			var obsAll []obs
 			for _, c := range cells {
 				id := fmt.Sprintf("%s j=%d", c.kind, c.j)
@@ -370,16 +369,32 @@ func utilClaims(a *Aggregate, tabs []*table, kind regress.Kind, metric string) [
 			Holds: holds,
 		})
 		var others []string
-		all := "yes"
+		worse, ties := 0, 0
+		g := gf[last]
 		for _, m := range []string{"fm", "relaxed-fm", "objpert", NoisyGDMatched} {
-			if o, ok := a.at(pN, m, metric, gf[last].X); ok {
-				if better(gf[last].Mean, o.Mean) {
-					others = append(others, m+" "+fmtNum(o.Mean))
-				} else {
-					others = append(others, m+" "+fmtNum(o.Mean)+" (not worse)")
-					all = "no"
-				}
+			o, ok := a.at(pN, m, metric, g.X)
+			if !ok {
+				continue
 			}
+			// Within two standard errors of the difference: a tie.
+			se := math.Sqrt(g.SD*g.SD/float64(g.N) + o.SD*o.SD/float64(o.N))
+			switch {
+			case math.Abs(g.Mean-o.Mean) <= 2*se:
+				others = append(others, m+" "+fmtNum(o.Mean)+" (tie)")
+				ties++
+			case better(g.Mean, o.Mean):
+				others = append(others, m+" "+fmtNum(o.Mean))
+			default:
+				others = append(others, m+" "+fmtNum(o.Mean)+" (better)")
+				worse++
+			}
+		}
+		all := "yes"
+		switch {
+		case worse > 0:
+			all = "no"
+		case ties > 0:
+			all = "partly (ties)"
 		}
 		if o, ok := a.at(pN, "noisygd", metric, gf[last].X); ok {
 			others = append(others, "noisygd at per-step ε (overall ε ≈ 20) "+fmtNum(o.Mean))

@@ -45,6 +45,8 @@ type figure struct {
 	caption string
 	// robust: the panels show medians and interquartile ranges.
 	robust bool
+	// note replaces the error-bar note under the legend.
+	note string
 }
 
 // style of each series, fixed so every figure uses the same colours.
@@ -201,6 +203,9 @@ func render(fig figure, title string, res *Aggregate, base string) ([]string, er
 		note := "error bars: ±1 sd over runs; on log axes lower bars are cut at ¼ of the mean"
 		if fig.robust {
 			note = "points: median over runs; bars: interquartile range"
+		}
+		if fig.note != "" {
+			note = fig.note
 		}
 		ns := plot.New().Legend.TextStyle
 		ns.Font.Size = vg.Points(8)
