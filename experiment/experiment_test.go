@@ -390,3 +390,58 @@ func ExampleNames() {
 	fmt.Println(strings.Join(Names(), " "))
 	// Output: gfm-noise-vs-dim gfm-linear gfm-logistic fm-figures irls-vs-n
 }
+
+func TestEmbeddedSchemas(t *testing.T) {
+	for name, ds := range realDatasets {
+		s, err := loadSchema(ds.schema)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if s.Target.Binary() != (ds.kind == regress.Logistic) {
+			t.Errorf("%s: binary target %v for kind %s", name, s.Target.Binary(), ds.kind)
+		}
+	}
+	if _, err := loadSchema("nope"); err == nil {
+		t.Error("unknown schema accepted")
+	}
+	if _, _, err := NoiseStd("nope", regress.Linear, 1, 5, 100, 1, 1e-5); err == nil {
+		t.Error("unknown noise series accepted")
+	}
+}
+
+// The embedded schemas read the real example files (skipped when
+// ../shared/data is not there): every row encodes, inside the unit ball.
+func TestRealDataLoads(t *testing.T) {
+	dir := filepath.Join("..", "..", "shared", "data")
+	if _, err := os.Stat(dir); err != nil || testing.Short() {
+		t.Skip("example data not available or -short")
+	}
+	want := map[string]int{"cps1988": 28155, "diabetes": 442, "smokeban": 10000, "breast_cancer": 569, "cps1988-highwage": 28155}
+	for name, n := range want {
+		tb, err := loadReal(dir, name, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if tb.N() != n {
+			t.Errorf("%s: %d rows, want %d", name, tb.N(), n)
+		}
+		for i := 0; i < tb.N(); i++ {
+			r := tb.row(i)
+			nn := 0.0
+			for _, v := range r[:tb.K-1] {
+				nn += v * v
+			}
+			if nn > 1+1e-12 {
+				t.Fatalf("%s row %d: ‖x‖² = %v", name, i, nn)
+			}
+		}
+	}
+	sub, err := loadReal(dir, "cps1988", fmSubsets[0])
+	if err != nil || sub.K != 4 {
+		t.Errorf("subset: K = %d, err %v (want intercept + 2 features + target)", sub.K, err)
+	}
+	if _, err := loadReal(dir, "cps1988", []string{"nosuch"}); err == nil {
+		t.Error("unknown subset column accepted")
+	}
+}
