@@ -12,7 +12,7 @@ func xgetbv() (eax, edx uint32)
 func tile16x8AVX512(a, b *float64, rows, ld int, c *float64, ldc int)
 
 //go:noescape
-func tile8x4AVX2(a, b *float64, rows, ld int, c *float64, ldc int)
+func tile8x6AVX2(a, b *float64, rows, ld int, c *float64, ldc int)
 
 // hasAVX2FMA reports whether the processor and operating system support
 // AVX2 and FMA (CPUID feature bits and the OS-enabled YMM state in XCR0).
@@ -56,7 +56,7 @@ func archKernels() []kernel {
 		ks = append(ks, kernel{name: "avx512", mr: 16, nr: 8, tile: tile16x8})
 	}
 	if hasAVX2FMA() {
-		ks = append(ks, kernel{name: "avx2", mr: 8, nr: 4, tile: tile8x4})
+		ks = append(ks, kernel{name: "avx2", mr: 8, nr: 6, tile: tile8x6})
 	}
 	return ks
 }
@@ -72,13 +72,13 @@ func tile16x8(a, b []float64, rows, ld int, c []float64, ldc int) {
 	tile16x8AVX512(unsafe.SliceData(a), unsafe.SliceData(b), rows, ld, unsafe.SliceData(c), ldc)
 }
 
-// tile8x4 checks the bounds the assembly relies on, then calls it.
-func tile8x4(a, b []float64, rows, ld int, c []float64, ldc int) {
+// tile8x6 checks the bounds the assembly relies on, then calls it.
+func tile8x6(a, b []float64, rows, ld int, c []float64, ldc int) {
 	if rows == 0 {
 		return
 	}
-	if len(a) < (rows-1)*ld+8 || len(b) < (rows-1)*ld+4 || len(c) < 3*ldc+8 {
-		panic("suffstat: tile8x4: slice too short")
+	if len(a) < (rows-1)*ld+8 || len(b) < (rows-1)*ld+6 || len(c) < 5*ldc+8 {
+		panic("suffstat: tile8x6: slice too short")
 	}
-	tile8x4AVX2(unsafe.SliceData(a), unsafe.SliceData(b), rows, ld, unsafe.SliceData(c), ldc)
+	tile8x6AVX2(unsafe.SliceData(a), unsafe.SliceData(b), rows, ld, unsafe.SliceData(c), ldc)
 }
