@@ -445,3 +445,19 @@ func TestRealDataLoads(t *testing.T) {
 		t.Error("unknown subset column accepted")
 	}
 }
+
+// A panel without data (a mechanism missing from the build) must render, not
+// panic on its log axes.
+func TestRenderEmptyPanel(t *testing.T) {
+	a := newAggregate()
+	a.add([]obs{{panel: "p", xname: "x", series: "fm", metric: "m", x: 1, v: 2}, {panel: "p", xname: "x", series: "fm", metric: "m", x: 10, v: 3}})
+	fig := figure{cols: 2, panels: []panel{
+		{id: "p", title: "data", logX: true, logY: true, metric: "m", series: []string{"fm"}, right: "m", rightSeries: "fm", rightLabel: "ε"},
+		{id: "q", title: "empty", logX: true, logY: true, symlogY: true, metric: "m", series: []string{"fm"}},
+	}}
+	base := filepath.Join(t.TempDir(), "f")
+	files, err := render(fig, "title", a, base)
+	if err != nil || len(files) != 2 {
+		t.Fatalf("render: %v %v", files, err)
+	}
+}

@@ -355,7 +355,10 @@ func makePanel(pn panel, res *Aggregate) (*plot.Plot, error) {
 		}
 	}
 	if drawn == 0 {
+		// An empty log axis has no positive range to draw.
 		p.Title.Text += " (no data)"
+		p.X.Scale, p.Y.Scale = plot.LinearScale{}, plot.LinearScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = plot.DefaultTicks{}, plot.DefaultTicks{}
 	}
 	return p, nil
 }
