@@ -49,9 +49,10 @@ func (s *csvSource) header() ([]string, error) {
 		}
 		data := bytes.TrimPrefix(buf, []byte("\ufeff"))
 		// Skip blank lines before the header.
+		blank := 0
 		for len(data) > 0 && (data[0] == '\n' || data[0] == '\r') {
 			if data[0] == '\n' {
-				s.line++
+				blank++
 			}
 			data = data[1:]
 		}
@@ -66,6 +67,7 @@ func (s *csvSource) header() ([]string, error) {
 			if len(data) == 0 {
 				return nil, fmt.Errorf("%s: %w", s.p.path, ErrNoHeader)
 			}
+			s.line += blank
 			rec := append([]byte(nil), data[:end]...)
 			fields, _, nl, col, err := parseRecord(rec, 0, nil)
 			if err != nil {

@@ -416,3 +416,23 @@ func TestTruncatedGzip(t *testing.T) {
 		t.Fatalf("err = %v, want a truncation error", err)
 	}
 }
+
+// TestLongHeaderAfterBlankLines: a header longer than the first read,
+// preceded by blank lines, keeps line numbers right.
+func TestLongHeaderAfterBlankLines(t *testing.T) {
+	s := mustSchema(t, testSchema)
+	var b strings.Builder
+	b.WriteString("\n\n")
+	for i := 0; i < 2000; i++ {
+		fmt.Fprintf(&b, "pad%d,", i)
+	}
+	b.WriteString("a,b,y\n")
+	pad := strings.Repeat("0,", 2000)
+	b.WriteString(pad + "1,u,2\n")
+	b.WriteString(pad + "1,u,x\n")
+	path := writeFile(t, "h.csv", []byte(b.String()))
+	_, _, err := Moments(context.Background(), path, s, Options{})
+	if err == nil || !strings.Contains(err.Error(), "h.csv:5:2003:") {
+		t.Fatalf("err = %v, want line 5, field 2003", err)
+	}
+}
