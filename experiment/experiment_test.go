@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 )
 
@@ -459,5 +460,147 @@ func TestRenderEmptyPanel(t *testing.T) {
 	files, err := render(fig, "title", a, base)
 	if err != nil || len(files) != 2 {
 		t.Fatalf("render: %v %v", files, err)
+	}
+}
+
+// The L1 sensitivities of laplaceIRLS bound the change of A and of B's upper
+// triangle for random and extreme replace-one pairs, and are attained up to
+// a small factor by the extreme pair (so they are not loose by much).
+func TestIRLSL1Sensitivities(t *testing.T) {
+	const d, eta, n = 6, 0.1, 100.0
+	sa, sb := irlsL1Sensitivities(d, eta, n)
+	contrib := func(x []float64, y, s float64) (a, up []float64) {
+		for k := range x {
+			a = append(a, s*y*x[k]/n)
+			for l := k; l < d; l++ {
+				up = append(up, s*x[k]*x[l]/n)
+			}
+		}
+		return a, up
+	}
+	l1diff := func(u, v []float64) float64 {
+		t := 0.0
+		for i := range u {
+			t += math.Abs(u[i] - v[i])
+		}
+		return t
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	randRow := func() ([]float64, float64, float64) {
+		x := make([]float64, d)
+		nn := 0.0
+		for k := range x {
+			x[k] = rng.NormFloat64()
+			nn += x[k] * x[k]
+		}
+		r := rng.Float64()
+		for k := range x {
+			x[k] *= r / math.Sqrt(nn)
+		}
+		return x, 2*rng.Float64() - 1, 1 / math.Max(eta, rng.Float64())
+	}
+	worstA, worstB := 0.0, 0.0
+	check := func(x1 []float64, y1, s1 float64, x2 []float64, y2, s2 float64) {
+		a1, u1 := contrib(x1, y1, s1)
+		a2, u2 := contrib(x2, y2, s2)
+		da, db := l1diff(a1, a2), l1diff(u1, u2)
+		if da > sa*(1+1e-12) || db > sb*(1+1e-12) {
+			t.Fatalf("ΔA₁ = %v > %v or ΔB₁ = %v > %v", da, sa, db, sb)
+		}
+		worstA, worstB = math.Max(worstA, da), math.Max(worstB, db)
+	}
+	for i := 0; i < 20000; i++ {
+		x1, y1, s1 := randRow()
+		x2, y2, s2 := randRow()
+		check(x1, y1, s1, x2, y2, s2)
+	}
+	// Extreme pair: flat vectors of opposite sign and label, s = 1/η.
+	p, m := make([]float64, d), make([]float64, d)
+	for k := range p {
+		p[k], m[k] = 1/math.Sqrt(d), -1/math.Sqrt(d)
+	}
+	check(p, 1, 1/eta, m, 1, 1/eta) // ΔA attains 2√d/(ηN)
+	zero := make([]float64, d)
+	check(p, 1, 1/eta, zero, 0, 1/eta)
+	// The B bound adds the two rows' triangles (triangle inequality); their
+	// diagonals never cancel fully, so it is conservative by up to 2×.
+	if worstA < 0.99*sa || worstB < 0.45*sb {
+		t.Errorf("bounds loose: worst ΔA₁ %v of %v, ΔB₁ %v of %v", worstA, sa, worstB, sb)
+	}
+}
+
+func TestEvaluateAndSplit(t *testing.T) {
+	// Known answers: rows (x, y) with coef 1 on one feature.
+	lin := &table{Kind: regress.Linear, K: 2, Rows: []float64{0.5, 0.5, 0.2, 0.0, -0.4, -1}}
+	// predictions 0.5, 0.2, -0.4: squared errors 0, 0.04, 0.36.
+	if got := evaluate(regress.Linear, []float64{1}, lin); math.Abs(got-0.4/3) > 1e-15 {
+		t.Errorf("mse %v, want %v", got, 0.4/3)
+	}
+	logi := &table{Kind: regress.Logistic, K: 2, Rows: []float64{1, 1, -1, 0, 1, 0, -1, 1}}
+	if got := evaluate(regress.Logistic, []float64{2}, logi); got != 0.5 {
+		t.Errorf("accuracy %v, want 0.5", got)
+	}
+	// split: disjoint, complete, sizes as asked.
+	tb := &table{K: 2}
+	for i := 0; i < 100; i++ {
+		tb.Rows = append(tb.Rows, float64(i), 0)
+	}
+	tr, te := tb.split(rand.New(rand.NewPCG(1, 1)), 0.1, 0)
+	if tr.N() != 90 || te.N() != 10 {
+		t.Fatalf("sizes %d/%d", tr.N(), te.N())
+	}
+	seen := map[float64]bool{}
+	for _, x := range []*table{tr, te} {
+		for i := 0; i < x.N(); i++ {
+			if seen[x.row(i)[0]] {
+				t.Fatal("row in both parts")
+			}
+			seen[x.row(i)[0]] = true
+		}
+	}
+	if len(seen) != 100 {
+		t.Fatalf("%d rows after split", len(seen))
+	}
+	if tr, _ := tb.split(rand.New(rand.NewPCG(1, 1)), 0.1, 30); tr.N() != 30 {
+		t.Errorf("trainN: %d rows", tr.N())
+	}
+}
+
+// With a huge budget the conventional-composition Laplace DP-IRLS approaches
+// the non-private LAD fit (its noise and ridge vanish).
+func TestLaplaceIRLSConverges(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	theta := make([]float64, irlsDim)
+	for j := range theta {
+		theta[j] = rng.NormFloat64()
+	}
+	train := irlsData(4000, irlsDim, theta, rng)
+	test := irlsData(2000, irlsDim, theta, rng)
+	st, _ := moments(train)
+	est, _ := regress.New("nonprivate")
+	res, err := est.Fit(context.Background(), regress.Data{Stats: st, Rows: train.Rows}, regress.Config{Kind: regress.Robust, Lambda: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := medianAbsErr(res.Coef, test)
+	coef, err := laplaceIRLS(train, 1e5, 1e-6, false, noise.NewInsecureSeeded(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := medianAbsErr(coef, test); got > 1.5*ref {
+		t.Errorf("conventional: median |residual| %v, nonprivate %v", got, ref)
+	}
+	// Advanced composition caps the per-release ε near ln(ε/k), so it
+	// cannot reach the noiseless fit; it must still improve with ε.
+	lo, err := laplaceIRLS(train, 1, 1e-6, true, noise.NewInsecureSeeded(6))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hi, err := laplaceIRLS(train, 1000, 1e-6, true, noise.NewInsecureSeeded(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := medianAbsErr(lo, test), medianAbsErr(hi, test); !(b < a/3) {
+		t.Errorf("advanced: median |residual| %v at ε=1, %v at ε=1000, nonprivate %v", a, b, ref)
 	}
 }

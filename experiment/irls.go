@@ -238,11 +238,12 @@ func laplaceIRLS(train *table, eps, delta float64, advanced bool, src noise.Sour
 	if err != nil {
 		return nil, err
 	}
-	bA, err := accounting.LaplaceScale(e0, 2*math.Sqrt(float64(d))/(eta*n))
+	sa, sb := irlsL1Sensitivities(d, eta, n)
+	bA, err := accounting.LaplaceScale(e0, sa)
 	if err != nil {
 		return nil, err
 	}
-	bB, err := accounting.LaplaceScale(e0, float64(d+1)/(eta*n))
+	bB, err := accounting.LaplaceScale(e0, sb)
 	if err != nil {
 		return nil, err
 	}
@@ -291,6 +292,13 @@ func laplaceIRLS(train *table, eps, delta float64, advanced bool, src noise.Sour
 		w = next
 	}
 	return w, nil
+}
+
+// irlsL1Sensitivities returns the L1 sensitivities of A = (1/N)Σ s·y·x and
+// of the upper triangle of B = (1/N)Σ s·x·xᵀ under replace-one, ‖x‖ ≤ 1,
+// |y| ≤ 1 and 0 < s ≤ 1/η (see laplaceIRLS).
+func irlsL1Sensitivities(d int, eta, n float64) (a, b float64) {
+	return 2 * math.Sqrt(float64(d)) / (eta * n), float64(d+1) / (eta * n)
 }
 
 func irlsClaims(a *Aggregate) []Claim {
