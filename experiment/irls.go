@@ -229,7 +229,9 @@ func perReleaseEpsilon(eps, delta float64, k int, advanced bool) (float64, error
 // composition theorem. L1 sensitivities (replace-one, ‖x‖ ≤ 1, |y| ≤ 1,
 // s ≤ 1/η): A: (s‖x‖₁ + s'‖x'‖₁)/N ≤ 2√d/(ηN); B's upper triangle:
 // s Σ_{i≤j}|x_i x_j| = s(‖x‖₁² + ‖x‖²)/2 ≤ (d+1)/(2η) per row, so
-// (d+1)/(ηN) for two rows.
+// (d+1)/(ηN) for two rows (valid; conservative by up to 2× because the
+// two rows' diagonal terms partly cancel, which the triangle inequality
+// ignores).
 func laplaceIRLS(train *table, eps, delta float64, advanced bool, src noise.Source) ([]float64, error) {
 	J := regress.DefaultIRLSIterations
 	eta := regress.DefaultResidualFloor
