@@ -80,8 +80,8 @@ func TestEncodeKnownValues(t *testing.T) {
 		want []float64
 	}{
 		{fmt.Sprint(math.Exp(6.5), ",10,3,cauc,northeast"), []float64{r, 0, 0, 0, 0, 0, 0}},
-		{"20000,25,3,afam,west", []float64{r, r, r, 0, 0, r, 1}},                            // clipped above
-		{"1,-3,3,cauc,midwest", []float64{r, -r, 0, r, 0, 0, -1}},                           // clipped below
+		{"20000,25,3,afam,west", []float64{r, r, r, 0, 0, r, 1}},                          // clipped above
+		{"1,-3,3,cauc,midwest", []float64{r, -r, 0, r, 0, 0, -1}},                         // clipped below
 		{" 54.598150033144236 , 5 ,x, afam ,south", []float64{r, -r / 2, r, 0, r, 0, -1}}, // spaces trimmed; log(54.598)=4
 	}
 	for _, c := range cases {
