@@ -334,3 +334,40 @@ func TestConcurrentReadsAfterFlush(t *testing.T) {
 		}
 	}
 }
+
+func TestSumsGramReset(t *testing.T) {
+	m := New(2)
+	if err := m.AddRows([]float64{1, 2, 3, 4}); err != nil {
+		t.Fatal(err)
+	}
+	if s := m.Sums(); s[0] != 4 || s[1] != 6 {
+		t.Fatalf("Sums = %v", s)
+	}
+	if g := m.Gram(); g[0] != 10 || g[1] != 14 || g[2] != 14 || g[3] != 20 {
+		t.Fatalf("Gram = %v", g)
+	}
+	if m.Err() != nil {
+		t.Fatal(m.Err())
+	}
+	m.Reset()
+	if m.N() != 0 || m.At(1, 1) != 0 || m.Sum(0) != 0 {
+		t.Fatal("Reset left data")
+	}
+	if err := m.AddRows([]float64{math.Inf(1), 0}); err == nil || m.Err() == nil {
+		t.Fatal("Err not recorded")
+	}
+	m.Reset()
+	if m.Err() != nil || m.AddRows([]float64{1, 1}) != nil || m.N() != 1 {
+		t.Fatal("Reset did not clear the error")
+	}
+	for _, f := range []func(){func() { m.At(2, 0) }, func() { m.Sum(-1) }} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Fatal("out-of-range index did not panic")
+				}
+			}()
+			f()
+		}()
+	}
+}
