@@ -65,7 +65,10 @@ type Options struct {
 	Workers int
 	// SkipBadRows skips records that cannot be encoded (and records with the
 	// wrong number of fields or bad quoting), counting them in
-	// Summary.Skipped, instead of stopping at the first.
+	// Summary.Skipped, instead of stopping at the first. Which rows are
+	// skipped depends on the private data, so the number of rows used is
+	// no longer a public constant: a mechanism that treats N as public
+	// (bounded DP) must say so in its report.
 	SkipBadRows bool
 	// Progress, when non-nil, receives a progress line (rows, MB/s, ETA)
 	// a few times a second and a final line. The CLI passes stderr only
