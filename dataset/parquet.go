@@ -13,10 +13,11 @@ import (
 
 // Parquet input: a flat schema (no nested or repeated columns) of numeric,
 // boolean or string (BYTE_ARRAY) columns. Each value reaches the schema's
-// encoder as text, exactly as a CSV field would: numbers in their shortest
-// round-trip form, booleans as "1"/"0", strings as they are, and nulls as
-// an empty field (a missing value). For Parquet, RowError.Line is the
-// 1-based row number and RowError.Column the 1-based column number.
+// encoder as text, as a CSV field would: integers in decimal, floating-point
+// values exactly (hexadecimal for numeric columns, shortest decimal
+// otherwise), booleans as "1"/"0", strings as they are, and nulls as an
+// empty field (a missing value). For Parquet, RowError.Line is the 1-based
+// row number and RowError.Column the 1-based column number.
 
 const pqBatchRows = 8192
 
@@ -63,6 +64,23 @@ func newParquetSource(p *pipeline, f *os.File) (src source, err error) {
 	}
 	if len(s.names) == 0 {
 		return nil, fmt.Errorf("%s: parquet: %w", p.path, ErrNoHeader)
+	}
+	// Floating-point values of numeric columns travel as hexadecimal floats:
+	// exact, and several times cheaper to format and parse than the
+	// shortest decimal. Other columns (categories, labels) get the decimal
+	// text a CSV would hold, so that 1.0 matches a category "1".
+	numeric := map[string]bool{}
+	for _, f := range p.schema.Features {
+		if !f.Categorical() {
+			numeric[f.Name] = true
+		}
+	}
+	if t := p.schema.Target; t.Positive == "" {
+		numeric[t.Name] = true
+	}
+	p.pqHex = make([]bool, len(s.names))
+	for i, n := range s.names {
+		p.pqHex[i] = numeric[n]
 	}
 	return s, nil
 }
@@ -112,8 +130,14 @@ func (s *parquetSource) next() (c *chunk, err error) {
 		}
 		buf := make([]parquet.Row, pqBatchRows)
 		n, err := s.rows.ReadRows(buf)
+		// The rows are fresh allocations, but byte arrays may point into the
+		// reader's page buffers: copy those.
 		for i := 0; i < n; i++ {
-			buf[i] = buf[i].Clone()
+			for j, v := range buf[i] {
+				if k := v.Kind(); k == parquet.ByteArray || k == parquet.FixedLenByteArray {
+					buf[i][j] = v.Clone()
+				}
+			}
 		}
 		if err == io.EOF || (err == nil && n == 0) {
 			s.rows.Close()
@@ -152,6 +176,10 @@ func (w *worker) parquetChunk(c *chunk, r *result) {
 				bad, badErr = col, fmt.Errorf("parquet: value for column %d out of order", col+1)
 				break
 			}
+			if col >= len(w.p.pqHex) {
+				bad, badErr = col, fmt.Errorf("parquet: value for column %d of %d", col+1, len(w.p.pqHex))
+				break
+			}
 			switch {
 			case v.IsNull():
 			case v.Kind() == parquet.Boolean:
@@ -165,9 +193,17 @@ func (w *worker) parquetChunk(c *chunk, r *result) {
 			case v.Kind() == parquet.Int64:
 				text = strconv.AppendInt(text, v.Int64(), 10)
 			case v.Kind() == parquet.Float:
-				text = strconv.AppendFloat(text, float64(v.Float()), 'g', -1, 32)
+				if w.p.pqHex[col] {
+					text = strconv.AppendFloat(text, float64(v.Float()), 'x', -1, 64)
+				} else {
+					text = strconv.AppendFloat(text, float64(v.Float()), 'g', -1, 32)
+				}
 			case v.Kind() == parquet.Double:
-				text = strconv.AppendFloat(text, v.Double(), 'g', -1, 64)
+				if w.p.pqHex[col] {
+					text = strconv.AppendFloat(text, v.Double(), 'x', -1, 64)
+				} else {
+					text = strconv.AppendFloat(text, v.Double(), 'g', -1, 64)
+				}
 			case v.Kind() == parquet.ByteArray || v.Kind() == parquet.FixedLenByteArray:
 				text = append(text, v.ByteArray()...)
 			default:

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,7 @@ type pipeline struct {
 	counts  *countingReader
 	free    chan []byte
 	free64  chan []float64
+	pqHex   []bool // Parquet: column i's floats are sent as hex floats
 }
 
 // countingReader counts the bytes read from the file (for Summary and
@@ -379,6 +381,13 @@ func (w *worker) emit(r *result, fields [][]byte, line int) bool {
 
 // bad handles a bad record: skip and count it, or stop.
 func (w *worker) bad(r *result, e *RowError) bool {
+	var fe *schema.FieldError
+	if w.p.pqHex != nil && errors.As(e.Err, &fe) && fe.Index >= 0 && fe.Index < len(w.p.pqHex) && w.p.pqHex[fe.Index] {
+		// Show a hex-encoded Parquet float as decimal.
+		if v, err := strconv.ParseFloat(fe.Value, 64); err == nil {
+			fe.Value = strconv.FormatFloat(v, 'g', -1, 64)
+		}
+	}
 	if w.p.opt.SkipBadRows && !errors.Is(e.Err, ErrUnterminated) {
 		r.skipped++
 		return true
