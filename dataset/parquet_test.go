@@ -138,3 +138,15 @@ func FuzzReadParquet(f *testing.F) {
 		}
 	})
 }
+
+// TestParquetErrorShowsDecimal: a float value the encoder rejects is shown
+// in decimal, not in the hex form it travelled in.
+func TestParquetErrorShowsDecimal(t *testing.T) {
+	s := mustSchema(t, `{"target": {"name": "y", "range": [-10, 10]},
+	 "features": [{"name": "a", "transform": "log", "range": [0, 3]}, {"name": "b", "categories": ["u", "v"]}]}`)
+	path := writeParquet(t, "neg.parquet", []pqRec{{1.5, "u", f64(1), 0}, {-2.5, "v", f64(1), 1}})
+	_, _, err := Moments(context.Background(), path, s, Options{})
+	if err == nil || !strings.Contains(err.Error(), `neg.parquet:2:1: column "a": value "-2.5"`) {
+		t.Fatalf("err = %v", err)
+	}
+}
