@@ -436,3 +436,26 @@ func TestLongHeaderAfterBlankLines(t *testing.T) {
 		t.Fatalf("err = %v, want line 5, field 2003", err)
 	}
 }
+
+// TestGzipEqualsPlain: the statistics of a compressed file are bit-identical
+// to those of the plain file.
+func TestGzipEqualsPlain(t *testing.T) {
+	s := mustSchema(t, testSchema)
+	plain, _ := bigCSV(t, 3000, 8)
+	data, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := writeFile(t, "big.csv.gz", data)
+	var enc [2][]byte
+	for i, p := range []string{plain, gz} {
+		m, _, err := Moments(context.Background(), p, s, Options{chunkSize: 2048})
+		if err != nil {
+			t.Fatal(err)
+		}
+		enc[i], _ = m.MarshalBinary()
+	}
+	if !bytes.Equal(enc[0], enc[1]) {
+		t.Fatal("gzip and plain statistics differ")
+	}
+}
