@@ -53,6 +53,9 @@ func (m *Moments) MarshalBinary() ([]byte, error) {
 		return nil, fmt.Errorf("suffstat: MarshalBinary: width %d exceeds %d", m.k, MaxK)
 	}
 	m.flush()
+	if m.err != nil {
+		return nil, m.err
+	}
 	b := make([]byte, 0, encodedSize(m.k))
 	b = append(b, magic...)
 	b = binary.LittleEndian.AppendUint16(b, version)

@@ -114,7 +114,8 @@ func (m *Moments) SetWorkers(n int) {
 	m.workers = n
 }
 
-// Err returns the error that poisoned m, if any (see AddRows).
+// Err returns the error that poisoned m, if any: a non-finite value in
+// AddRows, or sums that overflowed float64.
 func (m *Moments) Err() error { return m.err }
 
 // AddRows adds a row-major block of n×K values. It returns an error, naming
@@ -122,7 +123,9 @@ func (m *Moments) Err() error { return m.err }
 // or ±Inf. When the length is wrong nothing is added. A non-finite value is
 // detected while streaming: the rows before it may already have been
 // accumulated, so m is then poisoned: every later AddRows, Merge and
-// MarshalBinary returns the same error and the accessors return NaN.
+// MarshalBinary returns the same error and the accessors return NaN. Sums
+// that overflow float64 (possible only for values above about 1e150; encoded
+// rows are bounded by 1) poison m in the same way.
 func (m *Moments) AddRows(rows []float64) error {
 	if m.err != nil {
 		return m.err
@@ -172,6 +175,9 @@ func (m *Moments) addSerial(rows []float64, base int) error {
 		r += take
 		if m.prow == panelRows {
 			m.runPanel()
+			if m.err != nil {
+				return m.err
+			}
 		}
 	}
 	return nil
@@ -212,6 +218,7 @@ func (m *Moments) runPanel() {
 	m.kn.gram(m.panel, m.prow, m.ld, m.blk, m.ldc, m.k+1)
 	m.prow = 0
 	m.blkPanels++
+	m.checkOverflow(m.blk) // O(K²) per panel of 128 rows: under 1 % of the kernel
 	if m.blkPanels >= blockPanels {
 		m.fold()
 	}
@@ -226,6 +233,24 @@ func (m *Moments) fold() {
 		clear(m.blk[off : off+m.ldc])
 	}
 	m.blkPanels = 0
+	m.checkOverflow(m.tot, m.comp)
+}
+
+// checkOverflow poisons m if a sum overflowed float64 (finite inputs of
+// magnitude above about 1e154 can do that), rather than return ±Inf.
+func (m *Moments) checkOverflow(gs ...[]float64) {
+	if m.err != nil {
+		return
+	}
+	for _, g := range gs {
+		for j := 0; j <= m.k; j++ {
+			off := j * m.ldc
+			if !finite(g[off : off+j+1]) {
+				m.err = fmt.Errorf("suffstat: the sums overflow float64 (values too large; encoded rows should be bounded)")
+				return
+			}
+		}
+	}
 }
 
 // addComp adds x into (s, c) with Neumaier's compensated summation.
@@ -325,7 +350,8 @@ func (m *Moments) Merge(o *Moments) error {
 		addComp(m.tot[mo:mo+j+1], m.comp[mo:mo+j+1], o.comp[oo:oo+j+1])
 	}
 	m.n += o.n
-	return nil
+	m.checkOverflow(m.tot, m.comp)
+	return m.err
 }
 
 // value returns entry (i, j), 0 ≤ i ≤ j ≤ K, of the padded Gram.
@@ -335,6 +361,9 @@ func (m *Moments) value(i, j int) float64 {
 	}
 	if m.prow > 0 || m.blkPanels > 0 {
 		m.flush()
+		if m.err != nil {
+			return math.NaN()
+		}
 	}
 	p := j*m.ldc + i
 	return m.tot[p] + m.comp[p]

@@ -371,3 +371,23 @@ func TestSumsGramReset(t *testing.T) {
 		}()
 	}
 }
+
+func TestOverflowIsAnError(t *testing.T) {
+	m := New(1)
+	if err := m.AddRows([]float64{1e200}); err != nil {
+		t.Fatal(err) // detected when the panel is folded
+	}
+	if v := m.At(0, 0); !math.IsNaN(v) {
+		t.Fatalf("At = %v, want NaN after overflow", v)
+	}
+	if _, err := m.MarshalBinary(); err == nil || !strings.Contains(err.Error(), "overflow") {
+		t.Fatalf("MarshalBinary err = %v", err)
+	}
+	big := make([]float64, 3*panelRows)
+	for i := range big {
+		big[i] = 1e160
+	}
+	if err := New(1).AddRows(big); err == nil {
+		t.Fatal("no overflow error from a long block")
+	}
+}
