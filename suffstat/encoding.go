@@ -28,8 +28,10 @@ const (
 	version      = 1
 	headerSize   = 20
 	checksumSize = 4
-	// MaxK is the largest row width the binary encoding accepts.
-	MaxK = 1 << 14
+	// MaxK is the largest row width the binary encoding accepts. It bounds
+	// what a hostile message can make the decoder allocate (about 400 MB,
+	// six times the message, at K = MaxK).
+	MaxK = 1 << 12
 )
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
