@@ -7,7 +7,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unsafe"
+
+	"github.com/dplearn/dplearn/decimal"
 )
 
 // EncoderOptions adjusts how records are matched to the schema.
@@ -256,8 +257,8 @@ func (c *column) parse(raw []byte) (float64, error) {
 	if len(raw) == 0 || isNA(raw) {
 		return 0, c.fieldErr(raw, ErrMissingValue)
 	}
-	// The string does not escape ParseFloat, so no copy is needed.
-	v, err := strconv.ParseFloat(unsafe.String(&raw[0], len(raw)), 64)
+	// decimal.Parse returns exactly strconv.ParseFloat's result, faster.
+	v, err := decimal.Parse(raw)
 	if err != nil {
 		var ne *strconv.NumError
 		if errors.As(err, &ne) && ne.Err == strconv.ErrRange {

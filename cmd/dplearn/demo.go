@@ -176,6 +176,7 @@ func runDemoDataset(ctx context.Context, progress io.Writer, ds exampledata.Data
 		if err := st.AddRows(train); err != nil {
 			return demoTable{}, err
 		}
+		st.Flush()
 		data := regress.Data{Stats: st, Rows: train}
 		fit := func(mech string, eps float64) error {
 			est, err := regress.New(mech)

@@ -68,7 +68,9 @@ INSECURE generator for reproducible experiments, and the report says so.
 
 Input: CSV with a header row (quoted fields, \r\n, .gz by extension) or Parquet.
 A bad value stops the fit with file:line:column and the reason, unless
---skip-bad-rows is given (the count goes into the model's training record).
+--skip-bad-rows is given: the count then goes into the model's training record
+and the privacy report notes that the guarantee treats the remaining N as
+public, which holds only if the number of bad rows is public knowledge.
 The model file is written only when the fit succeeds (Ctrl-C leaves none).`,
 		Example: `  dplearn fit --data CPS1988.csv --schema cps.json --model linear \
       --mechanism gaussian-fm --epsilon 0.5 --delta 1e-5 --out wage.json`,
@@ -141,6 +143,7 @@ func loadFitInput(ctx context.Context, path string, s *schema.Schema, est regres
 	if err := m.AddRows(t.Rows); err != nil {
 		return regress.Data{}, sum, err
 	}
+	m.Flush()
 	return regress.Data{Stats: m, Rows: t.Rows}, sum, nil
 }
 
@@ -193,6 +196,11 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	res, err := est.Fit(ctx, data, cfg)
 	if err != nil {
 		return err
+	}
+	if est.Private() && sum.Skipped > 0 {
+		res.Privacy.Notes = append(res.Privacy.Notes, fmt.Sprintf(
+			"%d bad rows were skipped (--skip-bad-rows): the guarantee treats N = %d as public; if the number of bad rows is not public knowledge, N and this count reveal something about the data and are not covered",
+			sum.Skipped, sum.Rows))
 	}
 	if est.Private() && o.delta > 0 && o.delta >= 1/float64(sum.Rows) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("δ = %g is not small next to 1/N = %g: such a guarantee permits publishing a whole record with probability δ", o.delta, 1/float64(sum.Rows)))
