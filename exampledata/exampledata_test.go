@@ -46,3 +46,22 @@ func TestEmbeddedParse(t *testing.T) {
 		t.Fatal("unknown dataset accepted")
 	}
 }
+
+func TestEverySchemaParses(t *testing.T) {
+	names := SchemaNames()
+	if len(names) != 5 {
+		t.Fatalf("schemas %v", names)
+	}
+	for _, n := range names {
+		b, err := Schema(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := schema.Parse(b); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	if _, err := Schema("nope"); err == nil {
+		t.Error("unknown schema accepted")
+	}
+}

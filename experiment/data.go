@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"embed"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -12,12 +11,10 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/dplearn/dplearn/exampledata"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
 )
-
-//go:embed schemas/*.json
-var schemaFS embed.FS
 
 // ErrNoData is wrapped by the error returned when a dataset file is not in
 // the data directory.
@@ -41,7 +38,7 @@ func (t *table) row(r int) []float64 { return t.Rows[r*t.K : (r+1)*t.K] }
 
 // loadSchema returns an embedded schema by file name (without .json).
 func loadSchema(name string) (*schema.Schema, error) {
-	b, err := schemaFS.ReadFile("schemas/" + name + ".json")
+	b, err := exampledata.Schema(name)
 	if err != nil {
 		return nil, fmt.Errorf("experiment: schema %q: %w", name, err)
 	}
@@ -145,7 +142,7 @@ func loadReal(dataDir, name string, features []string) (*table, error) {
 		return nil, fmt.Errorf("experiment: %s: %w", path, err)
 	}
 	t := &table{Name: name, Kind: ds.kind, K: enc.Width(),
-		Note: fmt.Sprintf("%s (../shared/data), schema experiment/schemas/%s.json", ds.file, ds.schema)}
+		Note: fmt.Sprintf("%s (../shared/data), schema exampledata/schemas/%s.json", ds.file, ds.schema)}
 	row := make([]float64, t.K)
 	var fields [][]byte
 	for line := 2; ; line++ {

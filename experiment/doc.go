@@ -19,7 +19,7 @@
 //
 // Datasets: the papers' datasets are not available offline; the real data
 // are the example CSVs of ../shared/data, encoded with the public schemas
-// embedded from experiment/schemas (declared ranges, never read off the
+// embedded from exampledata/schemas (declared ranges, never read off the
 // data), and the synthetic data of the Gaussian FM seed's Appendix B are
 // generated here.
 package experiment

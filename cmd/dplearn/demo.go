@@ -45,7 +45,7 @@ and print their test error side by side, for several ε:
 
 Each run draws a fresh random 80/20 train/test split and fresh privacy noise;
 the table shows mean ± sd over the runs. The schemas (public bounds) are in
-exampledata/*.schema.json. δ is 1e-5 for the Gaussian mechanisms.`,
+exampledata/schemas/. δ is 1e-5 for the Gaussian mechanisms.`,
 		Example: `  dplearn demo
   dplearn demo --runs 20 --epsilon 0.1,0.5,1 --format json`,
 		Args: cobra.NoArgs,
