@@ -182,8 +182,21 @@ func Stream(ctx context.Context, path string, s *schema.Schema, opt Options, fn 
 
 // Load reads all encoded rows of path into memory.
 func Load(ctx context.Context, path string, s *schema.Schema, opt Options) (*Table, Summary, error) {
+	return load(ctx, &pipeline{path: path, schema: s, opt: opt})
+}
+
+// LoadReader is Load for a stream of CSV (or gzip-compressed CSV) bytes,
+// such as embedded data; name labels its errors (name:line:column). Parquet
+// needs random access: use Load with a path.
+func LoadReader(ctx context.Context, r io.Reader, name string, s *schema.Schema, opt Options) (*Table, Summary, error) {
+	if r == nil {
+		return nil, Summary{}, errors.New("dataset: nil reader")
+	}
+	return load(ctx, &pipeline{path: name, in: r, schema: s, opt: opt})
+}
+
+func load(ctx context.Context, p *pipeline) (*Table, Summary, error) {
 	t := &Table{}
-	p := &pipeline{path: path, schema: s, opt: opt}
 	sum, err := p.run(ctx, func(r *result) error {
 		t.Rows = append(t.Rows, r.rows...)
 		return nil

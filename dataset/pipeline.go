@@ -58,6 +58,7 @@ type source interface {
 
 type pipeline struct {
 	path    string
+	in      io.Reader // when non-nil, read from it instead of opening path
 	schema  *schema.Schema
 	opt     Options
 	moments bool // accumulate statistics in the workers
@@ -88,13 +89,17 @@ func (c *countingReader) Read(p []byte) (int, error) {
 }
 
 // open sniffs the format: Parquet by magic or extension, gzip by magic or
-// extension, CSV otherwise.
-func (p *pipeline) open(f *os.File) (source, error) {
-	p.counts = &countingReader{r: f}
+// extension, CSV otherwise. f is nil when reading from a stream, which
+// cannot be Parquet (it needs random access).
+func (p *pipeline) open(in io.Reader, f *os.File) (source, error) {
+	p.counts = &countingReader{r: in}
 	br := bufio.NewReaderSize(p.counts, 64<<10)
 	head, _ := br.Peek(4)
 	lower := strings.ToLower(p.path)
 	if string(head) == "PAR1" || strings.HasSuffix(lower, ".parquet") {
+		if f == nil {
+			return nil, fmt.Errorf("%s: Parquet needs random access: read it from a file path", p.path)
+		}
 		return newParquetSource(p, f)
 	}
 	var r io.Reader = br
@@ -115,16 +120,20 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 	if err := ctx.Err(); err != nil {
 		return sum, fmt.Errorf("%s: %w", p.path, err)
 	}
-	f, err := os.Open(p.path)
-	if err != nil {
-		return sum, fmt.Errorf("dataset: %w", err)
-	}
-	defer f.Close()
 	var size int64 = -1
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
-		size = st.Size()
+	var f *os.File
+	in := p.in
+	if in == nil {
+		if f, err = os.Open(p.path); err != nil {
+			return sum, fmt.Errorf("dataset: %w", err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+			size = st.Size()
+		}
+		in = f
 	}
-	src, err := p.open(f)
+	src, err := p.open(in, f)
 	if err != nil {
 		return sum, err
 	}

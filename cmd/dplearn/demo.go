@@ -1,13 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -115,23 +114,13 @@ type demoTable struct {
 	Cells       []demoCell `json:"results"`
 }
 
-// loadEmbedded encodes an embedded dataset with the regular reader (through
-// a temporary file, removed afterwards).
+// loadEmbedded encodes an embedded dataset with the regular reader.
 func loadEmbedded(ctx context.Context, ds exampledata.Dataset) (*schema.Schema, *dataset.Table, error) {
 	s, err := schema.Parse(ds.Schema)
 	if err != nil {
 		return nil, nil, err
 	}
-	dir, err := os.MkdirTemp("", "dplearn-demo-")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, ds.Name+".csv")
-	if err := os.WriteFile(path, ds.CSV, 0o600); err != nil {
-		return nil, nil, err
-	}
-	t, _, err := dataset.Load(ctx, path, s, dataset.Options{})
+	t, _, err := dataset.LoadReader(ctx, bytes.NewReader(ds.CSV), ds.Name+" (embedded)", s, dataset.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
