@@ -89,6 +89,9 @@ type PostProcess struct {
 	// RelTol drops eigen-directions with eigenvalue ≤ RelTol·max|eigenvalue|
 	// (and always those ≤ 0).
 	RelTol float64
+	// MinEigen drops eigen-directions whose eigenvalue (after the ridge) is
+	// ≤ MinEigen. It must be data-independent.
+	MinEigen float64
 }
 
 // Minimize returns the minimiser of the (possibly noisy) quadratic after
@@ -117,7 +120,7 @@ func (q *Quadratic) Minimize(pp PostProcess) ([]float64, int, error) {
 	for _, v := range vals {
 		maxAbs = math.Max(maxAbs, math.Abs(v))
 	}
-	tol := pp.RelTol * maxAbs
+	tol := math.Max(pp.RelTol*maxAbs, pp.MinEigen)
 	w := make([]float64, d)
 	trimmed := 0
 	for k, lam := range vals {

@@ -54,9 +54,9 @@
 // Only released (noisy) values are post-processed: Λ2 is noised on its upper
 // triangle and mirrored (symmetric), a data-independent ridge λ is added to
 // its diagonal (regularisation, FM Section 6.1), and eigen-directions whose
-// eigenvalue is not positive are removed (spectral trimming, FM Section 6.2,
-// which is also the projection onto the PSD cone followed by dropping the
-// null space). The minimiser is then ω = −½ Q'ᵀ Λ'⁻¹ Q' Λ1, the minimum-norm
+// eigenvalue is at most TrimFraction·λ are removed (spectral trimming, FM
+// Section 6.2, which includes the projection onto the PSD cone followed by
+// dropping the null space). The minimiser is then ω = −½ Q'ᵀ Λ'⁻¹ Q' Λ1, the minimum-norm
 // solution in the kept eigen-space.
 package regress
 
