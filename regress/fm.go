@@ -305,7 +305,7 @@ func (gaussianFM) release(q *Quadratic, cfg Config, n int64) (report.Privacy, fl
 		Private:   true,
 		Epsilon:   cfg.Epsilon,
 		Delta:     cfg.Delta,
-		Accountant: fmt.Sprintf("Λ1 and Λ2 calibrated jointly as one whitened Gaussian mechanism (budget split %.2f/%.2f of the squared sensitivity), analytic Gaussian (Balle & Wang 2018); achieved δ = %.4g",
+		Accountant: fmt.Sprintf("Λ1 and Λ2 calibrated jointly as one whitened Gaussian mechanism (budget split %.2f/%.2f of the squared sensitivity), analytic Gaussian (Balle & Wang 2018); achieved δ = %.6g",
 			split, 1-split, achieved),
 		Releases: []report.Release{
 			{Name: "Λ1 (order-1 coefficients)", Entries: len(q.Lambda1), Norm: "L2", Sensitivity: sens.Lambda1, Noise: "gaussian", Scale: tau1},
