@@ -23,11 +23,12 @@ import (
 func newDPPPCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dppp",
-		Short: "Distributed private prediction: threshold Paillier keys and the teacher protocol",
-		Long: `dplearn dppp runs distributed private prediction (DPPP): N teachers each add
+		Short: "Distributed private prediction: threshold Paillier keys for the teachers",
+		Long: `dplearn dppp is for distributed private prediction (DPPP): N teachers each add
 a share of noise to their one-hot vote and encrypt it under threshold Paillier;
 the aggregator multiplies the ciphertexts and any t teachers decrypt only the
-noisy vote histogram.
+noisy vote histogram. The teacher and aggregator protocol is not built yet;
+this group has the key generation it will use.
 
   keygen   trusted-dealer key generation: one public key, one share per teacher
 

@@ -1,5 +1,6 @@
-// Command dplearn fits differentially private regression models and runs
-// private multi-party protocols (capeFM, DPPP). Run `dplearn --help`.
+// Command dplearn fits differentially private regression models, answers
+// privacy-accounting questions, reproduces the seed papers' experiments and
+// generates threshold Paillier keys. Run `dplearn --help`.
 package main
 
 import (
