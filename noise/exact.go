@@ -353,16 +353,10 @@ func AddDiscreteGaussian(src Source, x []int64, sigma2 *big.Rat) error {
 	if len(x) == 0 {
 		return nil
 	}
-	r, err := newRNGSize(src, rngSizeFor(len(x)))
+	dg := newDG(sigma2)
+	z, err := drawInts(src, len(x), func(r *rng) (int64, error) { return r.discreteGaussian(dg) })
 	if err != nil {
 		return err
-	}
-	dg := newDG(sigma2)
-	z := make([]int64, len(x))
-	for i := range z {
-		if z[i], err = r.discreteGaussian(dg); err != nil {
-			return err
-		}
 	}
 	return addInts(x, z)
 }
@@ -376,15 +370,9 @@ func AddDiscreteLaplace(src Source, x []int64, scale *big.Rat) error {
 	if len(x) == 0 {
 		return nil
 	}
-	r, err := newRNGSize(src, rngSizeFor(len(x)))
+	z, err := drawInts(src, len(x), func(r *rng) (int64, error) { return r.discreteLaplaceInt(scale.Num(), scale.Denom()) })
 	if err != nil {
 		return err
-	}
-	z := make([]int64, len(x))
-	for i := range z {
-		if z[i], err = r.discreteLaplaceInt(scale.Num(), scale.Denom()); err != nil {
-			return err
-		}
 	}
 	return addInts(x, z)
 }

@@ -151,17 +151,11 @@ func AddGaussian(src Source, x []float64, sigma float64) error {
 	if err != nil {
 		return err
 	}
-	r, err := newRNGSize(src, rngSizeFor(len(x)))
-	if err != nil {
-		return err
-	}
 	s := new(big.Rat).SetFloat64(sigma / g) // exact: power-of-two scaling
 	dg := newDG(new(big.Rat).Mul(s, s))
-	z := make([]int64, len(x))
-	for i := range z {
-		if z[i], err = r.discreteGaussian(dg); err != nil {
-			return err
-		}
+	z, err := drawInts(src, len(x), func(r *rng) (int64, error) { return r.discreteGaussian(dg) })
+	if err != nil {
+		return err
 	}
 	return unsnap(x, k, z, g)
 }
@@ -182,16 +176,10 @@ func AddLaplace(src Source, x []float64, scale float64) error {
 	if err != nil {
 		return err
 	}
-	r, err := newRNGSize(src, rngSizeFor(len(x)))
+	b := new(big.Rat).SetFloat64(scale / g) // exact: power-of-two scaling
+	z, err := drawInts(src, len(x), func(r *rng) (int64, error) { return r.discreteLaplaceInt(b.Num(), b.Denom()) })
 	if err != nil {
 		return err
-	}
-	b := new(big.Rat).SetFloat64(scale / g)
-	z := make([]int64, len(x))
-	for i := range z {
-		if z[i], err = r.discreteLaplaceInt(b.Num(), b.Denom()); err != nil {
-			return err
-		}
 	}
 	return unsnap(x, k, z, g)
 }
@@ -218,4 +206,20 @@ func Laplace(src Source, scale float64) (float64, error) {
 
 // rngSizeFor returns the randomness buffer size for an n-vector: about 32
 // bytes per coordinate, between 128 bytes and 8 KiB.
+// drawInts draws n independent integers with draw, from one randomness
+// buffer sized for n draws. Every vector sampler goes through it.
+func drawInts(src Source, n int, draw func(*rng) (int64, error)) ([]int64, error) {
+	r, err := newRNGSize(src, rngSizeFor(n))
+	if err != nil {
+		return nil, err
+	}
+	z := make([]int64, n)
+	for i := range z {
+		if z[i], err = draw(r); err != nil {
+			return nil, err
+		}
+	}
+	return z, nil
+}
+
 func rngSizeFor(n int) int { return min(max(32*n, 128), 8192) }
