@@ -16,16 +16,22 @@ import (
 // It holds for every ε ≥ 0. No grid slack is included: use it for a
 // continuous Gaussian or pass the inflated sensitivity yourself.
 func AnalyticGaussianDelta(epsilon, sigma, sens float64) (float64, error) {
-	if !finite(epsilon) || epsilon < 0 {
-		return 0, fmt.Errorf("accounting: ε must be finite and ≥ 0, got %v", epsilon)
-	}
-	if err := checkPositive("σ", sigma); err != nil {
-		return 0, err
-	}
-	if err := checkPositive("sensitivity", sens); err != nil {
+	if err := checkDeltaArgs(epsilon, sigma, sens); err != nil {
 		return 0, err
 	}
 	return analyticDelta(epsilon, sens/sigma), nil
+}
+
+// checkDeltaArgs validates the arguments of the δ(ε) functions: ε finite and
+// ≥ 0, σ and the sensitivity finite and > 0.
+func checkDeltaArgs(epsilon, sigma, sens float64) error {
+	if !finite(epsilon) || epsilon < 0 {
+		return fmt.Errorf("accounting: ε must be finite and ≥ 0, got %v", epsilon)
+	}
+	if err := checkPositive("σ", sigma); err != nil {
+		return err
+	}
+	return checkPositive("sensitivity", sens)
 }
 
 // analyticDelta is δ(ε) for the Gaussian mechanism with Δ/σ = r.
@@ -184,13 +190,7 @@ func GaussianZCDP(sigma, sens float64) (float64, error) {
 // Theorem 7): δ = Σ_y max(0, P[Z = y] − e^ε P[Z = y − Δ]), computed by summing
 // the probability mass over |y| ≤ 40σ + Δ (the rest is below 1e-300).
 func DiscreteGaussianDelta(epsilon, sigma, sens float64) (float64, error) {
-	if !finite(epsilon) || epsilon < 0 {
-		return 0, fmt.Errorf("accounting: ε must be finite and ≥ 0, got %v", epsilon)
-	}
-	if err := checkPositive("σ", sigma); err != nil {
-		return 0, err
-	}
-	if err := checkPositive("sensitivity", sens); err != nil {
+	if err := checkDeltaArgs(epsilon, sigma, sens); err != nil {
 		return 0, err
 	}
 	if sens != math.Trunc(sens) || sens > 1e6 {
