@@ -93,38 +93,70 @@ func (truncated) Fit(ctx context.Context, data Data, cfg Config) (*Result, error
 // It returns a warning when the data look separable (the MLE then does not
 // exist and the iterate after the iteration limit is returned).
 func LogisticMLE(ctx context.Context, rows []float64, k int) ([]float64, string, error) {
+	w, gnorm, err := logisticNewton(ctx, rows, k, 0, nil, 100)
+	if err != nil {
+		return nil, "", err
+	}
+	switch {
+	case maxAbs(w) > 1e3:
+		return w, "the classes look linearly separable: the maximum-likelihood estimate does not exist; the iterate after 100 Newton steps is returned", nil
+	case gnorm > 1e-8:
+		return w, fmt.Sprintf("Newton's method did not converge in 100 steps (gradient norm %.3g)", gnorm), nil
+	}
+	return w, "", nil
+}
+
+// logisticNewton minimises
+//
+//	(1/N)Σ[log(1 + e^{xᵀw}) − y xᵀw] + (mu/2)‖w‖² + linᵀw
+//
+// over the encoded rows (row-major, k per row, y ∈ {0, 1} last) by Newton's
+// method with backtracking, falling back to a gradient step where the
+// Hessian is singular (mu = 0 on separable data). lin may be nil. It
+// returns the iterate and the norm of the gradient there.
+func logisticNewton(ctx context.Context, rows []float64, k int, mu float64, lin []float64, maxIter int) ([]float64, float64, error) {
 	d := k - 1
 	n := len(rows) / k
-	w := make([]float64, d)
-	loss := func(w []float64) float64 {
+	N := float64(n)
+	obj := func(w []float64) float64 {
 		s := 0.0
 		for i := 0; i < n; i++ {
 			r := rows[i*k : (i+1)*k]
-			z := dot(r[:d], w)
-			// log(1+e^z) − y z, computed stably.
-			s += softplus(z) - r[d]*z
+			// log(1+e^z) − y z = log(1+e^{−tz}) with t = 2y − 1: no cancellation.
+			s += softplus(-(2*r[d] - 1) * dot(r[:d], w))
 		}
-		return s / float64(n)
+		v := s/N + mu/2*dot(w, w)
+		if lin != nil {
+			v += dot(lin, w)
+		}
+		return v
 	}
-	cur := loss(w)
+	w := make([]float64, d)
+	next := make([]float64, d)
+	step := make([]float64, d)
 	grad := make([]float64, d)
-	hess := mat.NewSymDense(d, nil)
-	const maxIter = 100
+	h := make([]float64, d*d)
+	hs := mat.NewSymDense(d, nil)
+	cur := obj(w)
+	gnorm := math.Inf(1)
 	for it := 0; it < maxIter; it++ {
 		if err := ctx.Err(); err != nil {
-			return nil, "", err
+			return nil, 0, err
 		}
 		for j := range grad {
-			grad[j] = 0
+			grad[j] = mu * w[j]
+			if lin != nil {
+				grad[j] += lin[j]
+			}
 		}
-		hess.Zero()
-		h := make([]float64, d*d)
+		clear(h)
 		for i := 0; i < n; i++ {
 			r := rows[i*k : (i+1)*k]
 			x := r[:d]
-			p := sigmoid(dot(x, w))
-			g := p - r[d]
-			c := p * (1 - p)
+			t := 2*r[d] - 1
+			z := t * dot(x, w)
+			g := -t * sigmoid(-z) / N // (σ(xᵀw) − y)/N without cancellation
+			c := sigmoid(z) * sigmoid(-z) / N
 			for a := 0; a < d; a++ {
 				grad[a] += g * x[a]
 				ca := c * x[a]
@@ -133,50 +165,48 @@ func LogisticMLE(ctx context.Context, rows []float64, k int) ([]float64, string,
 				}
 			}
 		}
+		gnorm = math.Sqrt(dot(grad, grad))
+		if gnorm < 1e-13 {
+			break
+		}
 		for a := 0; a < d; a++ {
-			grad[a] /= float64(n)
 			for b := a; b < d; b++ {
-				hess.SetSym(a, b, h[a*d+b]/float64(n))
+				v := h[a*d+b]
+				if a == b {
+					v += mu
+				}
+				hs.SetSym(a, b, v)
 			}
 		}
-		if maxAbs(grad) < 1e-12 {
-			return w, "", nil
-		}
+		copy(step, grad) // gradient step when the Hessian is singular
 		var chol mat.Cholesky
-		step := make([]float64, d)
-		if chol.Factorize(hess) {
+		if chol.Factorize(hs) {
 			var s mat.VecDense
 			if err := chol.SolveVecTo(&s, mat.NewVecDense(d, grad)); err == nil {
 				for j := range step {
 					step[j] = s.AtVec(j)
 				}
 			}
-		} else {
-			copy(step, grad) // gradient step when the Hessian is singular
 		}
-		t := 1.0
-		next := make([]float64, d)
-		for ; t > 1e-10; t /= 2 {
+		improved := false
+		for t := 1.0; t > 1e-12; t /= 2 {
 			for j := range w {
 				next[j] = w[j] - t*step[j]
 			}
-			if l := loss(next); l <= cur {
-				cur = l
+			if v := obj(next); v < cur || (t == 1 && v <= cur+1e-15*math.Abs(cur)) {
+				cur, improved = math.Min(v, cur), true
 				break
 			}
 		}
-		if t <= 1e-10 {
-			return w, "", nil // no further decrease: converged to rounding
+		if !improved {
+			break // converged to rounding
 		}
 		copy(w, next)
-		if maxAbs(step)*t < 1e-12*(1+maxAbs(w)) {
-			return w, "", nil
+		if it > 50 && gnorm < 1e-9 {
+			break // rounding-level progress only
 		}
 	}
-	if cur < 1e-6 || maxAbs(w) > 1e3 {
-		return w, "the classes look linearly separable: the maximum-likelihood estimate does not exist; the iterate after 100 Newton steps is returned", nil
-	}
-	return w, "Newton's method did not converge in 100 steps", nil
+	return w, gnorm, nil
 }
 
 func dot(a, b []float64) float64 {

@@ -339,91 +339,12 @@ func checkRows(data Data, kind Kind) ([]float64, error) {
 // (1/N)bᵀω (t = 2y − 1) by Newton's method with backtracking. It returns
 // the minimiser and the final gradient norm.
 func minimiseCMS(ctx context.Context, rows []float64, k int, mu float64, b []float64) ([]float64, float64, error) {
-	d := k - 1
-	n := len(rows) / k
-	N := float64(n)
-	w := make([]float64, d)
-	obj := func(w []float64) float64 {
-		s := 0.0
-		for i := 0; i < n; i++ {
-			r := rows[i*k : (i+1)*k]
-			t := 2*r[d] - 1
-			s += softplus(-t * dot(r[:d], w))
-		}
-		return s/N + mu/2*dot(w, w) + dot(b, w)/N
+	n := float64(len(rows) / k)
+	lin := make([]float64, len(b))
+	for j := range b {
+		lin[j] = b[j] / n
 	}
-	grad := make([]float64, d)
-	h := make([]float64, d*d)
-	cur := obj(w)
-	gnorm := math.Inf(1)
-	for it := 0; it < 200; it++ {
-		if err := ctx.Err(); err != nil {
-			return nil, 0, err
-		}
-		for j := range grad {
-			grad[j] = b[j]/N + mu*w[j]
-		}
-		for j := range h {
-			h[j] = 0
-		}
-		for i := 0; i < n; i++ {
-			r := rows[i*k : (i+1)*k]
-			x := r[:d]
-			t := 2*r[d] - 1
-			z := t * dot(x, w)
-			g := -t * sigmoid(-z) / N
-			c := sigmoid(z) * sigmoid(-z) / N
-			for a := 0; a < d; a++ {
-				grad[a] += g * x[a]
-				ca := c * x[a]
-				for bb := a; bb < d; bb++ {
-					h[a*d+bb] += ca * x[bb]
-				}
-			}
-		}
-		gnorm = math.Sqrt(dot(grad, grad))
-		if gnorm < 1e-13 {
-			break
-		}
-		hs := mat.NewSymDense(d, nil)
-		for a := 0; a < d; a++ {
-			for bb := a; bb < d; bb++ {
-				v := h[a*d+bb]
-				if a == bb {
-					v += mu
-				}
-				hs.SetSym(a, bb, v)
-			}
-		}
-		var chol mat.Cholesky
-		if !chol.Factorize(hs) {
-			return nil, 0, errors.New("Hessian of the perturbed objective is not positive definite")
-		}
-		var s mat.VecDense
-		if err := chol.SolveVecTo(&s, mat.NewVecDense(d, grad)); err != nil {
-			return nil, 0, fmt.Errorf("Newton step: %w", err)
-		}
-		next := make([]float64, d)
-		step := 1.0
-		improved := false
-		for ; step > 1e-12; step /= 2 {
-			for j := range w {
-				next[j] = w[j] - step*s.AtVec(j)
-			}
-			if v := obj(next); v < cur || (step == 1 && v <= cur+1e-15*math.Abs(cur)) {
-				cur, improved = math.Min(v, cur), true
-				break
-			}
-		}
-		if !improved {
-			break // converged to rounding
-		}
-		copy(w, next)
-		if it > 50 && gnorm < 1e-9 {
-			break // rounding-level progress only
-		}
-	}
-	return w, gnorm, nil
+	return logisticNewton(ctx, rows, k, mu, lin, 200)
 }
 
 // minimiseKST minimises ωᵀMω + cᵀω over ‖ω‖ ≤ R, where, in average form,
