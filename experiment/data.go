@@ -1,16 +1,15 @@
 package experiment
 
 import (
-	"encoding/csv"
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 
+	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/exampledata"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
@@ -53,9 +52,6 @@ func loadSchema(name string) (*schema.Schema, error) {
 type realDataset struct {
 	file, schema string
 	kind         regress.Kind
-	// derive, when non-nil, rewrites a record before encoding (e.g. turns
-	// the weekly wage into a 0/1 label with a public threshold).
-	derive func(header []string, rec []string) error
 }
 
 var realDatasets = map[string]realDataset{
@@ -64,34 +60,18 @@ var realDatasets = map[string]realDataset{
 	"smokeban":      {file: "SmokeBan.csv", schema: "smokeban", kind: regress.Logistic},
 	"breast_cancer": {file: "breast_cancer.csv", schema: "breast_cancer", kind: regress.Logistic},
 	// CPS1988 with the FM seed's logistic task: "income above a predefined
-	// threshold". The threshold, $500 a week, is public.
-	"cps1988-highwage": {file: "CPS1988.csv", schema: "cps1988-highwage", kind: regress.Logistic,
-		derive: func(header []string, rec []string) error {
-			for i, h := range header {
-				if h != "wage" {
-					continue
-				}
-				w, err := strconv.ParseFloat(rec[i], 64)
-				if err != nil {
-					return fmt.Errorf("wage %q: %w", rec[i], err)
-				}
-				rec[i] = "0"
-				if w > HighWageThreshold {
-					rec[i] = "1"
-				}
-				return nil
-			}
-			return errors.New("no wage column")
-		}},
+	// threshold". Its schema declares the public threshold, $500 a week, as
+	// the target's "above".
+	"cps1988-highwage": {file: "CPS1988.csv", schema: "cps1988-highwage", kind: regress.Logistic},
 }
 
 // HighWageThreshold is the public weekly-wage threshold (US dollars, 1988)
-// of the logistic CPS1988 task.
+// of the logistic CPS1988 task, as declared in its schema.
 const HighWageThreshold = 500.0
 
-// loadReal reads and encodes one example dataset with its embedded schema.
-// features, when non-nil, keeps only those schema features (the FM seed's
-// attribute subsets).
+// loadReal reads and encodes one example dataset with its embedded schema,
+// through the regular reader (dataset.Load). features, when non-nil, keeps
+// only those schema features (the FM seed's attribute subsets).
 func loadReal(dataDir, name string, features []string) (*table, error) {
 	ds, ok := realDatasets[name]
 	if !ok {
@@ -122,55 +102,15 @@ func loadReal(dataDir, name string, features []string) (*table, error) {
 		}
 	}
 	path := filepath.Join(dataDir, ds.file)
-	f, err := os.Open(path)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("experiment: %s: %w (point --data-dir at the directory holding %s)", path, ErrNoData, ds.file)
+	}
+	tb, _, err := dataset.Load(context.Background(), path, s, dataset.Options{})
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("experiment: %s: %w (point --data-dir at the directory holding %s)", path, ErrNoData, ds.file)
-		}
 		return nil, fmt.Errorf("experiment: %w", err)
 	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	r.ReuseRecord = true
-	header, err := r.Read()
-	if err != nil {
-		return nil, fmt.Errorf("experiment: %s: header: %w", path, err)
-	}
-	header = append([]string(nil), header...)
-	enc, err := s.NewEncoder(header, schema.EncoderOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("experiment: %s: %w", path, err)
-	}
-	t := &table{Name: name, Kind: ds.kind, K: enc.Width(),
-		Note: fmt.Sprintf("%s (../shared/data), schema exampledata/schemas/%s.json", ds.file, ds.schema)}
-	row := make([]float64, t.K)
-	var fields [][]byte
-	for line := 2; ; line++ {
-		rec, err := r.Read()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("experiment: %s: %w", path, err)
-		}
-		if ds.derive != nil {
-			if err := ds.derive(header, rec); err != nil {
-				return nil, fmt.Errorf("experiment: %s:%d: %w", path, line, err)
-			}
-		}
-		fields = fields[:0]
-		for _, v := range rec {
-			fields = append(fields, []byte(v))
-		}
-		if err := enc.Encode(fields, row); err != nil {
-			return nil, fmt.Errorf("experiment: %s:%d: %w", path, line, err)
-		}
-		t.Rows = append(t.Rows, row...)
-	}
-	if t.N() == 0 {
-		return nil, fmt.Errorf("experiment: %s: no data rows", path)
-	}
-	return t, nil
+	return &table{Name: name, Kind: ds.kind, K: tb.K, Rows: tb.Rows,
+		Note: fmt.Sprintf("%s (../shared/data), schema exampledata/schemas/%s.json", ds.file, ds.schema)}, nil
 }
 
 // synthetic generates the Gaussian FM seed's Appendix B style data directly

@@ -604,3 +604,15 @@ func TestLaplaceIRLSConverges(t *testing.T) {
 		t.Errorf("advanced: median |residual| %v at ε=1, %v at ε=1000, nonprivate %v", a, b, ref)
 	}
 }
+
+// TestHighWageThresholdDeclared keeps the constant shown in the figures equal
+// to the threshold the schema declares.
+func TestHighWageThresholdDeclared(t *testing.T) {
+	s, err := loadSchema("cps1988-highwage")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Target.Above == nil || *s.Target.Above != HighWageThreshold {
+		t.Fatalf("schema threshold %v, constant %v", s.Target.Above, HighWageThreshold)
+	}
+}

@@ -221,6 +221,12 @@ func (e *Encoder) encodeTarget(raw []byte) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if t.Above != nil {
+		if v > *t.Above {
+			return 1, nil
+		}
+		return 0, nil
+	}
 	if v != 0 && v != 1 {
 		return 0, c.fieldErr(raw, fmt.Errorf("binary target must be 0 or 1 (or declare \"positive\")"))
 	}

@@ -18,7 +18,9 @@
 //
 // Targets: a continuous target has a "range" (after its optional
 // "transform"); a binary target has a "positive" label (and optionally a
-// "negative" one), or neither, in which case the column must hold 0 or 1.
+// "negative" one), or a public threshold "above" on a numeric column (1 when
+// the value exceeds it), or none of these, in which case the column must
+// hold 0 or 1.
 //
 // Features: a numeric feature has a "range" [lo, hi] (after its optional
 // "transform": "log", "log1p" or "sqrt"); a categorical feature has a
@@ -125,6 +127,9 @@ type Target struct {
 	Range     *[2]float64 `json:"range,omitempty"`
 	Positive  string      `json:"positive,omitempty"`
 	Negative  string      `json:"negative,omitempty"`
+	// Above makes a binary target from a numeric column: 1 when the value
+	// is > Above (a public threshold), else 0.
+	Above *float64 `json:"above,omitempty"`
 }
 
 // Binary reports whether the target is a 0/1 label (logistic regression).
@@ -238,8 +243,8 @@ func (s *Schema) Validate() error {
 		return fmt.Errorf("%s: unknown transform %q (want log, log1p or sqrt)", what, t.Transform)
 	}
 	if t.Range != nil {
-		if t.Positive != "" || t.Negative != "" {
-			return fmt.Errorf("%s: declare either a range (continuous) or positive/negative labels (binary), not both", what)
+		if t.Positive != "" || t.Negative != "" || t.Above != nil {
+			return fmt.Errorf("%s: declare either a range (continuous) or positive/negative labels or a threshold \"above\" (binary), not both", what)
 		}
 		if err := checkRange(what, t.Range); err != nil {
 			return err
@@ -247,6 +252,14 @@ func (s *Schema) Validate() error {
 	} else {
 		if t.Transform != TransformNone {
 			return fmt.Errorf("%s: a binary target takes no transform", what)
+		}
+		if t.Above != nil {
+			if t.Positive != "" || t.Negative != "" {
+				return fmt.Errorf("%s: declare either labels or a threshold \"above\", not both", what)
+			}
+			if math.IsNaN(*t.Above) || math.IsInf(*t.Above, 0) {
+				return fmt.Errorf("%s: threshold \"above\" must be finite, got %v", what, *t.Above)
+			}
 		}
 		if t.Negative != "" && t.Positive == "" {
 			return fmt.Errorf("%s: negative label %q given without a positive label", what, t.Negative)

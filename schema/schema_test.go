@@ -50,6 +50,8 @@ func TestParseErrors(t *testing.T) {
 		{"target as feature", `{"target": {"name": "y", "range": [0,1]}, "features": [{"name":"y","range":[0,1]}]}`, "target cannot also be a feature"},
 		{"bad transform", `{"target": {"name": "y", "range": [0,1], "transform": "exp"}, "features": [{"name":"a","range":[0,1]}]}`, "unknown transform"},
 		{"binary with transform", `{"target": {"name": "y", "positive": "1", "transform": "log"}, "features": [{"name":"a","range":[0,1]}]}`, "no transform"},
+		{"range and threshold", `{"target": {"name": "y", "range": [0,1], "above": 0.5}, "features": [{"name":"a","range":[0,1]}]}`, "not both"},
+		{"labels and threshold", `{"target": {"name": "y", "positive": "1", "above": 0.5}, "features": [{"name":"a","range":[0,1]}]}`, "not both"},
 		{"range type", `{"target": {"name": "y", "range": ["a", 1]}, "features": []}`, "line 1"},
 	}
 	for _, c := range cases {
@@ -163,6 +165,10 @@ func TestBinaryTargets(t *testing.T) {
 		{`{"name":"y"}`, "1", 1, false},
 		{`{"name":"y"}`, "0", 0, false},
 		{`{"name":"y"}`, "2", 0, true},
+		{`{"name":"y","above":500}`, "500.01", 1, false},
+		{`{"name":"y","above":500}`, "500", 0, false},
+		{`{"name":"y","above":500}`, "NaN", 0, true},
+		{`{"name":"y","above":500}`, "", 0, true},
 	}
 	for _, c := range cases {
 		s := mustParse(t, `{"target":`+c.target+`,"features":[{"name":"a","range":[0,1]}]}`)
