@@ -139,6 +139,16 @@ func (t *Table) N() int {
 // Row returns row r (a view, not a copy).
 func (t *Table) Row(r int) []float64 { return t.Rows[r*t.K : (r+1)*t.K] }
 
+// Subset returns a new table holding copies of the rows idx, in that order
+// (train/test splits: pass the two halves of a permutation).
+func (t *Table) Subset(idx []int) *Table {
+	o := &Table{K: t.K, Rows: make([]float64, 0, len(idx)*t.K)}
+	for _, i := range idx {
+		o.Rows = append(o.Rows, t.Row(i)...)
+	}
+	return o
+}
+
 // Moments reads path in one streaming pass and returns the sufficient
 // statistics of its encoded rows, flushed (safe to read from several
 // goroutines).

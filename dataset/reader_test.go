@@ -54,3 +54,15 @@ func TestLoadReader(t *testing.T) {
 		t.Fatal("nil reader accepted")
 	}
 }
+
+func TestSubset(t *testing.T) {
+	tb := &Table{K: 2, Rows: []float64{0, 1, 10, 11, 20, 21}}
+	got := tb.Subset([]int{2, 0})
+	if got.K != 2 || len(got.Rows) != 4 || got.Rows[0] != 20 || got.Rows[3] != 1 {
+		t.Fatalf("%+v", got)
+	}
+	got.Rows[0] = -1
+	if tb.Rows[4] != 20 {
+		t.Fatal("Subset shares memory with the table")
+	}
+}

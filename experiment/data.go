@@ -168,12 +168,9 @@ func (t *table) split(rng *rand.Rand, testFrac float64, trainN int) (train, test
 	if nt < 1 {
 		nt = 1
 	}
+	all := &dataset.Table{K: t.K, Rows: t.Rows}
 	mk := func(idx []int) *table {
-		o := &table{Name: t.Name, Kind: t.Kind, K: t.K, Rows: make([]float64, 0, len(idx)*t.K)}
-		for _, i := range idx {
-			o.Rows = append(o.Rows, t.row(i)...)
-		}
-		return o
+		return &table{Name: t.Name, Kind: t.Kind, K: t.K, Rows: all.Subset(idx).Rows}
 	}
 	tr := perm[nt:]
 	if trainN > 0 && trainN < len(tr) {

@@ -152,15 +152,7 @@ func runDemoDataset(ctx context.Context, progress io.Writer, ds exampledata.Data
 	for run := 0; run < o.runs; run++ {
 		// The split is not privacy noise; a seeded permutation keeps it reproducible.
 		perm := rand.New(rand.NewPCG(o.seed, uint64(run))).Perm(n)
-		train := make([]float64, 0, nTrain*t.K)
-		test := make([]float64, 0, (n-nTrain)*t.K)
-		for i, p := range perm {
-			if i < nTrain {
-				train = append(train, t.Row(p)...)
-			} else {
-				test = append(test, t.Row(p)...)
-			}
-		}
+		train, test := t.Subset(perm[:nTrain]).Rows, t.Subset(perm[nTrain:]).Rows
 		st := suffstat.New(t.K)
 		if err := st.AddRows(train); err != nil {
 			return demoTable{}, err
