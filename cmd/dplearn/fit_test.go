@@ -313,3 +313,45 @@ func TestFitEveryMechanism(t *testing.T) {
 		})
 	}
 }
+
+// TestSkipBadRowsCaveat checks that a private fit that skipped rows says in
+// its privacy report that N is treated as public, and a strict fit does not.
+func TestSkipBadRowsCaveat(t *testing.T) {
+	dir := t.TempDir()
+	sch := writeFile(t, dir, "schema.json", wageSchema)
+	var b strings.Builder
+	b.WriteString("wage,education,ethnicity\n")
+	for i := 0; i < 300; i++ {
+		fmt.Fprintf(&b, "%d,%d,cauc\n", 100+i, i%19)
+	}
+	b.WriteString("100,NaN,cauc\n")
+	data := writeFile(t, dir, "d.csv", b.String())
+	notes := func(extra ...string) string {
+		args := append([]string{"fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm",
+			"--epsilon", "1", "--delta", "1e-6", "--out", filepath.Join(dir, "m.json"), "--format", "json", "--seed", "1"}, extra...)
+		out, err := runCLI(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct {
+			Skipped int64 `json:"skipped_rows"`
+			Privacy struct {
+				Notes []string `json:"notes"`
+			} `json:"privacy"`
+		}
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Skipped != 1 {
+			t.Fatalf("skipped %d rows, want 1", r.Skipped)
+		}
+		return strings.Join(r.Privacy.Notes, "\n")
+	}
+	if n := notes("--skip-bad-rows"); !strings.Contains(n, "treats N = 300 as public") {
+		t.Fatalf("notes lack the caveat:\n%s", n)
+	}
+	if _, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm",
+		"--epsilon", "1", "--delta", "1e-6", "--out", filepath.Join(dir, "m2.json")); err == nil {
+		t.Fatal("a strict fit accepted a NaN row")
+	}
+}
