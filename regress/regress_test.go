@@ -14,15 +14,6 @@ import (
 	"github.com/dplearn/dplearn/suffstat"
 )
 
-func stats(t testing.TB, rows []float64, k int) *suffstat.Moments {
-	t.Helper()
-	m := suffstat.New(k)
-	if err := m.AddRows(rows); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // TestFMWorkedExample reproduces the FM seed's example: the database
 // {(1, 0.4), (0.9, 0.3), (−0.5, −1)} (x, y) gives
 // f(ω) = Σ(y − xω)² = 2.06ω² − 2.34ω + 1.25 with minimiser ω* = 117/206.
@@ -139,34 +130,11 @@ func TestGaussianFMSensitivityIsTight(t *testing.T) {
 	}
 }
 
-// synthLinear makes n encoded rows: x in the unit ball with an intercept, y
-// = clip(xᵀβ + noise).
-func synthLinear(n, d int, seed uint64) ([]float64, []float64) {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	beta := make([]float64, d)
-	for j := range beta {
-		beta[j] = rng.NormFloat64()
-	}
-	k := d + 1
-	rows := make([]float64, n*k)
-	s := 1 / math.Sqrt(float64(d))
-	for i := 0; i < n; i++ {
-		r := rows[i*k : (i+1)*k]
-		r[0] = s
-		for j := 1; j < d; j++ {
-			r[j] = s * (2*rng.Float64() - 1)
-		}
-		y := dot(r[:d], beta) + 0.1*rng.NormFloat64()
-		r[d] = math.Max(-1, math.Min(1, y))
-	}
-	return rows, beta
-}
-
 // TestNonPrivateMatchesQR compares the normal-equations path against an
 // independent least-squares solve (Householder QR of the design matrix).
 func TestNonPrivateMatchesQR(t *testing.T) {
 	const n, d = 2000, 6
-	rows, _ := synthLinear(n, d, 3)
+	rows, _ := xpRows(Linear, n, d, 3)
 	res, err := nonPrivate{}.Fit(context.Background(), Data{Stats: stats(t, rows, d+1)}, Config{Kind: Linear})
 	if err != nil {
 		t.Fatal(err)
@@ -195,33 +163,11 @@ func TestNonPrivateMatchesQR(t *testing.T) {
 	}
 }
 
-func synthLogistic(n, d int, seed uint64) []float64 {
-	rng := rand.New(rand.NewPCG(seed, 2))
-	beta := make([]float64, d)
-	for j := range beta {
-		beta[j] = 3 * rng.NormFloat64()
-	}
-	k := d + 1
-	rows := make([]float64, n*k)
-	s := 1 / math.Sqrt(float64(d))
-	for i := 0; i < n; i++ {
-		r := rows[i*k : (i+1)*k]
-		r[0] = s
-		for j := 1; j < d; j++ {
-			r[j] = s * (2*rng.Float64() - 1)
-		}
-		if rng.Float64() < sigmoid(dot(r[:d], beta)) {
-			r[d] = 1
-		}
-	}
-	return rows
-}
-
 // TestLogisticMLEStationary checks the first-order optimality condition of
 // the exact logistic fit: the average gradient vanishes.
 func TestLogisticMLEStationary(t *testing.T) {
 	const n, d = 3000, 5
-	rows := synthLogistic(n, d, 4)
+	rows, _ := xpRows(Logistic, n, d, 4)
 	res, err := nonPrivate{}.Fit(context.Background(), Data{Stats: stats(t, rows, d+1), Rows: rows}, Config{Kind: Logistic})
 	if err != nil {
 		t.Fatal(err)
@@ -249,9 +195,9 @@ func TestPrivateFitsConverge(t *testing.T) {
 	for _, kind := range []Kind{Linear, Logistic} {
 		var rows []float64
 		if kind == Linear {
-			rows, _ = synthLinear(n, d, 5)
+			rows, _ = xpRows(Linear, n, d, 5)
 		} else {
-			rows = synthLogistic(n, d, 5)
+			rows, _ = xpRows(Logistic, n, d, 5)
 		}
 		st := stats(t, rows, d+1)
 		ref, err := truncated{}.Fit(context.Background(), Data{Stats: st}, Config{Kind: kind})
@@ -311,7 +257,7 @@ func TestGaussianFMScales(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	rows, _ := synthLinear(100, 3, 1)
+	rows, _ := xpRows(Linear, 100, 3, 1)
 	data := Data{Stats: stats(t, rows, 4)}
 	src := noise.NewInsecureSeeded(1)
 	cases := []struct {

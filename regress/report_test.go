@@ -14,7 +14,7 @@ import (
 // grid slack of the noise package, and checks that the printed (ε, δ) is
 // met: a report can never claim more than its noise delivers.
 func TestReportedGuaranteeHolds(t *testing.T) {
-	rows, _ := synthLinear(3000, 6, 9)
+	rows, _ := xpRows(Linear, 3000, 6, 9)
 	data := Data{Stats: stats(t, rows, 7)}
 	for _, c := range []struct {
 		mech       string
