@@ -119,7 +119,7 @@ func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
 // finish minimises the noisy objective and fills the common report fields.
 func finish(q *Quadratic, cfg Config, noiseStd2 float64, p report.Privacy) (*Result, error) {
 	lam := cfg.lambda(noiseStd2)
-	w, trimmed, err := q.Minimize(PostProcess{Lambda: lam, MinEigen: TrimFraction * lam})
+	w, trimmed, err := q.Minimize(NoisyPostProcess(lam))
 	if err != nil {
 		return nil, err
 	}

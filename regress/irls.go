@@ -281,7 +281,7 @@ func irlsStep(a, upper []float64, lambda float64) ([]float64, int, error) {
 	for j := range a {
 		q.Lambda1[j] = -2 * a[j]
 	}
-	return q.Minimize(PostProcess{Lambda: lambda, MinEigen: TrimFraction * lambda})
+	return q.Minimize(NoisyPostProcess(lambda))
 }
 
 // validateRobust checks the configuration of a robust fit.

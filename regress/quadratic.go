@@ -94,6 +94,12 @@ type PostProcess struct {
 	MinEigen float64
 }
 
+// NoisyPostProcess is the post-processing of a released (noisy) quadratic:
+// the data-independent ridge lambda and the trimming floor TrimFraction·λ.
+func NoisyPostProcess(lambda float64) PostProcess {
+	return PostProcess{Lambda: lambda, MinEigen: TrimFraction * lambda}
+}
+
 // Minimize returns the minimiser of the (possibly noisy) quadratic after
 // regularisation and spectral trimming, and the number of trimmed
 // eigen-directions. It fails only when every direction is trimmed.

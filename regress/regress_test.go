@@ -39,6 +39,9 @@ func TestFMWorkedExample(t *testing.T) {
 	if math.Abs(w[0]-117.0/206) > 1e-14 {
 		t.Fatalf("ω* = %v, want 117/206 = %v", w[0], 117.0/206)
 	}
+	if got, want := n*q.Eval(w), 1.25-2.34*2.34/(4*2.06); math.Abs(got-want) > 1e-12 {
+		t.Fatalf("f(ω*) = %v, want %v", got, want)
+	}
 }
 
 func TestSensitivitiesTable(t *testing.T) {
