@@ -99,23 +99,11 @@ func BinomialCPSGD(epsilon, delta, sens float64) (int64, error) {
 	if _, err := eps(1 << 50); err != nil {
 		return 0, err
 	}
-	hi := int64(1)
-	for !ok(hi) {
-		hi *= 2
-		if hi > 1<<50 {
-			return 0, fmt.Errorf("accounting: cpSGD needs more than 2^50 flips for ε=%v", epsilon)
-		}
+	n, found := smallestInt(ok, 1<<50)
+	if !found {
+		return 0, fmt.Errorf("accounting: cpSGD needs more than 2^50 flips for ε=%v", epsilon)
 	}
-	lo := hi / 2 // ok(lo) false or lo == 0
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if ok(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi, nil
+	return n, nil
 }
 
 // BinomialExactDelta returns the exact δ(ε) of the scalar binomial mechanism
@@ -178,21 +166,9 @@ func BinomialExactN(epsilon, delta float64, sens int64) (int64, error) {
 		}
 		return true
 	}
-	hi := int64(1)
-	for !ok(hi) {
-		hi *= 2
-		if hi > 1<<36 {
-			return 0, fmt.Errorf("accounting: binomial mechanism needs more than 2^36 flips for ε=%v", epsilon)
-		}
+	n, found := smallestInt(ok, 1<<36)
+	if !found {
+		return 0, fmt.Errorf("accounting: binomial mechanism needs more than 2^36 flips for ε=%v", epsilon)
 	}
-	lo := hi / 2
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if ok(mid) {
-			hi = mid
-		} else {
-			lo = mid
-		}
-	}
-	return hi, nil
+	return n, nil
 }

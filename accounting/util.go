@@ -90,3 +90,26 @@ func bisect(lo, hi, tol float64, ok func(float64) bool) (float64, error) {
 	}
 	return hi, nil
 }
+
+// smallestInt returns the smallest n ≥ 1 with ok(n), for a monotone ok
+// (false below some n, true from it on), by doubling then bisection; found
+// is false when no n ≤ limit qualifies.
+func smallestInt(ok func(int64) bool, limit int64) (n int64, found bool) {
+	hi := int64(1)
+	for !ok(hi) {
+		hi *= 2
+		if hi > limit {
+			return 0, false
+		}
+	}
+	lo := hi / 2 // ok(lo) is false, or lo == 0
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if ok(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, true
+}
