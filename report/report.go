@@ -45,25 +45,17 @@ type Privacy struct {
 	Notes          []string `json:"notes,omitempty"`
 }
 
-// Guarantee renders the overall guarantee, e.g. "(0.5, 1e-05)-DP".
+// Guarantee renders the overall guarantee, e.g. "(0.5, 1e-05)-DP", with ε
+// and δ rounded up (Up): the printed guarantee is never stronger than the
+// computed one.
 func (p *Privacy) Guarantee() string {
 	if !p.Private {
 		return "none (non-private reference fit: do not release)"
 	}
 	if p.Delta == 0 {
-		return fmt.Sprintf("%s-DP (pure)", fmtNum(p.Epsilon))
+		return fmt.Sprintf("%s-DP (pure)", Up(p.Epsilon))
 	}
-	return fmt.Sprintf("(%s, %s)-DP", fmtNum(p.Epsilon), fmtNum(p.Delta))
-}
-
-func fmtNum(x float64) string {
-	if x == 0 {
-		return "0"
-	}
-	if a := math.Abs(x); a >= 1e-3 && a < 1e6 {
-		return strings.TrimRight(strings.TrimRight(fmt.Sprintf("%.6f", x), "0"), ".")
-	}
-	return fmt.Sprintf("%.4g", x)
+	return fmt.Sprintf("(%s, %s)-DP", Up(p.Epsilon), Up(p.Delta))
 }
 
 // WriteText prints the report in words.
@@ -78,7 +70,7 @@ func (p *Privacy) WriteText(w io.Writer) error {
 	}
 	for _, r := range p.Releases {
 		fmt.Fprintf(&b, "  release:       %s: %d values, %s sensitivity %s, %s noise with scale %s\n",
-			r.Name, r.Entries, r.Norm, fmtNum(r.Sensitivity), r.Noise, fmtNum(r.Scale))
+			r.Name, r.Entries, r.Norm, Up(r.Sensitivity), r.Noise, Down(r.Scale))
 	}
 	for _, s := range p.PostProcessing {
 		fmt.Fprintf(&b, "  post-process:  %s\n", s)

@@ -13,6 +13,7 @@ func TestGuarantee(t *testing.T) {
 		{Privacy{Private: true, Epsilon: 0.5, Delta: 1e-5}, "(0.5, 1e-05)-DP"},
 		{Privacy{Private: true, Epsilon: 1}, "1-DP (pure)"},
 		{Privacy{Private: true, Epsilon: 0.123456789, Delta: 0.001}, "(0.123457, 0.001)-DP"},
+		{Privacy{Private: true, Epsilon: 1.0000004, Delta: 1.0000001e-5}, "(1.00001, 1.00001e-05)-DP"},
 		{Privacy{Private: false, Epsilon: 1}, "none (non-private reference fit: do not release)"},
 	}
 	for _, c := range cases {
