@@ -11,7 +11,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
 	"strings"
 )
 
