@@ -51,11 +51,15 @@ const fixedBaseWindow = 6
 // because (1+n)^m = 1 mod n. Use one routine per protocol if even that
 // matters.
 //
-// An Encryptor is safe for concurrent use if its random source is (crypto/rand
-// is).
+// An Encryptor and its Pool are safe for concurrent use with any random
+// source: they serialise their reads of it with a mutex, so a source that is
+// not safe for concurrent use (a bufio.Reader, a seeded PRNG) may be given.
+// The mutex covers only the Encryptor's own reads: a source that other code
+// reads at the same time must be safe for concurrent use by itself
+// (crypto/rand.Reader is).
 type Encryptor struct {
 	pk      *PublicKey
-	random  io.Reader
+	random  io.Reader    // a *lockedReader around the caller's source
 	expBits int          // l = ceil(|n|/2)
 	table   [][]*big.Int // table[j][d-1] = h_s^(d * 2^(w*j)) mod n^2
 }
@@ -92,7 +96,8 @@ func NewEncryptor(pk *PublicKey, random io.Reader) (*Encryptor, error) {
 		base = new(big.Int).Mul(row[len(row)-1], base)
 		base.Mod(base, pk.nSquared)
 	}
-	return &Encryptor{pk: pk, random: random, expBits: l, table: table}, nil
+	// Pool workers and foreground encryptions read concurrently.
+	return &Encryptor{pk: pk, random: &lockedReader{r: random}, expBits: l, table: table}, nil
 }
 
 // PublicKey returns the key the Encryptor encrypts under.
@@ -175,7 +180,8 @@ func (e *Encryptor) Rerandomize(a *Ciphertext) (*Ciphertext, error) {
 
 // Pool keeps a buffer of precomputed randomizers h_s^alpha filled by
 // background goroutines, so that an encryption in the foreground costs one
-// multiplication modulo n^2. Each randomizer is handed out once. When the
+// multiplication modulo n^2. Each randomizer is handed out once. Reads of
+// the random source are serialised (see Encryptor). When the
 // buffer is empty, Encrypt computes a randomizer inline instead of waiting.
 // Cancelling the context given to StartPool stops the workers; Wait waits
 // for them.

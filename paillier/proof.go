@@ -1,8 +1,9 @@
 package paillier
 
 import (
-	"crypto/rand"
+	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -21,6 +22,11 @@ const (
 	StatisticalSecurityBits = 128
 
 	proofDomain = "dplearn/paillier/v1/threshold-partial-decryption-proof"
+	nonceDomain = "dplearn/paillier/v1/proof-nonce"
+
+	// nonceFreshBytes is the number of fresh random bytes mixed into each
+	// proof nonce.
+	nonceFreshBytes = 64
 )
 
 // Proof is a non-interactive zero-knowledge proof (Chaum-Pedersen style, as
@@ -35,7 +41,7 @@ const (
 // smaller than p' and q' for real key sizes, which is what the soundness
 // argument needs.
 //
-// Prover, with x = Delta s_i: draw r uniform in [0, 2^B), a = (c^4)^r,
+// Prover, with x = Delta s_i: derive r in [0, 2^B) (see below), a = (c^4)^r,
 // b = v^r, e = H(domain, n, v, i, v_i, c, c_i, a, b), z = r + e x (over the
 // integers). Verifier: recompute a = (c^4)^z (c_i^2)^-e and
 // b = v^z v_i^-e, and check e = H(...). The proof is (e, z).
@@ -51,6 +57,23 @@ const (
 // real proofs. Leaving out |Delta| (or using |n| instead of |n^2|, since
 // s_i lives modulo n m and not modulo n) would make z reveal the top bits of
 // Delta s_i; the sizes above count every factor of e Delta s_i.
+//
+// Hedged nonce. Two proofs by the same party with the same r and different
+// challenges e1 != e2 reveal the share: z1 - z2 = (e1 - e2) x, so
+// x = (z1 - z2)/(e1 - e2) exactly, over the integers. r is therefore not
+// taken from the random source alone but derived as
+//
+//	k = HMAC-SHA-512(key = x, domain | 64 fresh random bytes | n, v, i, v_i, c, c_i)
+//	r = the first B bits of HMAC-SHA-512(k, domain | 1) | HMAC-SHA-512(k, domain | 2) | ...
+//
+// (the construction of hedged signatures: RFC 6979 with added randomness,
+// as in draft-irtf-cfrg-det-sigs-with-noise). With a good random source r
+// is as random as before; with a source that repeats, fails open or is
+// controlled by an adversary, r is still a pseudorandom function of the
+// secret x and the statement, so two proofs reuse r only if they prove the
+// same statement (and then they are the same proof and reveal nothing
+// new). r is a power-of-two-range output, so no modular reduction biases
+// it. A random source that returns an error is still an error.
 type Proof struct {
 	e *big.Int // challenge, in [0, 2^ChallengeBits)
 	z *big.Int // response, in [0, 2^(B+1))
@@ -65,11 +88,9 @@ func (tpk *ThresholdPublicKey) prove(random io.Reader, index int, c, ci, x *big.
 	if random == nil {
 		return nil, errors.New("proof: nil random source")
 	}
-	B := tpk.proofRandomBits()
-	bound := new(big.Int).Lsh(bigOne, uint(B))
-	r, err := rand.Int(random, bound)
+	r, err := tpk.proofNonce(random, index, c, ci, x)
 	if err != nil {
-		return nil, fmt.Errorf("proof: reading randomness: %w", err)
+		return nil, err
 	}
 	c4 := new(big.Int).Exp(c, big.NewInt(4), tpk.nSquared)
 	ci2 := new(big.Int).Mul(ci, ci)
@@ -80,6 +101,49 @@ func (tpk *ThresholdPublicKey) prove(random io.Reader, index int, c, ci, x *big.
 	z := new(big.Int).Mul(e, x)
 	z.Add(z, r)
 	return &Proof{e: e, z: z}, nil
+}
+
+// proofNonce derives the hedged nonce r in [0, 2^B) described at Proof.
+func (tpk *ThresholdPublicKey) proofNonce(random io.Reader, index int, c, ci, x *big.Int) (*big.Int, error) {
+	var fresh [nonceFreshBytes]byte
+	if _, err := io.ReadFull(random, fresh[:]); err != nil {
+		return nil, fmt.Errorf("proof: reading randomness: %w", err)
+	}
+	key := x.Bytes()
+	mac := hmac.New(sha512.New, key)
+	mac.Write([]byte(nonceDomain))
+	mac.Write([]byte{0})
+	mac.Write(fresh[:])
+	writeHashInt(mac, tpk.n)
+	writeHashInt(mac, tpk.v)
+	var idx [4]byte
+	binary.BigEndian.PutUint32(idx[:], uint32(index))
+	mac.Write(idx[:])
+	writeHashInt(mac, tpk.vi[index-1])
+	writeHashInt(mac, c)
+	writeHashInt(mac, ci)
+	k := mac.Sum(nil)
+	clear(key)
+	B := tpk.proofRandomBits()
+	nbytes := (B + 7) / 8
+	out := make([]byte, 0, nbytes+sha512.Size)
+	expand := hmac.New(sha512.New, k)
+	var ctr [4]byte
+	for j := uint32(1); len(out) < nbytes; j++ {
+		expand.Reset()
+		expand.Write([]byte(nonceDomain))
+		expand.Write([]byte{1})
+		binary.BigEndian.PutUint32(ctr[:], j)
+		expand.Write(ctr[:])
+		out = expand.Sum(out)
+	}
+	out = out[:nbytes]
+	// Keep exactly B bits: clear the excess high bits of the first byte.
+	out[0] &= 0xff >> uint(nbytes*8-B)
+	r := new(big.Int).SetBytes(out)
+	clear(out)
+	clear(k)
+	return r, nil
 }
 
 func (tpk *ThresholdPublicKey) verify(p *Proof, index int, c, ci *big.Int) error {
