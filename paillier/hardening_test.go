@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math/big"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -135,5 +136,71 @@ func TestPoolRandomReaderNotConcurrent(t *testing.T) {
 	}
 	if err := pool.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestVerificationKeysRejected: v and every v_i must be units of Z*_{n^2}
+// of order greater than 2 with Jacobi symbol 1, in the constructor and in
+// the decoder. Before, v_i = 1 and v, v_i = n^2-1 were accepted (n^2-1 has
+// Jacobi symbol 1 when p = q = 3 mod 4, as for safe primes).
+func TestVerificationKeysRejected(t *testing.T) {
+	tpk, _ := mustDeal(t, 512, 3, 2)
+	pk := tpk.Public()
+	nsq := pk.NSquared()
+	minus1 := new(big.Int).Sub(nsq, bigOne)
+	// A square root of 1 other than +-1: 1 mod p^2, -1 mod q^2.
+	p, q := testPrimePair(512)
+	p2, q2 := new(big.Int).Mul(p, p), new(big.Int).Mul(q, q)
+	// root = 1 - 2 p^2 (p^-2 mod q^2): 1 mod p^2, 1 - 2 = -1 mod q^2.
+	root := new(big.Int).ModInverse(p2, q2)
+	root.Mul(root, p2)
+	root.Mul(root, big.NewInt(-2))
+	root.Add(root, bigOne)
+	root.Mod(root, nsq)
+	nonSquare := big.NewInt(2)
+	for big.Jacobi(nonSquare, pk.n) != -1 {
+		nonSquare.Add(nonSquare, bigOne)
+	}
+	bad := []struct {
+		name string
+		x    *big.Int
+		want string
+	}{
+		{"zero", big.NewInt(0), "zero"},
+		{"one", big.NewInt(1), "= 1"},
+		{"minus one", minus1, "n^2-1"},
+		{"other root of 1", root, "square root of 1"},
+		{"n", pk.N(), "shares a factor"},
+		{"n^2", nsq, "not reduced"},
+		{"n^2+1", new(big.Int).Add(nsq, bigOne), "not reduced"},
+		{"Jacobi -1", nonSquare, "not a square"},
+	}
+	enc := tpk.marshal()
+	elem := pk.elemLen()
+	vOff := headerLen + 2 + len(pk.n.Bytes()) + 4
+	for _, b := range bad {
+		for slot := 0; slot <= tpk.parties; slot++ { // 0 is v, k is v_k
+			vi := append([]*big.Int(nil), tpk.vi...)
+			v := tpk.v
+			name := "verification base v"
+			if slot == 0 {
+				v = b.x
+			} else {
+				vi[slot-1] = b.x
+				name = fmt.Sprintf("verification key v_%d", slot)
+			}
+			_, err := newThresholdPublicKey(pk, tpk.parties, tpk.threshold, v, vi)
+			if err == nil || !strings.Contains(err.Error(), b.want) || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s as %s: constructor error %v", b.name, name, err)
+			}
+			if b.x.Cmp(nsq) >= 0 {
+				continue // does not fit the fixed-width field
+			}
+			mut := append([]byte(nil), enc...)
+			b.x.FillBytes(mut[vOff+slot*elem : vOff+(slot+1)*elem])
+			if _, err := parseThresholdPublicKey(mut, minTestModulusBits); err == nil || !strings.Contains(err.Error(), b.want) {
+				t.Errorf("%s as %s: decoder error %v", b.name, name, err)
+			}
+		}
 	}
 }

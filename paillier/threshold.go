@@ -81,16 +81,13 @@ func newThresholdPublicKey(pk *PublicKey, parties, threshold int, v *big.Int, vi
 	if len(vi) != parties {
 		return nil, fmt.Errorf("%d verification keys for %d parties", len(vi), parties)
 	}
-	if err := pk.checkSquareCandidate(v); err != nil {
-		return nil, fmt.Errorf("verification base v: %w", err)
-	}
-	if v.Cmp(bigOne) == 0 {
-		return nil, errors.New("verification base v = 1")
+	if err := pk.checkVerificationKey("verification base v", v); err != nil {
+		return nil, err
 	}
 	keys := make([]*big.Int, parties)
 	for i, x := range vi {
-		if err := pk.checkSquareCandidate(x); err != nil {
-			return nil, fmt.Errorf("verification key %d: %w", i+1, err)
+		if err := pk.checkVerificationKey(fmt.Sprintf("verification key v_%d", i+1), x); err != nil {
+			return nil, err
 		}
 		keys[i] = new(big.Int).Set(x)
 	}
@@ -113,14 +110,28 @@ func newThresholdPublicKey(pk *PublicKey, parties, threshold int, v *big.Int, vi
 	return tpk, nil
 }
 
-// checkSquareCandidate checks x in Z*_{n^2} with Jacobi symbol (x/n) = 1, a
-// necessary condition for x to be a square that anyone can test.
-func (pk *PublicKey) checkSquareCandidate(x *big.Int) error {
+// checkVerificationKey checks what anyone can check of the verification
+// base v and the keys v_i without the factorisation: x is in Z*_{n^2}
+// (0 < x < n^2, gcd(x, n) = 1), x^2 != 1 mod n^2 (this rejects 1, n^2-1 = -1
+// and the two other square roots of 1, elements of order at most 2 against
+// which a proof would show nothing: with v_i = 1 a party "proves" the
+// partial decryption c_i = 1 or -1 whatever its share), and the Jacobi
+// symbol (x/n) is 1, a necessary condition for x to be a square.
+func (pk *PublicKey) checkVerificationKey(name string, x *big.Int) error {
 	if err := pk.checkUnit(x); err != nil {
-		return err
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if x.Cmp(bigOne) == 0 {
+		return fmt.Errorf("%s = 1 (the identity: a proof against it shows nothing)", name)
+	}
+	if new(big.Int).Add(x, bigOne).Cmp(pk.nSquared) == 0 {
+		return fmt.Errorf("%s = n^2-1 = -1 mod n^2 (order 2: a proof against it shows nothing)", name)
+	}
+	if sq := new(big.Int).Mul(x, x); sq.Mod(sq, pk.nSquared).Cmp(bigOne) == 0 {
+		return fmt.Errorf("%s is a square root of 1 mod n^2 (order 2: a proof against it shows nothing)", name)
 	}
 	if big.Jacobi(new(big.Int).Mod(x, pk.n), pk.n) != 1 {
-		return errors.New("Jacobi symbol modulo n is not 1, so it is not a square")
+		return fmt.Errorf("%s: Jacobi symbol modulo n is not 1, so it is not a square", name)
 	}
 	return nil
 }
