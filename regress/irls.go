@@ -51,14 +51,23 @@ import (
 //	  ‖aaᵀ − bbᵀ‖_F² = ‖a‖⁴ + ‖b‖⁴ − 2(aᵀb)² ≤ 2/η², and the upper
 //	  triangle's norm is at most the Frobenius norm: √2/(ηN).
 //
-// Accounting (PRIVACY-NOTES item 11): zCDP. A Gaussian release with
-// sensitivity Δ (plus noise.GaussianGridSlack) and noise σ is Δ²/(2σ²)-zCDP;
-// an ε_A-DP Laplace release is ε_A²/2-zCDP; the 2J adaptively chosen
-// releases compose by adding ρ; the report gives ε = ρ + 2√(ρ ln(1/δ))
-// (Bun & Steinke 2016) and, in a note, the tighter conversion of Canonne,
-// Kamath & Steinke 2020. From a target (ε, δ), ρ = (√(ln(1/δ) + ε) −
-// √(ln(1/δ)))² is split evenly over the J iterations and, within one, a
-// share Split to A and the rest to B.
+// Accounting (PRIVACY-NOTES items 11 and 21), tightest valid accountant
+// first. A Gaussian release with sensitivity Δ (plus noise.GaussianGridSlack)
+// and noise σ is exactly a μ = Δ/σ Gaussian-DP mechanism (Dong, Roth & Su
+// 2019), and the 2J adaptively chosen releases compose exactly to one
+// Gaussian mechanism with μ = √(Σ μ_i²), whose (ε, δ) curve is the analytic
+// Gaussian one (Balle & Wang 2018). With Gaussian noise on A (the default)
+// the fit is calibrated by that composition: μ* is the largest μ whose curve
+// meets the target (ε, δ), μ*² is split evenly over the J iterations and,
+// within one, a share Split to A and the rest to B, and the report gives the
+// exact ε (≤ the target). The zCDP figures (ρ = μ²/2; ε = ρ + 2√(ρ ln(1/δ)),
+// Bun & Steinke 2016, and the conversion of Canonne, Kamath & Steinke 2020)
+// are reported as secondary lines. With Laplace noise on A the releases are
+// a mixture: an ε_A-DP Laplace release is ε_A²/2-zCDP, ρ adds up, and the
+// fit is calibrated by the Canonne-Kamath-Steinke conversion of the total ρ
+// (the tightest conversion implemented; ρ + 2√(ρ ln(1/δ)) is secondary).
+// Both hold under replace-one neighbours, the relation of the sensitivities
+// above.
 //
 // # Wishart reproduction ("irls-wishart"): NOT differentially private
 //
@@ -109,13 +118,24 @@ type IRLSPlan struct {
 	ScaleA, SigmaB float64
 	// RhoA and RhoB are the per-iteration zCDP costs (grid slack included).
 	RhoA, RhoB float64
-	// Rho is the total J(RhoA + RhoB); Epsilon = ρ + 2√(ρ ln(1/δ)),
-	// EpsilonImproved the CKS 2020 conversion.
-	Rho, Epsilon, EpsilonImproved, Delta float64
+	// Rho is the total J(RhoA + RhoB).
+	Rho float64
+	// Epsilon is the headline ε at Delta by the tightest accountant
+	// (Accountant says which): EpsilonExact for Gaussian A, EpsilonImproved
+	// for Laplace A. It never exceeds the target.
+	Epsilon, Delta float64
+	// Accountant names the accountant behind Epsilon: "gaussian-dp" or
+	// "zcdp-improved".
+	Accountant string
+	// EpsilonZCDP is ρ + 2√(ρ ln(1/δ)) (Bun & Steinke 2016);
+	// EpsilonImproved the Canonne-Kamath-Steinke 2020 conversion of ρ.
+	EpsilonZCDP, EpsilonImproved float64
 	// EpsilonExact (Gaussian A only) is the exact ε of the 2J composed
-	// Gaussian releases: they are √(2ρ)-Gaussian-DP (Dong, Roth & Su 2019),
-	// with the analytic-Gaussian (ε, δ) curve. Reported for comparison.
+	// Gaussian releases: they are μ-Gaussian-DP with μ = √(Σ μ_i²) = √(2ρ)
+	// (Dong, Roth & Su 2019), with the analytic-Gaussian (ε, δ) curve.
 	EpsilonExact float64
+	// Mu is that μ (Gaussian A only).
+	Mu float64
 }
 
 // RhoForEpsilon returns the largest ρ with ρ + 2√(ρ ln(1/δ)) ≤ ε.
@@ -135,6 +155,34 @@ func RhoForEpsilon(epsilon, delta float64) (float64, error) {
 			return z.Rho, nil
 		}
 	}
+}
+
+// RhoForEpsilonImproved returns the largest ρ (relative precision 1e-12,
+// rounded down) whose Canonne-Kamath-Steinke conversion meets ε at δ.
+func RhoForEpsilonImproved(epsilon, delta float64) (float64, error) {
+	lo, err := RhoForEpsilon(epsilon, delta) // the classic conversion is looser
+	if err != nil {
+		return 0, err
+	}
+	ok := func(r float64) bool {
+		e, err := accounting.ZCDP{Rho: r}.EpsilonImproved(delta)
+		return err == nil && e <= epsilon
+	}
+	if !ok(lo) {
+		return 0, fmt.Errorf("irls: improved zCDP conversion looser than the classic one at ρ = %v", lo)
+	}
+	hi := 2 * lo
+	for ok(hi) {
+		lo, hi = hi, 2*hi
+	}
+	for hi-lo > 1e-12*lo {
+		if mid := (lo + hi) / 2; ok(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
 }
 
 // withDefaults validates the options and fills in the defaults.
@@ -167,7 +215,9 @@ func (opt IRLSOptions) withDefaults() (IRLSOptions, error) {
 	return opt, nil
 }
 
-// PlanIRLS calibrates DP-IRLS for a target (ε, δ).
+// PlanIRLS calibrates DP-IRLS for a target (ε, δ) with the tightest valid
+// accountant (see the package comment of this file): Gaussian DP when A's
+// noise is Gaussian, the improved zCDP conversion when it is Laplace.
 func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan, error) {
 	p := IRLSPlan{N: n, D: d, Delta: delta}
 	if n < 1 || d < 1 {
@@ -177,40 +227,57 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 	if err != nil {
 		return p, err
 	}
-	p.Iterations, p.ResidualFloor, p.FirstMoment, p.Split = opt.Iterations, opt.ResidualFloor, opt.FirstMoment, opt.Split
-	rho, err := RhoForEpsilon(epsilon, delta)
-	if err != nil {
-		return p, err
+	if !(epsilon > 0) || math.IsInf(epsilon, 0) {
+		return p, fmt.Errorf("irls: ε must be finite and > 0, got %v", epsilon)
 	}
+	if !(delta > 0 && delta < 1) {
+		return p, fmt.Errorf("irls: δ must be in (0, 1), got %v", delta)
+	}
+	p.Iterations, p.ResidualFloor, p.FirstMoment, p.Split = opt.Iterations, opt.ResidualFloor, opt.FirstMoment, opt.Split
 	N, J := float64(n), float64(p.Iterations)
 	sMax := 1 / p.ResidualFloor
-	rhoA := p.Split * rho / J
-	rhoB := (1 - p.Split) * rho / J
+	p.SensB = math.Sqrt2 * sMax / N
+	nb := d * (d + 1) / 2
 	r := noise.GridSlackRatio / 2 // GaussianGridSlack(σ, ·) ≤ r·σ
-	gaussSigma := func(sens, rho float64) (float64, error) {
-		den := math.Sqrt(2*rho) - r
+	// gaussSigma returns σ with (sens + slack(σ))/σ ≤ mu.
+	gaussSigma := func(sens, mu float64) (float64, error) {
+		den := mu - r
 		if den <= 0 {
 			return 0, fmt.Errorf("irls: ε = %v too small for the noise grid", epsilon)
 		}
-		return sens / den, nil
+		return math.Nextafter(sens/den, math.Inf(1)), nil
 	}
-	p.SensB = math.Sqrt2 * sMax / N
-	if p.SigmaB, err = gaussSigma(p.SensB, rhoB); err != nil {
+	// Per-iteration budgets, as squared Gaussian-DP μ (Gaussian A) or as
+	// zCDP ρ = μ²/2 (Laplace A).
+	var muA2, muB2 float64
+	if p.FirstMoment == "gaussian" {
+		mu, err := gaussianDPMu(epsilon, delta)
+		if err != nil {
+			return p, fmt.Errorf("irls: %w", err)
+		}
+		muA2, muB2 = p.Split*mu*mu/J, (1-p.Split)*mu*mu/J
+	} else {
+		rho, err := RhoForEpsilonImproved(epsilon, delta)
+		if err != nil {
+			return p, err
+		}
+		muA2, muB2 = 2*p.Split*rho/J, 2*(1-p.Split)*rho/J
+	}
+	if p.SigmaB, err = gaussSigma(p.SensB, math.Sqrt(muB2)); err != nil {
 		return p, err
 	}
-	nb := d * (d + 1) / 2
 	sb := p.SensB + noise.GaussianGridSlack(p.SigmaB, nb)
 	p.RhoB = sb * sb / (2 * p.SigmaB * p.SigmaB)
 	if p.FirstMoment == "gaussian" {
 		p.SensA = 2 * sMax / N
-		if p.ScaleA, err = gaussSigma(p.SensA, rhoA); err != nil {
+		if p.ScaleA, err = gaussSigma(p.SensA, math.Sqrt(muA2)); err != nil {
 			return p, err
 		}
 		sa := p.SensA + noise.GaussianGridSlack(p.ScaleA, d)
 		p.RhoA = sa * sa / (2 * p.ScaleA * p.ScaleA)
 	} else {
 		p.SensA = 2 * math.Sqrt(float64(d)) * sMax / N
-		epsA := math.Sqrt(2 * rhoA)
+		epsA := math.Sqrt(muA2)
 		if p.ScaleA, err = accounting.LaplaceScale(epsA, p.SensA); err != nil {
 			return p, fmt.Errorf("irls: calibrate Laplace noise: %w", err)
 		}
@@ -218,27 +285,31 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 	}
 	z := accounting.ZCDP{Rho: J * (p.RhoA + p.RhoB)}
 	p.Rho = z.Rho
-	if p.Epsilon, err = z.Epsilon(delta); err != nil {
+	if p.EpsilonZCDP, err = z.Epsilon(delta); err != nil {
 		return p, fmt.Errorf("irls: %w", err)
 	}
 	if p.EpsilonImproved, err = z.EpsilonImproved(delta); err != nil {
 		return p, fmt.Errorf("irls: %w", err)
 	}
-	if p.Epsilon > epsilon*(1+1e-9) {
-		return p, fmt.Errorf("irls: calibrated ε = %v exceeds the target %v", p.Epsilon, epsilon)
-	}
 	if p.FirstMoment == "gaussian" {
-		mu := math.Sqrt(2 * p.Rho)
-		lo, hi := 0.0, p.Epsilon
-		for i := 0; i < 200 && hi-lo > 1e-12*hi; i++ {
-			mid := (lo + hi) / 2
-			if d, err := accounting.AnalyticGaussianDelta(mid, 1, mu); err == nil && d <= delta {
-				hi = mid
-			} else {
-				lo = mid
-			}
+		// Every release is Gaussian with μ_i² = 2ρ_i: the composition is
+		// exactly μ = √(2ρ) Gaussian DP.
+		p.Mu = math.Sqrt(2 * p.Rho)
+		if p.EpsilonExact, err = gaussianDPEpsilon(p.Mu, delta); err != nil {
+			return p, fmt.Errorf("irls: %w", err)
 		}
-		p.EpsilonExact = hi
+		// Verify the target itself: δ(ε) of the composition is ≤ δ. The
+		// bisected EpsilonExact may sit a relative 1e-12 above it.
+		if d, err := accounting.AnalyticGaussianDelta(epsilon, 1, p.Mu); err != nil || d > delta {
+			return p, fmt.Errorf("irls: calibration failed: μ = %v gives δ = %v > %v at ε = %v", p.Mu, d, delta, epsilon)
+		}
+		p.EpsilonExact = math.Min(p.EpsilonExact, epsilon)
+		p.Epsilon, p.Accountant = p.EpsilonExact, "gaussian-dp"
+	} else {
+		p.Epsilon, p.Accountant = p.EpsilonImproved, "zcdp-improved"
+		if p.Epsilon > epsilon {
+			return p, fmt.Errorf("irls: calibrated ε = %v exceeds the target %v", p.Epsilon, epsilon)
+		}
 	}
 	return p, nil
 }
@@ -331,8 +402,7 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 		Delta:        plan.Delta,
 		Rho:          plan.Rho,
 		Neighbouring: report.Neighbouring,
-		Accountant: fmt.Sprintf("zCDP (Bun & Steinke 2016): %d iterations × (ρ_A = %.4g + ρ_B = %.4g) = ρ = %.6g; ε = ρ + 2√(ρ ln(1/δ))",
-			plan.Iterations, plan.RhoA, plan.RhoB, plan.Rho),
+		Accountant:   plan.accountantText(),
 		Releases: []report.Release{
 			{Name: fmt.Sprintf("A = (1/N)Σ s·y·x, each of %d iterations", plan.Iterations), Entries: d,
 				Norm: map[string]string{"gaussian": "L2", "laplace": "L1"}[plan.FirstMoment], Sensitivity: plan.SensA, Noise: plan.FirstMoment, Scale: plan.ScaleA},
@@ -344,13 +414,30 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 			fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy B (data-independent)", fmtG(lam)),
 			fmt.Sprintf("spectral trimming of the noisy B (last iteration: %d of %d directions removed); ω = B̃⁻¹Ã in the kept space", trimmed, d),
 		},
-		Notes: []string{fmt.Sprintf("the tighter zCDP conversion of Canonne, Kamath & Steinke 2020 gives ε = %.6g for the same ρ", plan.EpsilonImproved)},
-	}
-	if plan.EpsilonExact > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("all %d releases are Gaussian: their exact composition (Gaussian DP, μ = √(2ρ)) gives ε = %.6g", 2*plan.Iterations, plan.EpsilonExact))
+		Notes:          plan.secondaryFigures(),
 	}
 	p.Randomness, p.Insecure = randomness(cfg.Source)
 	return &Result{Coef: w, Privacy: p, Trimmed: trimmed}, nil
+}
+
+// accountantText describes the headline accountant.
+func (plan IRLSPlan) accountantText() string {
+	if plan.Accountant == "gaussian-dp" {
+		return fmt.Sprintf("exact composition of the %d Gaussian releases (Gaussian DP, Dong, Roth & Su 2019): μ = √(Σ μ_i²) = %s, analytic Gaussian (ε, δ) curve (Balle & Wang 2018); grid slack included",
+			2*plan.Iterations, report.Up(plan.Mu))
+	}
+	return fmt.Sprintf("zCDP (Bun & Steinke 2016): %d iterations × (ρ_A = %s (Laplace, ε_A²/2) + ρ_B = %s) = ρ = %s, converted by Canonne, Kamath & Steinke 2020",
+		plan.Iterations, report.Up(plan.RhoA), report.Up(plan.RhoB), report.Up(plan.Rho))
+}
+
+// secondaryFigures lists the looser accountants' ε for the same noise.
+func (plan IRLSPlan) secondaryFigures() []string {
+	notes := []string{fmt.Sprintf("looser accountants for the same noise: zCDP ρ = %s gives ε = %s by ρ + 2√(ρ ln(1/δ)) (Bun & Steinke 2016)",
+		report.Up(plan.Rho), report.Up(plan.EpsilonZCDP))}
+	if plan.Accountant == "gaussian-dp" {
+		notes[0] += fmt.Sprintf(" and ε = %s by Canonne, Kamath & Steinke 2020", report.Up(plan.EpsilonImproved))
+	}
+	return notes
 }
 
 // run performs the J noisy IRLS iterations with ridge lam on the noisy B and
