@@ -414,7 +414,7 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 			fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy B (data-independent)", fmtG(lam)),
 			fmt.Sprintf("spectral trimming of the noisy B (last iteration: %d of %d directions removed); ω = B̃⁻¹Ã in the kept space", trimmed, d),
 		},
-		Notes:          plan.secondaryFigures(),
+		Notes: plan.secondaryFigures(),
 	}
 	p.Randomness, p.Insecure = randomness(cfg.Source)
 	return &Result{Coef: w, Privacy: p, Trimmed: trimmed}, nil
