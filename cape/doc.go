@@ -20,9 +20,9 @@
 // # Flow in a deployment
 //
 //	params := cape.ZeroSumParams{Sites: ids, Tau: tau, Len: L}
-//	cfg, _ := cape.SecAggConfig(params, session)        // all sites must survive
-//	site, _ := cape.NewZeroSumSite(params, id, noise.NewSecure())
-//	party, _ := secagg.NewParty(cfg, id, site.Input())  // each site
+//	cfg, _ := cape.SecAggConfig(params, session)        // fresh session; all sites must survive
+//	site, _ := cape.NewZeroSumSite(params, id, noise.NewSecure()) // draw ê_s for this attempt
+//	party, _ := site.NewParty(cfg)                       // each site; binds the draw to the session
 //	srv, _ := secagg.NewServer(cfg)                      // the aggregator
 //	... the four secagg rounds over the transport ...
 //	res, err := srv.Finish(ctx)                          // Σ ê_s; abort ⇒ redo or stop
@@ -32,4 +32,21 @@
 //	err = cape.CheckContributors(params, res.Included, arrived) // before averaging
 //
 // SimulateZeroSum runs the same flow in process.
+//
+// # One draw, one session
+//
+// Redoing a round means a new session, new parameters if the set of sites
+// changed (τ recalibrated for the new S), and a new NewZeroSumSite: a fresh
+// ê_s. Reusing ê_s would be a leak: once the masked ê_s have been sent, an
+// aggregator that aborts in Unmasking may already hold Σ ê over all sites
+// (secagg needs only t < S unmasking answers to reconstruct, while the
+// zero-sum configuration demands all S before it outputs), and the sum of
+// the same draws over the sites that remain for the rerun would give it the
+// difference, the missing site's ê_s — after which that site's release
+// Λ_s + e_s + g_s is protected by g_s alone. The code makes the reuse
+// impossible rather than forbidden: a ZeroSumSite keeps ê_s to itself, its
+// NewParty succeeds once (a second call, for any session, fails with
+// ErrNoiseSpent), and the secagg input it hands to the party is single use
+// (secagg.Input: once masked and sent, any other secagg.Party refuses it
+// with secagg.ErrInputSpent). Finish succeeds once and erases ê_s.
 package cape

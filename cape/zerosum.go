@@ -6,10 +6,20 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/secagg"
 )
+
+// ErrNoiseSpent is returned (wrapped) when a site's noise draw ê_s is offered
+// to a second secure-aggregation session, or its share is asked for twice.
+// A draw enters exactly one session: if that session aborts after the masked
+// ê_s was sent, the aggregator may already hold Σ ê over one set of sites, and
+// a rerun with the same ê_s over a different set would give it the
+// difference, an individual site's ê_s. Every attempt draws afresh
+// (NewZeroSumSite).
+var ErrNoiseSpent = errors.New("cape: this zero-sum noise draw was already used in a secure-aggregation session; every session (every retry after an abort) must draw fresh noise with NewZeroSumSite")
 
 // ErrNoiseDoesNotCancel is returned (wrapped) whenever the set of sites whose
 // noise ê_s entered the secure sum differs from the set of sites expected to
@@ -80,15 +90,29 @@ func (p ZeroSumParams) Encoding() (secagg.Encoding, error) {
 	return enc, nil
 }
 
-// ZeroSumSite is one site's side of Algorithm 2.
+// ZeroSumSite is one site's side of Algorithm 2 for one attempt: one draw of
+// ê_s, used in exactly one secure-aggregation session. Its life is
+// NewZeroSumSite (draw) → NewParty (bind to a session; once) → the secagg
+// rounds → Finish (once). ê_s never leaves the object except masked by the
+// secagg Party, and the draw cannot be given to a second session: NewParty
+// called again, or a secagg.Party built from the draw's single-use input in
+// another session, is refused with an error wrapping ErrNoiseSpent (or
+// secagg.ErrInputSpent). After an abort, draw again with NewZeroSumSite (with
+// τ recalibrated if the set of sites changed) for the new session.
+// A ZeroSumSite is safe for concurrent use.
 type ZeroSumSite struct {
 	params ZeroSumParams
 	sites  []uint32 // sorted
 	id     uint32
 	enc    secagg.Encoding
-	ehat   []int64 // ê_s in fixed point
 	secure bool
 	src    string
+
+	mu       sync.Mutex
+	ehat     []int64       // ê_s in fixed point; erased by Finish
+	input    *secagg.Input // ê_s as the single-use secagg input
+	session  []byte        // the session NewParty bound the draw to, or nil
+	finished bool
 }
 
 // NewZeroSumSite draws ê_s ~ N(0, τ²)^L with noise.AddGaussian from src
@@ -123,8 +147,12 @@ func NewZeroSumSite(params ZeroSumParams, id uint32, src noise.Source) (*ZeroSum
 	}
 	sites := slices.Clone(params.Sites)
 	slices.Sort(sites)
+	words := make([]uint64, len(q))
+	for i, v := range q {
+		words[i] = uint64(v)
+	}
 	return &ZeroSumSite{params: params, sites: sites, id: id, enc: enc, ehat: q,
-		secure: src.Secure(), src: src.String()}, nil
+		input: secagg.NewInput(words), secure: src.Secure(), src: src.String()}, nil
 }
 
 // Secure reports whether ê_s came from a secure source; String names it.
@@ -133,14 +161,37 @@ func (z *ZeroSumSite) Secure() bool { return z.secure }
 // SourceName names the noise source for the privacy report.
 func (z *ZeroSumSite) SourceName() string { return z.src }
 
-// Input returns ê_s in fixed point, the site's input to secure aggregation
-// (secagg.NewParty). It is secret: it must leave the site only masked.
-func (z *ZeroSumSite) Input() []uint64 {
-	out := make([]uint64, len(z.ehat))
-	for i, v := range z.ehat {
-		out[i] = uint64(v)
+// NewParty binds this draw to the secure-aggregation session cfg and returns
+// the site's secagg party, whose input is ê_s in fixed point. cfg must be
+// the zero-sum configuration of the site's parameters (SecAggConfig: all
+// sites, MinSurvivors = S, length L). It can succeed once per draw: a second
+// call, for any session, returns an error wrapping ErrNoiseSpent, so a rerun
+// after an abort cannot reuse ê_s over a different set of sites.
+func (z *ZeroSumSite) NewParty(cfg secagg.Config) (*secagg.Party, error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.session != nil || z.finished {
+		return nil, fmt.Errorf("cape: site %d: refusing session %x: %w (this draw is bound to session %x)", z.id, cfg.Session, ErrNoiseSpent, z.session)
 	}
-	return out
+	if spent := z.input.SpentIn(); spent != nil {
+		return nil, fmt.Errorf("cape: site %d: refusing session %x: %w (this draw was sent masked in session %x)", z.id, cfg.Session, ErrNoiseSpent, spent)
+	}
+	want, err := SecAggConfig(z.params, cfg.Session)
+	if err != nil {
+		return nil, fmt.Errorf("cape: site %d: %w", z.id, err)
+	}
+	got := slices.Clone(cfg.Parties)
+	slices.Sort(got)
+	if !slices.Equal(got, z.sites) || cfg.Threshold != want.Threshold || cfg.MinSurvivors != want.MinSurvivors || cfg.VectorLen != want.VectorLen {
+		return nil, fmt.Errorf("cape: site %d: secure-aggregation configuration (parties %v, threshold %d, min survivors %d, length %d) is not the zero-sum configuration of these parameters (parties %v, threshold %d, min survivors %d, length %d)",
+			z.id, got, cfg.Threshold, cfg.MinSurvivors, cfg.VectorLen, z.sites, want.Threshold, want.MinSurvivors, want.VectorLen)
+	}
+	p, err := secagg.NewParty(cfg, z.id, z.input)
+	if err != nil {
+		return nil, fmt.Errorf("cape: site %d: %w", z.id, err)
+	}
+	z.session = slices.Clone(cfg.Session)
+	return p, nil
 }
 
 // ZeroSumShare is a site's zero-sum noise e_s.
@@ -164,7 +215,9 @@ type ZeroSumShare struct {
 // Finish computes e_s = ê_s − (1/S)Σ ê from the secure-aggregation result
 // broadcast by the aggregator (sum and the sites it includes). It returns an
 // error wrapping ErrNoiseDoesNotCancel unless included is exactly the set of
-// all sites.
+// all sites. It requires that ê_s was sent (masked) in a session, and it
+// succeeds once: ê_s is then erased and a second call returns an error
+// wrapping ErrNoiseSpent.
 //
 // Exactness: with Q = Σ_s ê_s in fixed point (an integer), write
 // Q = kS + r with 0 ≤ r < S (floor division). The site with index i (in
@@ -173,6 +226,14 @@ type ZeroSumShare struct {
 // coordinates, deterministically), so Σ_i m_i = Q and Σ_s e_s = 0 exactly.
 // Each m_i differs from Q/S by less than one grid unit.
 func (z *ZeroSumSite) Finish(sum []uint64, included []uint32) (*ZeroSumShare, error) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if z.finished {
+		return nil, fmt.Errorf("cape: site %d: Finish: %w (its share was already computed)", z.id, ErrNoiseSpent)
+	}
+	if z.input.SpentIn() == nil {
+		return nil, fmt.Errorf("cape: site %d: Finish before ê_s was sent to a secure-aggregation session", z.id)
+	}
 	if err := checkComplete(z.sites, included); err != nil {
 		return nil, fmt.Errorf("cape: site %d: %w", z.id, err)
 	}
@@ -198,6 +259,8 @@ func (z *ZeroSumSite) Finish(sum []uint64, included []uint32) (*ZeroSumShare, er
 		out.Fixed[j] = e
 		out.Values[j] = math.Ldexp(float64(e), -int(z.enc.FracBits))
 	}
+	clear(z.ehat)
+	z.ehat, z.finished = nil, true
 	return out, nil
 }
 
@@ -265,8 +328,8 @@ func SecAggConfig(params ZeroSumParams, session []byte) (secagg.Config, error) {
 	return cfg, cfg.Validate()
 }
 
-// SimulateZeroSum runs Algorithm 2 in process: every site draws its noise
-// from srcs[site], the sites and the aggregator run secure aggregation with
+// SimulateZeroSum runs Algorithm 2 in process: every site draws fresh noise
+// from srcs[site] (inside the call: a call never reuses a draw), the sites and the aggregator run secure aggregation with
 // secagg.Run (opt may simulate dropouts and sets timeouts), and every site
 // computes its share. Any dropout makes it fail with an error: an
 // *secagg.AbortError if the secure aggregation could not complete (the
@@ -277,13 +340,13 @@ func SimulateZeroSum(ctx context.Context, params ZeroSumParams, session []byte, 
 		return nil, err
 	}
 	sites := make(map[uint32]*ZeroSumSite, len(params.Sites))
-	inputs := make(map[uint32][]uint64, len(params.Sites))
+	inputs := make(map[uint32]*secagg.Input, len(params.Sites))
 	for _, id := range params.Sites {
 		s, err := NewZeroSumSite(params, id, srcs[id])
 		if err != nil {
 			return nil, err
 		}
-		sites[id], inputs[id] = s, s.Input()
+		sites[id], inputs[id] = s, s.input
 	}
 	res, err := secagg.Run(ctx, cfg, inputs, opt)
 	if err != nil {

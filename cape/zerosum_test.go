@@ -32,6 +32,32 @@ func seededSources(sites []uint32, seed uint64) map[uint32]noise.Source {
 	return m
 }
 
+// drawAndAggregate draws every site's ê_s and runs the secure aggregation in
+// process with the sites' single-use inputs. It also returns a copy of each
+// ê_s in fixed point (which the protocol never reveals) for the checks.
+func drawAndAggregate(t testing.TB, p ZeroSumParams, srcs map[uint32]noise.Source, opt secagg.RunOptions) (map[uint32]*ZeroSumSite, map[uint32][]int64, *secagg.Result) {
+	t.Helper()
+	cfg, err := SecAggConfig(p, session(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zs := map[uint32]*ZeroSumSite{}
+	ehat := map[uint32][]int64{}
+	inputs := map[uint32]*secagg.Input{}
+	for _, s := range p.Sites {
+		z, err := NewZeroSumSite(p, s, srcs[s])
+		if err != nil {
+			t.Fatal(err)
+		}
+		zs[s], ehat[s], inputs[s] = z, slices.Clone(z.ehat), z.input
+	}
+	res, err := secagg.Run(context.Background(), cfg, inputs, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return zs, ehat, res
+}
+
 func TestZeroSumIsExactlyZero(t *testing.T) {
 	for _, tc := range []struct {
 		sites []uint32
@@ -73,35 +99,26 @@ func TestZeroSumIsExactlyZero(t *testing.T) {
 func TestZeroSumMatchesDefinition(t *testing.T) {
 	sites := []uint32{2, 3, 5, 8}
 	p := ZeroSumParams{Sites: sites, Tau: 2, Len: 64}
-	srcs := seededSources(sites, 7)
-	cfg, _ := SecAggConfig(p, session(t))
-	inputs := map[uint32][]uint64{}
-	zs := map[uint32]*ZeroSumSite{}
+	zs, ehat, res := drawAndAggregate(t, p, seededSources(sites, 7), secagg.RunOptions{})
+	shares := map[uint32]*ZeroSumShare{}
 	for _, s := range sites {
-		z, err := NewZeroSumSite(p, s, srcs[s])
+		sh, err := zs[s].Finish(res.Sum, res.Included)
 		if err != nil {
 			t.Fatal(err)
 		}
-		zs[s], inputs[s] = z, z.Input()
-	}
-	res, err := secagg.Run(context.Background(), cfg, inputs, secagg.RunOptions{})
-	if err != nil {
-		t.Fatal(err)
+		shares[s] = sh
 	}
 	for j := 0; j < p.Len; j++ {
 		var Q int64
 		for _, s := range sites {
-			Q += zs[s].ehat[j]
+			Q += ehat[s][j]
 		}
 		for _, s := range sites {
-			sh, err := zs[s].Finish(res.Sum, res.Included)
-			if err != nil {
-				t.Fatal(err)
-			}
+			sh := shares[s]
 			// |e·S − (ê·S − Q)| < S  ⇔  |e − (ê − Q/S)| < 1 grid unit.
-			d := sh.Fixed[j]*int64(len(sites)) - (zs[s].ehat[j]*int64(len(sites)) - Q)
+			d := sh.Fixed[j]*int64(len(sites)) - (ehat[s][j]*int64(len(sites)) - Q)
 			if d <= -int64(len(sites)) || d >= int64(len(sites)) {
-				t.Fatalf("site %d coordinate %d: e = %d, ê = %d, Q = %d", s, j, sh.Fixed[j], zs[s].ehat[j], Q)
+				t.Fatalf("site %d coordinate %d: e = %d, ê = %d, Q = %d", s, j, sh.Fixed[j], ehat[s][j], Q)
 			}
 		}
 	}
@@ -187,10 +204,8 @@ func TestZeroSumDropoutAborts(t *testing.T) {
 func TestNoiseDoesNotCancelIsDetected(t *testing.T) {
 	sites := []uint32{1, 2, 3, 4}
 	p := ZeroSumParams{Sites: sites, Tau: 1, Len: 4}
-	z, err := NewZeroSumSite(p, 2, noise.NewInsecureSeeded(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	zs, _, res := drawAndAggregate(t, p, seededSources(sites, 1), secagg.RunOptions{})
+	z := zs[2]
 	sum := make([]uint64, 4)
 	if _, err := z.Finish(sum, []uint32{1, 2, 3}); !errors.Is(err, ErrNoiseDoesNotCancel) {
 		t.Fatalf("sum over 3 of 4 sites: got %v", err)
@@ -203,6 +218,13 @@ func TestNoiseDoesNotCancelIsDetected(t *testing.T) {
 	}
 	if _, err := z.Finish([]uint64{1 << 62, 0, 0, 0}, sites); err == nil {
 		t.Fatal("sum outside the admissible range accepted")
+	}
+	// The refusals released nothing; the true sum is accepted once.
+	if _, err := z.Finish(res.Sum, res.Included); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := z.Finish(res.Sum, res.Included); !errors.Is(err, ErrNoiseSpent) {
+		t.Fatalf("second Finish: got %v, want ErrNoiseSpent", err)
 	}
 	for _, tc := range []struct {
 		name                  string
@@ -228,25 +250,15 @@ func TestNoiseDoesNotCancelIsDetected(t *testing.T) {
 func TestAggregatorViewIsOnlyMaskedVectorsAndSum(t *testing.T) {
 	sites := []uint32{1, 2, 3, 4, 5}
 	p := ZeroSumParams{Sites: sites, Tau: 1, Len: 512}
-	cfg, _ := SecAggConfig(p, session(t))
-	srcs := seededSources(sites, 5)
-	inputs := map[uint32][]uint64{}
-	for _, s := range sites {
-		z, err := NewZeroSumSite(p, s, srcs[s])
-		if err != nil {
-			t.Fatal(err)
-		}
-		inputs[s] = z.Input()
-	}
 	var view []secagg.Message
-	res, err := secagg.Run(context.Background(), cfg, inputs, secagg.RunOptions{Observe: func(m secagg.Message) { view = append(view, m) }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ehat, res := drawAndAggregate(t, p, seededSources(sites, 5), secagg.RunOptions{Observe: func(m secagg.Message) { view = append(view, m) }})
+	inputs := map[uint32][]uint64{}
 	want := make([]uint64, p.Len)
 	for _, s := range sites {
-		for j, w := range inputs[s] {
-			want[j] += w
+		inputs[s] = make([]uint64, p.Len)
+		for j, e := range ehat[s] {
+			inputs[s][j] = uint64(e)
+			want[j] += uint64(e)
 		}
 	}
 	if !slices.Equal(res.Sum, want) {

@@ -95,7 +95,7 @@ func BenchmarkParty(b *testing.B) {
 				keyCfg := cfg
 				keyCfg.VectorLen = 1 // the other parties only advertise keys and encrypt shares
 				for _, id := range cfg.Parties[1:] {
-					p, _ := NewParty(keyCfg, id, []uint64{0})
+					p, _ := NewParty(keyCfg, id, NewInput([]uint64{0}))
 					m, err := p.AdvertiseKeys()
 					if err != nil {
 						b.Fatal(err)
@@ -103,7 +103,7 @@ func BenchmarkParty(b *testing.B) {
 					srv.Receive(m)
 					others[id] = p
 				}
-				me, _ := NewParty(cfg, 1, input)
+				me, _ := NewParty(cfg, 1, NewInput(input))
 				start()
 				adv, err := me.AdvertiseKeys()
 				if err != nil {
@@ -244,7 +244,7 @@ func syntheticServerMessages(cfg Config, nDrop int) ([4][]Message, error) {
 	keyCfg := cfg
 	keyCfg.VectorLen = 1 // only the keys are needed
 	for i, id := range cfg.Parties {
-		p, err := NewParty(keyCfg, id, []uint64{0})
+		p, err := NewParty(keyCfg, id, NewInput([]uint64{0}))
 		if err != nil {
 			return out, err
 		}
@@ -339,7 +339,7 @@ func BenchmarkRunInProcess(b *testing.B) {
 				drop[id] = RoundMaskedInput
 			}
 			for b.Loop() {
-				if _, err := Run(context.Background(), cfg, inputs, RunOptions{Drop: drop}); err != nil {
+				if _, err := Run(context.Background(), cfg, single(inputs), RunOptions{Drop: drop}); err != nil {
 					b.Fatal(err)
 				}
 			}

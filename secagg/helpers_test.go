@@ -38,6 +38,15 @@ func randomInputs(cfg Config, rng *mrand.Rand) map[uint32][]uint64 {
 	return in
 }
 
+// single wraps test inputs as single-use Inputs (fresh for every call).
+func single(in map[uint32][]uint64) map[uint32]*Input {
+	out := make(map[uint32]*Input, len(in))
+	for id, x := range in {
+		out[id] = NewInput(x)
+	}
+	return out
+}
+
 func plainSum(inputs map[uint32][]uint64, ids []uint32, L int) []uint64 {
 	s := make([]uint64, L)
 	for _, id := range ids {
@@ -67,6 +76,7 @@ type manualSession struct {
 	srv     *Server
 	parties map[uint32]*Party
 	inputs  map[uint32][]uint64
+	ins     map[uint32]*Input // the single-use inputs the parties were built with
 	roster  *KeyRoster
 	relays  map[uint32]*ShareRelay
 	reqs    map[uint32]*UnmaskRequest
@@ -82,8 +92,9 @@ func newManual(t testing.TB, cfg Config, seed uint64) *manualSession {
 		t.Fatal(err)
 	}
 	ms.inputs = randomInputs(cfg, mrand.New(mrand.NewPCG(seed, 1)))
+	ms.ins = single(ms.inputs)
 	for _, id := range cfg.Parties {
-		if ms.parties[id], err = NewParty(cfg, id, ms.inputs[id]); err != nil {
+		if ms.parties[id], err = NewParty(cfg, id, ms.ins[id]); err != nil {
 			t.Fatal(err)
 		}
 	}

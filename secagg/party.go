@@ -16,10 +16,16 @@ import (
 // or with a message that fails validation, returns an error and leaves the
 // state unchanged (nothing secret is revealed by a rejected message). A Party
 // is not safe for concurrent use; one session uses one Party.
+//
+// A Party is bound to one session: every message it accepts must carry
+// cfg.Session, its state only moves forward, and it cannot be restarted. Its
+// Input is spent when MaskInput sends the masked input, so no Party of any
+// later session can send the same input again (see Input): after an abort
+// that follows MaskedInputCollection, a retry needs a fresh input.
 type Party struct {
 	cfg   Config
 	id    uint32
-	input []uint64
+	input *Input
 	state Round
 
 	encSK, maskSK *ecdh.PrivateKey
@@ -45,21 +51,28 @@ const (
 	maskKeyShare
 )
 
-// NewParty starts a session for party id with the fixed-point input vector
-// (len = cfg.VectorLen; see Encoding). The input is copied.
-func NewParty(cfg Config, id uint32, input []uint64) (*Party, error) {
+// NewParty starts a session for party id with the single-use fixed-point
+// input (Len = cfg.VectorLen; see Encoding and NewInput). It refuses, with an
+// error wrapping ErrInputSpent, an input already sent in a session.
+func NewParty(cfg Config, id uint32, input *Input) (*Party, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if !slices.Contains(cfg.Parties, id) {
 		return nil, fmt.Errorf("secagg: party %d is not in the roster", id)
 	}
-	if len(input) != cfg.VectorLen {
-		return nil, fmt.Errorf("secagg: party %d: input has %d words, want %d", id, len(input), cfg.VectorLen)
+	if input == nil {
+		return nil, fmt.Errorf("secagg: party %d: nil input", id)
+	}
+	if input.Len() != cfg.VectorLen {
+		return nil, fmt.Errorf("secagg: party %d: input has %d words, want %d", id, input.Len(), cfg.VectorLen)
+	}
+	if err := input.check(); err != nil {
+		return nil, fmt.Errorf("secagg: party %d: session %x: %w", id, cfg.Session, err)
 	}
 	cfg.Parties = cfg.roster()
 	cfg.Session = bytes.Clone(cfg.Session)
-	return &Party{cfg: cfg, id: id, input: slices.Clone(input), state: RoundAdvertiseKeys,
+	return &Party{cfg: cfg, id: id, input: input, state: RoundAdvertiseKeys,
 		revealed: make(map[uint32]shareKind)}, nil
 }
 
@@ -234,11 +247,16 @@ func shareAD(session []byte, from, to uint32) []byte {
 
 // MaskInput decrypts and stores the shares relayed from U2, and returns the
 // masked input y_u = x_u + PRG(b_u) + Σ_{v∈U2\{u}} ±PRG(s_{u,v}) (plus for
-// u < v, minus for u > v).
+// u < v, minus for u > v). This spends the party's Input: if another Party
+// has already sent it (in any session), MaskInput refuses with an error
+// wrapping ErrInputSpent and sends nothing.
 func (p *Party) MaskInput(m *ShareRelay) (*MaskedInput, error) {
 	const r = RoundMaskedInput
 	if err := p.expect(r); err != nil {
 		return nil, err
+	}
+	if err := p.input.check(); err != nil {
+		return nil, fmt.Errorf("secagg: party %d: round %s: session %x: %w", p.id, r, p.cfg.Session, err)
 	}
 	if m == nil {
 		return nil, p.errorf(r, "nil share relay")
@@ -285,7 +303,6 @@ func (p *Party) MaskInput(m *ShareRelay) (*MaskedInput, error) {
 		return nil, p.errorf(r, "shares relayed from %d parties (with this one), need at least %d", len(u2), p.cfg.needed())
 	}
 
-	y := slices.Clone(p.input)
 	streams := make([]maskStream, 0, len(u2))
 	selfKey, err := deriveKey(p.selfSeed, p.cfg.Session, infoSelfMask, p.id)
 	if err != nil {
@@ -311,6 +328,11 @@ func (p *Party) MaskInput(m *ShareRelay) (*MaskedInput, error) {
 		}
 		streams = append(streams, st)
 	}
+	// Last fallible step: from here on the masked input is sent.
+	y, err := p.input.spend(p.cfg.Session)
+	if err != nil {
+		return nil, fmt.Errorf("secagg: party %d: round %s: session %x: %w", p.id, r, p.cfg.Session, err)
+	}
 	applyMasks(y, streams)
 	p.u2, p.held = u2, held
 	for _, k := range p.pairKeys {
@@ -320,8 +342,6 @@ func (p *Party) MaskInput(m *ShareRelay) (*MaskedInput, error) {
 		clear(k)
 	}
 	p.pairKeys, p.shareKeys = nil, nil
-	clear(p.input)
-	p.input = nil
 	p.state = RoundUnmasking
 	return &MaskedInput{Session: bytes.Clone(p.cfg.Session), From: p.id, Masked: y}, nil
 }

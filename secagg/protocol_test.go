@@ -81,7 +81,7 @@ func TestExactSumEverySurvivorSet(t *testing.T) {
 	for k, tr := range trials {
 		cfg := testConfig(t, tr.n, tr.thr, tr.L, true)
 		inputs := randomInputs(cfg, rng)
-		res, err := Run(context.Background(), cfg, inputs, RunOptions{Drop: tr.drop, Workers: 1 + k%3})
+		res, err := Run(context.Background(), cfg, single(inputs), RunOptions{Drop: tr.drop, Workers: 1 + k%3})
 		if err != nil {
 			t.Fatalf("trial %d (n=%d t=%d drop=%v): %v", k, tr.n, tr.thr, tr.drop, err)
 		}
@@ -117,7 +117,7 @@ func TestAbortWhenFewerThanThreshold(t *testing.T) {
 			cfg := testConfig(t, 7, 5, 8, false)
 			inputs := randomInputs(cfg, mrand.New(mrand.NewPCG(1, 2)))
 			drop := map[uint32]Round{2: r, 5: r, 6: r}
-			_, err := Run(context.Background(), cfg, inputs, RunOptions{Drop: drop})
+			_, err := Run(context.Background(), cfg, single(inputs), RunOptions{Drop: drop})
 			var ab *AbortError
 			if !errors.As(err, &ab) {
 				t.Fatalf("got %v, want *AbortError", err)
@@ -138,7 +138,7 @@ func TestAbortNamesEarlierDropouts(t *testing.T) {
 	cfg := testConfig(t, 7, 5, 8, false)
 	inputs := randomInputs(cfg, mrand.New(mrand.NewPCG(1, 5)))
 	drop := map[uint32]Round{1: RoundShareKeys, 2: RoundShareKeys, 7: RoundUnmasking}
-	_, err := Run(context.Background(), cfg, inputs, RunOptions{Drop: drop})
+	_, err := Run(context.Background(), cfg, single(inputs), RunOptions{Drop: drop})
 	var ab *AbortError
 	if !errors.As(err, &ab) || ab.Round != RoundUnmasking || !slices.Equal(ab.Missing, []uint32{7}) || !slices.Equal(ab.Earlier, []uint32{1, 2}) {
 		t.Fatalf("got %v", err)
@@ -156,7 +156,7 @@ func TestMinSurvivorsAndTimeout(t *testing.T) {
 	// long enough for them on a loaded machine, and it is waited out once,
 	// in the round where party 4 stalls.
 	start := time.Now()
-	_, err := Run(context.Background(), cfg, inputs, RunOptions{Stall: map[uint32]Round{4: RoundMaskedInput}, RoundTimeout: time.Second})
+	_, err := Run(context.Background(), cfg, single(inputs), RunOptions{Stall: map[uint32]Round{4: RoundMaskedInput}, RoundTimeout: time.Second})
 	var ab *AbortError
 	if !errors.As(err, &ab) || ab.Round != RoundMaskedInput || !slices.Equal(ab.Missing, []uint32{4}) || ab.Need != 5 {
 		t.Fatalf("got %v, want abort in MaskedInputCollection missing [4] need 5", err)
@@ -167,7 +167,7 @@ func TestMinSurvivorsAndTimeout(t *testing.T) {
 	// Cancelling the context stops the run.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := Run(ctx, cfg, inputs, RunOptions{}); !errors.Is(err, context.Canceled) {
+	if _, err := Run(ctx, cfg, single(inputs), RunOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled run: %v", err)
 	}
 }
@@ -247,13 +247,13 @@ func ExampleRun() {
 		VectorLen: 3,
 	}
 	enc := Encoding{FracBits: 20, Bound: 100, Parties: len(ids)}
-	inputs := map[uint32][]uint64{}
+	inputs := map[uint32]*Input{}
 	for _, id := range ids {
 		x, err := enc.Encode([]float64{float64(id), -0.5, 1e-3})
 		if err != nil {
 			panic(err)
 		}
-		inputs[id] = x
+		inputs[id] = NewInput(x) // single use: a rerun needs fresh inputs
 	}
 	// Party 3 disconnects before sending its masked input.
 	res, err := Run(context.Background(), cfg, inputs, RunOptions{Drop: map[uint32]Round{3: RoundMaskedInput}})
@@ -329,7 +329,7 @@ func TestExtremePartyIDs(t *testing.T) {
 	cfg := testConfig(t, 3, 2, 5, false)
 	cfg.Parties = []uint32{1, 1 << 31, 1<<32 - 1}
 	inputs := randomInputs(cfg, mrand.New(mrand.NewPCG(9, 9)))
-	res, err := Run(context.Background(), cfg, inputs, RunOptions{Drop: map[uint32]Round{1 << 31: RoundMaskedInput}})
+	res, err := Run(context.Background(), cfg, single(inputs), RunOptions{Drop: map[uint32]Round{1 << 31: RoundMaskedInput}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestStallDuringUnmaskingStillSums(t *testing.T) {
 	}
 	cfg := testConfig(t, 5, 3, 16, false)
 	inputs := randomInputs(cfg, mrand.New(mrand.NewPCG(4, 4)))
-	res, err := Run(context.Background(), cfg, inputs, RunOptions{Stall: map[uint32]Round{2: RoundUnmasking}, RoundTimeout: time.Second})
+	res, err := Run(context.Background(), cfg, single(inputs), RunOptions{Stall: map[uint32]Round{2: RoundUnmasking}, RoundTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,10 +40,12 @@ type envelope struct {
 
 // Run executes one session in process: one goroutine per party, the server
 // in the calling goroutine, messages over channels. inputs maps every party
-// of cfg.Parties to its fixed-point input. It returns the server's Result,
-// or an error (an *AbortError if too few parties remain). All goroutines
-// have exited when Run returns.
-func Run(ctx context.Context, cfg Config, inputs map[uint32][]uint64, opt RunOptions) (*Result, error) {
+// of cfg.Parties to its single-use fixed-point input (NewInput); a party
+// that sends its masked input spends it, so the same inputs cannot be run
+// again, whether this session completes or aborts (see Input). It returns
+// the server's Result, or an error (an *AbortError if too few parties
+// remain). All goroutines have exited when Run returns.
+func Run(ctx context.Context, cfg Config, inputs map[uint32]*Input, opt RunOptions) (*Result, error) {
 	srv, err := NewServer(cfg)
 	if err != nil {
 		return nil, err

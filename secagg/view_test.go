@@ -71,7 +71,7 @@ func TestServerCannotUnmaskAnIndividual(t *testing.T) {
 func TestRunLogsRounds(t *testing.T) {
 	cfg := testConfig(t, 4, 3, 2, false)
 	var lines []string
-	_, err := Run(context.Background(), cfg, randomInputs(cfg, mrand.New(mrand.NewPCG(1, 1))), RunOptions{
+	_, err := Run(context.Background(), cfg, single(randomInputs(cfg, mrand.New(mrand.NewPCG(1, 1)))), RunOptions{
 		Drop: map[uint32]Round{4: RoundShareKeys},
 		Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) },
 	})
@@ -97,7 +97,7 @@ func ExampleServer() {
 	srv, _ := NewServer(cfg)
 	parties := map[uint32]*Party{}
 	for _, id := range cfg.Parties {
-		parties[id], _ = NewParty(cfg, id, []uint64{uint64(id), 10})
+		parties[id], _ = NewParty(cfg, id, NewInput([]uint64{uint64(id), 10}))
 		m, _ := parties[id].AdvertiseKeys()
 		srv.Receive(m)
 	}
