@@ -204,3 +204,91 @@ func TestVerificationKeysRejected(t *testing.T) {
 		}
 	}
 }
+
+// rfc3526Prime2048 is the 2048-bit MODP group prime of RFC 3526, a public
+// prime used here as a modulus that must be refused.
+const rfc3526Prime2048 = "0xFFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E3404DDEF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF5CB6F406B7EDEE386BFB5A899FA5AE9F24117C4B1FE649286651ECE45B3DC2007CB8A163BF0598DA48361C55D39A69163FA8FD24CF5F83655D23DCA3AD961C62F356208552BB9ED529077096966D670C354E4ABC9804F1746C08CA18217C32905E462E36CE3BE39E772C180E86039B2783A2EC07A28FB5C55DF06F4C52C9DE2BCBF6955817183995497CEA956AE515D2261898FA051015728E5A8AACAA68FFFFFFFFFFFFFFFF"
+
+// TestModulusChecks: moduli with a small factor, prime moduli and perfect
+// powers are refused by NewPublicKey and by the decoders; unbalanced and
+// too-close primes by NewPrivateKey and DealThreshold. Before, all of these
+// except squares and p = q were accepted.
+func TestModulusChecks(t *testing.T) {
+	p, q := testPrimePair(2048)
+	pq := new(big.Int).Mul(p, q)
+	prime, _ := new(big.Int).SetString(rfc3526Prime2048, 0)
+	mul := func(a int64, x *big.Int) *big.Int { return new(big.Int).Mul(big.NewInt(a), x) }
+	cube := new(big.Int).Exp(p, big.NewInt(3), nil)
+	// 32771^137 (32771 = 2^15 + 3 is prime): 2057 bits, no factor below
+	// 2^15, a 137-th power.
+	power := new(big.Int).Exp(big.NewInt(32771), big.NewInt(137), nil)
+	bad := []struct {
+		name string
+		n    *big.Int
+		want string
+	}{
+		{"factor 3", mul(3, pq), "small prime factor 3"},
+		{"factor 32749", mul(32749, pq), "small prime factor 32749"},
+		{"prime", prime, "modulus is prime"},
+		{"square", new(big.Int).Mul(p, p), "perfect square"},
+		{"cube", cube, "n = a^3"},
+		{"power of a large base", power, "perfect power"},
+	}
+	for _, b := range bad {
+		if _, err := NewPublicKey(b.n); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("NewPublicKey(%s): %v, want an error mentioning %q", b.name, err, b.want)
+		}
+		enc := putU16(header(kindPublicKey), len(b.n.Bytes()))
+		enc = append(enc, b.n.Bytes()...)
+		if _, err := ParsePublicKey(enc); err == nil || !strings.Contains(err.Error(), b.want) {
+			t.Errorf("ParsePublicKey(%s): %v, want an error mentioning %q", b.name, err, b.want)
+		}
+	}
+	if _, err := NewPublicKey(pq); err != nil {
+		t.Fatalf("good modulus refused: %v", err)
+	}
+	// The known-answer key n = 293 * 433 still passes the test-size check.
+	if _, err := newPublicKey(big.NewInt(126869), minTestModulusBits); err != nil {
+		t.Fatal(err)
+	}
+
+	// Unbalanced primes (1024 and 1536 bits) through the exported API.
+	p3, _ := testPrimePair(3072)
+	if _, err := NewPrivateKey(p, p3); err == nil || !strings.Contains(err.Error(), "equal lengths") {
+		t.Errorf("NewPrivateKey with unbalanced primes: %v", err)
+	}
+	if _, _, err := DealThreshold(testRand(t, 1), p, p3, 3, 2); err == nil || !strings.Contains(err.Error(), "equal lengths") {
+		t.Errorf("DealThreshold with unbalanced primes: %v", err)
+	}
+	// Too-close primes: the next (safe) prime after a fixture prime, at
+	// 256- and 512-bit moduli (bounds 2^28 and 2^156).
+	p1, _ := testPrimePair(512)
+	close1 := nextPrime(p1, false)
+	if _, err := newPrivateKey(p1, close1, minTestModulusBits); err == nil || !strings.Contains(err.Error(), "too close") {
+		t.Errorf("newPrivateKey with |p-q| = %v: %v", new(big.Int).Sub(close1, p1), err)
+	}
+	p0, _ := testPrimePair(256)
+	close0 := nextPrime(p0, true)
+	if _, _, err := dealThreshold(testRand(t, 2), p0, close0, 3, 2, minTestModulusBits); err == nil || !strings.Contains(err.Error(), "too close") {
+		t.Errorf("dealThreshold with |p-q| = %v: %v", new(big.Int).Sub(close0, p0), err)
+	}
+	// Close primes at 2048 bits through the exported constructor: the bound
+	// is 2^924, and q = p + 2^900 + k is well inside it.
+	cq := new(big.Int).Add(p, new(big.Int).Lsh(bigOne, 900))
+	cq = nextPrime(cq, false)
+	if _, err := NewPrivateKey(p, cq); err == nil || !strings.Contains(err.Error(), "too close") {
+		t.Errorf("NewPrivateKey with |p-q| ~ 2^900: %v", err)
+	}
+}
+
+// nextPrime returns the smallest (safe, if safe) prime above x.
+func nextPrime(x *big.Int, safe bool) *big.Int {
+	c := new(big.Int).Add(x, bigTwo)
+	c.SetBit(c, 0, 1)
+	for {
+		if c.ProbablyPrime(0) && (!safe || new(big.Int).Rsh(c, 1).ProbablyPrime(0)) {
+			return c
+		}
+		c.Add(c, bigTwo)
+	}
+}

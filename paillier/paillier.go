@@ -36,7 +36,8 @@ type PublicKey struct {
 }
 
 // NewPublicKey returns the public key with modulus n. It rejects moduli
-// shorter than MinModulusBits, even moduli and perfect squares.
+// shorter than MinModulusBits, even or prime moduli, moduli with a prime
+// factor below 2^15 and perfect powers (squares included).
 func NewPublicKey(n *big.Int) (*PublicKey, error) {
 	return newPublicKey(n, MinModulusBits)
 }
@@ -48,11 +49,8 @@ func newPublicKey(n *big.Int, minBits int) (*PublicKey, error) {
 	if b := n.BitLen(); b < minBits || b > maxModulusBits {
 		return nil, fmt.Errorf("paillier: public key: modulus has %d bits, want %d to %d", b, minBits, maxModulusBits)
 	}
-	if n.Bit(0) == 0 {
-		return nil, errors.New("paillier: public key: modulus is even")
-	}
-	if s := new(big.Int).Sqrt(n); new(big.Int).Mul(s, s).Cmp(n) == 0 {
-		return nil, errors.New("paillier: public key: modulus is a perfect square")
+	if err := checkModulus(n); err != nil {
+		return nil, fmt.Errorf("paillier: public key: %w", err)
 	}
 	n = new(big.Int).Set(n)
 	pk := &PublicKey{
@@ -332,9 +330,10 @@ type PrivateKey struct {
 	lambda, dMod *big.Int // lcm(p-1, q-1) and lambda^-1 mod n (reference decryption)
 }
 
-// NewPrivateKey builds a private key from two distinct primes p and q with
-// gcd(pq, (p-1)(q-1)) = 1 and pq of at least MinModulusBits bits. Primality
-// is checked (Baillie-PSW plus 20 Miller-Rabin rounds).
+// NewPrivateKey builds a private key from two primes p and q of equal bit
+// length, at least 2^(|pq|/2 - 100) apart, with gcd(pq, (p-1)(q-1)) = 1 and
+// pq of at least MinModulusBits bits. Primality is checked (Baillie-PSW
+// plus 20 Miller-Rabin rounds), and n = pq must pass NewPublicKey.
 func NewPrivateKey(p, q *big.Int) (*PrivateKey, error) {
 	return newPrivateKey(p, q, MinModulusBits)
 }
@@ -354,8 +353,12 @@ func newPrivateKey(p, q *big.Int, minBits int) (*PrivateKey, error) {
 	return buildPrivateKey(p, q, minBits)
 }
 
-// buildPrivateKey is newPrivateKey for primes already checked.
+// buildPrivateKey is newPrivateKey for primes already checked for
+// primality.
 func buildPrivateKey(p, q *big.Int, minBits int) (*PrivateKey, error) {
+	if err := checkPrimePair(p, q); err != nil {
+		return nil, fmt.Errorf("paillier: private key: %w", err)
+	}
 	n := new(big.Int).Mul(p, q)
 	pk, err := newPublicKey(n, minBits)
 	if err != nil {
@@ -424,8 +427,9 @@ func GenerateKey(ctx context.Context, random io.Reader, bits int) (*PrivateKey, 
 	return NewPrivateKey(p, q)
 }
 
-// GenerateSafePrimePair returns two distinct safe primes of bits/2 bits each
-// whose product has exactly bits bits.
+// GenerateSafePrimePair returns two safe primes of bits/2 bits each whose
+// product has exactly bits bits, at least 2^(bits/2 - 100) apart (a second
+// prime closer than that, probability about 2^-100, is drawn again).
 func GenerateSafePrimePair(ctx context.Context, random io.Reader, bits, workers int, progress SafePrimeProgress) (p, q *big.Int, err error) {
 	if bits%2 != 0 {
 		return nil, nil, fmt.Errorf("paillier: safe prime pair: odd modulus size %d", bits)
@@ -439,7 +443,7 @@ func GenerateSafePrimePair(ctx context.Context, random io.Reader, bits, workers 
 		if q, err = GenerateSafePrime(ctx, random, bits/2, workers, progress); err != nil {
 			return nil, nil, err
 		}
-		if p.Cmp(q) != 0 {
+		if checkPrimePair(p, q) == nil {
 			return p, q, nil
 		}
 	}

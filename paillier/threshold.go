@@ -154,8 +154,8 @@ func GenerateThresholdKey(ctx context.Context, random io.Reader, bits, parties, 
 	return DealThreshold(random, p, q, parties, threshold)
 }
 
-// DealThreshold is the trusted dealer: from two distinct safe primes p and
-// q of equal length it builds an (N = parties, t = threshold) threshold key
+// DealThreshold is the trusted dealer: from two safe primes p and q of
+// equal length, at least 2^(|pq|/2 - 100) apart, it builds an (N = parties, t = threshold) threshold key
 // and returns the public key and the N shares, to be handed to their owners
 // over private channels; the dealer must then erase p, q and the shares.
 //
@@ -178,11 +178,8 @@ func dealThreshold(random io.Reader, p, q *big.Int, parties, threshold, minBits 
 	if p == nil || q == nil {
 		return nil, nil, errors.New("paillier: deal: nil prime")
 	}
-	if p.Cmp(q) == 0 {
-		return nil, nil, errors.New("paillier: deal: p = q")
-	}
-	if p.BitLen() != q.BitLen() {
-		return nil, nil, fmt.Errorf("paillier: deal: primes of %d and %d bits, want equal lengths", p.BitLen(), q.BitLen())
+	if err := checkPrimePair(p, q); err != nil {
+		return nil, nil, fmt.Errorf("paillier: deal: %w", err)
 	}
 	for k, x := range []*big.Int{p, q} {
 		if err := CheckSafePrime(x); err != nil {
