@@ -24,7 +24,9 @@ func ExamplePublicKey_Encrypt() {
 }
 
 // Threshold decryption: a dealer splits the key among 3 parties, any 2
-// decrypt the sum of encrypted votes; a forged share would be skipped.
+// decrypt the sum of encrypted votes; a forged share would be skipped. Each
+// holder checks, with DecryptSum, that what it decrypts is the product of
+// the listed votes (at least 4 of them) rather than a single vote.
 func ExampleDealThreshold() {
 	p, q := testPrimePair(2048)
 	tpk, shares, err := DealThreshold(rand.Reader, p, q, 3, 2)
@@ -39,7 +41,7 @@ func ExampleDealThreshold() {
 	total, _ := tpk.Sum(votes...)
 	var parts []*PartialDecryption
 	for _, s := range []*KeyShare{shares[2], shares[0]} {
-		pd, err := s.Decrypt(rand.Reader, total)
+		pd, err := s.DecryptSum(rand.Reader, total, votes, 4)
 		if err != nil {
 			panic(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"math/big"
 	"strings"
@@ -290,5 +291,58 @@ func nextPrime(x *big.Int, safe bool) *big.Int {
 			return c
 		}
 		c.Add(c, bigTwo)
+	}
+}
+
+// TestDecryptSumRefuses: a share holder partially decrypts only a
+// ciphertext it has checked is the product of at least the required number
+// of distinct contributions under its key.
+func TestDecryptSumRefuses(t *testing.T) {
+	tpk, shares := mustDeal(t, 512, 3, 2)
+	other, _ := mustDeal(t, 256, 3, 2)
+	rng := testRand(t, 51)
+	votes := make([]*Ciphertext, 4)
+	for i := range votes {
+		votes[i], _ = tpk.Encrypt(rng, big.NewInt(int64(10+i)))
+	}
+	sum3, _ := tpk.Sum(votes[:3]...)
+	sum2, _ := tpk.Sum(votes[:2]...)
+	weighted, _ := tpk.Sum(votes[0], votes[0], votes[1])
+	foreign, _ := other.Encrypt(rng, big.NewInt(1))
+	refusals := []struct {
+		name string
+		sum  *Ciphertext
+		list []*Ciphertext
+		min  int
+		want string
+	}{
+		{"single vote, minimum 1", votes[0], votes[:1], 1, "individual input"},
+		{"single vote, minimum 2", votes[0], votes[:1], 2, "fewer than the minimum 2"},
+		{"a vote claimed to be a sum", votes[0], votes[:3], 2, "not the product"},
+		{"sum of a subset", sum2, votes[:3], 2, "not the product"},
+		{"too few contributors", sum2, votes[:2], 3, "2 contributors, fewer than the minimum 3"},
+		{"repeated contributor", weighted, []*Ciphertext{votes[0], votes[0], votes[1]}, 3, "repeats contributor 0"},
+		{"foreign contributor", sum2, []*Ciphertext{votes[0], votes[1], foreign}, 2, "different public key"},
+		{"nil contributor", sum2, []*Ciphertext{votes[0], nil}, 2, "nil ciphertext"},
+	}
+	for _, r := range refusals {
+		pd, err := shares[0].DecryptSum(rng, r.sum, r.list, r.min)
+		if pd != nil || !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("%s: %v, %v; want a refusal mentioning %q", r.name, pd, err, r.want)
+		}
+	}
+	// The right product with enough contributors: two holders answer and
+	// the answers combine to the sum 10 + 11 + 12.
+	var parts []*PartialDecryption
+	for _, ks := range shares[1:] {
+		pd, err := ks.DecryptSum(rng, sum3, votes[:3], 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, pd)
+	}
+	res, err := tpk.Combine(sum3, parts)
+	if err != nil || res.Plaintext.Int64() != 33 {
+		t.Fatalf("combination of checked partial decryptions: %v, %v", res, err)
 	}
 }

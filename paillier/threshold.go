@@ -309,6 +309,11 @@ func (pd *PartialDecryption) Value() *big.Int { return new(big.Int).Set(pd.ci) }
 
 // Decrypt computes this party's partial decryption of ct with its proof of
 // correctness; random supplies the proof's randomness (crypto/rand).
+//
+// Decrypt decrypts whatever it is given: a holder that calls it on
+// ciphertexts received from others is a decryption oracle for the sender.
+// Holders in a protocol use DecryptSum, which checks that the ciphertext is
+// the sum of enough distinct contributions.
 func (ks *KeyShare) Decrypt(random io.Reader, ct *Ciphertext) (*PartialDecryption, error) {
 	if ks == nil || ks.pub == nil || ks.s == nil {
 		return nil, errors.New("paillier: partial decryption: nil or uninitialised key share")
@@ -325,6 +330,77 @@ func (ks *KeyShare) Decrypt(random io.Reader, ct *Ciphertext) (*PartialDecryptio
 		return nil, fmt.Errorf("paillier: partial decryption by party %d: %w", ks.index, err)
 	}
 	return &PartialDecryption{pub: tpk, index: ks.index, ci: ci, proof: proof}, nil
+}
+
+// ErrRefused is returned (wrapped) by KeyShare.DecryptSum when the
+// ciphertext it is asked to decrypt is not shown to be the sum of enough
+// distinct contributions.
+var ErrRefused = errors.New("refused to partially decrypt")
+
+// DecryptSum is Decrypt for a share holder that checks what it decrypts. A
+// holder that partially decrypts whatever it is sent is a decryption oracle
+// for whoever sends it ciphertexts: an aggregator that forwards a single
+// teacher's vote (or any other ciphertext) to t holders reads it. DecryptSum
+// partially decrypts sum only if
+//
+//   - minContributors >= 2 (a "sum" of one ciphertext is an individual
+//     input) and len(contributors) >= minContributors;
+//   - every contributor is a ciphertext under this key and no two are equal
+//     (a repeated ciphertext would weight one input: c^2 decrypts to 2m);
+//   - sum is exactly the product of the contributors modulo n^2, which the
+//     holder recomputes (PublicKey.Sum).
+//
+// Otherwise it returns an error wrapping ErrRefused and computes nothing.
+// In DPPP, minContributors is the number of honest teachers whose noise the
+// privacy calibration assumes to be in every decrypted sum (PRIVACY-NOTES
+// item 24): fewer contributors means less noise than the guarantee needs.
+//
+// What DecryptSum cannot check, and the calling protocol must: that each
+// contributor ciphertext really comes from a distinct, legitimate party
+// (authenticate them, e.g. signatures over the query identifier and the
+// ciphertext; an aggregator can otherwise pad a victim's vote with
+// encryptions of zero it made itself, or with a rerandomised copy of the
+// victim's vote, which is not byte-equal to it), and that the holder has not
+// already decrypted another sum that shares contributors with this one (two
+// sums that differ in one contributor reveal that contributor's input by
+// subtraction): decrypt at most one sum per query, and use each contributor
+// ciphertext in at most one decrypted sum.
+func (ks *KeyShare) DecryptSum(random io.Reader, sum *Ciphertext, contributors []*Ciphertext, minContributors int) (*PartialDecryption, error) {
+	if ks == nil || ks.pub == nil || ks.s == nil {
+		return nil, errors.New("paillier: partial decryption: nil or uninitialised key share")
+	}
+	tpk := ks.pub
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("paillier: partial decryption by party %d: %w: %s", ks.index, ErrRefused, fmt.Sprintf(format, args...))
+	}
+	if minContributors < 2 {
+		return nil, refuse("minimum of %d contributors: a sum of fewer than 2 ciphertexts is an individual input", minContributors)
+	}
+	if len(contributors) < minContributors {
+		return nil, refuse("%d contributors, fewer than the minimum %d", len(contributors), minContributors)
+	}
+	if err := tpk.owns(sum); err != nil {
+		return nil, refuse("sum: %v", err)
+	}
+	seen := make(map[string]int, len(contributors))
+	for k, ct := range contributors {
+		if err := tpk.owns(ct); err != nil {
+			return nil, refuse("contributor %d: %v", k, err)
+		}
+		key := string(ct.c.Bytes())
+		if j, dup := seen[key]; dup {
+			return nil, refuse("contributor %d repeats contributor %d", k, j)
+		}
+		seen[key] = k
+	}
+	prod, err := tpk.Sum(contributors...)
+	if err != nil {
+		return nil, refuse("%v", err)
+	}
+	if prod.c.Cmp(sum.c) != 0 {
+		return nil, refuse("the ciphertext is not the product of the %d listed contributors", len(contributors))
+	}
+	return ks.Decrypt(random, sum)
 }
 
 // VerifyPartial checks that pd is a correct partial decryption of ct by
