@@ -151,3 +151,41 @@ func TestAuditRejectsBadInput(t *testing.T) {
 		t.Errorf("constant mechanism: %+v %v", r, err)
 	}
 }
+
+// TestAuditGaussianDP: a scalar Gaussian mechanism with noise σ = Δ/μ passes
+// a μ-GDP audit at its μ, and the same mechanism with half the noise (true
+// μ doubled) is caught, on each of five seeds. The (ε, δ) audit of the
+// half-noise mechanism is logged for comparison.
+func TestAuditGaussianDP(t *testing.T) {
+	const sens, mu = 1.0, 0.27 // about the μ of (ε, δ) = (1, 1e-5)
+	for seed := uint64(1); seed <= 5; seed++ {
+		src := source(seed)
+		mech := func(sigma float64) func(int) (float64, error) {
+			return func(nb int) (float64, error) {
+				v := []float64{float64(nb) * sens}
+				err := noise.AddGaussian(src, v, sigma)
+				return v[0], err
+			}
+		}
+		good, err := AuditGaussianDP(context.Background(), mech(sens/mu), trials, confidence)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := good.CheckMu(mu); err != nil {
+			t.Errorf("seed %d: calibrated mechanism flagged: %v", seed, err)
+		}
+		bad, err := AuditGaussianDP(context.Background(), mech(sens/mu/2), trials, confidence)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad.CheckMu(mu) == nil {
+			t.Errorf("seed %d: half the noise not detected: μ ≥ %.3f, claimed %.3f", seed, bad.MuLower, mu)
+		}
+		epsd, err := AuditDelta(context.Background(), mech(sens/mu/2), trials, confidence, 1e-5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("seed %d: μ lower bounds %.3f (calibrated), %.3f (half noise; claim %.2f); (ε, δ) audit of half noise: ε ≥ %.3f (claim 1)",
+			seed, good.MuLower, bad.MuLower, mu, epsd.EpsilonLower)
+	}
+}

@@ -2,6 +2,7 @@ package regress
 
 import (
 	"context"
+	"math"
 	"testing"
 
 	"github.com/dplearn/dplearn/audit"
@@ -27,6 +28,19 @@ func neighbours(n int) [2][]float64 {
 // blocks projected on the whitened difference of the neighbours' exact
 // blocks. tauScale < 1 simulates a mis-calibration.
 func auditRelease(t *testing.T, release releaseFunc, cfg Config, trials int, tauScale float64) audit.Result {
+	t.Helper()
+	mech, _ := releaseStatistic(t, release, cfg, tauScale)
+	res, err := audit.AuditDelta(context.Background(), mech, trials, 0.95, cfg.Delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// releaseStatistic returns the audited statistic of auditRelease and the
+// Gaussian-DP μ the release's report claims for a worst-case pair: the
+// whitened sensitivity √(Σ((Δ_j + slack)/τ_j)²) from its printed numbers.
+func releaseStatistic(t *testing.T, release releaseFunc, cfg Config, tauScale float64) (func(int) (float64, error), float64) {
 	t.Helper()
 	ds := neighbours(10)
 	var exact [2]*Quadratic
@@ -80,11 +94,12 @@ func auditRelease(t *testing.T, release releaseFunc, cfg Config, trials int, tau
 		}
 		return s, nil
 	}
-	res, err := audit.AuditDelta(context.Background(), mech, trials, 0.95, cfg.Delta)
-	if err != nil {
-		t.Fatal(err)
+	mu2 := 0.0
+	for _, r := range p.Releases {
+		e := (r.Sensitivity + noise.GaussianGridSlack(r.Scale, r.Entries)) / r.Scale
+		mu2 += e * e
 	}
-	return res
+	return mech, math.Sqrt(mu2)
 }
 
 func subtract(a, b []float64) []float64 {
@@ -113,6 +128,40 @@ func TestAuditGaussianFM(t *testing.T) {
 		t.Fatalf("noise 3× too small not detected: ε lower bound %.3g ≤ %g", bad.EpsilonLower, cfg.Epsilon)
 	}
 	t.Logf("ε lower bounds: calibrated %.3f, mis-calibrated %.3f (claimed %g)", good.EpsilonLower, bad.EpsilonLower, cfg.Epsilon)
+}
+
+// TestAuditGaussianFMGaussianDP is the more powerful smoke test: the
+// Gaussian-DP audit (audit.AuditGaussianDP) of gaussian-fm's release against
+// the μ its report implies. The calibrated release passes and the release
+// with half its noise, which the (ε, δ) audit misses, is caught on each of
+// five seeds. A pass is not evidence of privacy (PRIVACY-NOTES item 22);
+// TestReportedGuaranteeHolds is the exact check.
+func TestAuditGaussianFMGaussianDP(t *testing.T) {
+	trials := 20000
+	seeds := uint64(5)
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := uint64(1); seed <= seeds; seed++ {
+		cfg := Config{Kind: Linear, Epsilon: 1, Delta: 1e-5, Split: 0.5, Source: noise.NewInsecureSeeded(100 + seed)}
+		mech, mu := releaseStatistic(t, gaussianFM{}.release, cfg, 1)
+		good, err := audit.AuditGaussianDP(context.Background(), mech, trials, 0.999)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := good.CheckMu(mu); err != nil {
+			t.Errorf("seed %d: calibrated release flagged: %v", seed, err)
+		}
+		half, _ := releaseStatistic(t, gaussianFM{}.release, cfg, 0.5)
+		bad, err := audit.AuditGaussianDP(context.Background(), half, trials, 0.999)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bad.CheckMu(mu) == nil {
+			t.Errorf("seed %d: half the noise not detected: μ ≥ %.3f, claimed %.3f", seed, bad.MuLower, mu)
+		}
+		t.Logf("seed %d: claimed μ %.3f; lower bounds %.3f (calibrated), %.3f (half noise)", seed, mu, good.MuLower, bad.MuLower)
+	}
 }
 
 // TestAuditRelaxedAndFM runs the same audit on the other released

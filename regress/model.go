@@ -31,10 +31,11 @@ type Model struct {
 	Training     Training       `json:"training"`
 }
 
-// Training records public facts about the fit.
+// Training records public facts about the fit. Nothing data-dependent
+// belongs here (PRIVACY-NOTES item 23): Rows is N, public by the
+// neighbouring relation; Trimmed is a function of the released noisy values.
 type Training struct {
 	Rows     int64    `json:"rows"`
-	Skipped  int64    `json:"skipped_rows,omitempty"`
 	Trimmed  int      `json:"trimmed_directions"`
 	Warnings []string `json:"warnings,omitempty"`
 }

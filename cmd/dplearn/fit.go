@@ -68,9 +68,10 @@ INSECURE generator for reproducible experiments, and the report says so.
 
 Input: CSV with a header row (quoted fields, \r\n, .gz by extension) or Parquet.
 A bad value stops the fit with file:line:column and the reason, unless
---skip-bad-rows is given: the count then goes into the model's training record
-and the privacy report notes that the guarantee treats the remaining N as
-public, which holds only if the number of bad rows is public knowledge.
+--skip-bad-rows is given: the count is then printed on this console only (it
+depends on the data, so it is never written to the model file or its report),
+and the report notes that the guarantee treats the remaining N as public,
+which holds only if the number of bad rows is public knowledge.
 The model file is written only when the fit succeeds (Ctrl-C leaves none).`,
 		Example: `  dplearn fit --data CPS1988.csv --schema cps.json --model linear \
       --mechanism gaussian-fm --epsilon 0.5 --delta 1e-5 --out wage.json`,
@@ -197,15 +198,17 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err != nil {
 		return err
 	}
-	if est.Private() && sum.Skipped > 0 {
-		res.Privacy.Notes = append(res.Privacy.Notes, fmt.Sprintf(
-			"%d bad rows were skipped (--skip-bad-rows): the guarantee treats N = %d as public; if the number of bad rows is not public knowledge, N and this count reveal something about the data and are not covered",
-			sum.Skipped, sum.Rows))
+	if est.Private() && o.skipBadRows {
+		// The note depends only on the flag, never on whether or how many
+		// rows were skipped: that count is data-dependent (PRIVACY-NOTES
+		// item 23) and stays on the local console.
+		res.Privacy.Notes = append(res.Privacy.Notes,
+			"fitted with --skip-bad-rows: the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered")
 	}
 	if est.Private() && o.delta > 0 && o.delta >= 1/float64(sum.Rows) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("δ = %g is not small next to 1/N = %g: such a guarantee permits publishing a whole record with probability δ", o.delta, 1/float64(sum.Rows)))
 	}
-	model, err := regress.NewModel(kind, s, res, regress.Training{Rows: sum.Rows, Skipped: sum.Skipped})
+	model, err := regress.NewModel(kind, s, res, regress.Training{Rows: sum.Rows})
 	if err != nil {
 		return err
 	}
@@ -229,13 +232,15 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			"warnings":     model.Training.Warnings,
 		})
 	}
-	return printFitText(w, model, o.out)
+	return printFitText(w, model, o.out, sum.Skipped)
 }
 
-func printFitText(w io.Writer, m *regress.Model, path string) error {
+// printFitText prints the fit for the local console. skipped (the number of
+// bad rows skipped) is data-dependent: it is printed here and nowhere else.
+func printFitText(w io.Writer, m *regress.Model, path string, skipped int64) error {
 	fmt.Fprintf(w, "Fitted %s regression of %q on %d rows", m.Kind, m.Schema.Target.Name, m.Training.Rows)
-	if m.Training.Skipped > 0 {
-		fmt.Fprintf(w, " (%d bad rows skipped)", m.Training.Skipped)
+	if skipped > 0 {
+		fmt.Fprintf(w, " (%d bad rows skipped; this count is shown on this console only)", skipped)
 	}
 	fmt.Fprintf(w, "; model written to %s\n\n", path)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
