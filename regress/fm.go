@@ -305,8 +305,8 @@ func (gaussianFM) release(q *Quadratic, cfg Config, n int64) (report.Privacy, fl
 		Private:   true,
 		Epsilon:   cfg.Epsilon,
 		Delta:     cfg.Delta,
-		Accountant: fmt.Sprintf("Λ1 and Λ2 calibrated jointly as one whitened Gaussian mechanism (budget split %.2f/%.2f of the squared sensitivity), analytic Gaussian (Balle & Wang 2018); achieved δ = %.6g",
-			split, 1-split, achieved),
+		Accountant: fmt.Sprintf("Λ1 and Λ2 calibrated jointly as one whitened Gaussian mechanism (budget split %.2f/%.2f of the squared sensitivity), analytic Gaussian (Balle & Wang 2018); achieved δ = %s",
+			split, 1-split, report.Up(achieved)),
 		Releases: []report.Release{
 			{Name: "Λ1 (order-1 coefficients)", Entries: len(q.Lambda1), Norm: "L2", Sensitivity: sens.Lambda1, Noise: "gaussian", Scale: tau1},
 			{Name: "Λ2 upper triangle (order-2 coefficients)", Entries: len(q.Upper), Norm: "L2 (Frobenius)", Sensitivity: sens.Lambda2, Noise: "gaussian", Scale: tau2},
