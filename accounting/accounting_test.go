@@ -392,33 +392,6 @@ func TestDDG(t *testing.T) {
 	}
 }
 
-func TestCAPE(t *testing.T) {
-	if CAPEColluders(3) != 0 || CAPEColluders(4) != 1 || CAPEColluders(9) != 2 || CAPEColluders(10) != 3 {
-		t.Fatal("S_C default wrong")
-	}
-	// Hand computation with S_C = 0: μ = S²(S+2)/(2τ²N²(1+S)).
-	S, tau, N, eps := 3.0, 0.05, 1000.0, 0.5
-	mu := S * S * (S + 2) / (2 * tau * tau * N * N * (1 + S))
-	x := (eps - mu) / (2 * mu)
-	want := 2 * 2 * mu / (eps - mu) * math.Exp(-x*x/2) / math.Sqrt(2*math.Pi)
-	got, err := CAPEDelta(3, 0, tau, 1000, eps)
-	if err != nil || !near(got, want, 1e-12) {
-		t.Fatalf("δ = %v want %v (%v)", got, want, err)
-	}
-	if _, err := CAPEDelta(3, 0, tau, 1000, 1.5); err == nil {
-		t.Error("ε ≥ 1 accepted")
-	}
-	if _, err := CAPEDelta(6, 2, tau, 1000, 0.5); err == nil {
-		t.Error("too many colluders accepted")
-	}
-	// More colluders cost privacy.
-	d1, _ := CAPEDelta(10, 1, 0.02, 5000, 0.5)
-	d3, _ := CAPEDelta(10, 3, 0.02, 5000, 0.5)
-	if !(d3 > d1) {
-		t.Errorf("δ(S_C=3)=%v not above δ(S_C=1)=%v", d3, d1)
-	}
-}
-
 func TestErrOverBudgetIsSentinel(t *testing.T) {
 	if !errors.Is(errors.Join(ErrOverBudget), ErrOverBudget) {
 		t.Fatal("sentinel")

@@ -65,52 +65,6 @@ func DDGRDP(p DDGParams, orders []float64) (RDP, error) {
 	return r, nil
 }
 
-// CAPEColluders returns the default number of colluding sites tolerated by CAPE,
-// S_C = ⌈S/3⌉ − 1.
-func CAPEColluders(sites int) int { return (sites+2)/3 - 1 }
-
-// CAPEDelta returns δ(ε) for the CAPE scheme (Imtiaz & Sarwate; Theorem 1 of
-// the Gaussian FM seed, Section 2.1) with S sites, each holding N/S samples
-// and adding local noise of standard deviation τ, at most S_C colluding sites
-// (honest-but-curious, secure aggregation of the noise shares):
-//
-//	μ_z = S³/(2τ²N²(1+S)) · ((S−S_C+2)/(S−S_C) + (9/(S−S_C))·S_C²/(S(1+S) − 3S_C²)),
-//	σ_z = 2μ_z,   δ = 2 σ_z/(ε−μ_z) · φ((ε−μ_z)/σ_z),
-//
-// φ the standard normal density. The theorem is stated for ε ∈ (0, 1); it
-// also needs ε > μ_z. Outside those ranges it returns an error.
-func CAPEDelta(sites, colluders int, tau float64, n int, epsilon float64) (float64, error) {
-	if sites < 2 {
-		return 0, fmt.Errorf("accounting: CAPE needs ≥ 2 sites, got %d", sites)
-	}
-	if colluders < 0 || colluders > CAPEColluders(sites) {
-		return 0, fmt.Errorf("accounting: CAPE tolerates 0 ≤ S_C ≤ ⌈S/3⌉−1 = %d colluders, got %d", CAPEColluders(sites), colluders)
-	}
-	if err := checkPositive("τ", tau); err != nil {
-		return 0, err
-	}
-	if n < sites {
-		return 0, fmt.Errorf("accounting: CAPE needs N ≥ S samples, got N=%d S=%d", n, sites)
-	}
-	if !finite(epsilon) || epsilon <= 0 || epsilon >= 1 {
-		return 0, fmt.Errorf("accounting: CAPE Theorem 1 holds for ε ∈ (0, 1), got %v", epsilon)
-	}
-	S, C, N := float64(sites), float64(colluders), float64(n)
-	den := S*(1+S) - 3*C*C
-	mu := S * S * S / (2 * tau * tau * N * N * (1 + S)) * ((S-C+2)/(S-C) + 9/(S-C)*C*C/den)
-	sz := 2 * mu
-	if epsilon <= mu {
-		return 0, fmt.Errorf("accounting: CAPE needs ε > μ_z = %g, got ε = %v (increase τ or N)", mu, epsilon)
-	}
-	x := (epsilon - mu) / sz
-	phi := math.Exp(-x*x/2) / math.Sqrt(2*math.Pi)
-	d := 2 * sz / (epsilon - mu) * phi
-	if d >= 1 {
-		return 0, fmt.Errorf("accounting: CAPE δ = %g ≥ 1 at ε=%v: no guarantee (increase τ or N)", d, epsilon)
-	}
-	return d, nil
-}
-
 // DDGSigma returns the smallest per-party σ (relative precision 1e-6,
 // rounded up, σ ≥ ½) such that the distributed discrete Gaussian with the
 // other parameters of p (p.Sigma is ignored) is (ε, δ)-DP by DDGRDP on the

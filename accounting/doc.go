@@ -3,11 +3,35 @@
 // grid slack of package noise), the binomial mechanism, privacy types ((ε, δ),
 // ρ-zCDP, Rényi-DP curves) with their compositions and conversions, the RDP of
 // (Poisson-subsampled) Gaussian steps, the distributed discrete Gaussian, the
-// CAPE bound, and a persistent budget ledger.
+// exact CAPE curve, Gaussian differential privacy, and a persistent budget
+// ledger.
 //
 // Every function validates its input and returns an error naming the bad
 // value; none returns a guarantee it cannot justify. Calibration functions
 // round in the safe direction (noise up, n up, δ and ε never down).
+//
+// # Which accountant (PRIVACY-NOTES item 21)
+//
+//   - Only Gaussian releases (several blocks, iterations, steps, CAPE
+//     rounds): Gaussian DP, exact under adaptive composition: GDPMu to
+//     compose, GDPEpsilon / GDPDelta for (ε, δ), GDPMuFor to calibrate.
+//   - Laplace and Gaussian releases mixed: add ρ's (PureToZCDP,
+//     GaussianZCDP, ComposeZCDP) and convert with ZCDP.EpsilonImproved.
+//   - Subsampled steps: the RDP curves of subsampled.go.
+//
+// # CAPE
+//
+// CAPEDeltaExact, CAPETau and CAPEDeltaSites give the exact privacy curve of
+// a CAPE release from the adversary's whole view (derived in the doc comment
+// of CAPEParams, checked numerically and by a Monte Carlo of the privacy
+// loss), with the per-site sensitivity an explicit argument.
+// CAPEDeltaAsPublished is the seed's Theorem 1, kept only as a labelled
+// figure: it understates δ by up to 10¹³×.
+//
+// # Ledger
+//
+// Ledger.Charge compares exact rational sums of the charges with the budget:
+// no tolerance, the spent total never exceeds the budget.
 //
 // # Order grid
 //
@@ -30,6 +54,12 @@
 //     (ClassicGaussianSigma); the analytic one holds for every ε.
 //   - The sum of discrete Gaussians is not a discrete Gaussian: DDGRDP adds
 //     the τ correction of Kairouz, Liu & Steinke.
+//   - Gaussian FM seed, Theorem 1 (CAPE): the privacy loss is N(μ, 2μ), so
+//     σ_z = √(2μ_z), not 2μ_z; and μ must come from the adversary's whole
+//     view, μ_h = Δ²S(S+S_H)/(2τ²S_H(S+1)), which for S_C = 0 is 2S/(S+2)
+//     times the seed's μ_z. S = 3, N = 100, τ = 0.106, ε = 0.9: the seed
+//     gives δ = 2.1·10⁻¹⁷, the exact δ is 7.9·10⁻⁴ (CAPEDeltaAsPublished,
+//     CAPEDeltaExact).
 //
 // # References
 //
@@ -48,4 +78,6 @@
 //   - Kairouz, Liu & Steinke 2021, "The distributed discrete Gaussian mechanism
 //     for federated learning with secure aggregation" (Prop. 14).
 //   - Imtiaz & Sarwate (CAPE), Theorem 1 as restated in the Gaussian FM seed.
+//   - Dong, Roth & Su 2022, "Gaussian differential privacy" (JRSS B): GDP and
+//     its exact composition.
 package accounting

@@ -49,11 +49,14 @@ func ExampleOptimalComposition() {
 	// Output: basic ε = 10, advanced ε = 5.850, optimal ε = 4.307
 }
 
-func ExampleCAPEDelta() {
-	sc := accounting.CAPEColluders(10) // ⌈10/3⌉ − 1 = 3
-	d, err := accounting.CAPEDelta(10, sc, 0.02, 2000, 0.5)
-	fmt.Printf("S_C = %d, δ = %.3g, %v\n", sc, d, err)
-	// Output: S_C = 3, δ = 1.43e-08, <nil>
+func ExampleCAPEDeltaExact() {
+	// 10 sites, ⌈10/3⌉ − 1 = 3 colluders, per-site means of scalars in [0, 1]
+	// over N_s = 200 records (Δ = 1/200), τ = 0.02.
+	p := accounting.CAPEParams{Sites: 10, Colluders: accounting.CAPEColluders(10), Tau: 0.02, Sensitivity: 1.0 / 200}
+	d, err := accounting.CAPEDeltaExact(p, 0.5)
+	tau, _ := accounting.CAPETau(0.5, 1e-5, 10, 3, 1.0/200)
+	fmt.Printf("S_C = %d, δ(0.5) = %.3g, %v; τ for (0.5, 1e-5): %.4g\n", p.Colluders, d, err, tau)
+	// Output: S_C = 3, δ(0.5) = 0.0194, <nil>; τ for (0.5, 1e-5): 0.05224
 }
 
 func ExampleLedger_Charge() {

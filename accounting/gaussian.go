@@ -3,6 +3,7 @@ package accounting
 import (
 	"fmt"
 	"math"
+	"math/big"
 
 	"github.com/dplearn/dplearn/noise"
 )
@@ -19,7 +20,7 @@ func AnalyticGaussianDelta(epsilon, sigma, sens float64) (float64, error) {
 	if err := checkDeltaArgs(epsilon, sigma, sens); err != nil {
 		return 0, err
 	}
-	return analyticDelta(epsilon, sens/sigma), nil
+	return analyticDelta(epsilon, ratioUp(sens, sigma)), nil
 }
 
 // checkDeltaArgs validates the arguments of the δ(ε) functions: ε finite and
@@ -254,7 +255,8 @@ func DiscreteGaussianSigma(epsilon, delta, sens float64) (float64, error) {
 // AnalyticGaussianEpsilon returns the smallest ε (relative precision 1e-12,
 // rounded up) such that the Gaussian mechanism with noise σ and L2
 // sensitivity Δ is (ε, δ)-DP: the inverse of AnalyticGaussianDelta in ε.
-// It is 0 when δ already covers the total variation distance.
+// It is 0 when δ already covers the total variation distance. It is
+// GDPEpsilon at μ = Δ/σ (rounded up).
 func AnalyticGaussianEpsilon(delta, sigma, sens float64) (float64, error) {
 	if err := checkDelta(delta); err != nil {
 		return 0, err
@@ -265,21 +267,10 @@ func AnalyticGaussianEpsilon(delta, sigma, sens float64) (float64, error) {
 	if err := checkPositive("sensitivity", sens); err != nil {
 		return 0, err
 	}
-	r := sens / sigma
-	ok := func(e float64) bool { return analyticDelta(e, r) <= delta }
-	if ok(0) {
-		return 0, nil
-	}
-	hi := 1.0
-	for !ok(hi) {
-		hi *= 2
-		if hi > 1e12 {
-			return 0, fmt.Errorf("accounting: no ε achieves δ=%g with Δ/σ=%g", delta, r)
-		}
-	}
-	e, err := bisect(0, hi, 1e-12, ok)
-	if err != nil {
-		return 0, err
-	}
-	return math.Nextafter(e, math.Inf(1)), nil
+	return GDPEpsilon(ratioUp(sens, sigma), delta)
+}
+
+// ratioUp returns a/b rounded up (a ≥ 0, b > 0, both finite).
+func ratioUp(a, b float64) float64 {
+	return ratUp(new(big.Rat).Quo(new(big.Rat).SetFloat64(a), new(big.Rat).SetFloat64(b)))
 }

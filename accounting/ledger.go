@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
+	"math/big"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -65,15 +65,25 @@ type LedgerState struct {
 	Charges []Charge `json:"charges"`
 }
 
-// Spent returns the total charged so far, in the budget's units.
+// Spent returns the total charged so far, in the budget's units: each
+// component is the exact sum of the charges rounded up to a float64, so it
+// is never below what was spent.
 func (s LedgerState) Spent() Budget {
-	var b Budget
+	e, d, r := s.spentExact()
+	return Budget{Epsilon: ratUp(e), Delta: ratUp(d), Rho: ratUp(r)}
+}
+
+// spentExact returns the exact sums of the charged ε, δ and ρ. The charges
+// are float64 values, i.e. dyadic rationals, so their sums are computed
+// without any rounding.
+func (s LedgerState) spentExact() (eps, delta, rho *big.Rat) {
+	eps, delta, rho = new(big.Rat), new(big.Rat), new(big.Rat)
 	for _, c := range s.Charges {
-		b.Epsilon += c.Epsilon
-		b.Delta += c.Delta
-		b.Rho += c.Rho
+		eps.Add(eps, new(big.Rat).SetFloat64(c.Epsilon))
+		delta.Add(delta, new(big.Rat).SetFloat64(c.Delta))
+		rho.Add(rho, new(big.Rat).SetFloat64(c.Rho))
 	}
-	return b
+	return eps, delta, rho
 }
 
 // Ledger is a named privacy budget persisted to a file. Charges are atomic
@@ -127,14 +137,19 @@ func (l *Ledger) State(ctx context.Context) (LedgerState, error) {
 	return l.read()
 }
 
-// budgetTolerance absorbs floating-point rounding in sums like 10 × 0.1.
-const budgetTolerance = 1e-9
-
 // Charge records a release costing c (Label and Time are filled in), or
 // returns an error wrapping ErrOverBudget if the total would exceed the
 // budget. A pure ε-DP charge (δ = 0, ρ = 0) on a ρ budget is converted to
-// ρ = ε²/2; an (ε, δ) charge with δ > 0 on a ρ budget, or a ρ charge on an
-// (ε, δ) budget, is refused (convert it explicitly first).
+// ρ = ε²/2 (rounded up); an (ε, δ) charge with δ > 0 on a ρ budget, or a ρ
+// charge on an (ε, δ) budget, is refused (convert it explicitly first).
+//
+// The comparison is exact, with no tolerance (PRIVACY-NOTES item 20): the
+// charges already recorded plus this one are summed as exact rationals and
+// compared with the budget exactly, so the spent total never exceeds the
+// budget, not even by one unit in the last place. The amounts are the
+// float64 values given: 0.25 + 0.25 + 0.5 fills a budget of 1 exactly, but
+// 0.1 as a float64 is 0.1000000000000000055…, so ten charges of 0.1 exceed a
+// budget of 1 and the tenth is refused.
 func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (LedgerState, error) {
 	if !finite(c.Epsilon) || !finite(c.Delta) || !finite(c.Rho) || c.Epsilon < 0 || c.Delta < 0 || c.Rho < 0 || c.Delta >= 1 {
 		return LedgerState{}, fmt.Errorf("accounting: invalid charge %+v", c)
@@ -153,16 +168,23 @@ func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (LedgerStat
 		case c.Delta > 0:
 			return st, fmt.Errorf("accounting: ledger %q is in ρ-zCDP; cannot charge (ε=%v, δ=%v)", st.Name, c.Epsilon, c.Delta)
 		case c.Epsilon > 0 && c.Rho == 0:
-			c.Rho, c.Epsilon = c.Epsilon*c.Epsilon/2, 0
+			c.Rho, c.Epsilon = mulUp(c.Epsilon, c.Epsilon, 0.5), 0
+			if !finite(c.Rho) {
+				return st, fmt.Errorf("%w: ledger %q: ε²/2 overflows", ErrOverBudget, st.Name)
+			}
 		case c.Epsilon > 0:
 			return st, fmt.Errorf("accounting: charge sets both ε and ρ: %+v", c)
 		}
 	} else if c.Rho > 0 {
 		return st, fmt.Errorf("accounting: ledger %q is in (ε, δ); convert ρ=%v to (ε, δ) before charging", st.Name, c.Rho)
 	}
-	spent := st.Spent()
-	over := func(used, add, total float64) bool { return used+add > total*(1+budgetTolerance) }
-	if over(spent.Epsilon, c.Epsilon, st.Budget.Epsilon) || over(spent.Delta, c.Delta, st.Budget.Delta) || over(spent.Rho, c.Rho, st.Budget.Rho) {
+	se, sd, sr := st.spentExact()
+	over := func(used *big.Rat, add, total float64) bool {
+		u := new(big.Rat).Add(used, new(big.Rat).SetFloat64(add))
+		return u.Cmp(new(big.Rat).SetFloat64(total)) > 0
+	}
+	if over(se, c.Epsilon, st.Budget.Epsilon) || over(sd, c.Delta, st.Budget.Delta) || over(sr, c.Rho, st.Budget.Rho) {
+		spent := st.Spent()
 		cost := Budget{c.Epsilon, c.Delta, c.Rho}
 		if st.Budget.IsZCDP() {
 			spent.Epsilon, spent.Delta = 0, 0

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -54,6 +56,75 @@ func TestLedgerChargesAndRefuses(t *testing.T) {
 	}
 }
 
+// TestLedgerExact: no tolerance (PRIVACY-NOTES item 20). Charges summing
+// exactly to the budget are accepted; one ulp more is refused; the old
+// relative 1e-9 overspend is refused; Spent never rounds down.
+func TestLedgerExact(t *testing.T) {
+	ctx := context.Background()
+	l, err := CreateLedger(ctx, filepath.Join(t.TempDir(), "exact.json"), "exact", Budget{Epsilon: 1, Delta: 1e-5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Charge(ctx, "a", Charge{Epsilon: 0.25, Delta: 2.5e-6}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Charge(ctx, "b", Charge{Epsilon: 0.25, Delta: 2.5e-6}); err != nil {
+		t.Fatal(err)
+	}
+	// 0.5 + 1 ulp would overspend ε by one ulp of 0.5.
+	if _, err := l.Charge(ctx, "ulp", Charge{Epsilon: math.Nextafter(0.5, 1)}); !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("ε overspend by one ulp accepted: %v", err)
+	}
+	// δ: 2·2.5e-6 + 5e-6 = 1e-5 exactly in binary (2.5e-6 = 1e-5/4), one ulp more is refused.
+	if _, err := l.Charge(ctx, "ulp δ", Charge{Epsilon: 0.5, Delta: math.Nextafter(5e-6, 1)}); !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("δ overspend by one ulp accepted: %v", err)
+	}
+	st, err := l.Charge(ctx, "c", Charge{Epsilon: 0.5, Delta: 5e-6})
+	if err != nil {
+		t.Fatalf("charges summing exactly to the budget refused: %v", err)
+	}
+	if sp := st.Spent(); sp.Epsilon != 1 || sp.Delta != 1e-5 {
+		t.Fatalf("spent %+v", sp)
+	}
+	if _, err := l.Charge(ctx, "tiny", Charge{Epsilon: 5e-324}); !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("smallest positive ε on a full budget accepted: %v", err)
+	}
+	// A relative 1e-9 overspend passed before.
+	l2, _ := CreateLedger(ctx, filepath.Join(t.TempDir(), "tol.json"), "tol", Budget{Epsilon: 1})
+	if _, err := l2.Charge(ctx, "over", Charge{Epsilon: 1 + 1e-10}); !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("relative 1e-10 overspend accepted: %v", err)
+	}
+	// Ten charges of the float64 0.1 (each 0.1000000000000000055…) exceed 1.
+	for i := 0; i < 9; i++ {
+		if _, err := l2.Charge(ctx, "tenth", Charge{Epsilon: 0.1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l2.Charge(ctx, "tenth", Charge{Epsilon: 0.1}); !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("10 × 0.1 > 1 accepted: %v", err)
+	}
+	// Spent is the exact sum rounded up: 9 × 0.1 exactly is above 0.9 (float).
+	st2, _ := l2.State(ctx)
+	exact := new(big.Rat)
+	for range 9 {
+		exact.Add(exact, new(big.Rat).SetFloat64(0.1))
+	}
+	if sp := st2.Spent().Epsilon; new(big.Rat).SetFloat64(sp).Cmp(exact) < 0 || math.Nextafter(sp, 0) >= ratUp(exact) {
+		t.Fatalf("spent %v is not the exact sum rounded up", sp)
+	}
+	// ρ: a pure ε charge converts to ε²/2 rounded up.
+	l3, _ := CreateLedger(ctx, filepath.Join(t.TempDir(), "rho.json"), "rho", Budget{Rho: 0.5})
+	if _, err := l3.Charge(ctx, "over", Charge{Epsilon: math.Nextafter(1, 2)}); !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("ε = 1+ulp (ρ > 0.5) accepted: %v", err)
+	}
+	if _, err := l3.Charge(ctx, "exact", Charge{Epsilon: 1}); err != nil {
+		t.Fatalf("ε = 1 (ρ = 0.5 exactly) refused: %v", err)
+	}
+	if _, err := l3.Charge(ctx, "huge", Charge{Epsilon: 1e300}); !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("overflowing ε²/2: %v", err)
+	}
+}
+
 func TestLedgerZCDP(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "rho.json")
@@ -97,7 +168,7 @@ func TestLedgerConcurrentGoroutines(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			_, err = l.Charge(ctx, fmt.Sprint("g", i), Charge{Epsilon: 0.05})
+			_, err = l.Charge(ctx, fmt.Sprint("g", i), Charge{Epsilon: 0.0625}) // 1/16, exact
 			if err == nil {
 				mu.Lock()
 				ok++
@@ -110,8 +181,8 @@ func TestLedgerConcurrentGoroutines(t *testing.T) {
 	wg.Wait()
 	l, _ := OpenLedger(path)
 	st, _ := l.State(ctx)
-	if ok != 20 || len(st.Charges) != 20 {
-		t.Fatalf("%d charges succeeded, %d recorded; want 20", ok, len(st.Charges))
+	if ok != 16 || len(st.Charges) != 16 {
+		t.Fatalf("%d charges succeeded, %d recorded; want 16", ok, len(st.Charges))
 	}
 }
 
@@ -124,7 +195,7 @@ func TestLedgerConcurrentProcesses(t *testing.T) {
 		}
 		n := 0
 		for i := 0; i < 10; i++ {
-			if _, err := l.Charge(context.Background(), "child", Charge{Epsilon: 0.1}); err == nil {
+			if _, err := l.Charge(context.Background(), "child", Charge{Epsilon: 0.125}); err == nil {
 				n++
 			}
 		}
@@ -163,8 +234,8 @@ func TestLedgerConcurrentProcesses(t *testing.T) {
 	}
 	l, _ := OpenLedger(path)
 	st, _ := l.State(ctx)
-	if total != 25 || len(st.Charges) != 25 {
-		t.Fatalf("children charged %d, ledger has %d; want 25", total, len(st.Charges))
+	if total != 20 || len(st.Charges) != 20 {
+		t.Fatalf("children charged %d, ledger has %d; want 20", total, len(st.Charges))
 	}
 }
 

@@ -3,6 +3,7 @@ package accounting
 import (
 	"fmt"
 	"math"
+	"math/big"
 )
 
 // EpsDelta is an (ε, δ)-DP guarantee.
@@ -75,6 +76,13 @@ func (z ZCDP) Epsilon(delta float64) (float64, error) {
 //	ε = inf_{α>1} αρ + (ln(1/δ) + (α−1)ln(1−1/α) − ln α)/(α−1),
 //
 // minimised numerically over α ∈ (1, 10⁶]. It is never larger than Epsilon.
+//
+// It is the default conversion of dplearn for compositions that are not all
+// Gaussian, in particular mixtures of Laplace (pure ε, ρ = ε²/2 by
+// PureToZCDP) and Gaussian (GaussianZCDP) releases composed with
+// ComposeZCDP (PRIVACY-NOTES item 21); Epsilon is the looser textbook bound,
+// for secondary figures. For compositions of Gaussian releases only, the
+// exact Gaussian-DP accountant (GDPMu, GDPEpsilon) is tighter still.
 func (z ZCDP) EpsilonImproved(delta float64) (float64, error) {
 	if err := z.Validate(); err != nil {
 		return 0, err
@@ -306,6 +314,9 @@ type GaussianStepsResult struct {
 	// For noise.AddGaussian steps it relies on the same discretisation
 	// argument and slack margin as GaussianSigma (see there).
 	EpsilonExact float64 `json:"epsilon_exact"`
+	// Mu is the Gaussian-DP parameter of the composition, √T·Δ/σ (rounded
+	// up): EpsilonExact = GDPEpsilon(Mu, δ).
+	Mu float64 `json:"mu"`
 }
 
 // GaussianSteps returns the privacy of T Gaussian mechanisms with noise σ and
@@ -341,7 +352,9 @@ func GaussianSteps(sigma, sens float64, steps int, delta float64) (GaussianSteps
 	if res.EpsilonRDP, err = z.EpsilonImproved(delta); err != nil {
 		return res, err
 	}
-	if res.EpsilonExact, err = AnalyticGaussianEpsilon(delta, sigma, sens*math.Sqrt(float64(steps))); err != nil {
+	// T equal Gaussian steps: μ = √(T·(Δ/σ)²), rounded up.
+	res.Mu = sqrtUp(new(big.Rat).Mul(big.NewRat(int64(steps), 1), sqRat(ratioUp(sens, sigma))))
+	if res.EpsilonExact, err = GDPEpsilon(res.Mu, delta); err != nil {
 		return res, err
 	}
 	return res, nil

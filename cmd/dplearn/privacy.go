@@ -9,6 +9,7 @@ import (
 
 	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/report"
 	"github.com/spf13/cobra"
 )
 
@@ -22,7 +23,7 @@ func newPrivacyCmd() *cobra.Command {
 
   calibrate       noise scale for a target (ε, δ) and sensitivity
   gaussian-steps  (ε, δ) of T Gaussian steps (noisy gradient descent)
-  cape            δ(ε) of the CAPE scheme (Theorem 1 of the Gaussian FM paper)
+  cape            exact δ(ε) of the CAPE scheme, or τ for a target (ε, δ)
   binomial        smallest number of coin flips for the binomial mechanism
   sample          draw noise with fresh secure randomness, one sample per line
   subsampled      (ε, δ) or noise multiplier of Poisson-subsampled Gaussian steps (DP-SGD)
@@ -113,7 +114,8 @@ Example:
 			return writeJSON(cmd.OutOrStdout(), out)
 		}
 		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "scale = %s\n", fmtF(scale))
+		// A calibrated noise scale is copied into mechanisms: rounded up.
+		fmt.Fprintf(w, "scale = %s\n", report.Up(scale))
 		fmt.Fprintf(w, "%s for (ε = %g, δ = %g) and sensitivity %g.\n", how, eps, delta, sens)
 		if slack {
 			fmt.Fprintln(w, "Includes the rounding slack of dplearn's power-of-two noise grid; use with its samplers.")
@@ -173,6 +175,7 @@ Example:
 		if f == formatJSON {
 			return writeJSON(cmd.OutOrStdout(), map[string]any{
 				"epsilon_exact":       r.EpsilonExact,
+				"mu":                  r.Mu,
 				"epsilon_rdp":         r.EpsilonRDP,
 				"epsilon_rdp_classic": r.EpsilonRDPClassic,
 				"epsilon_zcdp":        r.EpsilonZCDP,
@@ -187,10 +190,12 @@ Example:
 		}
 		w := cmd.OutOrStdout()
 		fmt.Fprintf(w, "%d Gaussian steps with σ = %g, sensitivity %g, are (ε, δ = %g)-DP with\n", steps, sigma, sens, delta)
-		fmt.Fprintf(w, "  ε = %s  (exact: one Gaussian with sensitivity √T·S, Gaussian DP; the tightest)\n", fmtF(r.EpsilonExact))
-		fmt.Fprintf(w, "  ε = %s  (improved RDP conversion)\n", fmtF(r.EpsilonRDP))
-		fmt.Fprintf(w, "  ε = %s  (zCDP, ρ = %s)\n", fmtF(r.EpsilonZCDP), fmtF(r.Rho))
-		fmt.Fprintf(w, "  ε = %s  (Gaussian FM paper Eq. 7-8, α = %s, as published)\n", fmtF(r.EpsilonRDPClassic), fmtF(r.AlphaClassic))
+		// ε, ρ and μ are guarantees: rounded up. α is the order the
+		// published formula uses (any α > 1 is valid): informational.
+		fmt.Fprintf(w, "  ε = %s  (exact: one Gaussian with sensitivity √T·S, i.e. μ = %s Gaussian DP; the tightest)\n", report.Up(r.EpsilonExact), report.Up(r.Mu))
+		fmt.Fprintf(w, "  ε = %s  (improved RDP conversion)\n", report.Up(r.EpsilonRDP))
+		fmt.Fprintf(w, "  ε = %s  (zCDP, ρ = %s)\n", report.Up(r.EpsilonZCDP), report.Up(r.Rho))
+		fmt.Fprintf(w, "  ε = %s  (Gaussian FM paper Eq. 7-8, α = %s, as published)\n", report.Up(r.EpsilonRDPClassic), fmtInfo(r.AlphaClassic))
 		return nil
 	}
 	return cmd
@@ -198,52 +203,192 @@ Example:
 
 func newPrivacyCAPECmd() *cobra.Command {
 	var sites, colluders, n int
-	var tau, eps float64
+	var tau, eps, delta, sens float64
+	var siteSens []float64
 	cmd := &cobra.Command{
 		Use:   "cape",
-		Short: "δ(ε) of the CAPE scheme",
-		Long: `cape prints δ for a given ε by Theorem 1 of the CAPE scheme (Imtiaz & Sarwate;
-Section 2.1 of the Gaussian FM paper): S sites each holding N/S samples and adding
-local Gaussian noise of standard deviation τ, at most C colluding sites.
+		Short: "Exact δ(ε) of the CAPE scheme, or τ for a target (ε, δ)",
+		Long: `cape prints the exact privacy of one CAPE release (Imtiaz & Sarwate; Section 5
+of the Gaussian FM paper): S sites, each adding zero-sum noise e_s (from
+ê_s ~ N(0, τ²) and secure aggregation) plus local noise g_s ~ N(0, τ²/S) to
+its release, at most C sites colluding with the aggregator.
 
-The guarantee assumes honest-but-curious sites, C ≤ ⌈S/3⌉ − 1 colluders
-(the default) and a secure aggregation that hides individual noise shares;
-without secure aggregation the zero-sum noise gives no privacy. The theorem is
-stated for ε ∈ (0, 1).
+The adversary sees every site's release, the sum of the ê_s and everything
+the colluders hold. For a record at an honest site whose release has L2
+sensitivity Δ, the privacy loss is N(μ, 2μ) with
+  μ = Δ² S (S + S_H) / (2 τ² S_H (S + 1)),   S_H = S − C,
+and δ(ε) = Φ(√(μ/2) − ε/√(2μ)) − e^ε Φ(−√(μ/2) − ε/√(2μ)), for every ε > 0
+(PRIVACY-NOTES item 18; derivation in accounting.CAPEParams).
+
+The per-site sensitivity: give it with --sensitivity (the L2 sensitivity of
+ONE site's release, after whitening if it has several blocks), or with
+--site-sensitivities for unequal sites (the worst site is reported), or give
+--n alone for the paper's convention: each site holds N/S samples and releases
+a mean of values in [0, 1], so Δ = S/N. With --n the paper's Theorem 1 is
+also printed, labelled "as published": it is NOT a guarantee (it understates
+δ, by up to 10¹³×).
+
+Give --tau for δ at ε, or --delta instead to get the smallest τ (rounded up)
+that makes the release (ε, δ)-DP.
+
+Trust model: honest-but-curious parties, C ≤ ⌈S/3⌉ − 1 colluders (the
+default; dplearn's secure aggregation tolerates no more) and a secure
+aggregation that hides individual noise shares; without secure aggregation
+the zero-sum noise gives no privacy. Printed δ, μ and calibrated τ are rounded
+up; no grid slack of dplearn's samplers is included in Δ.
+
+JSON keys: mode (delta or calibrate-tau), delta (exact δ at ε and τ), epsilon,
+tau, sites, colluders, sensitivity, sensitivity_source, mu, gdp_mu, n,
+target_delta, worst_site, delta_as_published (null when not applicable),
+as_published_note. Numbers in JSON are full precision.
 
 Example:
-  dplearn privacy cape --sites 10 --tau 0.05 --n 10000 --epsilon 0.5 --format json`,
+  dplearn privacy cape --sites 3 --n 100 --tau 0.106 --epsilon 0.9
+  dplearn privacy cape --sites 10 --sensitivity 0.01 --epsilon 0.5 --delta 1e-5 --format json`,
 		Args: cobra.NoArgs,
 	}
 	format := addFormatFlag(cmd)
 	cmd.Flags().IntVar(&sites, "sites", 0, "number of sites S")
 	cmd.Flags().IntVar(&colluders, "colluders", -1, "colluding sites C (default ⌈S/3⌉−1)")
-	cmd.Flags().Float64Var(&tau, "tau", 0, "local noise standard deviation τ")
-	cmd.Flags().IntVar(&n, "n", 0, "total number of samples N")
-	cmd.Flags().Float64Var(&eps, "epsilon", 0, "ε in (0, 1)")
+	cmd.Flags().Float64Var(&tau, "tau", 0, "noise standard deviation τ of each ê_s (g_s has τ/√S)")
+	cmd.Flags().Float64Var(&delta, "delta", 0, "target δ: calibrate τ instead of giving --tau")
+	cmd.Flags().Float64Var(&sens, "sensitivity", 0, "L2 sensitivity of one site's release (whitened)")
+	cmd.Flags().Float64SliceVar(&siteSens, "site-sensitivities", nil, "per-site L2 sensitivities, comma-separated (unequal sites; sets S)")
+	cmd.Flags().IntVar(&n, "n", 0, "total number of samples N (paper's convention Δ = S/N; as-published figure)")
+	cmd.Flags().Float64Var(&eps, "epsilon", 0, "ε (> 0)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		f, err := format()
 		if err != nil {
 			return err
 		}
-		if err := requireFlags(cmd, "sites", "tau", "n", "epsilon"); err != nil {
+		if err := requireFlags(cmd, "epsilon"); err != nil {
 			return err
 		}
-		if !cmd.Flags().Changed("colluders") {
+		has := cmd.Flags().Changed
+		if has("tau") == has("delta") {
+			return fmt.Errorf("privacy cape: give exactly one of --tau (δ at ε) and --delta (τ for (ε, δ))")
+		}
+		if has("sensitivity") && has("site-sensitivities") {
+			return fmt.Errorf("privacy cape: give --sensitivity or --site-sensitivities, not both")
+		}
+		if has("site-sensitivities") {
+			if has("sites") && sites != len(siteSens) {
+				return fmt.Errorf("privacy cape: --sites %d but %d site sensitivities", sites, len(siteSens))
+			}
+			sites = len(siteSens)
+		} else if err := requireFlags(cmd, "sites"); err != nil {
+			return err
+		}
+		if !has("colluders") {
 			colluders = accounting.CAPEColluders(sites)
 		}
-		d, err := accounting.CAPEDelta(sites, colluders, tau, n, eps)
+		if colluders > accounting.CAPEColluders(sites) {
+			return fmt.Errorf("privacy cape: --colluders %d: dplearn's secure aggregation tolerates at most ⌈S/3⌉−1 = %d colluding sites", colluders, accounting.CAPEColluders(sites))
+		}
+		source := "--sensitivity"
+		worst := -1
+		switch {
+		case has("site-sensitivities"):
+			source = "--site-sensitivities (worst site)"
+		case has("sensitivity"):
+		case has("n"):
+			if sens, err = accounting.CAPESeedSensitivity(sites, n); err != nil {
+				return fmt.Errorf("privacy cape: %w", err)
+			}
+			source = "paper's convention S/N"
+		default:
+			return fmt.Errorf("privacy cape: give the per-site sensitivity: --sensitivity, --site-sensitivities, or --n for the paper's convention Δ = S/N (see --help)")
+		}
+		mode := "delta"
+		if has("delta") {
+			mode = "calibrate-tau"
+			if has("site-sensitivities") {
+				tau, err = accounting.CAPETauSites(eps, delta, siteSens, colluders)
+			} else {
+				tau, err = accounting.CAPETau(eps, delta, sites, colluders, sens)
+			}
+			if err != nil {
+				return fmt.Errorf("privacy cape: %w", err)
+			}
+		}
+		var d float64
+		if has("site-sensitivities") {
+			d, worst, err = accounting.CAPEDeltaSites(siteSens, colluders, tau, eps)
+			if err == nil {
+				sens = siteSens[worst]
+			}
+		} else {
+			d, err = accounting.CAPEDeltaExact(accounting.CAPEParams{Sites: sites, Colluders: colluders, Tau: tau, Sensitivity: sens}, eps)
+		}
 		if err != nil {
 			return fmt.Errorf("privacy cape: %w", err)
 		}
+		p := accounting.CAPEParams{Sites: sites, Colluders: colluders, Tau: tau, Sensitivity: sens}
+		mu, err := accounting.CAPEMu(p)
+		if err != nil {
+			return fmt.Errorf("privacy cape: %w", err)
+		}
+		eta, err := accounting.CAPEGDPMu(p)
+		if err != nil {
+			return fmt.Errorf("privacy cape: %w", err)
+		}
+		var pub any // JSON null unless the paper's theorem applies
+		pubNote := "not computed: needs --n"
+		if has("n") {
+			if v, err := accounting.CAPEDeltaAsPublished(sites, colluders, tau, n, eps); err != nil {
+				pubNote = "not applicable: " + err.Error()
+			} else {
+				pub = v
+				pubNote = "Theorem 1 of the Gaussian FM paper with per-site sensitivity S/N; as published, NOT a guarantee"
+			}
+		}
 		if f == formatJSON {
-			return writeJSON(cmd.OutOrStdout(), map[string]any{"delta": d, "epsilon": eps, "sites": sites,
-				"colluders": colluders, "tau": tau, "n": n})
+			out := map[string]any{"mode": mode, "delta": d, "epsilon": eps, "tau": tau, "sites": sites,
+				"colluders": colluders, "sensitivity": sens, "sensitivity_source": source, "mu": mu, "gdp_mu": eta,
+				"delta_as_published": pub, "as_published_note": pubNote}
+			if has("n") {
+				out["n"] = n
+			}
+			if has("delta") {
+				out["target_delta"] = delta
+			}
+			if worst >= 0 {
+				out["worst_site"] = worst
+			}
+			return writeJSON(cmd.OutOrStdout(), out)
 		}
 		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "delta = %s\n", fmtF(d))
-		fmt.Fprintf(w, "CAPE with %d sites, ≤ %d colluding, τ = %g, N = %d is (ε = %g, δ = %s)-DP per site,\n", sites, colluders, tau, n, eps, fmtF(d))
-		fmt.Fprintln(w, "assuming honest-but-curious sites and secure aggregation of the noise shares.")
+		if mode == "calibrate-tau" {
+			// τ is noise to be added: printed rounded up.
+			fmt.Fprintf(w, "tau = %s\n", report.Up(tau))
+			fmt.Fprintf(w, "Smallest τ (rounded up) for which one CAPE release is (ε = %g, δ = %g)-DP by the exact curve; achieved δ = %s.\n", eps, delta, report.Up(d))
+		} else {
+			fmt.Fprintf(w, "delta = %s\n", report.Up(d))
+			fmt.Fprintf(w, "One CAPE release is (ε = %g, δ = %s)-DP for every record at an honest site (exact).\n", eps, report.Up(d))
+		}
+		// τ: a calibrated τ is noise to add, rounded up; a given τ is echoed
+		// exactly. Δ is echoed exactly, or as the fraction S/N.
+		tauText := fmt.Sprintf("%g", tau)
+		if mode == "calibrate-tau" {
+			tauText = report.Up(tau)
+		}
+		sensText := fmt.Sprintf("%g (%s", sens, source)
+		switch {
+		case worst >= 0:
+			sensText += fmt.Sprintf(": site %d of %d)", worst, sites)
+		case source == "paper's convention S/N":
+			sensText = fmt.Sprintf("S/N = %d/%d (the paper's convention: means over N/S samples per site)", sites, n)
+		default:
+			sensText += ")"
+		}
+		fmt.Fprintf(w, "  %d sites, ≤ %d colluding, τ = %s, per-site sensitivity Δ = %s\n", sites, colluders, tauText, sensText)
+		fmt.Fprintf(w, "  privacy loss N(μ, 2μ) with μ = %s; as Gaussian DP, μ_GDP = √(2μ) = %s (composes by √Σμ_GDP²)\n", report.Up(mu), report.Up(eta))
+		if pub != nil {
+			fmt.Fprintf(w, "  as published (Gaussian FM paper, Theorem 1, Δ = S/N; NOT a guarantee, understates δ): δ = %s\n", report.Up(pub.(float64)))
+		} else if has("n") {
+			fmt.Fprintf(w, "  as published (Gaussian FM paper, Theorem 1): %s\n", pubNote)
+		}
+		fmt.Fprintln(w, "Assumes honest-but-curious parties and secure aggregation of the noise shares.")
 		return nil
 	}
 	return cmd
@@ -444,8 +589,12 @@ func sampler(mech string, scale float64, flips int64, src noise.Source, haveScal
 	return nil, fmt.Errorf("--mechanism %q: want laplace, gaussian, discrete-laplace, discrete-gaussian or binomial", mech)
 }
 
-// fmtF formats a float with 6 significant digits.
-func fmtF(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
+// fmtInfo formats a float with 6 significant digits, rounded to nearest: only
+// for informational figures that are neither guarantees nor noise to copy
+// (an RDP order). Guarantees (ε, δ, ρ, μ) print with report.Up, calibrated
+// noise scales with report.Up, spent budgets with report.Up, and echoed
+// inputs with %g (shortest exact representation).
+func fmtInfo(x float64) string { return strconv.FormatFloat(x, 'g', 6, 64) }
 
 func newPrivacySubsampledCmd() *cobra.Command {
 	var sigma, q, delta, eps float64
@@ -512,8 +661,14 @@ Example:
 			return writeJSON(cmd.OutOrStdout(), map[string]any{"epsilon": e, "delta": delta, "sigma": sigma,
 				"q": q, "steps": steps, "order": order, "neighbours": rel})
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%d steps with sampling rate %g and noise multiplier σ = %s are (ε = %s, δ = %g)-DP for %s neighbours (best RDP order %g).\n",
-			steps, q, fmtF(sigma), fmtF(e), delta, rel, order)
+		// A calibrated σ (from --epsilon) is noise to copy: rounded up; a
+		// given σ is echoed exactly. ε is a guarantee: rounded up.
+		sigmaText := fmt.Sprintf("%g", sigma)
+		if hasE {
+			sigmaText = report.Up(sigma)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%d steps with sampling rate %g and noise multiplier σ = %s are (ε = %s, δ = %g)-DP for %s neighbours (best RDP order %s).\n",
+			steps, q, sigmaText, report.Up(e), delta, rel, fmtInfo(order))
 		return nil
 	}
 	return cmd
@@ -543,7 +698,9 @@ Example:
 		c.Flags().Float64Var(&b.Delta, "delta", 0, "δ")
 		c.Flags().Float64Var(&b.Rho, "rho", 0, "ρ (zCDP)")
 	}
-	report := func(c *cobra.Command, f outputFormat, st accounting.LedgerState) error {
+	// Spent amounts are rounded up (never understate what was spent); the
+	// budget is echoed exactly with %g.
+	printLedger := func(c *cobra.Command, f outputFormat, st accounting.LedgerState) error {
 		spent := st.Spent()
 		if f == formatJSON {
 			return writeJSON(c.OutOrStdout(), map[string]any{"name": st.Name, "zcdp": st.Budget.IsZCDP(),
@@ -553,10 +710,10 @@ Example:
 		}
 		w := c.OutOrStdout()
 		if st.Budget.IsZCDP() {
-			fmt.Fprintf(w, "ledger %q: spent ρ = %s of %s in %d charges\n", st.Name, fmtF(spent.Rho), fmtF(st.Budget.Rho), len(st.Charges))
+			fmt.Fprintf(w, "ledger %q: spent ρ = %s of %g in %d charges\n", st.Name, report.Up(spent.Rho), st.Budget.Rho, len(st.Charges))
 		} else {
-			fmt.Fprintf(w, "ledger %q: spent ε = %s of %s, δ = %s of %s in %d charges\n", st.Name,
-				fmtF(spent.Epsilon), fmtF(st.Budget.Epsilon), fmtF(spent.Delta), fmtF(st.Budget.Delta), len(st.Charges))
+			fmt.Fprintf(w, "ledger %q: spent ε = %s of %g, δ = %s of %g in %d charges\n", st.Name,
+				report.Up(spent.Epsilon), st.Budget.Epsilon, report.Up(spent.Delta), st.Budget.Delta, len(st.Charges))
 		}
 		return nil
 	}
@@ -584,7 +741,7 @@ Example:
 		if err != nil {
 			return err
 		}
-		return report(c, f, st)
+		return printLedger(c, f, st)
 	}
 
 	var label string
@@ -610,7 +767,7 @@ Example:
 		if err != nil {
 			return fmt.Errorf("privacy ledger charge: %w", err)
 		}
-		return report(c, f, st)
+		return printLedger(c, f, st)
 	}
 
 	show := &cobra.Command{Use: "show", Short: "Show what has been spent", Args: cobra.NoArgs,
@@ -632,7 +789,7 @@ Example:
 		if err != nil {
 			return err
 		}
-		return report(c, f, st)
+		return printLedger(c, f, st)
 	}
 	cmd.AddCommand(create, charge, show)
 	return cmd

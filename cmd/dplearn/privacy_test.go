@@ -87,16 +87,83 @@ func TestPrivacyGaussianSteps(t *testing.T) {
 }
 
 func TestPrivacyCAPE(t *testing.T) {
-	m := privacyJSON(t, "cape", "--sites", "3", "--tau", "0.05", "--n", "1000", "--epsilon", "0.5")
-	want, _ := accounting.CAPEDelta(3, 0, 0.05, 1000, 0.5)
-	if m["delta"].(float64) != want || m["colluders"].(float64) != 0 {
-		t.Errorf("cape %v want δ=%v", m, want)
+	// The review's first case in the paper's convention (Δ = S/N): exact δ,
+	// and the as-published figure labelled as such.
+	m := privacyJSON(t, "cape", "--sites", "3", "--tau", "0.106", "--n", "100", "--epsilon", "0.9")
+	sens, _ := accounting.CAPESeedSensitivity(3, 100)
+	want, _ := accounting.CAPEDeltaExact(accounting.CAPEParams{Sites: 3, Colluders: 0, Tau: 0.106, Sensitivity: sens}, 0.9)
+	pub, _ := accounting.CAPEDeltaAsPublished(3, 0, 0.106, 100, 0.9)
+	if m["delta"].(float64) != want || m["colluders"].(float64) != 0 || m["delta_as_published"].(float64) != pub ||
+		m["sensitivity"].(float64) != sens || m["mode"] != "delta" || m["n"].(float64) != 100 {
+		t.Errorf("cape %v want δ=%v, as published %v", m, want, pub)
 	}
-	m = privacyJSON(t, "cape", "--sites", "10", "--colluders", "1", "--tau", "0.02", "--n", "5000", "--epsilon", "0.5")
-	want, _ = accounting.CAPEDelta(10, 1, 0.02, 5000, 0.5)
-	if m["delta"].(float64) != want {
+	if !(want > 7e-4 && want < 9e-4) || !(pub < 1e-16) {
+		t.Errorf("δ = %v, as published %v", want, pub)
+	}
+	out, _, err := runPrivacy(t, "cape", "--sites", "3", "--tau", "0.106", "--n", "100", "--epsilon", "0.9")
+	if err != nil || !strings.Contains(out, "delta = 7.9473e-04") || !strings.Contains(out, "as published") || !strings.Contains(out, "NOT a guarantee") {
+		t.Errorf("text %q %v", out, err)
+	}
+	// Explicit sensitivity, colluders; no --n: no as-published figure.
+	m = privacyJSON(t, "cape", "--sites", "10", "--colluders", "1", "--tau", "0.02", "--sensitivity", "0.002", "--epsilon", "0.5")
+	want, _ = accounting.CAPEDeltaExact(accounting.CAPEParams{Sites: 10, Colluders: 1, Tau: 0.02, Sensitivity: 0.002}, 0.5)
+	if m["delta"].(float64) != want || m["delta_as_published"] != nil || m["sensitivity_source"] != "--sensitivity" {
 		t.Errorf("cape %v want %v", m, want)
 	}
+	// Calibrate τ for a target δ; default colluders ⌈10/3⌉−1 = 3.
+	m = privacyJSON(t, "cape", "--sites", "10", "--n", "1000", "--epsilon", "0.5", "--delta", "1e-5")
+	tau, _ := accounting.CAPETau(0.5, 1e-5, 10, 3, 0.01)
+	if m["tau"].(float64) != tau || m["mode"] != "calibrate-tau" || m["delta"].(float64) > 1e-5 || m["target_delta"].(float64) != 1e-5 || m["colluders"].(float64) != 3 {
+		t.Errorf("calibrate %v want τ = %v", m, tau)
+	}
+	// Unequal sites: the worst one.
+	m = privacyJSON(t, "cape", "--site-sensitivities", "0.01,0.02,0.005,0.01", "--tau", "0.1", "--epsilon", "1")
+	want, worst, _ := accounting.CAPEDeltaSites([]float64{0.01, 0.02, 0.005, 0.01}, 1, 0.1, 1)
+	if m["delta"].(float64) != want || m["worst_site"].(float64) != float64(worst) || worst != 1 || m["sites"].(float64) != 4 {
+		t.Errorf("sites %v want %v at %d", m, want, worst)
+	}
+}
+
+// TestPrivacyPrintsRoundedUp: every guarantee printed as text is at least the
+// full-precision JSON value (PRIVACY-NOTES item 20), and a calibrated noise
+// scale is never printed below the computed one.
+func TestPrivacyPrintsRoundedUp(t *testing.T) {
+	num := func(t *testing.T, out, prefix string) float64 {
+		t.Helper()
+		i := strings.Index(out, prefix)
+		if i < 0 {
+			t.Fatalf("%q not in %q", prefix, out)
+		}
+		f := strings.FieldsFunc(out[i+len(prefix):], func(r rune) bool { return strings.ContainsRune(" \n,;()", r) })
+		v, err := strconv.ParseFloat(strings.TrimSuffix(f[0], "."), 64)
+		if err != nil {
+			t.Fatalf("%q: %v", f[0], err)
+		}
+		return v
+	}
+	check := func(args []string, pairs map[string]string) {
+		t.Helper()
+		m := privacyJSON(t, args...)
+		out, _, err := runPrivacy(t, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for prefix, key := range pairs {
+			if got, want := num(t, out, prefix), m[key].(float64); got < want {
+				t.Errorf("%v: printed %s%v below %v", args, prefix, got, want)
+			}
+		}
+	}
+	check([]string{"cape", "--sites", "10", "--tau", "0.03", "--n", "1000", "--epsilon", "0.5"},
+		map[string]string{"delta = ": "delta", "μ = ": "mu", "μ_GDP = √(2μ) = ": "gdp_mu"})
+	check([]string{"cape", "--sites", "3", "--n", "100", "--epsilon", "0.9", "--delta", "1e-5"},
+		map[string]string{"tau = ": "tau"})
+	check([]string{"calibrate", "--mechanism", "gaussian", "--epsilon", "0.7", "--delta", "1e-6", "--sensitivity", "3"},
+		map[string]string{"scale = ": "scale"})
+	check([]string{"gaussian-steps", "--sigma", "7", "--sensitivity", "1.3", "--steps", "37", "--delta", "1e-5"},
+		map[string]string{"ε = ": "epsilon_exact", "ρ = ": "rho", "μ = ": "mu"})
+	check([]string{"subsampled", "--epsilon", "2", "--q", "0.01", "--steps", "300", "--delta", "1e-5"},
+		map[string]string{"σ = ": "sigma", "(ε = ": "epsilon"})
 }
 
 func TestPrivacyBinomial(t *testing.T) {
@@ -165,7 +232,13 @@ func TestPrivacyErrors(t *testing.T) {
 		{"calibrate", "--mechanism", "discrete-gaussian", "--epsilon", "1", "--delta", "1e-5", "--sensitivity", "0.5"},
 		{"gaussian-steps", "--sigma", "0", "--sensitivity", "1", "--steps", "1", "--delta", "1e-5"},
 		{"cape", "--sites", "6", "--colluders", "2", "--tau", "1", "--n", "100", "--epsilon", "0.5"},
-		{"cape", "--sites", "6", "--tau", "1", "--n", "100", "--epsilon", "1.5"},
+		{"cape", "--sites", "6", "--tau", "1", "--epsilon", "0.5"},
+		{"cape", "--sites", "6", "--tau", "1", "--delta", "1e-5", "--n", "100", "--epsilon", "0.5"},
+		{"cape", "--sites", "6", "--n", "100", "--epsilon", "0.5"},
+		{"cape", "--sites", "6", "--tau", "1", "--sensitivity", "0.1", "--site-sensitivities", "0.1,0.2", "--epsilon", "0.5"},
+		{"cape", "--sites", "3", "--tau", "1", "--site-sensitivities", "0.1,0.2", "--epsilon", "0.5"},
+		{"cape", "--sites", "3", "--tau", "1", "--sensitivity", "-1", "--epsilon", "0.5"},
+		{"cape", "--tau", "1", "--sensitivity", "0.1", "--epsilon", "0.5"},
 		{"binomial", "--epsilon", "1", "--delta", "2"},
 		{"sample", "--mechanism", "gaussian", "--count", "3"},
 		{"sample", "--mechanism", "binomial", "--count", "3"},
