@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -94,9 +95,51 @@ func ParseKeySharePEM(data []byte) (*KeyShare, error) {
 	return ParseKeyShare(b)
 }
 
-// LoadThresholdPublicKey reads a public key file.
+// MaxKeyFileBytes bounds the size of the key files that LoadKeyShare and
+// LoadThresholdPublicKey read: the largest legitimate file (an 8192-bit
+// key with MaxParties verification keys, base64 in PEM) is under 3 MiB.
+const MaxKeyFileBytes = 4 << 20
+
+// readKeyFile opens path once and reads it through that handle: it checks
+// on the open file (fstat, not a second lookup of the path, which another
+// process could swap in between) that it is a regular file of at most
+// MaxKeyFileBytes bytes and, if private, that group and others have no
+// permission on it.
+func readKeyFile(path string, private bool) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v)", path, st.Mode().Type())
+	}
+	if perm := st.Mode().Perm(); private && perm&0o077 != 0 {
+		return nil, fmt.Errorf("%s has permissions %#o; it must be private (chmod 600)", path, perm)
+	}
+	if st.Size() > MaxKeyFileBytes {
+		return nil, fmt.Errorf("%s has %d bytes, more than the %d of any key file", path, st.Size(), MaxKeyFileBytes)
+	}
+	// The file may grow after the fstat: read at most one byte past the
+	// bound.
+	data, err := io.ReadAll(io.LimitReader(f, MaxKeyFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxKeyFileBytes {
+		return nil, fmt.Errorf("%s has more than the %d bytes of any key file", path, MaxKeyFileBytes)
+	}
+	return data, nil
+}
+
+// LoadThresholdPublicKey reads a public key file (a regular file of at most
+// MaxKeyFileBytes bytes).
 func LoadThresholdPublicKey(path string) (*ThresholdPublicKey, error) {
-	data, err := os.ReadFile(path)
+	data, err := readKeyFile(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("paillier: read public key: %w", err)
 	}
@@ -108,16 +151,11 @@ func LoadThresholdPublicKey(path string) (*ThresholdPublicKey, error) {
 }
 
 // LoadKeyShare reads a share file. Like ssh with private keys, it refuses a
-// file that group or others may read or write.
+// file that group or others may read or write; the file is opened once and
+// its mode, type (regular) and size (at most MaxKeyFileBytes) are checked on
+// the open handle, so the file checked is the file read.
 func LoadKeyShare(path string) (*KeyShare, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("paillier: read key share: %w", err)
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("paillier: key share %s has permissions %#o; it must be private (chmod 600)", path, perm)
-	}
-	data, err := os.ReadFile(path)
+	data, err := readKeyFile(path, true)
 	if err != nil {
 		return nil, fmt.Errorf("paillier: read key share: %w", err)
 	}
@@ -129,8 +167,14 @@ func LoadKeyShare(path string) (*KeyShare, error) {
 }
 
 // WriteKeyFiles writes the public key (mode 0644) and one share file per
-// party (mode 0600) into dir, created with mode 0700 if missing. Existing
-// files are an error unless overwrite is set. It returns the paths written.
+// party (mode 0600) into dir, created with mode 0700 if missing. A
+// directory that exists already must be private too: if group or others
+// have any permission on it (mode & 0077 != 0) it is refused, since they
+// could list, replace or (if writable) swap the share files. The directory
+// is opened once (os.Root) and checked and written through that handle, so
+// files cannot be redirected elsewhere by symbolic links or by renaming the
+// directory after the check. Existing files are an error unless overwrite
+// is set. It returns the paths written.
 func WriteKeyFiles(dir string, tpk *ThresholdPublicKey, shares []*KeyShare, overwrite bool) (publicPath string, sharePaths []string, err error) {
 	if tpk == nil || len(shares) != tpk.parties {
 		return "", nil, errors.New("paillier: write keys: shares do not match the public key")
@@ -138,20 +182,33 @@ func WriteKeyFiles(dir string, tpk *ThresholdPublicKey, shares []*KeyShare, over
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", nil, fmt.Errorf("paillier: write keys: %w", err)
 	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", nil, fmt.Errorf("paillier: write keys: %w", err)
+	}
+	defer root.Close()
+	st, err := root.Stat(".")
+	if err != nil {
+		return "", nil, fmt.Errorf("paillier: write keys: %w", err)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return "", nil, fmt.Errorf("paillier: write keys: directory %s has mode %#o; key shares need a private directory (chmod 700 %s, or choose a new directory)", dir, perm, dir)
+	}
 	publicPath = filepath.Join(dir, PublicKeyFile)
-	if err := writeFileMode(publicPath, tpk.MarshalPEM(), 0o644, overwrite); err != nil {
+	if err := writeFileMode(root, PublicKeyFile, publicPath, tpk.MarshalPEM(), 0o644, overwrite); err != nil {
 		return "", nil, fmt.Errorf("paillier: write keys: %w", err)
 	}
 	for _, ks := range shares {
-		if ks.pub.ID() != tpk.ID() {
-			return "", nil, fmt.Errorf("paillier: write keys: share %d belongs to another key", ks.index)
+		if ks == nil || ks.pub == nil || ks.pub.ID() != tpk.ID() {
+			return "", nil, fmt.Errorf("paillier: write keys: share %v belongs to another key", ks)
 		}
 		data, err := ks.MarshalPEM()
 		if err != nil {
 			return "", nil, fmt.Errorf("paillier: write keys: %w", err)
 		}
-		p := filepath.Join(dir, ShareFileName(ks.index))
-		if err := writeFileMode(p, data, 0o600, overwrite); err != nil {
+		name := ShareFileName(ks.index)
+		p := filepath.Join(dir, name)
+		if err := writeFileMode(root, name, p, data, 0o600, overwrite); err != nil {
 			return "", nil, fmt.Errorf("paillier: write keys: %w", err)
 		}
 		sharePaths = append(sharePaths, p)
@@ -159,14 +216,15 @@ func WriteKeyFiles(dir string, tpk *ThresholdPublicKey, shares []*KeyShare, over
 	return publicPath, sharePaths, nil
 }
 
-// writeFileMode creates path with exactly mode (regardless of umask),
-// refusing to replace an existing file unless overwrite.
-func writeFileMode(path string, data []byte, mode os.FileMode, overwrite bool) error {
+// writeFileMode creates name in root with exactly mode (regardless of
+// umask), refusing to replace an existing file unless overwrite; path is
+// the name reported in errors.
+func writeFileMode(root *os.Root, name, path string, data []byte, mode os.FileMode, overwrite bool) error {
 	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if !overwrite {
 		flags |= os.O_EXCL
 	}
-	f, err := os.OpenFile(path, flags, mode)
+	f, err := root.OpenFile(name, flags, mode)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("%s exists (refusing to overwrite key material)", path)

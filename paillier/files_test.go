@@ -1,6 +1,8 @@
 package paillier
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +90,68 @@ func TestSafePrimesFile(t *testing.T) {
 	for _, tc := range bad {
 		if _, _, err := ParseSafePrimes([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseSafePrimes(%q) error %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// TestKeyFilesRefuseLooseDirectory: an existing output directory on which
+// group or others have any permission is refused, naming it and its mode;
+// a private one is used. Before, WriteKeyFiles wrote shares into any
+// existing directory.
+func TestKeyFilesRefuseLooseDirectory(t *testing.T) {
+	tpk, shares := mustDeal(t, 512, 2, 2)
+	for _, mode := range []os.FileMode{0o755, 0o750, 0o711, 0o707, 0o777} {
+		dir := filepath.Join(t.TempDir(), "keys")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, mode); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := WriteKeyFiles(dir, tpk, shares, false)
+		want := fmt.Sprintf("directory %s has mode %#o", dir, mode)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("mode %#o: %v, want an error mentioning %q", mode, err, want)
+		}
+		if names, _ := os.ReadDir(dir); len(names) != 0 {
+			t.Errorf("mode %#o: wrote %d files into a loose directory", mode, len(names))
+		}
+	}
+	dir := t.TempDir() // 0755 (testing makes it with 0777 &^ umask)
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := WriteKeyFiles(dir, tpk, shares, false); err != nil {
+		t.Fatalf("private existing directory refused: %v", err)
+	}
+}
+
+// TestLoadKeyFileChecks: the loaders refuse non-regular and oversized files
+// (checked on the open handle, with the read bounded), as well as shares
+// with loose permissions.
+func TestLoadKeyFileChecks(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.pem")
+	f, err := os.OpenFile(big, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(MaxKeyFileBytes + 1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for name, load := range map[string]func(string) error{
+		"share":  func(p string) error { _, err := LoadKeyShare(p); return err },
+		"public": func(p string) error { _, err := LoadThresholdPublicKey(p); return err },
+	} {
+		if err := load(big); err == nil || !strings.Contains(err.Error(), "more than") {
+			t.Errorf("%s: oversized file: %v", name, err)
+		}
+		if err := load(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("%s: directory: %v", name, err)
+		}
+		if err := load(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: missing file: %v", name, err)
 		}
 	}
 }
