@@ -73,7 +73,7 @@ func logLik(coef []float64, test *table) float64 {
 	return ll / float64(test.N())
 }
 
-var irlsSeries = []string{"nonprivate", "irls (zCDP, Gaussian A)", "irls (zCDP, Laplace A)",
+var irlsSeries = []string{"nonprivate", "irls (Gaussian DP, Gaussian A)", "irls (zCDP, Laplace A)",
 	"ε-DP IRLS (conventional composition)", "(ε,δ)-DP IRLS (advanced composition)", "irls-wishart (as published, not DP)"}
 
 func irlsSpec() spec {
@@ -108,10 +108,10 @@ func buildIRLS(ctx context.Context, e *env) (*plan, error) {
 	}
 	notes := []string{
 		"Data are scaled by public constants (x/(2√d) projected into the unit ball, y/(4√d) clipped to [−1, 1]) instead of the seed's division by the data's maxima (PRIVACY-NOTES item 7). The log-likelihood is the seed's Gaussian noise model (σ = 0.1) on the original y scale.",
-		fmt.Sprintf("irls (zCDP): regress's DP-IRLS, (ε, δ) = (%g, %g) by zCDP over the 2J releases, symmetric Gaussian noise on B (PRIVACY-NOTES items 10-11); Gaussian or Laplace noise on A.", irlsEpsilon, irlsDelta),
+		fmt.Sprintf("irls: regress's DP-IRLS, (ε, δ) = (%g, %g), symmetric Gaussian noise on B (PRIVACY-NOTES items 10-11). With Gaussian noise on A the 2J releases are calibrated by their exact composition (Gaussian DP, PRIVACY-NOTES item 21); with Laplace noise on A by zCDP and the Canonne-Kamath-Steinke conversion.", irlsEpsilon, irlsDelta),
 		"Conventional and advanced composition: pure-DP Laplace noise on A (L1 sensitivity 2√d/(ηN)) and on B's upper triangle (L1 sensitivity (d+1)/(ηN)), each of the 2J releases at ε/(2J) (basic composition, ε-DP) or at the ε_0 for which the advanced composition theorem gives ε with δ′ = δ. These are valid DP replacements of the seed's variants, which used the (non-DP) Wishart noise on B.",
 		"irls-wishart is the seed's Algorithm 1 as published (Wishart noise on B): it is not differentially private (PRIVACY-NOTES item 10) and is shown only to reproduce the seed's curve.",
-		"The seed's CDP-IRLS claims (ε, √(2ε))-CDP, whose ε is a mean privacy loss, not an (ε, δ)-DP guarantee; our zCDP variants deliver (ε, δ)-DP, so they get less budget than the seed's CDP curve did.",
+		"The seed's CDP-IRLS claims (ε, √(2ε))-CDP, whose ε is a mean privacy loss, not an (ε, δ)-DP guarantee; our variants deliver (ε, δ)-DP, so they get less budget than the seed's CDP curve did.",
 	}
 	return &plan{jobs: jobs, figures: []figure{fig}, notes: notes, claims: irlsClaims}, nil
 }
@@ -139,7 +139,7 @@ func irlsJob(n int) job {
 		}
 		for _, c := range []v{
 			{"nonprivate", "nonprivate", ""},
-			{"irls (zCDP, Gaussian A)", "irls", "gaussian"},
+			{"irls (Gaussian DP, Gaussian A)", "irls", "gaussian"},
 			{"irls (zCDP, Laplace A)", "irls", "laplace"},
 			{"irls-wishart (as published, not DP)", "irls-wishart", ""},
 		} {
@@ -307,7 +307,7 @@ func irlsClaims(a *Aggregate) []Claim {
 	med := func(r Row) string {
 		return fmt.Sprintf("%s [%s, %s]", fmtNum(r.Median), fmtNum(r.Q1), fmtNum(r.Q3))
 	}
-	g := a.series("ll", "irls (zCDP, Gaussian A)", "loglik")
+	g := a.series("ll", "irls (Gaussian DP, Gaussian A)", "loglik")
 	c := a.series("ll", "ε-DP IRLS (conventional composition)", "loglik")
 	v := a.series("ll", "(ε,δ)-DP IRLS (advanced composition)", "loglik")
 	np := a.series("ll", "nonprivate", "loglik")
@@ -334,8 +334,8 @@ func irlsClaims(a *Aggregate) []Claim {
 	}
 	cl := []Claim{{
 		Paper:    "CDP-IRLS needs significantly less data than DP-IRLS (conventional composition) for the same privacy",
-		Measured: "median log-lik, zCDP Gaussian vs conventional: " + strings.Join(parts, "; "),
-		Holds:    h + " (our zCDP variant is (ε, δ)-DP, the seed's CDP was not)",
+		Measured: "median log-lik, irls (Gaussian DP) vs conventional: " + strings.Join(parts, "; "),
+		Holds:    h + " (our variant is (ε, δ)-DP, the seed's CDP was not)",
 	}, {
 		Paper:    "CDP-IRLS beats the advanced-composition DP-IRLS",
 		Measured: fmt.Sprintf("median log-lik higher at %d of %d N", winsAdv, len(g)),
@@ -344,7 +344,7 @@ func irlsClaims(a *Aggregate) []Claim {
 	first, last, npl := g[0], g[len(g)-1], np[len(np)-1]
 	cl = append(cl, Claim{
 		Paper:    "DP-IRLS approaches the non-private fit as N grows",
-		Measured: fmt.Sprintf("zCDP Gaussian median log-lik %s at N=%g, %s at N=%g; nonprivate %s", med(first), first.X, med(last), last.X, med(npl)),
+		Measured: fmt.Sprintf("irls (Gaussian DP) median log-lik %s at N=%g, %s at N=%g; nonprivate %s", med(first), first.X, med(last), last.X, med(npl)),
 		Holds:    map[bool]string{true: "yes", false: "no"}[math.Abs(last.Median-npl.Median) < math.Abs(first.Median-np[0].Median)],
 	})
 	return cl
