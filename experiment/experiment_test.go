@@ -254,8 +254,8 @@ func TestRunUtilityTinyDeterministic(t *testing.T) {
 	for k, r := range rows {
 		if strings.HasPrefix(k, "cps1988 vs N|noisygd|overall_epsilon|") {
 			v, _ := strconv.ParseFloat(r[5], 64)
-			if relErr(v, g.EpsilonRDP) > 1e-7 {
-				t.Errorf("overall ε %v, want %v", v, g.EpsilonRDP)
+			if relErr(v, g.EpsilonExact) > 1e-7 {
+				t.Errorf("overall ε %v, want the exact composition's %v", v, g.EpsilonExact)
 			}
 		}
 		if strings.HasPrefix(k, "cps1988 vs N|noisygd|overall_epsilon_eq7|") {
