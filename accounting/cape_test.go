@@ -290,7 +290,7 @@ var reviewCAPECases = []struct {
 // below the simulated δ.
 func TestCAPEMonteCarlo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(18, 2024))
-	n := 400_000
+	n := 200_000
 	if testing.Short() {
 		n = 100_000
 	}
@@ -337,6 +337,17 @@ func TestCAPEMonteCarlo(t *testing.T) {
 		}
 		if c.n > 0 && !(pub < mc-10*se) {
 			t.Errorf("as-published δ %v not below the simulated %v", pub, mc)
+		}
+		if c.n > 0 {
+			// The seed's μ_z with only σ_z corrected to √(2μ_z) is refuted too:
+			// μ must come from the whole view.
+			S, C, N := float64(c.S), float64(len(c.colluding)), float64(c.n)
+			muz := S * S * S / (2 * c.tau * c.tau * N * N * (1 + S)) * ((S-C+2)/(S-C) + 9/(S-C)*C*C/(S*(1+S)-3*C*C))
+			seedMu := analyticDelta(c.eps, math.Sqrt(2*muz))
+			t.Logf("  seed's μ_z = %.6g with σ_z = √(2μ_z): δ = %.3g", muz, seedMu)
+			if !(seedMu < mc-6*se) {
+				t.Errorf("the seed's μ_z (δ %v) is not refuted by the simulation (%v ± %v)", seedMu, mc, se)
+			}
 		}
 	}
 }

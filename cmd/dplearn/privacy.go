@@ -33,6 +33,10 @@ Every command prints words by default and exactly one JSON object with
 --format json. Scales computed for dplearn's own samplers include the rounding
 slack of their power-of-two grid (at most 2^-20 of the noise scale).
 
+In words, guarantees (ε, δ, ρ, μ) and calibrated noise scales are printed to 6
+significant digits rounded UP, so a figure copied from the screen is never
+less private than the computed one; JSON numbers are full precision.
+
 Example:
   dplearn privacy calibrate --mechanism gaussian --epsilon 1 --delta 1e-5 --sensitivity 1`,
 	}
@@ -684,7 +688,11 @@ write to a temporary file, fsync, rename); a charge that would exceed the
 budget is refused and not recorded (exit status 1).
 
 A budget is either (ε, δ), composed by adding ε's and δ's, or ρ (zCDP),
-composed by adding ρ's; pure ε charges on a ρ budget count ε²/2.
+composed by adding ρ's; pure ε charges on a ρ budget count ε²/2 (rounded up).
+Sums are exact and compared with the budget without tolerance: the spent
+total never exceeds the budget. Amounts are binary floating-point numbers, so
+0.25, 0.5 or 0.125 add up exactly, while 0.1 is slightly more than 1/10 and
+ten charges of 0.1 exceed a budget of 1 (the tenth is refused).
 
 Example:
   dplearn privacy ledger create --file site.json --name hospital-A --epsilon 1 --delta 1e-5
