@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/spf13/cobra"
 )
@@ -72,7 +73,12 @@ stderr; it takes seconds at 2048 bits and up to minutes at 3072 or more. To
 reuse primes, pass --primes FILE: two lines "p = 0x..." and "q = 0x..." (or
 two bare decimal integers, e.g. from 'openssl prime -generate -safe -bits
 1024' run twice). --save-primes FILE writes the generated primes (mode 0600);
-that file decrypts everything, guard it like a private key.
+that file decrypts everything, guard it like a private key. The test primes
+published in dplearn's source are refused, and so are primes of unequal
+length or closer than 2^(bits/2-100).
+
+--out must be a new directory or one that only its owner can access (mode
+0700): an existing directory with group or other permissions is refused.
 
 With --format json, prints one object with keys: public_key, shares,
 parties, threshold, modulus_bits, key_id, primes.
@@ -118,15 +124,20 @@ Example:
 		var p, q *big.Int
 		source := "generated"
 		if primesFile != "" {
-			data, err := os.ReadFile(primesFile)
+			data, perm, err := readPrimesFile(primesFile)
 			if err != nil {
 				return fmt.Errorf("--primes: %w", err)
 			}
-			if st, err := os.Stat(primesFile); err == nil && st.Mode().Perm()&0o077 != 0 {
-				fmt.Fprintf(stderr, "warning: %s is readable by others (mode %#o); it factors n and decrypts everything\n", primesFile, st.Mode().Perm())
+			if perm&0o077 != 0 {
+				fmt.Fprintf(stderr, "warning: %s is readable by others (mode %#o); it factors n and decrypts everything\n", primesFile, perm)
 			}
 			if p, q, err = paillier.ParseSafePrimes(data); err != nil {
 				return fmt.Errorf("--primes %s: %w", primesFile, err)
+			}
+			for k, x := range []*big.Int{p, q} {
+				if publishedTestPrime(x) {
+					return fmt.Errorf("--primes %s: %s is one of dplearn's published test primes (internal/pailliertest): anyone who reads dplearn's source can factor n and decrypt everything; generate fresh primes (omit --primes)", primesFile, []string{"p", "q"}[k])
+				}
 			}
 			if nb := new(big.Int).Mul(p, q).BitLen(); nb != bits {
 				return fmt.Errorf("--primes %s: p*q has %d bits, --bits is %d", primesFile, nb, bits)
@@ -175,6 +186,41 @@ Example:
 		return nil
 	}
 	return cmd
+}
+
+// publishedTestPrime reports whether x is one of the test primes published
+// in dplearn's source. It is a variable only so that this package's tests
+// can run --primes with those fixtures instead of generating primes.
+var publishedTestPrime = pailliertest.IsPublished
+
+// maxPrimesFileBytes bounds a --primes file: two 4096-bit primes in hex
+// with comments fit in a few KiB.
+const maxPrimesFileBytes = 64 << 10
+
+// readPrimesFile opens path once and checks, on the open handle, that it is
+// a regular file of at most maxPrimesFileBytes bytes; it returns the
+// contents and the permission bits of the file read.
+func readPrimesFile(path string) ([]byte, os.FileMode, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%s is not a regular file", path)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxPrimesFileBytes+1))
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(data) > maxPrimesFileBytes {
+		return nil, 0, fmt.Errorf("%s is larger than %d bytes; not a primes file", path, maxPrimesFileBytes)
+	}
+	return data, st.Mode().Perm(), nil
 }
 
 // generatePrimes searches two distinct safe primes of bits/2 bits in

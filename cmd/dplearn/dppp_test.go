@@ -10,15 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/paillier"
 )
-
-// testSafePrimes2048 are two 1024-bit safe primes (a 2048-bit test key,
-// never for real data), in the --primes file format.
-const testSafePrimes2048 = `# test primes
-p = 0xe3a4aae01e2ff734ef318bdc8f40f98526da711688793a3f2d9f4988e7afb3c3502863a5b9b16b6dd4f51b8a553aa7bd509c6031fb61ab2dcc4c7466c06076110886fe57f629c82e21491391d87815966be4fe97ca58db32553f2384ca32ba51ed844da530ee036df41284931e3fc9341988bbdf70de94dfdae8ef9c82ba35b3
-q = 0xc59890cfc73068c61fe612d8564643e3fd517f56b7a5c5ddeb71412f79c745d03374275b7f8cc49d1fabb4ef9ea90a91c967848e763f49160ae590cb1d0b79044f21c85a3daf9c6aa1d7f8c55cb3bbdd08458fafeb0170b016fb5fe0eb713d25c816afcb63af74b88e34a4a6058311e2553ba70b37aabe0f2fe46e2d7096a5ab
-`
 
 func runDPPP(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
@@ -31,18 +25,35 @@ func runDPPP(t *testing.T, args ...string) (string, string, error) {
 	return out.String(), errb.String(), err
 }
 
+// writePrimes writes the published 2048-bit test primes in the --primes
+// format; keygen refuses them unless the test calls allowTestPrimes.
 func writePrimes(t *testing.T) string {
 	t.Helper()
+	p, q, err := pailliertest.Primes(2048)
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "primes.txt")
-	if err := os.WriteFile(path, []byte(testSafePrimes2048), 0o600); err != nil {
+	if err := os.WriteFile(path, paillier.FormatSafePrimes(p, q), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
 
+// allowTestPrimes lets keygen --primes use the published test primes for
+// the rest of the test, so that it need not generate primes (seconds to
+// minutes at 2048 bits).
+func allowTestPrimes(t *testing.T) {
+	t.Helper()
+	saved := publishedTestPrime
+	publishedTestPrime = func(*big.Int) bool { return false }
+	t.Cleanup(func() { publishedTestPrime = saved })
+}
+
 // TestDPPPKeygenFromPrimes writes a (4, 3) key from fixture primes and
 // checks the files decrypt: any 3 loaded shares recover an encrypted value.
 func TestDPPPKeygenFromPrimes(t *testing.T) {
+	allowTestPrimes(t)
 	dir := filepath.Join(t.TempDir(), "keys")
 	out, _, err := runDPPP(t, "keygen", "--parties", "4", "--threshold", "3", "--bits", "2048",
 		"--out", dir, "--primes", writePrimes(t), "--format", "json")
@@ -116,6 +127,7 @@ func TestDPPPKeygenFromPrimes(t *testing.T) {
 
 func TestDPPPKeygenRejects(t *testing.T) {
 	dir := t.TempDir()
+	allowTestPrimes(t)
 	primes := writePrimes(t)
 	cases := []struct {
 		args []string
@@ -136,17 +148,82 @@ func TestDPPPKeygenRejects(t *testing.T) {
 			t.Errorf("keygen %v: error %v, want one mentioning %q", c.args, err, c.want)
 		}
 	}
-	// Primes that are not safe are refused by the dealer.
+	// Primes that are not safe are refused by the dealer (notSafe is close
+	// to p, so it is paired with q).
 	bad := filepath.Join(dir, "bad.txt")
-	p, _ := new(big.Int).SetString(strings.Fields(strings.Split(testSafePrimes2048, "\n")[1])[2], 0)
+	p, q, _ := pailliertest.Primes(2048)
 	notSafe := new(big.Int).Add(p, big.NewInt(2))
 	for !notSafe.ProbablyPrime(20) || paillier.CheckSafePrime(notSafe) == nil {
 		notSafe.Add(notSafe, big.NewInt(2))
 	}
-	os.WriteFile(bad, paillier.FormatSafePrimes(notSafe, p), 0o600)
+	os.WriteFile(bad, paillier.FormatSafePrimes(notSafe, q), 0o600)
 	_, _, err := runDPPP(t, "keygen", "--parties", "3", "--threshold", "2", "--primes", bad, "--out", filepath.Join(dir, "k"))
 	if err == nil || !strings.Contains(err.Error(), "not safe") {
 		t.Fatalf("non-safe primes: %v", err)
+	}
+}
+
+// TestDPPPKeygenRefusesTestPrimes: the test primes published in dplearn's
+// source (internal/pailliertest) are refused by --primes, whether both are
+// given or one is paired with another prime, and nothing is written.
+func TestDPPPKeygenRefusesTestPrimes(t *testing.T) {
+	p, q, _ := pailliertest.Primes(2048)
+	dir := t.TempDir()
+	fresh := nextPrimeAbove(t, q) // not published (found at run time)
+	for name, pair := range map[string][2]*big.Int{
+		"both published": {p, q},
+		"p published":    {p, fresh},
+		"q published":    {fresh, q},
+	} {
+		file := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".txt")
+		if err := os.WriteFile(file, paillier.FormatSafePrimes(pair[0], pair[1]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "k-"+strings.ReplaceAll(name, " ", "-"))
+		_, _, err := runDPPP(t, "keygen", "--parties", "3", "--threshold", "2", "--primes", file, "--out", out)
+		if err == nil || !strings.Contains(err.Error(), "published test primes") {
+			t.Errorf("%s: %v, want a refusal of the published test primes", name, err)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%s: output directory created: %v", name, err)
+		}
+	}
+	// The 3072-bit published pair too.
+	p3, q3, _ := pailliertest.Primes(3072)
+	file := filepath.Join(dir, "p3072.txt")
+	os.WriteFile(file, paillier.FormatSafePrimes(p3, q3), 0o600)
+	_, _, err := runDPPP(t, "keygen", "--parties", "3", "--threshold", "2", "--bits", "3072", "--primes", file, "--out", filepath.Join(dir, "k3072"))
+	if err == nil || !strings.Contains(err.Error(), "published test primes") {
+		t.Errorf("3072-bit test primes: %v", err)
+	}
+}
+
+// nextPrimeAbove returns the first prime from x + 2^1000 on (any prime: the
+// refusal of a published partner comes before the dealer checks safety).
+func nextPrimeAbove(t *testing.T, x *big.Int) *big.Int {
+	t.Helper()
+	c := new(big.Int).Add(x, new(big.Int).Lsh(big.NewInt(1), 1000))
+	c.SetBit(c, 0, 1)
+	for !c.ProbablyPrime(0) {
+		c.Add(c, big.NewInt(2))
+	}
+	return c
+}
+
+// TestDPPPKeygenRefusesLooseOut: an existing --out directory that group or
+// others can access is refused with its name and mode.
+func TestDPPPKeygenRefusesLooseOut(t *testing.T) {
+	allowTestPrimes(t)
+	dir := filepath.Join(t.TempDir(), "keys")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runDPPP(t, "keygen", "--parties", "2", "--threshold", "2", "--primes", writePrimes(t), "--out", dir)
+	if err == nil || !strings.Contains(err.Error(), dir+" has mode 0755") {
+		t.Fatalf("loose --out directory: %v", err)
 	}
 }
 

@@ -1,10 +1,12 @@
 // Package pailliertest provides fixed Paillier and threshold Paillier keys
-// for tests of packages built on paillier (as net/http/httptest does for
-// servers), so that their tests need not spend seconds generating safe
-// primes.
+// for tests of dplearn's packages built on paillier (as net/http/httptest
+// does for servers), so that their tests need not spend seconds generating
+// safe primes.
 //
 // The primes below are published in this source file: anyone can decrypt
-// anything encrypted under these keys. Never use them outside tests.
+// anything encrypted under these keys. Never use them outside tests. The
+// package is internal so that no other module can import them, and
+// `dplearn dppp keygen --primes` refuses them (IsPublished).
 package pailliertest
 
 import (
@@ -58,4 +60,22 @@ func ThresholdKey(bits, parties, threshold int) (*paillier.ThresholdPublicKey, [
 		return nil, nil, err
 	}
 	return paillier.DealThreshold(rand.Reader, p, q, parties, threshold)
+}
+
+// IsPublished reports whether x is one of the published test primes of this
+// package (which are also the 1024- and 1536-bit fixtures of package
+// paillier's own tests). A key built on any of them can be decrypted by
+// anyone who reads dplearn's source.
+func IsPublished(x *big.Int) bool {
+	if x == nil {
+		return false
+	}
+	for _, pair := range primes {
+		for _, s := range pair {
+			if p, _ := new(big.Int).SetString(s, 0); p.Cmp(x) == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -21,6 +21,18 @@ func TestKeys(t *testing.T) {
 			}
 		}
 	}
+	for _, bits := range []int{2048, 3072} {
+		p, q, _ := Primes(bits)
+		if !IsPublished(p) || !IsPublished(q) {
+			t.Fatalf("%d-bit test primes not reported as published", bits)
+		}
+		if IsPublished(new(big.Int).Add(p, big.NewInt(2))) {
+			t.Fatal("p+2 reported as published")
+		}
+	}
+	if IsPublished(nil) {
+		t.Fatal("nil reported as published")
+	}
 	if _, _, err := Primes(1024); err == nil {
 		t.Fatal("1024-bit test primes offered")
 	}
