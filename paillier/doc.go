@@ -17,7 +17,8 @@
 // Encryptor is the fast encryptor: the short-exponent, fixed-base variant of
 // Damgård, Jurik and Nielsen, several times faster than r^n mod n^2 (see its
 // documentation for the security argument); Pool precomputes its
-// randomizers in the background.
+// randomizers in the background. Both serialise their reads of the random
+// source, so any io.Reader may be given.
 //
 // Threshold decryption follows Shoup (2000) as generalised by Damgård and
 // Jurik (PKC 2001), with s = 1. A trusted dealer (DealThreshold) takes two
@@ -27,7 +28,9 @@
 // random generator v of the squares of Z*_{n^2} and v_i = v^(Δ s_i),
 // Δ = N!. Party i's partial decryption of c is c_i = c^(2Δ s_i) with a
 // non-interactive zero-knowledge proof (see Proof) that
-// log_{c^4}(c_i^2) = log_v(v_i). Any t valid partial decryptions combine by
+// log_{c^4}(c_i^2) = log_v(v_i), whose nonce is hedged: derived from the
+// share, the statement and fresh randomness, so that a random source that
+// repeats cannot expose the share. Any t valid partial decryptions combine by
 // Lagrange interpolation in the exponent (ThresholdPublicKey.Combine);
 // invalid or missing ones are skipped and reported.
 //
@@ -44,12 +47,33 @@
 // aggregator with t colluding share holders could decrypt an individual
 // vote. t is therefore a trust assumption, not only a fault tolerance.
 //
+// A share holder that partially decrypts whatever it is sent is a
+// decryption oracle: KeyShare.Decrypt computes c^(2 Delta s_i) for any c, so
+// an aggregator that sends one teacher's vote (instead of the sum) to t
+// honest holders reads that vote, without any holder colluding. Holders
+// must check what they decrypt: KeyShare.DecryptSum recomputes the product
+// of the listed contributors' ciphertexts, requires it to equal the
+// ciphertext, refuses repeated contributors and fewer than a minimum the
+// caller supplies (at least 2), and only then partially decrypts. It cannot
+// tell whether each contributor ciphertext comes from a distinct legitimate
+// party (the protocol must authenticate them, or the aggregator pads a
+// victim's vote with encryptions of zero) nor whether two requested sums
+// differ in a single contributor (their quotient is that contributor's
+// vote): a holder decrypts at most one sum per query and uses each
+// contributor ciphertext in at most one sum. In DPPP the minimum is the
+// number of honest teachers whose noise the calibration assumes
+// (PRIVACY-NOTES item 24).
+//
 // What the proofs add: against a malicious share holder who sends a wrong
 // partial decryption (to corrupt the result, or to bias it by a chosen
 // amount), the proof of correct partial decryption makes the forgery
 // detectable with overwhelming probability, and Combine still succeeds if t
 // honest parties answered. The proofs are statistically zero-knowledge
-// (2^-128), so publishing them reveals nothing about the shares.
+// (2^-128), so publishing them reveals nothing about the shares; their
+// nonces are derived from the share, the statement and fresh randomness
+// (see Proof), so a broken or repeating random source does not expose the
+// share either (with a nonce drawn from the source alone, two proofs with
+// the same nonce give s_i = (z1 - z2)/((e1 - e2) Delta)).
 //
 // What is not covered:
 //   - The range of encrypted inputs. Nothing proves that a teacher encrypted
@@ -73,14 +97,20 @@
 //     of the ciphertexts in transit is the transport's job (mutual TLS).
 //   - Key sizes below 2048 bits are refused by every decoder and by key
 //     generation (MinModulusBits); the seed paper's 1024-bit keys are not
-//     supported.
+//     supported. Every constructor and decoder also refuses moduli that are
+//     even, prime, perfect powers or have a prime factor below 2^15, and,
+//     where the primes are known (NewPrivateKey, DealThreshold), primes of
+//     unequal length or closer than 2^(|n|/2 - 100) (Fermat factoring).
+//     Verification keys v, v_i must be units of Z*_{n^2} of order above 2
+//     (not 1, not n^2-1) with Jacobi symbol 1.
 //
 // # Encoding (version 1)
 //
 // Every object starts with the magic "DPPL", a version byte (1) and a kind
 // byte; integers are unsigned big-endian, elements modulo n^2 have the fixed
 // width W = ceil(bitlen(n^2)/8) bytes, and decoders reject wrong lengths,
-// trailing bytes, non-canonical moduli and elements outside Z*_{n^2}.
+// trailing bytes, non-canonical or weak moduli (see above), elements
+// outside Z*_{n^2} and verification keys of order at most 2.
 //
 //	kind 1  public key            u16 L | n (L bytes, no leading zero)
 //	kind 2  ciphertext            key ID (32) | c (W)
@@ -99,9 +129,14 @@
 // (PEM type "DPLEARN PAILLIER KEY SHARE", mode 0600), each one PEM block
 // around the binary encoding above; PEM headers (Key-ID, Party, Parties,
 // Threshold, Modulus-Bits) are informational and ignored when reading.
-// LoadKeyShare refuses share files readable by group or others. A primes
-// file (--primes, --save-primes) holds two lines "p = 0x..." and
-// "q = 0x..." (comments start with '#').
+// The loaders open a file once and check it on the open handle: a regular
+// file of at most MaxKeyFileBytes bytes and, for LoadKeyShare, not
+// accessible to group or others. WriteKeyFiles creates DIR with mode 0700,
+// refuses an existing DIR that group or others can access, and writes
+// through the opened directory (os.Root). A primes file (--primes,
+// --save-primes) holds two lines "p = 0x..." and "q = 0x..." (comments
+// start with '#'); keygen refuses the test primes published in dplearn's
+// source (internal/pailliertest, which no other module can import).
 //
 // # References
 //
