@@ -251,7 +251,7 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 	// zCDP ρ = μ²/2 (Laplace A).
 	var muA2, muB2 float64
 	if p.FirstMoment == "gaussian" {
-		mu, err := gaussianDPMu(epsilon, delta)
+		mu, err := accounting.GDPMuFor(epsilon, delta)
 		if err != nil {
 			return p, fmt.Errorf("irls: %w", err)
 		}
@@ -292,15 +292,22 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 		return p, fmt.Errorf("irls: %w", err)
 	}
 	if p.FirstMoment == "gaussian" {
-		// Every release is Gaussian with μ_i² = 2ρ_i: the composition is
-		// exactly μ = √(2ρ) Gaussian DP.
-		p.Mu = math.Sqrt(2 * p.Rho)
-		if p.EpsilonExact, err = gaussianDPEpsilon(p.Mu, delta); err != nil {
+		// Every release is Gaussian with μ_i = √(2ρ_i): the composition is
+		// exactly μ = √(Σμ_i²) = √(2ρ) Gaussian DP (GDPMu sums exactly and
+		// rounds up).
+		ratios := make([]float64, 0, 2*p.Iterations)
+		for j := 0; j < p.Iterations; j++ {
+			ratios = append(ratios, math.Sqrt(2*p.RhoA), math.Sqrt(2*p.RhoB))
+		}
+		if p.Mu, err = accounting.GDPMu(ratios...); err != nil {
+			return p, fmt.Errorf("irls: %w", err)
+		}
+		if p.EpsilonExact, err = accounting.GDPEpsilon(p.Mu, delta); err != nil {
 			return p, fmt.Errorf("irls: %w", err)
 		}
 		// Verify the target itself: δ(ε) of the composition is ≤ δ. The
 		// bisected EpsilonExact may sit a relative 1e-12 above it.
-		if d, err := accounting.AnalyticGaussianDelta(epsilon, 1, p.Mu); err != nil || d > delta {
+		if d, err := accounting.GDPDelta(p.Mu, epsilon); err != nil || d > delta {
 			return p, fmt.Errorf("irls: calibration failed: μ = %v gives δ = %v > %v at ε = %v", p.Mu, d, delta, epsilon)
 		}
 		p.EpsilonExact = math.Min(p.EpsilonExact, epsilon)

@@ -180,7 +180,7 @@ func NoisyGDEpsilon(z float64, steps int, q, delta float64) (NoisyGDPrivacy, err
 		}
 		p.EpsilonRDP, p.EpsilonSeed, p.AlphaSeed = r.EpsilonRDP, r.EpsilonRDPClassic, r.AlphaClassic
 		p.EpsilonZCDP, p.Rho = r.EpsilonZCDP, r.Rho
-		if p.EpsilonExact, err = gaussianDPEpsilon(math.Sqrt(float64(steps))/z, delta); err != nil {
+		if p.EpsilonExact, err = accounting.GDPEpsilon(math.Sqrt(float64(steps))/z, delta); err != nil {
 			return p, fmt.Errorf("noisygd: %w", err)
 		}
 		p.Epsilon = p.EpsilonExact
@@ -259,7 +259,7 @@ func noisyGDMeets(z float64, steps int, q, epsilon, delta float64) (bool, error)
 		if !(z > 0) || math.IsInf(z, 0) || steps < 1 {
 			return false, fmt.Errorf("noisygd: need a finite noise multiplier > 0 and ≥ 1 step, got z=%v T=%d", z, steps)
 		}
-		d, err := accounting.AnalyticGaussianDelta(epsilon, 1, math.Sqrt(float64(steps))/z)
+		d, err := accounting.GDPDelta(math.Sqrt(float64(steps))/z, epsilon)
 		if err != nil {
 			return false, fmt.Errorf("noisygd: %w", err)
 		}
