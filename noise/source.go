@@ -29,6 +29,17 @@
 // that inflates the sensitivity by GridSlackRatio·scale (accounting.GaussianSigma,
 // accounting.LaplaceScale) is valid for vectors of every length.
 //
+// # Discrete versus continuous privacy curves
+//
+// AddLaplace is exactly the discrete Laplace mechanism: its slack alone is
+// enough. AddGaussian is a discrete Gaussian on ℤⁿ (in grid units, with
+// σ/g ≥ MinGridScale = 2^21), and its exact δ(ε) exceeds the continuous
+// analytic Gaussian curve at the same sensitivity by up to a few 10⁻¹³
+// relative. GaussianCalibrationSensitivity adds the grid slack and a relative
+// margin DiscreteGaussianMargin = 2^-32 that provably covers this (with the
+// proof in its comment); calibrations with the analytic Gaussian or Gaussian
+// DP curves should use it. zCDP accounting needs the slack only.
+//
 // # Randomness
 //
 // NewSecure reads crypto/rand. Large draws (vectors of 128 or more
