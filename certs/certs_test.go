@@ -369,8 +369,15 @@ func TestTLSMutualAuthentication(t *testing.T) {
 	if _, err := handshake(t, s1, agg, "aggregator"); err == nil {
 		t.Error("the client accepted a server with the wrong party name")
 	}
-	// TLS 1.2 is refused.
+	// A client that forces its other-CA certificate on the server (Go's
+	// client would not offer it) fails verification.
 	ccfg := mustClientTLS(t, s1, "aggregator")
+	ccfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &stranger.Certificate, nil }
+	if _, err := handshakeConfigs(t, agg.ServerTLS(), ccfg); err == nil || !strings.Contains(err.Error(), "unknown authority") {
+		t.Errorf("a forced certificate from another CA: %v", err)
+	}
+	// TLS 1.2 is refused.
+	ccfg = mustClientTLS(t, s1, "aggregator")
 	ccfg.MinVersion, ccfg.MaxVersion = tls.VersionTLS12, tls.VersionTLS12
 	if _, err := handshakeConfigs(t, agg.ServerTLS(), ccfg); err == nil {
 		t.Error("a TLS 1.2 client was accepted")
