@@ -371,12 +371,13 @@ func PlanNoisyGD(kind Kind, epsilon, delta float64, n int64, d int, opt NoisyGDO
 	if p.Privacy, err = NoisyGDEpsilon(zEff, p.Steps, accountingRate(p.BatchRate), delta); err != nil {
 		return p, err
 	}
-	if opt.Sigma == 0 && p.Privacy.Epsilon > epsilon {
-		// The target was verified above; the bisected ε may sit a relative
-		// 1e-12 above it.
+	if opt.Sigma == 0 {
+		// The target was verified above. The ε computed back from the noise
+		// lies a hair below it (grid slack, σ rounded up) or, bisected, a
+		// relative 1e-12 above it: the guarantee stated is the target.
 		p.Privacy.Epsilon = epsilon
 		if p.BatchRate == 1 {
-			p.Privacy.EpsilonExact = epsilon
+			p.Privacy.EpsilonExact = math.Min(p.Privacy.EpsilonExact, epsilon)
 		}
 	}
 	return p, nil

@@ -174,8 +174,10 @@ func TestNoisyGDSolveRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if math.Abs(back.Privacy.Epsilon-p.Privacy.Epsilon) > 1e-12*c.eps {
-			t.Errorf("%+v: σ round trip: %v vs %v", c, back.Privacy.Epsilon, p.Privacy.Epsilon)
+		// Given the σ, the ε computed back lies at or just below the target
+		// the plan states (grid slack, σ rounded up).
+		if b := back.Privacy.Epsilon; b > p.Privacy.Epsilon || b < p.Privacy.Epsilon*(1-1e-5) {
+			t.Errorf("%+v: σ round trip: %v vs %v", c, b, p.Privacy.Epsilon)
 		}
 	}
 }
