@@ -43,8 +43,9 @@ type IssuedParty struct {
 
 // Create makes a new CA and one certificate per name under dir (the layout
 // of the package documentation). dir is created (mode 0700) if missing; it
-// may exist, but Create refuses if dir/ca or any dir/NAME exists, or if a
-// name is invalid or repeated. Nothing is overwritten.
+// may exist if group and others cannot write to it, but Create refuses if
+// dir/ca or any dir/NAME exists, or if a name is invalid or repeated.
+// Nothing is overwritten.
 func Create(dir string, names []string, opt Options) (*Written, error) {
 	if len(names) == 0 {
 		return nil, errors.New("certs: no party names")
@@ -220,6 +221,9 @@ func mkdirPrivate(dir string, mayExist bool) error {
 		if st, err := os.Stat(dir); err == nil {
 			if !st.IsDir() {
 				return fmt.Errorf("certs: %s is not a directory", dir)
+			}
+			if runtime.GOOS != "windows" && st.Mode().Perm()&0o022 != 0 {
+				return fmt.Errorf("certs: %s is writable by group or others (mode %04o): they could replace the certificates; use a new directory or chmod go-w %s", dir, st.Mode().Perm(), dir)
 			}
 			return nil
 		}

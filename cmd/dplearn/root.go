@@ -35,6 +35,7 @@ declared in a schema file; nothing is derived from the private data.`,
 		newPrivacyCmd(),
 		newDPPPCmd(),
 		newExperimentCmd(),
+		newCertsCmd(),
 	)
 	return root
 }
