@@ -303,8 +303,11 @@ func (c *Client) receive(stream grpc.ServerStreamingClient[transportpb.Envelope]
 			c.fail(fmt.Errorf("transport: %s: connection closed", c.cfg.Name))
 			return
 		}
-		if st, ok := status.FromError(err); ok && (st.Code() == codes.ResourceExhausted || st.Code() == codes.Aborted || st.Code() == codes.PermissionDenied || st.Code() == codes.FailedPrecondition) {
-			c.fail(c.convert(err, "receive from"))
+		// A refusal (replaced by a newer connection, hub closed, envelope
+		// over this party's size limit) is final; anything else is a lost
+		// connection.
+		if conv := c.convert(err, "receive from"); isRefusal(conv) {
+			c.fail(conv)
 			return
 		}
 		if got || time.Since(start) > 2*time.Second {
@@ -385,6 +388,11 @@ func (c *Client) fail(err error) {
 func (c *Client) Send(ctx context.Context, env Envelope) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	select {
+	case <-c.dead: // the connection ended for good (hub closed, refused, replaced)
+		return fmt.Errorf("transport: %s: send: %w", c.cfg.Name, c.deadErr)
+	default:
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -480,6 +488,11 @@ func (c *Client) convert(err error, op string) error {
 		return &Refusal{Reason: ReasonOversized, msg: fmt.Sprintf("transport: %s: %s %s: message too large: %s", c.cfg.Name, op, c.cfg.Server, st.Message())}
 	}
 	return fmt.Errorf("transport: %s: %s %s at %s: %w", c.cfg.Name, op, c.cfg.Server, c.cfg.Address, err)
+}
+
+func isRefusal(err error) bool {
+	_, ok := RefusalReason(err)
+	return ok
 }
 
 func retryable(err error) bool {

@@ -216,6 +216,7 @@ const (
 	ReasonRefusedByProtocol Reason = "refused-by-protocol" // the hub's gate said no
 	ReasonNoReattach        Reason = "no-reattach"         // the protocol does not take parties back
 	ReasonReplaced          Reason = "replaced"            // a newer connection of the same party took over
+	ReasonHubClosed         Reason = "hub-closed"          // the hub closed: the session is over
 )
 
 // Refusal is a refused envelope or attachment, on the hub (returned by the

@@ -162,7 +162,10 @@ func newHub(cfg HubConfig) (*hub, error) {
 	return h, nil
 }
 
-var errHubClosed = errors.New("transport: the hub is closed")
+// hubClosed is the refusal of everything after Close.
+func (h *hub) hubClosed() *Refusal {
+	return &Refusal{Reason: ReasonHubClosed, msg: fmt.Sprintf("transport: hub %s is closed (session over)", h.cfg.Name)}
+}
 
 func (h *hub) Inbox() <-chan Envelope { return h.inbox }
 func (h *hub) Events() <-chan Event   { return h.events }
@@ -233,11 +236,16 @@ func (h *hub) deliver(ctx context.Context, identity string, env Envelope) error 
 		return h.refused(identity, r)
 	}
 	select {
+	case <-h.done:
+		return h.hubClosed()
+	default:
+	}
+	select {
 	case h.inbox <- env:
 	case <-ctx.Done():
 		return fmt.Errorf("transport: message from %s (seq %d) not accepted: %w", identity, env.Seq, ctx.Err())
 	case <-h.done:
-		return errHubClosed
+		return h.hubClosed()
 	}
 	h.mu.Lock()
 	p.lastSeq = env.Seq
@@ -330,7 +338,7 @@ func (h *hub) SendTo(ctx context.Context, party string, env Envelope) error {
 	}
 	defer h.mu.Unlock()
 	if h.closed {
-		return errHubClosed
+		return h.hubClosed()
 	}
 	p.outSeq++
 	env.Seq = p.outSeq
@@ -354,7 +362,10 @@ func replacedRefusal(party string) *Refusal {
 	return &Refusal{Reason: ReasonReplaced, msg: fmt.Sprintf("transport: %s attached again on another connection; this one is closed", party)}
 }
 
-var errStopped = errors.New("transport: connection closed")
+// connClosed is the error of a subscription ended from the party's side.
+func connClosed(party string) error {
+	return fmt.Errorf("transport: %s: connection closed", party)
+}
 
 // next returns the next envelope for subscription s, waiting for one.
 func (h *hub) next(ctx context.Context, s *subscription) (Envelope, error) {
@@ -363,7 +374,7 @@ func (h *hub) next(ctx context.Context, s *subscription) (Envelope, error) {
 	for {
 		if h.closed {
 			h.mu.Unlock()
-			return Envelope{}, errHubClosed
+			return Envelope{}, h.hubClosed()
 		}
 		if p.sub != s {
 			h.mu.Unlock()
@@ -393,7 +404,7 @@ func (h *hub) next(ctx context.Context, s *subscription) (Envelope, error) {
 		case <-ctx.Done():
 			return Envelope{}, ctx.Err()
 		case <-s.stop:
-			return Envelope{}, errStopped
+			return Envelope{}, connClosed(p.name)
 		case <-h.done:
 		}
 		h.mu.Lock()
@@ -427,7 +438,7 @@ func (h *hub) attach(identity string, req attachRequest) (*subscription, uint64,
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		return nil, 0, errHubClosed
+		return nil, 0, h.hubClosed()
 	}
 	if h.cfg.NoReattach && p.attachedBefore {
 		h.mu.Unlock()
@@ -472,7 +483,7 @@ func (h *hub) detach(s *subscription, cause error) {
 	h.wakeChanged()
 	h.mu.Unlock()
 	if cause == nil {
-		cause = errStopped
+		cause = connClosed(p.name)
 	}
 	h.log.Info("transport: party detached", "party", p.name, "cause", cause.Error())
 	h.emit(Event{Party: p.name, Kind: Detached, Err: cause})
@@ -507,7 +518,7 @@ func (h *hub) AwaitConnected(ctx context.Context, n int) ([]string, error) {
 		}
 		if h.closed {
 			h.mu.Unlock()
-			return names, errHubClosed
+			return names, h.hubClosed()
 		}
 		ch := h.changed
 		h.mu.Unlock()

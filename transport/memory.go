@@ -86,7 +86,7 @@ func (c *memConn) Send(ctx context.Context, env Envelope) error {
 	defer c.sendMu.Unlock()
 	select {
 	case <-c.sub.stop:
-		return fmt.Errorf("transport: %s: send: %w", c.name, errStopped)
+		return fmt.Errorf("transport: send: %w", connClosed(c.name))
 	default:
 	}
 	s := c.m.cfg.Session

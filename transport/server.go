@@ -74,7 +74,6 @@ type Server struct {
 	insecure  bool
 	closeOnce sync.Once
 	served    chan struct{}
-	stopCtx   func() bool
 }
 
 // Listen starts a hub: it listens, serves the Relay service in the
@@ -149,7 +148,13 @@ func Listen(ctx context.Context, cfg ServerConfig) (*Server, error) {
 			h.log.Error("transport: serve", "err", err)
 		}
 	}()
-	s.stopCtx = context.AfterFunc(ctx, func() { s.Close() })
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.Close()
+		case <-h.done:
+		}
+	}()
 	h.log.Info("transport: hub listening", "name", h.cfg.Name, "address", lis.Addr().String(), "protocol", h.cfg.Session.Protocol, "roster", strings.Join(h.cfg.Roster, ","))
 	return s, nil
 }
@@ -160,7 +165,6 @@ func (s *Server) Addr() net.Addr { return s.lis.Addr() }
 // Close stops the hub: parties are disconnected, waiting calls return.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
-		s.stopCtx()
 		s.closeHub()
 		stopped := make(chan struct{})
 		go func() {
@@ -234,7 +238,7 @@ func (r relay) Receive(in *transportpb.Attach, stream grpc.ServerStreamingServer
 	if err != nil {
 		return toStatus(err)
 	}
-	cause := errStopped
+	cause := connClosed(id)
 	defer func() { r.s.detach(sub, cause) }()
 	md := metadata.Pairs(headerLastAccepted, strconv.FormatUint(last, 10), headerMaxPayload, strconv.Itoa(r.s.cfg.MaxPayload))
 	if err := stream.SendHeader(md); err != nil {
@@ -274,8 +278,6 @@ func toStatus(err error) error {
 		return status.Error(codes.Canceled, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
-	case errors.Is(err, errHubClosed):
-		return status.Error(codes.Unavailable, err.Error())
 	}
 	return status.Error(codes.Internal, err.Error())
 }

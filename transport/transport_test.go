@@ -354,6 +354,23 @@ func TestReconnect(t *testing.T) {
 	wantRefusal(t, err, ReasonNoReattach)
 }
 
+// Closing the hub ends every party's Conn at once with a clear reason.
+func TestHubCloseEndsParties(t *testing.T) {
+	pki := newPKI(t)
+	var logs logBuffer
+	hub := startHub(t, pki, &logs, nil)
+	c := dialParty(t, hub.Addr().String(), pki.parties["site-1"], &logs)
+	ctx := testCtx(t, 10*time.Second)
+	start := time.Now()
+	hub.Close()
+	_, err := c.Recv(ctx)
+	wantRefusal(t, err, ReasonHubClosed, "session over")
+	wantRefusal(t, c.Send(ctx, Envelope{Type: "late"}), ReasonHubClosed)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("the party learned the hub closed after %v", took)
+	}
+}
+
 // Send's deadline comes from its context: a hub whose protocol does not
 // read its inbox holds a sender no longer than the caller allows.
 func TestSendDeadline(t *testing.T) {
