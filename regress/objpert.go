@@ -5,151 +5,330 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/report"
 )
 
-// Objective perturbation (mechanism "objpert"): pure ε-DP.
+// Objective perturbation (mechanism "objpert"): approximate minima
+// perturbation (AMP; Iyengar, Near, Song, Thakkar, Thakurta & Wang, "Towards
+// Practical Differentially Private Convex Optimization", IEEE S&P 2019,
+// Algorithm 1), (ε, δ)-DP for replace-one neighbours.
 //
-// # Logistic regression: Chaudhuri, Monteleoni & Sarwate 2011, Algorithm 2
+// # Why not the pure-ε objective perturbation
 //
-// With labels t = 2y − 1 ∈ {−1, 1}, the loss ℓ(z) = log(1 + e^{−z}) at
-// z = t·ωᵀx has |ℓ'| ≤ 1 and |ℓ''| ≤ c = 1/4, and ‖x‖ ≤ 1. For a public
-// regularisation strength Λ and N rows:
+// The previous implementation released the minimiser of the perturbed
+// objective (Chaudhuri, Monteleoni & Sarwate 2011 for logistic, Kifer,
+// Smith & Thakurta 2012 for linear) with noise drawn by noise.ObjPert. The
+// optimality condition determines the noise from the output: anyone holding
+// the other N − 1 rows computes b̂ = −Σ∇ℓ_i(ω) − NΛω, and ‖b̂‖ was a sum of
+// Laplace draws on a public grid, so ‖b̂‖/grid was an integer for the true
+// dataset and uniform mod 1 for a neighbour (PRIVACY-NOTES item 19). The
+// density argument of those papers needs a continuous b and the exact
+// minimiser; no grid sampler and no floating-point optimiser provides
+// either. TestObjPertNoiseRecoveryAttack is that attack.
 //
-//  1. ε′ = ε − log(1 + 2c/(NΛ) + c²/(N²Λ²)).
-//  2. If ε′ > 0, Δ = 0; otherwise Δ = c/(N(e^{ε/4} − 1)) − Λ and ε′ = ε/2.
-//  3. Draw b ∈ ℝ^d with density ∝ exp(−ε′‖b‖/2) (noise.ObjPert with
-//     β = ε′/2: a uniform direction and a Gamma(d, 2/ε′) norm).
-//  4. Release ω = argmin (1/N)Σℓ(t_i ωᵀx_i) + (Λ/2)‖ω‖² + (1/N)bᵀω + (Δ/2)‖ω‖².
+// # The mechanism
 //
-// Theorem 9 of the paper: this is ε-DP for replace-one neighbours (the
-// relation of the report). The objective is (Λ+Δ)-strongly convex and
-// smooth; it is minimised by Newton's method with backtracking to a
-// gradient norm of about 1e-13 (the proof assumes the exact minimiser; the
-// residual optimisation error is at the level of floating-point rounding).
+// With the average objective, over ℝ^d (logistic) or the public ball
+// C = {‖ω‖ ≤ R} (linear),
 //
-// # Linear regression: objective perturbation on a bounded domain
+//	F_D(ω; b) = (1/N)[Σ_i ℓ(ω; z_i) + bᵀω] + (Λ/2)‖ω‖²,
 //
-// The squared loss has no bounded gradient on ℝ^d, so CMS's theorem does not
-// apply. We use the objective perturbation of Kifer, Smith & Thakurta 2012
-// ("Private convex empirical risk minimization and high-dimensional
-// regression", COLT, Theorem 2 / Algorithm 1), which allows a closed convex
-// parameter set F and needs a loss whose Hessian has rank at most one. Take
-// F = {‖ω‖ ≤ R} (R public, Radius) and, in sum form,
+// logistic: ℓ = log(1 + e^{−t ωᵀx}), t = 2y − 1; linear: ℓ = (y − xᵀω)²:
 //
-//	ω = argmin_{ω∈F} Σ(y_i − x_iᵀω)² + (N(Λ+Δ)/2)‖ω‖² + bᵀω,   b ∝ exp(−β‖b‖).
+//  1. b = noise.AddGaussian(0, σ1): coordinates g1·K_j, K_j independent
+//     discrete Gaussians with parameter s = σ1/g1 ≥ 2^21, g1 =
+//     noise.GaussianGrid(σ1, d).
+//  2. ω̃ ≈ argmin F_D(·; b): Newton's method (logistic) or the exact
+//     eigendecomposition solver (linear, minimiseKST), then an independent
+//     check that the gradient (logistic) or the gradient mapping
+//     G(ω) = L(ω − Π_C(ω − ∇F(ω)/L)) (linear, L = 2 + Λ ≥ the smoothness)
+//     has norm ≤ γ, a public tolerance, including a bound on the rounding
+//     error of that evaluation. If the check fails, Fit returns an error
+//     and releases nothing.
+//  3. Release ω_priv = noise.AddGaussian(ω̃, σ2).
 //
-// Constants for our encoding (‖x‖ ≤ 1, |y| ≤ 1), derived here because KST
-// state their theorem for add/remove neighbours while we use replace-one:
+// # Constants (replace-one neighbours, encoding ‖x‖ ≤ 1, |y| ≤ 1)
 //
-//   - gradients on F: ∇ℓ = −2(y − xᵀω)x, and for two rows
-//     ‖∇ℓ(ω; d) − ∇ℓ(ω; d')‖ ≤ 2(R + 2) (the bound D of NoisyGDSensitivity:
-//     ‖yx − y'x'‖ ≤ 2 and ‖xxᵀ − x'x'ᵀ‖₂ ≤ 1); a single gradient is at
-//     most ζ = 2(1 + R), so KST's generic 2ζ would be looser;
-//   - Hessian 2xxᵀ: rank one, eigenvalue ≤ λ_ℓ = 2.
+// The rows are accepted with ‖x‖² ≤ 1 + 1e-9 and |y| ≤ 1 + 1e-9 (checkRows);
+// every constant below is inflated by that tolerance (xb² = 1 + 1e-9).
 //
-// The optimality condition gives b as a function of the output: in the
-// interior b = −Σ∇ℓ_i(ω) − N(Λ+Δ)ω; on the sphere ‖ω‖ = R,
-// b = −Σ∇ℓ_i(ω) − (N(Λ+Δ) + t)ω with a unique multiplier t ≥ 0, and (ω, t)
-// ↦ b is injective by strict convexity. For the same output, two
-// neighbouring datasets need noises differing by ∇ℓ(ω; d) − ∇ℓ(ω; d'), of
-// norm ≤ 2(R + 2), so the noise densities differ by at most e^{2(R+2)β}.
-// The Jacobian
-// of the map is det(H + cI) in the interior and R·det(Uᵀ(H + (c+t)I)U) on
-// the sphere (U an orthonormal basis of the tangent space at ω; the output
-// has a density on the sphere, obtained by integrating over t, and the
-// bound below holds pointwise in (ω, t)), with c = N(Λ+Δ) and
-// H = H₀ + E, H₀ ⪰ 0 shared, E the one differing rank-one term (eigenvalue
-// ≤ λ_ℓ, also after compression to the tangent space). Since
-// det(A + vvᵀ) = det(A)(1 + vᵀA⁻¹v) ∈ [det A, det A·(1 + λ_ℓ/c)] for
-// A ⪰ cI, the Jacobians differ by at most a factor 1 + λ_ℓ/c. So the
-// privacy loss is at most log(1 + λ_ℓ/(N(Λ+Δ))) + 2(R + 2)β. (This single
-// log-term is tighter than CMS's 2·log(1 + c/(NΛ)), which bounds the same
-// ratio through det(I + E − E').)
+//   - β bounds the Hessian of one row's loss: logistic σ(z)σ(−z)xxᵀ ⪯ ¼I,
+//     β = ¼; linear 2xxᵀ, β = 2 (times xb²). Both Hessians have rank one.
+//   - The gradient difference of the replaced row, Δ(ω) = ∇ℓ(ω; z) −
+//     ∇ℓ(ω; z'), lies in span{x, x'}. Logistic: Δ = αx − α'x' with
+//     |α|, |α'| ≤ 1 (|ℓ'| ≤ 1). Linear on C: Δ = −2(yx − y'x') +
+//     2(xxᵀ − x'x'ᵀ)ω, ‖Δ‖ ≤ D = 2·2 + 2R = 2(R + 2) (‖yx − y'x'‖ ≤ 2,
+//     ‖xxᵀ − x'x'ᵀ‖₂ ≤ 1 as a difference of two PSD matrices ⪯ I).
 //
-// Budget logic, mirroring CMS: if log(1 + λ_ℓ/(NΛ)) ≤ ε/2 then Δ = 0 and
-// ε′ = ε − log(1 + λ_ℓ/(NΛ)); otherwise Δ = λ_ℓ/(N(e^{ε/2} − 1)) − Λ and
-// ε′ = ε/2. Then β = ε′/(2(R + 2)). TestObjPertExactDensity1D checks the
-// whole argument in one dimension, where the output density is known in
-// closed form. The constrained minimiser is computed exactly
-// (eigendecomposition and the trust-region secular equation), from the
-// sufficient statistics alone.
+// # Proof
+//
+// Write c = NΛ and, in sum form, L_D(ω) = Σ_i ℓ(ω; z_i). φ is the
+// N(0, σ1²I) density and δ_G(ε; μ) = Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ)
+// the analytic Gaussian curve (Balle & Wang 2018), which is the hockey-stick
+// divergence E[(1 − e^{ε−L})₊] of the privacy loss L ~ N(μ²/2, μ²) for
+// every real ε, and increases with μ.
+//
+// Step 1, the grid of b (coupling lemma). Let K be a discrete Gaussian with
+// parameter s ≥ 1 (P(K = k) ∝ f(k), f(t) = e^{−t²/(2s²)}) and X ~ N(0, s²).
+// Since f decreases on [0, ∞), ∫_k^∞ f ≤ Σ_{j≥k} f(j) ≤ ∫_{k−1}^∞ f for
+// k ≥ 1, and by Poisson summation Z = Σ_j f(j) = √(2π)s(1 + 2Σ_{m≥1}
+// e^{−2π²s²m²}) lies in [√(2π)s, √(2π)s(1 + τ)], τ = 3e^{−2π²s²}. Hence
+// for every integer k ≥ 1
+//
+//	P(X ≥ k + ½) ≤ P(X ≥ k)/(1 + τ) ≤ P(K ≥ k) ≤ P(X ≥ k − 1),
+//
+// the first inequality because the Gaussian tail ratio P(X ≥ k + ½)/P(X ≥ k)
+// decreases in k (log-concavity) and at k = 0 equals 1 − q with q =
+// 2Φ(1/(2s)) − 1 ≥ 0.35/s ≥ τ/(1 + τ). The quantile coupling
+// K = F_K⁻¹(F_X(X)) therefore has |K − X| ≤ 3/2: K = k ≥ 1 means
+// F_K(k−1) < F_X(X) ≤ F_K(k), and F_K(k−1) = 1 − P(K ≥ k) ≥ F_X(k − 1),
+// F_K(k) = 1 − P(K ≥ k+1) ≤ F_X(k + 3/2); k = 0 gives |X| ≤ 3/2 in the same
+// way (P(K ≥ 1) ≥ P(X ≥ 3/2)) and k ≤ −1 follows by symmetry. Applied to
+// each coordinate: the implementation's b has the distribution of κ(b_c)
+// for a fixed map κ, with b_c ~ N(0, σ1²I) continuous and
+// ‖κ(b_c) − b_c‖ ≤ u1 := (3/2)·g1·√d. (TestObjPertCouplingLemma checks
+// the tail inequalities for s from 1 to 100.)
+//
+// Step 2, the exact minimiser with continuous noise. Let v = v_D(b_c) be the
+// exact minimiser of F_D(·; b_c). Logistic: b_c = B_D(v) := −∇L_D(v) − cv
+// is a C¹ bijection of ℝ^d with Jacobian matrix −(∇²L_D(v) + cI), so v has
+// the density p_D(v) = φ(B_D(v))·det(∇²L_D(v) + cI). For the neighbour,
+// B_{D'}(v) = B_D(v) + Δ(v), and the privacy loss at v is
+//
+//	L1(v) = ln p_D(v)/p_{D'}(v)
+//	      = (2B_D(v)ᵀΔ(v) + ‖Δ(v)‖²)/(2σ1²) + ln det(A + E)/det(A + E'),
+//
+// with A = ∇²L_{D∩D'}(v) + cI ⪰ cI and E, E' the rank-one Hessians of the
+// two rows. By the matrix determinant lemma det(A + uuᵀ) = det A·(1 +
+// uᵀA⁻¹u) ∈ [det A, (1 + β/c)det A], so the log-determinant term is at most
+// J = ln(1 + β/(NΛ)) (a single term, tighter than CMS's 2 ln(1 + β/c)).
+// Under D, B_D(v) = b_c ~ N(0, σ1²I), but Δ(v) depends on b_c through v; the
+// Gaussian term is bounded without that dependence:
+//
+//   - logistic: Δ(v) lies in the parallelogram with vertices ±(x + x') and
+//     ±(x − x'), where the convex function Δ ↦ 2b_cᵀΔ + ‖Δ‖² is largest, so
+//     L1 ≤ J + max_± (2|G_±| + s_±²)/(2σ1²) with G_± = b_cᵀ(x ± x') ~
+//     N(0, σ1²s_±²), s_± = ‖x ± x'‖. Since s_+² + s_−² = 2(‖x‖² + ‖x'‖²) ≤
+//     4, one s is ≤ 2 and the other ≤ √2.
+//   - linear: |b_cᵀΔ| ≤ D‖Pb_c‖ with P the projection onto span{x, x'}, so
+//     L1 ≤ J + μ1ρ + μ1²/2 with μ1 = D/σ1 and ρ = ‖Pb_c‖/σ1 a χ variable
+//     with at most 2 degrees of freedom, stochastically below the Rayleigh
+//     distribution. On the sphere ‖v‖ = R the KKT condition reads b_c =
+//     −∇L_D(v) − (c + t)v with a multiplier t ≥ 0 and (v, t) ↦ b_c is
+//     injective; releasing (v, t) (more than v) has density φ(B_D(v, t))·
+//     R·det(Uᵀ(∇²L_D(v) + (c + t)I)U) on sphere × [0, ∞) (U an orthonormal
+//     basis of the tangent space), B_{D'}(v, t) = B_D(v, t) + Δ(v), and the
+//     determinant lemma applies to the compressed matrices, ⪰ (c + t)I ⪰ cI.
+//     The same bounds hold pointwise in (v, t); dropping t is
+//     post-processing.
+//
+// Step 3, the optimiser and the rounding of b. F_D(·; b) is Λ-strongly
+// convex and changing b by u changes ∇F by u/N, so the exact minimiser
+// moves by at most ‖u‖/(NΛ) (also on the ball: strongly monotone
+// variational inequality). The computed ω̃ is within γ/Λ of the exact
+// minimiser for its b: unconstrained, ‖∇F(ω̃)‖ ≤ γ and strong convexity; on
+// the ball, the projected gradient step ω ↦ Π_C(ω − ∇F(ω)/L) is a
+// (1 − Λ/L)-contraction with fixed point v, so ‖ω − v‖ ≤ ‖G(ω)‖/Λ. With
+// step 1, ω̃ = v_D(b_c) + U with ‖U‖ ≤ r := γ/Λ + u1/(NΛ).
+//
+// Step 4, composition. Consider the release of the pair (v, ω_priv) with
+// v = v_D(b_c); ω_priv alone is post-processing of it. Given v, b_c = B_D(v)
+// is determined, hence so are b = κ(b_c), ω̃ and U = U_D(v). For the same v,
+// ‖U_D(v) − U_{D'}(v)‖ ≤ 2r, so given v the second release is
+// noise.AddGaussian applied to inputs at distance ≤ 2r: a discrete Gaussian
+// mechanism on the grid, whose loss L2 is dominated by that of the Gaussian
+// mechanism with μ2 = (2r + GaussianGridSlack(σ2, d))/σ2 (the grid
+// argument of accounting.GaussianSigma, used by every Gaussian release of
+// the library), independently of b_c. For every event S,
+// P_D(S) − e^ε P_{D'}(S) ≤ E_D[(1 − e^{ε − L1 − L2})₊], which is increasing
+// in L1, so with ε' = ε − J:
+//
+//   - logistic: bound the max over ± by the sum, symmetrise
+//     (E f(|G|) = 2E[f(G); G > 0] ≤ 2E f(G) for f ≥ 0) and compose the two
+//     independent Gaussian losses (μ² = μ1² + μ2², exact):
+//     δ ≤ 2δ_G(ε'; √(4xb²/σ1² + μ2²)) + 2δ_G(ε'; √(2xb²/σ1² + μ2²)).
+//   - linear: δ ≤ E_ρ[h(ε' − μ1ρ − μ1²/2)] with ρ Rayleigh and h(c) =
+//     E[(1 − e^{c−L2})₊] = δ_G(c; μ2) (for c < 0, 1 − e^c + e^c δ_G(−c; μ2)).
+//     It is computed as an upper Riemann sum over ρ-cells of width 0.002
+//     (h(…) increases in ρ, so each cell takes its right end, with the
+//     Rayleigh cell mass e^{−a²/2} − e^{−b²/2} exact) plus the tail mass.
+//
+// This composes the objective noise and the output noise exactly instead
+// of AMP's ε = ε1 + ε2, δ = δ1 + δ2. The calibration gives the output
+// perturbation a fixed share of the whitened squared sensitivity
+// (μ2² = w·(μ1² + μ2²), ObjPertOutputShare), solves for σ1 by bisection on
+// the bound, derives σ2 from r, and recomputes the achieved δ from the final
+// scales (ObjPertPlan.DeltaAt); it refuses if that exceeds the target.
+// TestObjPertExact1D computes the exact privacy profile of step 2 in one
+// dimension and checks it against the bound.
+//
+// Step 5, floating point and failure. The optimiser's result is accepted
+// only if the computed gradient (mapping) norm plus a bound on its
+// evaluation error is ≤ γ: the logistic gradient is recomputed from the rows
+// with compensated sums in sum form with the exact b; the linear one from
+// the sufficient statistics, whose entries (package suffstat: blocked
+// summation) are within 1e-13·N of the exact sums, an error charged to the
+// bound. If the check fails, Fit returns an error with no data-dependent
+// number in it and releases nothing. That failure is itself an event that
+// depends on the data, and the guarantee does not cover it; Newton's method
+// on a smooth strongly convex objective and the closed-form linear solver
+// reach γ = 1e-9 with many orders of magnitude to spare, so it only happens
+// on numerically pathological input. Likewise an ω̃ too large for the
+// output grid (|ω̃_j|/g2 > 2^52) is refused with a generic error.
+//
+// # Defaults
+//
+// Λ = β/(N(e^{J*} − 1)) with J* = min(ObjPertJacobianShare·ε, 1): the
+// Jacobian term then costs J* of the budget (the cap keeps Λ from vanishing
+// as ε grows, which would inflate the output noise γ/Λ); γ =
+// DefaultObjPertTolerance; R = √d/2 (linear). The output noise is then
+// tiny next to the objective noise (σ2 ≈ 1e-4 at ε = 1 on SmokeBan).
 
 // ObjPertOptions are the public parameters of objective perturbation.
 type ObjPertOptions struct {
 	// Lambda is the regularisation strength Λ of the average objective
-	// (1/N)Σℓ + (Λ/2)‖ω‖². 0 means DefaultObjPertLambda; it must not be
-	// negative.
+	// (1/N)[Σℓ + bᵀω] + (Λ/2)‖ω‖². 0 means the default (see
+	// DefaultObjPertLambda); it must not be negative, and the Jacobian term
+	// ln(1 + β/(NΛ)) must be < ε.
 	Lambda float64
 	// Radius is R, the public bound ‖ω‖ ≤ R of linear regression (ignored
 	// for logistic). 0 means DefaultObjPertRadius.
 	Radius float64
+	// Tolerance is γ, the public bound on the norm of the gradient (mapping)
+	// of the average objective at the optimiser's result. 0 means
+	// DefaultObjPertTolerance.
+	Tolerance float64
+	// OutputShare is the share w of the whitened squared sensitivity given
+	// to the output perturbation: μ2² = w(μ1² + μ2²). 0 means
+	// ObjPertOutputShare; it must be in (0, 1).
+	OutputShare float64
 }
 
-// ObjPertLambdaFactor scales the default regularisation: Λ =
-// ObjPertLambdaFactor × Λ_min, where Λ_min is the smallest Λ for which the
-// Jacobian term costs at most ε/2 (CMS: c/(N(e^{ε/4} − 1)); linear:
-// λ_ℓ/(N(e^{ε/2} − 1))). Measured on SmokeBan and breast_cancer (see the
-// report of issue 4 and TestObjPertAccuracyTable).
-const ObjPertLambdaFactor = 2.0
+const (
+	// ObjPertJacobianShare is the share of ε the default Λ lets the
+	// Jacobian term ln(1 + β/(NΛ)) use (capped at 1 in absolute terms).
+	// Measured on CPS1988 and SmokeBan (docs/mechanisms.md).
+	ObjPertJacobianShare = 0.25
+	// ObjPertOutputShare is the default share of the whitened squared
+	// sensitivity given to the output perturbation.
+	ObjPertOutputShare = 0.01
+	// DefaultObjPertTolerance is the default γ (average-objective units).
+	DefaultObjPertTolerance = 1e-9
+	// objPertJacobianCap caps the Jacobian term of the default Λ.
+	objPertJacobianCap = 1.0
+	// encTol is the tolerance checkRows accepts on ‖x‖² and |y|.
+	encTol = 1e-9
+)
 
-// DefaultObjPertLambda returns the default public regularisation strength:
-// ObjPertLambdaFactor times the smallest Λ whose Jacobian cost is ≤ ε/2. It
-// depends only on public quantities (ε, N).
-func DefaultObjPertLambda(kind Kind, epsilon float64, n int64) float64 {
-	N := float64(n)
+// objPertHessian returns β, the bound on the eigenvalue of one row's loss
+// Hessian (inflated by the encoding tolerance).
+func objPertHessian(kind Kind) float64 {
 	if kind == Logistic {
-		return ObjPertLambdaFactor * cmsC / (N * math.Expm1(epsilon/4))
+		return 0.25 * (1 + encTol)
 	}
-	return ObjPertLambdaFactor * linHess / (N * math.Expm1(epsilon/2))
+	return 2 * (1 + encTol)
+}
+
+// DefaultObjPertLambda returns the default public regularisation strength
+// Λ = β/(N(e^{J*} − 1)), J* = min(ObjPertJacobianShare·ε, 1). It depends
+// only on public quantities (ε, N).
+func DefaultObjPertLambda(kind Kind, epsilon float64, n int64) float64 {
+	j := math.Min(ObjPertJacobianShare*epsilon, objPertJacobianCap)
+	return objPertHessian(kind) / (float64(n) * math.Expm1(j))
 }
 
 // DefaultObjPertRadius returns the default parameter bound R = √d/2 for d
 // encoded features. With the schema's encoding x = u/√B, a coefficient of
 // size c on a unit-scaled feature u_j is √B·c on x_j, so R = √d/2 allows
-// an average |c| ≈ 1/2 per feature. It is public (a function of d only);
-// on CPS1988 (log wage, d = 10) R ∈ {√d/4, √d/2, √d, 2√d} gave test MSE
-// 0.059, 0.049, 0.049, 0.051 at ε = 1 and 0.067, 0.062, 0.084, 0.19 at
-// ε = 0.1 (non-private 0.047): the sensitivity grows with R.
+// an average |c| ≈ 1/2 per feature. It is public (a function of d only).
 func DefaultObjPertRadius(d int) float64 { return math.Sqrt(float64(d)) / 2 }
 
-const (
-	cmsC    = 0.25 // |ℓ''| bound of the logistic loss
-	linHess = 2.0  // eigenvalue bound of the squared loss's Hessian 2xxᵀ
-)
-
-// ObjPertPlan is the calibration of one objective-perturbation fit.
+// ObjPertPlan is the calibration of one objective-perturbation fit. Every
+// field is a function of public quantities.
 type ObjPertPlan struct {
 	Kind    Kind
 	N       int64
 	D       int
 	Epsilon float64
-	// Lambda is Λ, Delta the extra regularisation Δ of step 2.
-	Lambda, Delta float64
-	// Branch is 1 when Δ = 0 (ε′ = ε − Jacobian cost), 2 when Δ > 0
-	// (ε′ = ε/2).
-	Branch int
-	// EpsilonPrime is ε′, the budget of the noise term; JacobianEpsilon =
-	// ε − ε′ bounds the Jacobian term.
-	EpsilonPrime, JacobianEpsilon float64
-	// Beta is β of the noise density ∝ exp(−β‖b‖) in sum form; ‖b‖ ~
-	// Gamma(d, 1/β).
-	Beta float64
-	// Sensitivity is the L2 bound on the difference of the noise needed by
-	// two neighbours (2 for CMS, 2(R + 2) for linear).
-	Sensitivity float64
-	// Radius is R (linear only).
-	Radius float64
+	// Delta is the target δ; AchievedDelta ≤ Delta is the bound computed
+	// from the final scales.
+	Delta, AchievedDelta float64
+	// Lambda is Λ, Radius is R (linear only), Tolerance is γ.
+	Lambda, Radius, Tolerance float64
+	// Jacobian is J = ln(1 + β/(NΛ)), the bound on the log-determinant
+	// term; the Gaussian terms get ε − J.
+	Jacobian float64
+	// GradSensitivity bounds ‖∇ℓ(ω; z) − ∇ℓ(ω; z')‖ (sum form): 2 for
+	// logistic (the vertex x + x'), 2(R + 2) for linear.
+	GradSensitivity float64
+	// Sigma1 is the standard deviation of each coordinate of b (sum form);
+	// Grid1 its grid.
+	Sigma1, Grid1 float64
+	// OutputRadius is r = γ/Λ + (3/2)·Grid1·√d/(NΛ), the bound on the
+	// distance of the optimiser's result from the exact minimiser with
+	// continuous noise; the output perturbation has L2 sensitivity 2r.
+	OutputRadius float64
+	// Sigma2 is the standard deviation of the output noise.
+	Sigma2 float64
+	// Mu1 = GradSensitivity/Sigma1 and Mu2 = (2r + grid slack)/Sigma2 are
+	// the whitened sensitivities of the two noises.
+	Mu1, Mu2 float64
 }
 
-// PlanObjPert computes the calibration of objective perturbation.
-func PlanObjPert(kind Kind, epsilon float64, n int64, d int, opt ObjPertOptions) (ObjPertPlan, error) {
+// objPertPlans caches plans (a function of public inputs only): the linear
+// bound is a numerical integral inside a bisection, a few milliseconds
+// that repeated fits (experiments, audits) need not pay again.
+var objPertPlans = struct {
+	sync.Mutex
+	m map[objPertKey]ObjPertPlan
+}{m: map[objPertKey]ObjPertPlan{}}
+
+type objPertKey struct {
+	kind       Kind
+	eps, delta float64
+	n          int64
+	d          int
+	opt        ObjPertOptions
+}
+
+// PlanObjPert computes the calibration of objective perturbation for a
+// target (ε, δ), N rows and d features.
+func PlanObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertOptions) (ObjPertPlan, error) {
+	key := objPertKey{kind, epsilon, delta, n, d, opt}
+	objPertPlans.Lock()
+	p, ok := objPertPlans.m[key]
+	objPertPlans.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := planObjPert(kind, epsilon, delta, n, d, opt)
+	if err != nil {
+		return ObjPertPlan{}, err
+	}
+	objPertPlans.Lock()
+	if len(objPertPlans.m) >= 256 {
+		clear(objPertPlans.m)
+	}
+	objPertPlans.m[key] = p
+	objPertPlans.Unlock()
+	return p, nil
+}
+
+func planObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertOptions) (ObjPertPlan, error) {
 	if !(epsilon > 0) || math.IsInf(epsilon, 0) {
 		return ObjPertPlan{}, fmt.Errorf("objpert: ε must be finite and > 0, got %v", epsilon)
+	}
+	if delta == 0 {
+		return ObjPertPlan{}, errors.New("objpert is (ε, δ)-DP; give --delta")
+	}
+	if !(delta > 0 && delta < 1) {
+		return ObjPertPlan{}, fmt.Errorf("objpert: δ must be in (0, 1), got %v", delta)
 	}
 	if n < 1 || d < 1 {
 		return ObjPertPlan{}, fmt.Errorf("objpert: need N ≥ 1 and d ≥ 1, got N=%d d=%d", n, d)
@@ -160,64 +339,175 @@ func PlanObjPert(kind Kind, epsilon float64, n int64, d int, opt ObjPertOptions)
 	if math.IsNaN(opt.Radius) || math.IsInf(opt.Radius, 0) || opt.Radius < 0 {
 		return ObjPertPlan{}, fmt.Errorf("objpert: radius R must be finite and > 0, got %v", opt.Radius)
 	}
-	p := ObjPertPlan{Kind: kind, N: n, D: d, Epsilon: epsilon, Lambda: opt.Lambda}
+	if math.IsNaN(opt.Tolerance) || math.IsInf(opt.Tolerance, 0) || opt.Tolerance < 0 {
+		return ObjPertPlan{}, fmt.Errorf("objpert: tolerance γ must be finite and > 0, got %v", opt.Tolerance)
+	}
+	if math.IsNaN(opt.OutputShare) || opt.OutputShare < 0 || opt.OutputShare >= 1 {
+		return ObjPertPlan{}, fmt.Errorf("objpert: output share must be in (0, 1), got %v", opt.OutputShare)
+	}
+	if kind != Logistic && kind != Linear {
+		return ObjPertPlan{}, fmt.Errorf("objpert: model %q not supported (want linear or logistic)", kind)
+	}
+	p := ObjPertPlan{Kind: kind, N: n, D: d, Epsilon: epsilon, Delta: delta,
+		Lambda: opt.Lambda, Tolerance: opt.Tolerance}
 	if p.Lambda == 0 {
 		p.Lambda = DefaultObjPertLambda(kind, epsilon, n)
 	}
+	if p.Tolerance == 0 {
+		p.Tolerance = DefaultObjPertTolerance
+	}
+	share := opt.OutputShare
+	if share == 0 {
+		share = ObjPertOutputShare
+	}
 	N := float64(n)
-	switch kind {
-	case Logistic:
-		// CMS Algorithm 2, as published.
-		p.Branch = 2
-		if p.Lambda > 0 {
-			u := cmsC / (N * p.Lambda)
-			p.EpsilonPrime = epsilon - math.Log1p(2*u+u*u)
-			if p.EpsilonPrime > 0 {
-				p.Branch = 1
-			}
-		}
-		if p.Branch == 2 {
-			p.Delta = math.Max(cmsC/(N*math.Expm1(epsilon/4))-p.Lambda, 0)
-			p.EpsilonPrime = epsilon / 2
-		}
-		p.Beta = p.EpsilonPrime / 2
-		p.Sensitivity = 2
-	case Linear:
+	if !(p.Lambda > 0) || math.IsInf(N*p.Lambda, 0) {
+		return ObjPertPlan{}, fmt.Errorf("objpert: regularisation Λ = %v unusable", p.Lambda)
+	}
+	// J rounded up (log1p is accurate to an ulp or two).
+	p.Jacobian = math.Log1p(objPertHessian(kind)/(N*p.Lambda)) * (1 + 1e-14)
+	if p.Jacobian >= 0.99*epsilon {
+		lmin := objPertHessian(kind) / (N * math.Expm1(0.5*epsilon))
+		return ObjPertPlan{}, fmt.Errorf("objpert: Λ = %v is too small for ε = %v: the Jacobian term ln(1 + β/(NΛ)) = %.4g leaves no budget for the noise; use Λ ≥ %.3g (that spends ε/2 on it) or 0 for the default",
+			p.Lambda, epsilon, p.Jacobian, lmin)
+	}
+	xb := math.Sqrt(1+encTol) * (1 + 1e-15) // bound on ‖x‖
+	if kind == Logistic {
+		p.GradSensitivity = 2 * xb
+	} else {
 		p.Radius = opt.Radius
 		if p.Radius == 0 {
 			p.Radius = DefaultObjPertRadius(d)
 		}
-		p.Branch = 2
-		if p.Lambda > 0 {
-			if jac := math.Log1p(linHess / (N * p.Lambda)); jac <= epsilon/2 {
-				p.Branch, p.EpsilonPrime = 1, epsilon-jac
-			}
+		if !(p.Radius > 0) {
+			return ObjPertPlan{}, fmt.Errorf("objpert: radius R must be > 0, got %v", p.Radius)
 		}
-		if p.Branch == 2 {
-			p.Delta = math.Max(linHess/(N*math.Expm1(epsilon/2))-p.Lambda, 0)
-			p.EpsilonPrime = epsilon / 2
+		yb := 1 + encTol
+		p.GradSensitivity = (4*yb*xb + 2*xb*xb*p.Radius) * (1 + 1e-15)
+	}
+	// Solve for μ1 with μ2 = κμ1, κ² = share/(1 − share): the largest μ1
+	// whose bound meets δ.
+	kappa := math.Sqrt(share / (1 - share))
+	ok := func(mu1 float64) bool { return p.deltaFor(epsilon, mu1, kappa*mu1) <= delta }
+	lo, hi := 0.0, 1.0
+	for ok(hi) {
+		lo, hi = hi, 2*hi
+		if hi > 1e12 {
+			return ObjPertPlan{}, fmt.Errorf("objpert: calibration failed for ε = %v, δ = %v", epsilon, delta)
 		}
-		p.Sensitivity = 2 * (p.Radius + 2)
-		p.Beta = p.EpsilonPrime / p.Sensitivity
-	default:
-		return ObjPertPlan{}, fmt.Errorf("objpert: model %q not supported (want linear or logistic)", kind)
 	}
-	p.JacobianEpsilon = epsilon - p.EpsilonPrime
-	if !(p.Beta > 0) || math.IsInf(p.Beta, 0) {
-		return ObjPertPlan{}, fmt.Errorf("objpert: calibration failed (β = %v)", p.Beta)
+	for i := 0; i < 200 && hi-lo > 1e-13*hi; i++ {
+		if mid := lo + (hi-lo)/2; ok(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
 	}
-	return p, nil
+	if !(lo > 0) {
+		return ObjPertPlan{}, fmt.Errorf("objpert: no noise meets (ε = %v, δ = %v)", epsilon, delta)
+	}
+	for inflate := 1.0; inflate < 1.01; inflate *= 1 + 1e-9 {
+		mu1 := lo / inflate
+		p.Sigma1 = math.Nextafter(p.GradSensitivity/mu1, math.Inf(1))
+		g1, err := noise.GaussianGrid(p.Sigma1, d)
+		if err != nil {
+			return ObjPertPlan{}, fmt.Errorf("objpert: %w", err)
+		}
+		p.Grid1 = g1
+		u1 := 1.5 * g1 * math.Sqrt(float64(d))
+		p.OutputRadius = (p.Tolerance/p.Lambda + u1/(N*p.Lambda)) * (1 + 1e-14)
+		sens2 := 2 * p.OutputRadius
+		mu2 := kappa * mu1
+		den := mu2 - noise.GridSlackRatio/2
+		if !(den > 0) {
+			return ObjPertPlan{}, fmt.Errorf("objpert: ε = %v too small for the noise grid", epsilon)
+		}
+		p.Sigma2 = math.Nextafter(sens2/den, math.Inf(1))
+		for (sens2+noise.GaussianGridSlack(p.Sigma2, d))/p.Sigma2 > mu2 {
+			p.Sigma2 = math.Nextafter(p.Sigma2, math.Inf(1))
+		}
+		p.Mu1 = p.GradSensitivity / p.Sigma1
+		p.Mu2 = (sens2 + noise.GaussianGridSlack(p.Sigma2, d)) / p.Sigma2
+		if p.AchievedDelta = p.DeltaAt(epsilon); p.AchievedDelta <= delta {
+			return p, nil
+		}
+	}
+	return ObjPertPlan{}, fmt.Errorf("objpert: calibration did not meet δ = %v", delta)
 }
 
-// jacobianBound returns the log Jacobian ratio bound the plan relies on,
-// recomputed from Λ + Δ (a check of the branch logic).
-func (p ObjPertPlan) jacobianBound() float64 {
-	N := float64(p.N)
-	if p.Kind == Logistic {
-		u := cmsC / (N * (p.Lambda + p.Delta))
-		return 2 * math.Log1p(u)
+// DeltaAt returns the bound on δ(ε) of the mechanism with this plan's
+// scales (Sigma1, Sigma2, Jacobian, GradSensitivity, OutputRadius): the
+// formula of step 4 of the proof. It is 1 for ε ≤ Jacobian.
+func (p ObjPertPlan) DeltaAt(epsilon float64) float64 {
+	return p.deltaFor(epsilon, p.GradSensitivity/p.Sigma1, p.Mu2)
+}
+
+// deltaFor is the bound of step 4 for whitened sensitivities μ1 (the
+// objective noise, GradSensitivity/σ1) and μ2 (the output noise).
+func (p ObjPertPlan) deltaFor(epsilon, mu1, mu2 float64) float64 {
+	e := epsilon - p.Jacobian
+	if !(e > 0) {
+		return 1
 	}
-	return math.Log1p(linHess / (N * (p.Lambda + p.Delta)))
+	if p.Kind == Logistic {
+		// μ1 is for the vertex of norm 2·xb; the other vertex has ≤ √2·xb.
+		return math.Min(1, 2*gaussHockey(e, math.Hypot(mu1, mu2))+2*gaussHockey(e, math.Hypot(mu1/math.Sqrt2, mu2)))
+	}
+	return rayleighHockey(e, mu1, mu2)
+}
+
+// gaussHockey returns h(c) = E[(1 − e^{c−L})₊] for the Gaussian privacy
+// loss L ~ N(μ²/2, μ²), for every real c: the analytic Gaussian δ(c) for
+// c ≥ 0 and, for c < 0, 1 − e^c + e^c·δ(−c) (the hockey-stick divergence
+// of order e^c < 1, by H_α(P‖Q) = 1 − α + α·H_{1/α}(Q‖P) and the symmetry
+// of the Gaussian pair).
+func gaussHockey(c, mu float64) float64 {
+	if !(mu > 0) {
+		return math.Max(0, -math.Expm1(c))
+	}
+	if c >= 0 {
+		d, err := accounting.AnalyticGaussianDelta(c, 1, mu)
+		if err != nil {
+			return 1
+		}
+		return d
+	}
+	d, err := accounting.AnalyticGaussianDelta(-c, 1, mu)
+	if err != nil {
+		return 1
+	}
+	return math.Min(1, -math.Expm1(c)+math.Exp(c)*d)
+}
+
+// rayleighStep is the width of the ρ-cells of rayleighHockey.
+const rayleighStep = 0.002
+
+// rayleighHockey returns an upper bound on E_ρ[h(e − μ1ρ − μ1²/2)] for ρ
+// Rayleigh (density ρe^{−ρ²/2}) and h = gaussHockey(·, μ2), by an upper
+// Riemann sum: the integrand's h-factor increases in ρ, so each cell
+// [a, b] contributes h at b times its exact Rayleigh mass
+// e^{−a²/2} − e^{−b²/2}. The first cell is [0, ρ0], with ρ0 where the
+// argument of h falls to μ2(μ2/2 + 40) (h is below 1e-340 before it); the
+// others have width 0.002. The sum stops once the remaining mass is below
+// 1e-6 of the sum so far and then adds that whole mass (h ≤ 1).
+func rayleighHockey(e, mu1, mu2 float64) float64 {
+	tailAt := func(a float64) float64 { return math.Exp(-a * a / 2) }
+	a := math.Max(0, (e-mu1*mu1/2-mu2*(mu2/2+40))/mu1)
+	sum := 0.0
+	if a > 0 {
+		sum = gaussHockey(e-mu1*a-mu1*mu1/2, mu2) * (1 - tailAt(a))
+	}
+	for i := 1; ; i++ {
+		b := a + float64(i)*rayleighStep
+		lo := a + float64(i-1)*rayleighStep
+		ta, tb := tailAt(lo), tailAt(b)
+		sum += gaussHockey(e-mu1*b-mu1*mu1/2, mu2) * (ta - tb)
+		if tb <= 1e-6*sum || tb < 1e-300 || b > 60 {
+			sum += tb
+			break
+		}
+	}
+	return math.Min(1, sum*(1+1e-12))
 }
 
 // objPert is objective perturbation.
@@ -227,6 +517,10 @@ func (objPert) Name() string          { return "objpert" }
 func (objPert) NeedsRows(k Kind) bool { return k == Logistic }
 func (objPert) Private() bool         { return true }
 
+// errObjPertTolerance is the (data-independent) failure of the optimiser
+// check.
+var errObjPertTolerance = errors.New("objpert: the optimiser did not reach the public tolerance γ; nothing was released")
+
 func (objPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
 	if cfg.Kind == Robust {
 		return nil, errors.New("objpert: robust regression is not supported (use --mechanism irls)")
@@ -234,10 +528,13 @@ func (objPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	if err := cfg.validate(data, true); err != nil {
 		return nil, err
 	}
+	if cfg.Delta == 0 {
+		return nil, errors.New("objpert is (ε, δ)-DP; give --delta")
+	}
 	k := data.Stats.K()
 	d := k - 1
 	n := data.Stats.N()
-	plan, err := PlanObjPert(cfg.Kind, cfg.Epsilon, n, d, cfg.ObjPert)
+	plan, err := PlanObjPert(cfg.Kind, cfg.Epsilon, cfg.Delta, n, d, cfg.ObjPert)
 	if err != nil {
 		return nil, err
 	}
@@ -247,54 +544,253 @@ func (objPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 			return nil, fmt.Errorf("objpert: %w", err)
 		}
 	}
-	b, err := noise.ObjPert(cfg.Source, d, plan.Beta)
-	if err != nil {
-		return nil, fmt.Errorf("objpert: draw noise: %w", err)
+	b := make([]float64, d)
+	if err := noise.AddGaussian(cfg.Source, b, plan.Sigma1); err != nil {
+		return nil, fmt.Errorf("objpert: draw the objective noise: %w", err)
 	}
 	var w []float64
-	var grad float64
 	if cfg.Kind == Logistic {
-		w, grad, err = minimiseCMS(ctx, rows, k, plan.Lambda+plan.Delta, b)
+		w, _, err = minimiseCMS(ctx, rows, k, plan.Lambda, b)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, errObjPertTolerance
+		}
+		w = polishLogistic(rows, k, plan.Lambda, b, w, plan.Tolerance)
+		if g, bound := logisticGradCheck(rows, k, plan.Lambda, b, w); !(g+bound <= plan.Tolerance) {
+			return nil, errObjPertTolerance
+		}
 	} else {
-		w, err = minimiseKST(data.Stats, plan.Lambda+plan.Delta, plan.Radius, b)
+		w, err = minimiseKST(data.Stats, plan.Lambda, plan.Radius, b)
+		if err != nil {
+			return nil, errObjPertTolerance
+		}
+		if g, bound := linearGradMapCheck(data.Stats, plan.Lambda, plan.Radius, b, w); !(g+bound <= plan.Tolerance) {
+			return nil, errObjPertTolerance
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("objpert: %w", err)
+	if err := noise.AddGaussian(cfg.Source, w, plan.Sigma2); err != nil {
+		// The inner message may quote a coefficient: do not pass it on.
+		return nil, errors.New("objpert: the output perturbation could not be applied (coefficients too large for the noise grid); nothing was released")
 	}
-	return &Result{Coef: w, Privacy: plan.report(cfg, grad)}, nil
+	return &Result{Coef: w, Privacy: plan.report(cfg)}, nil
 }
 
-func (p ObjPertPlan) report(cfg Config, grad float64) report.Privacy {
+// report is the privacy report: every figure in it is a function of the
+// public parameters (ε, δ, N, d, Λ, R, γ), none of the data.
+func (p ObjPertPlan) report(cfg Config) report.Privacy {
 	r := report.Privacy{
 		Private:      true,
 		Epsilon:      p.Epsilon,
+		Delta:        p.Delta,
 		Neighbouring: report.Neighbouring,
 		Releases: []report.Release{{
-			Name:        "noise vector b of the objective's linear term (only the minimiser is released)",
+			Name:        "noise vector b of the objective's linear term (sum form; not released itself, only the perturbed minimiser is)",
 			Entries:     p.D,
 			Norm:        "L2",
-			Sensitivity: p.Sensitivity,
-			Noise:       "objective perturbation: density ∝ exp(−β‖b‖), ‖b‖ ~ Gamma(d, 1/β); scale = 1/β",
-			Scale:       1 / p.Beta,
+			Sensitivity: p.GradSensitivity,
+			Noise:       "gaussian",
+			Scale:       p.Sigma1,
+		}, {
+			Name:        "coefficients ω (output perturbation covering the optimiser tolerance γ/Λ and the grid of b)",
+			Entries:     p.D,
+			Norm:        "L2",
+			Sensitivity: 2 * p.OutputRadius,
+			Noise:       "gaussian",
+			Scale:       p.Sigma2,
 		}},
 	}
 	r.Randomness, r.Insecure = randomness(cfg.Source)
-	branch := fmt.Sprintf("branch %d: Λ = %s, Δ = %s, ε′ = %s for the noise, Jacobian term ≤ %s",
-		p.Branch, fmtG(p.Lambda), fmtG(p.Delta), fmtG(p.EpsilonPrime), fmtG(p.JacobianEpsilon))
+	objective := fmt.Sprintf("objective (1/N)[Σℓ + bᵀω] + (Λ/2)‖ω‖² with Λ = %s, minimised until its gradient norm is ≤ γ = %s (a public tolerance; the value reached is not reported)",
+		fmtG(p.Lambda), fmtG(p.Tolerance))
 	if p.Kind == Logistic {
-		r.Mechanism = "objpert (objective perturbation, Chaudhuri, Monteleoni & Sarwate 2011, Algorithm 2; regularised logistic regression)"
-		r.Accountant = "pure ε-DP by CMS 2011 Theorem 9 (replace-one): " + branch
-		r.Notes = append(r.Notes, fmt.Sprintf("the perturbed objective was minimised by Newton's method to gradient norm %.2g (the guarantee assumes the exact minimiser)", grad))
+		r.Mechanism = "objpert (approximate minima perturbation, Iyengar et al. 2019: Gaussian objective perturbation of regularised logistic regression, then Gaussian output perturbation)"
+		r.Accountant = fmt.Sprintf("exact-minimiser density argument with the Jacobian term ln(1 + β/(NΛ)) = %s (β = 1/4), objective and output noise composed as Gaussian losses: δ ≤ 2δ_G(ε − J; √(μ1² + μ2²)) + 2δ_G(ε − J; √(μ1²/2 + μ2²)) with μ1 = %s, μ2 = %s (analytic Gaussian δ_G, Balle & Wang 2018); achieved δ = %s",
+			report.Up(p.Jacobian), report.Up(p.Mu1), report.Up(p.Mu2), report.Up(p.AchievedDelta))
 	} else {
-		r.Mechanism = fmt.Sprintf("objpert (objective perturbation on the ball ‖ω‖ ≤ %s, after Kifer, Smith & Thakurta 2012, Theorem 2; squared loss)", fmtG(p.Radius))
-		r.Accountant = fmt.Sprintf("pure ε-DP (replace-one): log(1 + 2/(N(Λ+Δ))) + β·2(R+2) ≤ ε with 2(R+2) = %s: %s", fmtG(p.Sensitivity), branch)
-		r.Notes = append(r.Notes, "the constrained minimiser is computed exactly (eigendecomposition and secular equation); the radius R is part of the mechanism, not post-processing")
+		r.Mechanism = fmt.Sprintf("objpert (approximate minima perturbation, Iyengar et al. 2019, on the ball ‖ω‖ ≤ %s: Gaussian objective perturbation of the squared loss, then Gaussian output perturbation)", fmtG(p.Radius))
+		r.Accountant = fmt.Sprintf("exact-minimiser density argument with the Jacobian term ln(1 + β/(NΛ)) = %s (β = 2), gradient difference ≤ 2(R+2) in a 2-dimensional span, objective and output noise composed: δ ≤ E_ρ[δ_G(ε − J − μ1ρ − μ1²/2; μ2)] over ρ Rayleigh, with μ1 = %s, μ2 = %s (analytic Gaussian δ_G, Balle & Wang 2018); achieved δ = %s",
+			report.Up(p.Jacobian), report.Up(p.Mu1), report.Up(p.Mu2), report.Up(p.AchievedDelta))
 	}
-	if cfg.Delta > 0 {
-		r.Notes = append(r.Notes, "objpert is pure ε-DP; the δ given was not used")
+	r.Notes = append(r.Notes, objective)
+	if p.Kind == Linear {
+		r.Notes = append(r.Notes, "the radius R is part of the mechanism (the minimiser is constrained to the ball), not post-processing")
 	}
 	return r
 }
+
+// logisticGradCheck returns the norm of the gradient of the average
+// objective (1/N)[Σℓ + bᵀw] + (mu/2)‖w‖² at w, computed in sum form with
+// compensated sums and the exact b, and a bound on the rounding error of
+// that evaluation: each term t·σ(−t xᵀw)·x_j is computed with relative
+// error below 8u (u = 2^−53) and the compensated sum adds 2u relative to
+// Σ|terms| ≤ N plus N·u² per entry, so the error of every coordinate is
+// below 16u·(1 + |b_j|/N + mu|w_j|) + N·u²; the bound adds 10% and takes
+// the L2 norm over the d coordinates.
+func logisticGradCheck(rows []float64, k int, mu float64, b, w []float64) (norm, bound float64) {
+	N := float64(len(rows) / k)
+	g := logisticGrad(rows, k, mu, b, w)
+	const u = 0x1p-53
+	var e2 float64
+	for j := range g {
+		e := 1.1 * (16*u*(1+math.Abs(b[j])/N+mu*math.Abs(w[j])) + N*u*u)
+		e2 += e * e
+	}
+	return math.Sqrt(dot(g, g)), math.Sqrt(e2)
+}
+
+// polishLogistic takes up to 8 full Newton steps from w on the average
+// objective (1/N)[Σℓ + bᵀw] + (mu/2)‖w‖², with the gradient computed by
+// logisticGradCheck (compensated sums, exact b), keeping a step only if it
+// lowers the gradient norm, and stops once the gradient norm is below
+// tol/64. logisticNewton stops when the objective no longer decreases in
+// float64, which on small N can happen at gradient norms near 1e-9; from
+// there Newton's method converges quadratically. It returns the best
+// iterate (w itself if no step helps).
+func polishLogistic(rows []float64, k int, mu float64, b, w []float64, tol float64) []float64 {
+	d := k - 1
+	n := len(rows) / k
+	N := float64(n)
+	cur := append([]float64(nil), w...)
+	g := logisticGrad(rows, k, mu, b, cur)
+	gn := math.Sqrt(dot(g, g))
+	h := mat.NewSymDense(d, nil)
+	for it := 0; it < 8 && gn > tol/64; it++ {
+		hd := make([]float64, d*d)
+		for i := 0; i < n; i++ {
+			r := rows[i*k : (i+1)*k]
+			x := r[:d]
+			z := dot(x, cur)
+			c := sigmoid(z) * sigmoid(-z) / N
+			for a := 0; a < d; a++ {
+				for bb := a; bb < d; bb++ {
+					hd[a*d+bb] += c * x[a] * x[bb]
+				}
+			}
+		}
+		for a := 0; a < d; a++ {
+			for bb := a; bb < d; bb++ {
+				v := hd[a*d+bb]
+				if a == bb {
+					v += mu
+				}
+				h.SetSym(a, bb, v)
+			}
+		}
+		var chol mat.Cholesky
+		if !chol.Factorize(h) {
+			break
+		}
+		var s mat.VecDense
+		if err := chol.SolveVecTo(&s, mat.NewVecDense(d, g)); err != nil {
+			break
+		}
+		next := make([]float64, d)
+		for j := range next {
+			next[j] = cur[j] - s.AtVec(j)
+		}
+		ng := logisticGrad(rows, k, mu, b, next)
+		nn := math.Sqrt(dot(ng, ng))
+		if !(nn < gn) {
+			break
+		}
+		cur, g, gn = next, ng, nn
+	}
+	return cur
+}
+
+// logisticGrad returns the gradient of the average objective
+// (1/N)[Σℓ + bᵀw] + (mu/2)‖w‖², computed in sum form with compensated sums
+// and the exact b.
+func logisticGrad(rows []float64, k int, mu float64, b, w []float64) []float64 {
+	d := k - 1
+	n := len(rows) / k
+	N := float64(n)
+	acc := make([]compSum, d)
+	for i := 0; i < n; i++ {
+		r := rows[i*k : (i+1)*k]
+		x := r[:d]
+		t := 2*r[d] - 1
+		c := -t * sigmoid(-t*dot(x, w))
+		for j := 0; j < d; j++ {
+			acc[j].add(c * x[j])
+		}
+	}
+	g := make([]float64, d)
+	for j := range g {
+		acc[j].add(b[j])
+		acc[j].add(N * mu * w[j])
+		g[j] = acc[j].sum() / N
+	}
+	return g
+}
+
+// linearGradMapCheck returns the norm of the gradient mapping
+// G(w) = L(w − Π_C(w − ∇F(w)/L)) of F(w) = (1/N)[Σ(y − xᵀw)² + bᵀw] +
+// (mu/2)‖w‖² on C = {‖w‖ ≤ radius}, L = 2(1 + encTol) + mu, computed from
+// the sufficient statistics, and a bound on its error: the statistics are
+// within 1e-13·N of the exact sums (suffstat's blocked summation: relative
+// error ≤ 2.9e-14 of Σ|z_i z_j| ≤ N(1 + encTol)), which moves each gradient
+// coordinate by ≤ 2e-13(‖w‖₁ + 1); the evaluation adds below 4(d + 2)u
+// relative to the magnitudes summed. Π_C is nonexpansive, so G inherits
+// the gradient's error.
+func linearGradMapCheck(s Stats, mu, radius float64, b, w []float64) (norm, bound float64) {
+	d := s.K() - 1
+	N := float64(s.N())
+	L := 2*(1+encTol) + mu
+	const u = 0x1p-53
+	w1 := 0.0
+	for _, v := range w {
+		w1 += math.Abs(v)
+	}
+	grad := make([]float64, d)
+	var e2 float64
+	for i := 0; i < d; i++ {
+		var acc compSum
+		mag := 0.0
+		for j := 0; j < d; j++ {
+			acc.add(2 * s.At(i, j) * w[j])
+			mag += math.Abs(2 * s.At(i, j) * w[j])
+		}
+		acc.add(-2 * s.At(d, i))
+		acc.add(b[i])
+		mag += math.Abs(2*s.At(d, i)) + math.Abs(b[i])
+		grad[i] = acc.sum()/N + mu*w[i]
+		e := 2e-13*(w1+1) + 4*float64(d+2)*u*(mag/N+mu*math.Abs(w[i]))
+		e2 += e * e
+	}
+	step := make([]float64, d)
+	for i := range step {
+		step[i] = w[i] - grad[i]/L
+	}
+	if nn := math.Sqrt(dot(step, step)); nn > radius {
+		for i := range step {
+			step[i] *= radius / nn
+		}
+	}
+	var g2 float64
+	for i := range step {
+		v := L * (w[i] - step[i])
+		g2 += v * v
+	}
+	return math.Sqrt(g2), 1.1 * math.Sqrt(e2) * (1 + 1e-6)
+}
+
+// compSum is Neumaier's compensated summation.
+type compSum struct{ s, c float64 }
+
+func (a *compSum) add(x float64) {
+	t := a.s + x
+	if math.Abs(a.s) >= math.Abs(x) {
+		a.c += (a.s - t) + x
+	} else {
+		a.c += (x - t) + a.s
+	}
+	a.s = t
+}
+
+func (a *compSum) sum() float64 { return a.s + a.c }
 
 // checkRows validates the encoded rows against the bounds every mechanism
 // here relies on: ‖x‖₂ ≤ 1 and y ∈ [−1, 1] (linear, robust) or {0, 1}

@@ -6,17 +6,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
+	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/audit"
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/noise"
-	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/suffstat"
 )
 
@@ -33,116 +30,422 @@ func suffstatFor(rows []float64, k int) *suffstat.Moments {
 	return m
 }
 
-// TestPlanObjPertBranches checks the ε′/Δ logic on both branches, for both
-// models, against hand computations, and that the privacy budget adds up:
-// Jacobian bound (recomputed from Λ + Δ) + ε′ ≤ ε.
-func TestPlanObjPertBranches(t *testing.T) {
-	cases := []struct {
-		name       string
-		kind       Kind
-		eps        float64
-		n          int64
-		lambda     float64
-		wantBranch int
-		wantEpsP   float64
-		wantDelta  float64
-	}{
-		// CMS: ε′ = ε − log(1 + 2c/(NΛ) + c²/(N²Λ²)) with c = 1/4.
-		{"logistic branch 1", Logistic, 1, 1000, 0.01, 1, 1 - math.Log(1+0.5/10+0.0625/100), 0},
-		// NΛ = 0.1: c/(NΛ) = 2.5, log(1+5+6.25) > 1 ⇒ Δ = c/(N(e^{1/4}−1)) − Λ, ε′ = ε/2.
-		{"logistic branch 2", Logistic, 1, 1000, 1e-4, 2, 0.5, 0.25/(1000*(math.Exp(0.25)-1)) - 1e-4},
-		{"logistic Λ=0 default", Logistic, 0.5, 10000, 0, 1, math.NaN(), 0},
-		// Linear: branch 1 iff log(1 + 2/(NΛ)) ≤ ε/2.
-		{"linear branch 1", Linear, 1, 1000, 0.01, 1, 1 - math.Log(1+2.0/10), 0},
-		{"linear branch 2", Linear, 1, 1000, 1e-3, 2, 0.5, 2/(1000*(math.Exp(0.5)-1)) - 1e-3},
+// indepObjPertDelta recomputes the δ bound of objpert from a report's
+// printed releases (objective noise first, output noise second), the
+// printed ε and the public Λ, N, without the plan's code: logistic by the
+// closed form with accounting.AnalyticGaussianDelta, linear by a midpoint
+// rule over the Rayleigh density on a finer grid than the plan's upper sum.
+func indepObjPertDelta(t *testing.T, kind Kind, eps, lambda float64, n int64, d int, rel0, rel1 float64, sens0, sens1 float64) float64 {
+	t.Helper()
+	beta := 2.0
+	if kind == Logistic {
+		beta = 0.25
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			p, err := PlanObjPert(c.kind, c.eps, c.n, 5, ObjPertOptions{Lambda: c.lambda})
+	j := math.Log1p(beta * (1 + 1e-9) / (float64(n) * lambda))
+	e := eps - j
+	mu1 := sens0 / rel0
+	mu2 := (sens1 + noise.GaussianGridSlack(rel1, d)) / rel1
+	h := func(c, mu float64) float64 {
+		if c >= 0 {
+			v, err := accounting.AnalyticGaussianDelta(c, 1, mu)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Branch != c.wantBranch {
-				t.Fatalf("branch %d, want %d (plan %+v)", p.Branch, c.wantBranch, p)
-			}
-			if !math.IsNaN(c.wantEpsP) && math.Abs(p.EpsilonPrime-c.wantEpsP) > 1e-12 {
-				t.Errorf("ε′ = %.15g, want %.15g", p.EpsilonPrime, c.wantEpsP)
-			}
-			if math.Abs(p.Delta-c.wantDelta) > 1e-15 {
-				t.Errorf("Δ = %.15g, want %.15g", p.Delta, c.wantDelta)
-			}
-			if jb := p.jacobianBound(); jb+p.EpsilonPrime > c.eps*(1+1e-12) {
-				t.Errorf("Jacobian %v + ε′ %v exceeds ε %v", jb, p.EpsilonPrime, c.eps)
-			}
-			wantBeta := p.EpsilonPrime / 2
-			if c.kind == Linear {
-				wantBeta = p.EpsilonPrime / (2 * (p.Radius + 2))
-			}
-			if math.Abs(p.Beta-wantBeta) > 1e-15 {
-				t.Errorf("β = %v, want %v", p.Beta, wantBeta)
-			}
-		})
+			return v
+		}
+		v, err := accounting.AnalyticGaussianDelta(-c, 1, mu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 1 - math.Exp(c) + math.Exp(c)*v
+	}
+	if kind == Logistic {
+		return 2*h(e, math.Sqrt(mu1*mu1+mu2*mu2)) + 2*h(e, math.Sqrt(mu1*mu1/2+mu2*mu2))
+	}
+	const step = 5e-4
+	s := 0.0
+	for r := step / 2; r < 12; r += step {
+		s += h(e-mu1*r-mu1*mu1/2, mu2) * r * math.Exp(-r*r/2) * step
+	}
+	return s
+}
+
+// TestPlanObjPert checks the calibration: the default Λ, the Jacobian term,
+// the achieved δ (≤ the target and within 2% of it: no budget wasted),
+// an independent recomputation of the bound, the output noise's radius r,
+// and that halving σ1 breaks the target.
+func TestPlanObjPert(t *testing.T) {
+	for _, c := range []struct {
+		kind   Kind
+		eps    float64
+		delta  float64
+		n      int64
+		d      int
+		lambda float64
+	}{
+		{Logistic, 1, 1e-5, 8000, 10, 0},
+		{Logistic, 0.1, 1e-6, 8000, 10, 0},
+		{Logistic, 3, 1e-5, 500, 4, 0.01},
+		{Linear, 1, 1e-5, 22524, 10, 0},
+		{Linear, 0.1, 1e-5, 22524, 10, 0},
+		{Linear, 0.5, 1e-8, 100, 3, 0.5},
+	} {
+		name := fmt.Sprintf("%s ε=%g δ=%g N=%d d=%d Λ=%g", c.kind, c.eps, c.delta, c.n, c.d, c.lambda)
+		p, err := PlanObjPert(c.kind, c.eps, c.delta, c.n, c.d, ObjPertOptions{Lambda: c.lambda})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		beta := 2.0
+		if c.kind == Logistic {
+			beta = 0.25
+		}
+		wantLambda := c.lambda
+		if wantLambda == 0 {
+			wantLambda = beta * (1 + 1e-9) / (float64(c.n) * math.Expm1(math.Min(0.25*c.eps, 1)))
+		}
+		if math.Abs(p.Lambda-wantLambda) > 1e-12*wantLambda {
+			t.Errorf("%s: Λ = %v, want %v", name, p.Lambda, wantLambda)
+		}
+		if j := math.Log1p(beta * (1 + 1e-9) / (float64(c.n) * p.Lambda)); p.Jacobian < j || p.Jacobian > j*(1+1e-12) {
+			t.Errorf("%s: J = %v, want %v rounded up", name, p.Jacobian, j)
+		}
+		if p.AchievedDelta > c.delta || p.AchievedDelta < 0.98*c.delta {
+			t.Errorf("%s: achieved δ %v for target %v", name, p.AchievedDelta, c.delta)
+		}
+		ind := indepObjPertDelta(t, c.kind, c.eps, p.Lambda, c.n, c.d, p.Sigma1, p.Sigma2, p.GradSensitivity, 2*p.OutputRadius)
+		if ind > c.delta || ind < 0.95*p.AchievedDelta {
+			t.Errorf("%s: independent δ %v vs plan %v (target %v)", name, ind, p.AchievedDelta, c.delta)
+		}
+		g1, _ := noise.GaussianGrid(p.Sigma1, c.d)
+		r := p.Tolerance/p.Lambda + 1.5*g1*math.Sqrt(float64(c.d))/(float64(c.n)*p.Lambda)
+		if p.Grid1 != g1 || p.OutputRadius < r || p.OutputRadius > r*(1+1e-12) {
+			t.Errorf("%s: grid %v (want %v), r = %v (want %v)", name, p.Grid1, g1, p.OutputRadius, r)
+		}
+		if share := p.Mu2 * p.Mu2 / (p.Mu1*p.Mu1 + p.Mu2*p.Mu2); math.Abs(share-ObjPertOutputShare) > 1e-3 {
+			t.Errorf("%s: output share %v", name, share)
+		}
+		half := p
+		half.Sigma1 /= 2
+		if d := half.DeltaAt(c.eps); d <= c.delta {
+			t.Errorf("%s: half the objective noise still meets δ (%v)", name, d)
+		}
+		t.Logf("%s: Λ = %.4g, J = %.4g, σ1 = %.4g, σ2 = %.3g (r = %.3g), μ1 = %.4g, μ2 = %.3g, δ = %.4g",
+			name, p.Lambda, p.Jacobian, p.Sigma1, p.Sigma2, p.OutputRadius, p.Mu1, p.Mu2, p.AchievedDelta)
 	}
 	for _, bad := range []struct {
-		eps float64
-		opt ObjPertOptions
-	}{{0, ObjPertOptions{}}, {math.NaN(), ObjPertOptions{}}, {1, ObjPertOptions{Lambda: -1}}, {1, ObjPertOptions{Radius: math.Inf(1)}}} {
-		if _, err := PlanObjPert(Linear, bad.eps, 100, 3, bad.opt); err == nil {
-			t.Errorf("PlanObjPert accepted ε=%v %+v", bad.eps, bad.opt)
+		eps, delta float64
+		opt        ObjPertOptions
+		want       string
+	}{
+		{1, 0, ObjPertOptions{}, "give --delta"},
+		{0, 1e-5, ObjPertOptions{}, "ε"},
+		{math.NaN(), 1e-5, ObjPertOptions{}, "ε"},
+		{1, 1, ObjPertOptions{}, "δ"},
+		{1, 1e-5, ObjPertOptions{Lambda: -1}, "Λ"},
+		{1, 1e-5, ObjPertOptions{Lambda: 1e-9}, "too small"},
+		{1, 1e-5, ObjPertOptions{Radius: math.Inf(1)}, "radius"},
+		{1, 1e-5, ObjPertOptions{Tolerance: -1}, "tolerance"},
+		{1, 1e-5, ObjPertOptions{OutputShare: 1}, "share"},
+	} {
+		if _, err := PlanObjPert(Linear, bad.eps, bad.delta, 100, 3, bad.opt); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("PlanObjPert(ε=%v, δ=%v, %+v): error %v, want one mentioning %q", bad.eps, bad.delta, bad.opt, err, bad.want)
 		}
 	}
-	if _, err := PlanObjPert(Robust, 1, 100, 3, ObjPertOptions{}); err == nil {
+	if _, err := PlanObjPert(Robust, 1, 1e-5, 100, 3, ObjPertOptions{}); err == nil {
 		t.Error("PlanObjPert accepted the robust model")
 	}
 }
 
-// TestObjPertNoiseNormIsGamma draws the mechanism's noise b for a CMS plan
-// and tests ‖b‖ ~ Gamma(d, scale 2/ε′) with a Kolmogorov-Smirnov test at
-// false-alarm rate 0.001 (critical value 1.949/√n), plus the mean of the
-// direction (each coordinate of b/‖b‖ has variance 1/d; |mean| must stay
-// below 4 standard errors).
-func TestObjPertNoiseNormIsGamma(t *testing.T) {
-	seed := uint64(11)
-	if longTests() {
-		seed = rand.Uint64()
-	}
-	src := noise.NewInsecureSeeded(seed)
-	for _, branch := range []float64{0.01, 1e-4} { // Λ for branch 1 and branch 2
-		p, err := PlanObjPert(Logistic, 1, 1000, 4, ObjPertOptions{Lambda: branch})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 4000
-		if testing.Short() {
-			n = 1000
-		}
-		norms := make([]float64, n)
-		mean := make([]float64, p.D)
-		for i := range norms {
-			b, err := noise.ObjPert(src, p.D, p.Beta)
+// TestObjPertPrintedProfile fits both models and recomputes δ at the
+// printed ε from the printed releases (scales and sensitivities) and the
+// public Λ, independently of the plan's code: it must not exceed the
+// printed δ. Every number of the report must be identical for a different
+// dataset of the same size (nothing data-dependent).
+func TestObjPertPrintedProfile(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []Kind{Logistic, Linear} {
+		var texts [2]string
+		for i, seed := range []uint64{3, 4} {
+			rows, _ := xpRows(kind, 3000, 5, seed)
+			cfg := Config{Kind: kind, Epsilon: 0.7, Delta: 1e-6, Source: noise.NewInsecureSeeded(3)}
+			res, err := objPert{}.Fit(ctx, xpData(t, rows, 6), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			norms[i] = math.Sqrt(dot(b, b))
-			for j := range b {
-				mean[j] += b[j] / norms[i] / float64(n)
+			p := res.Privacy
+			if !p.Private || p.Epsilon != 0.7 || p.Delta != 1e-6 || len(p.Releases) != 2 {
+				t.Fatalf("%s: report %+v", kind, p)
+			}
+			lambda := DefaultObjPertLambda(kind, 0.7, 3000)
+			r0, r1 := p.Releases[0], p.Releases[1]
+			d := indepObjPertDelta(t, kind, p.Epsilon, lambda, 3000, 5, r0.Scale, r1.Scale, r0.Sensitivity, r1.Sensitivity)
+			if d > p.Delta {
+				t.Errorf("%s: the printed noise gives δ = %v > printed δ = %v", kind, d, p.Delta)
+			}
+			if dh := indepObjPertDelta(t, kind, p.Epsilon, lambda, 3000, 5, r0.Scale/2, r1.Scale, r0.Sensitivity, r1.Sensitivity); dh <= p.Delta {
+				t.Errorf("%s: half the objective noise gives δ = %v ≤ %v: no power", kind, dh, p.Delta)
+			}
+			var b strings.Builder
+			if err := p.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			texts[i] = b.String()
+			for _, bad := range []string{"gradient norm %", "iterations", "converged"} {
+				if strings.Contains(texts[i], bad) {
+					t.Errorf("%s: report mentions %q", kind, bad)
+				}
 			}
 		}
-		g := distuv.Gamma{Alpha: float64(p.D), Beta: p.Beta} // rate β
-		sort.Float64s(norms)
-		ks := 0.0
-		for i, x := range norms {
-			f := g.CDF(x)
-			ks = math.Max(ks, math.Max(f-float64(i)/float64(n), float64(i+1)/float64(n)-f))
+		if texts[0] != texts[1] {
+			t.Errorf("%s: the report depends on the data:\n%s\n---\n%s", kind, texts[0], texts[1])
 		}
-		if crit := 1.949 / math.Sqrt(float64(n)); ks > crit {
-			t.Errorf("branch %d: KS statistic %.4f > %.4f: ‖b‖ is not Gamma(%d, 1/β=%.4g) (seed %d)", p.Branch, ks, crit, p.D, 1/p.Beta, seed)
+		t.Logf("%s report:\n%s", kind, texts[0])
+	}
+}
+
+// TestObjPertCouplingLemma checks the tail inequalities behind step 1 of
+// the proof (the grid of b): for a discrete Gaussian K with parameter s and
+// X ~ N(0, s²), P(X ≥ k + ½) ≤ P(K ≥ k) ≤ P(X ≥ k − 1) for every k ≥ 1,
+// so the quantile coupling moves no draw by more than 3/2 grid steps. The
+// discrete tails are summed exactly enough in float64 (terms below 1e-300
+// are dropped); s from 1 (the lemma's limit) to 100.
+func TestObjPertCouplingLemma(t *testing.T) {
+	for _, s := range []float64{1, 1.3, 2, 3.7, 10, 41.5, 100} {
+		lim := int(40*s) + 2
+		f := func(k int) float64 { return math.Exp(-float64(k*k) / (2 * s * s)) }
+		z := 0.0
+		for k := -lim; k <= lim; k++ {
+			z += f(k)
 		}
-		se := math.Sqrt(1 / float64(p.D) / float64(n))
-		for j, m := range mean {
-			if math.Abs(m) > 4*se {
-				t.Errorf("branch %d: direction coordinate %d has mean %.4f (> 4 s.e. %.4f) (seed %d)", p.Branch, j, m, 4*se, seed)
+		tail := make([]float64, lim+2) // tail[k] = P(K ≥ k)
+		for k := lim; k >= 0; k-- {
+			tail[k] = tail[k+1] + f(k)/z
+		}
+		gtail := func(x float64) float64 { return 0.5 * math.Erfc(x/(s*math.Sqrt2)) }
+		if !(tail[0] >= 0.5 && tail[1] >= gtail(1.5)) {
+			t.Errorf("s=%v: P(K ≥ 0) = %v, P(K ≥ 1) = %v < P(X ≥ 3/2) = %v", s, tail[0], tail[1], gtail(1.5))
+		}
+		worst := 0.0
+		for k := 1; k <= lim; k++ {
+			lo, hi := gtail(float64(k)+0.5), gtail(float64(k-1))
+			if lo < 1e-290 {
+				break
 			}
+			if tail[k] < lo*(1-1e-12) || tail[k] > hi*(1+1e-12) {
+				t.Fatalf("s=%v k=%d: P(K ≥ k) = %v outside [P(X ≥ k+½), P(X ≥ k−1)] = [%v, %v]", s, k, tail[k], lo, hi)
+			}
+			// Distance of the coupled X-interval of K = k from k.
+			a := s * math.Sqrt2 * math.Erfcinv(2*tail[k])   // F_X⁻¹(F_K(k−1))
+			b := s * math.Sqrt2 * math.Erfcinv(2*tail[k+1]) // F_X⁻¹(F_K(k))
+			if tail[k+1] > 1e-15 {
+				worst = math.Max(worst, math.Max(float64(k)-a, b-float64(k)))
+			}
+		}
+		if worst > 1.5 {
+			t.Errorf("s=%v: the quantile coupling moves a draw by %v > 3/2", s, worst)
+		}
+		t.Logf("s = %v: largest coupling distance %.3f grid steps", s, worst)
+	}
+}
+
+// exact1DObjPert returns the exact δ(ε) at each eps of step 2 of the proof
+// (the exact minimiser with continuous Gaussian noise σ) in one dimension,
+// for the datasets (xs, ys) and (xs2, ys2), the larger of the two
+// directions. Logistic: the output ω has density φ(B(ω))|B'(ω)| with
+// B(ω) = −Σℓ'_i(ω) − cω, c = NΛ. Linear on [−R, R]: the same density
+// inside and the masses P(b ≤ B(R)) at R and P(b ≥ B(−R)) at −R.
+// δ = ∫(p − e^ε p')₊ (trapezoid over ω on a grid covering the noise range
+// ±12σ, plus the atoms).
+func exact1DObjPert(kind Kind, xs, ys, xs2, ys2 []float64, lambda, radius, sigma float64, eps []float64) []float64 {
+	n := float64(len(xs))
+	c := n * lambda
+	bOf := func(xs, ys []float64, w float64) (b, slope float64) {
+		b, slope = -c*w, c
+		for i, x := range xs {
+			if kind == Logistic {
+				tt := 2*ys[i] - 1
+				z := tt * w * x
+				b += tt * x * sigmoid(-z)
+				slope += sigmoid(z) * sigmoid(-z) * x * x
+			} else {
+				b += 2 * (ys[i] - x*w) * x
+				slope += 2 * x * x
+			}
+		}
+		return b, slope
+	}
+	norm := -math.Log(sigma * math.Sqrt(2*math.Pi))
+	logp := func(xs, ys []float64, w float64) float64 {
+		b, sl := bOf(xs, ys, w)
+		return norm - b*b/(2*sigma*sigma) + math.Log(sl)
+	}
+	lo, hi := -radius, radius
+	if kind == Logistic {
+		// ω range: where B(ω) = ±12σ for either dataset (B decreases).
+		find := func(xs, ys []float64, target float64) float64 {
+			a, b := -1e6, 1e6
+			for i := 0; i < 100; i++ {
+				m := (a + b) / 2
+				if v, _ := bOf(xs, ys, m); v > target {
+					a = m
+				} else {
+					b = m
+				}
+			}
+			return a
+		}
+		lo = math.Min(find(xs, ys, 12*sigma), find(xs2, ys2, 12*sigma))
+		hi = math.Max(find(xs, ys, -12*sigma), find(xs2, ys2, -12*sigma))
+	}
+	const points = 2500
+	h := (hi - lo) / points
+	d1 := make([]float64, len(eps))
+	d2 := make([]float64, len(eps))
+	for i := 0; i <= points; i++ {
+		w := lo + float64(i)*h
+		wt := h
+		if i == 0 || i == points {
+			wt = h / 2
+		}
+		p, q := logp(xs, ys, w), logp(xs2, ys2, w)
+		for j, e := range eps {
+			d1[j] += wt * math.Max(0, math.Exp(p)-math.Exp(e+q))
+			d2[j] += wt * math.Max(0, math.Exp(q)-math.Exp(e+p))
+		}
+	}
+	if kind == Linear {
+		cdf := func(x float64) float64 { return 0.5 * math.Erfc(-x/(sigma*math.Sqrt2)) }
+		bR, _ := bOf(xs, ys, radius)
+		bR2, _ := bOf(xs2, ys2, radius)
+		bL, _ := bOf(xs, ys, -radius)
+		bL2, _ := bOf(xs2, ys2, -radius)
+		pR, qR := cdf(bR), cdf(bR2)
+		pL, qL := 1-cdf(bL), 1-cdf(bL2)
+		for j, e := range eps {
+			d1[j] += math.Max(0, pR-math.Exp(e)*qR) + math.Max(0, pL-math.Exp(e)*qL)
+			d2[j] += math.Max(0, qR-math.Exp(e)*pR) + math.Max(0, qL-math.Exp(e)*pL)
+		}
+	}
+	for j := range d1 {
+		d1[j] = math.Max(d1[j], d2[j])
+	}
+	return d1
+}
+
+// TestObjPertExact1D checks step 2 of the proof end to end in one
+// dimension: for every neighbouring pair built from extreme rows on two
+// base datasets (N = 4; the second base has no curvature, where the
+// Jacobian term is largest), the exact δ(ε) of the exact minimiser with
+// continuous Gaussian noise stays below the bound the plan uses (output
+// noise set to zero). In one dimension the logistic gradient difference is
+// at most about 1 (it reaches 2 only for orthogonal rows far out), so the
+// bound is loose there; the check's power is shown on the Jacobian term:
+// below ε = J the exact δ exceeds what the Gaussian terms alone would
+// allow (settings with J ≥ 0.2).
+func TestObjPertExact1D(t *testing.T) {
+	type base struct{ xs, ys []float64 }
+	for _, kind := range []Kind{Logistic, Linear} {
+		xsCand := []float64{-1, 0, 1}
+		ysCand := []float64{0, 1}
+		bases := []base{{[]float64{0.3, -0.7, 0.9}, []float64{1, 0, 1}}, {[]float64{0, 0, 0}, []float64{0, 1, 0}}}
+		settings := [][2]float64{{0.1, 0}, {2, 0}} // Λ, R
+		if kind == Linear {
+			ysCand = []float64{-1, 0, 1}
+			bases[0].ys = []float64{0.5, -0.2, 1}
+			settings = [][2]float64{{0.5, 5}, {2, 0.5}}
+		}
+		for _, st := range settings {
+			lambda, radius := st[0], st[1]
+			p, err := PlanObjPert(kind, 1, 1e-3, 4, 1, ObjPertOptions{Lambda: lambda, Radius: radius})
+			if err != nil {
+				t.Fatal(err)
+			}
+			stage1 := p
+			stage1.Mu2 = 0
+			noJac := stage1
+			noJac.Jacobian = 0
+			eps := []float64{p.Jacobian / 2, p.Jacobian + 0.05, p.Jacobian + 0.3, 1}
+			worst := make([]float64, len(eps))
+			for _, b := range bases {
+				for _, x1 := range xsCand {
+					for _, y1 := range ysCand {
+						for _, x2 := range xsCand {
+							for _, y2 := range ysCand {
+								if x1 == x2 && y1 == y2 {
+									continue
+								}
+								xs, ys := append(b.xs[:3:3], x1), append(b.ys[:3:3], y1)
+								xs2, ys2 := append(b.xs[:3:3], x2), append(b.ys[:3:3], y2)
+								for j, v := range exact1DObjPert(kind, xs, ys, xs2, ys2, p.Lambda, p.Radius, p.Sigma1, eps) {
+									worst[j] = math.Max(worst[j], v)
+								}
+							}
+						}
+					}
+				}
+			}
+			for j, e := range eps {
+				bound := stage1.DeltaAt(e)
+				t.Logf("%s Λ=%v R=%v ε=%.3f: exact worst δ %.4g, bound %.4g (J = %.3g, σ1 = %.3g)", kind, lambda, radius, e, worst[j], bound, p.Jacobian, p.Sigma1)
+				if worst[j] > bound {
+					t.Errorf("%s Λ=%v R=%v ε=%v: exact δ %v exceeds the bound %v", kind, lambda, radius, e, worst[j], bound)
+				}
+			}
+			// Power: with 10× the noise the Gaussian terms vanish and the
+			// Jacobian term alone decides; at ε = J/2 the curvature-free
+			// base's exact δ then exceeds the bound without that term
+			// (where J is large enough for this to show).
+			if p.Jacobian < 0.2 {
+				continue
+			}
+			big := noJac
+			big.Sigma1 *= 10
+			b := bases[1]
+			xs, ys := append(b.xs[:3:3], 1), append(b.ys[:3:3], 1)
+			xs2, ys2 := append(b.xs[:3:3], 0), append(b.ys[:3:3], 1)
+			ex := exact1DObjPert(kind, xs, ys, xs2, ys2, p.Lambda, p.Radius, big.Sigma1, eps[:1])[0]
+			if nj := big.DeltaAt(eps[0]); ex <= nj {
+				t.Errorf("%s Λ=%v R=%v: at ε = J/2 the exact δ %v is within the bound without the Jacobian term %v: the check has no power", kind, lambda, radius, ex, nj)
+			} else {
+				t.Logf("%s Λ=%v R=%v, 10σ1, ε = J/2: exact δ %.4g > %.3g, the bound without the Jacobian term", kind, lambda, radius, ex, nj)
+			}
+		}
+	}
+}
+
+// TestObjPertOptimiserChecks: the tolerance checks accept the solvers'
+// results and reject a point moved by 1e-6 (which the output noise would
+// not cover).
+func TestObjPertOptimiserChecks(t *testing.T) {
+	rows, _ := xpRows(Logistic, 800, 4, 8)
+	b := []float64{3, -2, 1, 0.5}
+	const mu = 0.01
+	w, _, err := minimiseCMS(context.Background(), rows, 5, mu, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, bound := logisticGradCheck(rows, 5, mu, b, w)
+	if g+bound > 1e-12 || bound > 1e-13 {
+		t.Errorf("logistic: gradient %v + bound %v at the Newton solution", g, bound)
+	}
+	w[0] += 1e-6
+	if g, bound := logisticGradCheck(rows, 5, mu, b, w); g+bound <= DefaultObjPertTolerance {
+		t.Errorf("logistic: a moved point passes (%v + %v)", g, bound)
+	}
+	lrows, _ := xpRows(Linear, 500, 4, 3)
+	data := xpData(t, lrows, 5)
+	for _, radius := range []float64{10, 0.3} {
+		w, err := minimiseKST(data.Stats, mu, radius, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, bound := linearGradMapCheck(data.Stats, mu, radius, b, w)
+		if g+bound > 1e-10 {
+			t.Errorf("linear R=%v: gradient mapping %v + bound %v at the exact solution", radius, g, bound)
+		}
+		w[1] -= 1e-6
+		if g, bound := linearGradMapCheck(data.Stats, mu, radius, b, w); g+bound <= DefaultObjPertTolerance {
+			t.Errorf("linear R=%v: a moved point passes (%v + %v)", radius, g, bound)
 		}
 	}
 }
@@ -197,8 +500,8 @@ func TestMinimiseKSTOptimality(t *testing.T) {
 	}
 }
 
-// TestObjPertLogisticStationary checks that the released logistic fit
-// minimises the perturbed objective it was given (independent gradient).
+// TestObjPertLogisticStationary checks that the logistic solver minimises
+// the perturbed objective it was given (independent gradient).
 func TestObjPertLogisticStationary(t *testing.T) {
 	rows, _ := xpRows(Logistic, 800, 4, 8)
 	b := []float64{3, -2, 1, 0.5}
@@ -225,11 +528,11 @@ func TestObjPertLogisticStationary(t *testing.T) {
 }
 
 // TestObjPertConverges: as ε grows, objpert approaches the non-private fit
-// of the same model (regularisation and noise both vanish).
+// of the same model (regularisation and both noises vanish).
 func TestObjPertConverges(t *testing.T) {
 	ctx := context.Background()
 	for _, kind := range []Kind{Linear, Logistic} {
-		rows, _ := xpRows(kind, 5000, 4, 21)
+		rows, _ := xpRows(kind, 3000, 4, 21)
 		data := xpData(t, rows, 5)
 		ref, err := nonPrivate{}.Fit(ctx, data, Config{Kind: kind})
 		if err != nil {
@@ -238,7 +541,7 @@ func TestObjPertConverges(t *testing.T) {
 		src := noise.NewInsecureSeeded(4)
 		var prev float64
 		for i, eps := range []float64{1, 1e3} {
-			res, err := objPert{}.Fit(ctx, data, Config{Kind: kind, Epsilon: eps, Source: src, ObjPert: ObjPertOptions{Radius: 20}})
+			res, err := objPert{}.Fit(ctx, data, Config{Kind: kind, Epsilon: eps, Delta: 1e-6, Source: src, ObjPert: ObjPertOptions{Radius: 20}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -251,7 +554,7 @@ func TestObjPertConverges(t *testing.T) {
 				t.Errorf("%s: ‖ω(ε=1e3) − ω*‖ = %.4g (ε=1: %.4g), ‖ω*‖ = %.3g", kind, dist, prev, math.Sqrt(dot(ref.Coef, ref.Coef)))
 			}
 			prev = dist
-			if !res.Privacy.Private || res.Privacy.Epsilon != eps || res.Privacy.Delta != 0 {
+			if !res.Privacy.Private || res.Privacy.Epsilon != eps || res.Privacy.Delta != 1e-6 {
 				t.Errorf("%s: report %+v", kind, res.Privacy)
 			}
 		}
@@ -264,43 +567,40 @@ func TestObjPertErrors(t *testing.T) {
 	rows, _ := xpRows(Logistic, 50, 3, 1)
 	data := xpData(t, rows, 4)
 	src := noise.NewInsecureSeeded(1)
-	cases := []struct {
+	type tc struct {
 		name string
 		data Data
 		cfg  Config
 		want string
-	}{
-		{"robust", data, Config{Kind: Robust, Epsilon: 1, Source: src}, "robust"},
-		{"no rows", Data{Stats: data.Stats}, Config{Kind: Logistic, Epsilon: 1, Source: src}, "needs the rows"},
-		{"ε = 0", data, Config{Kind: Logistic, Source: src}, "ε"},
-		{"negative Λ", data, Config{Kind: Logistic, Epsilon: 1, Source: src, ObjPert: ObjPertOptions{Lambda: -1}}, "Λ"},
+	}
+	cases := []tc{
+		{"robust", data, Config{Kind: Robust, Epsilon: 1, Delta: 1e-6, Source: src}, "robust"},
+		{"no δ", data, Config{Kind: Logistic, Epsilon: 1, Source: src}, "objpert is (ε, δ)-DP; give --delta"},
+		{"no δ linear", data, Config{Kind: Linear, Epsilon: 1, Source: src}, "give --delta"},
+		{"no rows", Data{Stats: data.Stats}, Config{Kind: Logistic, Epsilon: 1, Delta: 1e-6, Source: src}, "needs the rows"},
+		{"ε = 0", data, Config{Kind: Logistic, Delta: 1e-6, Source: src}, "ε"},
+		{"negative Λ", data, Config{Kind: Logistic, Epsilon: 1, Delta: 1e-6, Source: src, ObjPert: ObjPertOptions{Lambda: -1}}, "Λ"},
+		{"tiny Λ", data, Config{Kind: Logistic, Epsilon: 1, Delta: 1e-6, Source: src, ObjPert: ObjPertOptions{Lambda: 1e-8}}, "too small"},
 	}
 	bad := append([]float64(nil), rows...)
 	bad[3] = 0.5 // a non-binary label
-	cases = append(cases, struct {
-		name string
-		data Data
-		cfg  Config
-		want string
-	}{"label", Data{Stats: data.Stats, Rows: bad}, Config{Kind: Logistic, Epsilon: 1, Source: src}, "0 or 1"})
+	cases = append(cases, tc{"label", Data{Stats: data.Stats, Rows: bad}, Config{Kind: Logistic, Epsilon: 1, Delta: 1e-6, Source: src}, "0 or 1"})
 	big := append([]float64(nil), rows...)
 	big[0], big[1] = 1, 1 // ‖x‖ > 1
-	cases = append(cases, struct {
-		name string
-		data Data
-		cfg  Config
-		want string
-	}{"norm", Data{Stats: data.Stats, Rows: big}, Config{Kind: Logistic, Epsilon: 1, Source: src}, "exceeds 1"})
+	cases = append(cases, tc{"norm", Data{Stats: data.Stats, Rows: big}, Config{Kind: Logistic, Epsilon: 1, Delta: 1e-6, Source: src}, "exceeds 1"})
 	for _, c := range cases {
 		_, err := objPert{}.Fit(ctx, c.data, c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", c.name, err, c.want)
 		}
 	}
+	if !strings.Contains(errObjPertTolerance.Error(), "γ") || strings.ContainsAny(errObjPertTolerance.Error(), "0123456789") {
+		t.Errorf("the optimiser failure message must be generic: %q", errObjPertTolerance)
+	}
 }
 
-// neighbours returns two datasets of n rows (d = 2: intercept-like constant
-// and one feature) differing only in the last row.
+// xpNeighbours returns two datasets of n rows (d = 2: intercept-like
+// constant and one feature) differing only in the last row.
 func xpNeighbours(kind Kind, n int) (Data, Data, error) {
 	k := 3
 	rows := make([]float64, 0, n*k)
@@ -370,110 +670,68 @@ func auditMech(t *testing.T, kind Kind, claimDelta float64, n, trials int, fit f
 	return r
 }
 
-// TestObjPertAudit: the empirical privacy audit on neighbouring datasets
-// (the last row replaced by an extreme one) finds no violation of the
-// claimed ε, and the same audit does catch a broken variant whose noise is
-// 20 times too small (the audit has power).
+// TestObjPertAudit is a smoke test (PRIVACY-NOTES item 22: a pass is not
+// evidence of privacy; the proof and TestObjPertExact1D are): the empirical
+// audit on neighbouring datasets (the last row replaced by an extreme one)
+// finds no violation of the claimed (ε, δ), and the same audit does catch a
+// broken variant whose objective noise is 20 times too small.
 func TestObjPertAudit(t *testing.T) {
-	trials := 6000
+	trials := 3000
 	if testing.Short() {
 		trials = 2000
 	}
 	for _, kind := range []Kind{Logistic, Linear} {
-		cfg := Config{Kind: kind, Epsilon: 1, Source: noise.NewInsecureSeeded(5), ObjPert: ObjPertOptions{Radius: 1}}
-		r := auditEstimator(t, objPert{}, kind, cfg, 1, 0, 8, trials)
+		cfg := Config{Kind: kind, Epsilon: 1, Delta: 1e-5, Source: noise.NewInsecureSeeded(5), ObjPert: ObjPertOptions{Radius: 1}}
+		r := auditEstimator(t, objPert{}, kind, cfg, 1, 1e-5, 8, trials)
 		if err := r.Check(1); err != nil {
 			t.Errorf("%s: %v", kind, err)
 		}
 		t.Logf("%s: empirical ε lower bound %.3f (claimed 1)", kind, r.EpsilonLower)
-		broken := auditEstimator(t, brokenObjPert{}, kind, cfg, 1, 0, 8, trials)
+		broken := auditEstimator(t, brokenObjPert{}, kind, cfg, 1, 1e-5, 8, trials)
 		if broken.Check(1) == nil {
 			t.Errorf("%s: audit did not catch objpert with 20× too little noise (lower bound %.3f)", kind, broken.EpsilonLower)
 		}
 	}
 }
 
-// brokenObjPert is objpert with a noise density 20 times too concentrated
-// (β × 20): not private, used to show the audit's power.
+// brokenObjPert is objpert with objective noise 20 times too small and no
+// output noise: not private, used to show the audit's power.
 type brokenObjPert struct{ objPert }
 
 func (brokenObjPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
 	d := data.Stats.K() - 1
-	plan, err := PlanObjPert(cfg.Kind, cfg.Epsilon, data.Stats.N(), d, cfg.ObjPert)
+	plan, err := PlanObjPert(cfg.Kind, cfg.Epsilon, cfg.Delta, data.Stats.N(), d, cfg.ObjPert)
 	if err != nil {
 		return nil, err
 	}
-	b, err := noise.ObjPert(cfg.Source, d, 20*plan.Beta)
-	if err != nil {
+	b := make([]float64, d)
+	if err := noise.AddGaussian(cfg.Source, b, plan.Sigma1/20); err != nil {
 		return nil, err
 	}
 	var w []float64
 	if cfg.Kind == Logistic {
-		w, _, err = minimiseCMS(ctx, data.Rows, d+1, plan.Lambda+plan.Delta, b)
+		w, _, err = minimiseCMS(ctx, data.Rows, d+1, plan.Lambda, b)
 	} else {
-		w, err = minimiseKST(data.Stats, plan.Lambda+plan.Delta, plan.Radius, b)
+		w, err = minimiseKST(data.Stats, plan.Lambda, plan.Radius, b)
 	}
 	return &Result{Coef: w}, err
 }
 
 // ExamplePlanObjPert shows the calibration of objective perturbation for a
-// logistic regression on 10 000 rows at ε = 0.5 with the default Λ.
+// logistic regression on 10 000 rows with 8 features at (ε, δ) = (0.5, 1e-5)
+// with the defaults.
 func ExamplePlanObjPert() {
-	p, err := PlanObjPert(Logistic, 0.5, 10000, 8, ObjPertOptions{})
+	p, err := PlanObjPert(Logistic, 0.5, 1e-5, 10000, 8, ObjPertOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("branch %d, Λ = %.3g, ε′ = %.3f, noise norm ~ Gamma(%d, %.1f)\n", p.Branch, p.Lambda, p.EpsilonPrime, p.D, 1/p.Beta)
-	// Output: branch 1, Λ = 0.000376, ε′ = 0.371, noise norm ~ Gamma(8, 5.4)
+	fmt.Printf("Λ = %.3g, Jacobian term %.4f, objective noise σ1 = %.2f, output noise σ2 = %.2g, achieved δ = %.3g\n",
+		p.Lambda, p.Jacobian, p.Sigma1, p.Sigma2, p.AchievedDelta)
+	// Output: Λ = 0.000188, Jacobian term 0.1250, objective noise σ1 = 19.27, output noise σ2 = 0.0018, achieved δ = 1e-05
 }
 
-// --- accuracy experiments (DPLEARN_LONG_TESTS=1) ---
-
-const smokeBanSchema = `{"target": {"name": "smoker", "positive": "yes", "negative": "no"},
- "features": [
-  {"name": "ban", "categories": ["no", "yes"]},
-  {"name": "age", "range": [18, 90]},
-  {"name": "education", "categories": ["hs drop out", "hs", "some college", "college", "master"]},
-  {"name": "afam", "categories": ["no", "yes"]},
-  {"name": "hispanic", "categories": ["no", "yes"]},
-  {"name": "gender", "categories": ["female", "male"]}]}`
-
-// breastCancerSchema declares the ranges published in the dataset's
-// documentation (the min/max table of the Wisconsin diagnostic data
-// description), not values read by the test.
-func breastCancerSchema() string {
-	names := []string{"mean_radius", "mean_texture", "mean_perimeter", "mean_area", "mean_smoothness", "mean_compactness", "mean_concavity", "mean_concave_points", "mean_symmetry", "mean_fractal_dimension",
-		"radius_error", "texture_error", "perimeter_error", "area_error", "smoothness_error", "compactness_error", "concavity_error", "concave_points_error", "symmetry_error", "fractal_dimension_error",
-		"worst_radius", "worst_texture", "worst_perimeter", "worst_area", "worst_smoothness", "worst_compactness", "worst_concavity", "worst_concave_points", "worst_symmetry", "worst_fractal_dimension"}
-	ranges := [][2]float64{{6.981, 28.11}, {9.71, 39.28}, {43.79, 188.5}, {143.5, 2501}, {0.053, 0.163}, {0.019, 0.345}, {0, 0.427}, {0, 0.201}, {0.106, 0.304}, {0.05, 0.097},
-		{0.112, 2.873}, {0.36, 4.885}, {0.757, 21.98}, {6.802, 542.2}, {0.002, 0.031}, {0.002, 0.135}, {0, 0.396}, {0, 0.053}, {0.008, 0.079}, {0.001, 0.03},
-		{7.93, 36.04}, {12.02, 49.54}, {50.41, 251.2}, {185.2, 4254}, {0.071, 0.223}, {0.027, 1.058}, {0, 1.252}, {0, 0.291}, {0.156, 0.664}, {0.055, 0.208}}
-	var b strings.Builder
-	b.WriteString(`{"target": {"name": "malignant"}, "features": [`)
-	for i, n := range names {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, `{"name": %q, "range": [%g, %g]}`, n, ranges[i][0], ranges[i][1])
-	}
-	b.WriteString("]}")
-	return b.String()
-}
-
-// xpLoad encodes a CSV with a schema through the regular reader.
-func xpLoad(t *testing.T, csvPath, schemaJSON string) *dataset.Table {
-	t.Helper()
-	s, err := schema.Parse([]byte(schemaJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tab, _, err := dataset.Load(context.Background(), csvPath, s, dataset.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tab
-}
+// --- accuracy measurements (DPLEARN_LONG_TESTS=1) ---
 
 // xpSplit returns a seeded 80/20 train/test split (not privacy noise).
 func xpSplit(tab *dataset.Table, run int) (train, test []float64) {
@@ -489,7 +747,10 @@ func xpSplit(tab *dataset.Table, run int) (train, test []float64) {
 	return train, test
 }
 
-func xpScore(kind Kind, coef, test []float64) float64 {
+// xpScore returns the test accuracy (logistic) or the test RMSE of the
+// target in its original unit, (hi − lo)/2 times the encoded RMSE
+// (linear; CPS1988's log wage has the declared range [4, 9]).
+func xpScore(kind Kind, coef, test []float64, halfRange float64) float64 {
 	k := len(coef) + 1
 	var correct, se float64
 	n := 0
@@ -508,7 +769,7 @@ func xpScore(kind Kind, coef, test []float64) float64 {
 	if kind == Logistic {
 		return correct / float64(n)
 	}
-	return se / float64(n)
+	return halfRange * math.Sqrt(se/float64(n))
 }
 
 func meanSD(v []float64) (float64, float64) {
@@ -527,47 +788,61 @@ func meanSD(v []float64) (float64, float64) {
 	return m, math.Sqrt(s)
 }
 
-// TestObjPertAccuracyTable prints the test accuracy of objpert next to the
-// non-private fit, Gaussian FM and noisy GD on SmokeBan and breast_cancer,
-// 20 runs of a seeded 80/20 split, ε ∈ {0.1, 0.5, 1}, δ = 1e-5 for the
-// Gaussian mechanisms. It is a measurement for the notes, not an assertion.
+// TestObjPertAccuracyTable prints the test RMSE of log wage on CPS1988 and
+// the test accuracy on SmokeBan of objpert next to the non-private fit and
+// Gaussian FM, 20 seeded 80/20 splits, ε ∈ {0.1, 0.5, 1}, δ = 1e-5, and
+// optionally other Jacobian shares (DPLEARN_OBJPERT_SHARES=0.1,0.5). It is a
+// measurement for the docs, not an assertion.
 func TestObjPertAccuracyTable(t *testing.T) {
 	if !longTests() {
 		t.Skip("set DPLEARN_LONG_TESTS=1")
 	}
-	dir := "/work/shared/data"
-	sets := []struct {
-		name, file, schema string
-	}{{"SmokeBan", "SmokeBan.csv", smokeBanSchema}, {"breast_cancer", "breast_cancer.csv", breastCancerSchema()}}
-	mechs := []string{"objpert", "gaussian-fm", "noisygd"}
+	shares := []float64{ObjPertJacobianShare}
+	if s := os.Getenv("DPLEARN_OBJPERT_SHARES"); s != "" {
+		shares = nil
+		for _, f := range strings.Split(s, ",") {
+			var v float64
+			if _, err := fmt.Sscan(f, &v); err != nil {
+				t.Fatal(err)
+			}
+			shares = append(shares, v)
+		}
+	}
 	ctx := context.Background()
-	for _, ds := range sets {
-		tab := xpLoad(t, filepath.Join(dir, ds.file), ds.schema)
+	for _, ds := range []struct {
+		name string
+		kind Kind
+	}{{"cps1988", Linear}, {"smokeban", Logistic}} {
+		tab := attackTable(t, ds.name)
 		const runs = 20
 		res := map[string][]float64{}
 		src := noise.NewInsecureSeeded(77)
 		for run := 0; run < runs; run++ {
 			train, test := xpSplit(tab, run)
 			data := xpData(t, train, tab.K)
-			np, err := New("nonprivate")
+			n := int64(len(train) / tab.K)
+			r, err := nonPrivate{}.Fit(ctx, data, Config{Kind: ds.kind})
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := np.Fit(ctx, data, Config{Kind: Logistic})
-			if err != nil {
-				t.Fatal(err)
-			}
-			res["nonprivate"] = append(res["nonprivate"], xpScore(Logistic, r.Coef, test))
+			res["nonprivate"] = append(res["nonprivate"], xpScore(ds.kind, r.Coef, test, 2.5))
 			for _, eps := range []float64{0.1, 0.5, 1} {
-				for _, m := range mechs {
-					est, _ := New(m)
-					cfg := Config{Kind: Logistic, Epsilon: eps, Delta: 1e-5, Lambda: -1, Source: src}
-					r, err := est.Fit(ctx, data, cfg)
+				gf, err := gaussianFM{}.Fit(ctx, data, Config{Kind: ds.kind, Epsilon: eps, Delta: 1e-5, Lambda: -1, Source: src})
+				if err != nil {
+					t.Fatal(err)
+				}
+				key := fmt.Sprintf("gaussian-fm ε=%g", eps)
+				res[key] = append(res[key], xpScore(ds.kind, gf.Coef, test, 2.5))
+				for _, sh := range shares {
+					j := math.Min(sh*eps, 1)
+					lambda := objPertHessian(ds.kind) / (float64(n) * math.Expm1(j))
+					cfg := Config{Kind: ds.kind, Epsilon: eps, Delta: 1e-5, Source: src, ObjPert: ObjPertOptions{Lambda: lambda}}
+					r, err := objPert{}.Fit(ctx, data, cfg)
 					if err != nil {
-						t.Fatalf("%s %s ε=%v: %v", ds.name, m, eps, err)
+						t.Fatalf("%s ε=%v share %v: %v", ds.name, eps, sh, err)
 					}
-					key := fmt.Sprintf("%s ε=%g", m, eps)
-					res[key] = append(res[key], xpScore(Logistic, r.Coef, test))
+					key := fmt.Sprintf("objpert J-share %.2f ε=%g", sh, eps)
+					res[key] = append(res[key], xpScore(ds.kind, r.Coef, test, 2.5))
 				}
 			}
 		}
@@ -578,136 +853,7 @@ func TestObjPertAccuracyTable(t *testing.T) {
 		sort.Strings(keys)
 		for _, k := range keys {
 			m, s := meanSD(res[k])
-			t.Logf("%s (N=%d, d=%d) %-22s accuracy %.4f ± %.4f", ds.name, tab.N(), tab.K-1, k, m, s)
-		}
-	}
-}
-
-// laplaceLogCDF returns log P(b ≤ u) and log P(b ≥ u) for the density
-// (β/2)e^{−β|b|}.
-func laplaceLogTails(u, beta float64) (below, above float64) {
-	if u < 0 {
-		return math.Log(0.5) + beta*u, math.Log1p(-0.5 * math.Exp(beta*u))
-	}
-	return math.Log1p(-0.5 * math.Exp(-beta*u)), math.Log(0.5) - beta*u
-}
-
-// objPert1DLogDensity returns, in one dimension, the log density of the
-// objpert output at each ω of grid (interior points) and the log masses at
-// ±R (linear; −Inf for logistic), computed in closed form from the plan:
-// the output is ω iff b = b(ω) := −Σ∇ℓ_i(ω) − cω (interior), with
-// c = N(Λ+Δ), so p(ω) = (β/2)e^{−β|b(ω)|}·|b'(ω)|; on the boundary
-// P(ω = R) = P(b ≤ b(R)) and P(ω = −R) = P(b ≥ b(−R)).
-func objPert1DLogDensity(p ObjPertPlan, xs, ys []float64, grid []float64) (logp []float64, atR, atMinusR float64) {
-	c := float64(p.N) * (p.Lambda + p.Delta)
-	bOf := func(w float64) (b, slope float64) {
-		b, slope = -c*w, c
-		for i, x := range xs {
-			if p.Kind == Logistic {
-				tt := 2*ys[i] - 1
-				z := tt * w * x
-				b -= -sigmoid(-z) * tt * x // ℓ'(z) = −σ(−z)
-				slope += sigmoid(z) * sigmoid(-z) * x * x
-			} else {
-				b += 2 * (ys[i] - x*w) * x
-				slope += 2 * x * x
-			}
-		}
-		return b, slope
-	}
-	for _, w := range grid {
-		b, sl := bOf(w)
-		logp = append(logp, math.Log(p.Beta/2)-p.Beta*math.Abs(b)+math.Log(sl))
-	}
-	atR, atMinusR = math.Inf(-1), math.Inf(-1)
-	if p.Kind == Linear {
-		bR, _ := bOf(p.Radius)
-		bL, _ := bOf(-p.Radius)
-		atR, _ = laplaceLogTails(bR, p.Beta)
-		_, atMinusR = laplaceLogTails(bL, p.Beta)
-	}
-	return logp, atR, atMinusR
-}
-
-// TestObjPertExactDensity1D verifies the privacy argument of both objective
-// perturbations exactly in one dimension, where the output distribution is
-// known in closed form (objPert1DLogDensity): for every pair of neighbouring
-// datasets built from extreme rows, on both branches of the ε′/Δ logic, the
-// log ratio of output densities (interior) and of the boundary masses stays
-// ≤ ε, and some pair reaches at least 0.3ε (in one dimension the gradient
-// bounds are not attained, so the worst ratio stays below ε). Power: a plan
-// with β four times too large, or (branch 2) without the extra
-// regularisation Δ, must violate ε.
-func TestObjPertExactDensity1D(t *testing.T) {
-	const eps = 1.0
-	base := struct{ xs, ys []float64 }{[]float64{0.3, -0.7, 0.9}, []float64{0.5, -0.2, 1}}
-	for _, kind := range []Kind{Linear, Logistic} {
-		xsCand := []float64{-1, -0.5, 0, 0.5, 1}
-		ysCand := []float64{-1, 0, 1}
-		baseYs := base.ys
-		var grid []float64
-		lo, hi := -60.0, 60.0
-		if kind == Logistic {
-			ysCand = []float64{0, 1}
-			baseYs = []float64{1, 0, 1}
-		}
-		for _, lambda := range []float64{1e-4, 2} { // branch 2, branch 1
-			p, err := PlanObjPert(kind, eps, 4, 1, ObjPertOptions{Lambda: lambda, Radius: 0.5})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if kind == Linear {
-				lo, hi = -p.Radius, p.Radius
-			}
-			grid = grid[:0]
-			points := 4000
-			if testing.Short() {
-				points = 1000
-			}
-			for i := 1; i < points; i++ {
-				grid = append(grid, lo+(hi-lo)*float64(i)/float64(points))
-			}
-			worst := func(p ObjPertPlan, baseXs []float64) float64 {
-				m := 0.0
-				for _, x1 := range xsCand {
-					for _, y1 := range ysCand {
-						for _, x2 := range xsCand {
-							for _, y2 := range ysCand {
-								l1, r1, m1 := objPert1DLogDensity(p, append(baseXs[:3:3], x1), append(baseYs[:3:3], y1), grid)
-								l2, r2, m2 := objPert1DLogDensity(p, append(baseXs[:3:3], x2), append(baseYs[:3:3], y2), grid)
-								for i := range l1 {
-									m = math.Max(m, math.Abs(l1[i]-l2[i]))
-								}
-								if kind == Linear {
-									m = math.Max(m, math.Max(math.Abs(r1-r2), math.Abs(m1-m2)))
-								}
-							}
-						}
-					}
-				}
-				return m
-			}
-			got := math.Max(worst(p, base.xs), worst(p, []float64{0, 0, 0}))
-			t.Logf("%s branch %d: max log density ratio %.4f (ε = %v)", kind, p.Branch, got, eps)
-			if got > eps*(1+1e-9) || got < 0.3*eps {
-				t.Errorf("%s branch %d: max log density ratio %v, want in [0.3ε, ε]", kind, p.Branch, got)
-			}
-			bad := p
-			bad.Beta *= 4
-			if w := worst(bad, base.xs); w <= eps {
-				t.Errorf("%s branch %d: β × 4 keeps the ratio at %v ≤ ε: the check has no power", kind, p.Branch, w)
-			}
-			if p.Branch == 2 {
-				bad = p
-				bad.Delta = 0
-				// Rows without curvature apart from the replaced one make
-				// the Jacobian term count.
-				if w := worst(bad, []float64{0, 0, 0}); w <= eps {
-					t.Errorf("%s branch 2: without Δ the ratio is %v ≤ ε: the check has no power", kind, w)
-				} else {
-					t.Logf("%s branch 2 without Δ: ratio %.3f > ε", kind, w)
-				}
-			}
+			t.Logf("%s (N=%d, d=%d) %-32s %.4f ± %.4f", ds.name, tab.N(), tab.K-1, k, m, s)
 		}
 	}
 }
