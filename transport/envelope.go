@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/dplearn/dplearn/certs"
@@ -243,9 +244,27 @@ func RefusalReason(err error) (Reason, bool) {
 func refuse(reason Reason, identity, from, format string, args ...any) *Refusal {
 	who := "message from " + identity
 	if from != identity {
-		who = fmt.Sprintf("message from %s (certificate %s)", from, identity)
+		who = fmt.Sprintf("message from %s (certificate %s)", printableName(from), identity)
 	}
 	return &Refusal{Reason: reason, msg: fmt.Sprintf("transport: %s: %s: %s", who, reason, fmt.Sprintf(format, args...))}
+}
+
+// printableName returns a claimed (unchecked) name fit for a log line: as
+// is if it is a valid party name, else quoted and cut to 64 bytes.
+func printableName(name string) string {
+	if validName(name) == nil {
+		return name
+	}
+	return clip(name)
+}
+
+// clip quotes an unchecked string from the network for a message, cut to
+// 64 bytes.
+func clip(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "…"
+	}
+	return strconv.Quote(s)
 }
 
 // GapError reports envelopes that were lost between the hub and this

@@ -263,13 +263,13 @@ func (h *hub) check(p *partyState, identity string, env Envelope) *Refusal {
 	s := h.cfg.Session
 	switch {
 	case env.Sender != identity:
-		return refuse(ReasonSenderMismatch, identity, env.Sender, "the sender field says %q but the certificate says %q", env.Sender, identity)
+		return refuse(ReasonSenderMismatch, identity, env.Sender, "the sender field says %s but the certificate says %q", clip(env.Sender), identity)
 	case env.Protocol != s.Protocol:
-		return refuse(ReasonWrongProtocol, identity, env.Sender, "message for protocol %q; this hub runs %q", env.Protocol, s.Protocol)
+		return refuse(ReasonWrongProtocol, identity, env.Sender, "message for protocol %s; this hub runs %q", clip(env.Protocol), s.Protocol)
 	case !bytes.Equal(env.Session, s.ID):
 		return refuse(ReasonWrongSession, identity, env.Sender, "message for another session (%s); this session is %s", shortHex(env.Session), shortHex(s.ID))
 	case env.Recipient != h.cfg.Name:
-		return refuse(ReasonWrongRecipient, identity, env.Sender, "message addressed to %q; this hub is %q", env.Recipient, h.cfg.Name)
+		return refuse(ReasonWrongRecipient, identity, env.Sender, "message addressed to %s; this hub is %q", clip(env.Recipient), h.cfg.Name)
 	case env.Type == "" || len(env.Type) > maxTypeLen:
 		return refuse(ReasonMalformed, identity, env.Sender, "message type of %d bytes (want 1 to %d)", len(env.Type), maxTypeLen)
 	case env.Seq == 0:
@@ -429,9 +429,9 @@ func (h *hub) attach(identity string, req attachRequest) (*subscription, uint64,
 	s := h.cfg.Session
 	switch {
 	case req.Sender != identity:
-		return nil, 0, h.refused(identity, refuse(ReasonSenderMismatch, identity, req.Sender, "attaching as %q with the certificate of %q", req.Sender, identity))
+		return nil, 0, h.refused(identity, refuse(ReasonSenderMismatch, identity, req.Sender, "attaching as %s with the certificate of %q", clip(req.Sender), identity))
 	case req.Protocol != s.Protocol:
-		return nil, 0, h.refused(identity, refuse(ReasonWrongProtocol, identity, req.Sender, "attaching for protocol %q; this hub runs %q", req.Protocol, s.Protocol))
+		return nil, 0, h.refused(identity, refuse(ReasonWrongProtocol, identity, req.Sender, "attaching for protocol %s; this hub runs %q", clip(req.Protocol), s.Protocol))
 	case !bytes.Equal(req.Session, s.ID):
 		return nil, 0, h.refused(identity, refuse(ReasonWrongSession, identity, req.Sender, "attaching for another session (%s); this session is %s", shortHex(req.Session), shortHex(s.ID)))
 	}

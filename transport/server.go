@@ -187,7 +187,7 @@ func (s *Server) Close() error {
 func (s *Server) identity(ctx context.Context, claimed string) (string, error) {
 	if s.insecure {
 		if err := validName(claimed); err != nil {
-			return "", &Refusal{Reason: ReasonMalformed, msg: fmt.Sprintf("transport: sender %q: %v", claimed, err)}
+			return "", &Refusal{Reason: ReasonMalformed, msg: fmt.Sprintf("transport: sender %s is not a valid party name", clip(claimed))}
 		}
 		return claimed, nil
 	}
