@@ -322,3 +322,11 @@ func loggerOr(l *slog.Logger) *slog.Logger {
 	}
 	return l
 }
+
+// Both implementations satisfy both interfaces.
+var (
+	_ Hub  = (*Server)(nil)
+	_ Hub  = (*Memory)(nil)
+	_ Conn = (*Client)(nil)
+	_ Conn = (*memConn)(nil)
+)
