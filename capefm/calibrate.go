@@ -1,0 +1,324 @@
+package capefm
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+
+	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/cape"
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/report"
+)
+
+// Calibration is everything that follows from Params: sensitivities,
+// whitening, noise scales, fixed-point grids and the privacy figures. It is
+// a function of public parameters only; the aggregator and every site
+// compute it independently (Params.Calibration) and a site refuses Params
+// whose τ does not meet (ε, δ) by its own computation.
+type Calibration struct {
+	// S, Colluders (S_C) and Honest (S_H = S − S_C).
+	S, Colluders, Honest int
+	// N is Σ N_s; D the features; L1 = D, L2 = D(D+1)/2, L = L1 + L2.
+	N             int64
+	D, L1, L2, L  int
+	Delta1        float64 // Gaussian FM's Λ1 sensitivity on the pooled N (= (N_s/N)·Δ1(N_s) at every site)
+	Delta2        float64 // Gaussian FM's Λ2 sensitivity on the pooled N
+	C1, C2        float64 // whitening scales c_j = Δ_j/√w_j (w_1 = split, w_2 = 1 − split)
+	SiteSens      []float64
+	Slack         float64 // grid slack of the whitened release (capeFM)
+	Sensitivity   float64 // Δ_h: max SiteSens + Slack, rounded up to 6 significant digits (capeFM)
+	Tau, TauG     float64 // std of ê_s and of g_s per whitened coordinate (capeFM)
+	Mu, Eta       float64 // CAPE μ_h and η = √(2μ_h) of this attempt (capeFM)
+	SiteDelta     float64 // δ(ε) of this attempt for a record at any honest site
+	ComposedEta   float64 // η over Prior and this attempt (capeFM)
+	ComposedDelta float64 // δ(ε) at ComposedEta (capeFM), else SiteDelta
+	ModelEta      float64 // Gaussian-DP of the released model alone (capeFM)
+	ModelDelta    float64 // δ(ε) of the model alone (capeFM)
+	// Noise1 and Noise2 are the per-entry standard deviations of the noise in
+	// the released average objective's Λ1 and Λ2 (natural units);
+	// Pooled1 and Pooled2 those of central Gaussian FM on the pooled data at
+	// the same (ε, δ) and split; VarianceRatio = (Noise1/Pooled1)².
+	Noise1, Noise2   float64
+	Pooled1, Pooled2 float64
+	VarianceRatio    float64
+	// SiteTau1 and SiteTau2 are each site's Gaussian FM scales
+	// (gaussian-fm-local), in roster order.
+	SiteTau1, SiteTau2 []float64
+	// ZeroSum are the zero-sum noise parameters (whitened, all L
+	// coordinates); EFracBits its fixed-point resolution; Grid the grid of
+	// the release (noise.GaussianGrid(TauG, L)) and FracBits its resolution:
+	// a release coordinate is an integer number of 2^−FracBits units.
+	ZeroSum   cape.ZeroSumParams
+	EFracBits uint
+	Grid      float64
+	FracBits  uint
+}
+
+// VarianceRatioFormula returns κ = S(S + S_H)/(S_H(S + 1)): for the seed's
+// noise split (ê_s ~ N(0, τ²), g_s ~ N(0, τ²/S)), the variance of capeFM's
+// aggregate noise over that of Gaussian FM on the pooled data at the same
+// (ε, δ) under the exact CAPE accounting. See the package documentation.
+func VarianceRatioFormula(sites, colluders int) float64 {
+	S, H := float64(sites), float64(sites-colluders)
+	return S * (S + H) / (H * (S + 1))
+}
+
+// roundUp6 returns the float64 that report.Up(x) prints: ≥ x, with 6
+// significant digits, so a figure printed in a report is exactly the one
+// used.
+func roundUp6(x float64) float64 {
+	f, err := strconv.ParseFloat(report.Up(x), 64)
+	if err != nil || f < x {
+		return math.Nextafter(x, math.Inf(1))
+	}
+	return f
+}
+
+// tauG returns the smallest float64 t with S·t² ≥ τ² (exactly): the local
+// noise g_s has at least the variance τ²/S the accounting assumes.
+func tauG(tau float64, S int) float64 {
+	t := tau / math.Sqrt(float64(S))
+	want := new(big.Rat).SetFloat64(tau)
+	want.Mul(want, want)
+	for {
+		r := new(big.Rat).SetFloat64(t)
+		r.Mul(r, r)
+		r.Mul(r, big.NewRat(int64(S), 1))
+		if r.Cmp(want) >= 0 {
+			return t
+		}
+		t = math.Nextafter(t, math.Inf(1))
+	}
+}
+
+// fracBits returns F with grid = 2^−F, or 0 for a grid ≥ 1 (then grid
+// points are integers).
+func fracBits(grid float64) uint {
+	_, e := math.Frexp(grid) // grid = 2^(e−1)
+	return uint(max(0, -(e - 1)))
+}
+
+// whitening returns Gaussian FM's pooled sensitivities and the whitening
+// scales c_j = Δ_j/√w_j, so that (Δ1/c1)² + (Δ2/c2)² = split + (1 − split) = 1.
+func whitening(p *Params) (d1, d2, c1, c2 float64, err error) {
+	sens, err := regress.SensitivitiesFor(p.Kind, p.D, p.N())
+	if err != nil {
+		return 0, 0, 0, 0, err
+	}
+	return sens.Lambda1, sens.Lambda2, sens.Lambda1 / math.Sqrt(p.Split), sens.Lambda2 / math.Sqrt(1-p.Split), nil
+}
+
+// siteSensitivities returns each site's whitened L2 sensitivity before the
+// grid slack: site s releases (N_s/N)·Λ_s (its sum over N) whitened by c_j,
+// which a replaced record moves by (N_s/N)·Δ_j(N_s)/c_j in block j, with
+// Δ_j(N_s) the per-site-average sensitivity of regress.SensitivitiesFor.
+// Since (N_s/N)·Δ_j(N_s) = Δ_j(N), every entry is 1 up to rounding.
+func siteSensitivities(p *Params, c1, c2 float64) ([]float64, error) {
+	N := float64(p.N())
+	out := make([]float64, len(p.Sites))
+	for i, s := range p.Sites {
+		ss, err := regress.SensitivitiesFor(p.Kind, p.D, s.N)
+		if err != nil {
+			return nil, err
+		}
+		w := float64(s.N) / N
+		out[i] = math.Hypot(w*ss.Lambda1/c1, w*ss.Lambda2/c2)
+	}
+	return out, nil
+}
+
+// Calibrate sets p.Tau for capeFM: the smallest τ (6 significant digits,
+// rounded up) such that every honest site is (ε, δ)-DP by the exact CAPE
+// curve with the per-site whitened sensitivity including the release's grid
+// slack (which itself depends on τ; the loop settles in a few steps). For
+// the baselines it sets τ = 0. Call it after changing the roster.
+func (p *Params) Calibrate() error {
+	if p.Mechanism != CapeFM {
+		p.Tau = 0
+		return p.Validate()
+	}
+	p.Tau = 1 // placeholder so Validate checks the rest
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	_, _, c1, c2, err := whitening(p)
+	if err != nil {
+		return err
+	}
+	hs, err := siteSensitivities(p, c1, c2)
+	if err != nil {
+		return err
+	}
+	hmax := 0.0
+	for _, h := range hs {
+		hmax = math.Max(hmax, h)
+	}
+	S, L := len(p.Sites), p.Released()
+	tau, err := accounting.CAPETauSites(p.Epsilon, p.Delta, hs, p.Colluders)
+	if err != nil {
+		return fmt.Errorf("capefm: calibrate: %w", err)
+	}
+	for range 64 {
+		tauR := roundUp6(tau)
+		dh := roundUp6(hmax + noise.GaussianGridSlack(tauG(tauR, S), L))
+		d, err := accounting.CAPEDeltaExact(accounting.CAPEParams{Sites: S, Colluders: p.Colluders, Tau: tauR, Sensitivity: dh}, p.Epsilon)
+		if err != nil {
+			return fmt.Errorf("capefm: calibrate: %w", err)
+		}
+		if d <= p.Delta {
+			p.Tau = tauR
+			return nil
+		}
+		next, err := accounting.CAPETau(p.Epsilon, p.Delta, S, p.Colluders, dh)
+		if err != nil {
+			return fmt.Errorf("capefm: calibrate: %w", err)
+		}
+		tau = math.Max(next, math.Nextafter(tauR, math.Inf(1)))
+	}
+	return fmt.Errorf("capefm: calibrate: τ for (ε=%g, δ=%g) did not settle", p.Epsilon, p.Delta)
+}
+
+// Calibration computes the calibration of valid Params and checks that it
+// meets the per-site target: for capeFM, that the exact CAPE δ(ε) at p.Tau
+// with the per-site sensitivity (grid slack included) is at most p.Delta.
+func (p *Params) Calibration() (*Calibration, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	S := len(p.Sites)
+	c := &Calibration{S: S, Colluders: p.Colluders, Honest: S - p.Colluders, N: p.N(),
+		D: p.D, L1: p.D, L2: p.D * (p.D + 1) / 2, L: p.Released()}
+	var err error
+	if c.Delta1, c.Delta2, c.C1, c.C2, err = whitening(p); err != nil {
+		return nil, err
+	}
+	if c.SiteSens, err = siteSensitivities(p, c.C1, c.C2); err != nil {
+		return nil, err
+	}
+	if p.Mechanism.coefficientBaseline() == "" {
+		if c.Pooled1, c.Pooled2, _, err = regress.GaussianFMScales(p.Epsilon, p.Delta, p.Split, c.Delta1, c.Delta2, c.L1, c.L2); err != nil {
+			return nil, fmt.Errorf("capefm: pooled Gaussian FM: %w", err)
+		}
+	}
+	switch {
+	case p.Mechanism == CapeFM:
+		err = c.capeFM(p)
+	case p.Mechanism == GaussianFMLocal:
+		err = c.gaussianFMLocal(p)
+	default:
+		c.SiteDelta = p.Delta
+		if p.Mechanism.pureEpsilon() {
+			c.SiteDelta = 0
+		}
+		c.ComposedDelta = c.SiteDelta
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Calibration) capeFM(p *Params) error {
+	hmax := 0.0
+	for _, h := range c.SiteSens {
+		hmax = math.Max(hmax, h)
+	}
+	c.Tau = p.Tau
+	c.TauG = tauG(c.Tau, c.S)
+	c.Slack = noise.GaussianGridSlack(c.TauG, c.L)
+	c.Sensitivity = roundUp6(hmax + c.Slack)
+	cp := accounting.CAPEParams{Sites: c.S, Colluders: c.Colluders, Tau: c.Tau, Sensitivity: c.Sensitivity}
+	var err error
+	if c.Mu, err = accounting.CAPEMu(cp); err != nil {
+		return err
+	}
+	if c.Eta, err = accounting.CAPEGDPMu(cp); err != nil {
+		return err
+	}
+	if c.SiteDelta, err = accounting.CAPEDeltaExact(cp, p.Epsilon); err != nil {
+		return err
+	}
+	if c.SiteDelta > p.Delta {
+		return fmt.Errorf("capefm: params: τ = %v gives δ = %s at ε = %v for a record at an honest site (S = %d, S_C = %d, per-site sensitivity %s), above the agreed δ = %v",
+			c.Tau, report.Up(c.SiteDelta), p.Epsilon, c.S, c.Colluders, report.Up(c.Sensitivity), p.Delta)
+	}
+	c.ComposedEta, c.ComposedDelta = c.Eta, c.SiteDelta
+	if len(p.Prior) > 0 {
+		if c.ComposedEta, err = accounting.GDPMu(append(append([]float64(nil), p.Prior...), c.Eta)...); err != nil {
+			return err
+		}
+		if c.ComposedDelta, err = accounting.GDPDelta(c.ComposedEta, p.Epsilon); err != nil {
+			return err
+		}
+	}
+	// The model alone: Σ_s snap(v_s) + Σ_s g_s, a Gaussian mechanism with
+	// sensitivity Δ_h and noise √S·τ_g ≥ τ per whitened coordinate.
+	if c.ModelEta, err = accounting.GDPMu(math.Nextafter(c.Sensitivity/c.Tau, math.Inf(1))); err != nil {
+		return err
+	}
+	if c.ModelDelta, err = accounting.GDPDelta(c.ModelEta, p.Epsilon); err != nil {
+		return err
+	}
+	agg := math.Sqrt(float64(c.S)) * c.TauG
+	c.Noise1, c.Noise2 = c.C1*agg, c.C2*agg
+	c.VarianceRatio = (c.Noise1 / c.Pooled1) * (c.Noise1 / c.Pooled1)
+
+	c.ZeroSum = cape.ZeroSumParams{Sites: p.IDs(), Tau: c.Tau, Len: c.L}
+	enc, err := c.ZeroSum.Encoding()
+	if err != nil {
+		return err
+	}
+	c.EFracBits = enc.FracBits
+	if c.Grid, err = noise.GaussianGrid(c.TauG, c.L); err != nil {
+		return err
+	}
+	c.FracBits = fracBits(c.Grid)
+	if c.FracBits < c.EFracBits || c.FracBits > 62 {
+		return fmt.Errorf("capefm: release grid 2^-%d cannot hold the zero-sum grid 2^-%d", c.FracBits, c.EFracBits)
+	}
+	// Public bound on the fixed-point values, checked before anything is
+	// spent so that the release can overflow only with a noise draw beyond
+	// 64 standard deviations (probability < 1e-890): |(N_s/N)Λ| ≤ a·N_s/N
+	// per entry (a = 2 for linear Λ1, ½ logistic; 1 and ⅛ for Λ2).
+	a1, a2 := 2.0, 1.0
+	if p.Kind == regress.Logistic {
+		a1, a2 = 0.5, 0.125
+	}
+	bound := 0.0
+	for _, s := range p.Sites {
+		w := float64(s.N) / float64(c.N)
+		bound = math.Max(bound, math.Max(a1*w/c.C1, a2*w/c.C2))
+	}
+	scale := math.Ldexp(1, int(c.FracBits))
+	if (bound+64*c.TauG+c.Grid)*scale > 1<<52 || float64(c.S)*(bound+64*c.TauG+c.Grid+128*c.Tau)*scale > 1<<62 {
+		return fmt.Errorf("capefm: N = %d rows and D = %d features need more than 52 bits of fixed point at the noise grid %g: not supported", c.N, c.D, c.Grid)
+	}
+	return nil
+}
+
+func (c *Calibration) gaussianFMLocal(p *Params) error {
+	N := float64(c.N)
+	var v1, v2 float64
+	for _, s := range p.Sites {
+		ss, err := regress.SensitivitiesFor(p.Kind, p.D, s.N)
+		if err != nil {
+			return err
+		}
+		t1, t2, achieved, err := regress.GaussianFMScales(p.Epsilon, p.Delta, p.Split, ss.Lambda1, ss.Lambda2, c.L1, c.L2)
+		if err != nil {
+			return fmt.Errorf("capefm: site %s: %w", s.Name, err)
+		}
+		c.SiteTau1, c.SiteTau2 = append(c.SiteTau1, t1), append(c.SiteTau2, t2)
+		c.SiteDelta = math.Max(c.SiteDelta, achieved)
+		w := float64(s.N) / N
+		v1 += w * w * t1 * t1
+		v2 += w * w * t2 * t2
+	}
+	c.ComposedDelta = c.SiteDelta
+	c.Noise1, c.Noise2 = math.Sqrt(v1), math.Sqrt(v2)
+	c.VarianceRatio = (c.Noise1 / c.Pooled1) * (c.Noise1 / c.Pooled1)
+	return nil
+}

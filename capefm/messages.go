@@ -1,0 +1,654 @@
+package capefm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dplearn/dplearn/secagg"
+)
+
+// Round numbers the protocol's steps. Every message type belongs to one
+// round; a transport envelope carries it as its round field.
+type Round uint8
+
+// The rounds (see the package documentation for the table).
+const (
+	RoundHello         Round = 0 // Offer ↓, Hello | Refuse ↑, Agreed ↓
+	RoundAdvertiseKeys Round = 1 // secagg: AdvertiseKeys ↑, KeyRoster ↓
+	RoundShareKeys     Round = 2 // secagg: ShareKeys ↑, ShareRelay ↓
+	RoundMaskedInput   Round = 3 // secagg: MaskedInput ↑ (carries masked ê_s), UnmaskRequest ↓
+	RoundUnmasking     Round = 4 // secagg: UnmaskResponse ↑
+	RoundSumBroadcast  Round = 5 // SumBroadcast ↓: Σê and the included sites; the noise is fixed
+	RoundRelease       Round = 6 // Release ↑: the site's perturbed objective (or coefficients)
+	RoundCombine       Round = 7 // aggregator only: check contributors, combine, post-process, report
+	roundDone          Round = 8
+)
+
+func (r Round) String() string {
+	switch r {
+	case RoundHello:
+		return "Hello"
+	case RoundAdvertiseKeys:
+		return "AdvertiseKeys"
+	case RoundShareKeys:
+		return "ShareKeys"
+	case RoundMaskedInput:
+		return "MaskedInput"
+	case RoundUnmasking:
+		return "Unmasking"
+	case RoundSumBroadcast:
+		return "SumBroadcast"
+	case RoundRelease:
+		return "Release"
+	case RoundCombine:
+		return "Combine"
+	case roundDone:
+		return "Done"
+	}
+	return fmt.Sprintf("Round(%d)", uint8(r))
+}
+
+// Protocol is the protocol name a transport envelope carries.
+const Protocol = "capefm"
+
+// Message is implemented by every protocol message. MarshalBinary gives the
+// envelope payload; Unmarshal reverses it.
+type Message interface {
+	// Round is the round the message belongs to.
+	Round() Round
+	// Type is the message's name, the envelope's type field.
+	Type() string
+	// Party is the sending site (site → aggregator) or the addressed site
+	// (aggregator → site); 0 for a broadcast to every site of the attempt.
+	Party() uint32
+	// Upstream reports whether the message goes site → aggregator.
+	Upstream() bool
+	// SessionID is the attempt's session.
+	SessionID() [32]byte
+	MarshalBinary() ([]byte, error)
+}
+
+// Offer (round Hello, aggregator → every site) proposes the attempt's
+// public parameters.
+type Offer struct {
+	Params Params
+}
+
+// Hello (round Hello, site → aggregator) accepts an Offer: the site's name,
+// the fingerprint of the schema it encodes with, its number of rows, the
+// hash of the Params it agreed to, and whether its noise source is secure.
+type Hello struct {
+	Session    [32]byte
+	From       uint32
+	Name       string
+	Schema     [32]byte
+	N          int64
+	ParamsHash [32]byte
+	Secure     bool
+}
+
+// Refuse (round Hello, site → aggregator) declines an Offer; Reason names
+// the parameter and both values (public parameters only, never data).
+type Refuse struct {
+	Session [32]byte
+	From    uint32
+	Name    string
+	Reason  string
+}
+
+// Agreed (round Hello, aggregator → every site) closes the agreement: every
+// site of Sites answered with ParamsHash. A site checks both before it
+// advertises keys.
+type Agreed struct {
+	Session    [32]byte
+	ParamsHash [32]byte
+	Sites      []uint32
+}
+
+// SecAgg carries one secure-aggregation message (rounds 1-4) whose input is
+// the site's zero-sum draw ê_s. Msg is one of *secagg.AdvertiseKeys,
+// *secagg.KeyRoster, *secagg.ShareKeys, *secagg.ShareRelay,
+// *secagg.MaskedInput, *secagg.UnmaskRequest, *secagg.UnmaskResponse, with
+// a 32-byte session.
+type SecAgg struct {
+	Msg secagg.Message
+}
+
+// SumBroadcast (round SumBroadcast, aggregator → every site) carries the
+// secure sum Q = Σ ê_s (fixed point) and the sites whose draws it includes.
+// For the baselines Sum is empty: it only asks for the releases.
+type SumBroadcast struct {
+	Session  [32]byte
+	Sum      []uint64
+	Included []uint32
+}
+
+// Release (round Release, site → aggregator) is the site's one release of
+// the attempt. capeFM: Fixed holds the L whitened coordinates of
+// (N_s/N)·Λ_s + e_s + g_s in units of 2^−FracBits (Calibration.FracBits).
+// Baselines: Values holds the noisy site objective [Λ1, upper Λ2]
+// (gaussian-fm-local) or the coefficient vector (the others).
+type Release struct {
+	Session [32]byte
+	From    uint32
+	Fixed   []int64
+	Values  []float64
+}
+
+// Type codes (the payload's second byte).
+const (
+	codeOffer uint8 = iota + 1
+	codeHello
+	codeRefuse
+	codeAgreed
+	codeAdvertiseKeys
+	codeKeyRoster
+	codeShareKeys
+	codeShareRelay
+	codeMaskedInput
+	codeUnmaskRequest
+	codeUnmaskResponse
+	codeSumBroadcast
+	codeRelease
+)
+
+func (*Offer) Round() Round        { return RoundHello }
+func (*Hello) Round() Round        { return RoundHello }
+func (*Refuse) Round() Round       { return RoundHello }
+func (*Agreed) Round() Round       { return RoundHello }
+func (*SumBroadcast) Round() Round { return RoundSumBroadcast }
+func (*Release) Round() Round      { return RoundRelease }
+func (m *SecAgg) Round() Round {
+	switch m.Msg.(type) {
+	case *secagg.AdvertiseKeys, *secagg.KeyRoster:
+		return RoundAdvertiseKeys
+	case *secagg.ShareKeys, *secagg.ShareRelay:
+		return RoundShareKeys
+	case *secagg.MaskedInput, *secagg.UnmaskRequest:
+		return RoundMaskedInput
+	case *secagg.UnmaskResponse:
+		return RoundUnmasking
+	}
+	return roundDone
+}
+
+func (*Offer) Type() string        { return "offer" }
+func (*Hello) Type() string        { return "hello" }
+func (*Refuse) Type() string       { return "refuse" }
+func (*Agreed) Type() string       { return "agreed" }
+func (*SumBroadcast) Type() string { return "sum-broadcast" }
+func (*Release) Type() string      { return "release" }
+func (m *SecAgg) Type() string {
+	switch m.Msg.(type) {
+	case *secagg.AdvertiseKeys:
+		return "advertise-keys"
+	case *secagg.KeyRoster:
+		return "key-roster"
+	case *secagg.ShareKeys:
+		return "share-keys"
+	case *secagg.ShareRelay:
+		return "share-relay"
+	case *secagg.MaskedInput:
+		return "masked-input"
+	case *secagg.UnmaskRequest:
+		return "unmask-request"
+	case *secagg.UnmaskResponse:
+		return "unmask-response"
+	}
+	return "invalid"
+}
+
+func (*Offer) Party() uint32        { return 0 }
+func (m *Hello) Party() uint32      { return m.From }
+func (m *Refuse) Party() uint32     { return m.From }
+func (*Agreed) Party() uint32       { return 0 }
+func (*SumBroadcast) Party() uint32 { return 0 }
+func (m *Release) Party() uint32    { return m.From }
+func (m *SecAgg) Party() uint32 {
+	if m.Msg == nil {
+		return 0
+	}
+	return m.Msg.Party()
+}
+
+func (*Offer) Upstream() bool        { return false }
+func (*Hello) Upstream() bool        { return true }
+func (*Refuse) Upstream() bool       { return true }
+func (*Agreed) Upstream() bool       { return false }
+func (*SumBroadcast) Upstream() bool { return false }
+func (*Release) Upstream() bool      { return true }
+func (m *SecAgg) Upstream() bool {
+	switch m.Msg.(type) {
+	case *secagg.AdvertiseKeys, *secagg.ShareKeys, *secagg.MaskedInput, *secagg.UnmaskResponse:
+		return true
+	}
+	return false
+}
+
+func (m *Offer) SessionID() [32]byte        { return m.Params.Session }
+func (m *Hello) SessionID() [32]byte        { return m.Session }
+func (m *Refuse) SessionID() [32]byte       { return m.Session }
+func (m *Agreed) SessionID() [32]byte       { return m.Session }
+func (m *SumBroadcast) SessionID() [32]byte { return m.Session }
+func (m *Release) SessionID() [32]byte      { return m.Session }
+func (m *SecAgg) SessionID() [32]byte {
+	var s [32]byte
+	copy(s[:], secaggSession(m.Msg))
+	return s
+}
+
+func secaggSession(m secagg.Message) []byte {
+	switch m := m.(type) {
+	case *secagg.AdvertiseKeys:
+		return m.Session
+	case *secagg.KeyRoster:
+		return m.Session
+	case *secagg.ShareKeys:
+		return m.Session
+	case *secagg.ShareRelay:
+		return m.Session
+	case *secagg.MaskedInput:
+		return m.Session
+	case *secagg.UnmaskRequest:
+		return m.Session
+	case *secagg.UnmaskResponse:
+		return m.Session
+	}
+	return nil
+}
+
+// header writes the version, the type code and the session.
+func header(code uint8, session [32]byte) *writer {
+	w := &writer{}
+	w.u8(wireVersion)
+	w.u8(code)
+	w.raw(session[:])
+	return w
+}
+
+// MarshalBinary encodes the Offer: header, then the canonical Params.
+func (m *Offer) MarshalBinary() ([]byte, error) {
+	p, err := m.Params.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	w := header(codeOffer, m.Params.Session)
+	w.raw(p)
+	return w.b, nil
+}
+
+func (m *Hello) MarshalBinary() ([]byte, error) {
+	if !ValidName(m.Name) {
+		return nil, fmt.Errorf("capefm: hello: invalid site name %q", m.Name)
+	}
+	w := header(codeHello, m.Session)
+	w.u32(m.From)
+	w.str16(m.Name)
+	w.raw(m.Schema[:])
+	w.u64(uint64(m.N))
+	w.raw(m.ParamsHash[:])
+	if m.Secure {
+		w.u8(1)
+	} else {
+		w.u8(0)
+	}
+	return w.b, nil
+}
+
+func (m *Refuse) MarshalBinary() ([]byte, error) {
+	if !ValidName(m.Name) {
+		return nil, fmt.Errorf("capefm: refuse: invalid site name %q", m.Name)
+	}
+	reason := m.Reason
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	w := header(codeRefuse, m.Session)
+	w.u32(m.From)
+	w.str16(m.Name)
+	w.str16(reason)
+	return w.b, nil
+}
+
+func (m *Agreed) MarshalBinary() ([]byte, error) {
+	if len(m.Sites) > MaxSites {
+		return nil, fmt.Errorf("capefm: agreed: %d sites", len(m.Sites))
+	}
+	w := header(codeAgreed, m.Session)
+	w.raw(m.ParamsHash[:])
+	w.u32(uint32(len(m.Sites)))
+	for _, s := range m.Sites {
+		w.u32(s)
+	}
+	return w.b, nil
+}
+
+func (m *SumBroadcast) MarshalBinary() ([]byte, error) {
+	if len(m.Sum) > maxVector || len(m.Included) > MaxSites {
+		return nil, fmt.Errorf("capefm: sum broadcast: %d words, %d sites", len(m.Sum), len(m.Included))
+	}
+	w := header(codeSumBroadcast, m.Session)
+	w.u32(uint32(len(m.Sum)))
+	for _, v := range m.Sum {
+		w.u64(v)
+	}
+	w.u32(uint32(len(m.Included)))
+	for _, s := range m.Included {
+		w.u32(s)
+	}
+	return w.b, nil
+}
+
+// maxVector bounds the length of a release or a sum: L for D = MaxFeatures.
+const maxVector = MaxFeatures + MaxFeatures*(MaxFeatures+1)/2
+
+func (m *Release) MarshalBinary() ([]byte, error) {
+	if len(m.Fixed) > maxVector || len(m.Values) > maxVector || (len(m.Fixed) == 0) == (len(m.Values) == 0) {
+		return nil, fmt.Errorf("capefm: release: want exactly one of %d fixed-point or %d float values to be non-empty (≤ %d)", len(m.Fixed), len(m.Values), maxVector)
+	}
+	w := header(codeRelease, m.Session)
+	w.u32(m.From)
+	w.u32(uint32(len(m.Fixed)))
+	for _, v := range m.Fixed {
+		w.u64(uint64(v))
+	}
+	w.u32(uint32(len(m.Values)))
+	for _, v := range m.Values {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("capefm: release: non-finite value")
+		}
+		w.f64(v)
+	}
+	return w.b, nil
+}
+
+// MarshalBinary encodes the secure-aggregation message; its session must be
+// 32 bytes and every key, ciphertext and share must have its fixed length.
+func (m *SecAgg) MarshalBinary() ([]byte, error) {
+	sess := secaggSession(m.Msg)
+	if len(sess) != 32 {
+		return nil, fmt.Errorf("capefm: secagg message %T: session has %d bytes, want 32", m.Msg, len(sess))
+	}
+	var s [32]byte
+	copy(s[:], sess)
+	keys := func(w *writer, k *secagg.AdvertiseKeys) error {
+		if len(k.EncKey) != secagg.X25519KeyLen || len(k.MaskKey) != secagg.X25519KeyLen {
+			return fmt.Errorf("capefm: secagg keys of party %d have wrong lengths", k.From)
+		}
+		w.u32(k.From)
+		w.raw(k.EncKey)
+		w.raw(k.MaskKey)
+		return nil
+	}
+	shares := func(w *writer, sh []secagg.EncryptedShare) error {
+		if len(sh) > maxShares {
+			return fmt.Errorf("capefm: %d shares", len(sh))
+		}
+		w.u32(uint32(len(sh)))
+		for _, e := range sh {
+			if len(e.Ciphertext) != secagg.ShareCiphertextLen {
+				return fmt.Errorf("capefm: share %d→%d has %d bytes, want %d", e.From, e.To, len(e.Ciphertext), secagg.ShareCiphertextLen)
+			}
+			w.u32(e.From)
+			w.u32(e.To)
+			w.raw(e.Ciphertext)
+		}
+		return nil
+	}
+	ids := func(w *writer, xs []uint32) error {
+		if len(xs) > MaxSites {
+			return fmt.Errorf("capefm: %d IDs", len(xs))
+		}
+		w.u32(uint32(len(xs)))
+		for _, x := range xs {
+			w.u32(x)
+		}
+		return nil
+	}
+	revealed := func(w *writer, rs []secagg.RevealedShare) error {
+		if len(rs) > maxShares {
+			return fmt.Errorf("capefm: %d revealed shares", len(rs))
+		}
+		w.u32(uint32(len(rs)))
+		for _, r := range rs {
+			if len(r.Y) != secagg.ShareLen {
+				return fmt.Errorf("capefm: revealed share of %d has %d bytes, want %d", r.Owner, len(r.Y), secagg.ShareLen)
+			}
+			w.u32(r.Owner)
+			w.raw(r.Y)
+		}
+		return nil
+	}
+	var w *writer
+	var err error
+	switch x := m.Msg.(type) {
+	case *secagg.AdvertiseKeys:
+		w = header(codeAdvertiseKeys, s)
+		err = keys(w, x)
+	case *secagg.KeyRoster:
+		w = header(codeKeyRoster, s)
+		if len(x.Keys) > MaxSites {
+			return nil, fmt.Errorf("capefm: key roster of %d", len(x.Keys))
+		}
+		w.u32(uint32(len(x.Keys)))
+		for i := range x.Keys {
+			if !bytesEqual(x.Keys[i].Session, sess) {
+				return nil, fmt.Errorf("capefm: key roster entry %d for another session", i)
+			}
+			if err = keys(w, &x.Keys[i]); err != nil {
+				break
+			}
+		}
+	case *secagg.ShareKeys:
+		w = header(codeShareKeys, s)
+		w.u32(x.From)
+		err = shares(w, x.Shares)
+	case *secagg.ShareRelay:
+		w = header(codeShareRelay, s)
+		w.u32(x.To)
+		err = shares(w, x.Shares)
+	case *secagg.MaskedInput:
+		w = header(codeMaskedInput, s)
+		w.u32(x.From)
+		if len(x.Masked) > maxVector {
+			return nil, fmt.Errorf("capefm: masked input of %d words", len(x.Masked))
+		}
+		w.u32(uint32(len(x.Masked)))
+		for _, v := range x.Masked {
+			w.u64(v)
+		}
+	case *secagg.UnmaskRequest:
+		w = header(codeUnmaskRequest, s)
+		w.u32(x.To)
+		if err = ids(w, x.Survivors); err == nil {
+			err = ids(w, x.Dropped)
+		}
+	case *secagg.UnmaskResponse:
+		w = header(codeUnmaskResponse, s)
+		w.u32(x.From)
+		if err = revealed(w, x.SelfMaskShares); err == nil {
+			err = revealed(w, x.MaskKeyShares)
+		}
+	default:
+		return nil, fmt.Errorf("capefm: unknown secagg message %T", m.Msg)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w.b, nil
+}
+
+func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
+
+// Unmarshal decodes a payload produced by a message's MarshalBinary. It
+// refuses (error wrapping ErrMalformed) a wrong version or type byte, short
+// input, trailing bytes, counts beyond the limits and invalid parameters;
+// it never panics. Semantic checks (session, round, sender, lengths against
+// the parameters) are the state machines' job.
+func Unmarshal(b []byte) (Message, error) {
+	r := &reader{b: b}
+	if v := r.u8("version"); r.err == nil && v != wireVersion {
+		r.fail("version %d, want %d", v, wireVersion)
+	}
+	code := r.u8("type")
+	session := r.fixed32("session")
+	if r.err != nil {
+		return nil, r.err
+	}
+	sess := session[:]
+	keys := func() secagg.AdvertiseKeys {
+		k := secagg.AdvertiseKeys{Session: append([]byte(nil), sess...)}
+		k.From = r.u32("party")
+		k.EncKey = append([]byte(nil), r.take(secagg.X25519KeyLen, "encryption key")...)
+		k.MaskKey = append([]byte(nil), r.take(secagg.X25519KeyLen, "mask key")...)
+		return k
+	}
+	shares := func() []secagg.EncryptedShare {
+		n := r.count("shares", maxShares, 8+secagg.ShareCiphertextLen)
+		out := make([]secagg.EncryptedShare, n)
+		for i := range out {
+			out[i].From = r.u32("share sender")
+			out[i].To = r.u32("share recipient")
+			out[i].Ciphertext = append([]byte(nil), r.take(secagg.ShareCiphertextLen, "share ciphertext")...)
+		}
+		return out
+	}
+	ids := func(what string) []uint32 {
+		n := r.count(what, MaxSites, 4)
+		out := make([]uint32, n)
+		for i := range out {
+			out[i] = r.u32(what)
+		}
+		return out
+	}
+	revealed := func(what string) []secagg.RevealedShare {
+		n := r.count(what, maxShares, 4+secagg.ShareLen)
+		out := make([]secagg.RevealedShare, n)
+		for i := range out {
+			out[i].Owner = r.u32("share owner")
+			out[i].Y = append([]byte(nil), r.take(secagg.ShareLen, "share")...)
+		}
+		return out
+	}
+	var m Message
+	switch code {
+	case codeOffer:
+		p, err := readParams(r)
+		if err != nil {
+			return nil, err
+		}
+		if p.Session != session {
+			r.fail("offer: header session differs from the params' session")
+		}
+		m = &Offer{Params: *p}
+	case codeHello:
+		h := &Hello{Session: session}
+		h.From = r.u32("site ID")
+		h.Name = r.str16("site name", maxName)
+		h.Schema = r.fixed32("schema fingerprint")
+		h.N = int64(r.u64("N"))
+		h.ParamsHash = r.fixed32("params hash")
+		switch r.u8("secure flag") {
+		case 0:
+		case 1:
+			h.Secure = true
+		default:
+			r.fail("hello: secure flag is not 0 or 1")
+		}
+		if r.err == nil && !ValidName(h.Name) {
+			r.fail("hello: invalid site name")
+		}
+		m = h
+	case codeRefuse:
+		x := &Refuse{Session: session}
+		x.From = r.u32("site ID")
+		x.Name = r.str16("site name", maxName)
+		x.Reason = r.str16("reason", maxReason)
+		if r.err == nil && !ValidName(x.Name) {
+			r.fail("refuse: invalid site name")
+		}
+		m = x
+	case codeAgreed:
+		a := &Agreed{Session: session}
+		a.ParamsHash = r.fixed32("params hash")
+		a.Sites = ids("sites")
+		m = a
+	case codeAdvertiseKeys:
+		k := keys()
+		m = &SecAgg{Msg: &k}
+	case codeKeyRoster:
+		n := r.count("key roster", MaxSites, 4+2*secagg.X25519KeyLen)
+		kr := &secagg.KeyRoster{Session: append([]byte(nil), sess...), Keys: make([]secagg.AdvertiseKeys, n)}
+		for i := range kr.Keys {
+			kr.Keys[i] = keys()
+		}
+		m = &SecAgg{Msg: kr}
+	case codeShareKeys:
+		x := &secagg.ShareKeys{Session: append([]byte(nil), sess...)}
+		x.From = r.u32("party")
+		x.Shares = shares()
+		m = &SecAgg{Msg: x}
+	case codeShareRelay:
+		x := &secagg.ShareRelay{Session: append([]byte(nil), sess...)}
+		x.To = r.u32("party")
+		x.Shares = shares()
+		m = &SecAgg{Msg: x}
+	case codeMaskedInput:
+		x := &secagg.MaskedInput{Session: append([]byte(nil), sess...)}
+		x.From = r.u32("party")
+		n := r.count("masked input", maxVector, 8)
+		x.Masked = make([]uint64, n)
+		for i := range x.Masked {
+			x.Masked[i] = r.u64("masked word")
+		}
+		m = &SecAgg{Msg: x}
+	case codeUnmaskRequest:
+		x := &secagg.UnmaskRequest{Session: append([]byte(nil), sess...)}
+		x.To = r.u32("party")
+		x.Survivors = ids("survivors")
+		x.Dropped = ids("dropped")
+		m = &SecAgg{Msg: x}
+	case codeUnmaskResponse:
+		x := &secagg.UnmaskResponse{Session: append([]byte(nil), sess...)}
+		x.From = r.u32("party")
+		x.SelfMaskShares = revealed("self-mask shares")
+		x.MaskKeyShares = revealed("mask-key shares")
+		m = &SecAgg{Msg: x}
+	case codeSumBroadcast:
+		x := &SumBroadcast{Session: session}
+		n := r.count("sum", maxVector, 8)
+		x.Sum = make([]uint64, n)
+		for i := range x.Sum {
+			x.Sum[i] = r.u64("sum word")
+		}
+		x.Included = ids("included sites")
+		m = x
+	case codeRelease:
+		x := &Release{Session: session}
+		x.From = r.u32("site ID")
+		nf := r.count("fixed-point release", maxVector, 8)
+		if nf > 0 {
+			x.Fixed = make([]int64, nf)
+			for i := range x.Fixed {
+				x.Fixed[i] = int64(r.u64("release word"))
+			}
+		}
+		nv := r.count("float release", maxVector, 8)
+		if nv > 0 {
+			x.Values = make([]float64, nv)
+			for i := range x.Values {
+				x.Values[i] = r.finite("release value")
+			}
+		}
+		if r.err == nil && (nf == 0) == (nv == 0) {
+			r.fail("release: want exactly one of the fixed-point and float vectors")
+		}
+		m = x
+	default:
+		r.fail("unknown type %d", code)
+	}
+	if err := r.done(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

@@ -1,0 +1,442 @@
+package capefm
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/schema"
+	"github.com/dplearn/dplearn/secagg"
+)
+
+// Mechanism names what the sites release.
+type Mechanism string
+
+// The mechanisms.
+const (
+	// CapeFM is Gaussian FM with CAPE's zero-sum noise (the seed's
+	// Algorithm 3, corrected): the model's noise is that of one Gaussian FM
+	// on the pooled data, up to the factor VarianceRatio.
+	CapeFM Mechanism = "capefm"
+	// GaussianFMLocal is the seed's conventional decentralised comparison:
+	// every site releases its own Gaussian FM objective with the full noise
+	// for (ε, δ) on its N_s rows; the aggregator averages them (weights
+	// N_s/N).
+	GaussianFMLocal Mechanism = "gaussian-fm-local"
+	// FMLocal, ObjPertLocal and NoisyGDLocal: every site fits the regress
+	// mechanism fm, objpert or noisygd on its own rows at (ε, δ) and releases
+	// its coefficient vector; the aggregator averages them (weights N_s/N).
+	FMLocal      Mechanism = "fm-local"
+	ObjPertLocal Mechanism = "objpert-local"
+	NoisyGDLocal Mechanism = "noisygd-local"
+)
+
+// Mechanisms lists the accepted mechanism names.
+func Mechanisms() []Mechanism {
+	return []Mechanism{CapeFM, GaussianFMLocal, FMLocal, ObjPertLocal, NoisyGDLocal}
+}
+
+func (m Mechanism) valid() bool { return slices.Contains(Mechanisms(), m) }
+
+// coefficientBaseline returns the regress mechanism a coefficient-averaging
+// baseline runs at each site, or "".
+func (m Mechanism) coefficientBaseline() string {
+	switch m {
+	case FMLocal:
+		return "fm"
+	case ObjPertLocal:
+		return "objpert"
+	case NoisyGDLocal:
+		return "noisygd"
+	}
+	return ""
+}
+
+// pureEpsilon reports whether the mechanism is ε-DP (δ unused).
+func (m Mechanism) pureEpsilon() bool { return m == FMLocal }
+
+// SiteInfo is one site in the roster: its name (the name in its
+// certificate), its ID (≥ 1; also its Shamir x coordinate in secure
+// aggregation) and its public number of rows N_s.
+type SiteInfo struct {
+	Name string
+	ID   uint32
+	N    int64
+}
+
+// Params are the public parameters of one attempt of a fit, agreed by every
+// site before anything is spent. The aggregator fills them (NewParams, then
+// Calibrate for capeFM); each site checks them against its own
+// configuration (SiteConfig.Check) and answers with their Hash.
+type Params struct {
+	// Session identifies the attempt: 32 fresh random bytes, also the
+	// secure-aggregation session. Every attempt has a new one.
+	Session [32]byte
+	// Attempt numbers the attempts of one fit, from 1.
+	Attempt uint32
+	// Mechanism is CapeFM or a conventional baseline.
+	Mechanism Mechanism
+	// Kind is regress.Linear or regress.Logistic.
+	Kind regress.Kind
+	// Schema is the fingerprint of the schema every site encodes its rows
+	// with (SchemaFingerprint).
+	Schema [32]byte
+	// D is the number of encoded features (intercept included).
+	D int
+	// Epsilon and Delta are the per-site target of this attempt.
+	Epsilon, Delta float64
+	// Split is the share of the whitened squared sensitivity given to Λ1
+	// (the rest to Λ2), in (0, 1); Gaussian FM's default is 0.5.
+	Split float64
+	// Sites is the roster of this attempt, sorted by ID.
+	Sites []SiteInfo
+	// Colluders is S_C, the number of sites that may collude with the
+	// aggregator (accounting.CAPEColluders(S) by default). capeFM needs
+	// S_C < secagg.DefaultThreshold(S).
+	Colluders int
+	// MinSites is the smallest roster the fit may continue with after
+	// dropouts (≥ 2).
+	MinSites int
+	// Tau is τ, the standard deviation of each whitened coordinate of the
+	// zero-sum draw ê_s (capeFM only; 0 for the baselines). Calibrate sets
+	// the smallest τ meeting (ε, δ), rounded up to 6 significant digits.
+	Tau float64
+	// Prior lists the Gaussian-DP parameters η of earlier attempts of this
+	// fit that reached the release round (their releases compose with this
+	// one; see Accounting.ComposedEta).
+	Prior []float64
+}
+
+// N returns Σ N_s.
+func (p *Params) N() int64 {
+	var n int64
+	for _, s := range p.Sites {
+		n += s.N
+	}
+	return n
+}
+
+// IDs returns the roster's IDs, sorted.
+func (p *Params) IDs() []uint32 {
+	out := make([]uint32, len(p.Sites))
+	for i, s := range p.Sites {
+		out[i] = s.ID
+	}
+	return out
+}
+
+// Site returns the roster entry with the given ID.
+func (p *Params) Site(id uint32) (SiteInfo, bool) {
+	for _, s := range p.Sites {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return SiteInfo{}, false
+}
+
+// SiteByName returns the roster entry with the given name.
+func (p *Params) SiteByName(name string) (SiteInfo, bool) {
+	for _, s := range p.Sites {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return SiteInfo{}, false
+}
+
+// Released returns L = D + D(D+1)/2, the number of released objective
+// coefficients (Λ1 and the upper triangle of Λ2).
+func (p *Params) Released() int { return p.D + p.D*(p.D+1)/2 }
+
+// ValidName reports whether s can name a site: 1 to 64 bytes of letters,
+// digits, '-', '_' and '.'.
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > maxName {
+		return false
+	}
+	for _, r := range s {
+		if r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Validate checks the parameters (not the calibration: see Calibration).
+func (p *Params) Validate() error {
+	if p.Session == ([32]byte{}) {
+		return fmt.Errorf("capefm: params: session ID is all zeros")
+	}
+	if p.Attempt < 1 {
+		return fmt.Errorf("capefm: params: attempt must be ≥ 1, got %d", p.Attempt)
+	}
+	if !p.Mechanism.valid() {
+		return fmt.Errorf("capefm: params: unknown mechanism %q", p.Mechanism)
+	}
+	if p.Kind != regress.Linear && p.Kind != regress.Logistic {
+		return fmt.Errorf("capefm: params: model must be linear or logistic, got %q", p.Kind)
+	}
+	if p.D < 1 || p.D > MaxFeatures {
+		return fmt.Errorf("capefm: params: D = %d features, want 1 to %d", p.D, MaxFeatures)
+	}
+	if !(p.Epsilon > 0) || math.IsInf(p.Epsilon, 0) {
+		return fmt.Errorf("capefm: params: ε must be finite and > 0, got %v", p.Epsilon)
+	}
+	if p.Mechanism.pureEpsilon() {
+		if !(p.Delta >= 0 && p.Delta < 1) {
+			return fmt.Errorf("capefm: params: δ must be in [0, 1), got %v", p.Delta)
+		}
+	} else if !(p.Delta > 0 && p.Delta < 1) {
+		return fmt.Errorf("capefm: params: mechanism %s needs δ in (0, 1), got %v", p.Mechanism, p.Delta)
+	}
+	if !(p.Split > 0 && p.Split < 1) {
+		return fmt.Errorf("capefm: params: budget split must be in (0, 1), got %v", p.Split)
+	}
+	S := len(p.Sites)
+	if S < 2 || S > MaxSites {
+		return fmt.Errorf("capefm: params: %d sites, want 2 to %d", S, MaxSites)
+	}
+	names := map[string]bool{}
+	var total int64
+	for i, s := range p.Sites {
+		if !ValidName(s.Name) {
+			return fmt.Errorf("capefm: params: site name %q is not 1-64 letters, digits, '-', '_' or '.'", s.Name)
+		}
+		if names[s.Name] {
+			return fmt.Errorf("capefm: params: site name %q repeated", s.Name)
+		}
+		names[s.Name] = true
+		if s.ID == 0 {
+			return fmt.Errorf("capefm: params: site %s has ID 0", s.Name)
+		}
+		if i > 0 && s.ID <= p.Sites[i-1].ID {
+			return fmt.Errorf("capefm: params: roster not sorted by ID or ID %d repeated", s.ID)
+		}
+		if s.N < 1 || s.N > math.MaxInt64/int64(MaxSites) {
+			return fmt.Errorf("capefm: params: site %s has N = %d rows, want 1 to %d", s.Name, s.N, math.MaxInt64/int64(MaxSites))
+		}
+		total += s.N
+	}
+	if p.MinSites < 2 || p.MinSites > S {
+		return fmt.Errorf("capefm: params: minimum sites %d, want 2 to %d (the roster)", p.MinSites, S)
+	}
+	if p.Mechanism == CapeFM {
+		if limit := secagg.DefaultThreshold(S) - 1; p.Colluders < 0 || p.Colluders > limit {
+			return fmt.Errorf("capefm: params: %d colluders; secure aggregation of %d sites (threshold %d) hides the noise shares from at most %d", p.Colluders, S, limit+1, limit)
+		}
+		if !(p.Tau > 0) || math.IsInf(p.Tau, 0) {
+			return fmt.Errorf("capefm: params: τ must be finite and > 0 for capefm, got %v (call Calibrate)", p.Tau)
+		}
+	} else {
+		if p.Colluders < 0 || p.Colluders >= S {
+			return fmt.Errorf("capefm: params: %d colluders, want 0 to %d", p.Colluders, S-1)
+		}
+		if p.Tau != 0 {
+			return fmt.Errorf("capefm: params: τ is only used by capefm, got %v for %s", p.Tau, p.Mechanism)
+		}
+	}
+	for i, e := range p.Prior {
+		if !(e >= 0) || math.IsInf(e, 0) {
+			return fmt.Errorf("capefm: params: prior attempt %d has η = %v", i+1, e)
+		}
+	}
+	if len(p.Prior) >= int(p.Attempt) {
+		return fmt.Errorf("capefm: params: %d prior releases in attempt %d", len(p.Prior), p.Attempt)
+	}
+	return nil
+}
+
+const paramsMagic = "CFMP"
+
+// MarshalBinary returns the canonical encoding of p (version 1, big-endian):
+//
+//	"CFMP" version:u8 session:[32] attempt:u32 mechanism:str16 kind:str16
+//	schema:[32] D:u32 ε:f64 δ:f64 split:f64 τ:f64 colluders:u32 minSites:u32
+//	S:u32 S×(ID:u32 N:u64 name:str16) priors:u32 priors×f64
+//
+// It fails unless p is valid, so that every encoded Params is.
+func (p *Params) MarshalBinary() ([]byte, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var w writer
+	w.raw([]byte(paramsMagic))
+	w.u8(wireVersion)
+	w.raw(p.Session[:])
+	w.u32(p.Attempt)
+	w.str16(string(p.Mechanism))
+	w.str16(string(p.Kind))
+	w.raw(p.Schema[:])
+	w.u32(uint32(p.D))
+	w.f64(p.Epsilon)
+	w.f64(p.Delta)
+	w.f64(p.Split)
+	w.f64(p.Tau)
+	w.u32(uint32(p.Colluders))
+	w.u32(uint32(p.MinSites))
+	w.u32(uint32(len(p.Sites)))
+	for _, s := range p.Sites {
+		w.u32(s.ID)
+		w.u64(uint64(s.N))
+		w.str16(s.Name)
+	}
+	w.u32(uint32(len(p.Prior)))
+	for _, e := range p.Prior {
+		w.f64(e)
+	}
+	return w.b, nil
+}
+
+// UnmarshalBinary decodes a canonical encoding and validates it; trailing
+// bytes, a wrong magic or version and any invalid field are refused.
+func (p *Params) UnmarshalBinary(b []byte) error {
+	r := &reader{b: b}
+	q, err := readParams(r)
+	if err != nil {
+		return err
+	}
+	if err := r.done(); err != nil {
+		return err
+	}
+	*p = *q
+	return nil
+}
+
+func readParams(r *reader) (*Params, error) {
+	if string(r.take(len(paramsMagic), "params magic")) != paramsMagic && r.err == nil {
+		r.fail("params: wrong magic")
+	}
+	if v := r.u8("params version"); r.err == nil && v != wireVersion {
+		r.fail("params: version %d, want %d", v, wireVersion)
+	}
+	p := &Params{}
+	p.Session = r.fixed32("session")
+	p.Attempt = r.u32("attempt")
+	p.Mechanism = Mechanism(r.str16("mechanism", 64))
+	p.Kind = regress.Kind(r.str16("kind", 64))
+	p.Schema = r.fixed32("schema fingerprint")
+	p.D = int(r.u32("D"))
+	p.Epsilon = r.finite("ε")
+	p.Delta = r.finite("δ")
+	p.Split = r.finite("split")
+	p.Tau = r.finite("τ")
+	p.Colluders = int(r.u32("colluders"))
+	p.MinSites = int(r.u32("minimum sites"))
+	n := r.count("sites", MaxSites, 4+8+2)
+	p.Sites = make([]SiteInfo, n)
+	for i := range p.Sites {
+		p.Sites[i].ID = r.u32("site ID")
+		p.Sites[i].N = int64(r.u64("site N"))
+		p.Sites[i].Name = r.str16("site name", maxName)
+	}
+	np := r.count("prior releases", 1<<16, 8)
+	if np > 0 {
+		p.Prior = make([]float64, np)
+		for i := range p.Prior {
+			p.Prior[i] = r.finite("prior η")
+		}
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	return p, nil
+}
+
+// Hash returns SHA-256 over a domain separator and the canonical encoding:
+// what a site's Hello answers with, so the aggregator knows every site
+// agreed to the same bytes.
+func (p *Params) Hash() ([32]byte, error) {
+	b, err := p.MarshalBinary()
+	if err != nil {
+		return [32]byte{}, err
+	}
+	h := sha256.New()
+	h.Write([]byte("dplearn/capefm/params/v1\x00"))
+	h.Write(b)
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}
+
+// Clone returns a deep copy.
+func (p *Params) Clone() Params {
+	q := *p
+	q.Sites = slices.Clone(p.Sites)
+	q.Prior = slices.Clone(p.Prior)
+	return q
+}
+
+// SchemaFingerprint returns SHA-256 over a domain separator and the JSON
+// encoding of the parsed schema (fields in declaration order, so two sites
+// holding the same declaration get the same fingerprint whatever the
+// whitespace or key order of their files).
+func SchemaFingerprint(s *schema.Schema) ([32]byte, error) {
+	if s == nil {
+		return [32]byte{}, fmt.Errorf("capefm: nil schema")
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("capefm: schema fingerprint: %w", err)
+	}
+	h := sha256.New()
+	h.Write([]byte("dplearn/schema/v1\x00"))
+	h.Write(b)
+	var out [32]byte
+	copy(out[:], h.Sum(nil))
+	return out, nil
+}
+
+// Roster builds a roster from site names and row counts: IDs 1..S in the
+// order given, sorted by ID.
+func Roster(names []string, n []int64) ([]SiteInfo, error) {
+	if len(names) != len(n) {
+		return nil, fmt.Errorf("capefm: %d site names and %d row counts", len(names), len(n))
+	}
+	out := make([]SiteInfo, len(names))
+	for i := range names {
+		out[i] = SiteInfo{Name: names[i], ID: uint32(i + 1), N: n[i]}
+	}
+	return out, nil
+}
+
+// MismatchError is a refusal of parameters that differ from what a party
+// agreed to: Field names the parameter, Want what the refusing party
+// expected, Got what it was offered.
+type MismatchError struct {
+	Site  string // the site concerned
+	Field string
+	Want  string
+	Got   string
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("capefm: site %s: parameter %s: offered %s, want %s", e.Site, e.Field, e.Got, e.Want)
+}
+
+// fmtHash renders a fingerprint briefly.
+func fmtHash(h [32]byte) string { return fmt.Sprintf("%x…", h[:6]) }
+
+// equalFloat compares two float64 exactly (the encoding is exact).
+func equalFloat(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+// describeSites renders a roster for errors.
+func describeSites(s []SiteInfo) string {
+	var b strings.Builder
+	for i, x := range s {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s(%d, N=%d)", x.Name, x.ID, x.N)
+	}
+	return b.String()
+}
+
