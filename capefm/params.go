@@ -439,4 +439,3 @@ func describeSites(s []SiteInfo) string {
 	}
 	return b.String()
 }
-
