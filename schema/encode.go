@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 	"strings"
 
@@ -75,7 +76,7 @@ type Encoder struct {
 	target    column
 	hasTarget bool
 	intercept bool
-	scale     float64 // 1/√B
+	scale     float64 // 1/√B rounded down: unitScale(B)
 	width     int     // encoded features + 1 (target)
 }
 
@@ -90,7 +91,7 @@ func (s *Schema) NewEncoder(header []string, opt EncoderOptions) (*Encoder, erro
 		}
 		idx[h] = i
 	}
-	e := &Encoder{schema: s, intercept: s.HasIntercept(), scale: 1 / math.Sqrt(float64(s.Bound()))}
+	e := &Encoder{schema: s, intercept: s.HasIntercept(), scale: unitScale(s.Bound())}
 	var missing []string
 	for _, f := range s.Features {
 		i, ok := idx[f.Name]
@@ -231,6 +232,36 @@ func (e *Encoder) encodeTarget(raw []byte) (float64, error) {
 		return 0, c.fieldErr(raw, fmt.Errorf("binary target must be 0 or 1 (or declare \"positive\")"))
 	}
 	return v, nil
+}
+
+// unitScale returns the largest float64 s with B·s² ≤ 1, compared exactly:
+// 1/√B rounded down. The float64 nearest to 1/√B is above it for about half
+// of all B (B = 3, 6, 10, 25, …), and then a record with every group at its
+// extreme would encode with ‖x‖² = B·s² > 1 by an ulp or two.
+//
+// With s = unitScale(B) the bound ‖x‖₂ ≤ 1 holds exactly for the float64
+// values Encode writes (their exact squares summed in real arithmetic): each
+// group has at most one non-zero coordinate; the intercept and an indicator
+// are s itself, and a numeric value is fl(s·u) with |u| ≤ 1, so |fl(s·u)| ≤ s
+// because rounding is monotone and s is a float64. Hence ‖x‖² ≤ B·s² ≤ 1.
+// The target is in [−1, 1] exactly (affine clips after rounding).
+func unitScale(b int) float64 {
+	if b < 1 {
+		return 1
+	}
+	fits := func(s float64) bool {
+		r := new(big.Rat).SetFloat64(s)
+		r.Mul(r, r).Mul(r, new(big.Rat).SetInt64(int64(b)))
+		return r.Cmp(big.NewRat(1, 1)) <= 0
+	}
+	s := 1 / math.Sqrt(float64(b))
+	for !fits(s) {
+		s = math.Nextafter(s, 0)
+	}
+	for fits(math.Nextafter(s, math.Inf(1))) {
+		s = math.Nextafter(s, math.Inf(1))
+	}
+	return s
 }
 
 // affine clips v to [lo, hi] and maps it onto [−1, 1].

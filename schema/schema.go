@@ -39,7 +39,10 @@
 // feature with c categories, c−1 indicator columns (the first listed category
 // is the reference level and encodes as all zeros). Each group contributes at
 // most 1 to ‖u‖², so ‖x‖₂ ≤ 1 for every possible record: this is the bound
-// the sensitivities of the Functional Mechanism family assume.
+// the sensitivities of the Functional Mechanism family assume. It holds
+// exactly for the float64 values written, not only in real arithmetic: 1/√B
+// is rounded down (the largest float64 s with B·s² ≤ 1), and x = s·u
+// rounds to at most s in each group (see docs/numerics.md).
 //
 // A continuous target is clipped to its range and mapped affinely onto
 // [−1, 1]; a binary target becomes 0 or 1. An empty field, "NA", a value that

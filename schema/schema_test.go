@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -233,4 +235,124 @@ func ExampleSchema_NewEncoder() {
 	// Output:
 	// [(intercept) education ethnicity=afam]
 	// [0.5774 0.5774 0.5774 -0.2512]
+}
+
+// TestUnitScale checks that the scale is 1/√B rounded down: B·s² ≤ 1 and
+// B·next(s)² > 1, compared exactly, and that the float64 nearest to 1/√B
+// does not satisfy the bound for some B (why rounding down is needed).
+func TestUnitScale(t *testing.T) {
+	sq := func(s float64, b int) *big.Rat {
+		r := new(big.Rat).SetFloat64(s)
+		return r.Mul(r, r).Mul(r, new(big.Rat).SetInt64(int64(b)))
+	}
+	one := big.NewRat(1, 1)
+	nearestFails := 0
+	for b := 1; b <= 5000; b++ {
+		s := unitScale(b)
+		if sq(s, b).Cmp(one) > 0 || sq(math.Nextafter(s, math.Inf(1)), b).Cmp(one) <= 0 {
+			t.Fatalf("B=%d: scale %v is not 1/√B rounded down", b, s)
+		}
+		if sq(1/math.Sqrt(float64(b)), b).Cmp(one) > 0 {
+			nearestFails++
+		}
+	}
+	if nearestFails == 0 {
+		t.Fatal("expected the rounded-to-nearest 1/√B to overshoot for some B")
+	}
+	t.Logf("1/√B rounded to nearest gives B·s² > 1 for %d of B = 1..5000", nearestFails)
+}
+
+// TestUnitBallExact encodes adversarial records (every numeric feature at a
+// range end, just inside it or far outside, every categorical group at a
+// non-reference level) for schemas with many groups, and checks ‖x‖² ≤ 1
+// exactly: the sum of the exact squares of the float64 values written,
+// computed in rational arithmetic. The target must be in [−1, 1] exactly.
+func TestUnitBallExact(t *testing.T) {
+	type shape struct {
+		numeric, categorical, levels int
+		intercept                    bool
+	}
+	shapes := []shape{
+		{2, 0, 0, true}, {3, 0, 0, false}, {5, 5, 2, true}, {9, 1, 4, true}, {24, 0, 0, true},
+		{0, 25, 3, false}, {17, 13, 5, true}, {100, 0, 0, false}, {150, 150, 2, true}, {299, 0, 0, true},
+	}
+	ranges := [][2]float64{{0, 1}, {-3.7, 12.1}, {0, 3}, {4, 9}, {-1e-3, 1e-3}, {1, 1e6}}
+	rng := rand.New(rand.NewPCG(7, 11))
+	for _, sh := range shapes {
+		var feats []string
+		var header []string
+		for i := 0; i < sh.numeric; i++ {
+			r := ranges[i%len(ranges)]
+			feats = append(feats, fmt.Sprintf(`{"name":"n%d","range":[%v,%v]}`, i, r[0], r[1]))
+			header = append(header, fmt.Sprintf("n%d", i))
+		}
+		for i := 0; i < sh.categorical; i++ {
+			var cats []string
+			for l := 0; l < sh.levels; l++ {
+				cats = append(cats, fmt.Sprintf(`"l%d"`, l))
+			}
+			feats = append(feats, fmt.Sprintf(`{"name":"c%d","categories":[%s]}`, i, strings.Join(cats, ",")))
+			header = append(header, fmt.Sprintf("c%d", i))
+		}
+		doc := fmt.Sprintf(`{"target":{"name":"y","range":[-2.5,7.25]},"intercept":%v,"features":[%s]}`, sh.intercept, strings.Join(feats, ","))
+		s := mustParse(t, doc)
+		e, err := s.NewEncoder(append(header, "y"), EncoderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := s.Bound()
+		dst := make([]float64, e.Width())
+		maxN2 := new(big.Rat)
+		for trial := 0; trial < 200; trial++ {
+			rec := make([]string, 0, len(header)+1)
+			for i := 0; i < sh.numeric; i++ {
+				r := ranges[i%len(ranges)]
+				var v float64
+				switch mode := (trial + i) % 6; {
+				case trial == 0 || mode == 0:
+					v = r[1]
+				case trial == 1 || mode == 1:
+					v = r[0]
+				case mode == 2:
+					v = math.Nextafter(r[1], math.Inf(-1)) // just inside
+				case mode == 3:
+					v = math.Nextafter(r[0], math.Inf(1))
+				case mode == 4:
+					v = r[1] * (1 + 1e3*rng.Float64()) // far outside
+				default:
+					v = r[0] + (r[1]-r[0])*rng.Float64()
+				}
+				rec = append(rec, strconv.FormatFloat(v, 'g', -1, 64))
+			}
+			for i := 0; i < sh.categorical; i++ {
+				l := sh.levels - 1
+				if trial > 1 {
+					l = 1 + rng.IntN(sh.levels-1)
+				}
+				rec = append(rec, fmt.Sprintf("l%d", l))
+			}
+			rec = append(rec, strconv.FormatFloat([]float64{-2.5, 7.25, 1e9, -1e9, math.Nextafter(7.25, 0)}[trial%5], 'g', -1, 64))
+			if err := e.Encode(fields(strings.Join(rec, ",")), dst); err != nil {
+				t.Fatal(err)
+			}
+			n2 := new(big.Rat)
+			for _, v := range dst[:e.Width()-1] {
+				r := new(big.Rat).SetFloat64(v)
+				n2.Add(n2, r.Mul(r, r))
+			}
+			if n2.Cmp(big.NewRat(1, 1)) > 0 {
+				f, _ := n2.Float64()
+				t.Fatalf("%+v (B=%d): ‖x‖² = %v > 1 exactly for %v", sh, b, f, rec)
+			}
+			if n2.Cmp(maxN2) > 0 {
+				maxN2 = n2
+			}
+			if y := dst[e.Width()-1]; y < -1 || y > 1 {
+				t.Fatalf("target %v outside [−1, 1]", y)
+			}
+		}
+		if f, _ := maxN2.Float64(); f < 1-1e-12 {
+			t.Errorf("%+v: largest ‖x‖² %v: the extreme record should reach 1 to rounding", sh, f)
+		}
+	}
 }
