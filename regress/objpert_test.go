@@ -101,7 +101,7 @@ func TestPlanObjPert(t *testing.T) {
 		}
 		wantLambda := c.lambda
 		if wantLambda == 0 {
-			wantLambda = beta * (1 + 1e-9) / (float64(c.n) * math.Expm1(math.Min(0.25*c.eps, 1)))
+			wantLambda = beta * (1 + 1e-9) / (float64(c.n) * math.Expm1(math.Min(ObjPertJacobianShare*c.eps, 1)))
 		}
 		if math.Abs(p.Lambda-wantLambda) > 1e-12*wantLambda {
 			t.Errorf("%s: Λ = %v, want %v", name, p.Lambda, wantLambda)
@@ -694,27 +694,21 @@ func TestObjPertAudit(t *testing.T) {
 	}
 }
 
-// brokenObjPert is objpert with objective noise 20 times too small and no
-// output noise: not private, used to show the audit's power.
+// brokenObjPert is objpert with objective noise 20 times too small: not
+// private, used to show the audit's power.
 type brokenObjPert struct{ objPert }
 
 func (brokenObjPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
-	d := data.Stats.K() - 1
-	plan, err := PlanObjPert(cfg.Kind, cfg.Epsilon, cfg.Delta, data.Stats.N(), d, cfg.ObjPert)
+	plan, err := PlanObjPert(cfg.Kind, cfg.Epsilon, cfg.Delta, data.Stats.N(), data.Stats.K()-1, cfg.ObjPert)
 	if err != nil {
 		return nil, err
 	}
-	b := make([]float64, d)
-	if err := noise.AddGaussian(cfg.Source, b, plan.Sigma1/20); err != nil {
-		return nil, err
-	}
-	var w []float64
+	plan.Sigma1 /= 20
+	var rows []float64
 	if cfg.Kind == Logistic {
-		w, _, err = minimiseCMS(ctx, data.Rows, d+1, plan.Lambda, b)
-	} else {
-		w, err = minimiseKST(data.Stats, plan.Lambda, plan.Radius, b)
+		rows = data.Rows
 	}
-	return &Result{Coef: w}, err
+	return objPertRelease(ctx, data, rows, cfg, plan)
 }
 
 // ExamplePlanObjPert shows the calibration of objective perturbation for a
@@ -728,7 +722,7 @@ func ExamplePlanObjPert() {
 	}
 	fmt.Printf("Λ = %.3g, Jacobian term %.4f, objective noise σ1 = %.2f, output noise σ2 = %.2g, achieved δ = %.3g\n",
 		p.Lambda, p.Jacobian, p.Sigma1, p.Sigma2, p.AchievedDelta)
-	// Output: Λ = 0.000188, Jacobian term 0.1250, objective noise σ1 = 19.27, output noise σ2 = 0.0018, achieved δ = 1e-05
+	// Output: Λ = 0.000488, Jacobian term 0.0500, objective noise σ1 = 16.29, output noise σ2 = 0.0006, achieved δ = 1e-05
 }
 
 // --- accuracy measurements (DPLEARN_LONG_TESTS=1) ---
