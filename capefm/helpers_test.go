@@ -220,3 +220,5 @@ func loadExample(t testing.TB, name string) (*schema.Schema, *dataset.Table) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func f64src() noise.Source { return noise.NewInsecureSeeded(1) }

@@ -59,6 +59,8 @@ type RunResult struct {
 
 type upEnv struct {
 	from    string
+	session [32]byte // of the message answered
+	round   Round    // of the answer
 	payload []byte
 	err     error
 	dropped bool
@@ -221,11 +223,12 @@ func runAttempt(ctx context.Context, agg *Aggregator, inboxes map[string]chan []
 		expected := len(agg.Expected())
 		timer := time.NewTimer(opt.RoundTimeout)
 		defer timer.Stop()
+		failed := map[string]bool{} // sites that reported an error instead of answering this round
 		for {
 			pending := agg.Pending()
 			waiting := 0
 			for _, id := range pending {
-				if !dead[agg.Name(id)] {
+				if name := agg.Name(id); !dead[name] && !failed[name] {
 					waiting++
 				}
 			}
@@ -243,6 +246,9 @@ func runAttempt(ctx context.Context, agg *Aggregator, inboxes map[string]chan []
 					logf("attempt %d round %s: site %s: %v", p.Attempt, r, env.from, env.err)
 				}
 				if env.payload == nil {
+					if env.session == p.Session && env.round == r {
+						failed[env.from] = true
+					}
 					continue
 				}
 				m, err := Unmarshal(env.payload)
@@ -339,16 +345,18 @@ func runSite(ctx context.Context, s *Site, in <-chan []byte, out chan<- upEnv, o
 			continue
 		}
 		r := answerRound(m)
+		env := upEnv{session: m.SessionID(), round: r}
 		if at, ok := opt.Stall[s.Name()]; ok && r >= at {
 			<-ctx.Done()
 			return
 		}
 		if at, ok := opt.Drop[s.Name()]; ok && r >= at {
-			reply(upEnv{dropped: true})
+			env.dropped = true
+			reply(env)
 			return
 		}
 		ans, err := s.Handle(ctx, m)
-		env := upEnv{err: err}
+		env.err = err
 		if ans != nil {
 			b, merr := ans.MarshalBinary()
 			if merr != nil {
