@@ -44,8 +44,9 @@ import (
 //  1. b = noise.AddGaussian(0, σ1): coordinates g1·K_j, K_j independent
 //     discrete Gaussians with parameter s = σ1/g1 ≥ 2^21, g1 =
 //     noise.GaussianGrid(σ1, d).
-//  2. ω̃ ≈ argmin F_D(·; b): Newton's method (logistic) or the exact
-//     eigendecomposition solver (linear, minimiseKST), then an independent
+//  2. ω̃ ≈ argmin F_D(·; b): Newton's method (logistic: logisticNewton, then
+//     full Newton steps on a compensated gradient, polishLogistic) or the
+//     exact eigendecomposition solver (linear, minimiseKST), then an independent
 //     check that the gradient (logistic) or the gradient mapping
 //     G(ω) = L(ω − Π_C(ω − ∇F(ω)/L)) (linear, L = 2 + Λ ≥ the smoothness)
 //     has norm ≤ γ, a public tolerance, including a bound on the rounding
@@ -143,9 +144,10 @@ import (
 // ‖U_D(v) − U_{D'}(v)‖ ≤ 2r, so given v the second release is
 // noise.AddGaussian applied to inputs at distance ≤ 2r: a discrete Gaussian
 // mechanism on the grid, whose loss L2 is dominated by that of the Gaussian
-// mechanism with μ2 = (2r + GaussianGridSlack(σ2, d))/σ2 (the grid
-// argument of accounting.GaussianSigma, used by every Gaussian release of
-// the library), independently of b_c. For every event S,
+// mechanism with μ2 = (2r + GaussianGridSlack(σ2, d))/σ2, whatever v is.
+// (This is the grid argument of accounting.GaussianSigma, used by every
+// Gaussian release of the library; the objective noise needs no such
+// argument, step 1 being an exact coupling.) For every event S,
 // P_D(S) − e^ε P_{D'}(S) ≤ E_D[(1 − e^{ε − L1 − L2})₊], which is increasing
 // in L1, so with ε' = ε − J:
 //
@@ -176,10 +178,12 @@ import (
 // summation) are within 1e-13·N of the exact sums, an error charged to the
 // bound. If the check fails, Fit returns an error with no data-dependent
 // number in it and releases nothing. That failure is itself an event that
-// depends on the data, and the guarantee does not cover it; Newton's method
+// depends on the data, and the guarantee does not cover it. Newton's method
 // on a smooth strongly convex objective and the closed-form linear solver
-// reach γ = 1e-9 with many orders of magnitude to spare, so it only happens
-// on numerically pathological input. Likewise an ω̃ too large for the
+// reach γ = 1e-9 with orders of magnitude to spare (the polishing steps are
+// needed on small N, where logisticNewton's objective-decrease test can stop
+// near a gradient norm of 1e-9), so it only happens on numerically
+// pathological input. Likewise an ω̃ too large for the
 // output grid (|ω̃_j|/g2 > 2^52) is refused with a generic error.
 //
 // # Defaults

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/audit"
 	"github.com/dplearn/dplearn/dataset"
@@ -849,5 +851,166 @@ func TestObjPertAccuracyTable(t *testing.T) {
 			m, s := meanSD(res[k])
 			t.Logf("%s (N=%d, d=%d) %-32s %.4f ± %.4f", ds.name, tab.N(), tab.K-1, k, m, s)
 		}
+	}
+}
+
+// TestObjPertKeyInequalities checks the inequalities of the proof on random
+// instances in d = 4 dimensions (seeded; not privacy noise):
+//
+//   - determinant lemma: ln det(A + E)/det(A + E') ≤ ln(1 + β/c) for
+//     A ⪰ cI and rank-one E, E' ⪯ βI;
+//   - logistic vertices: 2bᵀΔ + ‖Δ‖² ≤ max_±(2|bᵀ(x ± x')| + ‖x ± x'‖²)
+//     for Δ = αx − α'x', |α|, |α'| ≤ 1, and ‖x + x'‖² + ‖x − x'‖² ≤ 4;
+//   - linear: ‖Δ‖ ≤ 2(R + 2) for Δ = −2(yx − y'x') + 2(xxᵀ − x'x'ᵀ)ω,
+//     ‖ω‖ ≤ R, and |bᵀΔ| ≤ ‖Δ‖·‖Pb‖ (P the projection onto span{x, x'});
+//   - strong convexity: the exact minimisers for b and b + u are within
+//     ‖u‖/(NΛ) (logistic, and linear on the ball);
+//   - gradient mapping: ‖ω − v‖ ≤ ‖G(ω)‖/Λ on the ball.
+func TestObjPertKeyInequalities(t *testing.T) {
+	rng := rand.New(rand.NewPCG(19, 23))
+	const d = 4
+	unitBall := func() []float64 {
+		v := make([]float64, d)
+		for i := range v {
+			v[i] = rng.NormFloat64()
+		}
+		s := rng.Float64() / math.Sqrt(dot(v, v))
+		if rng.IntN(3) == 0 {
+			s = 1 / math.Sqrt(dot(v, v)) // on the sphere
+		}
+		for i := range v {
+			v[i] *= s
+		}
+		return v
+	}
+	gauss := func(s float64) []float64 {
+		v := make([]float64, d)
+		for i := range v {
+			v[i] = s * rng.NormFloat64()
+		}
+		return v
+	}
+	var worstDet, worstVertex, worstLin, worstSC float64
+	for trial := 0; trial < 2000; trial++ {
+		// Determinant lemma.
+		c := math.Exp(rng.NormFloat64())
+		beta := []float64{0.25, 2}[trial%2]
+		m := mat.NewDense(d, d, append(append(append(gauss(1), gauss(1)...), gauss(1)...), gauss(1)...))
+		var a mat.SymDense
+		a.SymOuterK(1, m)
+		for i := 0; i < d; i++ {
+			a.SetSym(i, i, a.At(i, i)+c)
+		}
+		u, u2 := unitBall(), unitBall()
+		e, e2 := beta*rng.Float64(), beta*rng.Float64()
+		var ae, ae2 mat.SymDense
+		ae.SymRankOne(&a, e, mat.NewVecDense(d, u))
+		ae2.SymRankOne(&a, e2, mat.NewVecDense(d, u2))
+		l1, _ := mat.LogDet(&ae)
+		l2, _ := mat.LogDet(&ae2)
+		worstDet = math.Max(worstDet, (l1-l2)/math.Log1p(beta/c))
+		if r := l1 - l2; r > math.Log1p(beta/c)+1e-9 {
+			t.Fatalf("determinant lemma: log ratio %v > ln(1 + β/c) = %v", r, math.Log1p(beta/c))
+		}
+		// Logistic vertices.
+		x, x2, b := unitBall(), unitBall(), gauss(3)
+		al, al2 := 2*rng.Float64()-1, 2*rng.Float64()-1
+		delta := make([]float64, d)
+		vp, vm := make([]float64, d), make([]float64, d)
+		for i := range delta {
+			delta[i] = al*x[i] - al2*x2[i]
+			vp[i], vm[i] = x[i]+x2[i], x[i]-x2[i]
+		}
+		lhs := 2*dot(b, delta) + dot(delta, delta)
+		rhs := math.Max(2*math.Abs(dot(b, vp))+dot(vp, vp), 2*math.Abs(dot(b, vm))+dot(vm, vm))
+		if rhs > 1 {
+			worstVertex = math.Max(worstVertex, lhs/rhs)
+		}
+		if lhs > rhs+1e-9 || dot(vp, vp)+dot(vm, vm) > 4+1e-9 {
+			t.Fatalf("logistic vertices: %v > %v or ‖x+x'‖²+‖x−x'‖² = %v", lhs, rhs, dot(vp, vp)+dot(vm, vm))
+		}
+		// Linear gradient difference.
+		radius := 3 * rng.Float64()
+		w := unitBall()
+		for i := range w {
+			w[i] *= radius
+		}
+		y, y2 := 2*rng.Float64()-1, 2*rng.Float64()-1
+		if trial%4 == 0 {
+			y, y2 = 1, -1
+		}
+		for i := range delta {
+			delta[i] = -2*(y*x[i]-y2*x2[i]) + 2*(x[i]*dot(x, w)-x2[i]*dot(x2, w))
+		}
+		worstLin = math.Max(worstLin, math.Sqrt(dot(delta, delta))/(2*(radius+2)))
+		if nd := math.Sqrt(dot(delta, delta)); nd > 2*(radius+2)+1e-9 {
+			t.Fatalf("linear: ‖Δ‖ = %v > 2(R + 2) = %v", nd, 2*(radius+2))
+		}
+		var q mat.Dense // orthonormal basis of span{x, x'}
+		var qr mat.QR
+		qr.Factorize(mat.NewDense(d, 2, []float64{x[0], x2[0], x[1], x2[1], x[2], x2[2], x[3], x2[3]}))
+		qr.QTo(&q)
+		pb := 0.0
+		for j := 0; j < 2; j++ {
+			s := 0.0
+			for i := 0; i < d; i++ {
+				s += q.At(i, j) * b[i]
+			}
+			pb += s * s
+		}
+		if math.Abs(dot(b, delta)) > math.Sqrt(dot(delta, delta)*pb)*(1+1e-9)+1e-12 {
+			t.Fatalf("linear: |bᵀΔ| = %v > ‖Δ‖‖Pb‖ = %v", math.Abs(dot(b, delta)), math.Sqrt(dot(delta, delta)*pb))
+		}
+	}
+	// Strong convexity and the gradient mapping on real solvers.
+	const n, lambda = 400, 0.01
+	lrows, _ := xpRows(Logistic, n, d, 5)
+	rows, _ := xpRows(Linear, n, d, 6)
+	data := xpData(t, rows, d+1)
+	for trial := 0; trial < 50; trial++ {
+		b, u := gauss(20), gauss(0.1*rng.Float64())
+		bu := make([]float64, d)
+		for i := range b {
+			bu[i] = b[i] + u[i]
+		}
+		w1, _, _ := minimiseCMS(context.Background(), lrows, d+1, lambda, b)
+		w2, _, _ := minimiseCMS(context.Background(), lrows, d+1, lambda, bu)
+		w1 = polishLogistic(lrows, d+1, lambda, b, w1, 1e-12)
+		w2 = polishLogistic(lrows, d+1, lambda, bu, w2, 1e-12)
+		dist := func(a, b []float64) float64 {
+			s := 0.0
+			for i := range a {
+				s += (a[i] - b[i]) * (a[i] - b[i])
+			}
+			return math.Sqrt(s)
+		}
+		worstSC = math.Max(worstSC, dist(w1, w2)/(math.Sqrt(dot(u, u))/(n*lambda)))
+		if got, bound := dist(w1, w2), math.Sqrt(dot(u, u))/(n*lambda); got > bound*(1+1e-6)+1e-12 {
+			t.Fatalf("logistic: minimisers %v apart, bound ‖u‖/(NΛ) = %v", got, bound)
+		}
+		radius := 0.05 + rng.Float64()
+		v1, _ := minimiseKST(data.Stats, lambda, radius, b)
+		v2, _ := minimiseKST(data.Stats, lambda, radius, bu)
+		if got, bound := dist(v1, v2), math.Sqrt(dot(u, u))/(n*lambda); got > bound*(1+1e-6)+1e-12 {
+			t.Fatalf("linear R=%v: minimisers %v apart, bound ‖u‖/(NΛ) = %v", radius, got, bound)
+		}
+		// A point of the ball near v1: the gradient mapping bounds its distance.
+		p := make([]float64, d)
+		for i := range p {
+			p[i] = v1[i] + 0.01*rng.NormFloat64()
+		}
+		if np := math.Sqrt(dot(p, p)); np > radius {
+			for i := range p {
+				p[i] *= radius / np
+			}
+		}
+		g, _ := linearGradMapCheck(data.Stats, lambda, radius, b, p)
+		if got := dist(p, v1); got > g/lambda*(1+1e-6)+1e-10 {
+			t.Fatalf("linear R=%v: ‖ω − v‖ = %v > ‖G(ω)‖/Λ = %v", radius, got, g/lambda)
+		}
+	}
+	t.Logf("largest ratios to the bounds: determinant %.3f, vertices %.3f, linear ‖Δ‖ %.3f, strong convexity %.3f", worstDet, worstVertex, worstLin, worstSC)
+	if worstDet < 0.5 || worstVertex < 0.5 || worstLin < 0.5 {
+		t.Errorf("the random instances do not come near the bounds: the checks are weak")
 	}
 }
