@@ -103,7 +103,7 @@ func measureNoise(t *testing.T, sizes []int, runs int, seed uint64) noiseStats {
 func TestAggregateNoiseVariance(t *testing.T) {
 	runs := 200
 	if testing.Short() {
-		runs = 40
+		runs = 20
 	}
 	for _, tc := range []struct {
 		name  string

@@ -598,3 +598,47 @@ func TestValidateData(t *testing.T) {
 		t.Error("noisygd-local without rows accepted")
 	}
 }
+
+// TestMessageSizes checks the byte counts stated in the package
+// documentation: per site, upload 16L + 135S + 293 + len(name) and download
+// 8L + 192S + 315 + Σ len(names) + 8·len(Prior) bytes of payload.
+func TestMessageSizes(t *testing.T) {
+	for _, tc := range []struct{ S, D int }{{3, 2}, {5, 20}} {
+		rows := syntheticRows(regress.Linear, 100*tc.S, tc.D, mrand.New(mrand.NewPCG(1, 2)))
+		sizes := make([]int, tc.S)
+		for i := range sizes {
+			sizes[i] = 100
+		}
+		f := newFixture(t, split(rows, tc.D+1, sizes), tc.D, fixtureOptions{})
+		up, down := map[uint32]int{}, map[uint32]int{}
+		opt := RunOptions{Observe: func(m Message) {
+			b, _ := m.MarshalBinary()
+			switch {
+			case m.Upstream():
+				up[m.Party()] += len(b)
+			case m.Party() != 0:
+				down[m.Party()] += len(b)
+			default:
+				for id := uint32(1); id <= uint32(tc.S); id++ {
+					down[id] += len(b)
+				}
+			}
+		}}
+		if _, err := Run(context.Background(), f.template, f.sites, opt); err != nil {
+			t.Fatal(err)
+		}
+		L := tc.D + tc.D*(tc.D+1)/2
+		names := 0
+		for _, s := range f.template.Sites {
+			names += len(s.Name)
+		}
+		for id := uint32(1); id <= uint32(tc.S); id++ {
+			wantUp := 16*L + 135*tc.S + 293 + len("site-1")
+			wantDown := 8*L + 192*tc.S + 315 + names
+			if up[id] != wantUp || down[id] != wantDown {
+				t.Errorf("S=%d D=%d site %d: up %d (formula %d), down %d (formula %d)", tc.S, tc.D, id, up[id], wantUp, down[id], wantDown)
+			}
+		}
+		t.Logf("S=%d D=%d (L=%d): %d bytes up, %d down per site", tc.S, tc.D, L, up[1], down[1])
+	}
+}

@@ -1,0 +1,211 @@
+// Package capefm is capeFM, Gaussian FM across S sites that cannot share
+// their rows (Tasnim et al., Section 5, Algorithms 2-3), corrected as in
+// PRIVACY-NOTES items 1-4, 8, 9, 18, 21 and 23. The protocol logic is
+// transport-free: Site and Aggregator are state machines exchanging typed
+// messages with a strict binary encoding; Run wires them in process.
+// Secure aggregation is package secagg, the zero-sum noise package cape, the
+// accounting package accounting, the objective and post-processing package
+// regress.
+//
+// Besides capeFM (Mechanism CapeFM) the same machinery runs the seed's
+// conventional decentralised baselines: every site releases its own Gaussian
+// FM objective with the full noise for (ε, δ) on its N_s rows
+// (GaussianFMLocal), or fits fm, objpert or noisygd on its rows and releases
+// its coefficients (FMLocal, ObjPertLocal, NoisyGDLocal); the aggregator
+// averages with weights N_s/N.
+//
+// # Derivation
+//
+// Site s holds N_s rows, N = Σ_s N_s (public: bounded DP). Gaussian FM's
+// released coefficients are the average objective's Λ1 (D values) and the
+// upper triangle of Λ2 (D(D+1)/2), together L values. The pooled objective
+// is Λ = (1/N) Σ_rows λ_n = Σ_s (N_s/N)·Λ_s, with Λ_s the site's own
+// average (the seed's Λ_j^s; regress.Objective on the site's statistics).
+//
+// Weights go in before the noise. The seed averages the releases with 1/S,
+// which is the pooled objective only for equal N_s; averaging noisy site
+// averages with weights N_s/N afterwards would weight the zero-sum shares
+// too, and Σ_s w_s e_s ≠ 0 unless all w_s are equal. So site s releases
+//
+//	r_s = W((N_s/N)·Λ_s) + e_s + g_s = W(Σ_{n∈s} λ_n / N) + e_s + g_s
+//
+// (its sum over the pooled N, whitened by W) and the aggregator adds the
+// releases: Σ_s r_s = W(Λ) + Σ_s g_s, exactly, because Σ_s e_s = 0 in fixed
+// point (cape.ZeroSumSite.Finish) and the releases are summed as integers.
+//
+// Per-site sensitivity. Replacing a record at site s moves (N_s/N)·Λ_{j,s}
+// by at most (N_s/N)·Δ_j(N_s), where Δ_j(n) is Gaussian FM's sensitivity of
+// an n-row average (regress.SensitivitiesFor: Δ1 = 4/n, Δ2 = √2/n linear;
+// 1/n and √2/(8n) logistic). Since Δ_j(n) = c_j/n,
+// (N_s/N)·Δ_j(N_s) = c_j/N = Δ_j(N): every site's release has exactly the
+// pooled sensitivity, whatever its size. There is no worst site: the code
+// computes each site's value from its own N_s (Calibration.SiteSens), they
+// agree to rounding, and accounting.CAPETauSites takes the largest.
+//
+// Whitening (item 2: Λ1 and Λ2 calibrated jointly). With the budget split
+// w_1 = split, w_2 = 1 − split of the squared sensitivity and
+// c_j = Δ_j(N)/√w_j, W divides block j by c_j; the whitened release has L2
+// sensitivity √(Σ_j (Δ_j(N)/c_j)²) = √(w_1 + w_2) = 1, so one τ serves all L
+// coordinates: one zero-sum draw, one secure-aggregation session, one
+// fixed-point grid. Block j's noise in natural units is c_j times the
+// whitened noise, and the aggregator multiplies block j of the sum by c_j.
+//
+// Noise. Every site draws ê_s ~ N(0, τ²)^L (cape.NewZeroSumSite), the
+// aggregator learns only Q = Σ_s ê_s (secagg), every site sets
+// e_s = ê_s − Q/S (variance (1 − 1/S)τ²) and draws g_s ~ N(0, τ_g²)^L with
+// τ_g the smallest float64 with S·τ_g² ≥ τ² (the seed's τ²/S, never less).
+// The per-site variances are equal at every site, as the accounting assumes;
+// the unequal sizes live in the released scale (the sum over the pooled N),
+// not in the noise.
+//
+// Privacy per site (item 18, accounting.CAPEParams). Against the aggregator
+// colluding with up to S_C sites (S_H = S − S_C honest), seeing every site's
+// release, Q, and the colluders' data and noise, the honest sites' noise
+// given that view has covariance τ²[(1 + 1/S)I − 11ᵀ/S_H], and a record at
+// an honest site has privacy loss N(μ, 2μ) with
+//
+//	μ = Δ_h²·S(S + S_H) / (2τ²·S_H(S + 1)),
+//
+// i.e. the release is √(2μ)-Gaussian-DP with the exact δ(ε) of
+// accounting.CAPEDeltaExact. Δ_h is the per-site whitened sensitivity, 1,
+// plus the grid slack below, rounded up to 6 significant digits; τ is the
+// smallest value with δ(ε) ≤ δ, rounded up to 6 significant digits
+// (Params.Calibrate), so the printed τ and Δ_h are exactly the ones used
+// and recomputing δ from them (TestNoDataInReport) gives the printed
+// guarantee. A g_s with variance above τ²/S only lowers μ. Each site
+// recomputes the calibration from the Params it is offered and refuses a τ
+// that does not meet its (ε, δ).
+//
+// Grid and fixed point. The release is snap_G(W(·)) + g_s with
+// G = noise.GaussianGrid(τ_g, L) and g_s drawn by noise.AddGaussian on that
+// grid (together exactly AddGaussian applied to the statistic), plus e_s,
+// which lies on ê's grid, a multiple of G, and depends on no data. Snapping
+// adds at most noise.GaussianGridSlack(τ_g, L) ≤ 2^−21·τ_g to the
+// sensitivity (included in Δ_h); the discrete Gaussian on a grid that fine
+// has the continuous profile to the precision discussed at
+// accounting.GaussianSigma. A site sends its L values as int64 multiples of
+// 2^−FracBits (Calibration.FracBits; ê's resolution EFracBits ≤ FracBits),
+// and a public bound on |(N_s/N)·Λ| checked before anything is spent keeps
+// every value and the sum of S of them below 2^52 and 2^62.
+//
+// The seed's Lemma 1, corrected. The model's whitened noise Σ_s g_s has
+// variance S·τ_g² = τ². Central Gaussian FM on the pooled data at the same
+// (ε, δ) needs τ_pool = 1/μ* (whitened sensitivity 1, μ* =
+// accounting.GDPMuFor(ε, δ)); capeFM needs τ = √(S(S+S_H)/(S_H(S+1)))/μ*. So
+//
+//	Var(capeFM) / Var(pooled Gaussian FM) = κ = S(S + S_H) / (S_H(S + 1)),
+//
+// 1.875 for S = 5, S_C = 1, and 2S/(S + 1) without colluders: never 1. The
+// seed's Lemma 1 gets 1 by calibrating τ as if site s's release were an
+// ordinary Gaussian mechanism of variance τ², which ignores that the
+// adversary also sees Q and every release: the flaw of its Theorem 1.
+// (With a zero-sum variance ρ·τ_g² instead of the seed's S·τ_g², the same
+// computation gives κ(ρ) = S/S_H + S(S_H − 1)/(S_H(1 + ρ)), which falls to
+// S/S_H, or 1 without colluders, as ρ grows; the accounting package fixes
+// ρ = S.) Calibration.VarianceRatio is the ratio of the calibrated scales,
+// TestAggregateNoiseVariance measures it on the protocol. The conventional
+// scheme (GaussianFMLocal) has ratio exactly S for any sizes:
+// Σ_s (N_s/N)²·(k/N_s)² = S·k²/N².
+//
+// The released model alone (for anyone who sees the model but not the
+// sites' releases) is one Gaussian mechanism with sensitivity Δ_h and noise
+// ≥ τ per whitened coordinate: (Δ_h/τ)-Gaussian-DP, much stronger; the
+// report prints it as a note.
+//
+// Trust model (item 8). Honest-but-curious sites and aggregator, at most
+// S_C sites colluding with the aggregator (default
+// accounting.CAPEColluders(S) = ⌈S/3⌉ − 1; Params refuses S_C at or above
+// secagg.DefaultThreshold(S), beyond which secure aggregation no longer
+// hides the ê_s), authenticated channels binding each message to its site
+// (the transport's job), and secure aggregation hiding every ê_s. Without
+// it the zero-sum noise gives no privacy. The seed's Theorem 1 figure is not
+// printed.
+//
+// # Rounds
+//
+//	round  name           site → aggregator        aggregator → site
+//	0      Hello          Hello | Refuse           Offer (opens), Agreed (closes; broadcast)
+//	1      AdvertiseKeys  secagg AdvertiseKeys     secagg KeyRoster (broadcast)
+//	2      ShareKeys      secagg ShareKeys         secagg ShareRelay (to each site)
+//	3      MaskedInput    secagg MaskedInput (ê_s) secagg UnmaskRequest (to each site)
+//	4      Unmasking      secagg UnmaskResponse    —
+//	5      SumBroadcast   —                        SumBroadcast: Q = Σê and the included sites (broadcast)
+//	6      Release        Release                  —
+//	7      Combine        —                        — (aggregator: check contributors, sum, post-process, report)
+//
+// The baselines skip rounds 1-4: after Hello the aggregator sends a
+// SumBroadcast without a sum, which asks for the releases.
+//
+// Agreement (round 0). The aggregator fills Params (roster with names, IDs
+// and public N_s, model, schema fingerprint, D, ε, δ, split, S_C, minimum
+// sites, attempt number, fresh session, τ) and offers it. A site compares it
+// with its own configuration (Site.Check: every field it configured, its
+// name and N_s in the roster, S_C ≥ max(its minimum, ⌈S/3⌉ − 1), the
+// attempt number, and that every capeFM release it made earlier in the fit
+// is listed in Params.Prior), recomputes the calibration, asks its ledger
+// whether it can pay (LedgerChecker), and answers Hello (its name, schema
+// fingerprint, N_s, the SHA-256 of the canonical Params encoding) or Refuse
+// naming the field. The aggregator checks every Hello against the Params;
+// Agreed tells every site that all of them agreed to the same hash.
+//
+// Validation (item 23). NewSite checks the site's whole table (statistics
+// and, when given, every row) against the bounds of the schema encoding
+// before any protocol starts, so a bad record can never become a visible,
+// data-dependent abort. Diagnostics (Result.Trimmed, the attempt log) stay
+// on the console: the report holds only public parameters and figures
+// computed from them; fitting two datasets of the same sizes with the same
+// noise gives identical reports.
+//
+// # Dropouts, retries and budget (item 9)
+//
+// A site lost before the noise is fixed (in rounds 0-4, including a
+// Unmasking that aborts because secagg needs all S sites) ends the attempt
+// with a recoverable *AbortError: nothing was released, and a new attempt
+// starts without it (fresh session, τ recalibrated for the new S, fresh ê
+// and g: cape and secagg make every draw single use, and a Site refuses any
+// session or attempt number it has seen) while at least MinSites remain. A
+// site lost after the SumBroadcast (noise fixed) makes the sum's noise not
+// cancel: the aggregator never publishes (cape.CheckContributors), and the
+// *AbortError names the site. The releases that did arrive were seen, so
+// they count: by default the fit stops; with RunOptions.RedoAfterRelease a
+// new attempt lists the lost attempt's η in Params.Prior and its report
+// composes them (Gaussian-DP composition, accounting.GDPMu; the adversary's
+// view of a partial attempt is a function of the full one, so it costs at
+// most one CAPE release). A Site charges its Ledger with the attempt's
+// (ε, δ) after computing its release and before handing it out, releases at
+// most once per attempt (a second SumBroadcast is refused), and a failed
+// charge releases nothing.
+//
+// # Transport mapping
+//
+// Every message maps onto one transport envelope: protocol "capefm"
+// (Protocol), session = Message.SessionID() (the Params' 32-byte session,
+// also the secagg session), round = Message.Round(), type = Message.Type()
+// ("offer", "hello", "refuse", "agreed", "advertise-keys", "key-roster",
+// "share-keys", "share-relay", "masked-input", "unmask-request",
+// "unmask-response", "sum-broadcast", "release"), sender/recipient = the
+// site's name (Params.Sites maps names to IDs; Message.Party() is the
+// sender or addressee, 0 for a broadcast to every site of the attempt), and
+// payload = MarshalBinary(). Unmarshal decodes a payload: version byte 1, a
+// type byte, the 32-byte session, then the fields big-endian with counted
+// arrays; short input, trailing bytes, counts beyond the limits, non-finite
+// floats and invalid Params are refused (ErrMalformed). The receiving state
+// machine checks the session (replays from another attempt), the round, the
+// sender against the round's set, duplicates and every length. The hub
+// should accept upstream envelopes of Aggregator.Round() only, and must
+// check that the Hello/Refuse/Release/secagg sender field (Party()) is the
+// ID of the certificate's name.
+//
+// # Message sizes
+//
+// Payload bytes per site and attempt (checked by TestMessageSizes), with
+// L = D + D(D+1)/2 and P = len(Params.Prior):
+//
+//	upload   16L + 135S + 293 + len(name)
+//	download 8L + 192S + 315 + Σ len(site names) + 8P
+//
+// (the masked ê_s and the release are 8L bytes each; the Shamir shares
+// grow with S). For S = 5: D = 20 (L = 230) about 4.7 kB up and 3.1 kB
+// down; D = 100 (L = 5150) about 83 kB up and 42 kB down. The baselines
+// send only Offer, Hello, SumBroadcast and Release.
+package capefm
