@@ -485,7 +485,7 @@ func (a *Aggregator) privacy(lambda float64) report.Privacy {
 			insecure = append(insecure, a.names[id])
 		}
 	}
-	pr := report.Privacy{Private: true, Epsilon: p.Epsilon, Delta: cal.ComposedDelta, Neighbouring: report.Neighbouring}
+	pr := report.Privacy{Private: true, Epsilon: cal.ComposedEpsilon, Delta: cal.ComposedDelta, Neighbouring: report.Neighbouring}
 	if p.Mechanism.pureEpsilon() {
 		pr.Delta = 0
 	}
@@ -516,10 +516,13 @@ func (a *Aggregator) privacy(lambda float64) report.Privacy {
 			for i, e := range p.Prior {
 				prior[i] = report.Up(e)
 			}
-			acc += fmt.Sprintf("; composed with %d earlier attempt(s) of this fit that reached the release round (Gaussian-DP composition): η = √(Σ η_i²) over η_i = %s and this attempt's √(2μ) = %s gives η = %s",
-				len(p.Prior), strings.Join(prior, ", "), report.Up(cal.Eta), report.Up(cal.ComposedEta))
+			acc += fmt.Sprintf("; composed with %d earlier attempt(s) of this fit that reached the release round (Gaussian-DP composition): η = √(Σ η_i²) over η_i = %s and this attempt's √(2μ) = %s gives η = %s, i.e. ε = %s at δ = %s (this attempt alone: (%s, %s))",
+				len(p.Prior), strings.Join(prior, ", "), report.Up(cal.Eta), report.Up(cal.ComposedEta),
+				report.Up(cal.ComposedEpsilon), report.Up(p.Delta), report.Up(p.Epsilon), report.Up(cal.SiteDelta))
+		} else {
+			acc += fmt.Sprintf("; achieved δ = %s", report.Up(cal.SiteDelta))
 		}
-		pr.Accountant = acc + fmt.Sprintf("; achieved δ = %s", report.Up(pr.Delta))
+		pr.Accountant = acc
 		pr.Releases = []report.Release{
 			{Name: "Λ1 part of each site's release, Σ_{n∈s} λ_n / N = (N_s/N)·Λ1_s", Entries: cal.L1, Norm: "L2",
 				Sensitivity: cal.Delta1, Noise: "gaussian (CAPE: zero-sum e_s plus local g_s)", Scale: cal.C1 * cal.Tau},

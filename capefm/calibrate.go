@@ -34,7 +34,10 @@ type Calibration struct {
 	Mu, Eta       float64 // CAPE μ_h and η = √(2μ_h) of this attempt (capeFM)
 	SiteDelta     float64 // δ(ε) of this attempt for a record at any honest site
 	ComposedEta   float64 // η over Prior and this attempt (capeFM)
-	ComposedDelta float64 // δ(ε) at ComposedEta (capeFM), else SiteDelta
+	// ComposedEpsilon and ComposedDelta are the guarantee the report
+	// prints: (ε, SiteDelta) for one attempt; with earlier releases
+	// (Prior), the smallest ε at the target δ for η = ComposedEta.
+	ComposedEpsilon, ComposedDelta float64
 	ModelEta      float64 // Gaussian-DP of the released model alone (capeFM)
 	ModelDelta    float64 // δ(ε) of the model alone (capeFM)
 	// Noise1 and Noise2 are the per-entry standard deviations of the noise in
@@ -213,7 +216,7 @@ func (p *Params) Calibration() (*Calibration, error) {
 		if p.Mechanism.pureEpsilon() {
 			c.SiteDelta = 0
 		}
-		c.ComposedDelta = c.SiteDelta
+		c.ComposedEpsilon, c.ComposedDelta = p.Epsilon, c.SiteDelta
 	}
 	if err != nil {
 		return nil, err
@@ -245,14 +248,15 @@ func (c *Calibration) capeFM(p *Params) error {
 		return fmt.Errorf("capefm: params: τ = %v gives δ = %s at ε = %v for a record at an honest site (S = %d, S_C = %d, per-site sensitivity %s), above the agreed δ = %v",
 			c.Tau, report.Up(c.SiteDelta), p.Epsilon, c.S, c.Colluders, report.Up(c.Sensitivity), p.Delta)
 	}
-	c.ComposedEta, c.ComposedDelta = c.Eta, c.SiteDelta
+	c.ComposedEta, c.ComposedEpsilon, c.ComposedDelta = c.Eta, p.Epsilon, c.SiteDelta
 	if len(p.Prior) > 0 {
 		if c.ComposedEta, err = accounting.GDPMu(append(append([]float64(nil), p.Prior...), c.Eta)...); err != nil {
 			return err
 		}
-		if c.ComposedDelta, err = accounting.GDPDelta(c.ComposedEta, p.Epsilon); err != nil {
+		if c.ComposedEpsilon, err = accounting.GDPEpsilon(c.ComposedEta, p.Delta); err != nil {
 			return err
 		}
+		c.ComposedDelta = p.Delta
 	}
 	// The model alone: Σ_s snap(v_s) + Σ_s g_s, a Gaussian mechanism with
 	// sensitivity Δ_h and noise √S·τ_g ≥ τ per whitened coordinate.
@@ -317,7 +321,7 @@ func (c *Calibration) gaussianFMLocal(p *Params) error {
 		v1 += w * w * t1 * t1
 		v2 += w * w * t2 * t2
 	}
-	c.ComposedDelta = c.SiteDelta
+	c.ComposedEpsilon, c.ComposedDelta = p.Epsilon, c.SiteDelta
 	c.Noise1, c.Noise2 = math.Sqrt(v1), math.Sqrt(v2)
 	c.VarianceRatio = (c.Noise1 / c.Pooled1) * (c.Noise1 / c.Pooled1)
 	return nil

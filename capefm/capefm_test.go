@@ -103,7 +103,7 @@ func measureNoise(t *testing.T, sizes []int, runs int, seed uint64) noiseStats {
 func TestAggregateNoiseVariance(t *testing.T) {
 	runs := 200
 	if testing.Short() {
-		runs = 20
+		runs = 10
 	}
 	for _, tc := range []struct {
 		name  string
@@ -397,8 +397,9 @@ func TestDropoutRedoAfterRelease(t *testing.T) {
 	}
 	cal := res.Calibration
 	eta, _ := accounting.GDPMu(res.Params.Prior[0], cal.Eta)
-	if cal.ComposedEta != eta || res.Privacy.Delta <= 1e-5 {
-		t.Errorf("composed η %v (want %v), δ %v", cal.ComposedEta, eta, res.Privacy.Delta)
+	epsC, _ := accounting.GDPEpsilon(eta, 1e-5)
+	if cal.ComposedEta != eta || res.Privacy.Delta != 1e-5 || res.Privacy.Epsilon != epsC || epsC <= 1 {
+		t.Errorf("composed η %v (want %v), (ε, δ) = (%v, %v), want (%v, 1e-5)", cal.ComposedEta, eta, res.Privacy.Epsilon, res.Privacy.Delta, epsC)
 	}
 	if !contains(res.Privacy.Accountant, "earlier attempt") {
 		t.Errorf("accountant does not mention the composition: %s", res.Privacy.Accountant)
