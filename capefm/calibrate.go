@@ -22,24 +22,24 @@ type Calibration struct {
 	// S, Colluders (S_C) and Honest (S_H = S − S_C).
 	S, Colluders, Honest int
 	// N is Σ N_s; D the features; L1 = D, L2 = D(D+1)/2, L = L1 + L2.
-	N             int64
-	D, L1, L2, L  int
-	Delta1        float64 // Gaussian FM's Λ1 sensitivity on the pooled N (= (N_s/N)·Δ1(N_s) at every site)
-	Delta2        float64 // Gaussian FM's Λ2 sensitivity on the pooled N
-	C1, C2        float64 // whitening scales c_j = Δ_j/√w_j (w_1 = split, w_2 = 1 − split)
-	SiteSens      []float64
-	Slack         float64 // grid slack of the whitened release (capeFM)
-	Sensitivity   float64 // Δ_h: max SiteSens + Slack, rounded up to 6 significant digits (capeFM)
-	Tau, TauG     float64 // std of ê_s and of g_s per whitened coordinate (capeFM)
-	Mu, Eta       float64 // CAPE μ_h and η = √(2μ_h) of this attempt (capeFM)
-	SiteDelta     float64 // δ(ε) of this attempt for a record at any honest site
-	ComposedEta   float64 // η over Prior and this attempt (capeFM)
+	N            int64
+	D, L1, L2, L int
+	Delta1       float64 // Gaussian FM's Λ1 sensitivity on the pooled N (= (N_s/N)·Δ1(N_s) at every site)
+	Delta2       float64 // Gaussian FM's Λ2 sensitivity on the pooled N
+	C1, C2       float64 // whitening scales c_j = Δ_j/√w_j (w_1 = split, w_2 = 1 − split)
+	SiteSens     []float64
+	Slack        float64 // grid slack of the whitened release (capeFM)
+	Sensitivity  float64 // Δ_h: max SiteSens + Slack, rounded up to 6 significant digits (capeFM)
+	Tau, TauG    float64 // std of ê_s and of g_s per whitened coordinate (capeFM)
+	Mu, Eta      float64 // CAPE μ_h and η = √(2μ_h) of this attempt (capeFM)
+	SiteDelta    float64 // δ(ε) of this attempt for a record at any honest site
+	ComposedEta  float64 // η over Prior and this attempt (capeFM)
 	// ComposedEpsilon and ComposedDelta are the guarantee the report
 	// prints: (ε, SiteDelta) for one attempt; with earlier releases
 	// (Prior), the smallest ε at the target δ for η = ComposedEta.
 	ComposedEpsilon, ComposedDelta float64
-	ModelEta      float64 // Gaussian-DP of the released model alone (capeFM)
-	ModelDelta    float64 // δ(ε) of the model alone (capeFM)
+	ModelEta                       float64 // Gaussian-DP of the released model alone (capeFM)
+	ModelDelta                     float64 // δ(ε) of the model alone (capeFM)
 	// Noise1 and Noise2 are the per-entry standard deviations of the noise in
 	// the released average objective's Λ1 and Λ2 (natural units);
 	// Pooled1 and Pooled2 those of central Gaussian FM on the pooled data at
