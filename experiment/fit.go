@@ -58,7 +58,7 @@ func fitTable(ctx context.Context, f fitSpec, train *table, stats *suffstat.Mome
 	if !est.Private() {
 		cfg.Epsilon, cfg.Delta, cfg.Source = 0, 0, nil
 	}
-	if f.mech == "fm" || f.mech == "objpert" {
+	if f.mech == "fm" {
 		cfg.Delta = 0 // pure ε-DP
 	}
 	configureIterative(&cfg, f)

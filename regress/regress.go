@@ -38,9 +38,11 @@
 //     Table A1: one Gaussian mechanism on the whole coefficient vector with L2
 //     sensitivity 2√(1+4d+d²)/N (linear) or √(d²/16+d)/N (logistic),
 //     calibrated by the analytic Gaussian.
-//   - objpert: objective perturbation, ε-DP (Chaudhuri, Monteleoni &
-//     Sarwate 2011 for logistic; Kifer, Smith & Thakurta 2012 for linear on
-//     a public parameter ball); see objpert.go.
+//   - objpert: objective perturbation as approximate minima perturbation
+//     (Iyengar et al. 2019), (ε, δ)-DP: Gaussian objective noise, a verified
+//     optimiser tolerance and Gaussian output noise (logistic as Chaudhuri,
+//     Monteleoni & Sarwate 2011; linear on a public parameter ball as Kifer,
+//     Smith & Thakurta 2012); see objpert.go.
 //   - noisygd: noisy gradient descent (Song, Chaudhuri & Sarwate 2013) in a
 //     public parameter ball, (ε, δ)-DP by Rényi DP, optionally with Poisson
 //     mini-batches; see noisygd.go.

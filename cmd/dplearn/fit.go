@@ -51,8 +51,9 @@ Mechanisms:
   gaussian-fm  Gaussian FM (Tasnim et al.) with corrected sensitivities and joint
                analytic-Gaussian calibration: (ε, δ)-DP; the recommended default
   relaxed-fm   relaxed FM (Ding et al.): (ε, δ)-DP, one Gaussian on all coefficients
-  objpert      objective perturbation (Chaudhuri et al. 2011 logistic; Kifer et al.
-               2012 linear on a public parameter ball): ε-DP
+  objpert      objective perturbation as approximate minima perturbation (Iyengar
+               et al. 2019; Chaudhuri et al. 2011 logistic, Kifer et al. 2012 linear
+               on a public parameter ball): (ε, δ)-DP, needs --delta
   noisygd      noisy gradient descent (Song et al. 2013), T steps in a public ball:
                (ε, δ)-DP by Rényi DP; give --epsilon/--delta or --sigma
   irls         DP-IRLS robust L1 regression (Park & Welling), --model robust:
@@ -90,6 +91,8 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none).`,
 	f.StringVar(&o.out, "out", "", "where to write MODEL.json")
 	f.Float64Var(&o.objpert.Lambda, "objpert-lambda", 0, "objpert: regularisation strength Λ (0: the documented default)")
 	f.Float64Var(&o.objpert.Radius, "radius", 0, "objpert (linear) and noisygd: public bound R on ‖ω‖ (0: default)")
+	f.Float64Var(&o.objpert.Tolerance, "objpert-tolerance", 0, "objpert: public bound γ on the optimiser's gradient norm, covered by the output noise (0: default 1e-9)")
+	f.Float64Var(&o.objpert.OutputShare, "objpert-output-share", 0, "objpert: share of the budget given to the output noise, in (0, 1) (0: default)")
 	f.IntVar(&o.noisygd.Iterations, "iterations", 0, "noisygd: number of steps T (0: default 100)")
 	f.Float64Var(&o.noisygd.Sigma, "sigma", 0, "noisygd: noise multiplier (noise std ÷ sensitivity); 0: solve for it from --epsilon/--delta")
 	f.Float64Var(&o.noisygd.BatchRate, "batch-rate", 0, "noisygd: Poisson sampling rate q of mini-batches (0 or 1: full batch)")

@@ -277,7 +277,7 @@ func TestFitEveryMechanism(t *testing.T) {
 		{"linear", "truncated", nil, false, false},
 		{"linear", "fm", []string{"--epsilon", "1"}, true, false},
 		{"linear", "relaxed-fm", []string{"--epsilon", "1", "--delta", "1e-6"}, true, true},
-		{"linear", "objpert", []string{"--epsilon", "1"}, true, false},
+		{"linear", "objpert", []string{"--epsilon", "1", "--delta", "1e-6"}, true, true},
 		{"linear", "noisygd", []string{"--epsilon", "2", "--delta", "1e-6", "--iterations", "20"}, true, true},
 		{"linear", "noisygd", []string{"--sigma", "3", "--delta", "1e-6", "--iterations", "20"}, true, true},
 		{"robust", "nonprivate", nil, false, false},
