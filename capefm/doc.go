@@ -178,23 +178,34 @@
 //
 // # Transport mapping
 //
-// Every message maps onto one transport envelope: protocol "capefm"
-// (Protocol), session = Message.SessionID() (the Params' 32-byte session,
-// also the secagg session), round = Message.Round(), type = Message.Type()
-// ("offer", "hello", "refuse", "agreed", "advertise-keys", "key-roster",
-// "share-keys", "share-relay", "masked-input", "unmask-request",
-// "unmask-response", "sum-broadcast", "release"), sender/recipient = the
-// site's name (Params.Sites maps names to IDs; Message.Party() is the
-// sender or addressee, 0 for a broadcast to every site of the attempt), and
-// payload = MarshalBinary(). Unmarshal decodes a payload: version byte 1, a
-// type byte, the 32-byte session, then the fields big-endian with counted
-// arrays; short input, trailing bytes, counts beyond the limits, non-finite
-// floats and invalid Params are refused (ErrMalformed). The receiving state
-// machine checks the session (replays from another attempt), the round, the
-// sender against the round's set, duplicates and every length. The hub
-// should accept upstream envelopes of Aggregator.Round() only, and must
-// check that the Hello/Refuse/Release/secagg sender field (Party()) is the
-// ID of the certificate's name.
+// A network transport implements Hub (Send, Receive, SetRound) on the
+// aggregator's side and calls Serve, which runs the attempts, rounds,
+// deadlines and retries exactly as Run does in process; on a site, every
+// decoded payload goes to Site.Handle and the answer, if any, goes back.
+// Every message maps onto one envelope: protocol "capefm" (Protocol),
+// round = Message.Round(), type = Message.Type() ("offer", "hello",
+// "refuse", "agreed", "advertise-keys", "key-roster", "share-keys",
+// "share-relay", "masked-input", "unmask-request", "unmask-response",
+// "sum-broadcast", "release"), sender or recipient = the site's name
+// (Params.Sites maps names to IDs; Message.Party() is the sending or
+// addressed site, 0 for a broadcast that Serve sends to every site of the
+// attempt), payload = MarshalBinary(). Unmarshal decodes a payload: version
+// byte 1, a type byte, the 32-byte session, then the fields big-endian with
+// counted arrays; short input, trailing bytes, counts beyond the limits,
+// non-finite floats and invalid Params are refused (ErrMalformed), and
+// whatever decodes re-encodes to the same bytes.
+//
+// The attempt's session (Params.Session, 32 random bytes, also the secagg
+// session) travels inside every payload, and the state machines refuse
+// another attempt's messages (replays, stragglers), messages of another
+// round, senders outside the round's set, duplicates and wrong lengths. A
+// transport session may span the whole fit: its per-(round, type) duplicate
+// check must then allow one message per attempt (the transport's
+// AllowRepeats), since a site sends a Hello in every attempt. SetRound
+// gives the transport the round to gate on (upstream messages of that round
+// only). Event.Site must be the name proven by the sender's certificate:
+// Serve refuses a message whose Party() is not that site's ID, and the
+// secagg threat model needs exactly this binding.
 //
 // # Message sizes
 //

@@ -12,11 +12,36 @@ import (
 	"github.com/dplearn/dplearn/accounting"
 )
 
-// RunOptions configures an in-process run (Run).
-type RunOptions struct {
+// ServeOptions configures Serve.
+type ServeOptions struct {
 	// RoundTimeout bounds the wait for each round's messages; sites that
 	// have not answered by then count as missing. Default 30 s.
 	RoundTimeout time.Duration
+	// MaxAttempts bounds the attempts of the fit (default DefaultMaxAttempts).
+	MaxAttempts int
+	// RedoAfterRelease, for capeFM, starts a new attempt after a site was
+	// lost once the noise was fixed, composing the lost attempt's releases
+	// into the guarantee (Params.Prior); by default the fit aborts.
+	RedoAfterRelease bool
+	// Logf, if set, receives one line per round and attempt.
+	Logf func(format string, args ...any)
+	// Observe, if set, is called (from Serve's goroutine) with every message
+	// the aggregator sends or accepts: exactly its view.
+	Observe func(Message)
+	// NewSession returns a fresh session ID per attempt (default: 32 bytes
+	// from crypto/rand).
+	NewSession func() ([32]byte, error)
+}
+
+// RunOptions configures an in-process run (Run): Serve's options and
+// simulated faults.
+type RunOptions struct {
+	RoundTimeout     time.Duration
+	MaxAttempts      int
+	RedoAfterRelease bool
+	Logf             func(format string, args ...any)
+	Observe          func(Message)
+	NewSession       func() ([32]byte, error)
 	// Drop simulates sites that disconnect just before sending their
 	// message of the given round (the aggregator notices at once, as with a
 	// closed connection) and never come back. Round 5 (SumBroadcast, which
@@ -26,20 +51,6 @@ type RunOptions struct {
 	// Stall simulates sites that stop answering, silently, from the given
 	// round on; the aggregator waits for RoundTimeout.
 	Stall map[string]Round
-	// MaxAttempts bounds the attempts of the fit (default DefaultMaxAttempts).
-	MaxAttempts int
-	// RedoAfterRelease, for capeFM, starts a new attempt after a site was
-	// lost once the noise was fixed, composing the lost attempt's releases
-	// into the guarantee (Params.Prior); by default the fit aborts.
-	RedoAfterRelease bool
-	// Logf, if set, receives one line per round and attempt.
-	Logf func(format string, args ...any)
-	// Observe, if set, is called (from Run's goroutine) with every message
-	// the aggregator sends or accepts: exactly its view.
-	Observe func(Message)
-	// NewSession returns a fresh session ID per attempt (default: 32 bytes
-	// from crypto/rand).
-	NewSession func() ([32]byte, error)
 }
 
 // AttemptLog records one attempt of a run (for the console, not the report).
@@ -50,37 +61,56 @@ type AttemptLog struct {
 	NoiseFixed bool
 }
 
-// RunResult is the outcome of Run: the model of the last attempt and the
-// log of every attempt.
+// RunResult is the outcome of Serve or Run: the model of the last attempt
+// and the log of every attempt.
 type RunResult struct {
 	*Result
 	Attempts []AttemptLog
 }
 
-type upEnv struct {
-	from    string
-	session [32]byte // of the message answered
-	round   Round    // of the answer
-	payload []byte
-	err     error
-	dropped bool
+// Hub is the aggregator's side of a transport as Serve uses it. Run
+// provides an in-process Hub; a network transport adapts its own (see the
+// package documentation, Transport mapping).
+type Hub interface {
+	// Send delivers m to the named site. Serve calls it once per
+	// addressee: for every site of the attempt when m.Party() is 0.
+	Send(ctx context.Context, site string, m Message) error
+	// Receive returns the next event from any site. It must return ctx's
+	// error once ctx is done: Serve gives each round a deadline.
+	Receive(ctx context.Context) (Event, error)
+	// SetRound announces the attempt's session and the round whose
+	// upstream messages Serve accepts from now on (for a transport's round
+	// gate); it is called before the round's first message is sent.
+	SetRound(session [32]byte, r Round)
 }
 
-// Run fits a model in process: one goroutine per site, the aggregator in
-// the calling goroutine, every message marshalled to bytes and back (as a
-// transport would carry it). template holds the fit's public parameters:
-// Mechanism, Kind, Schema, D, Epsilon, Delta, Split, Sites (the roster),
-// MinSites, Colluders (a negative value means accounting.CAPEColluders(S)
-// for each attempt's S); Session, Attempt and Tau are set per attempt.
-// sites holds one Site per roster name.
+// Event is what a Hub reports from a site: a message (Msg), a
+// disconnection (Lost: the site will not answer in this attempt), or a site
+// that reported it cannot answer the message of Session and Round (Failed;
+// in-process runs, where the site's error is visible).
+type Event struct {
+	// Site is the sender's authenticated name.
+	Site    string
+	Msg     Message
+	Lost    bool
+	Failed  error
+	Session [32]byte
+	Round   Round
+}
+
+// Serve runs the aggregator's side of a fit over a Hub: attempts, rounds,
+// per-round deadlines, dropouts and retries. template holds the fit's
+// public parameters: Mechanism, Kind, Schema, D, Epsilon, Delta, Split,
+// Sites (the roster), MinSites, Colluders (a negative value means
+// accounting.CAPEColluders(S) for each attempt's S), and Prior (usually
+// empty); Session, Attempt and Tau are set per attempt.
 //
 // A site lost before the noise is fixed starts a new attempt without it
 // (fresh session and noise, τ recalibrated) while at least MinSites remain
 // and MaxAttempts allows; a site lost after it aborts the fit with an
 // *AbortError naming it (or, with RedoAfterRelease, starts a new attempt
-// whose guarantee composes the lost one). A *RefusedError ends the fit. All
-// goroutines have exited when Run returns.
-func Run(ctx context.Context, template Params, sites []*Site, opt RunOptions) (*RunResult, error) {
+// whose guarantee composes the lost one). A *RefusedError ends the fit.
+func Serve(ctx context.Context, template Params, hub Hub, opt ServeOptions) (*RunResult, error) {
 	if opt.RoundTimeout <= 0 {
 		opt.RoundTimeout = 30 * time.Second
 	}
@@ -95,40 +125,6 @@ func Run(ctx context.Context, template Params, sites []*Site, opt RunOptions) (*
 			opt.Logf(format, args...)
 		}
 	}
-	byName := make(map[string]*Site, len(sites))
-	for _, s := range sites {
-		if s == nil {
-			return nil, errors.New("capefm: run: nil site")
-		}
-		if byName[s.Name()] != nil {
-			return nil, fmt.Errorf("capefm: run: site %s given twice", s.Name())
-		}
-		byName[s.Name()] = s
-	}
-	for _, r := range template.Sites {
-		if byName[r.Name] == nil {
-			return nil, fmt.Errorf("capefm: run: no Site for roster entry %s", r.Name)
-		}
-	}
-
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	outbox := make(chan upEnv, 8*len(sites)+8)
-	inboxes := make(map[string]chan []byte, len(sites))
-	var wg sync.WaitGroup
-	for _, s := range sites {
-		in := make(chan []byte, 16)
-		inboxes[s.Name()] = in
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runSite(runCtx, s, in, outbox, opt)
-		}()
-	}
-	defer wg.Wait()
-	defer cancel()
-
-	dead := map[string]bool{}
 	live := slices.Clone(template.Sites)
 	prior := slices.Clone(template.Prior)
 	var logs []AttemptLog
@@ -140,7 +136,7 @@ func Run(ctx context.Context, template Params, sites []*Site, opt RunOptions) (*
 		}
 		var err error
 		if p.Session, err = opt.NewSession(); err != nil {
-			return nil, fmt.Errorf("capefm: run: session: %w", err)
+			return nil, fmt.Errorf("capefm: serve: session: %w", err)
 		}
 		if err := p.Calibrate(); err != nil {
 			return nil, err
@@ -154,9 +150,8 @@ func Run(ctx context.Context, template Params, sites []*Site, opt RunOptions) (*
 			names[i] = s.Name
 		}
 		logf("attempt %d: %d sites (%v), τ = %g", attempt, len(live), names, p.Tau)
-		res, err := runAttempt(runCtx, agg, inboxes, outbox, dead, opt, logf)
-		entry := AttemptLog{Attempt: attempt, Sites: names, Err: err, NoiseFixed: agg.NoiseFixed()}
-		logs = append(logs, entry)
+		res, err := runAttempt(ctx, agg, hub, opt, logf)
+		logs = append(logs, AttemptLog{Attempt: attempt, Sites: names, Err: err, NoiseFixed: agg.NoiseFixed()})
 		if err == nil {
 			return &RunResult{Result: res, Attempts: logs}, nil
 		}
@@ -172,28 +167,144 @@ func Run(ctx context.Context, template Params, sites []*Site, opt RunOptions) (*
 		}
 		live = slices.DeleteFunc(live, func(s SiteInfo) bool { return slices.Contains(ab.Missing, s.Name) })
 		if len(live) < p.MinSites {
-			return nil, fmt.Errorf("capefm: run: %d site(s) remain, fewer than the minimum %d: %w", len(live), p.MinSites, err)
+			return nil, fmt.Errorf("capefm: %d site(s) remain, fewer than the minimum %d: %w", len(live), p.MinSites, err)
 		}
 		if int(attempt) >= opt.MaxAttempts {
-			return nil, fmt.Errorf("capefm: run: %d attempts used: %w", attempt, err)
+			return nil, fmt.Errorf("capefm: %d attempts used: %w", attempt, err)
 		}
 		logf("attempt %d failed (%v); retrying without %v", attempt, err, ab.Missing)
 	}
 }
 
-// runAttempt drives one Aggregator through its rounds.
-func runAttempt(ctx context.Context, agg *Aggregator, inboxes map[string]chan []byte, outbox chan upEnv, dead map[string]bool, opt RunOptions, logf func(string, ...any)) (*Result, error) {
+// Run fits a model in process: one goroutine per site, the aggregator
+// (Serve) in the calling goroutine, every message marshalled to bytes and
+// back as a transport would carry it. sites holds one Site per roster
+// name; opt may simulate dropouts. All goroutines have exited when Run
+// returns. See Serve for the attempts and template.
+func Run(ctx context.Context, template Params, sites []*Site, opt RunOptions) (*RunResult, error) {
+	byName := make(map[string]*Site, len(sites))
+	for _, s := range sites {
+		if s == nil {
+			return nil, errors.New("capefm: run: nil site")
+		}
+		if byName[s.Name()] != nil {
+			return nil, fmt.Errorf("capefm: run: site %s given twice", s.Name())
+		}
+		byName[s.Name()] = s
+	}
+	for _, r := range template.Sites {
+		if byName[r.Name] == nil {
+			return nil, fmt.Errorf("capefm: run: no Site for roster entry %s", r.Name)
+		}
+	}
+	sopt := ServeOptions{RoundTimeout: opt.RoundTimeout, MaxAttempts: opt.MaxAttempts, RedoAfterRelease: opt.RedoAfterRelease,
+		Logf: opt.Logf, Observe: opt.Observe, NewSession: opt.NewSession}
+	if sopt.RoundTimeout <= 0 {
+		sopt.RoundTimeout = 30 * time.Second
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hub := &memHub{outbox: make(chan upEnv, 8*len(sites)+8), inboxes: make(map[string]chan []byte, len(sites)),
+		gone: make(map[string]bool), timeout: sopt.RoundTimeout}
+	var wg sync.WaitGroup
+	for _, s := range sites {
+		in := make(chan []byte, 16)
+		hub.inboxes[s.Name()] = in
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runSite(runCtx, s, in, hub.outbox, opt)
+		}()
+	}
+	defer wg.Wait()
+	defer cancel()
+	return Serve(runCtx, template, hub, sopt)
+}
+
+// memHub is Run's in-process Hub: payload bytes over channels.
+type memHub struct {
+	mu      sync.Mutex
+	inboxes map[string]chan []byte
+	outbox  chan upEnv
+	gone    map[string]bool // sites whose goroutine exited (dropped)
+	timeout time.Duration
+}
+
+func (h *memHub) SetRound([32]byte, Round) {}
+
+func (h *memHub) Send(ctx context.Context, site string, m Message) error {
+	payload, err := m.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	in, gone := h.inboxes[site], h.gone[site]
+	h.mu.Unlock()
+	if in == nil {
+		return fmt.Errorf("capefm: run: no site %s", site)
+	}
+	if gone {
+		return nil // disconnected: the message is lost
+	}
+	select {
+	case in <- payload:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(h.timeout):
+		// A stalled site that stopped reading: the message is lost.
+	}
+	return nil
+}
+
+func (h *memHub) Receive(ctx context.Context) (Event, error) {
+	for {
+		select {
+		case env := <-h.outbox:
+			ev := Event{Site: env.from, Session: env.session, Round: env.round}
+			switch {
+			case env.dropped:
+				h.mu.Lock()
+				h.gone[env.from] = true
+				h.mu.Unlock()
+				ev.Lost = true
+				return ev, nil
+			case env.payload != nil:
+				m, err := Unmarshal(env.payload)
+				if err != nil {
+					ev.Failed = err
+					return ev, nil
+				}
+				ev.Msg = m
+				return ev, nil
+			case env.err != nil:
+				ev.Failed = env.err
+				return ev, nil
+			}
+		case <-ctx.Done():
+			return Event{}, ctx.Err()
+		}
+	}
+}
+
+type upEnv struct {
+	from    string
+	session [32]byte // of the message answered
+	round   Round    // of the answer
+	payload []byte
+	err     error
+	dropped bool
+}
+
+// runAttempt drives one Aggregator through its rounds over the hub.
+func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions, logf func(string, ...any)) (*Result, error) {
 	p := agg.Params()
+	lost := map[string]bool{}
 	observe := func(m Message) {
 		if opt.Observe != nil {
 			opt.Observe(m)
 		}
 	}
 	send := func(m Message) error {
-		payload, err := m.MarshalBinary()
-		if err != nil {
-			return err
-		}
 		observe(m)
 		var to []string
 		if id := m.Party(); id != 0 {
@@ -204,15 +315,14 @@ func runAttempt(ctx context.Context, agg *Aggregator, inboxes map[string]chan []
 			}
 		}
 		for _, name := range to {
-			if dead[name] {
+			if lost[name] {
 				continue
 			}
-			select {
-			case inboxes[name] <- payload:
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(opt.RoundTimeout):
-				logf("attempt %d: site %s does not read its messages", p.Attempt, name)
+			if err := hub.Send(ctx, name, m); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				logf("attempt %d: sending %s to site %s: %v", p.Attempt, m.Type(), name, err)
 			}
 		}
 		return nil
@@ -221,64 +331,57 @@ func runAttempt(ctx context.Context, agg *Aggregator, inboxes map[string]chan []
 		start := time.Now()
 		r := agg.Round()
 		expected := len(agg.Expected())
-		timer := time.NewTimer(opt.RoundTimeout)
-		defer timer.Stop()
+		rctx, cancel := context.WithTimeout(ctx, opt.RoundTimeout)
+		defer cancel()
 		failed := map[string]bool{} // sites that reported an error instead of answering this round
 		for {
-			pending := agg.Pending()
 			waiting := 0
-			for _, id := range pending {
-				if name := agg.Name(id); !dead[name] && !failed[name] {
+			for _, id := range agg.Pending() {
+				if name := agg.Name(id); !lost[name] && !failed[name] {
 					waiting++
 				}
 			}
 			if waiting == 0 {
 				break
 			}
-			select {
-			case env := <-outbox:
-				if env.dropped {
-					dead[env.from] = true
-					logf("attempt %d round %s: site %s disconnected", p.Attempt, r, env.from)
-					continue
+			ev, err := hub.Receive(rctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
 				}
-				if env.err != nil {
-					logf("attempt %d round %s: site %s: %v", p.Attempt, r, env.from, env.err)
-				}
-				if env.payload == nil {
-					if env.session == p.Session && env.round == r {
-						failed[env.from] = true
-					}
-					continue
-				}
-				m, err := Unmarshal(env.payload)
-				if err != nil {
-					logf("attempt %d round %s: from site %s: %v", p.Attempt, r, env.from, err)
-					continue
-				}
-				if id := m.Party(); agg.Name(id) != env.from {
-					logf("attempt %d round %s: site %s sent a message naming site %d: refused", p.Attempt, r, env.from, id)
-					continue
-				}
-				if err := agg.Receive(m); err != nil {
-					var ref *RefusedError
-					if errors.As(err, &ref) {
-						return err
-					}
-					logf("attempt %d round %s: refused: %v", p.Attempt, r, err)
-					continue
-				}
-				observe(m)
-			case <-timer.C:
 				var late []string
 				for _, id := range agg.Pending() {
 					late = append(late, agg.Name(id))
 				}
 				logf("attempt %d round %s: timed out waiting for %v", p.Attempt, r, late)
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
+				break
 			}
+			switch {
+			case ev.Lost:
+				lost[ev.Site] = true
+				logf("attempt %d round %s: site %s disconnected", p.Attempt, r, ev.Site)
+				continue
+			case ev.Msg == nil:
+				logf("attempt %d round %s: site %s: %v", p.Attempt, r, ev.Site, ev.Failed)
+				if ev.Session == p.Session && ev.Round == r {
+					failed[ev.Site] = true
+				}
+				continue
+			}
+			m := ev.Msg
+			if id := m.Party(); agg.Name(id) != ev.Site {
+				logf("attempt %d round %s: site %s sent a message naming site %d: refused", p.Attempt, r, ev.Site, id)
+				continue
+			}
+			if err := agg.Receive(m); err != nil {
+				var ref *RefusedError
+				if errors.As(err, &ref) {
+					return err
+				}
+				logf("attempt %d round %s: refused: %v", p.Attempt, r, err)
+				continue
+			}
+			observe(m)
 		}
 		var missing []string
 		for _, id := range agg.Pending() {
@@ -288,6 +391,7 @@ func runAttempt(ctx context.Context, agg *Aggregator, inboxes map[string]chan []
 		return nil
 	}
 
+	hub.SetRound(p.Session, RoundHello)
 	if err := send(agg.Offer()); err != nil {
 		return nil, err
 	}
@@ -302,6 +406,7 @@ func runAttempt(ctx context.Context, agg *Aggregator, inboxes map[string]chan []
 		if agg.Round() == roundDone {
 			return agg.Result()
 		}
+		hub.SetRound(p.Session, agg.Round())
 		for _, m := range msgs {
 			if err := send(m); err != nil {
 				return nil, err
