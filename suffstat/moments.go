@@ -20,11 +20,14 @@
 //
 // Summation is blocked in three levels: each kernel call sums up to 128 rows
 // in registers, a block accumulator sums up to 128 panels (16,384 rows), and
-// blocks are added to the running total with compensated (Neumaier)
-// summation, as are partial results in Merge. The rounding error of every
-// entry is therefore bounded by about (128 + 128 + 2)·u·Σ|z_i z_j|, where
-// u = 2⁻⁵³, independently of N: for N = 10⁹ the relative error is below
-// 10⁻¹³ where plain running sums would lose up to 10⁻⁷.
+// blocks are added to the running total with doubly compensated summation
+// (Neumaier's, with its correction term itself compensated: Klein 2006), as
+// are partial results in Merge. ErrorBound gives a proven bound on the
+// absolute error of every returned value: for rows in [−1, 1]ᴷ it is about
+// (257 + 2)·u·N, u = 2⁻⁵³, whatever the order of AddRows, Merge and read
+// calls, where plain running sums would lose up to N²u. The privacy
+// mechanisms add it to their sensitivities (docs/numerics.md), because the
+// statistic they release is the computed one.
 package suffstat
 
 import (
@@ -55,9 +58,9 @@ type Moments struct {
 
 	// Gram of the padded rows [z, 1], stored by columns: entry (i, j), i ≤ j,
 	// is at j*ldc + i. Column K holds Σ z.
-	tot, comp []float64 // committed total and its Neumaier compensation
-	blk       []float64 // block accumulator (kernel output)
-	blkPanels int       // panels in blk since the last fold
+	tot, comp, comp2 []float64 // committed total, its compensation, and that one's
+	blk              []float64 // block accumulator (kernel output)
+	blkPanels        int       // panels in blk since the last fold
 
 	panel []float64 // panelRows × ld packed rows, column K is 1, padding 0
 	prow  int       // rows in panel
@@ -84,6 +87,7 @@ func newWithKernel(k int, kn kernel) *Moments {
 		k: k, ld: ld, ldc: ldc, kn: kn,
 		tot:     make([]float64, ld*ldc),
 		comp:    make([]float64, ld*ldc),
+		comp2:   make([]float64, ld*ldc),
 		blk:     make([]float64, ld*ldc),
 		workers: runtime.GOMAXPROCS(0),
 	}
@@ -229,11 +233,11 @@ func (m *Moments) fold() {
 	kk := m.k + 1
 	for j := 0; j < kk; j++ {
 		off := j * m.ldc
-		addComp(m.tot[off:off+j+1], m.comp[off:off+j+1], m.blk[off:off+j+1])
+		m.addComp(off, j+1, m.blk[off:off+j+1])
 		clear(m.blk[off : off+m.ldc])
 	}
 	m.blkPanels = 0
-	m.checkOverflow(m.tot, m.comp)
+	m.checkOverflow(m.tot, m.comp, m.comp2)
 }
 
 // checkOverflow poisons m if a sum overflowed float64 (finite inputs of
@@ -253,18 +257,34 @@ func (m *Moments) checkOverflow(gs ...[]float64) {
 	}
 }
 
-// addComp adds x into (s, c) with Neumaier's compensated summation.
-func addComp(s, c, x []float64) {
-	c = c[:len(s)]
-	x = x[:len(s)]
+// addComp adds x into the n entries of (tot, comp, comp2) starting at off,
+// with doubly compensated summation (Klein 2006): the rounding error e of
+// tot + x is computed exactly (Fast2Sum, with the larger operand first), e
+// is added to comp the same way, and the error of that addition goes into
+// comp2 by plain addition. So tot + comp + (exact sum of what comp2 was
+// given) equals the exact sum of everything added, and only comp2's
+// third-order sum rounds.
+func (m *Moments) addComp(off, n int, x []float64) {
+	s := m.tot[off : off+n]
+	c := m.comp[off : off+n]
+	c2 := m.comp2[off : off+n]
+	x = x[:n]
 	for i, v := range x {
 		t := s[i] + v
+		var e float64
 		if math.Abs(s[i]) >= math.Abs(v) {
-			c[i] += (s[i] - t) + v
+			e = (s[i] - t) + v
 		} else {
-			c[i] += (v - t) + s[i]
+			e = (v - t) + s[i]
 		}
 		s[i] = t
+		t = c[i] + e
+		if math.Abs(c[i]) >= math.Abs(e) {
+			c2[i] += (c[i] - t) + e
+		} else {
+			c2[i] += (e - t) + c[i]
+		}
+		c[i] = t
 	}
 }
 
@@ -320,6 +340,7 @@ func (m *Moments) addParallel(rows []float64, n, w int) error {
 func (m *Moments) reset() {
 	clear(m.tot)
 	clear(m.comp)
+	clear(m.comp2)
 	clear(m.blk)
 	m.blkPanels, m.prow, m.n, m.err = 0, 0, 0, nil
 }
@@ -346,11 +367,12 @@ func (m *Moments) Merge(o *Moments) error {
 	kk := m.k + 1
 	for j := 0; j < kk; j++ {
 		mo, oo := j*m.ldc, j*o.ldc
-		addComp(m.tot[mo:mo+j+1], m.comp[mo:mo+j+1], o.tot[oo:oo+j+1])
-		addComp(m.tot[mo:mo+j+1], m.comp[mo:mo+j+1], o.comp[oo:oo+j+1])
+		m.addComp(mo, j+1, o.tot[oo:oo+j+1])
+		m.addComp(mo, j+1, o.comp[oo:oo+j+1])
+		m.addComp(mo, j+1, o.comp2[oo:oo+j+1])
 	}
 	m.n += o.n
-	m.checkOverflow(m.tot, m.comp)
+	m.checkOverflow(m.tot, m.comp, m.comp2)
 	return m.err
 }
 
@@ -366,7 +388,7 @@ func (m *Moments) value(i, j int) float64 {
 		}
 	}
 	p := j*m.ldc + i
-	return m.tot[p] + m.comp[p]
+	return m.tot[p] + (m.comp[p] + m.comp2[p])
 }
 
 // Sum returns Σ z_i. It panics if i is out of range.
