@@ -67,6 +67,27 @@ import (
 //     falls, so "at most S_C colluders" is covered by S_C exactly, and it
 //     does not depend on which sites collude, only on how many.
 //
+//  6. Noise ratio. The seed fixes Var g_s = τ²/S. With any ratio
+//     R = Var ê_s / Var g_s > 0 (NoiseRatio; g_s ~ N(0, τ²/R)), steps 2-3
+//     give Σ = τ²[(1 + 1/R)I − 11ᵀ/S_H] and, by the same Sherman–Morrison
+//     step (a = 1 + 1/R, b·S_H = 1, a − 1 = 1/R),
+//
+//     [Σ⁻¹]_hh = R(R + S_H)/(τ² S_H (R + 1)),   μ_h = Δ_h² R(R + S_H)/(2τ² S_H (R + 1)),
+//
+//     which is the formula above at R = S. The model's noise is Σ_s g_s,
+//     of variance Sτ²/R per coordinate. For the same μ_h, the model's
+//     variance relative to one Gaussian mechanism on the pooled data with
+//     the same Δ and the same η is
+//
+//     κ(R) = S(S_H + R)/(S_H(R + 1)),
+//
+//     which falls from S(S + S_H)/(S_H(S + 1)) at the seed's R = S (1.875 at
+//     S = 5, S_C = 1; 2S/(S + 1) without colluders) towards S/S_H as R
+//     grows: a large zero-sum part costs nothing in the model (it cancels)
+//     and hides each honest site's own release better. S/S_H is the floor:
+//     the colluders' g_c are known to the adversary. CAPEModelVarianceRatio
+//     computes κ.
+//
 // Checks: S_H = 1 (everyone else colludes) gives μ = Δ²S/(2τ²), the local
 // noise g_h alone (variance τ²/S); S_C = 0 gives μ = Δ²S/(τ²(S + 1)). The
 // seed's Theorem 1 has, for S_C = 0, μ_z = Δ²(S + 2)/(2τ²(S + 1)) with its
@@ -102,8 +123,12 @@ type CAPEParams struct {
 	// Colluders is S_C, 0 ≤ S_C ≤ S − 1: how many sites may collude with the
 	// aggregator.
 	Colluders int
-	// Tau is τ: each ê_s ~ N(0, τ²), each g_s ~ N(0, τ²/S).
+	// Tau is τ: each ê_s ~ N(0, τ²), each g_s ~ N(0, τ²/R) with R the
+	// noise ratio.
 	Tau float64
+	// NoiseRatio is R = Var ê_s / Var g_s > 0; 0 means R = S, the seed's
+	// choice (see step 6 of the derivation).
+	NoiseRatio float64
 	// Sensitivity is Δ_h, the L2 sensitivity of one site's release (after
 	// whitening if it has several blocks; see the derivation above).
 	Sensitivity float64
@@ -123,24 +148,63 @@ func (p CAPEParams) Validate() error {
 	if err := checkPositive("τ", p.Tau); err != nil {
 		return err
 	}
+	if p.NoiseRatio != 0 {
+		if err := checkPositive("noise ratio", p.NoiseRatio); err != nil {
+			return err
+		}
+	}
 	return checkPositive("per-site sensitivity", p.Sensitivity)
+}
+
+// ratio returns R as an exact rational.
+func (p CAPEParams) ratio() *big.Rat {
+	if p.NoiseRatio == 0 {
+		return big.NewRat(int64(p.Sites), 1)
+	}
+	return new(big.Rat).SetFloat64(p.NoiseRatio)
+}
+
+// CAPEModelVarianceRatio returns κ = S(S_H + R)/(S_H(R + 1)) (step 6 of the
+// derivation), rounded up: the variance of the CAPE model's noise divided by
+// that of one Gaussian mechanism on the pooled data with the same
+// sensitivity and the same Gaussian-DP μ as each honest site's release. The
+// seed's Lemma 1 claims 1.
+func CAPEModelVarianceRatio(p CAPEParams) (float64, error) {
+	q := p
+	q.Tau, q.Sensitivity = 1, 1
+	if err := q.Validate(); err != nil {
+		return 0, err
+	}
+	R := q.ratio()
+	S, H := big.NewRat(int64(p.Sites), 1), big.NewRat(int64(p.Sites-p.Colluders), 1)
+	num := new(big.Rat).Add(H, R)
+	num.Mul(num, S)
+	den := new(big.Rat).Add(R, big.NewRat(1, 1))
+	den.Mul(den, H)
+	return ratUp(num.Quo(num, den)), nil
 }
 
 // CAPEColluders returns the default number of colluding sites tolerated by
 // CAPE and by dplearn's secure aggregation, S_C = ⌈S/3⌉ − 1.
 func CAPEColluders(sites int) int { return (sites+2)/3 - 1 }
 
-// twoMuRat returns 2μ_h = Δ²S(S + S_H)/(τ² S_H (S + 1)) exactly.
+// twoMuRat returns 2μ_h = Δ²R(R + S_H)/(τ² S_H (R + 1)) exactly.
 func (p CAPEParams) twoMuRat() *big.Rat {
-	S, H := int64(p.Sites), int64(p.Sites-p.Colluders)
+	R := p.ratio()
+	H := big.NewRat(int64(p.Sites-p.Colluders), 1)
 	d := new(big.Rat).SetFloat64(p.Sensitivity)
 	t := new(big.Rat).SetFloat64(p.Tau)
 	num := new(big.Rat).Mul(d, d)
-	num.Mul(num, big.NewRat(S*(S+H), H*(S+1)))
-	return num.Quo(num, t.Mul(t, t))
+	num.Mul(num, R)
+	num.Mul(num, new(big.Rat).Add(R, H))
+	den := new(big.Rat).Add(R, big.NewRat(1, 1))
+	den.Mul(den, H)
+	den.Mul(den, new(big.Rat).Mul(t, t))
+	return num.Quo(num, den)
 }
 
-// CAPEMu returns μ_h = Δ_h² S (S + S_H) / (2 τ² S_H (S + 1)), the mean of the
+// CAPEMu returns μ_h = Δ_h² R (R + S_H) / (2 τ² S_H (R + 1)) (R = S by
+// default), the mean of the
 // privacy loss of a record at an honest site (whose variance is 2μ_h), rounded
 // up. It is the quantity the seed calls μ_z, computed from the adversary's
 // whole view (see the derivation above).
@@ -190,7 +254,13 @@ func CAPEEpsilonExact(p CAPEParams, delta float64) (float64, error) {
 // τ = Δ·√(S(S+S_H)/(S_H(S+1)))/μ_max where μ_max = GDPMuFor(ε, δ) is the
 // largest Gaussian-DP μ meeting the target, found by bisection.
 func CAPETau(epsilon, delta float64, sites, colluders int, sensitivity float64) (float64, error) {
-	p := CAPEParams{Sites: sites, Colluders: colluders, Tau: 1, Sensitivity: sensitivity}
+	return CAPETauFor(CAPEParams{Sites: sites, Colluders: colluders, Sensitivity: sensitivity}, epsilon, delta)
+}
+
+// CAPETauFor is CAPETau for the sites, colluders, sensitivity and noise
+// ratio of p (p.Tau is ignored).
+func CAPETauFor(p CAPEParams, epsilon, delta float64) (float64, error) {
+	p.Tau = 1
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}

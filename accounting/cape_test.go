@@ -15,12 +15,14 @@ import (
 type capeModel struct {
 	S, C int
 	tau  float64
+	// R is Var ê / Var g (the seed's S by default).
+	R float64
 	// colluders[s] marks the colluding sites.
 	colluders []bool
 }
 
 func newCAPEModel(S int, colluding []int, tau float64) capeModel {
-	m := capeModel{S: S, C: len(colluding), tau: tau, colluders: make([]bool, S)}
+	m := capeModel{S: S, C: len(colluding), tau: tau, colluders: make([]bool, S), R: float64(S)}
 	for _, c := range colluding {
 		m.colluders[c] = true
 	}
@@ -32,7 +34,7 @@ func (m capeModel) covZ() *mat.Dense {
 	c := mat.NewDense(2*m.S, 2*m.S, nil)
 	for s := 0; s < m.S; s++ {
 		c.Set(s, s, m.tau*m.tau)
-		c.Set(m.S+s, m.S+s, m.tau*m.tau/float64(m.S))
+		c.Set(m.S+s, m.S+s, m.tau*m.tau/m.R)
 	}
 	return c
 }
@@ -493,5 +495,76 @@ func TestCAPEAsPublishedLimits(t *testing.T) {
 	want := 2 * 2 * mu / (eps - mu) * math.Exp(-x*x/2) / math.Sqrt(2*math.Pi)
 	if got, err := CAPEDeltaAsPublished(3, 0, tau, 1000, eps); err != nil || !near(got, want, 1e-12) {
 		t.Fatalf("δ = %v want %v (%v)", got, want, err)
+	}
+}
+
+// TestCAPENoiseRatio checks step 6 of the derivation: with Var g = τ²/R the
+// numerically conditioned covariance gives [Σ⁻¹]_hh = R(R+S_H)/(τ²S_H(R+1)),
+// CAPEMu with NoiseRatio R agrees, R = S is the default, and the model's
+// variance ratio κ = (Sτ²/R)·[Σ⁻¹]_hh matches CAPEModelVarianceRatio and falls
+// towards S/S_H as R grows.
+func TestCAPENoiseRatio(t *testing.T) {
+	const tau, sens = 0.37, 0.03
+	for _, c := range []struct {
+		S         int
+		colluding []int
+	}{{5, []int{1}}, {5, nil}, {10, []int{0, 4, 9}}} {
+		prevKappa := math.Inf(1)
+		for _, R := range []float64{0.5, 1, float64(c.S), 20, 1000} {
+			m := newCAPEModel(c.S, c.colluding, tau)
+			m.R = R
+			var hrows [][]float64
+			for s := 0; s < c.S; s++ {
+				if !m.colluders[s] {
+					hrows = append(hrows, m.releaseRow(s))
+				}
+			}
+			cz := m.covZ()
+			cov := func(a, b *mat.Dense) *mat.Dense {
+				var t1, out mat.Dense
+				t1.Mul(a, cz)
+				out.Mul(&t1, b.T())
+				return &out
+			}
+			A, K := stack(hrows, 2*c.S), stack(m.knownRows(), 2*c.S)
+			var kinv, t1, t2, cond, inv mat.Dense
+			if err := kinv.Inverse(cov(K, K)); err != nil {
+				t.Fatal(err)
+			}
+			t1.Mul(cov(A, K), &kinv)
+			t2.Mul(&t1, cov(K, A))
+			cond.Sub(cov(A, A), &t2)
+			if err := inv.Inverse(&cond); err != nil {
+				t.Fatal(err)
+			}
+			SH := float64(c.S - len(c.colluding))
+			want := R * (R + SH) / (tau * tau * SH * (R + 1))
+			if !near(inv.At(0, 0), want, 1e-9) {
+				t.Fatalf("S=%d R=%v: [Σ⁻¹]_hh = %v, want %v", c.S, R, inv.At(0, 0), want)
+			}
+			p := CAPEParams{Sites: c.S, Colluders: len(c.colluding), Tau: tau, Sensitivity: sens, NoiseRatio: R}
+			mu, err := CAPEMu(p)
+			if err != nil || !near(mu, sens*sens*inv.At(0, 0)/2, 1e-9) {
+				t.Fatalf("S=%d R=%v: CAPEMu = %v (%v), want %v", c.S, R, mu, err, sens*sens*inv.At(0, 0)/2)
+			}
+			kappa, err := CAPEModelVarianceRatio(p)
+			if direct := float64(c.S) * tau * tau / R * inv.At(0, 0); err != nil || !near(kappa, direct, 1e-9) {
+				t.Fatalf("S=%d R=%v: κ = %v (%v), direct %v", c.S, R, kappa, err, direct)
+			}
+			if kappa >= prevKappa || kappa < float64(c.S)/SH {
+				t.Fatalf("S=%d R=%v: κ = %v not decreasing towards S/S_H = %v", c.S, R, kappa, float64(c.S)/SH)
+			}
+			prevKappa = kappa
+		}
+		def, _ := CAPEMu(CAPEParams{Sites: c.S, Colluders: len(c.colluding), Tau: tau, Sensitivity: sens})
+		seed, _ := CAPEMu(CAPEParams{Sites: c.S, Colluders: len(c.colluding), Tau: tau, Sensitivity: sens, NoiseRatio: float64(c.S)})
+		if def != seed {
+			t.Fatalf("S=%d: default ratio μ %v ≠ R = S μ %v", c.S, def, seed)
+		}
+	}
+	// The figure the capefm protocol reports: S = 5, S_C = 1 at the seed's
+	// ratio.
+	if k, _ := CAPEModelVarianceRatio(CAPEParams{Sites: 5, Colluders: 1, Tau: 1, Sensitivity: 1}); !near(k, 1.875, 1e-12) {
+		t.Fatalf("κ(S=5, S_C=1, R=S) = %v, want 1.875", k)
 	}
 }
