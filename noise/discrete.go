@@ -45,14 +45,19 @@ const MaxMarginEntries = 1 << 40
 // an integer shift κ with ‖κ‖ ≤ K, μ = ‖κ‖/s, and f(ε; μ) for the
 // continuous curve Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ), which is the exact
 // δ(ε) of N(0, I) against N(μe₁, I) in any dimension. The discrete profile
-// δ_P,Q(ε) = Σ_y (P(y) − e^ε Q(y))₊ is not f(ε; μ): it is larger by about
-// 10⁻¹³ relative at the library's grids (measured in the tests), because a
-// lattice sum of the kinked integrand is not its integral.
+// δ_P,Q(ε) = Σ_y (P(y) − e^ε Q(y))₊ is not f(ε; μ): at the library's grids
+// it differs by up to 3·10⁻¹³ relative, in either direction (measured
+// exactly in the tests), because a lattice sum of the kinked integrand is
+// not its integral.
 //
 // # Theorem
 //
 // If s ≥ 2^21, n ≤ 2^40, 2^-1074 ≤ δ < 0.42, and
 // f(ε; (1 + 2^-32)·μ) ≤ δ, then δ_P,Q(ε) ≤ δ.
+//
+// Since μ ≤ (sens + GaussianGridSlack(σ, n))/σ, f increases in μ, and
+// σ/g ≥ MinGridScale always, the hypothesis holds whenever f(ε; sens'/σ) ≤ δ
+// for sens' = GaussianCalibrationSensitivity(sens, σ, n).
 //
 // # Proof
 //
@@ -95,7 +100,7 @@ const MaxMarginEntries = 1 << 40
 //   - If G < A and a(μ₂) > 0 (ε < μ₂²/2): f decreases in ε, so δ ≥
 //     f(ε; μ₂) ≥ f(μ₂²/2; μ₂) = ½ − e^{μ₂²/2}Φ(−μ₂) ≥ ½ − 1/(μ₂√(2π)),
 //     which is ≥ 0.42 for μ₂ ≥ 5; so μ₂ < 5. On I, |a| < 2.6, so G ≥
-//     |I|·φ(2.6) > 3·10^-12·μ, giving μ < 10^-518, f(ε; μ₁) ≤ μ₁φ(0) and
+//     |I|·φ(2.6) > 2.9·10^-12·μ, giving μ < 10^-518, f(ε; μ₁) ≤ μ₁φ(0) and
 //     again δ_P,Q < 10^-517 < δ.
 //
 // # Compositions and other accountants
@@ -110,8 +115,11 @@ const MaxMarginEntries = 1 << 40
 //
 // zCDP and Rényi accounting of the unsampled discrete Gaussian need no
 // margin: its Rényi divergence is at most α‖κ‖²/2s² exactly (Canonne,
-// Kamath & Steinke 2020, Prop. 5, summed over coordinates), so
-// GaussianGridSlack alone is enough there. AddLaplace is exactly the
+// Kamath & Steinke 2020 prove it for one coordinate; Rényi divergences of
+// product distributions add), so GaussianGridSlack alone is enough there.
+// For subsampled (mixture) releases steps 1-2 give D_α ≤ D_α(continuous,
+// σ₁) + (2α − 1)/(α − 1)·ln ρ; the last term is below 10^-534 per release and
+// is not otherwise accounted. AddLaplace is exactly the
 // discrete Laplace mechanism, whose privacy loss is at most ‖κ‖₁/(b/g):
 // LaplaceGridSlack alone is enough.
 func GaussianCalibrationSensitivity(sens, sigma float64, n int) float64 {
