@@ -509,8 +509,8 @@ func (a *Aggregator) privacy(lambda float64) report.Privacy {
 	switch {
 	case p.Mechanism == CapeFM:
 		pr.Mechanism = fmt.Sprintf("capefm (Gaussian FM on %d sites with CAPE zero-sum noise: Tasnim et al., Section 5, Algorithms 2-3, with the corrections of PRIVACY-NOTES items 1-4, 8, 9 and 18)", cal.S)
-		acc := fmt.Sprintf("exact CAPE privacy-loss curve (PRIVACY-NOTES item 18), per site: for a record at an honest site, the adversary's whole view (the aggregator with up to S_C colluding sites: every site's release, the secure sum Σê, the colluders' data and noise) has privacy loss N(μ, 2μ) with μ = Δ_h²·S(S+S_H)/(2τ²·S_H(S+1)), i.e. it is √(2μ)-Gaussian-DP and δ(ε) = Φ(√(μ/2) − ε/√(2μ)) − e^ε·Φ(−√(μ/2) − ε/√(2μ)); S = %d sites, S_C = %d, τ = %s (whitened units; ê_s ~ N(0, τ²), g_s ~ N(0, τ²/S)), Δ_h = %s (every site's L2 sensitivity of its whitened release, Λ1 and Λ2 jointly with budget split %s of the squared sensitivity, grid slack included), μ = %s",
-			cal.S, cal.Colluders, report.Up(cal.Tau), report.Up(cal.Sensitivity), split, report.Up(cal.Mu))
+		acc := fmt.Sprintf("exact CAPE privacy-loss curve (PRIVACY-NOTES item 18), per site: for a record at an honest site, the adversary's whole view (the aggregator with up to S_C colluding sites: every site's release, the secure sum Σê, the colluders' data and noise) has privacy loss N(μ, 2μ) with μ = Δ_h²·R(R+S_H)/(2τ²·S_H(R+1)), i.e. it is √(2μ)-Gaussian-DP and δ(ε) = Φ(√(μ/2) − ε/√(2μ)) − e^ε·Φ(−√(μ/2) − ε/√(2μ)); S = %d sites, S_C = %d, noise ratio R = Var ê/Var g = %s, τ = %s (whitened units; ê_s ~ N(0, τ²), g_s ~ N(0, τ²/R)), Δ_h = %s (every site's L2 sensitivity of its whitened release, Λ1 and Λ2 jointly with budget split %s of the squared sensitivity, grid slack included), μ = %s",
+			cal.S, cal.Colluders, report.Up(cal.NoiseRatio), report.Up(cal.Tau), report.Up(cal.Sensitivity), split, report.Up(cal.Mu))
 		if len(p.Prior) > 0 {
 			prior := make([]string, len(p.Prior))
 			for i, e := range p.Prior {
@@ -538,8 +538,8 @@ func (a *Aggregator) privacy(lambda float64) report.Privacy {
 				cal.Colluders, cal.S, secagg.DefaultThreshold(cal.S), cal.S),
 			fmt.Sprintf("the released model alone (for anyone who sees the model but not the sites' releases) is (%s, %s)-DP: one Gaussian FM on the pooled data, %s-Gaussian-DP",
 				report.Up(p.Epsilon), report.Up(cal.ModelDelta), report.Up(cal.ModelEta)),
-			fmt.Sprintf("noise variance of the released objective: %s × that of central gaussian-fm on the pooled data at the same (ε, δ); the seed's Lemma 1 (ratio 1) relies on its Theorem 1, which does not hold, and with the exact accounting the ratio is S(S+S_H)/(S_H(S+1)) = %s",
-				report.Up(cal.VarianceRatio), report.Up(VarianceRatioFormula(cal.S, cal.Colluders))),
+			fmt.Sprintf("noise variance of the released objective: κ = %s × that of central gaussian-fm on the pooled data at the same (ε, δ) (κ(R) = S(S_H+R)/(S_H(R+1)) = %s, floor S/S_H = %s; the seed's split R = S would give %s); the seed's Lemma 1 (ratio 1) relies on its Theorem 1, which does not hold",
+				report.Up(cal.VarianceRatio), report.Up(cal.Kappa), report.Up(float64(cal.S)/float64(cal.Honest)), report.Up(VarianceRatioFormula(cal.S, cal.Colluders, 0))),
 			"the seed's Theorem 1 δ(ε) (CAPE as published) is not a guarantee and is not printed (PRIVACY-NOTES item 18)",
 			"weights N_s/N are applied before the noise (each site releases its sum over the pooled N), so the zero-sum noise cancels exactly and every site's sensitivity equals the pooled one, (N_s/N)·Δ(N_s) = Δ(N)",
 			sitesNote,

@@ -31,9 +31,17 @@ type Calibration struct {
 	Slack        float64 // grid slack of the whitened release (capeFM)
 	Sensitivity  float64 // Δ_h: max SiteSens + Slack, rounded up to 6 significant digits (capeFM)
 	Tau, TauG    float64 // std of ê_s and of g_s per whitened coordinate (capeFM)
-	Mu, Eta      float64 // CAPE μ_h and η = √(2μ_h) of this attempt (capeFM)
-	SiteDelta    float64 // δ(ε) of this attempt for a record at any honest site
-	ComposedEta  float64 // η over Prior and this attempt (capeFM)
+	// NoiseRatio is R = Var ê_s / Var g_s ≤ (τ/τ_g)² (capeFM).
+	NoiseRatio float64
+	// Kappa is κ(R) = S(S_H + R)/(S_H(R + 1)) rounded up
+	// (accounting.CAPEModelVarianceRatio): the model's noise variance over
+	// central Gaussian FM's on the pooled data at the same (ε, δ), up to the
+	// 6-digit rounding of τ (VarianceRatio is the ratio of the calibrated
+	// scales themselves).
+	Kappa       float64
+	Mu, Eta     float64 // CAPE μ_h and η = √(2μ_h) of this attempt (capeFM)
+	SiteDelta   float64 // δ(ε) of this attempt for a record at any honest site
+	ComposedEta float64 // η over Prior and this attempt (capeFM)
 	// ComposedEpsilon and ComposedDelta are the guarantee the report
 	// prints: (ε, SiteDelta) for one attempt; with earlier releases
 	// (Prior), the smallest ε at the target δ for η = ComposedEta.
@@ -60,13 +68,18 @@ type Calibration struct {
 	FracBits  uint
 }
 
-// VarianceRatioFormula returns κ = S(S + S_H)/(S_H(S + 1)): for the seed's
-// noise split (ê_s ~ N(0, τ²), g_s ~ N(0, τ²/S)), the variance of capeFM's
-// aggregate noise over that of Gaussian FM on the pooled data at the same
-// (ε, δ) under the exact CAPE accounting. See the package documentation.
-func VarianceRatioFormula(sites, colluders int) float64 {
-	S, H := float64(sites), float64(sites-colluders)
-	return S * (S + H) / (H * (S + 1))
+// VarianceRatioFormula returns κ(R) = S(S_H + R)/(S_H(R + 1)) (R = S when
+// ratio is 0, the seed's split): the variance of capeFM's aggregate noise
+// over that of Gaussian FM on the pooled data at the same (ε, δ) under the
+// exact CAPE accounting, for ê_s ~ N(0, τ²) and g_s ~ N(0, τ²/R). It is
+// accounting.CAPEModelVarianceRatio in float64 arithmetic (for tests and
+// printing). See the package documentation.
+func VarianceRatioFormula(sites, colluders int, ratio float64) float64 {
+	S, H, R := float64(sites), float64(sites-colluders), ratio
+	if R == 0 {
+		R = S
+	}
+	return S * (H + R) / (H * (R + 1))
 }
 
 // roundUp6 returns the float64 that report.Up(x) prints: ≥ x, with 6
@@ -80,16 +93,17 @@ func roundUp6(x float64) float64 {
 	return f
 }
 
-// tauG returns the smallest float64 t with S·t² ≥ τ² (exactly): the local
-// noise g_s has at least the variance τ²/S the accounting assumes.
-func tauG(tau float64, S int) float64 {
-	t := tau / math.Sqrt(float64(S))
+// tauG returns the smallest float64 t with R·t² ≥ τ² (exactly): the local
+// noise g_s has at least the variance τ²/R the accounting assumes.
+func tauG(tau, ratio float64) float64 {
+	t := tau / math.Sqrt(ratio)
 	want := new(big.Rat).SetFloat64(tau)
 	want.Mul(want, want)
+	R := new(big.Rat).SetFloat64(ratio)
 	for {
 		r := new(big.Rat).SetFloat64(t)
 		r.Mul(r, r)
-		r.Mul(r, big.NewRat(int64(S), 1))
+		r.Mul(r, R)
 		if r.Cmp(want) >= 0 {
 			return t
 		}
@@ -110,6 +124,11 @@ func whitening(p *Params) (d1, d2, c1, c2 float64, err error) {
 	sens, err := regress.SensitivitiesFor(p.Kind, p.D, p.N())
 	if err != nil {
 		return 0, 0, 0, 0, err
+	}
+	for _, v := range []float64{sens.Lambda1, sens.Lambda2} {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return 0, 0, 0, 0, fmt.Errorf("capefm: N = %d rows and D = %d features: sensitivity %v is not finite and positive: not supported", p.N(), p.D, v)
+		}
 	}
 	return sens.Lambda1, sens.Lambda2, sens.Lambda1 / math.Sqrt(p.Split), sens.Lambda2 / math.Sqrt(1-p.Split), nil
 }
@@ -136,14 +155,18 @@ func siteSensitivities(p *Params, c1, c2 float64) ([]float64, error) {
 // Calibrate sets p.Tau for capeFM: the smallest τ (6 significant digits,
 // rounded up) such that every honest site is (ε, δ)-DP by the exact CAPE
 // curve with the per-site whitened sensitivity including the release's grid
-// slack (which itself depends on τ; the loop settles in a few steps). For
-// the baselines it sets τ = 0. Call it after changing the roster.
+// slack (which itself depends on τ; the loop settles in a few steps), for
+// the noise ratio p.NoiseRatio (set to DefaultNoiseRatio if 0). For the
+// baselines it sets τ = 0. Call it after changing the roster.
 func (p *Params) Calibrate() error {
 	if p.Mechanism != CapeFM {
 		p.Tau = 0
 		return p.Validate()
 	}
 	p.Tau = 1 // placeholder so Validate checks the rest
+	if p.NoiseRatio == 0 {
+		p.NoiseRatio = DefaultNoiseRatio
+	}
 	if err := p.Validate(); err != nil {
 		return err
 	}
@@ -160,14 +183,16 @@ func (p *Params) Calibrate() error {
 		hmax = math.Max(hmax, h)
 	}
 	S, L := len(p.Sites), p.Released()
-	tau, err := accounting.CAPETauSites(p.Epsilon, p.Delta, hs, p.Colluders)
+	cp := accounting.CAPEParams{Sites: S, Colluders: p.Colluders, NoiseRatio: p.NoiseRatio, Sensitivity: hmax}
+	tau, err := accounting.CAPETauFor(cp, p.Epsilon, p.Delta)
 	if err != nil {
 		return fmt.Errorf("capefm: calibrate: %w", err)
 	}
 	for range 64 {
 		tauR := roundUp6(tau)
-		dh := roundUp6(hmax + noise.GaussianGridSlack(tauG(tauR, S), L))
-		d, err := accounting.CAPEDeltaExact(accounting.CAPEParams{Sites: S, Colluders: p.Colluders, Tau: tauR, Sensitivity: dh}, p.Epsilon)
+		cp.Tau = tauR
+		cp.Sensitivity = roundUp6(hmax + noise.GaussianGridSlack(tauG(tauR, p.NoiseRatio), L))
+		d, err := accounting.CAPEDeltaExact(cp, p.Epsilon)
 		if err != nil {
 			return fmt.Errorf("capefm: calibrate: %w", err)
 		}
@@ -175,7 +200,7 @@ func (p *Params) Calibrate() error {
 			p.Tau = tauR
 			return nil
 		}
-		next, err := accounting.CAPETau(p.Epsilon, p.Delta, S, p.Colluders, dh)
+		next, err := accounting.CAPETauFor(cp, p.Epsilon, p.Delta)
 		if err != nil {
 			return fmt.Errorf("capefm: calibrate: %w", err)
 		}
@@ -229,12 +254,15 @@ func (c *Calibration) capeFM(p *Params) error {
 	for _, h := range c.SiteSens {
 		hmax = math.Max(hmax, h)
 	}
-	c.Tau = p.Tau
-	c.TauG = tauG(c.Tau, c.S)
+	c.Tau, c.NoiseRatio = p.Tau, p.NoiseRatio
+	c.TauG = tauG(c.Tau, c.NoiseRatio)
 	c.Slack = noise.GaussianGridSlack(c.TauG, c.L)
 	c.Sensitivity = roundUp6(hmax + c.Slack)
-	cp := accounting.CAPEParams{Sites: c.S, Colluders: c.Colluders, Tau: c.Tau, Sensitivity: c.Sensitivity}
+	cp := accounting.CAPEParams{Sites: c.S, Colluders: c.Colluders, Tau: c.Tau, NoiseRatio: c.NoiseRatio, Sensitivity: c.Sensitivity}
 	var err error
+	if c.Kappa, err = accounting.CAPEModelVarianceRatio(cp); err != nil {
+		return err
+	}
 	if c.Mu, err = accounting.CAPEMu(cp); err != nil {
 		return err
 	}
@@ -259,8 +287,9 @@ func (c *Calibration) capeFM(p *Params) error {
 		c.ComposedDelta = p.Delta
 	}
 	// The model alone: Σ_s snap(v_s) + Σ_s g_s, a Gaussian mechanism with
-	// sensitivity Δ_h and noise √S·τ_g ≥ τ per whitened coordinate.
-	if c.ModelEta, err = accounting.GDPMu(math.Nextafter(c.Sensitivity/c.Tau, math.Inf(1))); err != nil {
+	// sensitivity Δ_h and noise √S·τ_g per whitened coordinate (rounded
+	// down by a relative 1e-12 to cover the float64 arithmetic).
+	if c.ModelEta, err = accounting.GDPMu(c.Sensitivity / (math.Sqrt(float64(c.S)) * c.TauG * (1 - 1e-12))); err != nil {
 		return err
 	}
 	if c.ModelDelta, err = accounting.GDPDelta(c.ModelEta, p.Epsilon); err != nil {

@@ -53,28 +53,31 @@
 // Noise. Every site draws ê_s ~ N(0, τ²)^L (cape.NewZeroSumSite), the
 // aggregator learns only Q = Σ_s ê_s (secagg), every site sets
 // e_s = ê_s − Q/S (variance (1 − 1/S)τ²) and draws g_s ~ N(0, τ_g²)^L with
-// τ_g the smallest float64 with S·τ_g² ≥ τ² (the seed's τ²/S, never less).
-// The per-site variances are equal at every site, as the accounting assumes;
+// τ_g the smallest float64 with R·τ_g² ≥ τ², where R = Params.NoiseRatio =
+// Var ê / Var g (the seed fixes R = S; DefaultNoiseRatio = 100). The
+// per-site variances are equal at every site, as the accounting assumes;
 // the unequal sizes live in the released scale (the sum over the pooled N),
 // not in the noise.
 //
 // Privacy per site (item 18, accounting.CAPEParams). Against the aggregator
 // colluding with up to S_C sites (S_H = S − S_C honest), seeing every site's
 // release, Q, and the colluders' data and noise, the honest sites' noise
-// given that view has covariance τ²[(1 + 1/S)I − 11ᵀ/S_H], and a record at
+// given that view has covariance τ²[(1 + 1/R)I − 11ᵀ/S_H], and a record at
 // an honest site has privacy loss N(μ, 2μ) with
 //
-//	μ = Δ_h²·S(S + S_H) / (2τ²·S_H(S + 1)),
+//	μ = Δ_h²·R(R + S_H) / (2τ²·S_H(R + 1)),
 //
 // i.e. the release is √(2μ)-Gaussian-DP with the exact δ(ε) of
-// accounting.CAPEDeltaExact. Δ_h is the per-site whitened sensitivity, 1,
-// plus the grid slack below, rounded up to 6 significant digits; τ is the
-// smallest value with δ(ε) ≤ δ, rounded up to 6 significant digits
-// (Params.Calibrate), so the printed τ and Δ_h are exactly the ones used
+// accounting.CAPEDeltaExact (derivation steps 1-6 in accounting/cape.go).
+// Δ_h is the per-site whitened sensitivity, 1, plus the grid slack below,
+// rounded up to 6 significant digits; τ is the smallest value with
+// δ(ε) ≤ δ (accounting.CAPETauFor), rounded up to 6 significant digits
+// (Params.Calibrate), so the printed R, τ and Δ_h are exactly the ones used
 // and recomputing δ from them (TestNoDataInReport) gives the printed
-// guarantee. A g_s with variance above τ²/S only lowers μ. Each site
-// recomputes the calibration from the Params it is offered and refuses a τ
-// that does not meet its (ε, δ).
+// guarantee. A g_s with variance above τ²/R only lowers μ. Each site
+// recomputes the calibration from the Params it is offered (R included:
+// it is agreed, part of the canonical encoding and its hash) and refuses a
+// τ that does not meet its (ε, δ) or an R other than its own.
 //
 // Grid and fixed point. The release is snap_G(W(·)) + g_s with
 // G = noise.GaussianGrid(τ_g, L) and g_s drawn by noise.AddGaussian on that
@@ -86,31 +89,43 @@
 // accounting.GaussianSigma. A site sends its L values as int64 multiples of
 // 2^−FracBits (Calibration.FracBits; ê's resolution EFracBits ≤ FracBits),
 // and a public bound on |(N_s/N)·Λ| checked before anything is spent keeps
-// every value and the sum of S of them below 2^52 and 2^62.
+// every value and the sum of S of them below 2^52 and 2^62, with ê_s up to
+// 128τ (so a large R, whose τ is about √(R/S_H) times the pooled scale, is
+// covered: every R up to MaxNoiseRatio fits at N = 5·10⁶, D = 100;
+// TestFixedPointRange). Problems that do not fit are refused by
+// Params.Calibration, on the aggregator and at every site when offered,
+// before anything is drawn or spent.
 //
 // The seed's Lemma 1, corrected. The model's whitened noise Σ_s g_s has
-// variance S·τ_g² = τ². Central Gaussian FM on the pooled data at the same
-// (ε, δ) needs τ_pool = 1/μ* (whitened sensitivity 1, μ* =
-// accounting.GDPMuFor(ε, δ)); capeFM needs τ = √(S(S+S_H)/(S_H(S+1)))/μ*. So
+// variance S·τ_g² = Sτ²/R. Central Gaussian FM on the pooled data at the
+// same (ε, δ) needs τ_pool = 1/μ* (whitened sensitivity 1, μ* =
+// accounting.GDPMuFor(ε, δ)); capeFM needs τ = √(R(R+S_H)/(S_H(R+1)))/μ*.
+// So
 //
-//	Var(capeFM) / Var(pooled Gaussian FM) = κ = S(S + S_H) / (S_H(S + 1)),
+//	Var(capeFM) / Var(pooled Gaussian FM) = κ(R) = S(S_H + R) / (S_H(R + 1))
 //
-// 1.875 for S = 5, S_C = 1, and 2S/(S + 1) without colluders: never 1. The
-// seed's Lemma 1 gets 1 by calibrating τ as if site s's release were an
-// ordinary Gaussian mechanism of variance τ², which ignores that the
-// adversary also sees Q and every release: the flaw of its Theorem 1.
-// (With a zero-sum variance ρ·τ_g² instead of the seed's S·τ_g², the same
-// computation gives κ(ρ) = S/S_H + S(S_H − 1)/(S_H(1 + ρ)), which falls to
-// S/S_H, or 1 without colluders, as ρ grows; the accounting package fixes
-// ρ = S.) Calibration.VarianceRatio is the ratio of the calibrated scales,
+// (accounting.CAPEModelVarianceRatio, Calibration.Kappa). At the seed's
+// R = S it is S(S + S_H)/(S_H(S + 1)): 1.875 for S = 5, S_C = 1, and
+// 2S/(S + 1) without colluders: never 1. The seed's Lemma 1 gets 1 by
+// calibrating τ as if site s's release were an ordinary Gaussian mechanism
+// of variance τ², which ignores that the adversary also sees Q and every
+// release: the flaw of its Theorem 1. κ(R) falls as R grows, towards the
+// floor S/S_H (the colluders' own g_c are known to the adversary, so only
+// the honest sites' local noise protects): κ(100) = 1.287 for S = 5,
+// S_C = 1 (floor 1.25). The zero-sum part cancels in the model, so a large
+// R costs nothing there; it only makes ê_s larger, which the fixed point
+// holds (see Grid and fixed point). Without colluders κ(100) = (S+100)/101:
+// 1.020 for S = 3 (within 2% of pooled: the seed's Lemma 1 nearly
+// restored), 1.040 for S = 5 (within 2% from R = 199).
+// Calibration.VarianceRatio is the ratio of the calibrated scales,
 // TestAggregateNoiseVariance measures it on the protocol. The conventional
 // scheme (GaussianFMLocal) has ratio exactly S for any sizes:
 // Σ_s (N_s/N)²·(k/N_s)² = S·k²/N².
 //
 // The released model alone (for anyone who sees the model but not the
 // sites' releases) is one Gaussian mechanism with sensitivity Δ_h and noise
-// ≥ τ per whitened coordinate: (Δ_h/τ)-Gaussian-DP, much stronger; the
-// report prints it as a note.
+// √S·τ_g per whitened coordinate: (Δ_h/(√S·τ_g))-Gaussian-DP, stronger than
+// each site's guarantee by the factor √κ; the report prints it as a note.
 //
 // Trust model (item 8). Honest-but-curious sites and aggregator, at most
 // S_C sites colluding with the aggregator (default
@@ -137,9 +152,9 @@
 // SumBroadcast without a sum, which asks for the releases.
 //
 // Agreement (round 0). The aggregator fills Params (roster with names, IDs
-// and public N_s, model, schema fingerprint, D, ε, δ, split, S_C, minimum
-// sites, attempt number, fresh session, τ) and offers it. A site compares it
-// with its own configuration (Site.Check: every field it configured, its
+// and public N_s, model, schema fingerprint, D, ε, δ, split, S_C, noise
+// ratio R, minimum sites, attempt number, fresh session, τ) and offers
+// it. A site compares it with its own configuration (Site.Check: every field it configured, its
 // name and N_s in the roster, S_C ≥ max(its minimum, ⌈S/3⌉ − 1), the
 // attempt number, and that every capeFM release it made earlier in the fit
 // is listed in Params.Prior), recomputes the calibration, asks its ledger
@@ -190,7 +205,7 @@
 // (Params.Sites maps names to IDs; Message.Party() is the sending or
 // addressed site, 0 for a broadcast that Serve sends to every site of the
 // attempt), payload = MarshalBinary(). Unmarshal decodes a payload: version
-// byte 1, a type byte, the 32-byte session, then the fields big-endian with
+// byte 2, a type byte, the 32-byte session, then the fields big-endian with
 // counted arrays; short input, trailing bytes, counts beyond the limits,
 // non-finite floats and invalid Params are refused (ErrMalformed), and
 // whatever decodes re-encodes to the same bytes.
@@ -213,7 +228,7 @@
 // L = D + D(D+1)/2 and P = len(Params.Prior):
 //
 //	upload   16L + 135S + 293 + len(name)
-//	download 8L + 192S + 315 + Σ len(site names) + 8P
+//	download 8L + 192S + 323 + Σ len(site names) + 8P
 //
 // (the masked ê_s and the release are 8L bytes each; the Shamir shares
 // grow with S). For S = 5: D = 20 (L = 230) about 4.7 kB up and 3.1 kB

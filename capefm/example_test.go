@@ -59,10 +59,10 @@ func Example() {
 	fmt.Println("attempts:", len(res.Attempts))
 	fmt.Println("coefficients:", len(res.Coef))
 	fmt.Println("guarantee per site:", res.Privacy.Guarantee())
-	fmt.Printf("noise variance vs pooled Gaussian FM: %.3f\n", capefm.VarianceRatioFormula(3, 0))
+	fmt.Printf("noise ratio R = %g, model noise variance vs pooled Gaussian FM: κ = %.3f\n", res.Calibration.NoiseRatio, res.Calibration.Kappa)
 	// Output:
 	// attempts: 1
 	// coefficients: 2
-	// guarantee per site: (1, 9.99992e-06)-DP
-	// noise variance vs pooled Gaussian FM: 1.500
+	// guarantee per site: (1, 9.99954e-06)-DP
+	// noise ratio R = 100, model noise variance vs pooled Gaussian FM: κ = 1.020
 }

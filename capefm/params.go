@@ -106,11 +106,35 @@ type Params struct {
 	// zero-sum draw ê_s (capeFM only; 0 for the baselines). Calibrate sets
 	// the smallest τ meeting (ε, δ), rounded up to 6 significant digits.
 	Tau float64
+	// NoiseRatio is R = Var ê_s / Var g_s (capeFM only; 0 for the
+	// baselines): each site's local noise g_s has variance τ²/R. The seed
+	// uses R = S; DefaultNoiseRatio is 100 (see its documentation). Any
+	// R > 0 is accounted for exactly (accounting.CAPEParams.NoiseRatio).
+	NoiseRatio float64
 	// Prior lists the Gaussian-DP parameters η of earlier attempts of this
 	// fit that reached the release round (their releases compose with this
 	// one; see Accounting.ComposedEta).
 	Prior []float64
 }
+
+// DefaultNoiseRatio is the noise ratio R = Var ê_s / Var g_s used when none
+// is given: 100. The zero-sum part ê_s cancels in the model, so a large R
+// costs nothing there, while it hides each honest site's own release
+// better; for the same guarantee the model's noise variance relative to
+// central Gaussian FM on the pooled data is κ(R) = S(S_H + R)/(S_H(R + 1))
+// (accounting.CAPEModelVarianceRatio), which falls from the seed's
+// κ(S) = 1.875 (S = 5, S_C = 1) to κ(100) = 1.287, close to its floor
+// S/S_H = 1.25 (κ(1000) = 1.254 gains little more). Without colluders
+// κ(100) = (S + 100)/101: 1.040 for S = 5, against the seed's 2S/(S + 1) =
+// 1.667. The price is a larger ê_s (τ grows about as √(R/S_H)), which the
+// 64-bit fixed point holds with room to spare (Calibration checks it).
+const DefaultNoiseRatio = 100
+
+// MinNoiseRatio and MaxNoiseRatio bound the noise ratio Params accept.
+const (
+	MinNoiseRatio         = 1.0 / 1024
+	MaxNoiseRatio float64 = 1 << 20
+)
 
 // N returns Σ N_s.
 func (p *Params) N() int64 {
@@ -233,12 +257,18 @@ func (p *Params) Validate() error {
 		if !(p.Tau > 0) || math.IsInf(p.Tau, 0) {
 			return fmt.Errorf("capefm: params: τ must be finite and > 0 for capefm, got %v (call Calibrate)", p.Tau)
 		}
+		if !(p.NoiseRatio >= MinNoiseRatio && p.NoiseRatio <= MaxNoiseRatio) {
+			return fmt.Errorf("capefm: params: noise ratio R = Var ê / Var g must be in [%g, %g] for capefm, got %v", MinNoiseRatio, MaxNoiseRatio, p.NoiseRatio)
+		}
 	} else {
 		if p.Colluders < 0 || p.Colluders >= S {
 			return fmt.Errorf("capefm: params: %d colluders, want 0 to %d", p.Colluders, S-1)
 		}
 		if p.Tau != 0 {
 			return fmt.Errorf("capefm: params: τ is only used by capefm, got %v for %s", p.Tau, p.Mechanism)
+		}
+		if p.NoiseRatio != 0 {
+			return fmt.Errorf("capefm: params: the noise ratio is only used by capefm, got %v for %s", p.NoiseRatio, p.Mechanism)
 		}
 	}
 	for i, e := range p.Prior {
@@ -254,11 +284,11 @@ func (p *Params) Validate() error {
 
 const paramsMagic = "CFMP"
 
-// MarshalBinary returns the canonical encoding of p (version 1, big-endian):
+// MarshalBinary returns the canonical encoding of p (version 2, big-endian):
 //
 //	"CFMP" version:u8 session:[32] attempt:u32 mechanism:str16 kind:str16
-//	schema:[32] D:u32 ε:f64 δ:f64 split:f64 τ:f64 colluders:u32 minSites:u32
-//	S:u32 S×(ID:u32 N:u64 name:str16) priors:u32 priors×f64
+//	schema:[32] D:u32 ε:f64 δ:f64 split:f64 τ:f64 R:f64 colluders:u32
+//	minSites:u32 S:u32 S×(ID:u32 N:u64 name:str16) priors:u32 priors×f64
 //
 // It fails unless p is valid, so that every encoded Params is.
 func (p *Params) MarshalBinary() ([]byte, error) {
@@ -278,6 +308,7 @@ func (p *Params) MarshalBinary() ([]byte, error) {
 	w.f64(p.Delta)
 	w.f64(p.Split)
 	w.f64(p.Tau)
+	w.f64(p.NoiseRatio)
 	w.u32(uint32(p.Colluders))
 	w.u32(uint32(p.MinSites))
 	w.u32(uint32(len(p.Sites)))
@@ -326,6 +357,7 @@ func readParams(r *reader) (*Params, error) {
 	p.Delta = r.finite("δ")
 	p.Split = r.finite("split")
 	p.Tau = r.finite("τ")
+	p.NoiseRatio = r.finite("noise ratio")
 	p.Colluders = int(r.u32("colluders"))
 	p.MinSites = int(r.u32("minimum sites"))
 	n := r.count("sites", MaxSites, 4+8+2)
@@ -360,7 +392,7 @@ func (p *Params) Hash() ([32]byte, error) {
 		return [32]byte{}, err
 	}
 	h := sha256.New()
-	h.Write([]byte("dplearn/capefm/params/v1\x00"))
+	h.Write([]byte("dplearn/capefm/params/v2\x00"))
 	h.Write(b)
 	var out [32]byte
 	copy(out[:], h.Sum(nil))

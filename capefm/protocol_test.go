@@ -118,6 +118,7 @@ func TestParamsMismatchRefused(t *testing.T) {
 		{"schema fingerprint", func(c *SiteConfig) { c.Schema = [32]byte{7} }},
 		{"mechanism", func(c *SiteConfig) { c.Mechanism = GaussianFMLocal }},
 		{"budget split", func(c *SiteConfig) { c.Split = 0.7 }},
+		{"noise ratio R", func(c *SiteConfig) { c.NoiseRatio = 5 }},
 		{"colluders S_C", func(c *SiteConfig) { c.MinColluders = 2 }},
 		{"number of sites", func(c *SiteConfig) { c.MinSites = 4 }},
 	}
@@ -159,6 +160,7 @@ func TestParamsMismatchRefused(t *testing.T) {
 		{"sites", func(p *Params) { p.Sites[0].Name = "other" }},
 		{"attempt", func(p *Params) { p.Attempt = DefaultMaxAttempts + 1 }},
 		{"minimum sites", func(p *Params) { p.MinSites = 1 }},
+		{"noise ratio R", func(p *Params) { p.NoiseRatio = math.Nextafter(p.NoiseRatio, 0) }},
 	} {
 		p := base.Clone()
 		tc.mod(&p)
@@ -407,7 +409,7 @@ func TestNoDataInReport(t *testing.T) {
 }
 
 var (
-	reS     = regexp.MustCompile(`S = (\d+) sites, S_C = (\d+), τ = ([0-9.e+-]+) `)
+	reS     = regexp.MustCompile(`S = (\d+) sites, S_C = (\d+), noise ratio R = Var ê/Var g = ([0-9.e+-]+), τ = ([0-9.e+-]+) `)
 	reDelta = regexp.MustCompile(`Δ_h = ([0-9.e+-]+) `)
 	reGuar  = regexp.MustCompile(`guarantee:\s+\(([0-9.e+-]+), ([0-9.e+-]+)\)-DP`)
 )
@@ -420,16 +422,17 @@ func checkPrintedGuarantee(t *testing.T, p *report.Privacy, text string) {
 	}
 	S, _ := strconv.Atoi(ms[1])
 	SC, _ := strconv.Atoi(ms[2])
-	tau, _ := strconv.ParseFloat(ms[3], 64)
+	ratio, _ := strconv.ParseFloat(ms[3], 64)
+	tau, _ := strconv.ParseFloat(ms[4], 64)
 	sens, _ := strconv.ParseFloat(md[1], 64)
 	eps, _ := strconv.ParseFloat(mg[1], 64)
 	delta, _ := strconv.ParseFloat(mg[2], 64)
-	got, err := accounting.CAPEDeltaExact(accounting.CAPEParams{Sites: S, Colluders: SC, Tau: tau, Sensitivity: sens}, eps)
+	got, err := accounting.CAPEDeltaExact(accounting.CAPEParams{Sites: S, Colluders: SC, Tau: tau, NoiseRatio: ratio, Sensitivity: sens}, eps)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got > delta {
-		t.Errorf("printed (%v, %v)-DP, but CAPEDeltaExact of the printed S=%d S_C=%d τ=%v Δ_h=%v gives δ = %v", eps, delta, S, SC, tau, sens, got)
+		t.Errorf("printed (%v, %v)-DP, but CAPEDeltaExact of the printed S=%d S_C=%d R=%v τ=%v Δ_h=%v gives δ = %v", eps, delta, S, SC, ratio, tau, sens, got)
 	}
 	if delta > 1e-6 || got < 0.99*delta {
 		t.Errorf("printed δ %v vs recomputed %v (target 1e-6)", delta, got)
@@ -460,9 +463,9 @@ func TestMessagesRoundTrip(t *testing.T) {
 			t.Fatalf("%s with a trailing byte: %v", m.Type(), err)
 		}
 		bad := append([]byte(nil), b...)
-		bad[0] = 2
+		bad[0] = wireVersion + 1
 		if _, err := Unmarshal(bad); !errors.Is(err, ErrMalformed) {
-			t.Fatalf("%s with version 2: %v", m.Type(), err)
+			t.Fatalf("%s with version %d: %v", m.Type(), bad[0], err)
 		}
 	}
 }
@@ -555,6 +558,11 @@ func TestParamsEncoding(t *testing.T) {
 	if h1 != h2 {
 		t.Fatal("hash changed through the encoding")
 	}
+	r := q.Clone()
+	r.NoiseRatio = 99
+	if h4, _ := r.Hash(); h4 == h1 {
+		t.Fatal("hash ignores the noise ratio")
+	}
 	q.Epsilon = math.Nextafter(q.Epsilon, 2)
 	if h3, _ := q.Hash(); h3 == h1 {
 		t.Fatal("hash ignores ε")
@@ -634,11 +642,73 @@ func TestMessageSizes(t *testing.T) {
 		}
 		for id := uint32(1); id <= uint32(tc.S); id++ {
 			wantUp := 16*L + 135*tc.S + 293 + len("site-1")
-			wantDown := 8*L + 192*tc.S + 315 + names
+			wantDown := 8*L + 192*tc.S + 323 + names
 			if up[id] != wantUp || down[id] != wantDown {
 				t.Errorf("S=%d D=%d site %d: up %d (formula %d), down %d (formula %d)", tc.S, tc.D, id, up[id], wantUp, down[id], wantDown)
 			}
 		}
 		t.Logf("S=%d D=%d (L=%d): %d bytes up, %d down per site", tc.S, tc.D, L, up[1], down[1])
+	}
+}
+
+// bigStats are the statistics of n all-zero rows: valid for any n, so a
+// site can claim a table too large for the fixed point.
+type bigStats struct {
+	k int
+	n int64
+}
+
+func (b bigStats) K() int              { return b.k }
+func (b bigStats) N() int64            { return b.n }
+func (b bigStats) Sum(int) float64     { return 0 }
+func (b bigStats) At(int, int) float64 { return 0 }
+
+// TestFixedPointRange: the larger zero-sum draw of a large noise ratio
+// still fits the 64-bit fixed point for realistic problems (every R up to
+// MaxNoiseRatio at N = 5·10⁶, D = 100), and a problem that does not fit is
+// refused by the aggregator's calibration and by every site when it is
+// offered, before anything is drawn or spent.
+func TestFixedPointRange(t *testing.T) {
+	mk := func(n int64, d int, ratio float64) Params {
+		roster, _ := Roster([]string{"site-1", "site-2", "site-3", "site-4", "site-5"}, []int64{n, n, n, n, n})
+		return Params{Session: [32]byte{9}, Attempt: 1, Mechanism: CapeFM, Kind: regress.Linear, Schema: testSchema, D: d,
+			Epsilon: 1, Delta: 1e-5, Split: 0.5, Sites: roster, Colluders: 1, MinSites: 2, NoiseRatio: ratio}
+	}
+	for _, ratio := range []float64{5, DefaultNoiseRatio, 1e4, MaxNoiseRatio} {
+		p := mk(1e6, 100, ratio)
+		if err := p.Calibrate(); err != nil {
+			t.Fatalf("R = %g: %v", ratio, err)
+		}
+		c, err := p.Calibration()
+		if err != nil {
+			t.Fatalf("R = %g: %v", ratio, err)
+		}
+		// The sum of S shares of ê at 128 τ and the releases stay below 2^62.
+		if got := float64(c.S) * 128 * c.Tau * math.Ldexp(1, int(c.FracBits)); got > 1<<62 {
+			t.Errorf("R = %g: ê range %g units", ratio, got)
+		}
+	}
+	p := mk(1e9, 100, DefaultNoiseRatio)
+	err := p.Calibrate()
+	if err == nil {
+		_, err = p.Calibration()
+	}
+	if err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Fatalf("N = 5·10⁹, D = 100: want a refusal, got %v", err)
+	}
+	// A site offered such Params refuses before drawing or spending.
+	p.Tau = 20
+	led := &memLedger{}
+	site, err := NewSite(SiteConfig{Name: "site-1", Mechanism: CapeFM, Kind: regress.Linear, Schema: testSchema,
+		Epsilon: 1, Delta: 1e-5, Source: f64src(), Ledger: led}, regress.Data{Stats: bigStats{k: 101, n: 1e9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err := site.Handle(context.Background(), &Offer{Params: p})
+	if _, ok := ans.(*Refuse); !ok || err == nil || !strings.Contains(err.Error(), "not supported") {
+		t.Fatalf("site answered %T, %v", ans, err)
+	}
+	if led.count() != 0 || site.Releases() != 0 {
+		t.Fatal("the site spent budget")
 	}
 }

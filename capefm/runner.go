@@ -102,8 +102,9 @@ type Event struct {
 // per-round deadlines, dropouts and retries. template holds the fit's
 // public parameters: Mechanism, Kind, Schema, D, Epsilon, Delta, Split,
 // Sites (the roster), MinSites, Colluders (a negative value means
-// accounting.CAPEColluders(S) for each attempt's S), and Prior (usually
-// empty); Session, Attempt and Tau are set per attempt.
+// accounting.CAPEColluders(S) for each attempt's S), NoiseRatio (capeFM; 0
+// means DefaultNoiseRatio) and Prior (usually empty); Session, Attempt and
+// Tau are set per attempt.
 //
 // A site lost before the noise is fixed starts a new attempt without it
 // (fresh session and noise, τ recalibrated) while at least MinSites remain
@@ -133,6 +134,9 @@ func Serve(ctx context.Context, template Params, hub Hub, opt ServeOptions) (*Ru
 		p.Sites, p.Attempt, p.Prior = slices.Clone(live), attempt, slices.Clone(prior)
 		if template.Colluders < 0 {
 			p.Colluders = accounting.CAPEColluders(len(live))
+		}
+		if p.Mechanism == CapeFM && p.NoiseRatio == 0 {
+			p.NoiseRatio = DefaultNoiseRatio
 		}
 		var err error
 		if p.Session, err = opt.NewSession(); err != nil {

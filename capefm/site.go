@@ -50,6 +50,9 @@ type SiteConfig struct {
 	Epsilon, Delta float64
 	// Split is the budget split of Gaussian FM (0 means 0.5).
 	Split float64
+	// NoiseRatio is the capeFM noise ratio R = Var ê / Var g the site
+	// agrees to (0 means DefaultNoiseRatio); ignored by the baselines.
+	NoiseRatio float64
 	// MinColluders: the site refuses capeFM Params that assume fewer than
 	// max(MinColluders, accounting.CAPEColluders(S)) colluding sites.
 	MinColluders int
@@ -63,6 +66,13 @@ type SiteConfig struct {
 	Source noise.Source
 	// Ledger is charged before each release (required).
 	Ledger Ledger
+}
+
+func (c *SiteConfig) noiseRatio() float64 {
+	if c.NoiseRatio == 0 {
+		return DefaultNoiseRatio
+	}
+	return c.NoiseRatio
 }
 
 func (c *SiteConfig) split() float64 {
@@ -150,6 +160,9 @@ func NewSite(cfg SiteConfig, data regress.Data) (*Site, error) {
 	}
 	if sp := cfg.split(); !(sp > 0 && sp < 1) {
 		return nil, fmt.Errorf("capefm: site %s: budget split must be in (0, 1), got %v", cfg.Name, cfg.Split)
+	}
+	if r := cfg.noiseRatio(); !(r >= MinNoiseRatio && r <= MaxNoiseRatio) {
+		return nil, fmt.Errorf("capefm: site %s: noise ratio must be in [%g, %g], got %v", cfg.Name, MinNoiseRatio, MaxNoiseRatio, cfg.NoiseRatio)
 	}
 	if err := ValidateData(cfg.Kind, data); err != nil {
 		return nil, fmt.Errorf("capefm: site %s: %w", cfg.Name, err)
@@ -319,6 +332,9 @@ func (s *Site) Check(p *Params) error {
 		return mis("minimum sites", fmt.Sprintf("≥ %d", minSites), strconv.Itoa(p.MinSites))
 	}
 	if p.Mechanism == CapeFM {
+		if !equalFloat(p.NoiseRatio, c.noiseRatio()) {
+			return mis("noise ratio R", fmt.Sprint(c.noiseRatio()), fmt.Sprint(p.NoiseRatio))
+		}
 		if want := max(c.MinColluders, accounting.CAPEColluders(len(p.Sites))); p.Colluders < want {
 			return mis("colluders S_C", fmt.Sprintf("≥ %d", want), strconv.Itoa(p.Colluders))
 		}

@@ -31,7 +31,7 @@ const (
 )
 
 // wireVersion is the version byte that starts every payload.
-const wireVersion = 1
+const wireVersion = 2
 
 // writer appends big-endian fields.
 type writer struct{ b []byte }
