@@ -74,6 +74,7 @@ type External struct {
 	opt      ExternalOptions
 	cmd      *exec.Cmd
 	stdin    io.WriteCloser
+	stdout   io.ReadCloser
 	lines    chan lineResult
 	quit     chan struct{}
 	exited   chan struct{} // closed after Wait returned
@@ -130,7 +131,7 @@ func StartExternal(ctx context.Context, argv []string, opt ExternalOptions) (*Ex
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrExternal, err)
 	}
-	e.stdin = stdin
+	e.stdin, e.stdout = stdin, stdout
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: start %s: %v", ErrExternal, argv[0], err)
 	}
@@ -505,6 +506,8 @@ func (e *External) kill() {
 	if e.cmd.Process != nil {
 		e.cmd.Process.Kill()
 	}
+	// Unblock the reader even if a grandchild still holds stdout open.
+	e.stdout.Close()
 }
 
 // Close closes the program's stdin, kills it and waits for it to exit.

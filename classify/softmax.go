@@ -131,6 +131,15 @@ const DefaultSoftmaxL2 = 1e-3
 // autoLBFGSWork is the N·D up to which SolverAuto uses L-BFGS.
 const autoLBFGSWork = 1e7
 
+// AutoSolver returns the solver SolverAuto picks for n rows of d features:
+// L-BFGS when n·d ≤ 10^7, else SGD.
+func AutoSolver(n, d int) string {
+	if float64(n)*float64(d) <= autoLBFGSWork {
+		return SolverLBFGS
+	}
+	return SolverSGD
+}
+
 func (o SoftmaxOptions) withDefaults(d *Data) (SoftmaxOptions, error) {
 	switch {
 	case o.L2 == 0:
@@ -142,10 +151,7 @@ func (o SoftmaxOptions) withDefaults(d *Data) (SoftmaxOptions, error) {
 	}
 	switch o.Solver {
 	case "", SolverAuto:
-		o.Solver = SolverSGD
-		if float64(d.N())*float64(d.D) <= autoLBFGSWork {
-			o.Solver = SolverLBFGS
-		}
+		o.Solver = AutoSolver(d.N(), d.D)
 	case SolverLBFGS, SolverSGD:
 	default:
 		return o, fmt.Errorf("softmax: solver %q (want auto, lbfgs or sgd)", o.Solver)

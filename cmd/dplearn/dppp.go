@@ -37,6 +37,7 @@ Example:
   dplearn dppp keygen --parties 5 --threshold 3 --out keys/`,
 	}
 	cmd.AddCommand(newDPPPKeygenCmd())
+	cmd.AddCommand(newDPPPTrainCmd())
 	return cmd
 }
 
