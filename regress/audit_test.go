@@ -96,7 +96,7 @@ func releaseStatistic(t *testing.T, release releaseFunc, cfg Config, tauScale fl
 	}
 	mu2 := 0.0
 	for _, r := range p.Releases {
-		e := (r.Sensitivity + noise.GaussianGridSlack(r.Scale, r.Entries)) / r.Scale
+		e := noise.GaussianCalibrationSensitivity(r.Sensitivity, r.Scale, r.Entries) / r.Scale
 		mu2 += e * e
 	}
 	return mech, math.Sqrt(mu2)

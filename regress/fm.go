@@ -35,7 +35,29 @@ type Sensitivities struct {
 //	  A = xxᵀ − x'x'ᵀ has Σ_{i≤j} A_ij² = (‖A‖_F² + Σ_i A_ii²)/2 ≤ ‖A‖_F²
 //	  and ‖A‖_F² = ‖x‖⁴ + ‖x'‖⁴ − 2(xᵀx')² ≤ 2, reached by orthogonal unit
 //	  vectors (then Σ_i A_ii² = 2 too, e.g. x = e1, x' = e2): Δ2 = √2/N.
+//
+// Each returned value also covers the floating-point error of the computed
+// coefficients (rounding.go; a relative 10⁻⁹ at N = 25,000 and d = 10), so it
+// bounds the difference of what the code computes on neighbouring datasets.
 func SensitivitiesFor(kind Kind, d int, n int64) (Sensitivities, error) {
+	s, err := exactSensitivities(kind, d, n)
+	if err != nil {
+		return s, err
+	}
+	// The released coefficients are computed in floating point from
+	// suffstat's sums: add twice the per-entry error bound (rounding.go).
+	e1, e2 := objectiveEntryErrors(kind, n)
+	m1, m2 := d, d*(d+1)/2
+	s.FM = roundedSensitivity(s.FM, 0, 1, float64(m1)*e1+float64(m2)*e2, true)
+	s.Relaxed = roundedSensitivity(s.Relaxed, 0, 1, math.Sqrt(float64(m1)*e1*e1+float64(m2)*e2*e2), false)
+	s.Lambda1 = roundedSensitivity(s.Lambda1, 0, m1, e1, false)
+	s.Lambda2 = roundedSensitivity(s.Lambda2, 0, m2, e2, false)
+	return s, nil
+}
+
+// exactSensitivities returns the sensitivities of the exact coefficients
+// (before the floating-point term of SensitivitiesFor).
+func exactSensitivities(kind Kind, d int, n int64) (Sensitivities, error) {
 	if d < 1 || n < 1 {
 		return Sensitivities{}, fmt.Errorf("regress: sensitivities need d ≥ 1 and N ≥ 1, got d=%d N=%d", d, n)
 	}
@@ -199,6 +221,11 @@ func (relaxedFM) release(q *Quadratic, cfg Config, n int64) (report.Privacy, flo
 		return report.Privacy{}, 0, fmt.Errorf("relaxed-fm: calibrate Gaussian noise: %w", err)
 	}
 	v := q.released()
+	// GaussianSigma charges twice the grid slack; verify that the spare
+	// covers the discrete-Gaussian margin (it does whenever Δ/σ < 2047).
+	if d, err := accounting.AnalyticGaussianDelta(cfg.Epsilon, sigma, noise.GaussianCalibrationSensitivity(sens.Relaxed, sigma, len(v))); err != nil || d > cfg.Delta {
+		return report.Privacy{}, 0, fmt.Errorf("relaxed-fm: calibration does not cover the discrete-Gaussian margin at (ε=%v, δ=%v)", cfg.Epsilon, cfg.Delta)
+	}
 	if err := noise.AddGaussian(cfg.Source, v, sigma); err != nil {
 		return report.Privacy{}, 0, fmt.Errorf("relaxed-fm: add noise: %w", err)
 	}
@@ -231,8 +258,10 @@ func (gaussianFM) Private() bool       { return true }
 //
 // Joint calibration (PRIVACY-NOTES item 2): dividing each block by its τ_j
 // turns the release into one Gaussian mechanism with unit noise whose L2
-// sensitivity is s = √(Σ_j (Δ'_j/τ_j)²), where Δ'_j = Δ_j + the grid
-// rounding slack of noise.AddGaussian. The analytic Gaussian gives the
+// sensitivity is s = √(Σ_j (Δ'_j/τ_j)²), where Δ'_j =
+// noise.GaussianCalibrationSensitivity(Δ_j, τ_j, n_j): Δ_j plus the grid
+// rounding slack of noise.AddGaussian, times the margin that covers the
+// discrete Gaussian's δ. The analytic Gaussian gives the
 // largest s that meets (ε, δ): s* = 1/σ_u with σ_u =
 // AnalyticGaussianSigma(ε, δ, 1). The budget split w1 = split, w2 = 1 −
 // split gives (Δ'_j/τ_j)² = w_j s*², i.e. τ_j = σ_u Δ'_j / √w_j; since the
@@ -260,7 +289,7 @@ func GaussianFMScales(eps, delta, split, d1, d2 float64, n1, n2 int) (tau1, tau2
 				return 0, 0, 0, fmt.Errorf("gaussian-fm: ε = %v too small for the noise grid", eps)
 			}
 			tau[j] = inflate * su * sens[j] / den
-			e := (sens[j] + noise.GaussianGridSlack(tau[j], ns[j])) / tau[j]
+			e := noise.GaussianCalibrationSensitivity(sens[j], tau[j], ns[j]) / tau[j]
 			s2 += e * e
 		}
 		achieved, err = accounting.AnalyticGaussianDelta(eps, 1, math.Sqrt(s2))

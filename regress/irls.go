@@ -236,16 +236,28 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 	p.Iterations, p.ResidualFloor, p.FirstMoment, p.Split = opt.Iterations, opt.ResidualFloor, opt.FirstMoment, opt.Split
 	N, J := float64(n), float64(p.Iterations)
 	sMax := 1 / p.ResidualFloor
-	p.SensB = math.Sqrt2 * sMax / N
 	nb := d * (d + 1) / 2
+	// Sensitivities of the computed moments (rounding.go): each row's term
+	// is s·y·x_p or s·x_p·x_q with |·| ≤ s ≤ 1/η up to four roundings, summed
+	// over the N rows in a plain loop and divided by N.
+	termBound := sMax * (1 + gamma(4))
+	e := loopSumError(n, termBound, N)
+	p.SensB = roundedSensitivity(math.Sqrt2*sMax/N, 4, nb, e, false)
 	r := noise.GridSlackRatio / 2 // GaussianGridSlack(σ, ·) ≤ r·σ
-	// gaussSigma returns σ with (sens + slack(σ))/σ ≤ mu.
-	gaussSigma := func(sens, mu float64) (float64, error) {
+	// gaussSigma returns σ with GaussianCalibrationSensitivity(sens, σ, m)/σ ≤ mu.
+	gaussSigma := func(sens, mu float64, m int) (float64, error) {
 		den := mu - r
 		if den <= 0 {
 			return 0, fmt.Errorf("irls: ε = %v too small for the noise grid", epsilon)
 		}
-		return math.Nextafter(sens/den, math.Inf(1)), nil
+		sigma := math.Nextafter(sens/den, math.Inf(1))
+		for i := 0; noise.GaussianCalibrationSensitivity(sens, sigma, m)/sigma > mu; i++ {
+			if i > 100 {
+				return 0, fmt.Errorf("irls: calibration with the grid margin failed at ε = %v", epsilon)
+			}
+			sigma *= 1 + 1e-9
+		}
+		return sigma, nil
 	}
 	// Per-iteration budgets, as squared Gaussian-DP μ (Gaussian A) or as
 	// zCDP ρ = μ²/2 (Laplace A).
@@ -263,20 +275,20 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 		}
 		muA2, muB2 = 2*p.Split*rho/J, 2*(1-p.Split)*rho/J
 	}
-	if p.SigmaB, err = gaussSigma(p.SensB, math.Sqrt(muB2)); err != nil {
+	if p.SigmaB, err = gaussSigma(p.SensB, math.Sqrt(muB2), nb); err != nil {
 		return p, err
 	}
-	sb := p.SensB + noise.GaussianGridSlack(p.SigmaB, nb)
+	sb := noise.GaussianCalibrationSensitivity(p.SensB, p.SigmaB, nb)
 	p.RhoB = sb * sb / (2 * p.SigmaB * p.SigmaB)
 	if p.FirstMoment == "gaussian" {
-		p.SensA = 2 * sMax / N
-		if p.ScaleA, err = gaussSigma(p.SensA, math.Sqrt(muA2)); err != nil {
+		p.SensA = roundedSensitivity(2*sMax/N, 4, d, e, false)
+		if p.ScaleA, err = gaussSigma(p.SensA, math.Sqrt(muA2), d); err != nil {
 			return p, err
 		}
-		sa := p.SensA + noise.GaussianGridSlack(p.ScaleA, d)
+		sa := noise.GaussianCalibrationSensitivity(p.SensA, p.ScaleA, d)
 		p.RhoA = sa * sa / (2 * p.ScaleA * p.ScaleA)
 	} else {
-		p.SensA = 2 * math.Sqrt(float64(d)) * sMax / N
+		p.SensA = roundedSensitivity(2*math.Sqrt(float64(d))*sMax/N, 4, d, e, true)
 		epsA := math.Sqrt(muA2)
 		if p.ScaleA, err = accounting.LaplaceScale(epsA, p.SensA); err != nil {
 			return p, fmt.Errorf("irls: calibrate Laplace noise: %w", err)

@@ -337,11 +337,17 @@ func PlanNoisyGD(kind Kind, epsilon, delta float64, n int64, d int, opt NoisyGDO
 	if err != nil {
 		return p, err
 	}
-	p.Sensitivity = diff / float64(n)
+	// Sensitivity of the computed gradient (rounding.go): each row's term
+	// c·x_j has |·| ≤ G up to d + 4 roundings (the dot product, c, the
+	// product), summed over at most N rows in a plain loop; full batch
+	// divides the sum by N before the noise, Poisson batches noise the sum.
+	termBound := g * (1 + gamma(float64(d+4)))
 	if p.BatchRate < 1 {
-		p.Sensitivity = g
+		p.Sensitivity = roundedSensitivity(g, float64(d+8), d, loopSumError(n, termBound, 1), false)
+	} else {
+		p.Sensitivity = roundedSensitivity(diff/float64(n), float64(d+8), d, loopSumError(n, termBound, float64(n)), false)
 	}
-	slack := func(s float64) float64 { return noise.GaussianGridSlack(s, d) }
+	calSens := func(s float64) float64 { return noise.GaussianCalibrationSensitivity(p.Sensitivity, s, d) }
 	if opt.Sigma > 0 {
 		p.NoiseStd = opt.Sigma * p.Sensitivity
 	} else {
@@ -354,11 +360,14 @@ func PlanNoisyGD(kind Kind, epsilon, delta float64, n int64, d int, opt NoisyGDO
 			return p, fmt.Errorf("noisygd: noise multiplier %v too large for the noise grid", z)
 		}
 		p.NoiseStd = z * p.Sensitivity / (1 - z*r)
-		if p.NoiseStd/(p.Sensitivity+slack(p.NoiseStd)) < z {
-			return p, errors.New("noisygd: calibration with grid slack failed")
+		for i := 0; p.NoiseStd/calSens(p.NoiseStd) < z; i++ {
+			if i > 100 {
+				return p, errors.New("noisygd: calibration with the grid margin failed")
+			}
+			p.NoiseStd *= 1 + 1e-9
 		}
 	}
-	zEff := p.NoiseStd / (p.Sensitivity + slack(p.NoiseStd))
+	zEff := p.NoiseStd / calSens(p.NoiseStd)
 	if opt.Sigma == 0 {
 		good, err := noisyGDMeets(zEff, p.Steps, accountingRate(p.BatchRate), epsilon, delta)
 		if err != nil {

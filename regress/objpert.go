@@ -144,10 +144,10 @@ import (
 // ‖U_D(v) − U_{D'}(v)‖ ≤ 2r, so given v the second release is
 // noise.AddGaussian applied to inputs at distance ≤ 2r: a discrete Gaussian
 // mechanism on the grid, whose loss L2 is dominated by that of the Gaussian
-// mechanism with μ2 = (2r + GaussianGridSlack(σ2, d))/σ2, whatever v is.
-// (This is the grid argument of accounting.GaussianSigma, used by every
-// Gaussian release of the library; the objective noise needs no such
-// argument, step 1 being an exact coupling.) For every event S,
+// mechanism with μ2 = noise.GaussianCalibrationSensitivity(2r, σ2, d)/σ2 (the
+// grid slack, and the proven margin that covers the discrete Gaussian's δ
+// against the continuous curve), whatever v is. The objective noise needs no
+// such argument, step 1 being an exact coupling. For every event S,
 // P_D(S) − e^ε P_{D'}(S) ≤ E_D[(1 − e^{ε − L1 − L2})₊], which is increasing
 // in L1, so with ε' = ε − J:
 //
@@ -442,11 +442,17 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertO
 			return ObjPertPlan{}, fmt.Errorf("objpert: ε = %v too small for the noise grid", epsilon)
 		}
 		p.Sigma2 = math.Nextafter(sens2/den, math.Inf(1))
-		for (sens2+noise.GaussianGridSlack(p.Sigma2, d))/p.Sigma2 > mu2 {
-			p.Sigma2 = math.Nextafter(p.Sigma2, math.Inf(1))
+		for i := 0; noise.GaussianCalibrationSensitivity(sens2, p.Sigma2, d)/p.Sigma2 > mu2; i++ {
+			if i > 100 {
+				return ObjPertPlan{}, fmt.Errorf("objpert: calibration with the grid margin failed at ε = %v", epsilon)
+			}
+			p.Sigma2 *= 1 + 1e-9
 		}
 		p.Mu1 = p.GradSensitivity / p.Sigma1
-		p.Mu2 = (sens2 + noise.GaussianGridSlack(p.Sigma2, d)) / p.Sigma2
+		// The output noise is a discrete Gaussian on a grid: its μ includes
+		// the grid slack and the margin over the continuous curve
+		// (noise.GaussianCalibrationSensitivity).
+		p.Mu2 = noise.GaussianCalibrationSensitivity(sens2, p.Sigma2, d) / p.Sigma2
 		if p.AchievedDelta = p.DeltaAt(epsilon); p.AchievedDelta <= delta {
 			return p, nil
 		}

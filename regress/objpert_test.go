@@ -46,7 +46,7 @@ func indepObjPertDelta(t *testing.T, kind Kind, eps, lambda float64, n int64, d 
 	j := math.Log1p(beta * (1 + 1e-9) / (float64(n) * lambda))
 	e := eps - j
 	mu1 := sens0 / rel0
-	mu2 := (sens1 + noise.GaussianGridSlack(rel1, d)) / rel1
+	mu2 := noise.GaussianCalibrationSensitivity(sens1, rel1, d) / rel1
 	h := func(c, mu float64) float64 {
 		if c >= 0 {
 			v, err := accounting.AnalyticGaussianDelta(c, 1, mu)

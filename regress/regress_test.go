@@ -59,9 +59,12 @@ func TestSensitivitiesTable(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if math.Abs(got.FM-c.want.FM) > 1e-15 || math.Abs(got.Relaxed-c.want.Relaxed) > 1e-15 ||
-			math.Abs(got.Lambda1-c.want.Lambda1) > 1e-15 || math.Abs(got.Lambda2-c.want.Lambda2) > 1e-15 {
-			t.Errorf("%s d=%d: got %+v want %+v", c.kind, c.d, got, c.want)
+		// The published values, plus the floating-point term (rounding.go):
+		// never below, and above by at most a relative 1e-8 here.
+		for _, v := range [][2]float64{{got.FM, c.want.FM}, {got.Relaxed, c.want.Relaxed}, {got.Lambda1, c.want.Lambda1}, {got.Lambda2, c.want.Lambda2}} {
+			if v[0] < v[1] || v[0] > v[1]*(1+1e-8) {
+				t.Errorf("%s d=%d: got %+v want %+v (+ rounding)", c.kind, c.d, got, c.want)
+			}
 		}
 	}
 	if _, err := SensitivitiesFor(Linear, 0, 10); err == nil {

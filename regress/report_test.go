@@ -42,7 +42,7 @@ func TestReportedGuaranteeHolds(t *testing.T) {
 			// One Gaussian mechanism: whitened sensitivity over the blocks.
 			s2 := 0.0
 			for _, r := range p.Releases {
-				e := (r.Sensitivity + noise.GaussianGridSlack(r.Scale, r.Entries)) / r.Scale
+				e := noise.GaussianCalibrationSensitivity(r.Sensitivity, r.Scale, r.Entries) / r.Scale
 				s2 += e * e
 			}
 			d, err := accounting.AnalyticGaussianDelta(c.eps, 1, math.Sqrt(s2))
@@ -105,7 +105,7 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 					t.Fatalf("%s: release %q has %s noise", c.mech, r.Name, r.Noise)
 				}
 				sc := r.Scale * scaleFactor
-				e := (r.Sensitivity + noise.GaussianGridSlack(sc, r.Entries)) / sc
+				e := noise.GaussianCalibrationSensitivity(r.Sensitivity, sc, r.Entries) / sc
 				s2 += float64(c.reps) * e * e
 			}
 			d, err := accounting.AnalyticGaussianDelta(p.Epsilon, 1, math.Sqrt(s2))

@@ -84,8 +84,11 @@ func TestFitPredictEvaluate(t *testing.T) {
 	if fit.Rows != 4000 || fit.Privacy.Epsilon != 1 || fit.Privacy.Delta != 1e-6 || !fit.Privacy.Insecure {
 		t.Fatalf("fit report: %+v", fit)
 	}
-	if len(fit.Privacy.Releases) != 2 || math.Abs(fit.Privacy.Releases[0].Sensitivity-4.0/4000) > 1e-15 ||
-		math.Abs(fit.Privacy.Releases[1].Sensitivity-math.Sqrt2/4000) > 1e-15 {
+	// Gaussian FM's Δ1 = 4/N and Δ2 = √2/N plus the floating-point term
+	// (regress/rounding.go): never below, at most a relative 1e-8 above.
+	near := func(got, want float64) bool { return got >= want && got <= want*(1+1e-8) }
+	if len(fit.Privacy.Releases) != 2 || !near(fit.Privacy.Releases[0].Sensitivity, 4.0/4000) ||
+		!near(fit.Privacy.Releases[1].Sensitivity, math.Sqrt2/4000) {
 		t.Fatalf("releases: %+v", fit.Privacy.Releases)
 	}
 
