@@ -98,13 +98,15 @@ func unitAnalyticSigma(eps, delta, slack float64) (float64, error) {
 // δ_analytic(ε; (Δ + GridSlackRatio·σ)/σ) ≤ δ.
 //
 // Why the continuous formula covers the grid sampler: AddGaussian is exactly
-// the discrete Gaussian mechanism in grid units, where σ/g ≥ 2^21 and the
-// sensitivity is ≳ 2^21·Δ/σ grid steps. At that resolution the discrete and
-// continuous privacy profiles agree to a relative error that falls like the
-// square of σ in grid steps (Euler-Maclaurin: the summand vanishes at the
-// privacy-loss threshold; measured below 1e-6 already at σ ≈ 500-2500
-// steps, and falling ~100× per 10× steps, for ε from 0.001 to 1), while charging slack GridSlackRatio·σ instead of the true ≤ ½ of it
-// leaves a relative δ margin of order 1e-5 (tested ≥ 1e-6).
+// the discrete Gaussian mechanism in grid units (σ/g ≥ 2^21). Its δ exceeds
+// the continuous curve's by at most what a sensitivity inflated by the factor
+// 1 + noise.DiscreteGaussianMargin (2^-32) covers; the proof is in
+// noise.GaussianCalibrationSensitivity, and the exact discrete δ at the
+// library's grids is within ±3e-13 relative of the continuous one
+// (noise/discrete_test.go). This function charges GridSlackRatio·σ of slack,
+// twice the largest rounding (GridSlackRatio·σ/2); the spare covers the
+// margin whenever Δ/σ < 2047, i.e. for every useful ε. Callers composing
+// several releases should use noise.GaussianCalibrationSensitivity directly.
 func GaussianSigma(epsilon, delta, l2Sensitivity float64) (float64, error) {
 	if err := checkPositive("ε", epsilon); err != nil {
 		return 0, err
