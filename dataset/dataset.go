@@ -77,6 +77,9 @@ type Options struct {
 	// TargetOptional allows the target column to be absent (prediction);
 	// its slot in each encoded row is then 0.
 	TargetOptional bool
+	// Parquet bounds the memory and work a Parquet file may demand (see
+	// ParquetLimits); the zero value takes the defaults.
+	Parquet ParquetLimits
 
 	chunkSize int // tests: CSV read size (default chunkSize)
 }

@@ -1,8 +1,6 @@
 package dataset
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +16,11 @@ import (
 // otherwise), booleans as "1"/"0", strings as they are, and nulls as an
 // empty field (a missing value). For Parquet, RowError.Line is the 1-based
 // row number and RowError.Column the 1-based column number.
+//
+// The file's sizes and counts are checked before the decoder trusts them
+// (pqguard.go, pqthrift.go, Options.Parquet): a hostile file is refused
+// with an error naming the ParquetLimits field or the inconsistency, instead
+// of making the decoder allocate gigabytes.
 
 const pqBatchRows = 8192
 
@@ -29,12 +32,14 @@ type pqBatch struct {
 
 type parquetSource struct {
 	p      *pipeline
+	guard  *pqGuard
 	file   *parquet.File
 	size   int64
 	names  []string
 	groups []parquet.RowGroup
 	g      int
 	rows   parquet.Rows
+	left   int64 // rows of the current row group not yet read
 	done   int64
 }
 
@@ -48,14 +53,19 @@ func newParquetSource(p *pipeline, f *os.File) (src source, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.path, err)
 	}
-	if err := checkParquetFrame(f, st.Size()); err != nil {
-		return nil, fmt.Errorf("%s: parquet: %w", p.path, err)
-	}
-	pf, err := parquet.OpenFile(f, st.Size())
+	// The decoder trusts the sizes written in the file: check them first
+	// (pqguard.go).
+	guard, err := newPQGuard(f, st.Size(), p.opt.Parquet)
 	if err != nil {
 		return nil, fmt.Errorf("%s: parquet: %w", p.path, err)
 	}
-	s := &parquetSource{p: p, file: pf, size: st.Size(), groups: pf.RowGroups()}
+	// The page index and bloom filters are not needed to read every row;
+	// skipping them keeps the decoder away from their (unchecked) sizes.
+	pf, err := parquet.OpenFile(f, st.Size(), parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, fmt.Errorf("%s: parquet: %w", p.path, err)
+	}
+	s := &parquetSource{p: p, guard: guard, file: pf, size: st.Size(), groups: pf.RowGroups()}
 	for _, c := range pf.Root().Columns() {
 		if !c.Leaf() || c.Repeated() {
 			return nil, fmt.Errorf("%s: parquet: column %q is nested or repeated; only flat tables are supported", p.path, c.Name())
@@ -85,30 +95,6 @@ func newParquetSource(p *pipeline, f *os.File) (src source, err error) {
 	return s, nil
 }
 
-// checkParquetFrame checks the magic numbers and the footer length before
-// the decoder sees the file: a corrupt length would otherwise make it
-// allocate up to 4 GiB before failing.
-func checkParquetFrame(f io.ReaderAt, size int64) error {
-	if size < 12 {
-		return fmt.Errorf("file of %d bytes is too short (truncated?)", size)
-	}
-	var head [4]byte
-	var tail [8]byte
-	if _, err := f.ReadAt(head[:], 0); err != nil {
-		return err
-	}
-	if _, err := f.ReadAt(tail[:], size-8); err != nil {
-		return err
-	}
-	if string(head[:]) != "PAR1" || string(tail[4:]) != "PAR1" {
-		return errors.New("missing PAR1 magic at the start or end (not Parquet, or truncated)")
-	}
-	if n := binary.LittleEndian.Uint32(tail[:4]); int64(n) > size-12 {
-		return fmt.Errorf("footer length %d exceeds the file size %d (corrupt or truncated)", n, size)
-	}
-	return nil
-}
-
 func (s *parquetSource) header() ([]string, error) { return s.names, nil }
 
 func (s *parquetSource) next() (c *chunk, err error) {
@@ -122,14 +108,28 @@ func (s *parquetSource) next() (c *chunk, err error) {
 	for {
 		if s.rows == nil {
 			if s.g >= len(s.groups) {
+				s.guard.dec.close()
 				s.p.counts.n.Store(s.size)
 				return nil, io.EOF
 			}
+			if err := s.guard.checkRowGroup(s.g); err != nil {
+				return nil, fmt.Errorf("%s: parquet: %w", s.p.path, err)
+			}
 			s.rows = s.groups[s.g].Rows()
+			s.left = s.groups[s.g].NumRows()
 			s.g++
 		}
-		buf := make([]parquet.Row, pqBatchRows)
+		if s.left <= 0 {
+			s.rows.Close()
+			s.rows = nil
+			continue
+		}
+		// Ask for no more rows than the row group holds: parquet-go's
+		// ReadRows does work for every slot of the buffer, and a batch of
+		// 8192 for a row group of 25 rows cost 28 ms instead of 0.3 ms.
+		buf := make([]parquet.Row, min(pqBatchRows, s.left))
 		n, err := s.rows.ReadRows(buf)
+		s.left -= int64(n)
 		// The rows are fresh allocations, but byte arrays may point into the
 		// reader's page buffers: copy those.
 		for i := 0; i < n; i++ {
