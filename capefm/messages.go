@@ -3,6 +3,7 @@ package capefm
 import (
 	"fmt"
 	"math"
+	"unicode/utf8"
 
 	"github.com/dplearn/dplearn/secagg"
 )
@@ -135,6 +136,35 @@ type Release struct {
 	Values  []float64
 }
 
+// Announce (round Hello, site → aggregator, before any attempt) is what a
+// site sends when it connects: its name (which the transport binds to its
+// certificate), its public number of rows N_s, the fingerprint of the
+// schema it encodes with, and whether its noise source is secure. The
+// aggregator gathers the announcements of the expected sites (Gather) and
+// builds the roster of the first Offer from them, so it needs no N_s on its
+// command line; N_s is public under bounded DP. Its session is all zeros
+// (there is no attempt yet).
+type Announce struct {
+	Name   string
+	N      int64
+	Schema [32]byte
+	Secure bool
+}
+
+// Outcome (aggregator → one site) ends the site's part in the fit: OK
+// reports a published model, otherwise Text says why the site is not (or
+// no longer) taking part: an announcement refused, a fit aborted, a site
+// that arrived after the roster was fixed. Session is the attempt's, or
+// zeros before any attempt. A site stops when it receives one.
+type Outcome struct {
+	Session [32]byte
+	OK      bool
+	Text    string
+}
+
+// maxText bounds Outcome.Text in bytes.
+const maxText = 4096
+
 // Type codes (the payload's second byte).
 const (
 	codeOffer uint8 = iota + 1
@@ -150,6 +180,8 @@ const (
 	codeUnmaskResponse
 	codeSumBroadcast
 	codeRelease
+	codeAnnounce
+	codeOutcome
 )
 
 func (*Offer) Round() Round        { return RoundHello }
@@ -158,6 +190,8 @@ func (*Refuse) Round() Round       { return RoundHello }
 func (*Agreed) Round() Round       { return RoundHello }
 func (*SumBroadcast) Round() Round { return RoundSumBroadcast }
 func (*Release) Round() Round      { return RoundRelease }
+func (*Announce) Round() Round     { return RoundHello }
+func (*Outcome) Round() Round      { return RoundCombine }
 func (m *SecAgg) Round() Round {
 	switch m.Msg.(type) {
 	case *secagg.AdvertiseKeys, *secagg.KeyRoster:
@@ -178,6 +212,8 @@ func (*Refuse) Type() string       { return "refuse" }
 func (*Agreed) Type() string       { return "agreed" }
 func (*SumBroadcast) Type() string { return "sum-broadcast" }
 func (*Release) Type() string      { return "release" }
+func (*Announce) Type() string     { return "announce" }
+func (*Outcome) Type() string      { return "outcome" }
 func (m *SecAgg) Type() string {
 	switch m.Msg.(type) {
 	case *secagg.AdvertiseKeys:
@@ -204,6 +240,8 @@ func (m *Refuse) Party() uint32     { return m.From }
 func (*Agreed) Party() uint32       { return 0 }
 func (*SumBroadcast) Party() uint32 { return 0 }
 func (m *Release) Party() uint32    { return m.From }
+func (*Announce) Party() uint32     { return 0 }
+func (*Outcome) Party() uint32      { return 0 }
 func (m *SecAgg) Party() uint32 {
 	if m.Msg == nil {
 		return 0
@@ -217,6 +255,8 @@ func (*Refuse) Upstream() bool       { return true }
 func (*Agreed) Upstream() bool       { return false }
 func (*SumBroadcast) Upstream() bool { return false }
 func (*Release) Upstream() bool      { return true }
+func (*Announce) Upstream() bool     { return true }
+func (*Outcome) Upstream() bool      { return false }
 func (m *SecAgg) Upstream() bool {
 	switch m.Msg.(type) {
 	case *secagg.AdvertiseKeys, *secagg.ShareKeys, *secagg.MaskedInput, *secagg.UnmaskResponse:
@@ -231,6 +271,8 @@ func (m *Refuse) SessionID() [32]byte       { return m.Session }
 func (m *Agreed) SessionID() [32]byte       { return m.Session }
 func (m *SumBroadcast) SessionID() [32]byte { return m.Session }
 func (m *Release) SessionID() [32]byte      { return m.Session }
+func (*Announce) SessionID() [32]byte       { return [32]byte{} }
+func (m *Outcome) SessionID() [32]byte      { return m.Session }
 func (m *SecAgg) SessionID() [32]byte {
 	var s [32]byte
 	copy(s[:], secaggSession(m.Msg))
@@ -299,10 +341,7 @@ func (m *Refuse) MarshalBinary() ([]byte, error) {
 	if !ValidName(m.Name) {
 		return nil, fmt.Errorf("capefm: refuse: invalid site name %q", m.Name)
 	}
-	reason := m.Reason
-	if len(reason) > maxReason {
-		reason = reason[:maxReason]
-	}
+	reason := clipText(m.Reason, maxReason)
 	w := header(codeRefuse, m.Session)
 	w.u32(m.From)
 	w.str16(m.Name)
@@ -337,6 +376,47 @@ func (m *SumBroadcast) MarshalBinary() ([]byte, error) {
 		w.u32(s)
 	}
 	return w.b, nil
+}
+
+func (m *Announce) MarshalBinary() ([]byte, error) {
+	if !ValidName(m.Name) {
+		return nil, fmt.Errorf("capefm: announce: invalid site name %q", m.Name)
+	}
+	if m.N < 1 {
+		return nil, fmt.Errorf("capefm: announce: N = %d rows", m.N)
+	}
+	w := header(codeAnnounce, [32]byte{})
+	w.str16(m.Name)
+	w.u64(uint64(m.N))
+	w.raw(m.Schema[:])
+	if m.Secure {
+		w.u8(1)
+	} else {
+		w.u8(0)
+	}
+	return w.b, nil
+}
+
+func (m *Outcome) MarshalBinary() ([]byte, error) {
+	w := header(codeOutcome, m.Session)
+	if m.OK {
+		w.u8(1)
+	} else {
+		w.u8(0)
+	}
+	w.str16(clipText(m.Text, maxText))
+	return w.b, nil
+}
+
+// clipText cuts s to at most n bytes at a UTF-8 boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // maxVector bounds the length of a release or a sum: L for D = MaxFeatures.
@@ -642,6 +722,42 @@ func Unmarshal(b []byte) (Message, error) {
 		}
 		if r.err == nil && (nf == 0) == (nv == 0) {
 			r.fail("release: want exactly one of the fixed-point and float vectors")
+		}
+		m = x
+	case codeAnnounce:
+		if session != ([32]byte{}) {
+			r.fail("announce: session is not zero")
+		}
+		x := &Announce{}
+		x.Name = r.str16("site name", maxName)
+		x.N = int64(r.u64("N"))
+		x.Schema = r.fixed32("schema fingerprint")
+		switch r.u8("secure flag") {
+		case 0:
+		case 1:
+			x.Secure = true
+		default:
+			r.fail("announce: secure flag is not 0 or 1")
+		}
+		if r.err == nil && !ValidName(x.Name) {
+			r.fail("announce: invalid site name")
+		}
+		if r.err == nil && (x.N < 1 || x.N > math.MaxInt64/int64(MaxSites)) {
+			r.fail("announce: N = %d rows", x.N)
+		}
+		m = x
+	case codeOutcome:
+		x := &Outcome{Session: session}
+		switch r.u8("ok flag") {
+		case 0:
+		case 1:
+			x.OK = true
+		default:
+			r.fail("outcome: ok flag is not 0 or 1")
+		}
+		x.Text = r.str16("text", maxText)
+		if r.err == nil && !utf8.ValidString(x.Text) {
+			r.fail("outcome: text is not UTF-8")
 		}
 		m = x
 	default:

@@ -495,6 +495,9 @@ func sampleMessages(t testing.TB) [][]byte {
 		&Refuse{Session: [32]byte{1}, From: 2, Name: "site-2", Reason: "parameter epsilon"},
 		&Release{Session: [32]byte{1}, From: 2, Values: []float64{0.5, -1}},
 		&SumBroadcast{Session: [32]byte{1}, Included: []uint32{1, 2}},
+		&Announce{Name: "site-2", N: 30, Schema: testSchema, Secure: true},
+		&Outcome{Session: [32]byte{1}, OK: true, Text: "model published: (1, 1e-05)-DP per site"},
+		&Outcome{Text: "refusé: schéma différent"},
 	}
 	for _, m := range extra {
 		b, err := m.MarshalBinary()

@@ -31,6 +31,28 @@ type ServeOptions struct {
 	// NewSession returns a fresh session ID per attempt (default: 32 bytes
 	// from crypto/rand).
 	NewSession func() ([32]byte, error)
+	// OnAttempt, if set, is called when an attempt starts, with its
+	// parameters and calibration.
+	OnAttempt func(p Params, cal *Calibration)
+	// OnAttemptEnd, if set, is called when an attempt ends (Err nil: it
+	// produced the model).
+	OnAttemptEnd func(AttemptLog)
+	// OnRound, if set, is called when a round of an attempt is closed:
+	// who was expected, who answered, who timed out or disconnected.
+	OnRound func(RoundReport)
+}
+
+// RoundReport describes one round of an attempt once the aggregator stopped
+// waiting for it (for logs: names and timings only, nothing from the data).
+type RoundReport struct {
+	Attempt uint32
+	Round   Round
+	// Expected are the sites that were to answer; Answered those whose
+	// message was accepted; the rest TimedOut (no answer by the round's
+	// deadline), Disconnected (their connection closed), or Failed (they
+	// reported an error, in-process runs).
+	Expected, Answered, TimedOut, Disconnected, Failed []string
+	Elapsed                                            time.Duration
 }
 
 // RunOptions configures an in-process run (Run): Serve's options and
@@ -154,8 +176,14 @@ func Serve(ctx context.Context, template Params, hub Hub, opt ServeOptions) (*Ru
 			names[i] = s.Name
 		}
 		logf("attempt %d: %d sites (%v), τ = %g", attempt, len(live), names, p.Tau)
+		if opt.OnAttempt != nil {
+			opt.OnAttempt(agg.Params(), agg.Calibration())
+		}
 		res, err := runAttempt(ctx, agg, hub, opt, logf)
 		logs = append(logs, AttemptLog{Attempt: attempt, Sites: names, Err: err, NoiseFixed: agg.NoiseFixed()})
+		if opt.OnAttemptEnd != nil {
+			opt.OnAttemptEnd(logs[len(logs)-1])
+		}
 		if err == nil {
 			return &RunResult{Result: res, Attempts: logs}, nil
 		}
@@ -334,7 +362,8 @@ func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions,
 	collect := func() error {
 		start := time.Now()
 		r := agg.Round()
-		expected := len(agg.Expected())
+		expectedIDs := agg.Expected()
+		expected := len(expectedIDs)
 		rctx, cancel := context.WithTimeout(ctx, opt.RoundTimeout)
 		defer cancel()
 		failed := map[string]bool{} // sites that reported an error instead of answering this round
@@ -373,6 +402,20 @@ func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions,
 				continue
 			}
 			m := ev.Msg
+			if _, late := m.(*Announce); late {
+				// A site announcing itself now arrived after the roster was
+				// fixed, or restarted and lost its state: it cannot take
+				// part in this fit.
+				inAttempt := slices.ContainsFunc(p.Sites, func(s SiteInfo) bool { return s.Name == ev.Site })
+				if inAttempt {
+					lost[ev.Site] = true
+				}
+				logf("attempt %d round %s: site %s announced itself after the fit started: told it cannot join", p.Attempt, r, ev.Site)
+				if err := hub.Send(ctx, ev.Site, &Outcome{Session: p.Session, Text: fmt.Sprintf("the fit is under way (attempt %d, round %s): a site that announces itself now (late, or restarted) cannot join it", p.Attempt, r)}); err != nil && ctx.Err() != nil {
+					return ctx.Err()
+				}
+				continue
+			}
 			if id := m.Party(); agg.Name(id) != ev.Site {
 				logf("attempt %d round %s: site %s sent a message naming site %d: refused", p.Attempt, r, ev.Site, id)
 				continue
@@ -388,10 +431,29 @@ func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions,
 			observe(m)
 		}
 		var missing []string
-		for _, id := range agg.Pending() {
+		rep := RoundReport{Attempt: p.Attempt, Round: r, Elapsed: time.Since(start)}
+		pending := agg.Pending()
+		for _, id := range expectedIDs {
+			name := agg.Name(id)
+			rep.Expected = append(rep.Expected, name)
+			switch {
+			case !slices.Contains(pending, id):
+				rep.Answered = append(rep.Answered, name)
+			case lost[name]:
+				rep.Disconnected = append(rep.Disconnected, name)
+			case failed[name]:
+				rep.Failed = append(rep.Failed, name)
+			default:
+				rep.TimedOut = append(rep.TimedOut, name)
+			}
+		}
+		for _, id := range pending {
 			missing = append(missing, agg.Name(id))
 		}
 		logf("attempt %d round %d (%s): %d of %d sites answered, missing %v (%v)", p.Attempt, r, r, expected-len(missing), expected, missing, time.Since(start).Round(time.Millisecond))
+		if opt.OnRound != nil {
+			opt.OnRound(rep)
+		}
 		return nil
 	}
 
@@ -452,6 +514,9 @@ func runSite(ctx context.Context, s *Site, in <-chan []byte, out chan<- upEnv, o
 		if err != nil {
 			reply(upEnv{err: err})
 			continue
+		}
+		if _, ok := m.(*Outcome); ok {
+			continue // the site's part is over; Run ends with Serve
 		}
 		r := answerRound(m)
 		env := upEnv{session: m.SessionID(), round: r}
