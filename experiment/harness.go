@@ -151,6 +151,7 @@ func registry() []spec {
 		gfmUtilitySpec("gfm-logistic"),
 		fmFiguresSpec(),
 		irlsSpec(),
+		capeSpec("capefm-linear"), capeSpec("capefm-logistic"), capeSpec("capefm-sites"),
 	}
 }
 
