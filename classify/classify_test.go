@@ -278,6 +278,9 @@ func TestSpecDigits(t *testing.T) {
 	if err != nil || !slices.Equal(s2.FeatureNames(), s.FeatureNames()) || !slices.Equal(s2.ClassNames(), s.ClassNames()) {
 		t.Fatalf("round trip: %v", err)
 	}
+	if s.Fingerprint() != s2.Fingerprint() || len(s.Fingerprint()) != 64 {
+		t.Fatalf("fingerprints %s %s", s.Fingerprint(), s2.Fingerprint())
+	}
 }
 
 func TestSpecBinaryAndCategorical(t *testing.T) {

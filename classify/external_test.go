@@ -257,6 +257,20 @@ for line in sys.stdin:            # one request per line, until dplearn closes s
         send({"error": repr(e)})
 `
 
+// TestTeachersDocExample checks that docs/teachers.md shows exactly the
+// program TestExternalPython runs.
+func TestTeachersDocExample(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "teachers.md"))
+	if err != nil {
+		t.Skipf("docs not beside the package: %v", err)
+	}
+	_, after, ok := strings.Cut(string(doc), "```python\n")
+	block, _, ok2 := strings.Cut(after, "```")
+	if !ok || !ok2 || block != pythonTeacher {
+		t.Fatalf("docs/teachers.md's Python example differs from the tested one:\n%s", block)
+	}
+}
+
 func TestExternalPython(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {

@@ -3,6 +3,8 @@ package classify
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -200,6 +202,17 @@ func (s *Spec) UnmarshalJSON(data []byte) error {
 	}
 	*s = *p
 	return nil
+}
+
+// Fingerprint returns a hex SHA-256 of the spec's JSON form: parties that
+// must encode rows alike (a DPPP client and its teachers) can compare it.
+func (s *Spec) Fingerprint() string {
+	b, err := s.MarshalJSON()
+	if err != nil {
+		return ""
+	}
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 // Target returns the name of the label column.
