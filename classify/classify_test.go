@@ -347,6 +347,7 @@ func TestSpecBinaryAndCategorical(t *testing.T) {
 		`{"target": {"name": "", "classes": ["a", "b"]}, "features": [{"name": "w", "range": [0, 1]}]}`,
 		`{"target": {"name": "y", "classes": ["a", "b"]}, "features": [{"name": "w", "range": [0, 1]}]} {}`,
 		`{"target": `,
+		`{"target": {"name": "y", "classes": ["a", "b"]}, "features": [{"name": "c", "categories": ["only"]}]}`,
 	}
 	for _, b := range bad {
 		if _, err := ParseSpec([]byte(b)); err == nil {

@@ -13,6 +13,9 @@ import (
 // MaxClasses is the largest number of classes a model may have.
 const MaxClasses = 1000
 
+// MaxFeatures is the longest input row a model may take.
+const MaxFeatures = 1 << 24
+
 // Data is a labelled training or test set: N rows of D features, row-major
 // in X, and a class index in [0, Classes) per row.
 type Data struct {
@@ -55,7 +58,7 @@ func (d *Data) Validate() error {
 	if d.Classes < 2 || d.Classes > MaxClasses {
 		return fmt.Errorf("classify: %d classes (want 2 to %d)", d.Classes, MaxClasses)
 	}
-	if d.D < 1 {
+	if d.D < 1 || d.D > MaxFeatures {
 		return fmt.Errorf("classify: %d features: %w", d.D, ErrWidth)
 	}
 	if len(d.Y) == 0 {

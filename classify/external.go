@@ -41,8 +41,6 @@ const (
 	DefaultExternalBatch  = 256
 	// MaxReplyBytes bounds one line from the program.
 	MaxReplyBytes = 16 << 20
-	// MaxExternalFeatures bounds the row length a handshake may declare.
-	MaxExternalFeatures = 1 << 24
 )
 
 // ExternalOptions tunes StartExternal. The zero value gives the defaults.
@@ -218,8 +216,8 @@ func (e *External) handshake(ctx context.Context) error {
 		return e.fail(fmt.Errorf("handshake declares protocol version %d; this dplearn speaks %d", *h.Version, ExternalProtocolVersion))
 	case *h.Classes < 2 || *h.Classes > MaxClasses:
 		return e.fail(fmt.Errorf("handshake declares %d classes (want 2 to %d)", *h.Classes, MaxClasses))
-	case *h.Features < 1 || *h.Features > MaxExternalFeatures:
-		return e.fail(fmt.Errorf("handshake declares %d features (want 1 to %d)", *h.Features, MaxExternalFeatures))
+	case *h.Features < 1 || *h.Features > MaxFeatures:
+		return e.fail(fmt.Errorf("handshake declares %d features (want 1 to %d)", *h.Features, MaxFeatures))
 	case e.opt.Classes != 0 && *h.Classes != e.opt.Classes:
 		return e.fail(fmt.Errorf("handshake declares %d classes, expected %d", *h.Classes, e.opt.Classes))
 	case e.opt.Features != 0 && *h.Features != e.opt.Features:

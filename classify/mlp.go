@@ -81,7 +81,7 @@ func (m *MLP) PredictProba(x, out []float64) {
 }
 
 func (m *MLP) validate() error {
-	if m.K < 2 || m.K > MaxClasses || m.D < 1 || m.H < 1 || m.H > MaxHidden {
+	if m.K < 2 || m.K > MaxClasses || m.D < 1 || m.D > MaxFeatures || m.H < 1 || m.H > MaxHidden {
 		return fmt.Errorf("mlp: %d features, %d hidden units, %d classes", m.D, m.H, m.K)
 	}
 	if m.Activation != ActivationReLU && m.Activation != ActivationTanh {

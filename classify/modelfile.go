@@ -124,12 +124,15 @@ func (f *ModelFile) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, c := range f.ClassNames {
+		if c == "" {
+			return errors.New("an empty class name")
+		}
 		if seen[c] {
 			return fmt.Errorf("class %q listed twice", c)
 		}
 		seen[c] = true
 	}
-	if f.Features < 1 {
+	if f.Features < 1 || f.Features > MaxFeatures {
 		return fmt.Errorf("%d features", f.Features)
 	}
 	if f.Input != nil {

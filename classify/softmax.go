@@ -72,7 +72,7 @@ func (m *Softmax) PredictProba(x, out []float64) {
 
 // validate checks the parameter shapes and values.
 func (m *Softmax) validate() error {
-	if m.K < 2 || m.K > MaxClasses || m.D < 1 {
+	if m.K < 2 || m.K > MaxClasses || m.D < 1 || m.D > MaxFeatures {
 		return fmt.Errorf("softmax: %d classes, %d features", m.K, m.D)
 	}
 	if len(m.W) != m.D*m.K || len(m.B) != m.K {

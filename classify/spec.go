@@ -148,7 +148,7 @@ func newMulticlass(target string, classes []string, features []schema.Feature) (
 	}
 	s := &Spec{target: target, classes: append([]string(nil), classes...), multiclass: true, features: feats, train: train, query: query}
 	s.names = query.FeatureNames()[1:]
-	return s, nil
+	return s, s.checkWidth()
 }
 
 func specFromBinary(sc *schema.Schema) (*Spec, error) {
@@ -177,7 +177,17 @@ func specFromBinary(sc *schema.Schema) (*Spec, error) {
 	query.Target = schema.Target{Name: noTarget}
 	s := &Spec{target: t.Name, classes: classes, features: sc.Features, train: &train, query: &query}
 	s.names = query.FeatureNames()[1:]
-	return s, nil
+	return s, s.checkWidth()
+}
+
+func (s *Spec) checkWidth() error {
+	if len(s.names) == 0 {
+		return errors.New("spec: the features encode to no columns (a categorical feature with one category carries no information)")
+	}
+	if len(s.names) > MaxFeatures {
+		return fmt.Errorf("spec: %d encoded features, more than %d", len(s.names), MaxFeatures)
+	}
+	return nil
 }
 
 // MarshalJSON writes the spec in the form ParseSpec reads: the schema file
