@@ -87,7 +87,7 @@ func TestMemoryFaults(t *testing.T) {
 			stop := errors.New("test: site-4 exits")
 			res, err, errs, log := memoryFit(t, f, ServeOptions{}, nil, func(i int, _ transport.Conn, o *JoinOptions) {
 				if i == 3 {
-					o.BeforeSend = func(_ context.Context, m capefm.Message, _ []byte) error {
+					o.BeforeSend = func(_ context.Context, m capefm.Message, _ []byte, _ *capefm.Params) error {
 						if m.Round() == tc.round {
 							return stop
 						}
@@ -129,7 +129,7 @@ func TestStaleSessionRefused(t *testing.T) {
 		if i != 0 {
 			return
 		}
-		o.BeforeSend = func(ctx context.Context, m capefm.Message, b []byte) error {
+		o.BeforeSend = func(ctx context.Context, m capefm.Message, b []byte, _ *capefm.Params) error {
 			if m.Round() == capefm.RoundAdvertiseKeys {
 				bad := append([]byte(nil), b...)
 				bad[5] ^= 0xff // inside the session

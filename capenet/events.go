@@ -43,6 +43,8 @@ type Event struct {
 	ElapsedMS float64 `json:"elapsed_ms,omitempty"`
 	// N is an announced site's public number of rows, or Σ N_s of a roster.
 	N int64 `json:"n,omitempty"`
+	// Address is the hub's listening address ("listening").
+	Address string `json:"address,omitempty"`
 	// Message is the event in words: the line the text log prints.
 	Message string `json:"message"`
 }

@@ -25,7 +25,7 @@ type JoinOptions struct {
 	// the message and its encoding; a non-nil error stops Join with that
 	// error, nothing sent. The CLI's hidden --test-fault flag uses it to
 	// make a site exit, replay or send an oversized message at a round.
-	BeforeSend func(ctx context.Context, m capefm.Message, payload []byte) error
+	BeforeSend func(ctx context.Context, m capefm.Message, payload []byte, current *capefm.Params) error
 }
 
 // JoinResult is a site's view of a completed fit.
@@ -77,13 +77,14 @@ func Join(ctx context.Context, conn transport.Conn, site *capefm.Site, opt JoinO
 	}
 	log := emitter(opt.Events)
 	res := &JoinResult{}
+	var current *capefm.Params
 	send := func(m capefm.Message) error {
 		b, err := m.MarshalBinary()
 		if err != nil {
 			return err
 		}
 		if opt.BeforeSend != nil {
-			if err := opt.BeforeSend(ctx, m, b); err != nil {
+			if err := opt.BeforeSend(ctx, m, b, current); err != nil {
 				return err
 			}
 		}
@@ -100,7 +101,6 @@ func Join(ctx context.Context, conn transport.Conn, site *capefm.Site, opt JoinO
 		return nil, err
 	}
 	log.emit(Event{Kind: "announced", Site: site.Name(), N: an.N, Message: fmt.Sprintf("announced %s: N = %d rows, schema %x…; waiting for the other sites and the offer", site.Name(), an.N, an.Schema[:6])})
-	var current *capefm.Params
 	for {
 		rctx, cancel := context.WithTimeout(ctx, opt.IdleTimeout)
 		env, err := conn.Recv(rctx)

@@ -36,6 +36,7 @@ declared in a schema file; nothing is derived from the private data.`,
 		newDPPPCmd(),
 		newExperimentCmd(),
 		newCertsCmd(),
+		newCapeCmd(),
 	)
 	return root
 }
