@@ -112,3 +112,52 @@ func TestMLPForwardMatchesBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestLBFGSQuadratic minimises ½xᵀAx − bᵀx for a random positive definite A
+// and compares with the solution of Ax = b.
+func TestLBFGSQuadratic(t *testing.T) {
+	const n = 12
+	rng := rand.New(rand.NewPCG(7, 7))
+	M := make([]float64, n*n)
+	for i := range M {
+		M[i] = rng.NormFloat64()
+	}
+	A := make([]float64, n*n) // MᵀM + I
+	for i := range n {
+		for j := range n {
+			for k := range n {
+				A[i*n+j] += M[k*n+i] * M[k*n+j]
+			}
+		}
+		A[i*n+i]++
+	}
+	b := make([]float64, n)
+	for i := range b {
+		b[i] = rng.NormFloat64()
+	}
+	f := func(x, g []float64) float64 {
+		v := 0.0
+		for i := range n {
+			ax := 0.0
+			for j := range n {
+				ax += A[i*n+j] * x[j]
+			}
+			g[i] = ax - b[i]
+			v += 0.5*x[i]*ax - b[i]*x[i]
+		}
+		return v
+	}
+	x := make([]float64, n)
+	if _, err := lbfgs(ctx, x, f, lbfgsSettings{maxIter: 500, memory: 10, gradTol: 1e-12}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		r := -b[i]
+		for j := range n {
+			r += A[i*n+j] * x[j]
+		}
+		if math.Abs(r) > 1e-6 { // f changes by ~1e-16 there: the float64 limit
+			t.Fatalf("residual %d = %g", i, r)
+		}
+	}
+}

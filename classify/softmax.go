@@ -2,14 +2,11 @@ package classify
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
-
-	"gonum.org/v1/gonum/optimize"
 )
 
 // Softmax is multinomial logistic regression: P(y = k | x) ∝ exp(b_k +
@@ -306,20 +303,6 @@ func softmaxObjective(theta []float64, d *Data, l2 float64, workers int, grad []
 	return loss
 }
 
-// ctxConverger stops the optimiser when the context is cancelled (the
-// caller then returns ctx.Err()), and otherwise defers to FunctionConverge.
-type ctxConverger struct {
-	ctx context.Context
-	optimize.FunctionConverge
-}
-
-func (c *ctxConverger) Converged(loc *optimize.Location) optimize.Status {
-	if c.ctx.Err() != nil {
-		return optimize.MethodConverge
-	}
-	return c.FunctionConverge.Converged(loc)
-}
-
 // Stopping rules of L-BFGS: the gradient's largest entry below
 // lbfgsGradTol, or no relative decrease of the objective by more than
 // lbfgsRelTol over 10 iterations. Predictions stop changing long before.
@@ -329,56 +312,19 @@ const (
 )
 
 func trainSoftmaxLBFGS(ctx context.Context, m *Softmax, d *Data, o SoftmaxOptions) error {
-	dim := len(m.W) + len(m.B)
-	// Minimize asks for the value and the gradient at the same point in
-	// separate calls: compute both once and cache them.
-	var cacheX, cacheG []float64
-	cacheF := math.NaN()
-	eval := func(x []float64) {
-		if cacheX != nil && equal(cacheX, x) {
-			return
+	theta := make([]float64, len(m.W)+len(m.B))
+	f := func(x, g []float64) float64 { return softmaxObjective(x, d, o.L2, o.Workers, g) }
+	_, err := lbfgs(ctx, theta, f, lbfgsSettings{maxIter: o.MaxIterations, memory: 10,
+		gradTol: lbfgsGradTol, relTol: lbfgsRelTol, relWindow: 10})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-		if cacheG == nil {
-			cacheG = make([]float64, dim)
-			cacheX = make([]float64, dim)
-		}
-		copy(cacheX, x)
-		cacheF = softmaxObjective(x, d, o.L2, o.Workers, cacheG)
+		return fmt.Errorf("softmax: %w", err)
 	}
-	p := optimize.Problem{
-		Func: func(x []float64) float64 { eval(x); return cacheF },
-		Grad: func(g, x []float64) { eval(x); copy(g, cacheG) },
-	}
-	x0 := make([]float64, dim)
-	settings := &optimize.Settings{
-		MajorIterations:   o.MaxIterations,
-		GradientThreshold: lbfgsGradTol,
-		Converger:         &ctxConverger{ctx: ctx, FunctionConverge: optimize.FunctionConverge{Relative: lbfgsRelTol, Iterations: 10}},
-	}
-	res, err := optimize.Minimize(p, x0, settings, &optimize.LBFGS{})
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	if res == nil || math.IsNaN(res.F) || math.IsInf(res.F, 0) {
-		if err == nil {
-			err = errors.New("no finite minimum")
-		}
-		return fmt.Errorf("softmax: L-BFGS: %w", err)
-	}
-	// A line-search failure at the end of a run is gonum's way of saying
-	// the objective no longer decreases in float64: keep the best point.
-	copy(m.W, res.X[:len(m.W)])
-	copy(m.B, res.X[len(m.W):])
+	copy(m.W, theta[:len(m.W)])
+	copy(m.B, theta[len(m.W):])
 	return nil
-}
-
-func equal(a, b []float64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // adam is the Adam optimiser (Kingma & Ba 2015) over one flat parameter
