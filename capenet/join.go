@@ -104,6 +104,7 @@ func Join(ctx context.Context, conn transport.Conn, site *capefm.Site, opt JoinO
 	for {
 		rctx, cancel := context.WithTimeout(ctx, opt.IdleTimeout)
 		env, err := conn.Recv(rctx)
+		idle := errors.Is(rctx.Err(), context.DeadlineExceeded)
 		cancel()
 		if err != nil {
 			var gap *transport.GapError
@@ -115,7 +116,7 @@ func Join(ctx context.Context, conn transport.Conn, site *capefm.Site, opt JoinO
 				return res, ctx.Err()
 			}
 			msg := fmt.Sprintf("capenet: %s: no outcome from the aggregator", site.Name())
-			if rctx.Err() != nil {
+			if idle {
 				msg += fmt.Sprintf(" (nothing received for %v)", opt.IdleTimeout)
 			}
 			if res.Releases > 0 {

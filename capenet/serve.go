@@ -134,7 +134,9 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 		},
 	})
 	if err != nil {
-		log.emit(Event{Kind: "aborted", Message: "no fit: " + err.Error()})
+		out := &capefm.Outcome{Text: "no fit: " + err.Error()}
+		log.emit(Event{Kind: "aborted", Message: out.Text})
+		a.finish(ctx, expected, out, opt.FinishTimeout)
 		return nil, err
 	}
 	var names, sizes []string

@@ -387,6 +387,7 @@ type capeJoinOptions struct {
 	ledger, name                      string
 	budgetEpsilon, budgetDelta        float64
 	minSites, maxAttempts, workers    int
+	connectAttempts                   int
 	idle                              time.Duration
 	insecure, seeded                  bool
 	seed                              uint64
@@ -442,6 +443,7 @@ exit status is 0 only when the aggregator reports a published model.`,
 	f.Float64Var(&o.budgetEpsilon, "budget-epsilon", 0, "with --ledger: create the ledger with this ε budget if the file does not exist")
 	f.Float64Var(&o.budgetDelta, "budget-delta", 0, "with --ledger: the δ budget of a new ledger")
 	f.DurationVar(&o.idle, "idle-timeout", 10*time.Minute, "give up when the aggregator sends nothing for this long")
+	f.IntVar(&o.connectAttempts, "connect-attempts", 8, "connection attempts before giving up (backoff from 0.2 s doubling to 5 s: about 16 s in all), also after a lost connection")
 	f.BoolVar(&o.insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&o.name, "name", "", "with --insecure: this site's name")
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE noise generator with this seed (experiments only; the model's report says so)")
@@ -523,6 +525,7 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 		Message: fmt.Sprintf("read and validated %d rows of %s (%d features) as %s; %s", site.N(), o.data, site.D(), name, ledgerNote)})
 	d := len(s.FeatureNames())
 	ccfg := transport.ClientConfig{Address: o.server, Server: o.serverName, Identity: id, Insecure: o.insecure, Session: capenet.Session(),
+		Attempts:   o.connectAttempts,
 		MaxPayload: max(transport.DefaultMaxPayload, capenet.MaxPayload(d, 4096)), Logger: slog.New(capenet.SlogHandler(sink))}
 	if o.insecure {
 		ccfg.Name = name

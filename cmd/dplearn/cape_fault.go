@@ -24,6 +24,8 @@ import (
 // from its own side only, as a broken or malicious site could anyway:
 //
 //	exit-at-round=R      exit(1) just before sending this site's message of round R
+//	                     (its announcement does not count: exit-at-round=0 exits
+//	                     before its Hello)
 //	replay-at-round=R    before sending its message of round R, send that payload
 //	                     again with sequence number 1 (already used by its
 //	                     announcement) on a second connection: a replayed message
@@ -86,7 +88,7 @@ type faultTarget struct {
 func (f capeFault) hook(w io.Writer, t faultTarget) func(context.Context, capefm.Message, []byte, *capefm.Params) error {
 	return func(ctx context.Context, m capefm.Message, payload []byte, current *capefm.Params) error {
 		r := int(m.Round())
-		if r == f.exitAt {
+		if r == f.exitAt && m.Type() != "announce" {
 			fmt.Fprintf(w, "test fault: %s exits before sending its %s message of round %d\n", t.name, m.Type(), r)
 			os.Exit(1)
 		}
