@@ -29,12 +29,14 @@ func newDPPPCmd() *cobra.Command {
 a share of noise to their one-hot vote and encrypt it under threshold Paillier;
 the aggregator multiplies the ciphertexts and any t teachers decrypt only the
 noisy vote histogram. The teacher and aggregator protocol is not built yet;
-this group has the key generation it will use.
+this group has the key generation and the teachers' local models it will use.
 
   keygen   trusted-dealer key generation: one public key, one share per teacher
+  train    a teacher's local classifier (softmax, MLP, or an external program)
 
-Example:
-  dplearn dppp keygen --parties 5 --threshold 3 --out keys/`,
+Examples:
+  dplearn dppp keygen --parties 5 --threshold 3 --out keys/
+  dplearn dppp train --help`,
 	}
 	cmd.AddCommand(newDPPPKeygenCmd())
 	cmd.AddCommand(newDPPPTrainCmd())

@@ -15,9 +15,11 @@ func newRootCmd() *cobra.Command {
 cannot be shared, and prints a privacy report computed by code for every release.
 
 Central models:   dplearn fit / predict / evaluate / demo
+Across sites:     dplearn certs             (a CA and one certificate per party)
+                  dplearn cape serve|join|simulate   (capeFM: one model from S sites)
 Privacy maths:    dplearn privacy calibrate|gaussian-steps|subsampled|cape|binomial|sample|ledger
 Experiments:      dplearn experiment NAME   (reproduce the seed papers' figures)
-Prediction keys:  dplearn dppp keygen       (threshold Paillier keys for DPPP teachers)
+Prediction:       dplearn dppp keygen|train (threshold Paillier keys; a teacher's local model)
 
 Start with 'dplearn demo', then 'dplearn fit --help'.
 
