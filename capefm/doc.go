@@ -139,6 +139,7 @@
 // # Rounds
 //
 //	round  name           site → aggregator        aggregator → site
+//	—      (announce)     Announce (on connect)    Outcome if refused (before any attempt)
 //	0      Hello          Hello | Refuse           Offer (opens), Agreed (closes; broadcast)
 //	1      AdvertiseKeys  secagg AdvertiseKeys     secagg KeyRoster (broadcast)
 //	2      ShareKeys      secagg ShareKeys         secagg ShareRelay (to each site)
@@ -147,9 +148,23 @@
 //	5      SumBroadcast   —                        SumBroadcast: Q = Σê and the included sites (broadcast)
 //	6      Release        Release                  —
 //	7      Combine        —                        — (aggregator: check contributors, sum, post-process, report)
+//	—      (end)          —                        Outcome to every site (model published, or why not)
 //
 // The baselines skip rounds 1-4: after Hello the aggregator sends a
 // SumBroadcast without a sum, which asks for the releases.
+//
+// Announce (before round 0; envelope round 0, type "announce"). A site
+// announces itself when it connects: its name, its public N_s, its schema
+// fingerprint (Site.Announce). Gather, on the aggregator, waits for the
+// expected sites (the names it was given), refuses an announcement whose
+// name is not the authenticated sender's, whose schema differs, or from a
+// name it does not expect, and tells that site why (Outcome); it builds
+// the first attempt's roster from the announced sizes once every expected
+// site has announced or been refused, or at its deadline with at least the
+// minimum. The aggregator therefore needs the names only; N_s is public
+// under bounded DP. IDs follow the order of the expected names, not of
+// arrival. A site announcing itself once the attempts run (late, or
+// restarted) is told it cannot join.
 //
 // Agreement (round 0). The aggregator fills Params (roster with names, IDs
 // and public N_s, model, schema fingerprint, D, ε, δ, split, S_C, noise
@@ -194,14 +209,16 @@
 // # Transport mapping
 //
 // A network transport implements Hub (Send, Receive, SetRound) on the
-// aggregator's side and calls Serve, which runs the attempts, rounds,
-// deadlines and retries exactly as Run does in process; on a site, every
-// decoded payload goes to Site.Handle and the answer, if any, goes back.
-// Every message maps onto one envelope: protocol "capefm" (Protocol),
-// round = Message.Round(), type = Message.Type() ("offer", "hello",
-// "refuse", "agreed", "advertise-keys", "key-roster", "share-keys",
-// "share-relay", "masked-input", "unmask-request", "unmask-response",
-// "sum-broadcast", "release"), sender or recipient = the site's name
+// aggregator's side and calls Gather and Serve, which run the announce
+// step, the attempts, rounds, deadlines and retries exactly as Run does in
+// process; on a site, every decoded payload goes to Site.Handle and the
+// answer, if any, goes back. Package capenet does this over package
+// transport (gRPC with mutual TLS). Every message maps onto one envelope:
+// protocol "capefm" (Protocol), round = Message.Round(), type =
+// Message.Type() ("offer", "hello", "refuse", "agreed", "advertise-keys",
+// "key-roster", "share-keys", "share-relay", "masked-input",
+// "unmask-request", "unmask-response", "sum-broadcast", "release",
+// "announce", "outcome"), sender or recipient = the site's name
 // (Params.Sites maps names to IDs; Message.Party() is the sending or
 // addressed site, 0 for a broadcast that Serve sends to every site of the
 // attempt), payload = MarshalBinary(). Unmarshal decodes a payload: version
