@@ -159,6 +159,12 @@ func AddLaplaceSymmetric(src Source, m []float64, d int, scale float64) error {
 // result is the exact distribution up to that relative grid resolution; it is
 // not itself snapped to a grid, because objective perturbation releases only
 // the minimiser of a perturbed objective, not b.
+//
+// NOT SAFE for objective perturbation as a released mechanism: the norm is a
+// sum of grid values, a lattice that the released minimiser exposes (b is
+// recoverable from the minimiser and the other rows; PRIVACY-NOTES item 19).
+// regress's objpert no longer uses it; it is kept to reproduce that attack
+// (regress/objpert_attack_test.go) and for the sampler's own tests.
 func ObjPert(src Source, d int, beta float64) ([]float64, error) {
 	if d < 1 {
 		return nil, fmt.Errorf("noise: ObjPert dimension must be ≥ 1, got %d", d)
