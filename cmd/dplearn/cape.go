@@ -545,6 +545,12 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	if err != nil {
 		return err
 	}
+	if sl, ok := ledger.(siteLedger); ok {
+		if st, err := sl.l.State(ctx); err == nil {
+			spent := st.Spent()
+			ledgerNote = fmt.Sprintf("ledger %s: budget %v, now spent ε = %g, δ = %g in %d charge(s)", o.ledger, st.Budget, spent.Epsilon, spent.Delta, len(st.Charges))
+		}
+	}
 	w := cmd.OutOrStdout()
 	if format == formatJSON {
 		return writeJSON(w, map[string]any{"site": name, "outcome": res.Outcome.Text, "ok": res.Outcome.OK,
