@@ -107,6 +107,14 @@ func (f *capeFitFlags) parsed(cmd *cobra.Command) (regress.Kind, capefm.Mechanis
 	return kind, mech, s, fp, nil
 }
 
+// deltaFor returns the δ the Params carry: 0 for the pure-ε fm-local.
+func (f *capeFitFlags) deltaFor(mech capefm.Mechanism) float64 {
+	if mech == capefm.FMLocal {
+		return 0
+	}
+	return f.delta
+}
+
 // ratio returns the noise ratio the Params carry: R for capeFM, 0 otherwise.
 func (f *capeFitFlags) ratio(mech capefm.Mechanism) float64 {
 	if mech != capefm.CapeFM {
@@ -280,11 +288,8 @@ func runCapeServe(ctx context.Context, cmd *cobra.Command, o capeServeOptions, f
 		}
 		roster[i] = capefm.SiteInfo{Name: name, ID: uint32(i + 1)}
 	}
-	template := capefm.Params{Mechanism: mech, Kind: kind, Schema: fp, D: d, Epsilon: o.fit.epsilon, Delta: o.fit.delta,
+	template := capefm.Params{Mechanism: mech, Kind: kind, Schema: fp, D: d, Epsilon: o.fit.epsilon, Delta: o.fit.deltaFor(mech),
 		Split: o.fit.split, Sites: roster, Colluders: o.fit.colluders, MinSites: minSites, NoiseRatio: o.fit.ratio(mech)}
-	if mech == capefm.FMLocal {
-		template.Delta = 0
-	}
 	stderr := cmd.ErrOrStderr()
 	sink := eventSink(stderr, format, "")
 	cfg := transport.ServerConfig{HubConfig: capenet.HubConfig(sites, d), Address: o.listen, Insecure: o.insecure}
@@ -514,7 +519,7 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 		siteName = fault.claimName
 	}
 	site, err := capefm.NewSite(capefm.SiteConfig{Name: siteName, Mechanism: mech, Kind: kind, Schema: fp,
-		Epsilon: o.fit.epsilon, Delta: o.fit.delta, Split: o.fit.split, NoiseRatio: o.fit.ratio(mech),
+		Epsilon: o.fit.epsilon, Delta: o.fit.deltaFor(mech), Split: o.fit.split, NoiseRatio: o.fit.ratio(mech),
 		MinColluders: max(o.fit.colluders, 0), MinSites: o.minSites, MaxAttempts: o.maxAttempts,
 		Source: randomSource(o.seeded, o.seed), Ledger: ledger}, data)
 	if err != nil {

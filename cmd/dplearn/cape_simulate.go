@@ -109,11 +109,8 @@ func runCapeSimulate(ctx context.Context, cmd *cobra.Command, o capeSimOptions, 
 		roster[i] = capefm.SiteInfo{Name: names[i], ID: uint32(i + 1)}
 	}
 	d := len(s.FeatureNames())
-	template := capefm.Params{Mechanism: mech, Kind: kind, Schema: fp, D: d, Epsilon: o.fit.epsilon, Delta: o.fit.delta,
+	template := capefm.Params{Mechanism: mech, Kind: kind, Schema: fp, D: d, Epsilon: o.fit.epsilon, Delta: o.fit.deltaFor(mech),
 		Split: o.fit.split, Sites: roster, Colluders: o.fit.colluders, MinSites: minSites, NoiseRatio: o.fit.ratio(mech)}
-	if mech == capefm.FMLocal {
-		template.Delta = 0
-	}
 	stderr := cmd.ErrOrStderr()
 	sink := eventSink(stderr, format, "aggregator: ")
 	sopt := capenet.ServeOptions{RoundTimeout: o.roundTimeout, Events: sink}
@@ -197,7 +194,7 @@ func simulateInProcess(ctx context.Context, o capeSimOptions, format outputForma
 	sites := make([]*capefm.Site, len(names))
 	for i, name := range names {
 		sites[i], err = capefm.NewSite(capefm.SiteConfig{Name: name, Mechanism: template.Mechanism, Kind: template.Kind, Schema: template.Schema,
-			Epsilon: o.fit.epsilon, Delta: o.fit.delta, Split: o.fit.split, NoiseRatio: template.NoiseRatio,
+			Epsilon: o.fit.epsilon, Delta: template.Delta, Split: o.fit.split, NoiseRatio: template.NoiseRatio,
 			Source: randomSource(o.seeded, o.seed+uint64(i)), Ledger: memoryLedger{}}, data[i])
 		if err != nil {
 			return nil, err
