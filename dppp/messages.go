@@ -1,0 +1,396 @@
+package dppp
+
+import (
+	"fmt"
+	"math"
+)
+
+// Message type bytes (the second byte of every payload).
+const (
+	typeParams  = 1
+	typeOffer   = 2
+	typeAccept  = 3
+	typeQuery   = 4
+	typeVote    = 5
+	typeDecrypt = 6
+	typePartial = 7
+	typeRefuse  = 8
+	typeRequest = 9
+	typeAnswer  = 10
+)
+
+// Message is implemented by every protocol message.
+type Message interface {
+	// Type is the message's name.
+	Type() string
+	// SessionID is the deployment's session.
+	SessionID() [32]byte
+	MarshalBinary() ([]byte, error)
+}
+
+// Offer (aggregator → teacher) proposes the parameters.
+type Offer struct{ Params Params }
+
+// Accept (teacher → aggregator) agrees to the parameters with the given hash.
+type Accept struct {
+	Session [32]byte
+	From    uint32
+	Hash    [32]byte
+}
+
+// Query (aggregator → every teacher) asks for votes on one batch of at most
+// QPC rows.
+type Query struct {
+	Session [32]byte
+	Batch   uint64
+	Rows    [][]float64
+}
+
+// Vote (teacher → aggregator) is one teacher's encrypted packed noisy vote
+// on a batch.
+type Vote struct {
+	Session    [32]byte
+	Batch      uint64
+	From       uint32
+	Ciphertext []byte // paillier ciphertext encoding
+}
+
+// Decrypt (aggregator → a teacher) asks for a partial decryption of Sum,
+// the product of the listed contributors' votes.
+type Decrypt struct {
+	Session      [32]byte
+	Batch        uint64
+	Sum          []byte
+	Contributors []uint32
+	Ciphertexts  [][]byte
+}
+
+// Partial (teacher → aggregator) is a partial decryption with its proof.
+type Partial struct {
+	Session [32]byte
+	Batch   uint64
+	From    uint32
+	Share   []byte // paillier partial decryption encoding
+}
+
+// Refuse (teacher → aggregator) declines a Query or Decrypt, with a reason.
+type Refuse struct {
+	Session [32]byte
+	Batch   uint64
+	From    uint32
+	Reason  string
+}
+
+// Request (client → aggregator) asks for labels of rows.
+type Request struct {
+	Session   [32]byte
+	ID        uint64
+	Rows      [][]float64
+	Histogram bool
+}
+
+// Answer (aggregator → client) returns labels and, if asked, the noisy
+// histograms (centred by the public noise mean).
+type Answer struct {
+	Session [32]byte
+	ID      uint64
+	Labels  []uint32
+	Hist    [][]float64
+}
+
+func (*Offer) Type() string   { return "offer" }
+func (*Accept) Type() string  { return "accept" }
+func (*Query) Type() string   { return "query" }
+func (*Vote) Type() string    { return "vote" }
+func (*Decrypt) Type() string { return "decrypt" }
+func (*Partial) Type() string { return "partial" }
+func (*Refuse) Type() string  { return "refuse" }
+func (*Request) Type() string { return "request" }
+func (*Answer) Type() string  { return "answer" }
+
+func (m *Offer) SessionID() [32]byte   { return m.Params.Session }
+func (m *Accept) SessionID() [32]byte  { return m.Session }
+func (m *Query) SessionID() [32]byte   { return m.Session }
+func (m *Vote) SessionID() [32]byte    { return m.Session }
+func (m *Decrypt) SessionID() [32]byte { return m.Session }
+func (m *Partial) SessionID() [32]byte { return m.Session }
+func (m *Refuse) SessionID() [32]byte  { return m.Session }
+func (m *Request) SessionID() [32]byte { return m.Session }
+func (m *Answer) SessionID() [32]byte  { return m.Session }
+
+func header(t uint8) *writer {
+	w := &writer{}
+	w.u8(wireVersion)
+	w.u8(t)
+	return w
+}
+
+func writeRows(w *writer, rows [][]float64) error {
+	if len(rows) > MaxBatch {
+		return fmt.Errorf("dppp: %d rows, limit %d", len(rows), MaxBatch)
+	}
+	d := 0
+	if len(rows) > 0 {
+		d = len(rows[0])
+	}
+	if d > MaxFeatures {
+		return fmt.Errorf("dppp: %d features, limit %d", d, MaxFeatures)
+	}
+	w.u32(uint32(len(rows)))
+	w.u32(uint32(d))
+	for _, r := range rows {
+		if len(r) != d {
+			return fmt.Errorf("dppp: ragged rows")
+		}
+		for _, v := range r {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("dppp: non-finite feature")
+			}
+			w.f64(v)
+		}
+	}
+	return nil
+}
+
+func readRows(r *reader) [][]float64 {
+	n := r.count("rows", MaxBatch, 0)
+	d := int(r.u32("features"))
+	if r.err != nil {
+		return nil
+	}
+	if d > MaxFeatures || uint64(n)*uint64(d)*8 > uint64(len(r.b)) {
+		r.fail("rows: %d×%d values, %d bytes left", n, d, len(r.b))
+		return nil
+	}
+	rows := make([][]float64, n)
+	for i := range rows {
+		rows[i] = make([]float64, d)
+		for j := range rows[i] {
+			rows[i][j] = r.finite("feature")
+		}
+	}
+	return rows
+}
+
+func checkBlob(p []byte, what string) error {
+	if len(p) == 0 || len(p) > maxBlob {
+		return fmt.Errorf("dppp: %s of %d bytes", what, len(p))
+	}
+	return nil
+}
+
+func (m *Offer) MarshalBinary() ([]byte, error) {
+	w := header(typeOffer)
+	m.Params.write(w)
+	return w.b, nil
+}
+
+func (m *Accept) MarshalBinary() ([]byte, error) {
+	w := header(typeAccept)
+	w.raw(m.Session[:])
+	w.u32(m.From)
+	w.raw(m.Hash[:])
+	return w.b, nil
+}
+
+func (m *Query) MarshalBinary() ([]byte, error) {
+	w := header(typeQuery)
+	w.raw(m.Session[:])
+	w.u64(m.Batch)
+	if err := writeRows(w, m.Rows); err != nil {
+		return nil, err
+	}
+	return w.b, nil
+}
+
+func (m *Vote) MarshalBinary() ([]byte, error) {
+	if err := checkBlob(m.Ciphertext, "ciphertext"); err != nil {
+		return nil, err
+	}
+	w := header(typeVote)
+	w.raw(m.Session[:])
+	w.u64(m.Batch)
+	w.u32(m.From)
+	w.blob(m.Ciphertext)
+	return w.b, nil
+}
+
+func (m *Decrypt) MarshalBinary() ([]byte, error) {
+	if err := checkBlob(m.Sum, "sum"); err != nil {
+		return nil, err
+	}
+	if len(m.Contributors) != len(m.Ciphertexts) || len(m.Contributors) > MaxTeachers {
+		return nil, fmt.Errorf("dppp: %d contributors, %d ciphertexts", len(m.Contributors), len(m.Ciphertexts))
+	}
+	w := header(typeDecrypt)
+	w.raw(m.Session[:])
+	w.u64(m.Batch)
+	w.blob(m.Sum)
+	w.u32(uint32(len(m.Contributors)))
+	for i, c := range m.Contributors {
+		if err := checkBlob(m.Ciphertexts[i], "ciphertext"); err != nil {
+			return nil, err
+		}
+		w.u32(c)
+		w.blob(m.Ciphertexts[i])
+	}
+	return w.b, nil
+}
+
+func (m *Partial) MarshalBinary() ([]byte, error) {
+	if err := checkBlob(m.Share, "partial decryption"); err != nil {
+		return nil, err
+	}
+	w := header(typePartial)
+	w.raw(m.Session[:])
+	w.u64(m.Batch)
+	w.u32(m.From)
+	w.blob(m.Share)
+	return w.b, nil
+}
+
+func (m *Refuse) MarshalBinary() ([]byte, error) {
+	reason := m.Reason
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+	}
+	w := header(typeRefuse)
+	w.raw(m.Session[:])
+	w.u64(m.Batch)
+	w.u32(m.From)
+	w.str16(reason)
+	return w.b, nil
+}
+
+func (m *Request) MarshalBinary() ([]byte, error) {
+	w := header(typeRequest)
+	w.raw(m.Session[:])
+	w.u64(m.ID)
+	if err := writeRows(w, m.Rows); err != nil {
+		return nil, err
+	}
+	if m.Histogram {
+		w.u8(1)
+	} else {
+		w.u8(0)
+	}
+	return w.b, nil
+}
+
+func (m *Answer) MarshalBinary() ([]byte, error) {
+	if len(m.Labels) > 1<<24 || (len(m.Hist) != 0 && len(m.Hist) != len(m.Labels)) {
+		return nil, fmt.Errorf("dppp: answer with %d labels and %d histograms", len(m.Labels), len(m.Hist))
+	}
+	w := header(typeAnswer)
+	w.raw(m.Session[:])
+	w.u64(m.ID)
+	w.u32(uint32(len(m.Labels)))
+	for _, l := range m.Labels {
+		w.u32(l)
+	}
+	k := 0
+	if len(m.Hist) > 0 {
+		k = len(m.Hist[0])
+	}
+	if k > MaxClasses {
+		return nil, fmt.Errorf("dppp: %d classes", k)
+	}
+	w.u32(uint32(k))
+	for _, h := range m.Hist {
+		if len(h) != k {
+			return nil, fmt.Errorf("dppp: ragged histograms")
+		}
+		for _, v := range h {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("dppp: non-finite histogram")
+			}
+			w.f64(v)
+		}
+	}
+	return w.b, nil
+}
+
+// Unmarshal decodes any message. It rejects a wrong version or type byte,
+// short input, trailing bytes, counts beyond the limits and non-finite
+// floats, wrapping ErrMalformed.
+func Unmarshal(b []byte) (Message, error) {
+	r := &reader{b: b}
+	if v := r.u8("version"); r.err == nil && v != wireVersion {
+		r.fail("version %d, want %d", v, wireVersion)
+	}
+	t := r.u8("type")
+	if r.err != nil {
+		return nil, r.err
+	}
+	var m Message
+	switch t {
+	case typeOffer:
+		m = &Offer{Params: *readParams(r)}
+	case typeAccept:
+		a := &Accept{Session: r.fixed32("session"), From: r.u32("from")}
+		a.Hash = r.fixed32("hash")
+		m = a
+	case typeQuery:
+		q := &Query{Session: r.fixed32("session"), Batch: r.u64("batch")}
+		q.Rows = readRows(r)
+		m = q
+	case typeVote:
+		v := &Vote{Session: r.fixed32("session"), Batch: r.u64("batch"), From: r.u32("from")}
+		v.Ciphertext = r.blob("ciphertext", maxBlob)
+		m = v
+	case typeDecrypt:
+		d := &Decrypt{Session: r.fixed32("session"), Batch: r.u64("batch")}
+		d.Sum = r.blob("sum", maxBlob)
+		n := r.count("contributors", MaxTeachers, 8)
+		for i := 0; i < n && r.err == nil; i++ {
+			d.Contributors = append(d.Contributors, r.u32("contributor"))
+			d.Ciphertexts = append(d.Ciphertexts, r.blob("ciphertext", maxBlob))
+		}
+		m = d
+	case typePartial:
+		p := &Partial{Session: r.fixed32("session"), Batch: r.u64("batch"), From: r.u32("from")}
+		p.Share = r.blob("partial", maxBlob)
+		m = p
+	case typeRefuse:
+		f := &Refuse{Session: r.fixed32("session"), Batch: r.u64("batch"), From: r.u32("from")}
+		f.Reason = r.str16("reason", maxReason)
+		m = f
+	case typeRequest:
+		q := &Request{Session: r.fixed32("session"), ID: r.u64("id")}
+		q.Rows = readRows(r)
+		switch r.u8("histogram") {
+		case 0:
+		case 1:
+			q.Histogram = true
+		default:
+			r.fail("histogram flag not 0/1")
+		}
+		m = q
+	case typeAnswer:
+		a := &Answer{Session: r.fixed32("session"), ID: r.u64("id")}
+		n := r.count("labels", 1<<24, 4)
+		for i := 0; i < n && r.err == nil; i++ {
+			a.Labels = append(a.Labels, r.u32("label"))
+		}
+		k := int(r.u32("classes"))
+		if r.err == nil && (k > MaxClasses || uint64(k)*uint64(n)*8 != uint64(len(r.b))) {
+			r.fail("histograms: %d×%d values, %d bytes left", n, k, len(r.b))
+		}
+		if k > 0 {
+			for i := 0; i < n && r.err == nil; i++ {
+				h := make([]float64, k)
+				for j := range h {
+					h[j] = r.finite("histogram")
+				}
+				a.Hist = append(a.Hist, h)
+			}
+		}
+		m = a
+	default:
+		r.fail("unknown message type %d", t)
+	}
+	if err := r.done(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}

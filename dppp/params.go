@@ -1,0 +1,635 @@
+package dppp
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"strings"
+
+	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/paillier"
+)
+
+// NoiseKind names the distributed noise each teacher adds to its vote.
+type NoiseKind uint8
+
+// The noise kinds.
+const (
+	// Binomial: each teacher adds Coins fair coins per class; the sum of
+	// binomials is binomial, so the exact accountant applies to the sum of
+	// the honest shares.
+	Binomial NoiseKind = 1
+	// DGauss: each teacher adds N_Z(0, σ²) per class; the sum is not a
+	// discrete Gaussian and is accounted by the distributed discrete
+	// Gaussian bound of Kairouz, Liu & Steinke (PRIVACY-NOTES item 13).
+	DGauss NoiseKind = 2
+)
+
+func (k NoiseKind) String() string {
+	switch k {
+	case Binomial:
+		return "binomial"
+	case DGauss:
+		return "dgauss"
+	}
+	return fmt.Sprintf("noise(%d)", uint8(k))
+}
+
+// ParseNoiseKind parses "binomial" or "dgauss".
+func ParseNoiseKind(s string) (NoiseKind, error) {
+	switch s {
+	case "binomial":
+		return Binomial, nil
+	case "dgauss":
+		return DGauss, nil
+	}
+	return 0, fmt.Errorf("dppp: unknown noise kind %q (want binomial or dgauss)", s)
+}
+
+// Histogram sensitivities (PRIVACY-NOTES item 12): one changed training
+// record changes one teacher's vote from class a to class b.
+const (
+	SensitivityL1   = 2
+	SensitivityLInf = 1
+)
+
+// SensitivityL2 is √2.
+var SensitivityL2 = math.Sqrt2
+
+// Config is what a party configures by itself: the public settings of a
+// deployment. The aggregator calibrates Params from it; every teacher
+// calibrates Params from its own Config and refuses an offer that differs.
+type Config struct {
+	// Teachers is the roster; teacher i (0-based) has ID i+1, which is its
+	// Paillier share index.
+	Teachers []string
+	// Threshold t of the Paillier key (0: ⌊2N/3⌋, the seed's default).
+	Threshold int
+	// GammaNum/GammaDen is γ, the fraction of teachers assumed honest
+	// (0/0: 2/3). Each honest share is sized so that ⌈γN⌉ honest shares
+	// carry the whole calibrated noise.
+	GammaNum, GammaDen int
+	// Classes K and Features (the length of a query row).
+	Classes, Features int
+	Noise             NoiseKind
+	// Epsilon and Delta are the per-query guarantee.
+	Epsilon, Delta float64
+	// BudgetEpsilon and BudgetDelta bound the composition of all answered
+	// queries.
+	BudgetEpsilon, BudgetDelta float64
+	// QueriesPerCiphertext is the number of queries packed into one
+	// plaintext (0: as many as fit).
+	QueriesPerCiphertext int
+	// Model is the fingerprint of the teachers' input spec / model family
+	// (e.g. SHA-256 of classify.Spec.Fingerprint()); all teachers must
+	// answer the same question.
+	Model [32]byte
+}
+
+// Params are the public parameters of a deployment, agreed before anything
+// is spent: the Config, the key fingerprint and everything calibrated from
+// them. They have a canonical binary encoding and a hash.
+type Params struct {
+	Session [32]byte
+	Config
+	// Key is the threshold public key's ID (SHA-256 of its encoding).
+	Key [32]byte
+	// MinContributors is ⌈γN⌉: no sum with fewer contributors is ever
+	// decrypted (PRIVACY-NOTES item 24), and it is the number of honest
+	// shares the noise calibration assumes.
+	MinContributors int
+	// HistogramCoins is n, the binomial coins the histogram needs in total
+	// (exact accountant); Coins = ⌈n / MinContributors⌉ is one teacher's
+	// share (binomial only).
+	HistogramCoins, Coins int64
+	// Sigma is one teacher's discrete Gaussian σ (dgauss only) and
+	// NoiseBound the public bound on |noise| of one share (dgauss: ⌈20σ⌉,
+	// exceeded with probability below 2^-280; binomial: Coins).
+	Sigma      float64
+	NoiseBound int64
+	// Packing layout: SlotBits per count, QPC queries (QPC·K slots) per
+	// ciphertext.
+	SlotBits, QPC int
+	// MaxQueries is the number of queries the budget allows by the
+	// accountant of the noise kind (see Composed).
+	MaxQueries int
+}
+
+// MismatchError is a refusal of parameters that differ from what a teacher
+// agreed to.
+type MismatchError struct {
+	Teacher string
+	Field   string
+	Want    string
+	Got     string
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("dppp: teacher %s refuses the parameters: %s: offered %s, want %s", e.Teacher, e.Field, e.Got, e.Want)
+}
+
+// ErrBudget is wrapped by refusals of queries past the budget.
+var ErrBudget = errors.New("dppp: query budget exhausted")
+
+func (c *Config) withDefaults() Config {
+	out := *c
+	out.Teachers = append([]string(nil), c.Teachers...)
+	if out.Threshold == 0 {
+		out.Threshold = 2 * len(c.Teachers) / 3
+	}
+	if out.GammaNum == 0 && out.GammaDen == 0 {
+		out.GammaNum, out.GammaDen = 2, 3
+	}
+	return out
+}
+
+// Validate checks a configuration (defaults applied).
+func (c *Config) Validate() error {
+	n := len(c.Teachers)
+	if n < 2 || n > MaxTeachers {
+		return fmt.Errorf("dppp: need 2..%d teachers, got %d", MaxTeachers, n)
+	}
+	seen := map[string]bool{}
+	for _, name := range c.Teachers {
+		if name == "" || len(name) > maxName || strings.ContainsAny(name, " \t\n/") {
+			return fmt.Errorf("dppp: bad teacher name %q", name)
+		}
+		if seen[name] {
+			return fmt.Errorf("dppp: teacher %q listed twice", name)
+		}
+		seen[name] = true
+	}
+	if c.Threshold < 2 || c.Threshold > n {
+		return fmt.Errorf("dppp: threshold t = %d must be in [2, N = %d]", c.Threshold, n)
+	}
+	if c.GammaNum <= 0 || c.GammaDen <= 0 || c.GammaNum > c.GammaDen || c.GammaDen > 1<<15 {
+		return fmt.Errorf("dppp: γ = %d/%d must be in (0, 1]", c.GammaNum, c.GammaDen)
+	}
+	if c.Classes < 2 || c.Classes > MaxClasses {
+		return fmt.Errorf("dppp: classes K = %d must be in [2, %d]", c.Classes, MaxClasses)
+	}
+	if c.Features < 1 || c.Features > MaxFeatures {
+		return fmt.Errorf("dppp: features = %d must be in [1, %d]", c.Features, MaxFeatures)
+	}
+	if c.Noise != Binomial && c.Noise != DGauss {
+		return fmt.Errorf("dppp: unknown noise kind %v", c.Noise)
+	}
+	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) || !(c.Delta > 0 && c.Delta < 1) {
+		return fmt.Errorf("dppp: per-query (ε, δ) = (%v, %v): need ε > 0 finite and δ in (0, 1)", c.Epsilon, c.Delta)
+	}
+	if !(c.BudgetEpsilon >= c.Epsilon) || math.IsInf(c.BudgetEpsilon, 0) || !(c.BudgetDelta >= c.Delta && c.BudgetDelta < 1) {
+		return fmt.Errorf("dppp: budget (%v, %v) must be finite and at least the per-query (%v, %v)", c.BudgetEpsilon, c.BudgetDelta, c.Epsilon, c.Delta)
+	}
+	if c.QueriesPerCiphertext < 0 || c.QueriesPerCiphertext > MaxBatch {
+		return fmt.Errorf("dppp: queries per ciphertext %d must be in [0, %d]", c.QueriesPerCiphertext, MaxBatch)
+	}
+	return nil
+}
+
+// Calibrate computes the parameters of a deployment from a configuration
+// and the threshold public key. It is deterministic: a teacher that calls it
+// with its own configuration gets the same Params (Session aside).
+func Calibrate(cfg Config, tpk *paillier.ThresholdPublicKey) (*Params, error) {
+	c := cfg.withDefaults()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	n := len(c.Teachers)
+	if tpk == nil || tpk.Parties() != n || tpk.Threshold() != c.Threshold {
+		return nil, fmt.Errorf("dppp: the key must be an (N = %d, t = %d) threshold key", n, c.Threshold)
+	}
+	p := &Params{Config: c, Key: tpk.ID()}
+	p.MinContributors = (c.GammaNum*n + c.GammaDen - 1) / c.GammaDen
+	if p.MinContributors < 2 {
+		p.MinContributors = 2
+	}
+	if p.MinContributors < c.Threshold {
+		// A sum is decrypted by t of its contributors (each decrypts only
+		// sums holding its own vote), so fewer than t never decrypt.
+		p.MinContributors = c.Threshold
+	}
+	var lo, hi int64
+	switch c.Noise {
+	case Binomial:
+		// Exact per coordinate; the two coordinates a changed vote moves
+		// compose basically: (ε/2, δ/2) each (PRIVACY-NOTES items 12, 14).
+		hn, err := accounting.BinomialExactN(c.Epsilon/2, c.Delta/2, 1)
+		if err != nil {
+			return nil, err
+		}
+		p.HistogramCoins = hn
+		h := int64(p.MinContributors)
+		p.Coins = (hn + h - 1) / h
+		p.NoiseBound = p.Coins
+		lo, hi = 0, p.Coins+1
+	case DGauss:
+		s, err := accounting.DDGSigma(c.Epsilon, c.Delta, p.ddg(0), nil)
+		if err != nil {
+			return nil, err
+		}
+		p.Sigma = s
+		p.NoiseBound = int64(math.Ceil(20 * s))
+		lo, hi = -p.NoiseBound, p.NoiseBound+1
+	}
+	pk := tpk.Public()
+	fit := paillier.MaxSlots(pk, lo, hi, n) / c.Classes
+	if fit < 1 {
+		return nil, fmt.Errorf("dppp: one query's %d classes do not fit in one plaintext", c.Classes)
+	}
+	p.QPC = fit
+	if c.QueriesPerCiphertext > 0 {
+		if c.QueriesPerCiphertext > fit {
+			return nil, fmt.Errorf("dppp: %d queries per ciphertext asked, at most %d fit", c.QueriesPerCiphertext, fit)
+		}
+		p.QPC = c.QueriesPerCiphertext
+	}
+	pack, err := p.packing(pk)
+	if err != nil {
+		return nil, err
+	}
+	p.SlotBits = pack.SlotBits()
+	k, err := p.maxQueries()
+	if err != nil {
+		return nil, err
+	}
+	p.MaxQueries = k
+	return p, nil
+}
+
+// NewSession returns p with a fresh random session ID.
+func (p *Params) NewSession() (*Params, error) {
+	q := p.Clone()
+	if _, err := rand.Read(q.Session[:]); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// Clone returns a deep copy.
+func (p *Params) Clone() *Params {
+	q := *p
+	q.Teachers = append([]string(nil), p.Teachers...)
+	return &q
+}
+
+// N is the number of teachers.
+func (p *Params) N() int { return len(p.Teachers) }
+
+// TeacherID returns the ID (1-based) of a teacher name, or 0.
+func (p *Params) TeacherID(name string) uint32 {
+	for i, t := range p.Teachers {
+		if t == name {
+			return uint32(i + 1)
+		}
+	}
+	return 0
+}
+
+// TeacherName returns the name of a teacher ID, or "".
+func (p *Params) TeacherName(id uint32) string {
+	if id < 1 || int(id) > len(p.Teachers) {
+		return ""
+	}
+	return p.Teachers[id-1]
+}
+
+func (p *Params) slotRange() (int64, int64) {
+	if p.Noise == Binomial {
+		return 0, p.Coins + 1
+	}
+	return -p.NoiseBound, p.NoiseBound + 1
+}
+
+func (p *Params) packing(pk *paillier.PublicKey) (*paillier.Packing, error) {
+	lo, hi := p.slotRange()
+	return paillier.NewPacking(pk, p.QPC*p.Classes, lo, hi, p.N())
+}
+
+func (p *Params) ddg(sigma float64) accounting.DDGParams {
+	return accounting.DDGParams{Sigma: sigma, Parties: p.MinContributors, Dim: p.Classes, L1: SensitivityL1, L2: SensitivityL2}
+}
+
+// Guarantee is a composed (ε, δ) with the accountant that proved it.
+type Guarantee struct {
+	Queries    int
+	Epsilon    float64
+	Delta      float64
+	Accountant string
+}
+
+func (g Guarantee) String() string {
+	return fmt.Sprintf("(%s, %.3g)-DP after %d queries [%s]", fmtUp(g.Epsilon), g.Delta, g.Queries, g.Accountant)
+}
+
+// fmtUp prints ε rounded up to 4 significant digits (PRIVACY-NOTES item 20).
+func fmtUp(x float64) string {
+	if x == 0 {
+		return "0"
+	}
+	e := math.Floor(math.Log10(math.Abs(x))) - 3
+	s := math.Pow(10, e)
+	return fmt.Sprintf("%.4g", math.Ceil(x/s)*s)
+}
+
+// Composed returns the guarantee of k answered queries by the tightest
+// accountant available for the noise kind:
+//
+//   - binomial: each query is (ε, δ)-DP (exact per coordinate); k queries
+//     compose by the optimal composition theorem of Kairouz, Oh & Viswanath
+//     (accounting.OptimalComposition, at δ_total = the budget's δ), which is
+//     the tightest bound for arbitrary (ε, δ)-DP mechanisms, or by basic
+//     composition (kε, kδ) when that gives the smaller ε.
+//   - dgauss: the RDP curve of the distributed discrete Gaussian
+//     (accounting.DDGRDP with ⌈γN⌉ honest parties) is multiplied by k and
+//     converted at the budget's δ (improved conversion).
+func (p *Params) Composed(k int) (Guarantee, error) {
+	if k <= 0 {
+		return Guarantee{Accountant: "none"}, nil
+	}
+	switch p.Noise {
+	case Binomial:
+		g := Guarantee{Queries: k, Epsilon: math.Inf(1)}
+		if kd := float64(k) * p.Delta; kd <= p.BudgetDelta {
+			g.Epsilon, g.Delta, g.Accountant = float64(k)*p.Epsilon, kd, "basic composition"
+		}
+		if k > 1 && k <= 1000000 && 1-math.Pow(1-p.Delta, float64(k)) < p.BudgetDelta {
+			if e, err := accounting.OptimalComposition(p.Epsilon, p.Delta, k, p.BudgetDelta); err == nil && e < g.Epsilon {
+				g.Epsilon, g.Delta, g.Accountant = e, p.BudgetDelta, "optimal composition (Kairouz-Oh-Viswanath)"
+			}
+		}
+		if math.IsInf(g.Epsilon, 1) {
+			g.Accountant = "infeasible at the budget's δ"
+		}
+		return g, nil
+	case DGauss:
+		r, err := accounting.DDGRDP(p.ddg(p.Sigma), accounting.DefaultOrders())
+		if err != nil {
+			return Guarantee{}, err
+		}
+		for i := range r.Epsilons {
+			r.Epsilons[i] *= float64(k)
+		}
+		e, _, err := r.Epsilon(p.BudgetDelta)
+		if err != nil {
+			return Guarantee{}, err
+		}
+		return Guarantee{Queries: k, Epsilon: e, Delta: p.BudgetDelta, Accountant: "RDP of the distributed discrete Gaussian (Kairouz-Liu-Steinke), improved conversion"}, nil
+	}
+	return Guarantee{}, fmt.Errorf("dppp: unknown noise kind")
+}
+
+func (p *Params) within(k int) bool {
+	g, err := p.Composed(k)
+	return err == nil && g.Epsilon <= p.BudgetEpsilon && g.Delta <= p.BudgetDelta
+}
+
+// maxQueries finds the largest k ≤ 10⁶ the budget allows (the composed
+// guarantee is monotone in k).
+func (p *Params) maxQueries() (int, error) {
+	if !p.within(1) {
+		return 0, fmt.Errorf("dppp: the budget (%v, %v) does not cover one query", p.BudgetEpsilon, p.BudgetDelta)
+	}
+	lo, hi := 1, 2
+	for hi <= 1000000 && p.within(hi) {
+		lo, hi = hi, hi*2
+	}
+	if hi > 1000000 {
+		hi = 1000001
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if p.within(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo, nil
+}
+
+// Report returns the calibration in words, one line each: the noise, the
+// seed's Theorem 1 and cpSGD figures as secondary lines, the budget.
+func (p *Params) Report() []string {
+	n := p.N()
+	h := p.MinContributors
+	lines := []string{
+		fmt.Sprintf("teachers N = %d, threshold t = %d, γ = %d/%d: every decrypted sum has ≥ %d contributors; the noise assumes ≥ %d honest shares in it", n, p.Threshold, p.GammaNum, p.GammaDen, h, h),
+		fmt.Sprintf("histogram of K = %d classes, sensitivity L1 %d, L2 √2, L∞ %d (PRIVACY-NOTES item 12)", p.Classes, SensitivityL1, SensitivityLInf),
+	}
+	switch p.Noise {
+	case Binomial:
+		exact, _ := accounting.BinomialExactDelta(int64(h)*p.Coins, p.Epsilon/2, 1)
+		lines = append(lines,
+			fmt.Sprintf("noise: binomial, n = %d coins per class for (%g, %g) per query (exact: (ε/2, δ/2) on each of the 2 moved counts); each teacher adds %d coins (⌈n/%d⌉), the %d honest shares hold %d ≥ n; exact δ at %d coins: 2·%.4g", p.HistogramCoins, p.Epsilon, p.Delta, p.Coins, h, h, int64(h)*p.Coins, int64(h)*p.Coins, exact))
+		if nd, err := accounting.BinomialDPPP(p.Epsilon, p.Delta, SensitivityL1); err == nil {
+			lines = append(lines, fmt.Sprintf("  (seed Theorem 1 with L1 = 2 would need n = %d coins)", nd))
+		}
+		if e, err := accounting.CPSGDEpsilon(accounting.CPSGDParams{N: int64(h) * p.Coins, P: 0.5, S: 1, Dim: p.Classes, Delta1: SensitivityL1, Delta2: SensitivityL2, DeltaI: SensitivityLInf}, p.Delta); err == nil {
+			lines = append(lines, fmt.Sprintf("  (cpSGD Theorem 1 at %d coins gives ε = %s at δ = %g)", int64(h)*p.Coins, fmtUp(e), p.Delta))
+		}
+	case DGauss:
+		lines = append(lines, fmt.Sprintf("noise: distributed discrete Gaussian, each teacher adds N_Z(0, σ²) with σ = %.6g per class (DDGSigma with %d honest parties, (%g, %g) per query; the sum of discrete Gaussians is not one: PRIVACY-NOTES item 13); shares bounded by |z| ≤ %d", p.Sigma, h, p.Epsilon, p.Delta, p.NoiseBound))
+	}
+	lines = append(lines, fmt.Sprintf("packing: %d queries × %d classes per ciphertext, %d-bit slots", p.QPC, p.Classes, p.SlotBits))
+	if g, err := p.Composed(p.MaxQueries); err == nil {
+		lines = append(lines, fmt.Sprintf("budget (%g, %g): at most %d queries; %v", p.BudgetEpsilon, p.BudgetDelta, p.MaxQueries, g))
+	}
+	return lines
+}
+
+// Check compares offered parameters with those this party calibrated
+// itself (want), Session aside, and names the first field that differs.
+func (p *Params) Check(teacher string, want *Params) error {
+	mis := func(field string, got, w any) error {
+		return &MismatchError{Teacher: teacher, Field: field, Got: fmt.Sprint(got), Want: fmt.Sprint(w)}
+	}
+	if strings.Join(p.Teachers, ",") != strings.Join(want.Teachers, ",") {
+		return mis("teachers", p.Teachers, want.Teachers)
+	}
+	type f struct {
+		name      string
+		got, want any
+	}
+	for _, x := range []f{
+		{"threshold", p.Threshold, want.Threshold},
+		{"gamma", fmt.Sprintf("%d/%d", p.GammaNum, p.GammaDen), fmt.Sprintf("%d/%d", want.GammaNum, want.GammaDen)},
+		{"classes", p.Classes, want.Classes},
+		{"features", p.Features, want.Features},
+		{"noise", p.Noise, want.Noise},
+		{"epsilon", math.Float64bits(p.Epsilon), math.Float64bits(want.Epsilon)},
+		{"delta", math.Float64bits(p.Delta), math.Float64bits(want.Delta)},
+		{"budget-epsilon", math.Float64bits(p.BudgetEpsilon), math.Float64bits(want.BudgetEpsilon)},
+		{"budget-delta", math.Float64bits(p.BudgetDelta), math.Float64bits(want.BudgetDelta)},
+		{"queries-per-ciphertext", p.QueriesPerCiphertext, want.QueriesPerCiphertext},
+		{"model", fmt.Sprintf("%x", p.Model[:8]), fmt.Sprintf("%x", want.Model[:8])},
+		{"key", fmt.Sprintf("%x", p.Key[:8]), fmt.Sprintf("%x", want.Key[:8])},
+		{"min-contributors", p.MinContributors, want.MinContributors},
+		{"histogram-coins", p.HistogramCoins, want.HistogramCoins},
+		{"coins", p.Coins, want.Coins},
+		{"sigma", math.Float64bits(p.Sigma), math.Float64bits(want.Sigma)},
+		{"noise-bound", p.NoiseBound, want.NoiseBound},
+		{"slot-bits", p.SlotBits, want.SlotBits},
+		{"qpc", p.QPC, want.QPC},
+		{"max-queries", p.MaxQueries, want.MaxQueries},
+	} {
+		if x.got != x.want {
+			if x.name == "epsilon" || x.name == "delta" || x.name == "budget-epsilon" || x.name == "budget-delta" || x.name == "sigma" {
+				return mis(x.name, math.Float64frombits(x.got.(uint64)), math.Float64frombits(x.want.(uint64)))
+			}
+			return mis(x.name, x.got, x.want)
+		}
+	}
+	return nil
+}
+
+// MarshalBinary is the canonical encoding of the parameters.
+func (p *Params) MarshalBinary() ([]byte, error) {
+	if len(p.Teachers) > MaxTeachers {
+		return nil, fmt.Errorf("dppp: too many teachers")
+	}
+	w := &writer{}
+	w.u8(wireVersion)
+	w.u8(typeParams)
+	p.write(w)
+	return w.b, nil
+}
+
+func (p *Params) write(w *writer) {
+	w.raw(p.Session[:])
+	w.u32(uint32(len(p.Teachers)))
+	for _, t := range p.Teachers {
+		w.str16(t)
+	}
+	for _, v := range []int{p.Threshold, p.GammaNum, p.GammaDen, p.Classes, p.Features} {
+		w.u32(uint32(v))
+	}
+	w.u8(uint8(p.Noise))
+	for _, v := range []float64{p.Epsilon, p.Delta, p.BudgetEpsilon, p.BudgetDelta} {
+		w.f64(v)
+	}
+	w.u32(uint32(p.QueriesPerCiphertext))
+	w.raw(p.Model[:])
+	w.raw(p.Key[:])
+	w.u32(uint32(p.MinContributors))
+	w.u64(uint64(p.HistogramCoins))
+	w.u64(uint64(p.Coins))
+	w.f64(p.Sigma)
+	w.u64(uint64(p.NoiseBound))
+	w.u32(uint32(p.SlotBits))
+	w.u32(uint32(p.QPC))
+	w.u32(uint32(p.MaxQueries))
+}
+
+func readParams(r *reader) *Params {
+	p := &Params{}
+	p.Session = r.fixed32("session")
+	n := r.count("teachers", MaxTeachers, 2)
+	for i := 0; i < n && r.err == nil; i++ {
+		p.Teachers = append(p.Teachers, r.str16("teacher", maxName))
+	}
+	ints := []*int{&p.Threshold, &p.GammaNum, &p.GammaDen, &p.Classes, &p.Features}
+	for _, v := range ints {
+		x := r.u32("int")
+		if x > 1<<20 {
+			r.fail("integer parameter %d too large", x)
+		}
+		*v = int(x)
+	}
+	p.Noise = NoiseKind(r.u8("noise"))
+	for _, v := range []*float64{&p.Epsilon, &p.Delta, &p.BudgetEpsilon, &p.BudgetDelta} {
+		*v = r.finite("float")
+	}
+	p.QueriesPerCiphertext = int(r.u32("qpc") & 0xfffff)
+	p.Model = r.fixed32("model")
+	p.Key = r.fixed32("key")
+	p.MinContributors = int(r.u32("min") & 0xfffff)
+	p.HistogramCoins = int64(r.u64("coins") & (1<<62 - 1))
+	p.Coins = int64(r.u64("coins") & (1<<62 - 1))
+	p.Sigma = r.finite("sigma")
+	p.NoiseBound = int64(r.u64("bound") & (1<<62 - 1))
+	p.SlotBits = int(r.u32("slot bits") & 0xfffff)
+	p.QPC = int(r.u32("qpc") & 0xfffff)
+	p.MaxQueries = int(r.u32("max queries") & 0xfffff)
+	return p
+}
+
+// Hash is SHA-256 of the canonical encoding.
+func (p *Params) Hash() [32]byte {
+	b, _ := p.MarshalBinary()
+	return sha256.Sum256(b)
+}
+
+// Share draws one teacher's plaintext contribution to a batch: for each of
+// the len(votes) queries (≤ QPC) its one-hot vote plus its noise share on
+// each of the K classes, in slot order (query-major); unused query slots
+// are 0. Binomial shares are Binomial(Coins, ½) (not centred: the public
+// mean is removed after decryption); dgauss shares are N_Z(0, σ²), refused
+// (an error, probability < 2^-280) beyond ±NoiseBound.
+func (p *Params) Share(src noise.Source, votes []int) ([]int64, error) {
+	if len(votes) > p.QPC {
+		return nil, fmt.Errorf("dppp: %d votes, at most %d per ciphertext", len(votes), p.QPC)
+	}
+	out := make([]int64, p.QPC*p.Classes)
+	var s2 *big.Rat
+	if p.Noise == DGauss {
+		s := new(big.Rat).SetFloat64(p.Sigma)
+		s2 = new(big.Rat).Mul(s, s)
+	}
+	for q, v := range votes {
+		if v < 0 || v >= p.Classes {
+			return nil, fmt.Errorf("dppp: vote %d outside [0, %d)", v, p.Classes)
+		}
+		for k := 0; k < p.Classes; k++ {
+			var z int64
+			var err error
+			if p.Noise == Binomial {
+				z, err = noise.Binomial(src, p.Coins)
+			} else {
+				z, err = noise.DiscreteGaussian(src, s2)
+				if err == nil && (z > p.NoiseBound || z < -p.NoiseBound) {
+					err = fmt.Errorf("dppp: discrete Gaussian share %d beyond the public bound %d", z, p.NoiseBound)
+				}
+			}
+			if err != nil {
+				return nil, err
+			}
+			if k == v {
+				z++
+			}
+			out[q*p.Classes+k] = z
+		}
+	}
+	return out, nil
+}
+
+// Tally turns the per-slot sums of a decrypted batch (raw, QPC·K values,
+// contributors shares summed) into noisy histograms centred by the public
+// noise mean (binomial: contributors·Coins/2) and labels (argmax, lowest
+// class on ties), for the first count queries.
+func (p *Params) Tally(raw []int64, contributors, count int) (hist [][]float64, labels []int, err error) {
+	if len(raw) != p.QPC*p.Classes || count > p.QPC || count < 0 {
+		return nil, nil, fmt.Errorf("dppp: tally of %d values for %d queries", len(raw), count)
+	}
+	mean := 0.0
+	if p.Noise == Binomial {
+		mean = float64(contributors) * float64(p.Coins) / 2
+	}
+	for q := 0; q < count; q++ {
+		row := raw[q*p.Classes : (q+1)*p.Classes]
+		h := make([]float64, p.Classes)
+		best := 0
+		for k, v := range row {
+			h[k] = float64(v) - mean
+			if v > row[best] {
+				best = k
+			}
+		}
+		hist = append(hist, h)
+		labels = append(labels, best)
+	}
+	return hist, labels, nil
+}
