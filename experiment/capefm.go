@@ -123,6 +123,16 @@ func majorityNote(t *table) string {
 	return fmt.Sprintf(" A constant prediction of the majority class has accuracy %.3f.", share)
 }
 
+// capeSplitSeed returns the seed of the train/test split of one run of one
+// dataset: derived from --seed in seeded runs, random otherwise (data
+// shuffling, not privacy noise).
+func capeSplitSeed(e *env, experiment, dataset string, run int) [2]uint64 {
+	if e.opt.Seeded {
+		return [2]uint64{jobSeed(e.opt.Seed, experiment+"/"+dataset, run, "split"), uint64(run)}
+	}
+	return [2]uint64{rand.Uint64(), rand.Uint64()}
+}
+
 func capeMetric(kind regress.Kind) (metric, ylabel string) {
 	if kind == regress.Logistic {
 		return "accuracy", "test accuracy"
@@ -208,10 +218,15 @@ func fmtDur(d time.Duration) string {
 // capeJob is one split at one x: the pooled fits on the whole training
 // set, then every decentralised mechanism through the protocol on the same
 // training rows split into S sites.
-func capeJob(t *table, kind regress.Kind, panelID, xname string, x float64, series []string, eps, delta float64, S, nTrain int, timer *capeTimer) job {
+//
+// split seeds the train/test shuffle. The builders give every job of one
+// run of one dataset the same split, so the points of a curve (and the
+// N_train subsets, which are nested) differ only by the privacy noise and
+// the x they vary: paired comparisons across ε, N_train, δ and S.
+func capeJob(t *table, kind regress.Kind, panelID, xname string, x float64, series []string, eps, delta float64, S, nTrain int, split [2]uint64, timer *capeTimer) job {
 	metric, _ := capeMetric(kind)
-	return func(ctx context.Context, src noise.Source, rng *rand.Rand) ([]obs, error) {
-		train, test := t.split(rng, 0.1, nTrain)
+	return func(ctx context.Context, src noise.Source, _ *rand.Rand) ([]obs, error) {
+		train, test := t.split(rand.New(rand.NewPCG(split[0], split[1])), 0.1, nTrain)
 		st, err := moments(train)
 		if err != nil {
 			return nil, err
@@ -221,6 +236,7 @@ func capeJob(t *table, kind regress.Kind, panelID, xname string, x float64, seri
 			return nil, err
 		}
 		var out []obs
+		vals := map[string]float64{}
 		add := func(s, m string, v float64) {
 			out = append(out, obs{panel: panelID, xname: xname, x: x, series: s, metric: m, v: v})
 		}
@@ -262,11 +278,25 @@ func capeJob(t *table, kind regress.Kind, panelID, xname string, x float64, seri
 					add(s, "tau", cal.Tau)
 				}
 			}
-			add(s, metric, evaluate(kind, coef, test))
+			v := evaluate(kind, coef, test)
+			vals[s] = v
+			add(s, metric, v)
+		}
+		// Paired differences from the pooled fit on the same rows.
+		if p, ok := vals[capePooled]; ok {
+			for _, s := range series {
+				if v, ok := vals[s]; ok && s != capePooled && s != capeNonPrivate {
+					add(s, metric+pairedSuffix, v-p)
+				}
+			}
 		}
 		return out, nil
 	}
 }
+
+// pairedSuffix names the metric of a series' paired difference from the
+// pooled fit in the same job (same split, same training rows).
+const pairedSuffix = "_minus_pooled"
 
 // impliedNoiseRatio returns the noise ratio R = Var ê_s / Var g_s that
 // gives capeFM the variance ratio κ with S sites and S_H honest ones
@@ -338,24 +368,25 @@ func buildCapeUtility(ctx context.Context, e *env, name string, kind regress.Kin
 		)
 		notes = append(notes, fmt.Sprintf("%s: %s, N = %d, 90:10 train/test split per run; the training rows are split into S = %d sites of equal size (N_s = N_train/S).%s", t.Name, t.Note, t.N(), CapeSites, majorityNote(t)))
 		for run := 0; run < e.runs; run++ {
+			split := capeSplitSeed(e, name, t.Name, run)
 			for _, eps := range epss {
-				jobs = append(jobs, capeJob(t, kind, pE, "epsilon", eps, capeSeries, eps, capeDelta, CapeSites, 0, timer))
+				jobs = append(jobs, capeJob(t, kind, pE, "epsilon", eps, capeSeries, eps, capeDelta, CapeSites, 0, split, timer))
 			}
 			for _, fr := range fracs {
 				n := int(math.Round(fr * float64(nTrain)))
 				if n < capeMinSiteRows*CapeSites {
 					continue
 				}
-				jobs = append(jobs, capeJob(t, kind, pN, "n_train", float64(n), capeSeries, capeEpsilon, capeDelta, CapeSites, n, timer))
+				jobs = append(jobs, capeJob(t, kind, pN, "n_train", float64(n), capeSeries, capeEpsilon, capeDelta, CapeSites, n, split, timer))
 			}
 			for _, d := range deltas {
-				jobs = append(jobs, capeJob(t, kind, pD, "delta", d, dseries, capeEpsilon, d, CapeSites, 0, timer))
+				jobs = append(jobs, capeJob(t, kind, pD, "delta", d, dseries, capeEpsilon, d, CapeSites, 0, split, timer))
 			}
 		}
 	}
 	fig.caption = fmt.Sprintf("S = %d sites with equal N_s; S_C = ⌈S/3⌉ − 1 = %d colluders; every decentralised point is a run of the capefm protocol (sites and aggregator in process). "+
 		"%s: central Gaussian FM on the pooled training rows (what the seed's Lemma 1 says capeFM equals). -local: the conventional scheme, every site releases its own (ε, δ)-DP result on its N_s rows and the aggregator averages. "+
-		"Error bars: one sd over runs (random 90:10 splits).", CapeSites, accounting.CAPEColluders(CapeSites), capePooled)
+		"Error bars: one sd over runs (random 90:10 splits, the same ones at every x).", CapeSites, accounting.CAPEColluders(CapeSites), capePooled)
 	notes = append(notes, capeCommonNotes()...)
 	p := &plan{jobs: jobs, figures: []figure{fig}}
 	base := len(notes)
@@ -381,6 +412,7 @@ func capeCommonNotes() []string {
 		"noisygd-local: every site runs noisy gradient descent with its noise solved so that its whole run is (ε, δ)-DP (T = 100, regress's default), i.e. at the same overall ε as every other mechanism; the seed's noisy-gd spends ε per step (overall ε ≈ 20) and its right-hand axes show that ε, which we do not repeat here (see gfm-linear).",
 		"objpert-local is approximate minima perturbation (PRIVACY-NOTES item 19), (ε, δ)-DP, so it appears in the δ panels; fm-local is ε-DP and does not (as in the seed).",
 		"Privacy is per site: each site's release is (ε, δ)-DP against the aggregator colluding with up to S_C sites (capefm: exact CAPE curve; the -local baselines: each site's own mechanism).",
+		"Splits are paired: within one run every point of every curve of a dataset uses the same 90:10 split (the N_train subsets are nested in it), so the curves differ by x and the privacy noise only; the claims test capefm against pooled Gaussian FM on the per-run differences (metric <metric>_minus_pooled in the CSV).",
 		"Randomness: each site draws its noise from its own source (seeded from the job's source in --seed runs), so results do not depend on the order in which the site goroutines run. The baselines' aggregator adds the sites' float releases in arrival order, which can change the last bit of a coefficient between runs (never visible at the CSV's 8 digits in our tests).",
 	}
 }
@@ -404,30 +436,34 @@ func capeUtilityClaims(a *Aggregate, tabs []*table, kind regress.Kind, metric st
 	for _, t := range tabs {
 		pE, pN, pD := t.Name+" vs ε", t.Name+" vs N", t.Name+" vs δ"
 		cf := string(capefm.CapeFM)
-		// 1. capeFM equals pooled Gaussian FM (Lemma 1), over the ε panel.
-		if cs, ps := a.series(pE, cf, metric), a.series(pE, capePooled, metric); len(cs) > 0 && len(cs) == len(ps) {
+		// 1. capeFM equals pooled Gaussian FM (Lemma 1), over the ε panel:
+		// a paired test on the per-run differences (same split and rows).
+		if ds := a.series(pE, cf, metric+pairedSuffix); len(ds) > 0 {
 			var parts, worse, better []string
-			for i := range cs {
-				switch capeCompare(cs[i], ps[i], hb) {
-				case "worse":
-					worse = append(worse, fmt.Sprintf("%g", cs[i].X))
-				case "better":
-					better = append(better, fmt.Sprintf("%g", cs[i].X))
+			for _, d := range ds {
+				c, _ := a.at(pE, cf, metric, d.X)
+				p, _ := a.at(pE, capePooled, metric, d.X)
+				parts = append(parts, fmt.Sprintf("ε=%g: %s vs %s", d.X, fmtNum(c.Mean), fmtNum(p.Mean)))
+				if math.Abs(d.Mean) <= 2*d.SD/math.Sqrt(float64(max(d.N, 1))) {
+					continue
 				}
-				parts = append(parts, fmt.Sprintf("ε=%g: %s vs %s", cs[i].X, fmtNum(cs[i].Mean), fmtNum(ps[i].Mean)))
+				if (d.Mean > 0) == hb {
+					better = append(better, fmt.Sprintf("%g", d.X))
+				} else {
+					worse = append(worse, fmt.Sprintf("%g", d.X))
+				}
 			}
-			holds := "yes: within 2 standard errors at every ε"
+			holds := "yes: the paired difference is within 2 standard errors of 0 at every ε"
 			switch {
+			case len(worse)*2 > len(ds):
+				holds = fmt.Sprintf("no: capefm is worse (paired, beyond 2 standard errors) at ε = %s", strings.Join(worse, ", "))
 			case len(worse) > 0:
-				holds = fmt.Sprintf("mostly: worse beyond 2 standard errors at ε = %s, within them at the other %d", strings.Join(worse, ", "), len(cs)-len(worse)-len(better))
-				if len(worse)*2 > len(cs) {
-					holds = fmt.Sprintf("no: worse beyond 2 standard errors at ε = %s", strings.Join(worse, ", "))
-				}
+				holds = fmt.Sprintf("mostly: capefm is worse (paired, beyond 2 standard errors) at ε = %s, within them at the other %d", strings.Join(worse, ", "), len(ds)-len(worse)-len(better))
 			case len(better) > 0:
-				holds = fmt.Sprintf("yes: within 2 standard errors except ε = %s (capefm better, by chance)", strings.Join(better, ", "))
+				holds = fmt.Sprintf("yes: within 2 standard errors except ε = %s, where capefm is better", strings.Join(better, ", "))
 			}
 			if lab, ok := kappaLabel(a, pE, CapeSites); ok {
-				holds += "; the noise variance is " + lab + " times the pooled one, not 1"
+				holds += "; its noise variance is " + lab + " times the pooled one, not 1"
 			}
 			cl = append(cl, Claim{
 				Paper:    fmt.Sprintf("%s: cape-fm's utility is that of the centralised (pooled) Gaussian FM (Lemma 1; S = %d)", t.Name, CapeSites),
@@ -581,6 +617,7 @@ func buildCapeSites(ctx context.Context, e *env) (*plan, error) {
 		nTrain := t.N() - int(math.Round(0.1*float64(t.N())))
 		var skipped []string
 		for run := 0; run < e.runs; run++ {
+			split := capeSplitSeed(e, "capefm-sites", t.Name, run)
 			for _, S := range counts {
 				if nTrain/S < capeMinSiteRows {
 					if run == 0 {
@@ -588,7 +625,7 @@ func buildCapeSites(ctx context.Context, e *env) (*plan, error) {
 					}
 					continue
 				}
-				jobs = append(jobs, capeJob(t, t.Kind, id, "sites", float64(S), capeSeries, capeEpsilon, capeDelta, S, 0, timer))
+				jobs = append(jobs, capeJob(t, t.Kind, id, "sites", float64(S), capeSeries, capeEpsilon, capeDelta, S, 0, split, timer))
 			}
 		}
 		note := fmt.Sprintf("%s: %s, N = %d, 90:10 train/test split per run, training rows split into S sites of equal size.%s", t.Name, t.Note, t.N(), majorityNote(t))
@@ -603,7 +640,7 @@ func buildCapeSites(ctx context.Context, e *env) (*plan, error) {
 		xlabel: "number of sites S", ylabel: "variance ratio (κ for capefm)", logX: true, logY: true, metric: "variance_ratio", series: capeSeries})
 	fig.caption = fmt.Sprintf("ε = %g, δ = %g per site, full N_train split into S equal sites, S_C = ⌈S/3⌉ − 1 colluders. Every decentralised point is a run of the capefm protocol. "+
 		"%s: central Gaussian FM on the pooled rows (does not depend on S). Last panel: the model's noise variance relative to pooled Gaussian FM from the protocol's calibration: κ for capefm, S for gaussian-fm-local. "+
-		"Error bars: one sd over runs.", capeEpsilon, capeDelta, capePooled)
+		"Error bars: one sd over runs (random 90:10 splits, the same ones at every S).", capeEpsilon, capeDelta, capePooled)
 	notes = append(notes, capeCommonNotes()...)
 	p := &plan{jobs: jobs, figures: []figure{fig}}
 	base := len(notes)
@@ -639,16 +676,24 @@ func capeSitesClaims(a *Aggregate, tabs []*table) []Claim {
 			continue
 		}
 		f, l := cs[0], cs[len(cs)-1]
-		holds := "yes (within 2 standard errors)"
-		if r := capeCompare(l, f, hb); r != "tie" {
-			holds = fmt.Sprintf("no: %s at S = %g than at S = %g", r, l.X, f.X)
-			if lab, ok := kappaLabel(a, tabs[0].Name+" vs S", l.X); ok && r == "worse" {
-				holds += "; κ grows with S (" + lab + ")"
+		var worse []string
+		for _, d := range a.series(id, cf, metric+pairedSuffix) {
+			if math.Abs(d.Mean) > 2*d.SD/math.Sqrt(float64(max(d.N, 1))) && (d.Mean > 0) != hb {
+				worse = append(worse, fmt.Sprintf("%g", d.X))
+			}
+		}
+		holds := "yes: at every S, capefm is within 2 standard errors of pooled Gaussian FM on the same rows (paired)"
+		if len(worse) > 0 {
+			holds = fmt.Sprintf("partly: capefm is worse than pooled Gaussian FM on the same rows (paired, beyond 2 standard errors) at S = %s", strings.Join(worse, ", "))
+			if lab, ok := kappaLabel(a, tabs[0].Name+" vs S", l.X); ok {
+				holds += "; κ grows with S: " + lab
 			}
 		}
 		measured := fmt.Sprintf("%s: capefm %s at S = %g, %s at S = %g", metric, meanSD(f), f.X, meanSD(l), l.X)
-		if po, ok := a.at(id, capePooled, metric, l.X); ok {
-			measured += fmt.Sprintf(" (%s on the same rows: %s)", capePooled, meanSD(po))
+		if pf, ok := a.at(id, capePooled, metric, f.X); ok {
+			if pl, ok := a.at(id, capePooled, metric, l.X); ok {
+				measured += fmt.Sprintf("; %s %s and %s", capePooled, fmtNum(pf.Mean), fmtNum(pl.Mean))
+			}
 		}
 		cl = append(cl, Claim{
 			Paper:    fmt.Sprintf("%s: varying S does not affect cape-fm's utility (ε = %g)", t.Name, capeEpsilon),

@@ -279,3 +279,38 @@ func TestImpliedNoiseRatio(t *testing.T) {
 		t.Error("S_H = 1 has no implied ratio")
 	}
 }
+
+// BenchmarkCapeFMProtocol times one fit through the in-process protocol
+// (capefm.Run) against central Gaussian FM on the same rows (synthetic,
+// D = 20, N = 9,000).
+func BenchmarkCapeFMProtocol(b *testing.B) {
+	tb := synthetic(regress.Linear, 20, 9000, rand.New(rand.NewPCG(1, 1)))
+	b.Run("central-gaussian-fm", func(b *testing.B) {
+		st, err := moments(tb)
+		if err != nil {
+			b.Fatal(err)
+		}
+		src := noise.NewInsecureSeeded(1)
+		for b.Loop() {
+			if _, _, err := fitTable(context.Background(), fitSpec{mech: "gaussian-fm", kind: regress.Linear, eps: 0.5, delta: 1e-5}, tb, st, src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, S := range []int{5, 20, 50} {
+		sites, err := partition(tb, S)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range []capefm.Mechanism{capefm.CapeFM, capefm.GaussianFMLocal, capefm.NoisyGDLocal, capefm.ObjPertLocal} {
+			b.Run(fmt.Sprintf("%s/S=%d", m, S), func(b *testing.B) {
+				src := noise.NewInsecureSeeded(1)
+				for b.Loop() {
+					if _, _, _, err := capeFit(context.Background(), m, regress.Linear, sites, 0.5, 1e-5, src); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
