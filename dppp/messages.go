@@ -158,6 +158,10 @@ func readRows(r *reader) [][]float64 {
 	if r.err != nil {
 		return nil
 	}
+	if n == 0 && d != 0 {
+		r.fail("rows: width without rows")
+		return nil
+	}
 	if d > MaxFeatures || uint64(n)*uint64(d)*8 > uint64(len(r.b)) {
 		r.fail("rows: %d×%d values, %d bytes left", n, d, len(r.b))
 		return nil
@@ -373,6 +377,9 @@ func Unmarshal(b []byte) (Message, error) {
 			a.Labels = append(a.Labels, r.u32("label"))
 		}
 		k := int(r.u32("classes"))
+		if r.err == nil && n == 0 && k != 0 {
+			r.fail("histogram width without labels")
+		}
 		if r.err == nil && (k > MaxClasses || uint64(k)*uint64(n)*8 != uint64(len(r.b))) {
 			r.fail("histograms: %d×%d values, %d bytes left", n, k, len(r.b))
 		}

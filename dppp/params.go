@@ -430,6 +430,8 @@ func (p *Params) Report() []string {
 		}
 		if e, err := accounting.CPSGDEpsilon(accounting.CPSGDParams{N: int64(h) * p.Coins, P: 0.5, S: 1, Dim: p.Classes, Delta1: SensitivityL1, Delta2: SensitivityL2, DeltaI: SensitivityLInf}, p.Delta); err == nil {
 			lines = append(lines, fmt.Sprintf("  (cpSGD Theorem 1 at %d coins gives ε = %s at δ = %g)", int64(h)*p.Coins, fmtUp(e), p.Delta))
+		} else {
+			lines = append(lines, fmt.Sprintf("  (cpSGD Theorem 1 gives no guarantee at %d coins: %v)", int64(h)*p.Coins, err))
 		}
 	case DGauss:
 		lines = append(lines, fmt.Sprintf("noise: distributed discrete Gaussian, each teacher adds N_Z(0, σ²) with σ = %.6g per class (DDGSigma with %d honest parties, (%g, %g) per query; the sum of discrete Gaussians is not one: PRIVACY-NOTES item 13); shares bounded by |z| ≤ %d", p.Sigma, h, p.Epsilon, p.Delta, p.NoiseBound))
@@ -543,17 +545,17 @@ func readParams(r *reader) *Params {
 	for _, v := range []*float64{&p.Epsilon, &p.Delta, &p.BudgetEpsilon, &p.BudgetDelta} {
 		*v = r.finite("float")
 	}
-	p.QueriesPerCiphertext = int(r.u32("qpc") & 0xfffff)
+	p.QueriesPerCiphertext = r.small("qpc")
 	p.Model = r.fixed32("model")
 	p.Key = r.fixed32("key")
-	p.MinContributors = int(r.u32("min") & 0xfffff)
-	p.HistogramCoins = int64(r.u64("coins") & (1<<62 - 1))
-	p.Coins = int64(r.u64("coins") & (1<<62 - 1))
+	p.MinContributors = r.small("min")
+	p.HistogramCoins = r.i62("coins")
+	p.Coins = r.i62("coins")
 	p.Sigma = r.finite("sigma")
-	p.NoiseBound = int64(r.u64("bound") & (1<<62 - 1))
-	p.SlotBits = int(r.u32("slot bits") & 0xfffff)
-	p.QPC = int(r.u32("qpc") & 0xfffff)
-	p.MaxQueries = int(r.u32("max queries") & 0xfffff)
+	p.NoiseBound = r.i62("bound")
+	p.SlotBits = r.small("slot bits")
+	p.QPC = r.small("qpc")
+	p.MaxQueries = r.small("max queries")
 	return p
 }
 
@@ -632,4 +634,24 @@ func (p *Params) Tally(raw []int64, contributors, count int) (hist [][]float64, 
 		labels = append(labels, best)
 	}
 	return hist, labels, nil
+}
+
+// small reads a u32 that must be below 2^20.
+func (r *reader) small(what string) int {
+	v := r.u32(what)
+	if v >= 1<<20 {
+		r.fail("%s = %d too large", what, v)
+		return 0
+	}
+	return int(v)
+}
+
+// i62 reads a u64 that must be below 2^62.
+func (r *reader) i62(what string) int64 {
+	v := r.u64(what)
+	if v >= 1<<62 {
+		r.fail("%s = %d too large", what, v)
+		return 0
+	}
+	return int64(v)
 }

@@ -1,0 +1,176 @@
+package dppp
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/dplearn/dplearn/classify"
+	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/exampledata"
+	"github.com/dplearn/dplearn/internal/pailliertest"
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/paillier"
+)
+
+// fixture: 10 softmax teachers on disjoint tenths of digits' training part,
+// 50 test rows, and one (10, 6) threshold key on the published test primes.
+type fixture struct {
+	models []classify.Model
+	rows   [][]float64
+	truth  []int
+	tpk    *paillier.ThresholdPublicKey
+	shares []*paillier.KeyShare
+	names  []string
+	spec   [32]byte
+}
+
+var (
+	fixOnce sync.Once
+	fix     *fixture
+	fixErr  error
+)
+
+func getFixture(t testing.TB) *fixture {
+	t.Helper()
+	fixOnce.Do(func() {
+		ctx := context.Background()
+		ds, err := exampledata.GetClassification("digits")
+		if err != nil {
+			fixErr = err
+			return
+		}
+		spec, err := classify.ParseSpec(ds.Spec)
+		if err != nil {
+			fixErr = err
+			return
+		}
+		data, _, err := spec.LoadReader(ctx, bytes.NewReader(ds.CSVGzip), "digits.csv.gz", dataset.Options{})
+		if err != nil {
+			fixErr = err
+			return
+		}
+		train, test := classify.Split(data.N(), 0.2, 1)
+		tr, te := data.Subset(train), data.Subset(test)
+		parts, _ := classify.Partition(tr.N(), 10, 1)
+		f := &fixture{spec: sha256.Sum256([]byte(spec.Fingerprint()))}
+		for i, part := range parts {
+			m, err := classify.TrainSoftmax(ctx, tr.Subset(part), classify.SoftmaxOptions{MaxIterations: 30, Workers: 1})
+			if err != nil {
+				fixErr = err
+				return
+			}
+			f.models = append(f.models, m)
+			f.names = append(f.names, fmt.Sprintf("teacher%02d", i+1))
+		}
+		for i := 0; i < 50; i++ {
+			f.rows = append(f.rows, te.Row(i))
+			f.truth = append(f.truth, te.Y[i])
+		}
+		f.tpk, f.shares, fixErr = pailliertest.ThresholdKey(2048, 10, 6)
+		fix = f
+	})
+	if fixErr != nil {
+		t.Fatal(fixErr)
+	}
+	return fix
+}
+
+func (f *fixture) config(kind NoiseKind) Config {
+	return Config{Teachers: f.names, Classes: 10, Features: 64, Noise: kind, Epsilon: 1, Delta: 1e-5,
+		BudgetEpsilon: 100, BudgetDelta: 1e-3, Model: f.spec}
+}
+
+// deployment is one set of teachers with a plaintext record of their shares.
+type deployment struct {
+	p        *Params
+	teachers []*Teacher
+	mu       sync.Mutex
+	shares   map[uint64]map[string][]int64
+}
+
+func (f *fixture) deploy(t testing.TB, cfg Config, tweak func(i int, tc *TeacherConfig)) *deployment {
+	t.Helper()
+	p0, err := Calibrate(cfg, f.tpk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := p0.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deployment{p: p, shares: map[uint64]map[string][]int64{}}
+	for i, name := range f.names {
+		m := f.models[i]
+		name := name
+		tc := TeacherConfig{
+			Name: name, Config: cfg, Key: f.shares[i],
+			Predict: func(ctx context.Context, rows [][]float64) ([]int, error) {
+				out := make([]int, len(rows))
+				for j, r := range rows {
+					out[j] = m.Predict(r)
+				}
+				return out, nil
+			},
+			Noise: noise.NewInsecureSeeded(uint64(1000 + i)),
+			RevealShares: func(batch uint64, v []int64) {
+				d.mu.Lock()
+				defer d.mu.Unlock()
+				if d.shares[batch] == nil {
+					d.shares[batch] = map[string][]int64{}
+				}
+				d.shares[batch][name] = append([]int64(nil), v...)
+			},
+		}
+		if tweak != nil {
+			tweak(i, &tc)
+		}
+		tt, err := NewTeacher(tc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.teachers = append(d.teachers, tt)
+	}
+	return d
+}
+
+// reference is the plaintext path: the same shares summed without
+// encryption, tallied like the aggregator.
+func (d *deployment) reference(t testing.TB, br *BatchResult) ([]int64, []int) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	raw := make([]int64, d.p.QPC*d.p.Classes)
+	for _, id := range br.Contributors {
+		s, ok := d.shares[br.Batch][d.p.TeacherName(id)]
+		if !ok {
+			t.Fatalf("no share of %d in batch %d", id, br.Batch)
+		}
+		for j, v := range s {
+			raw[j] += v
+		}
+	}
+	_, labels, err := d.p.Tally(raw, len(br.Contributors), len(br.Labels))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, labels
+}
+
+func (d *deployment) checkReference(t testing.TB, res *RunResult) {
+	t.Helper()
+	for _, br := range res.Batches {
+		raw, labels := d.reference(t, br)
+		if fmt.Sprint(raw) != fmt.Sprint(br.Raw) {
+			t.Fatalf("batch %d: decrypted %v, plaintext path %v", br.Batch, br.Raw, raw)
+		}
+		if fmt.Sprint(labels) != fmt.Sprint(br.Labels) {
+			t.Fatalf("batch %d: labels %v, plaintext path %v", br.Batch, br.Labels, labels)
+		}
+	}
+}
+
+type paillierCT = paillier.Ciphertext
