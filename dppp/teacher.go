@@ -323,4 +323,3 @@ func (t *Teacher) Answered() int {
 	defer t.mu.Unlock()
 	return t.answered
 }
-
