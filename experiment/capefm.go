@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -557,7 +558,7 @@ func capeUtilityClaims(a *Aggregate, tabs []*table, kind regress.Kind, metric st
 		}
 		// 5. Even for moderate δ capeFM beats noisy-gd (and rlx-fm, absent).
 		if cs := a.series(pD, cf, metric); len(cs) > 0 {
-			better, n := 0, 0
+			better, worse, n := 0, 0, 0
 			var parts []string
 			for _, c := range cs {
 				o, ok := a.at(pD, string(capefm.NoisyGDLocal), metric, c.X)
@@ -565,15 +566,20 @@ func capeUtilityClaims(a *Aggregate, tabs []*table, kind regress.Kind, metric st
 					continue
 				}
 				n++
-				if capeCompare(c, o, hb) == "better" {
+				switch capeCompare(c, o, hb) {
+				case "better":
 					better++
+				case "worse":
+					worse++
 				}
 				parts = append(parts, fmt.Sprintf("δ=%g: %s vs %s", c.X, fmtNum(c.Mean), fmtNum(o.Mean)))
 			}
 			holds := "yes"
 			switch {
+			case worse > 0:
+				holds = fmt.Sprintf("no: noisygd-local is better at %d of %d δ", worse, n)
 			case better == 0:
-				holds = "no"
+				holds = "no: ties at every δ"
 			case better < n:
 				holds = fmt.Sprintf("partly: better at %d of %d δ, ties elsewhere", better, n)
 			}
@@ -685,8 +691,10 @@ func capeSitesClaims(a *Aggregate, tabs []*table) []Claim {
 		holds := "yes: at every S, capefm is within 2 standard errors of pooled Gaussian FM on the same rows (paired)"
 		if len(worse) > 0 {
 			holds = fmt.Sprintf("partly: capefm is worse than pooled Gaussian FM on the same rows (paired, beyond 2 standard errors) at S = %s", strings.Join(worse, ", "))
-			if lab, ok := kappaLabel(a, tabs[0].Name+" vs S", l.X); ok {
-				holds += "; κ grows with S: " + lab
+			if w, err := strconv.ParseFloat(worse[len(worse)-1], 64); err == nil && w > f.X {
+				if lab, ok := kappaLabel(a, tabs[0].Name+" vs S", w); ok {
+					holds += "; κ grows with S: " + lab
+				}
 			}
 		}
 		measured := fmt.Sprintf("%s: capefm %s at S = %g, %s at S = %g", metric, meanSD(f), f.X, meanSD(l), l.X)
