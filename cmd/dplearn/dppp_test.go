@@ -271,7 +271,7 @@ func TestDPPPHelpTeaches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(out, "Example:") || !strings.Contains(out, "dplearn dppp keygen --parties") {
+		if !strings.Contains(out, "Example") || !strings.Contains(out, "dplearn dppp keygen --parties") {
 			t.Fatalf("%v: help without an example:\n%s", args, out)
 		}
 	}
