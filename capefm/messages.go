@@ -302,9 +302,9 @@ func secaggSession(m secagg.Message) []byte {
 // header writes the version, the type code and the session.
 func header(code uint8, session [32]byte) *writer {
 	w := &writer{}
-	w.u8(wireVersion)
-	w.u8(code)
-	w.raw(session[:])
+	w.U8(wireVersion)
+	w.U8(code)
+	w.Raw(session[:])
 	return w
 }
 
@@ -315,8 +315,8 @@ func (m *Offer) MarshalBinary() ([]byte, error) {
 		return nil, err
 	}
 	w := header(codeOffer, m.Params.Session)
-	w.raw(p)
-	return w.b, nil
+	w.Raw(p)
+	return w.Bytes(), nil
 }
 
 func (m *Hello) MarshalBinary() ([]byte, error) {
@@ -324,17 +324,17 @@ func (m *Hello) MarshalBinary() ([]byte, error) {
 		return nil, fmt.Errorf("capefm: hello: invalid site name %q", m.Name)
 	}
 	w := header(codeHello, m.Session)
-	w.u32(m.From)
-	w.str16(m.Name)
-	w.raw(m.Schema[:])
-	w.u64(uint64(m.N))
-	w.raw(m.ParamsHash[:])
+	w.U32(m.From)
+	w.Str16(m.Name)
+	w.Raw(m.Schema[:])
+	w.U64(uint64(m.N))
+	w.Raw(m.ParamsHash[:])
 	if m.Secure {
-		w.u8(1)
+		w.U8(1)
 	} else {
-		w.u8(0)
+		w.U8(0)
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 func (m *Refuse) MarshalBinary() ([]byte, error) {
@@ -343,10 +343,10 @@ func (m *Refuse) MarshalBinary() ([]byte, error) {
 	}
 	reason := clipText(m.Reason, maxReason)
 	w := header(codeRefuse, m.Session)
-	w.u32(m.From)
-	w.str16(m.Name)
-	w.str16(reason)
-	return w.b, nil
+	w.U32(m.From)
+	w.Str16(m.Name)
+	w.Str16(reason)
+	return w.Bytes(), nil
 }
 
 func (m *Agreed) MarshalBinary() ([]byte, error) {
@@ -354,12 +354,12 @@ func (m *Agreed) MarshalBinary() ([]byte, error) {
 		return nil, fmt.Errorf("capefm: agreed: %d sites", len(m.Sites))
 	}
 	w := header(codeAgreed, m.Session)
-	w.raw(m.ParamsHash[:])
-	w.u32(uint32(len(m.Sites)))
+	w.Raw(m.ParamsHash[:])
+	w.U32(uint32(len(m.Sites)))
 	for _, s := range m.Sites {
-		w.u32(s)
+		w.U32(s)
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 func (m *SumBroadcast) MarshalBinary() ([]byte, error) {
@@ -367,15 +367,15 @@ func (m *SumBroadcast) MarshalBinary() ([]byte, error) {
 		return nil, fmt.Errorf("capefm: sum broadcast: %d words, %d sites", len(m.Sum), len(m.Included))
 	}
 	w := header(codeSumBroadcast, m.Session)
-	w.u32(uint32(len(m.Sum)))
+	w.U32(uint32(len(m.Sum)))
 	for _, v := range m.Sum {
-		w.u64(v)
+		w.U64(v)
 	}
-	w.u32(uint32(len(m.Included)))
+	w.U32(uint32(len(m.Included)))
 	for _, s := range m.Included {
-		w.u32(s)
+		w.U32(s)
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 func (m *Announce) MarshalBinary() ([]byte, error) {
@@ -386,26 +386,26 @@ func (m *Announce) MarshalBinary() ([]byte, error) {
 		return nil, fmt.Errorf("capefm: announce: N = %d rows", m.N)
 	}
 	w := header(codeAnnounce, [32]byte{})
-	w.str16(m.Name)
-	w.u64(uint64(m.N))
-	w.raw(m.Schema[:])
+	w.Str16(m.Name)
+	w.U64(uint64(m.N))
+	w.Raw(m.Schema[:])
 	if m.Secure {
-		w.u8(1)
+		w.U8(1)
 	} else {
-		w.u8(0)
+		w.U8(0)
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 func (m *Outcome) MarshalBinary() ([]byte, error) {
 	w := header(codeOutcome, m.Session)
 	if m.OK {
-		w.u8(1)
+		w.U8(1)
 	} else {
-		w.u8(0)
+		w.U8(0)
 	}
-	w.str16(clipText(m.Text, maxText))
-	return w.b, nil
+	w.Str16(clipText(m.Text, maxText))
+	return w.Bytes(), nil
 }
 
 // clipText cuts s to at most n bytes at a UTF-8 boundary.
@@ -427,19 +427,19 @@ func (m *Release) MarshalBinary() ([]byte, error) {
 		return nil, fmt.Errorf("capefm: release: want exactly one of %d fixed-point or %d float values to be non-empty (≤ %d)", len(m.Fixed), len(m.Values), maxVector)
 	}
 	w := header(codeRelease, m.Session)
-	w.u32(m.From)
-	w.u32(uint32(len(m.Fixed)))
+	w.U32(m.From)
+	w.U32(uint32(len(m.Fixed)))
 	for _, v := range m.Fixed {
-		w.u64(uint64(v))
+		w.U64(uint64(v))
 	}
-	w.u32(uint32(len(m.Values)))
+	w.U32(uint32(len(m.Values)))
 	for _, v := range m.Values {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("capefm: release: non-finite value")
 		}
-		w.f64(v)
+		w.F64(v)
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 // MarshalBinary encodes the secure-aggregation message; its session must be
@@ -455,23 +455,23 @@ func (m *SecAgg) MarshalBinary() ([]byte, error) {
 		if len(k.EncKey) != secagg.X25519KeyLen || len(k.MaskKey) != secagg.X25519KeyLen {
 			return fmt.Errorf("capefm: secagg keys of party %d have wrong lengths", k.From)
 		}
-		w.u32(k.From)
-		w.raw(k.EncKey)
-		w.raw(k.MaskKey)
+		w.U32(k.From)
+		w.Raw(k.EncKey)
+		w.Raw(k.MaskKey)
 		return nil
 	}
 	shares := func(w *writer, sh []secagg.EncryptedShare) error {
 		if len(sh) > maxShares {
 			return fmt.Errorf("capefm: %d shares", len(sh))
 		}
-		w.u32(uint32(len(sh)))
+		w.U32(uint32(len(sh)))
 		for _, e := range sh {
 			if len(e.Ciphertext) != secagg.ShareCiphertextLen {
 				return fmt.Errorf("capefm: share %d→%d has %d bytes, want %d", e.From, e.To, len(e.Ciphertext), secagg.ShareCiphertextLen)
 			}
-			w.u32(e.From)
-			w.u32(e.To)
-			w.raw(e.Ciphertext)
+			w.U32(e.From)
+			w.U32(e.To)
+			w.Raw(e.Ciphertext)
 		}
 		return nil
 	}
@@ -479,9 +479,9 @@ func (m *SecAgg) MarshalBinary() ([]byte, error) {
 		if len(xs) > MaxSites {
 			return fmt.Errorf("capefm: %d IDs", len(xs))
 		}
-		w.u32(uint32(len(xs)))
+		w.U32(uint32(len(xs)))
 		for _, x := range xs {
-			w.u32(x)
+			w.U32(x)
 		}
 		return nil
 	}
@@ -489,13 +489,13 @@ func (m *SecAgg) MarshalBinary() ([]byte, error) {
 		if len(rs) > maxShares {
 			return fmt.Errorf("capefm: %d revealed shares", len(rs))
 		}
-		w.u32(uint32(len(rs)))
+		w.U32(uint32(len(rs)))
 		for _, r := range rs {
 			if len(r.Y) != secagg.ShareLen {
 				return fmt.Errorf("capefm: revealed share of %d has %d bytes, want %d", r.Owner, len(r.Y), secagg.ShareLen)
 			}
-			w.u32(r.Owner)
-			w.raw(r.Y)
+			w.U32(r.Owner)
+			w.Raw(r.Y)
 		}
 		return nil
 	}
@@ -510,7 +510,7 @@ func (m *SecAgg) MarshalBinary() ([]byte, error) {
 		if len(x.Keys) > MaxSites {
 			return nil, fmt.Errorf("capefm: key roster of %d", len(x.Keys))
 		}
-		w.u32(uint32(len(x.Keys)))
+		w.U32(uint32(len(x.Keys)))
 		for i := range x.Keys {
 			if !bytesEqual(x.Keys[i].Session, sess) {
 				return nil, fmt.Errorf("capefm: key roster entry %d for another session", i)
@@ -521,31 +521,31 @@ func (m *SecAgg) MarshalBinary() ([]byte, error) {
 		}
 	case *secagg.ShareKeys:
 		w = header(codeShareKeys, s)
-		w.u32(x.From)
+		w.U32(x.From)
 		err = shares(w, x.Shares)
 	case *secagg.ShareRelay:
 		w = header(codeShareRelay, s)
-		w.u32(x.To)
+		w.U32(x.To)
 		err = shares(w, x.Shares)
 	case *secagg.MaskedInput:
 		w = header(codeMaskedInput, s)
-		w.u32(x.From)
+		w.U32(x.From)
 		if len(x.Masked) > maxVector {
 			return nil, fmt.Errorf("capefm: masked input of %d words", len(x.Masked))
 		}
-		w.u32(uint32(len(x.Masked)))
+		w.U32(uint32(len(x.Masked)))
 		for _, v := range x.Masked {
-			w.u64(v)
+			w.U64(v)
 		}
 	case *secagg.UnmaskRequest:
 		w = header(codeUnmaskRequest, s)
-		w.u32(x.To)
+		w.U32(x.To)
 		if err = ids(w, x.Survivors); err == nil {
 			err = ids(w, x.Dropped)
 		}
 	case *secagg.UnmaskResponse:
 		w = header(codeUnmaskResponse, s)
-		w.u32(x.From)
+		w.U32(x.From)
 		if err = revealed(w, x.SelfMaskShares); err == nil {
 			err = revealed(w, x.MaskKeyShares)
 		}
@@ -555,7 +555,7 @@ func (m *SecAgg) MarshalBinary() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
@@ -566,47 +566,47 @@ func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
 // it never panics. Semantic checks (session, round, sender, lengths against
 // the parameters) are the state machines' job.
 func Unmarshal(b []byte) (Message, error) {
-	r := &reader{b: b}
-	if v := r.u8("version"); r.err == nil && v != wireVersion {
-		r.fail("version %d, want %d", v, wireVersion)
+	r := newReader(b)
+	if v := r.U8("version"); r.Err() == nil && v != wireVersion {
+		r.Fail("version %d, want %d", v, wireVersion)
 	}
-	code := r.u8("type")
-	session := r.fixed32("session")
-	if r.err != nil {
-		return nil, r.err
+	code := r.U8("type")
+	session := r.Fixed32("session")
+	if r.Err() != nil {
+		return nil, r.Err()
 	}
 	sess := session[:]
 	keys := func() secagg.AdvertiseKeys {
 		k := secagg.AdvertiseKeys{Session: append([]byte(nil), sess...)}
-		k.From = r.u32("party")
-		k.EncKey = append([]byte(nil), r.take(secagg.X25519KeyLen, "encryption key")...)
-		k.MaskKey = append([]byte(nil), r.take(secagg.X25519KeyLen, "mask key")...)
+		k.From = r.U32("party")
+		k.EncKey = append([]byte(nil), r.Take(secagg.X25519KeyLen, "encryption key")...)
+		k.MaskKey = append([]byte(nil), r.Take(secagg.X25519KeyLen, "mask key")...)
 		return k
 	}
 	shares := func() []secagg.EncryptedShare {
-		n := r.count("shares", maxShares, 8+secagg.ShareCiphertextLen)
+		n := r.Count("shares", maxShares, 8+secagg.ShareCiphertextLen)
 		out := make([]secagg.EncryptedShare, n)
 		for i := range out {
-			out[i].From = r.u32("share sender")
-			out[i].To = r.u32("share recipient")
-			out[i].Ciphertext = append([]byte(nil), r.take(secagg.ShareCiphertextLen, "share ciphertext")...)
+			out[i].From = r.U32("share sender")
+			out[i].To = r.U32("share recipient")
+			out[i].Ciphertext = append([]byte(nil), r.Take(secagg.ShareCiphertextLen, "share ciphertext")...)
 		}
 		return out
 	}
 	ids := func(what string) []uint32 {
-		n := r.count(what, MaxSites, 4)
+		n := r.Count(what, MaxSites, 4)
 		out := make([]uint32, n)
 		for i := range out {
-			out[i] = r.u32(what)
+			out[i] = r.U32(what)
 		}
 		return out
 	}
 	revealed := func(what string) []secagg.RevealedShare {
-		n := r.count(what, maxShares, 4+secagg.ShareLen)
+		n := r.Count(what, maxShares, 4+secagg.ShareLen)
 		out := make([]secagg.RevealedShare, n)
 		for i := range out {
-			out[i].Owner = r.u32("share owner")
-			out[i].Y = append([]byte(nil), r.take(secagg.ShareLen, "share")...)
+			out[i].Owner = r.U32("share owner")
+			out[i].Y = append([]byte(nil), r.Take(secagg.ShareLen, "share")...)
 		}
 		return out
 	}
@@ -618,46 +618,46 @@ func Unmarshal(b []byte) (Message, error) {
 			return nil, err
 		}
 		if p.Session != session {
-			r.fail("offer: header session differs from the params' session")
+			r.Fail("offer: header session differs from the params' session")
 		}
 		m = &Offer{Params: *p}
 	case codeHello:
 		h := &Hello{Session: session}
-		h.From = r.u32("site ID")
-		h.Name = r.str16("site name", maxName)
-		h.Schema = r.fixed32("schema fingerprint")
-		h.N = int64(r.u64("N"))
-		h.ParamsHash = r.fixed32("params hash")
-		switch r.u8("secure flag") {
+		h.From = r.U32("site ID")
+		h.Name = r.Str16("site name", maxName)
+		h.Schema = r.Fixed32("schema fingerprint")
+		h.N = int64(r.U64("N"))
+		h.ParamsHash = r.Fixed32("params hash")
+		switch r.U8("secure flag") {
 		case 0:
 		case 1:
 			h.Secure = true
 		default:
-			r.fail("hello: secure flag is not 0 or 1")
+			r.Fail("hello: secure flag is not 0 or 1")
 		}
-		if r.err == nil && !ValidName(h.Name) {
-			r.fail("hello: invalid site name")
+		if r.Err() == nil && !ValidName(h.Name) {
+			r.Fail("hello: invalid site name")
 		}
 		m = h
 	case codeRefuse:
 		x := &Refuse{Session: session}
-		x.From = r.u32("site ID")
-		x.Name = r.str16("site name", maxName)
-		x.Reason = r.str16("reason", maxReason)
-		if r.err == nil && !ValidName(x.Name) {
-			r.fail("refuse: invalid site name")
+		x.From = r.U32("site ID")
+		x.Name = r.Str16("site name", maxName)
+		x.Reason = r.Str16("reason", maxReason)
+		if r.Err() == nil && !ValidName(x.Name) {
+			r.Fail("refuse: invalid site name")
 		}
 		m = x
 	case codeAgreed:
 		a := &Agreed{Session: session}
-		a.ParamsHash = r.fixed32("params hash")
+		a.ParamsHash = r.Fixed32("params hash")
 		a.Sites = ids("sites")
 		m = a
 	case codeAdvertiseKeys:
 		k := keys()
 		m = &SecAgg{Msg: &k}
 	case codeKeyRoster:
-		n := r.count("key roster", MaxSites, 4+2*secagg.X25519KeyLen)
+		n := r.Count("key roster", MaxSites, 4+2*secagg.X25519KeyLen)
 		kr := &secagg.KeyRoster{Session: append([]byte(nil), sess...), Keys: make([]secagg.AdvertiseKeys, n)}
 		for i := range kr.Keys {
 			kr.Keys[i] = keys()
@@ -665,105 +665,105 @@ func Unmarshal(b []byte) (Message, error) {
 		m = &SecAgg{Msg: kr}
 	case codeShareKeys:
 		x := &secagg.ShareKeys{Session: append([]byte(nil), sess...)}
-		x.From = r.u32("party")
+		x.From = r.U32("party")
 		x.Shares = shares()
 		m = &SecAgg{Msg: x}
 	case codeShareRelay:
 		x := &secagg.ShareRelay{Session: append([]byte(nil), sess...)}
-		x.To = r.u32("party")
+		x.To = r.U32("party")
 		x.Shares = shares()
 		m = &SecAgg{Msg: x}
 	case codeMaskedInput:
 		x := &secagg.MaskedInput{Session: append([]byte(nil), sess...)}
-		x.From = r.u32("party")
-		n := r.count("masked input", maxVector, 8)
+		x.From = r.U32("party")
+		n := r.Count("masked input", maxVector, 8)
 		x.Masked = make([]uint64, n)
 		for i := range x.Masked {
-			x.Masked[i] = r.u64("masked word")
+			x.Masked[i] = r.U64("masked word")
 		}
 		m = &SecAgg{Msg: x}
 	case codeUnmaskRequest:
 		x := &secagg.UnmaskRequest{Session: append([]byte(nil), sess...)}
-		x.To = r.u32("party")
+		x.To = r.U32("party")
 		x.Survivors = ids("survivors")
 		x.Dropped = ids("dropped")
 		m = &SecAgg{Msg: x}
 	case codeUnmaskResponse:
 		x := &secagg.UnmaskResponse{Session: append([]byte(nil), sess...)}
-		x.From = r.u32("party")
+		x.From = r.U32("party")
 		x.SelfMaskShares = revealed("self-mask shares")
 		x.MaskKeyShares = revealed("mask-key shares")
 		m = &SecAgg{Msg: x}
 	case codeSumBroadcast:
 		x := &SumBroadcast{Session: session}
-		n := r.count("sum", maxVector, 8)
+		n := r.Count("sum", maxVector, 8)
 		x.Sum = make([]uint64, n)
 		for i := range x.Sum {
-			x.Sum[i] = r.u64("sum word")
+			x.Sum[i] = r.U64("sum word")
 		}
 		x.Included = ids("included sites")
 		m = x
 	case codeRelease:
 		x := &Release{Session: session}
-		x.From = r.u32("site ID")
-		nf := r.count("fixed-point release", maxVector, 8)
+		x.From = r.U32("site ID")
+		nf := r.Count("fixed-point release", maxVector, 8)
 		if nf > 0 {
 			x.Fixed = make([]int64, nf)
 			for i := range x.Fixed {
-				x.Fixed[i] = int64(r.u64("release word"))
+				x.Fixed[i] = int64(r.U64("release word"))
 			}
 		}
-		nv := r.count("float release", maxVector, 8)
+		nv := r.Count("float release", maxVector, 8)
 		if nv > 0 {
 			x.Values = make([]float64, nv)
 			for i := range x.Values {
-				x.Values[i] = r.finite("release value")
+				x.Values[i] = r.Finite("release value")
 			}
 		}
-		if r.err == nil && (nf == 0) == (nv == 0) {
-			r.fail("release: want exactly one of the fixed-point and float vectors")
+		if r.Err() == nil && (nf == 0) == (nv == 0) {
+			r.Fail("release: want exactly one of the fixed-point and float vectors")
 		}
 		m = x
 	case codeAnnounce:
 		if session != ([32]byte{}) {
-			r.fail("announce: session is not zero")
+			r.Fail("announce: session is not zero")
 		}
 		x := &Announce{}
-		x.Name = r.str16("site name", maxName)
-		x.N = int64(r.u64("N"))
-		x.Schema = r.fixed32("schema fingerprint")
-		switch r.u8("secure flag") {
+		x.Name = r.Str16("site name", maxName)
+		x.N = int64(r.U64("N"))
+		x.Schema = r.Fixed32("schema fingerprint")
+		switch r.U8("secure flag") {
 		case 0:
 		case 1:
 			x.Secure = true
 		default:
-			r.fail("announce: secure flag is not 0 or 1")
+			r.Fail("announce: secure flag is not 0 or 1")
 		}
-		if r.err == nil && !ValidName(x.Name) {
-			r.fail("announce: invalid site name")
+		if r.Err() == nil && !ValidName(x.Name) {
+			r.Fail("announce: invalid site name")
 		}
-		if r.err == nil && (x.N < 1 || x.N > math.MaxInt64/int64(MaxSites)) {
-			r.fail("announce: N = %d rows", x.N)
+		if r.Err() == nil && (x.N < 1 || x.N > math.MaxInt64/int64(MaxSites)) {
+			r.Fail("announce: N = %d rows", x.N)
 		}
 		m = x
 	case codeOutcome:
 		x := &Outcome{Session: session}
-		switch r.u8("ok flag") {
+		switch r.U8("ok flag") {
 		case 0:
 		case 1:
 			x.OK = true
 		default:
-			r.fail("outcome: ok flag is not 0 or 1")
+			r.Fail("outcome: ok flag is not 0 or 1")
 		}
-		x.Text = r.str16("text", maxText)
-		if r.err == nil && !utf8.ValidString(x.Text) {
-			r.fail("outcome: text is not UTF-8")
+		x.Text = r.Str16("text", maxText)
+		if r.Err() == nil && !utf8.ValidString(x.Text) {
+			r.Fail("outcome: text is not UTF-8")
 		}
 		m = x
 	default:
-		r.fail("unknown type %d", code)
+		r.Fail("unknown type %d", code)
 	}
-	if err := r.done(); err != nil {
+	if err := r.Done(); err != nil {
 		return nil, err
 	}
 	return m, nil

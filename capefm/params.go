@@ -296,43 +296,43 @@ func (p *Params) MarshalBinary() ([]byte, error) {
 		return nil, err
 	}
 	var w writer
-	w.raw([]byte(paramsMagic))
-	w.u8(wireVersion)
-	w.raw(p.Session[:])
-	w.u32(p.Attempt)
-	w.str16(string(p.Mechanism))
-	w.str16(string(p.Kind))
-	w.raw(p.Schema[:])
-	w.u32(uint32(p.D))
-	w.f64(p.Epsilon)
-	w.f64(p.Delta)
-	w.f64(p.Split)
-	w.f64(p.Tau)
-	w.f64(p.NoiseRatio)
-	w.u32(uint32(p.Colluders))
-	w.u32(uint32(p.MinSites))
-	w.u32(uint32(len(p.Sites)))
+	w.Raw([]byte(paramsMagic))
+	w.U8(wireVersion)
+	w.Raw(p.Session[:])
+	w.U32(p.Attempt)
+	w.Str16(string(p.Mechanism))
+	w.Str16(string(p.Kind))
+	w.Raw(p.Schema[:])
+	w.U32(uint32(p.D))
+	w.F64(p.Epsilon)
+	w.F64(p.Delta)
+	w.F64(p.Split)
+	w.F64(p.Tau)
+	w.F64(p.NoiseRatio)
+	w.U32(uint32(p.Colluders))
+	w.U32(uint32(p.MinSites))
+	w.U32(uint32(len(p.Sites)))
 	for _, s := range p.Sites {
-		w.u32(s.ID)
-		w.u64(uint64(s.N))
-		w.str16(s.Name)
+		w.U32(s.ID)
+		w.U64(uint64(s.N))
+		w.Str16(s.Name)
 	}
-	w.u32(uint32(len(p.Prior)))
+	w.U32(uint32(len(p.Prior)))
 	for _, e := range p.Prior {
-		w.f64(e)
+		w.F64(e)
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 // UnmarshalBinary decodes a canonical encoding and validates it; trailing
 // bytes, a wrong magic or version and any invalid field are refused.
 func (p *Params) UnmarshalBinary(b []byte) error {
-	r := &reader{b: b}
+	r := newReader(b)
 	q, err := readParams(r)
 	if err != nil {
 		return err
 	}
-	if err := r.done(); err != nil {
+	if err := r.Done(); err != nil {
 		return err
 	}
 	*p = *q
@@ -340,42 +340,42 @@ func (p *Params) UnmarshalBinary(b []byte) error {
 }
 
 func readParams(r *reader) (*Params, error) {
-	if string(r.take(len(paramsMagic), "params magic")) != paramsMagic && r.err == nil {
-		r.fail("params: wrong magic")
+	if string(r.Take(len(paramsMagic), "params magic")) != paramsMagic && r.Err() == nil {
+		r.Fail("params: wrong magic")
 	}
-	if v := r.u8("params version"); r.err == nil && v != wireVersion {
-		r.fail("params: version %d, want %d", v, wireVersion)
+	if v := r.U8("params version"); r.Err() == nil && v != wireVersion {
+		r.Fail("params: version %d, want %d", v, wireVersion)
 	}
 	p := &Params{}
-	p.Session = r.fixed32("session")
-	p.Attempt = r.u32("attempt")
-	p.Mechanism = Mechanism(r.str16("mechanism", 64))
-	p.Kind = regress.Kind(r.str16("kind", 64))
-	p.Schema = r.fixed32("schema fingerprint")
-	p.D = int(r.u32("D"))
-	p.Epsilon = r.finite("ε")
-	p.Delta = r.finite("δ")
-	p.Split = r.finite("split")
-	p.Tau = r.finite("τ")
-	p.NoiseRatio = r.finite("noise ratio")
-	p.Colluders = int(r.u32("colluders"))
-	p.MinSites = int(r.u32("minimum sites"))
-	n := r.count("sites", MaxSites, 4+8+2)
+	p.Session = r.Fixed32("session")
+	p.Attempt = r.U32("attempt")
+	p.Mechanism = Mechanism(r.Str16("mechanism", 64))
+	p.Kind = regress.Kind(r.Str16("kind", 64))
+	p.Schema = r.Fixed32("schema fingerprint")
+	p.D = int(r.U32("D"))
+	p.Epsilon = r.Finite("ε")
+	p.Delta = r.Finite("δ")
+	p.Split = r.Finite("split")
+	p.Tau = r.Finite("τ")
+	p.NoiseRatio = r.Finite("noise ratio")
+	p.Colluders = int(r.U32("colluders"))
+	p.MinSites = int(r.U32("minimum sites"))
+	n := r.Count("sites", MaxSites, 4+8+2)
 	p.Sites = make([]SiteInfo, n)
 	for i := range p.Sites {
-		p.Sites[i].ID = r.u32("site ID")
-		p.Sites[i].N = int64(r.u64("site N"))
-		p.Sites[i].Name = r.str16("site name", maxName)
+		p.Sites[i].ID = r.U32("site ID")
+		p.Sites[i].N = int64(r.U64("site N"))
+		p.Sites[i].Name = r.Str16("site name", maxName)
 	}
-	np := r.count("prior releases", 1<<16, 8)
+	np := r.Count("prior releases", 1<<16, 8)
 	if np > 0 {
 		p.Prior = make([]float64, np)
 		for i := range p.Prior {
-			p.Prior[i] = r.finite("prior η")
+			p.Prior[i] = r.Finite("prior η")
 		}
 	}
-	if r.err != nil {
-		return nil, r.err
+	if r.Err() != nil {
+		return nil, r.Err()
 	}
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)

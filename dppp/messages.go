@@ -120,8 +120,8 @@ func (m *Answer) SessionID() [32]byte  { return m.Session }
 
 func header(t uint8) *writer {
 	w := &writer{}
-	w.u8(wireVersion)
-	w.u8(t)
+	w.U8(wireVersion)
+	w.U8(t)
 	return w
 }
 
@@ -136,8 +136,8 @@ func writeRows(w *writer, rows [][]float64) error {
 	if d > MaxFeatures {
 		return fmt.Errorf("dppp: %d features, limit %d", d, MaxFeatures)
 	}
-	w.u32(uint32(len(rows)))
-	w.u32(uint32(d))
+	w.U32(uint32(len(rows)))
+	w.U32(uint32(d))
 	for _, r := range rows {
 		if len(r) != d {
 			return fmt.Errorf("dppp: ragged rows")
@@ -146,31 +146,31 @@ func writeRows(w *writer, rows [][]float64) error {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("dppp: non-finite feature")
 			}
-			w.f64(v)
+			w.F64(v)
 		}
 	}
 	return nil
 }
 
 func readRows(r *reader) [][]float64 {
-	n := r.count("rows", MaxBatch, 0)
-	d := int(r.u32("features"))
-	if r.err != nil {
+	n := r.Count("rows", MaxBatch, 0)
+	d := int(r.U32("features"))
+	if r.Err() != nil {
 		return nil
 	}
 	if n == 0 && d != 0 {
-		r.fail("rows: width without rows")
+		r.Fail("rows: width without rows")
 		return nil
 	}
-	if d > MaxFeatures || uint64(n)*uint64(d)*8 > uint64(len(r.b)) {
-		r.fail("rows: %d×%d values, %d bytes left", n, d, len(r.b))
+	if d > MaxFeatures || uint64(n)*uint64(d)*8 > uint64(r.Len()) {
+		r.Fail("rows: %d×%d values, %d bytes left", n, d, r.Len())
 		return nil
 	}
 	rows := make([][]float64, n)
 	for i := range rows {
 		rows[i] = make([]float64, d)
 		for j := range rows[i] {
-			rows[i][j] = r.finite("feature")
+			rows[i][j] = r.Finite("feature")
 		}
 	}
 	return rows
@@ -186,25 +186,25 @@ func checkBlob(p []byte, what string) error {
 func (m *Offer) MarshalBinary() ([]byte, error) {
 	w := header(typeOffer)
 	m.Params.write(w)
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 func (m *Accept) MarshalBinary() ([]byte, error) {
 	w := header(typeAccept)
-	w.raw(m.Session[:])
-	w.u32(m.From)
-	w.raw(m.Hash[:])
-	return w.b, nil
+	w.Raw(m.Session[:])
+	w.U32(m.From)
+	w.Raw(m.Hash[:])
+	return w.Bytes(), nil
 }
 
 func (m *Query) MarshalBinary() ([]byte, error) {
 	w := header(typeQuery)
-	w.raw(m.Session[:])
-	w.u64(m.Batch)
+	w.Raw(m.Session[:])
+	w.U64(m.Batch)
 	if err := writeRows(w, m.Rows); err != nil {
 		return nil, err
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 func (m *Vote) MarshalBinary() ([]byte, error) {
@@ -212,11 +212,11 @@ func (m *Vote) MarshalBinary() ([]byte, error) {
 		return nil, err
 	}
 	w := header(typeVote)
-	w.raw(m.Session[:])
-	w.u64(m.Batch)
-	w.u32(m.From)
-	w.blob(m.Ciphertext)
-	return w.b, nil
+	w.Raw(m.Session[:])
+	w.U64(m.Batch)
+	w.U32(m.From)
+	w.Blob(m.Ciphertext)
+	return w.Bytes(), nil
 }
 
 func (m *Decrypt) MarshalBinary() ([]byte, error) {
@@ -227,18 +227,18 @@ func (m *Decrypt) MarshalBinary() ([]byte, error) {
 		return nil, fmt.Errorf("dppp: %d contributors, %d ciphertexts", len(m.Contributors), len(m.Ciphertexts))
 	}
 	w := header(typeDecrypt)
-	w.raw(m.Session[:])
-	w.u64(m.Batch)
-	w.blob(m.Sum)
-	w.u32(uint32(len(m.Contributors)))
+	w.Raw(m.Session[:])
+	w.U64(m.Batch)
+	w.Blob(m.Sum)
+	w.U32(uint32(len(m.Contributors)))
 	for i, c := range m.Contributors {
 		if err := checkBlob(m.Ciphertexts[i], "ciphertext"); err != nil {
 			return nil, err
 		}
-		w.u32(c)
-		w.blob(m.Ciphertexts[i])
+		w.U32(c)
+		w.Blob(m.Ciphertexts[i])
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 func (m *Partial) MarshalBinary() ([]byte, error) {
@@ -246,11 +246,11 @@ func (m *Partial) MarshalBinary() ([]byte, error) {
 		return nil, err
 	}
 	w := header(typePartial)
-	w.raw(m.Session[:])
-	w.u64(m.Batch)
-	w.u32(m.From)
-	w.blob(m.Share)
-	return w.b, nil
+	w.Raw(m.Session[:])
+	w.U64(m.Batch)
+	w.U32(m.From)
+	w.Blob(m.Share)
+	return w.Bytes(), nil
 }
 
 func (m *Refuse) MarshalBinary() ([]byte, error) {
@@ -259,26 +259,26 @@ func (m *Refuse) MarshalBinary() ([]byte, error) {
 		reason = reason[:maxReason]
 	}
 	w := header(typeRefuse)
-	w.raw(m.Session[:])
-	w.u64(m.Batch)
-	w.u32(m.From)
-	w.str16(reason)
-	return w.b, nil
+	w.Raw(m.Session[:])
+	w.U64(m.Batch)
+	w.U32(m.From)
+	w.Str16(reason)
+	return w.Bytes(), nil
 }
 
 func (m *Request) MarshalBinary() ([]byte, error) {
 	w := header(typeRequest)
-	w.raw(m.Session[:])
-	w.u64(m.ID)
+	w.Raw(m.Session[:])
+	w.U64(m.ID)
 	if err := writeRows(w, m.Rows); err != nil {
 		return nil, err
 	}
 	if m.Histogram {
-		w.u8(1)
+		w.U8(1)
 	} else {
-		w.u8(0)
+		w.U8(0)
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 func (m *Answer) MarshalBinary() ([]byte, error) {
@@ -286,11 +286,11 @@ func (m *Answer) MarshalBinary() ([]byte, error) {
 		return nil, fmt.Errorf("dppp: answer with %d labels and %d histograms", len(m.Labels), len(m.Hist))
 	}
 	w := header(typeAnswer)
-	w.raw(m.Session[:])
-	w.u64(m.ID)
-	w.u32(uint32(len(m.Labels)))
+	w.Raw(m.Session[:])
+	w.U64(m.ID)
+	w.U32(uint32(len(m.Labels)))
 	for _, l := range m.Labels {
-		w.u32(l)
+		w.U32(l)
 	}
 	k := 0
 	if len(m.Hist) > 0 {
@@ -299,7 +299,7 @@ func (m *Answer) MarshalBinary() ([]byte, error) {
 	if k > MaxClasses {
 		return nil, fmt.Errorf("dppp: %d classes", k)
 	}
-	w.u32(uint32(k))
+	w.U32(uint32(k))
 	for _, h := range m.Hist {
 		if len(h) != k {
 			return nil, fmt.Errorf("dppp: ragged histograms")
@@ -308,95 +308,95 @@ func (m *Answer) MarshalBinary() ([]byte, error) {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("dppp: non-finite histogram")
 			}
-			w.f64(v)
+			w.F64(v)
 		}
 	}
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 // Unmarshal decodes any message. It rejects a wrong version or type byte,
 // short input, trailing bytes, counts beyond the limits and non-finite
 // floats, wrapping ErrMalformed.
 func Unmarshal(b []byte) (Message, error) {
-	r := &reader{b: b}
-	if v := r.u8("version"); r.err == nil && v != wireVersion {
-		r.fail("version %d, want %d", v, wireVersion)
+	r := newReader(b)
+	if v := r.U8("version"); r.Err() == nil && v != wireVersion {
+		r.Fail("version %d, want %d", v, wireVersion)
 	}
-	t := r.u8("type")
-	if r.err != nil {
-		return nil, r.err
+	t := r.U8("type")
+	if r.Err() != nil {
+		return nil, r.Err()
 	}
 	var m Message
 	switch t {
 	case typeOffer:
 		m = &Offer{Params: *readParams(r)}
 	case typeAccept:
-		a := &Accept{Session: r.fixed32("session"), From: r.u32("from")}
-		a.Hash = r.fixed32("hash")
+		a := &Accept{Session: r.Fixed32("session"), From: r.U32("from")}
+		a.Hash = r.Fixed32("hash")
 		m = a
 	case typeQuery:
-		q := &Query{Session: r.fixed32("session"), Batch: r.u64("batch")}
+		q := &Query{Session: r.Fixed32("session"), Batch: r.U64("batch")}
 		q.Rows = readRows(r)
 		m = q
 	case typeVote:
-		v := &Vote{Session: r.fixed32("session"), Batch: r.u64("batch"), From: r.u32("from")}
-		v.Ciphertext = r.blob("ciphertext", maxBlob)
+		v := &Vote{Session: r.Fixed32("session"), Batch: r.U64("batch"), From: r.U32("from")}
+		v.Ciphertext = r.Blob("ciphertext", maxBlob)
 		m = v
 	case typeDecrypt:
-		d := &Decrypt{Session: r.fixed32("session"), Batch: r.u64("batch")}
-		d.Sum = r.blob("sum", maxBlob)
-		n := r.count("contributors", MaxTeachers, 8)
-		for i := 0; i < n && r.err == nil; i++ {
-			d.Contributors = append(d.Contributors, r.u32("contributor"))
-			d.Ciphertexts = append(d.Ciphertexts, r.blob("ciphertext", maxBlob))
+		d := &Decrypt{Session: r.Fixed32("session"), Batch: r.U64("batch")}
+		d.Sum = r.Blob("sum", maxBlob)
+		n := r.Count("contributors", MaxTeachers, 8)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			d.Contributors = append(d.Contributors, r.U32("contributor"))
+			d.Ciphertexts = append(d.Ciphertexts, r.Blob("ciphertext", maxBlob))
 		}
 		m = d
 	case typePartial:
-		p := &Partial{Session: r.fixed32("session"), Batch: r.u64("batch"), From: r.u32("from")}
-		p.Share = r.blob("partial", maxBlob)
+		p := &Partial{Session: r.Fixed32("session"), Batch: r.U64("batch"), From: r.U32("from")}
+		p.Share = r.Blob("partial", maxBlob)
 		m = p
 	case typeRefuse:
-		f := &Refuse{Session: r.fixed32("session"), Batch: r.u64("batch"), From: r.u32("from")}
-		f.Reason = r.str16("reason", maxReason)
+		f := &Refuse{Session: r.Fixed32("session"), Batch: r.U64("batch"), From: r.U32("from")}
+		f.Reason = r.Str16("reason", maxReason)
 		m = f
 	case typeRequest:
-		q := &Request{Session: r.fixed32("session"), ID: r.u64("id")}
+		q := &Request{Session: r.Fixed32("session"), ID: r.U64("id")}
 		q.Rows = readRows(r)
-		switch r.u8("histogram") {
+		switch r.U8("histogram") {
 		case 0:
 		case 1:
 			q.Histogram = true
 		default:
-			r.fail("histogram flag not 0/1")
+			r.Fail("histogram flag not 0/1")
 		}
 		m = q
 	case typeAnswer:
-		a := &Answer{Session: r.fixed32("session"), ID: r.u64("id")}
-		n := r.count("labels", 1<<24, 4)
-		for i := 0; i < n && r.err == nil; i++ {
-			a.Labels = append(a.Labels, r.u32("label"))
+		a := &Answer{Session: r.Fixed32("session"), ID: r.U64("id")}
+		n := r.Count("labels", 1<<24, 4)
+		for i := 0; i < n && r.Err() == nil; i++ {
+			a.Labels = append(a.Labels, r.U32("label"))
 		}
-		k := int(r.u32("classes"))
-		if r.err == nil && n == 0 && k != 0 {
-			r.fail("histogram width without labels")
+		k := int(r.U32("classes"))
+		if r.Err() == nil && n == 0 && k != 0 {
+			r.Fail("histogram width without labels")
 		}
-		if r.err == nil && (k > MaxClasses || uint64(k)*uint64(n)*8 != uint64(len(r.b))) {
-			r.fail("histograms: %d×%d values, %d bytes left", n, k, len(r.b))
+		if r.Err() == nil && (k > MaxClasses || uint64(k)*uint64(n)*8 != uint64(r.Len())) {
+			r.Fail("histograms: %d×%d values, %d bytes left", n, k, r.Len())
 		}
 		if k > 0 {
-			for i := 0; i < n && r.err == nil; i++ {
+			for i := 0; i < n && r.Err() == nil; i++ {
 				h := make([]float64, k)
 				for j := range h {
-					h[j] = r.finite("histogram")
+					h[j] = r.Finite("histogram")
 				}
 				a.Hist = append(a.Hist, h)
 			}
 		}
 		m = a
 	default:
-		r.fail("unknown message type %d", t)
+		r.Fail("unknown message type %d", t)
 	}
-	if err := r.done(); err != nil {
+	if err := r.Done(); err != nil {
 		return nil, err
 	}
 	return m, nil

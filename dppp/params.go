@@ -494,68 +494,68 @@ func (p *Params) MarshalBinary() ([]byte, error) {
 		return nil, fmt.Errorf("dppp: too many teachers")
 	}
 	w := &writer{}
-	w.u8(wireVersion)
-	w.u8(typeParams)
+	w.U8(wireVersion)
+	w.U8(typeParams)
 	p.write(w)
-	return w.b, nil
+	return w.Bytes(), nil
 }
 
 func (p *Params) write(w *writer) {
-	w.raw(p.Session[:])
-	w.u32(uint32(len(p.Teachers)))
+	w.Raw(p.Session[:])
+	w.U32(uint32(len(p.Teachers)))
 	for _, t := range p.Teachers {
-		w.str16(t)
+		w.Str16(t)
 	}
 	for _, v := range []int{p.Threshold, p.GammaNum, p.GammaDen, p.Classes, p.Features} {
-		w.u32(uint32(v))
+		w.U32(uint32(v))
 	}
-	w.u8(uint8(p.Noise))
+	w.U8(uint8(p.Noise))
 	for _, v := range []float64{p.Epsilon, p.Delta, p.BudgetEpsilon, p.BudgetDelta} {
-		w.f64(v)
+		w.F64(v)
 	}
-	w.u32(uint32(p.QueriesPerCiphertext))
-	w.raw(p.Model[:])
-	w.raw(p.Key[:])
-	w.u32(uint32(p.MinContributors))
-	w.u64(uint64(p.HistogramCoins))
-	w.u64(uint64(p.Coins))
-	w.f64(p.Sigma)
-	w.u64(uint64(p.NoiseBound))
-	w.u32(uint32(p.SlotBits))
-	w.u32(uint32(p.QPC))
-	w.u32(uint32(p.MaxQueries))
+	w.U32(uint32(p.QueriesPerCiphertext))
+	w.Raw(p.Model[:])
+	w.Raw(p.Key[:])
+	w.U32(uint32(p.MinContributors))
+	w.U64(uint64(p.HistogramCoins))
+	w.U64(uint64(p.Coins))
+	w.F64(p.Sigma)
+	w.U64(uint64(p.NoiseBound))
+	w.U32(uint32(p.SlotBits))
+	w.U32(uint32(p.QPC))
+	w.U32(uint32(p.MaxQueries))
 }
 
 func readParams(r *reader) *Params {
 	p := &Params{}
-	p.Session = r.fixed32("session")
-	n := r.count("teachers", MaxTeachers, 2)
-	for i := 0; i < n && r.err == nil; i++ {
-		p.Teachers = append(p.Teachers, r.str16("teacher", maxName))
+	p.Session = r.Fixed32("session")
+	n := r.Count("teachers", MaxTeachers, 2)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		p.Teachers = append(p.Teachers, r.Str16("teacher", maxName))
 	}
 	ints := []*int{&p.Threshold, &p.GammaNum, &p.GammaDen, &p.Classes, &p.Features}
 	for _, v := range ints {
-		x := r.u32("int")
+		x := r.U32("int")
 		if x > 1<<20 {
-			r.fail("integer parameter %d too large", x)
+			r.Fail("integer parameter %d too large", x)
 		}
 		*v = int(x)
 	}
-	p.Noise = NoiseKind(r.u8("noise"))
+	p.Noise = NoiseKind(r.U8("noise"))
 	for _, v := range []*float64{&p.Epsilon, &p.Delta, &p.BudgetEpsilon, &p.BudgetDelta} {
-		*v = r.finite("float")
+		*v = r.Finite("float")
 	}
-	p.QueriesPerCiphertext = r.small("qpc")
-	p.Model = r.fixed32("model")
-	p.Key = r.fixed32("key")
-	p.MinContributors = r.small("min")
-	p.HistogramCoins = r.i62("coins")
-	p.Coins = r.i62("coins")
-	p.Sigma = r.finite("sigma")
-	p.NoiseBound = r.i62("bound")
-	p.SlotBits = r.small("slot bits")
-	p.QPC = r.small("qpc")
-	p.MaxQueries = r.small("max queries")
+	p.QueriesPerCiphertext = small(r, "qpc")
+	p.Model = r.Fixed32("model")
+	p.Key = r.Fixed32("key")
+	p.MinContributors = small(r, "min")
+	p.HistogramCoins = i62(r, "coins")
+	p.Coins = i62(r, "coins")
+	p.Sigma = r.Finite("sigma")
+	p.NoiseBound = i62(r, "bound")
+	p.SlotBits = small(r, "slot bits")
+	p.QPC = small(r, "qpc")
+	p.MaxQueries = small(r, "max queries")
 	return p
 }
 
@@ -637,20 +637,20 @@ func (p *Params) Tally(raw []int64, contributors, count int) (hist [][]float64, 
 }
 
 // small reads a u32 that must be below 2^20.
-func (r *reader) small(what string) int {
-	v := r.u32(what)
+func small(r *reader, what string) int {
+	v := r.U32(what)
 	if v >= 1<<20 {
-		r.fail("%s = %d too large", what, v)
+		r.Fail("%s = %d too large", what, v)
 		return 0
 	}
 	return int(v)
 }
 
 // i62 reads a u64 that must be below 2^62.
-func (r *reader) i62(what string) int64 {
-	v := r.u64(what)
+func i62(r *reader, what string) int64 {
+	v := r.U64(what)
 	if v >= 1<<62 {
-		r.fail("%s = %d too large", what, v)
+		r.Fail("%s = %d too large", what, v)
 		return 0
 	}
 	return int64(v)

@@ -132,7 +132,7 @@ func (t *Teacher) Accept(o *Offer) (*Accept, error) {
 func hashRows(rows [][]float64) [32]byte {
 	w := &writer{}
 	_ = writeRows(w, rows)
-	return sha256.Sum256(w.b)
+	return sha256.Sum256(w.Bytes())
 }
 
 // HandleQuery labels a batch and returns the encrypted packed noisy vote.
