@@ -1,0 +1,43 @@
+// Package dpppnet runs DPPP (package dppp) between separate processes over
+// package transport: gRPC with mutual TLS 1.3, or the in-memory hub with the
+// same checks. dppp stays free of network code; this package carries its
+// binary messages and adds deadlines, lost-party handling and logs.
+//
+//	aggregator  Serve(ctx, hub, params, key, rows, opts)  → labels, histograms
+//	teacher     Teach(ctx, conn, teacher, opts)
+//
+// # Client
+//
+// The aggregator is also the client: it reads the query rows itself (the
+// CLI's `serve --queries FILE --out LABELS.csv`) and writes the labels. The
+// query rows go to every teacher in any design (each teacher must predict
+// them), and the aggregator learns, per query, only the noisy histogram it
+// decrypts (from which the labels are computed), never a single teacher's
+// vote: nothing is decrypted unless ≥ MinContributors votes are in the sum,
+// which every decrypting teacher checks. A separate client process would
+// only hide the labels from the aggregator, which is not a goal of the
+// protocol (dppp.Request and dppp.Answer exist for such a client; not
+// wired here).
+//
+// # Envelopes
+//
+// Every dppp message travels as one transport envelope: protocol "dppp",
+// the fixed transport session SessionID (one hub serves one deployment; the
+// dppp session, random per run, is inside every payload and checked by the
+// hub's gate and the state machines), round 0 for the offer and the
+// teachers' acceptances and round = batch ID for everything of a batch,
+// type = Message.Type(), payload = MarshalBinary(). The hub is gated to
+// the current round (a late vote of a closed batch is refused at the door)
+// and to payloads carrying the session. When the run ends the aggregator
+// sends every teacher a "done" envelope whose payload is a line of text.
+//
+// # Deadlines and lost teachers
+//
+// Each phase of a batch (votes; each round of decryption requests) waits at
+// most RoundTimeout. A teacher that disconnects, or does not answer within
+// the phase, is lost for that phase: a missing vote leaves it out of the
+// sum (the batch is refused if fewer than MinContributors voted); a missing
+// partial decryption is recorded (Aggregator.Reject) and further
+// contributors are asked, so up to N − t lost teachers do not stop a batch.
+// A teacher that reconnects is sent the next batch again.
+package dpppnet

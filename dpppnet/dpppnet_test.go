@@ -1,0 +1,289 @@
+package dpppnet
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dplearn/dplearn/classify"
+	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/exampledata"
+	"github.com/dplearn/dplearn/internal/pailliertest"
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/paillier"
+	"github.com/dplearn/dplearn/transport"
+)
+
+// fixture: 10 softmax teachers on disjoint tenths of digits' training part,
+// 20 test rows, and one (10, 6) threshold key on the published test primes.
+type fixture struct {
+	models []classify.Model
+	rows   [][]float64
+	tpk    *paillier.ThresholdPublicKey
+	shares []*paillier.KeyShare
+	names  []string
+	spec   [32]byte
+}
+
+var (
+	fixOnce sync.Once
+	fix     *fixture
+	fixErr  error
+)
+
+func getFixture(t testing.TB) *fixture {
+	t.Helper()
+	fixOnce.Do(func() {
+		ctx := context.Background()
+		ds, err := exampledata.GetClassification("digits")
+		if err != nil {
+			fixErr = err
+			return
+		}
+		spec, err := classify.ParseSpec(ds.Spec)
+		if err != nil {
+			fixErr = err
+			return
+		}
+		data, _, err := spec.LoadReader(ctx, bytes.NewReader(ds.CSVGzip), "digits.csv.gz", dataset.Options{})
+		if err != nil {
+			fixErr = err
+			return
+		}
+		train, test := classify.Split(data.N(), 0.2, 1)
+		tr, te := data.Subset(train), data.Subset(test)
+		parts, _ := classify.Partition(tr.N(), 10, 1)
+		f := &fixture{spec: sha256.Sum256([]byte(spec.Fingerprint()))}
+		for i, part := range parts {
+			m, err := classify.TrainSoftmax(ctx, tr.Subset(part), classify.SoftmaxOptions{MaxIterations: 30, Workers: 1})
+			if err != nil {
+				fixErr = err
+				return
+			}
+			f.models = append(f.models, m)
+			f.names = append(f.names, fmt.Sprintf("teacher%02d", i+1))
+		}
+		for i := 0; i < 20; i++ {
+			f.rows = append(f.rows, te.Row(i))
+		}
+		f.tpk, f.shares, fixErr = pailliertest.ThresholdKey(2048, 10, 6)
+		fix = f
+	})
+	if fixErr != nil {
+		t.Fatal(fixErr)
+	}
+	return fix
+}
+
+func (f *fixture) config() dppp.Config {
+	return dppp.Config{Teachers: f.names, Classes: 10, Features: 64, Noise: dppp.Binomial, Epsilon: 1, Delta: 1e-5,
+		BudgetEpsilon: 100, BudgetDelta: 1e-3, Model: f.spec}
+}
+
+// deployment is one set of teachers with a plaintext record of their shares.
+type deployment struct {
+	p        *dppp.Params
+	teachers []*dppp.Teacher
+	mu       sync.Mutex
+	shares   map[uint64]map[string][]int64
+}
+
+func (f *fixture) deploy(t testing.TB) *deployment {
+	t.Helper()
+	cfg := f.config()
+	p0, err := dppp.Calibrate(cfg, f.tpk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := p0.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deployment{p: p, shares: map[uint64]map[string][]int64{}}
+	for i, name := range f.names {
+		m := f.models[i]
+		tt, err := dppp.NewTeacher(dppp.TeacherConfig{
+			Name: name, Config: cfg, Key: f.shares[i],
+			Predict: func(ctx context.Context, rows [][]float64) ([]int, error) {
+				out := make([]int, len(rows))
+				for j, r := range rows {
+					out[j] = m.Predict(r)
+				}
+				return out, nil
+			},
+			Noise: noise.NewInsecureSeeded(uint64(1000 + i)),
+			RevealShares: func(batch uint64, v []int64) {
+				d.mu.Lock()
+				defer d.mu.Unlock()
+				if d.shares[batch] == nil {
+					d.shares[batch] = map[string][]int64{}
+				}
+				d.shares[batch][name] = append([]int64(nil), v...)
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.teachers = append(d.teachers, tt)
+	}
+	return d
+}
+
+// checkReference: the decrypted sums and labels equal the plaintext path
+// (the same shares summed without encryption, tallied alike).
+func (d *deployment) checkReference(t testing.TB, res *dppp.RunResult) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, br := range res.Batches {
+		raw := make([]int64, d.p.QPC*d.p.Classes)
+		for _, id := range br.Contributors {
+			s, ok := d.shares[br.Batch][d.p.TeacherName(id)]
+			if !ok {
+				t.Fatalf("no share of %d in batch %d", id, br.Batch)
+			}
+			for j, v := range s {
+				raw[j] += v
+			}
+		}
+		_, labels, err := d.p.Tally(raw, len(br.Contributors), len(br.Labels))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(raw) != fmt.Sprint(br.Raw) || fmt.Sprint(labels) != fmt.Sprint(br.Labels) {
+			t.Fatalf("batch %d: decrypted %v labels %v, plaintext path %v labels %v", br.Batch, br.Raw, br.Labels, raw, labels)
+		}
+	}
+}
+
+var errKilled = errors.New("killed by the test")
+
+// run runs the deployment over an in-memory hub; hook(name) gives each
+// teacher's AfterSend (nil: none).
+func (d *deployment) run(t *testing.T, f *fixture, rows [][]float64, hook func(name string) func(dppp.Message) error, opt ServeOptions) (*dppp.RunResult, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := HubConfig(d.p)
+	cfg.Name = DefaultHubName
+	hub, err := transport.NewMemory(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	var wg sync.WaitGroup
+	for _, tt := range d.teachers {
+		conn, err := hub.Dial(ctx, tt.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var after func(dppp.Message) error
+		if hook != nil {
+			after = hook(tt.Name())
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			r, err := Teach(ctx, conn, tt, TeachOptions{AfterSend: after, IdleTimeout: 30 * time.Second})
+			if err != nil && !errors.Is(err, errKilled) {
+				t.Logf("%s: %v", tt.Name(), err)
+			} else if err == nil {
+				t.Logf("%s: %d votes, %d partials, %d refusals, %d charged: %s", tt.Name(), r.Votes, r.Partials, r.Refusals, r.Answered, r.Done)
+			}
+		}()
+	}
+	opt.Logf = t.Logf
+	if opt.RoundTimeout == 0 {
+		opt.RoundTimeout = 10 * time.Second
+	}
+	res, err := Serve(ctx, hub, d.p, f.tpk, rows, opt)
+	wg.Wait()
+	return res, err
+}
+
+func TestDPPPDigitsInMemory(t *testing.T) {
+	f := getFixture(t)
+	d := f.deploy(t)
+	res, err := d.run(t, f, f.rows, nil, ServeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Labels) != len(f.rows) {
+		t.Fatalf("%d labels for %d rows", len(res.Labels), len(f.rows))
+	}
+	d.checkReference(t, res)
+	t.Log(res.Status)
+}
+
+func TestDPPPKilledAfterVote(t *testing.T) {
+	f := getFixture(t)
+	// f = N − t = 4 teachers die after their vote: still answered.
+	kill := map[string]bool{"teacher01": true, "teacher02": true, "teacher03": true, "teacher04": true}
+	hook := func(name string) func(dppp.Message) error {
+		if !kill[name] {
+			return nil
+		}
+		return func(m dppp.Message) error {
+			if _, ok := m.(*dppp.Vote); ok {
+				return errKilled
+			}
+			return nil
+		}
+	}
+	d := f.deploy(t)
+	res, err := d.run(t, f, f.rows[:5], hook, ServeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkReference(t, res)
+	if n := len(res.Batches[0].Contributors); n != 10 {
+		t.Errorf("%d contributors, want all 10 votes", n)
+	}
+	// f = N − t + 1 = 5: a clear refusal.
+	kill["teacher05"] = true
+	d = f.deploy(t)
+	_, err = d.run(t, f, f.rows[:5], hook, ServeOptions{})
+	if !errors.Is(err, dppp.ErrTooFewDecryptors) {
+		t.Fatalf("err = %v, want ErrTooFewDecryptors", err)
+	}
+	t.Log(err)
+}
+
+func TestDPPPTooFewContributors(t *testing.T) {
+	f := getFixture(t)
+	// ⌈γN⌉ = 7 votes needed; 4 teachers die before voting: refused,
+	// nothing decrypted.
+	kill := map[string]bool{"teacher01": true, "teacher02": true, "teacher03": true, "teacher04": true}
+	hook := func(name string) func(dppp.Message) error {
+		if !kill[name] {
+			return nil
+		}
+		return func(m dppp.Message) error {
+			if _, ok := m.(*dppp.Accept); ok {
+				return errKilled
+			}
+			return nil
+		}
+	}
+	d := f.deploy(t)
+	res, err := d.run(t, f, f.rows[:5], hook, ServeOptions{MinTeachers: 1, JoinTimeout: 2 * time.Second})
+	if !errors.Is(err, dppp.ErrTooFewContributors) {
+		t.Fatalf("err = %v, want ErrTooFewContributors", err)
+	}
+	if len(res.Labels) != 0 {
+		t.Fatalf("labels %v", res.Labels)
+	}
+	for _, tt := range d.teachers {
+		if tt.Answered() != 0 {
+			t.Errorf("%s charged %d queries", tt.Name(), tt.Answered())
+		}
+	}
+	t.Log(err)
+}
