@@ -93,6 +93,9 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
+	if len(rows) > p.MaxQueries {
+		return nil, fmt.Errorf("%w: %d queries, the budget (ε = %g, δ = %g) allows %d at ε = %g, δ = %g each", dppp.ErrBudget, len(rows), p.BudgetEpsilon, p.BudgetDelta, p.MaxQueries, p.Epsilon, p.Delta)
+	}
 	agg, err := dppp.NewAggregator(p, tpk, opt.Aggregator)
 	if err != nil {
 		return nil, err

@@ -40,6 +40,7 @@ Examples:
 	}
 	cmd.AddCommand(newDPPPKeygenCmd())
 	cmd.AddCommand(newDPPPTrainCmd())
+	cmd.AddCommand(newDPPPNetCmds()...)
 	return cmd
 }
 

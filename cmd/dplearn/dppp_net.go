@@ -1,0 +1,588 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dplearn/dplearn/certs"
+	"github.com/dplearn/dplearn/classify"
+	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/dpppnet"
+	"github.com/dplearn/dplearn/internal/pailliertest"
+	"github.com/dplearn/dplearn/paillier"
+	"github.com/dplearn/dplearn/transport"
+	"github.com/spf13/cobra"
+)
+
+// dpppDeployFlags are the public settings every party configures by itself
+// (dppp.Config); a teacher refuses an offer that differs from its own.
+type dpppDeployFlags struct {
+	teachers                   []string
+	threshold, qpc             int
+	gamma, noise               string
+	epsilon, delta             float64
+	budgetEpsilon, budgetDelta float64
+}
+
+func (f *dpppDeployFlags) register(cmd *cobra.Command, withTeachers bool) {
+	fl := cmd.Flags()
+	if withTeachers {
+		fl.StringSliceVar(&f.teachers, "teachers", nil, "the roster: teacher names, comma-separated, in the order of their key shares (teacher i holds share i)")
+	}
+	fl.IntVar(&f.threshold, "threshold", 0, "t, shares needed to decrypt (0: ⌊2N/3⌋, the seed's default; must be the key's)")
+	fl.StringVar(&f.gamma, "gamma", "2/3", "γ, the fraction of teachers assumed honest (each share of noise is sized so that ⌈γN⌉ shares suffice): a fraction A/B or 1")
+	fl.StringVar(&f.noise, "noise", "binomial", "noise kind: binomial or dgauss")
+	fl.Float64Var(&f.epsilon, "epsilon", 1, "per-query ε")
+	fl.Float64Var(&f.delta, "delta", 1e-5, "per-query δ")
+	fl.Float64Var(&f.budgetEpsilon, "budget-epsilon", 10, "total ε of all answered queries (composed by the noise kind's accountant)")
+	fl.Float64Var(&f.budgetDelta, "budget-delta", 1e-3, "total δ of all answered queries")
+	fl.IntVar(&f.qpc, "queries-per-ciphertext", 0, "queries packed into one ciphertext (0: as many as fit)")
+}
+
+func parseGamma(s string) (num, den int, err error) {
+	a, b, ok := strings.Cut(strings.TrimSpace(s), "/")
+	if !ok {
+		b = "1"
+	}
+	num, err1 := strconv.Atoi(strings.TrimSpace(a))
+	den, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil || num < 1 || den < 1 || num > den {
+		return 0, 0, fmt.Errorf("--gamma %q: want a fraction A/B with 0 < A ≤ B, or 1", s)
+	}
+	return num, den, nil
+}
+
+// config builds the dppp.Config for the roster and an input spec.
+func (f *dpppDeployFlags) config(teachers []string, classes, features int, model [32]byte) (dppp.Config, error) {
+	num, den, err := parseGamma(f.gamma)
+	if err != nil {
+		return dppp.Config{}, err
+	}
+	kind, err := dppp.ParseNoiseKind(f.noise)
+	if err != nil {
+		return dppp.Config{}, fmt.Errorf("--noise: %w", err)
+	}
+	cfg := dppp.Config{Teachers: teachers, Threshold: f.threshold, GammaNum: num, GammaDen: den, Classes: classes, Features: features,
+		Noise: kind, Epsilon: f.epsilon, Delta: f.delta, BudgetEpsilon: f.budgetEpsilon, BudgetDelta: f.budgetDelta,
+		QueriesPerCiphertext: f.qpc, Model: model}
+	return cfg, nil // Calibrate validates, with the defaults applied
+}
+
+// specFingerprint is the model fingerprint of dppp.Config: SHA-256 of the
+// input spec's fingerprint (all teachers answer the same question).
+func specFingerprint(s *classify.Spec) [32]byte { return sha256.Sum256([]byte(s.Fingerprint())) }
+
+func newDPPPServeCmd() *cobra.Command {
+	var (
+		d                                   dpppDeployFlags
+		listen, certDir, pub, spec, queries string
+		out, name                           string
+		hist, insecure                      bool
+		roundTimeout, joinTimeout           time.Duration
+		minTeachers                         int
+	)
+	cmd := &cobra.Command{
+		Use:   "serve --listen HOST:PORT --certs DIR/aggregator --public-key public.pem --teachers NAMES --schema SPEC.json --queries Q.csv --out LABELS.csv",
+		Short: "Run the DPPP aggregator: label query rows by the teachers' noisy encrypted votes",
+		Long: `serve is the aggregator, and the client: it reads the query rows (--queries,
+through the input spec --schema, without labels), listens on --listen for the
+teachers named in --teachers (mutual TLS 1.3 with the certificate in --certs;
+only certificates from the same CA whose name is in --teachers get in), and:
+
+ 1. offers the public parameters (roster, t, γ, noise kind and its calibration,
+    per-query ε and δ, the total budget and the number of queries it allows,
+    the key and the spec's fingerprint); every teacher recomputes them from
+    its own flags and key and refuses any difference, naming the field;
+ 2. sends the query rows in batches of as many queries as one ciphertext
+    holds; every teacher votes: its one-hot labels plus its share of noise,
+    packed and encrypted under the threshold key;
+ 3. multiplies the votes once at least ⌈γN⌉ teachers voted (otherwise the
+    batch is refused and nothing is decrypted), and asks t contributors to
+    decrypt the sum; each checks the sum against the listed votes and its own
+    budget first. A teacher lost or silent for --round-timeout is replaced by
+    another contributor, so up to N − t failures do not stop a batch;
+ 4. writes one line per query to --out: row, label (the class with the most
+    noisy votes) and, with --histogram, the noisy vote counts.
+
+What the aggregator learns is the noisy histogram of each query (which the
+labels are computed from), never a single teacher's vote. Logs go to stderr;
+a summary with the spent and remaining budget to stdout. --insecure runs
+without certificates on a loopback address only, for tests.`,
+		Example: `  dplearn dppp keygen --parties 5 --threshold 3 --out keys/
+  dplearn certs create --out pki aggregator teacher1 teacher2 teacher3 teacher4 teacher5
+  dplearn dppp serve --listen 0.0.0.0:7443 --certs pki/aggregator --public-key keys/public.pem \
+      --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --threshold 3 --schema digits.json \
+      --epsilon 1 --delta 1e-5 --budget-epsilon 20 --queries queries.csv --out labels.csv --histogram`,
+		Args: cobra.NoArgs,
+	}
+	d.register(cmd, true)
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", "127.0.0.1:7443", "address to listen on (HOST:PORT; port 0 picks a free one)")
+	f.StringVar(&certDir, "certs", "", "the aggregator's certificate directory from 'dplearn certs'")
+	f.StringVar(&pub, "public-key", "", "the threshold public key from 'dplearn dppp keygen'")
+	f.StringVar(&spec, "schema", "", "the input spec the teachers' models were trained with")
+	f.StringVar(&queries, "queries", "", "query table (CSV, CSV.gz or Parquet; the spec's features, no label needed)")
+	f.StringVar(&out, "out", "", "where to write LABELS.csv")
+	f.BoolVar(&hist, "histogram", false, "also write each query's noisy vote counts")
+	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "how long each phase of a batch waits for the teachers")
+	f.DurationVar(&joinTimeout, "join-timeout", 0, "how long to wait for the teachers to connect and accept (0: --round-timeout)")
+	f.IntVar(&minTeachers, "min-teachers", 0, "fewest accepting teachers to start with (0 or less than ⌈γN⌉: ⌈γN⌉)")
+	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
+	f.StringVar(&name, "name", dpppnet.DefaultHubName, "with --insecure: the aggregator's name")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		req := []string{"teachers", "public-key", "schema", "queries", "out"}
+		if !insecure {
+			req = append(req, "certs")
+		}
+		if err := requireFlags(cmd, req...); err != nil {
+			return err
+		}
+		if insecure && cmd.Flags().Changed("certs") {
+			return errors.New("--insecure and --certs: choose one")
+		}
+		ctx := cmd.Context()
+		stderr := cmd.ErrOrStderr()
+		logf := lineLogger(stderr, "")
+		s, rows, err := loadDPPPQueries(ctx, spec, queries)
+		if err != nil {
+			return err
+		}
+		tpk, err := paillier.LoadThresholdPublicKey(pub)
+		if err != nil {
+			return err
+		}
+		teachers := trimAll(d.teachers)
+		for _, t := range teachers {
+			if err := certs.ValidateName(t); err != nil {
+				return fmt.Errorf("--teachers: %w", err)
+			}
+		}
+		cfg, err := d.config(teachers, s.Classes(), s.Features(), specFingerprint(s))
+		if err != nil {
+			return err
+		}
+		p, err := calibrateSession(cfg, tpk)
+		if err != nil {
+			return err
+		}
+		scfg := transport.ServerConfig{HubConfig: dpppnet.HubConfig(p), Address: listen, Insecure: insecure}
+		scfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		if insecure {
+			fmt.Fprintln(stderr, insecureWarning)
+			scfg.Name = name
+		} else {
+			id, err := certs.LoadParty(certDir)
+			if err != nil {
+				return err
+			}
+			scfg.Identity = id
+		}
+		srv, err := transport.Listen(ctx, scfg)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		for _, line := range p.Report() {
+			logf("%s", line)
+		}
+		logf("listening on %s; expecting %s; %d queries in batches of %d", srv.Addr(), strings.Join(teachers, ", "), len(rows), p.QPC)
+		res, err := dpppnet.Serve(ctx, srv, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, JoinTimeout: joinTimeout, MinTeachers: minTeachers, Logf: logf})
+		if res != nil && len(res.Labels) > 0 {
+			if werr := writeDPPPLabels(out, s.ClassNames(), res, hist); werr != nil {
+				return errors.Join(err, werr)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		w := cmd.OutOrStdout()
+		fmt.Fprintf(w, "labelled %d queries in %d batches; wrote %s\n", len(res.Labels), len(res.Batches), out)
+		fmt.Fprintln(w, res.Status)
+		return nil
+	}
+	return cmd
+}
+
+// calibrateSession calibrates the parameters and draws the run's session.
+func calibrateSession(cfg dppp.Config, tpk *paillier.ThresholdPublicKey) (*dppp.Params, error) {
+	p0, err := dppp.Calibrate(cfg, tpk)
+	if err != nil {
+		return nil, err
+	}
+	return p0.NewSession()
+}
+
+// lineLogger returns a Logf printing timestamped lines (concurrent use).
+func lineLogger(w io.Writer, prefix string) func(string, ...any) {
+	var mu sync.Mutex
+	return func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "%s %s%s\n", time.Now().Format("15:04:05.000"), prefix, fmt.Sprintf(format, args...))
+	}
+}
+
+func loadDPPPQueries(ctx context.Context, specPath, path string) (*classify.Spec, [][]float64, error) {
+	s, err := classify.LoadSpec(specPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, _, err := s.LoadFeatures(ctx, path, dataset.Options{})
+	if err != nil {
+		return nil, nil, err
+	}
+	rows := make([][]float64, data.N())
+	for i := range rows {
+		rows[i] = data.Row(i)
+	}
+	if len(rows) == 0 {
+		return nil, nil, fmt.Errorf("%s: no query rows", path)
+	}
+	return s, rows, nil
+}
+
+// writeDPPPLabels writes row, label (class name) and, with hist, the noisy
+// vote counts per class.
+func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bool) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	head := []string{"row", "label"}
+	if hist {
+		for _, c := range classes {
+			head = append(head, "votes_"+c)
+		}
+	}
+	_ = w.Write(head)
+	for i, l := range res.Labels {
+		rec := []string{strconv.Itoa(i + 1), strconv.Itoa(l)}
+		if l >= 0 && l < len(classes) {
+			rec[1] = classes[l]
+		}
+		if hist {
+			for _, v := range res.Hist[i] {
+				rec = append(rec, strconv.FormatFloat(v, 'g', -1, 64))
+			}
+		}
+		_ = w.Write(rec)
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// dpppTeacherFromModel builds a teacher from a model file and a key share.
+func dpppTeacherFromModel(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger) (*dppp.Teacher, classify.Predictor, error) {
+	mf, err := classify.Load(modelPath)
+	if err != nil {
+		return nil, nil, err
+	}
+	if mf.Input == nil {
+		return nil, nil, fmt.Errorf("%s: the model has no table spec (IDX input is not supported by dppp teach yet)", modelPath)
+	}
+	cfg, err := d.config(teachers, len(mf.ClassNames), mf.Features, specFingerprint(mf.Input))
+	if err != nil {
+		return nil, nil, err
+	}
+	pred, err := mf.Open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch, Ledger: ledger})
+	if err != nil {
+		pred.Close()
+		return nil, nil, err
+	}
+	return t, pred, nil
+}
+
+func newDPPPTeachCmd() *cobra.Command {
+	var (
+		d                                                   dpppDeployFlags
+		server, serverName, certDir, model, share, ledgerAt string
+		name                                                string
+		insecure                                            bool
+		idle                                                time.Duration
+		attempts                                            int
+		exitAfterVote                                       uint64
+	)
+	cmd := &cobra.Command{
+		Use:   "teach --server HOST:PORT --certs DIR/TEACHER --model MODEL.json --key-share share-00I.pem --teachers NAMES [--ledger FILE]",
+		Short: "Take part in DPPP as one teacher: vote on queries and help decrypt noisy histograms",
+		Long: `teach runs one teacher. It loads its model (--model, from 'dplearn dppp train')
+and its threshold key share (--key-share, from 'dplearn dppp keygen'), connects
+to --server with mutual TLS 1.3 (its name is its certificate's and must be on
+--teachers, at the position of its share), and then:
+
+  - checks the offered parameters against its own flags (roster, t, γ, noise,
+    per-query ε and δ, total budget, the key, the model's input spec) and
+    refuses any difference, naming the field;
+  - votes on every batch: its model's labels as one-hot counts plus its share
+    of noise, packed and encrypted;
+  - partially decrypts a sum only if the sum is the product of the listed
+    votes, its own vote among them, at least ⌈γN⌉ contributors, no other sum
+    of that batch, and its budget allows the batch's queries: each query is
+    charged to its ledger (--ledger FILE, created with the --budget-epsilon
+    and --budget-delta it agrees to if it does not exist; without --ledger
+    the count is kept in memory) before it decrypts, and it refuses queries
+    past the budget even if the aggregator asks.
+
+Logs go to stderr; the outcome to stdout.`,
+		Example: `  dplearn dppp teach --server agg.example.org:7443 --certs pki/teacher2 \
+      --model teacher2.json --key-share keys/share-002.pem \
+      --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --threshold 3 \
+      --epsilon 1 --delta 1e-5 --budget-epsilon 20 --ledger teacher2-budget.json`,
+		Args: cobra.NoArgs,
+	}
+	d.register(cmd, true)
+	f := cmd.Flags()
+	f.StringVar(&server, "server", "", "the aggregator's HOST:PORT")
+	f.StringVar(&serverName, "server-name", dpppnet.DefaultHubName, "the name in the aggregator's certificate")
+	f.StringVar(&certDir, "certs", "", "this teacher's certificate directory from 'dplearn certs'")
+	f.StringVar(&model, "model", "", "this teacher's model file from 'dplearn dppp train'")
+	f.StringVar(&share, "key-share", "", "this teacher's key share from 'dplearn dppp keygen' (SECRET)")
+	f.StringVar(&ledgerAt, "ledger", "", "privacy budget ledger file; each answered query is charged before decrypting")
+	f.DurationVar(&idle, "idle-timeout", 10*time.Minute, "give up when the aggregator sends nothing for this long")
+	f.IntVar(&attempts, "connect-attempts", 8, "connection attempts before giving up")
+	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
+	f.StringVar(&name, "name", "", "with --insecure: this teacher's name")
+	f.Uint64Var(&exitAfterVote, "test-exit-after-vote", 0, "test hook: exit after voting on this batch")
+	_ = f.MarkHidden("test-exit-after-vote")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		req := []string{"server", "model", "key-share", "teachers"}
+		if insecure {
+			req = append(req, "name")
+		} else {
+			req = append(req, "certs")
+		}
+		if err := requireFlags(cmd, req...); err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		stderr := cmd.ErrOrStderr()
+		var id *certs.Party
+		if insecure {
+			fmt.Fprintln(stderr, insecureWarning)
+		} else {
+			var err error
+			if id, err = certs.LoadParty(certDir); err != nil {
+				return err
+			}
+			name = id.Name
+		}
+		teachers := trimAll(d.teachers)
+		key, err := paillier.LoadKeyShare(share)
+		if err != nil {
+			return err
+		}
+		var ledger dppp.Ledger
+		note := "no --ledger: the spend is counted in memory only"
+		if ledgerAt != "" {
+			l, n, err := openSiteLedger(ctx, ledgerAt, name, d.budgetEpsilon, d.budgetDelta, true)
+			if err != nil {
+				return err
+			}
+			ledger, note = l, n
+		}
+		t, pred, err := dpppTeacherFromModel(ctx, &d, name, teachers, model, key, ledger)
+		if err != nil {
+			return err
+		}
+		defer pred.Close()
+		logf := lineLogger(stderr, name+": ")
+		logf("model %s (%d classes, %d features); %s", model, pred.Classes(), pred.Features(), note)
+		ccfg := transport.ClientConfig{Address: server, Server: serverName, Identity: id, Insecure: insecure, Session: dpppnet.Session(),
+			Attempts: attempts, MaxPayload: transport.DefaultMaxPayload,
+			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		if insecure {
+			ccfg.Name = name
+		}
+		conn, err := transport.Dial(ctx, ccfg)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		logf("connected to %s at %s", serverName, server)
+		topt := dpppnet.TeachOptions{IdleTimeout: idle, Logf: logf}
+		if exitAfterVote > 0 {
+			topt.AfterSend = func(m dppp.Message) error {
+				if v, ok := m.(*dppp.Vote); ok && v.Batch == exitAfterVote {
+					return fmt.Errorf("test hook: exiting after the vote of batch %d", v.Batch)
+				}
+				return nil
+			}
+		}
+		res, err := dpppnet.Teach(ctx, conn, t, topt)
+		if err != nil {
+			return err
+		}
+		w := cmd.OutOrStdout()
+		fmt.Fprintf(w, "%s: %s\n", name, res.Done)
+		fmt.Fprintf(w, "%s: %d votes, %d partial decryptions, %d refusals; %d queries charged\n", name, res.Votes, res.Partials, res.Refusals, res.Answered)
+		return nil
+	}
+	return cmd
+}
+
+func newDPPPSimulateCmd() *cobra.Command {
+	var (
+		d                  dpppDeployFlags
+		models             []string
+		spec, queries, out string
+		hist, testKeys     bool
+		bits, workers      int
+		roundTimeout       time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "simulate --models T1.json,T2.json,... --schema SPEC.json --queries Q.csv --out LABELS.csv (--insecure-test-keys | --bits 2048)",
+		Short: "Run the aggregator and every teacher in one process over the in-memory transport",
+		Long: `simulate runs a whole DPPP deployment on this machine, in one process: one
+teacher per --models file (named teacher01, teacher02, ... in that order), the
+aggregator labelling --queries, all over the in-memory transport with the same
+checks as the network one. It deals a fresh threshold key for the run: real
+safe primes of --bits bits (seconds to minutes), or, with --insecure-test-keys,
+shares dealt on dplearn's PUBLISHED test primes (instant; anyone can decrypt:
+for tests and demonstrations only). Output as 'dppp serve'.`,
+		Example: `  for i in $(seq 1 10); do
+    dplearn dppp train --data digits.csv --schema digits.json --partition $i/10 \
+        --model softmax --out t$i.json
+  done
+  dplearn dppp simulate --models t1.json,t2.json,t3.json,t4.json,t5.json,t6.json,t7.json,t8.json,t9.json,t10.json \
+      --schema digits.json --queries queries.csv --out labels.csv --insecure-test-keys`,
+		Args: cobra.NoArgs,
+	}
+	d.register(cmd, false)
+	f := cmd.Flags()
+	f.StringSliceVar(&models, "models", nil, "the teachers' model files, comma-separated")
+	f.StringVar(&spec, "schema", "", "the input spec of the models")
+	f.StringVar(&queries, "queries", "", "query table")
+	f.StringVar(&out, "out", "", "where to write LABELS.csv")
+	f.BoolVar(&hist, "histogram", false, "also write each query's noisy vote counts")
+	f.BoolVar(&testKeys, "insecure-test-keys", false, "deal the key on dplearn's published test primes (INSECURE: tests only)")
+	f.IntVar(&bits, "bits", paillier.DefaultModulusBits, "modulus bits of the freshly generated key")
+	f.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "goroutines searching for safe primes")
+	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "how long each phase of a batch waits")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := requireFlags(cmd, "models", "schema", "queries", "out"); err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		stderr := cmd.ErrOrStderr()
+		models = trimAll(models)
+		n := len(models)
+		if n < 2 {
+			return fmt.Errorf("--models: need at least 2 teachers, got %d", n)
+		}
+		teachers := make([]string, n)
+		for i := range teachers {
+			teachers[i] = fmt.Sprintf("teacher%02d", i+1)
+		}
+		t := d.threshold
+		if t == 0 {
+			t = max(1, 2*n/3)
+		}
+		s, rows, err := loadDPPPQueries(ctx, spec, queries)
+		if err != nil {
+			return err
+		}
+		var tpk *paillier.ThresholdPublicKey
+		var shares []*paillier.KeyShare
+		if testKeys {
+			fmt.Fprintln(stderr, "WARNING: --insecure-test-keys: the key is dealt on dplearn's published test primes; anyone can decrypt. Tests only.")
+			if tpk, shares, err = pailliertest.ThresholdKey(2048, n, t); err != nil {
+				return err
+			}
+		} else {
+			p, q, err := generatePrimes(ctx, stderr, bits, workers)
+			if err != nil {
+				return err
+			}
+			if tpk, shares, err = paillier.DealThreshold(rand.Reader, p, q, n, t); err != nil {
+				return err
+			}
+		}
+		cfg, err := d.config(teachers, s.Classes(), s.Features(), specFingerprint(s))
+		if err != nil {
+			return err
+		}
+		p, err := calibrateSession(cfg, tpk)
+		if err != nil {
+			return err
+		}
+		hcfg := dpppnet.HubConfig(p)
+		hcfg.Name = dpppnet.DefaultHubName
+		hcfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		hub, err := transport.NewMemory(hcfg)
+		if err != nil {
+			return err
+		}
+		defer hub.Close()
+		logf := lineLogger(stderr, "")
+		for _, line := range p.Report() {
+			logf("%s", line)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var wg sync.WaitGroup
+		for i, name := range teachers {
+			tt, pred, err := dpppTeacherFromModel(ctx, &d, name, teachers, models[i], shares[i], nil)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			defer pred.Close()
+			conn, err := hub.Dial(ctx, name)
+			if err != nil {
+				return err
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer conn.Close()
+				tlog := lineLogger(stderr, name+": ")
+				if _, err := dpppnet.Teach(ctx, conn, tt, dpppnet.TeachOptions{Logf: tlog}); err != nil && ctx.Err() == nil {
+					tlog("%v", err)
+				}
+			}()
+		}
+		res, err := dpppnet.Serve(ctx, hub, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, Logf: logf})
+		cancel()
+		wg.Wait()
+		if res != nil && len(res.Labels) > 0 {
+			if werr := writeDPPPLabels(out, s.ClassNames(), res, hist); werr != nil {
+				return errors.Join(err, werr)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		w := cmd.OutOrStdout()
+		fmt.Fprintf(w, "labelled %d queries in %d batches with %d teachers (t = %d); wrote %s\n", len(res.Labels), len(res.Batches), n, p.Threshold, out)
+		fmt.Fprintln(w, res.Status)
+		return nil
+	}
+	return cmd
+}
+
+// newDPPPNetCmds returns the networked DPPP commands (serve, teach,
+// simulate).
+func newDPPPNetCmds() []*cobra.Command {
+	return []*cobra.Command{newDPPPServeCmd(), newDPPPTeachCmd(), newDPPPSimulateCmd()}
+}

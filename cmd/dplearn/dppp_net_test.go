@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dplearn/dplearn/certs"
+	"github.com/dplearn/dplearn/internal/pailliertest"
+	"github.com/dplearn/dplearn/paillier"
+)
+
+// dpppNetFiles: n softmax teachers trained by 'dppp train' on disjoint
+// parts of digits, the spec, and a query table of the first q rows.
+type dpppNetFiles struct {
+	dir, spec, queries string
+	models             []string
+}
+
+func newDPPPNetFiles(t *testing.T, n, q int) *dpppNetFiles {
+	t.Helper()
+	data, spec := writeEmbedded(t, "digits")
+	f := &dpppNetFiles{dir: t.TempDir(), spec: spec}
+	for i := 1; i <= n; i++ {
+		out := filepath.Join(f.dir, fmt.Sprintf("t%d.json", i))
+		if _, stderr, err := runDPPP(t, "train", "--data", data, "--schema", spec, "--partition", fmt.Sprintf("%d/%d", i, n),
+			"--model", "softmax", "--max-iterations", "30", "--out", out); err != nil {
+			t.Fatalf("train %d: %v\n%s", i, err, stderr)
+		}
+		f.models = append(f.models, out)
+	}
+	raw, err := os.ReadFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(zr)
+	var lines []string
+	for sc.Scan() && len(lines) <= q {
+		lines = append(lines, sc.Text())
+	}
+	f.queries = filepath.Join(f.dir, "queries.csv")
+	if err := os.WriteFile(f.queries, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func checkLabels(t *testing.T, path string, q int, hist bool) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != q+1 {
+		t.Fatalf("%d lines in %s, want %d:\n%s", len(lines), path, q+1, b)
+	}
+	cols := 2
+	if hist {
+		cols += 10
+	}
+	if got := len(strings.Split(lines[0], ",")); got != cols {
+		t.Fatalf("header %q: %d columns, want %d", lines[0], got, cols)
+	}
+}
+
+func TestDPPPSimulateCLI(t *testing.T) {
+	f := newDPPPNetFiles(t, 10, 20)
+	out := filepath.Join(f.dir, "labels.csv")
+	stdout, stderr, err := runDPPP(t, "simulate", "--models", strings.Join(f.models, ","), "--schema", f.spec,
+		"--queries", f.queries, "--out", out, "--histogram", "--insecure-test-keys", "--round-timeout", "20s", "--budget-epsilon", "100")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(stdout, "labelled 20 queries") || !strings.Contains(stdout, "t = 6") {
+		t.Fatalf("stdout:\n%s", stdout)
+	}
+	checkLabels(t, out, 20, true)
+	t.Log(stdout)
+}
+
+func TestDPPPSimulateRefusesMissingKeyChoice(t *testing.T) {
+	_, _, err := runDPPP(t, "simulate", "--models", "a.json", "--schema", "s.json", "--queries", "q.csv", "--out", "o.csv", "--gamma", "3/2")
+	if err == nil {
+		t.Fatal("accepted one teacher")
+	}
+	if _, _, err := runDPPP(t, "serve", "--teachers", "a,b"); err == nil || !strings.Contains(err.Error(), "--public-key") {
+		t.Fatalf("serve without flags: %v", err)
+	}
+}
+
+func TestDPPPNetHelp(t *testing.T) {
+	for _, c := range []string{"serve", "teach", "simulate"} {
+		stdout, _, err := runDPPP(t, c, "--help")
+		if err != nil || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "dplearn dppp "+c) {
+			t.Fatalf("%s --help: %v\n%s", c, err, stdout)
+		}
+	}
+}
+
+// dpppProc is a child process running dplearn (the test binary re-executed
+// through capeChildEnv).
+type dpppProc struct {
+	name   string
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	mu     sync.Mutex
+	lines  []string
+	addr   chan string
+	done   chan struct{}
+	err    error
+}
+
+func startDPPP(t *testing.T, ctx context.Context, name string, args ...string) *dpppProc {
+	t.Helper()
+	p := &dpppProc{name: name, addr: make(chan string, 1), done: make(chan struct{})}
+	p.cmd = exec.CommandContext(ctx, os.Args[0], append([]string{"dppp"}, args...)...)
+	p.cmd.Env = append(os.Environ(), capeChildEnv+"=1")
+	p.cmd.Stdout = &p.stdout
+	p.cmd.WaitDelay = 2 * time.Second
+	pipe, err := p.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	})
+	go func() {
+		sc := bufio.NewScanner(pipe)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.lines = append(p.lines, line)
+			p.mu.Unlock()
+			if _, rest, ok := strings.Cut(line, "listening on "); ok {
+				a, _, _ := strings.Cut(rest, ";")
+				select {
+				case p.addr <- a:
+				default:
+				}
+			}
+		}
+		p.err = p.cmd.Wait()
+		close(p.done)
+	}()
+	return p
+}
+
+func (p *dpppProc) stderr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+func (p *dpppProc) wait(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(d):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Fatalf("%s did not finish within %v; stderr:\n%s", p.name, d, p.stderr())
+		return nil
+	}
+}
+
+// TestDPPPRealProcesses: the aggregator and 5 teachers as separate
+// processes on 127.0.0.1 with mutual TLS (t = 3); teacher1, the first
+// asked to decrypt, exits after its vote: it is rejected, another
+// contributor is asked, and the queries are still answered.
+func TestDPPPRealProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	const n, thr, q = 5, 3, 6
+	f := newDPPPNetFiles(t, n, q)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("teacher%d", i+1)
+	}
+	pki := filepath.Join(f.dir, "pki")
+	if _, err := certs.Create(pki, append([]string{"aggregator"}, names...), certs.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	tpk, shares, err := pailliertest.ThresholdKey(2048, n, thr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, sharePaths, err := paillier.WriteKeyFiles(filepath.Join(f.dir, "keys"), tpk, shares, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--teachers", strings.Join(names, ","), "--threshold", fmt.Sprint(thr), "--epsilon", "1", "--delta", "1e-5",
+		"--budget-epsilon", "20", "--budget-delta", "1e-3"}
+	out := filepath.Join(f.dir, "labels.csv")
+	srv := startDPPP(t, ctx, "aggregator", append([]string{"serve", "--listen", "127.0.0.1:0", "--certs", filepath.Join(pki, "aggregator"),
+		"--public-key", pub, "--schema", f.spec, "--queries", f.queries, "--out", out, "--round-timeout", "15s", "--join-timeout", "30s"}, common...)...)
+	var addr string
+	select {
+	case addr = <-srv.addr:
+	case <-srv.done:
+		t.Fatalf("serve exited: %v\n%s", srv.err, srv.stderr())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not listen:\n%s", srv.stderr())
+	}
+	var teachers []*dpppProc
+	for i, name := range names {
+		args := append([]string{"teach", "--server", addr, "--certs", filepath.Join(pki, name), "--model", f.models[i],
+			"--key-share", sharePaths[i], "--ledger", filepath.Join(f.dir, name+"-ledger.json"), "--idle-timeout", "60s"}, common...)
+		if i == 0 {
+			args = append(args, "--test-exit-after-vote", "1")
+		}
+		teachers = append(teachers, startDPPP(t, ctx, name, args...))
+	}
+	if err := srv.wait(t, 60*time.Second); err != nil {
+		for _, tp := range teachers {
+			t.Logf("%s:\n%s", tp.name, tp.stderr())
+		}
+		t.Fatalf("serve: %v\n%s", err, srv.stderr())
+	}
+	for i, tp := range teachers {
+		err := tp.wait(t, 15*time.Second)
+		if (i == 0) != (err != nil) {
+			t.Errorf("%s: exit %v\n%s", tp.name, err, tp.stderr())
+		}
+	}
+	checkLabels(t, out, q, false)
+	if !strings.Contains(srv.stdout.String(), fmt.Sprintf("labelled %d queries", q)) {
+		t.Fatalf("serve's stdout:\n%s", srv.stdout.String())
+	}
+	t.Logf("aggregator:\n%s\n%s", srv.stderr(), srv.stdout.String())
+	t.Logf("teacher2:\n%s\n%s", teachers[1].stderr(), teachers[1].stdout.String())
+	if !strings.Contains(srv.stderr(), "teacher1 (lost)") {
+		t.Errorf("teacher1 not rejected as lost")
+	}
+}
