@@ -279,6 +279,12 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 		}
 	}
 	sum.Bytes = p.counts.n.Load()
+	// A cancellation that stopped the splitter between chunks leaves no
+	// result carrying the error: without this check a cancelled read would
+	// return a truncated table as if it were complete.
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
 	if firstErr != nil {
 		if errors.Is(firstErr, context.Canceled) || errors.Is(firstErr, context.DeadlineExceeded) {
 			return sum, fmt.Errorf("%s: read stopped: %w", p.path, firstErr)
