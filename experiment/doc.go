@@ -2,7 +2,10 @@
 // papers: the Gaussian FM seed's Figures A1-A2 (noise per order vs
 // dimension), Figures 1-2 and A3 (utility vs noise, training size and δ),
 // the FM seed's Figures 4-9 (error and time vs dimensionality, cardinality
-// and ε) and the DP-IRLS seed's Figure 1.
+// and ε), the DP-IRLS seed's Figure 1, and the capeFM figures of the
+// Gaussian FM seed (Figures 3-5 and A4: capefm-linear, capefm-logistic,
+// capefm-sites), where every decentralised fit is a real in-process run of
+// the capefm protocol.
 //
 // Run executes a named experiment (or "all") over a worker pool and writes,
 // per experiment, a CSV of mean and standard deviation over runs, a figure
