@@ -176,8 +176,18 @@ func (s *server) send(ctx context.Context, id uint32, m dppp.Message) {
 }
 
 // next waits for the next message or connection event until ctx is done.
+// Messages already in the inbox come first: a teacher's envelope accepted
+// by the hub before it disconnected is read before its Detached event.
 func (s *server) next(ctx context.Context) (incoming, error) {
 	for {
+		select {
+		case env := <-s.hub.Inbox():
+			if in, ok := s.envelope(env); ok {
+				return in, nil
+			}
+			continue
+		default:
+		}
 		select {
 		case <-ctx.Done():
 			return incoming{}, ctx.Err()
@@ -202,19 +212,26 @@ func (s *server) next(ctx context.Context) (incoming, error) {
 				s.logf("refused a message from %s: %v", ev.Party, ev.Err)
 			}
 		case env := <-s.hub.Inbox():
-			id := s.p.TeacherID(env.Sender)
-			m, err := dppp.Unmarshal(env.Payload)
-			if err == nil && m.Type() != env.Type {
-				err = fmt.Errorf("envelope says %q, payload is %q", env.Type, m.Type())
+			if in, ok := s.envelope(env); ok {
+				return in, nil
 			}
-			if err != nil || id == 0 {
-				s.logf("ignored a message from %s: %v", env.Sender, err)
-				continue
-			}
-			s.res.BytesFromTeacher[env.Sender] += len(env.Payload)
-			return incoming{from: id, msg: m}, nil
 		}
 	}
+}
+
+// envelope decodes one envelope (ok false: ignored, and logged).
+func (s *server) envelope(env transport.Envelope) (incoming, bool) {
+	id := s.p.TeacherID(env.Sender)
+	m, err := dppp.Unmarshal(env.Payload)
+	if err == nil && m.Type() != env.Type {
+		err = fmt.Errorf("envelope says %q, payload is %q", env.Type, m.Type())
+	}
+	if err != nil || id == 0 {
+		s.logf("ignored a message from %s: %v", env.Sender, err)
+		return incoming{}, false
+	}
+	s.res.BytesFromTeacher[env.Sender] += len(env.Payload)
+	return incoming{from: id, msg: m}, true
 }
 
 // phase returns the context of one phase (its deadline).

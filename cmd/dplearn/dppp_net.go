@@ -22,6 +22,7 @@ import (
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/dpppnet"
 	"github.com/dplearn/dplearn/internal/pailliertest"
+	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/transport"
 	"github.com/spf13/cobra"
@@ -290,7 +291,8 @@ func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bo
 }
 
 // dpppTeacherFromModel builds a teacher from a model file and a key share.
-func dpppTeacherFromModel(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger) (*dppp.Teacher, classify.Predictor, error) {
+// src is the noise source (nil: secure).
+func dpppTeacherFromModel(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source) (*dppp.Teacher, classify.Predictor, error) {
 	mf, err := classify.Load(modelPath)
 	if err != nil {
 		return nil, nil, err
@@ -306,7 +308,7 @@ func dpppTeacherFromModel(ctx context.Context, d *dpppDeployFlags, name string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch, Ledger: ledger})
+	t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch, Ledger: ledger, Noise: src})
 	if err != nil {
 		pred.Close()
 		return nil, nil, err
@@ -322,7 +324,7 @@ func newDPPPTeachCmd() *cobra.Command {
 		insecure                                            bool
 		idle                                                time.Duration
 		attempts                                            int
-		exitAfterVote                                       uint64
+		exitAfterVote, noiseSeed                            uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "teach --server HOST:PORT --certs DIR/TEACHER --model MODEL.json --key-share share-00I.pem --teachers NAMES [--ledger FILE]",
@@ -365,7 +367,9 @@ Logs go to stderr; the outcome to stdout.`,
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", "", "with --insecure: this teacher's name")
 	f.Uint64Var(&exitAfterVote, "test-exit-after-vote", 0, "test hook: exit after voting on this batch")
+	f.Uint64Var(&noiseSeed, "test-noise-seed", 0, "test hook: INSECURE seeded noise (reproducible shares)")
 	_ = f.MarkHidden("test-exit-after-vote")
+	_ = f.MarkHidden("test-noise-seed")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		req := []string{"server", "model", "key-share", "teachers"}
 		if insecure {
@@ -402,7 +406,12 @@ Logs go to stderr; the outcome to stdout.`,
 			}
 			ledger, note = l, n
 		}
-		t, pred, err := dpppTeacherFromModel(ctx, &d, name, teachers, model, key, ledger)
+		var src noise.Source
+		if noiseSeed != 0 {
+			fmt.Fprintf(stderr, "WARNING: --test-noise-seed: INSECURE reproducible noise, tests only\n")
+			src = noise.NewInsecureSeeded(noiseSeed)
+		}
+		t, pred, err := dpppTeacherFromModel(ctx, &d, name, teachers, model, key, ledger, src)
 		if err != nil {
 			return err
 		}
@@ -543,7 +552,7 @@ for tests and demonstrations only). Output as 'dppp serve'.`,
 		defer cancel()
 		var wg sync.WaitGroup
 		for i, name := range teachers {
-			tt, pred, err := dpppTeacherFromModel(ctx, &d, name, teachers, models[i], shares[i], nil)
+			tt, pred, err := dpppTeacherFromModel(ctx, &d, name, teachers, models[i], shares[i], nil, nil)
 			if err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
