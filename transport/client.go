@@ -495,8 +495,21 @@ func isRefusal(err error) bool {
 	return ok
 }
 
+// retryable reports whether an attach failure may be transient. A failed
+// TLS handshake (a certificate from another CA, a hub presenting another
+// party's name, an expired certificate) is reported by gRPC as Unavailable
+// too, but retrying cannot fix it: it fails at once.
 func retryable(err error) bool {
-	return status.Code(err) == codes.Unavailable
+	if status.Code(err) != codes.Unavailable {
+		return false
+	}
+	msg := status.Convert(err).Message()
+	for _, s := range []string{"authentication handshake failed", "x509:", "tls: bad certificate", "tls: unknown certificate", "certificate required"} {
+		if strings.Contains(msg, s) {
+			return false
+		}
+	}
+	return true
 }
 
 // jitter spreads d by ±20%.

@@ -99,9 +99,13 @@ func TestRefuseCertificateFromAnotherCA(t *testing.T) {
 	// The hub's certificate from another CA.
 	fake := startHub(t, pki, &logs, func(c *ServerConfig) { c.Identity = pki.fakeHub })
 	cfg = clientCfg(fake.Addr().String(), pki.parties["site-1"], &logs)
-	cfg.Attempts = 1
-	if _, err := Dial(testCtx(t, 10*time.Second), cfg); err == nil || !strings.Contains(err.Error(), "certificate") {
+	cfg.Attempts = 8 // a failed handshake is not retried, whatever the budget
+	start := time.Now()
+	if _, err := Dial(testCtx(t, 10*time.Second), cfg); err == nil || !strings.Contains(err.Error(), "certificate") || !strings.Contains(err.Error(), "after 1 attempt") {
 		t.Fatalf("dial to a hub from another CA: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("a certificate failure took %v: it was retried", d)
 	}
 	// A genuine party of the deployment serving, but not the aggregator.
 	wrong := startHub(t, pki, &logs, func(c *ServerConfig) {
