@@ -8,16 +8,21 @@
 //
 // # Client
 //
-// The aggregator is also the client: it reads the query rows itself (the
-// CLI's `serve --queries FILE --out LABELS.csv`) and writes the labels. The
-// query rows go to every teacher in any design (each teacher must predict
-// them), and the aggregator learns, per query, only the noisy histogram it
-// decrypts (from which the labels are computed), never a single teacher's
-// vote: nothing is decrypted unless ≥ MinContributors votes are in the sum,
-// which every decrypting teacher checks. A separate client process would
-// only hide the labels from the aggregator, which is not a goal of the
-// protocol (dppp.Request and dppp.Answer exist for such a client; not
-// wired here).
+// Two ways, both leaving the aggregator with what it learns anyway (the
+// noisy histogram of each query, from which labels are computed; never a
+// single teacher's vote: nothing is decrypted unless ≥ MinContributors
+// votes are in the sum, which every decrypting teacher checks):
+//
+//   - the aggregator is the client: Serve labels the rows it is given (the
+//     CLI's `serve --queries FILE --out LABELS.csv`);
+//   - a client party (ServeOptions.Clients, on the hub's roster, with its
+//     own certificate): Query receives the Offer (the public parameters,
+//     including the session its requests must carry), sends dppp.Request
+//     messages of at most QPC rows at round 0, and gets a dppp.Answer
+//     (labels, and histograms if asked) or a "request-refused" line. A
+//     request sent while a batch runs is refused by the hub as of another
+//     round and sent again. The query rows go to every teacher in any
+//     design (each must predict them).
 //
 // # Envelopes
 //

@@ -287,3 +287,59 @@ func TestDPPPTooFewContributors(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestDPPPClient: the rows come from a client party (dpppnet.Query), in
+// two requests; its labels and histograms are the plaintext path's.
+func TestDPPPClient(t *testing.T) {
+	f := getFixture(t)
+	d := f.deploy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg := HubConfig(d.p, "client")
+	cfg.Name = DefaultHubName
+	hub, err := transport.NewMemory(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	var wg sync.WaitGroup
+	for _, tt := range d.teachers {
+		conn, err := hub.Dial(ctx, tt.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			if _, err := Teach(ctx, conn, tt, TeachOptions{}); err != nil {
+				t.Errorf("%s: %v", tt.Name(), err)
+			}
+		}()
+	}
+	rows := append(append([][]float64(nil), f.rows...), f.rows[:d.p.QPC+3-len(f.rows)]...) // two requests
+	cconn, err := hub.Dial(ctx, "client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qres *QueryResult
+	var qerr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer cconn.Close()
+		qres, qerr = Query(ctx, cconn, rows, QueryOptions{Histogram: true, Logf: t.Logf})
+	}()
+	res, err := Serve(ctx, hub, d.p, f.tpk, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 2, RoundTimeout: 10 * time.Second, JoinTimeout: 3 * time.Second, Logf: t.Logf})
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err, qerr)
+	}
+	if qerr != nil {
+		t.Fatal(qerr)
+	}
+	d.checkReference(t, res)
+	if fmt.Sprint(qres.Labels) != fmt.Sprint(res.Labels) || fmt.Sprint(qres.Hist) != fmt.Sprint(res.Hist) || len(qres.Labels) != len(rows) {
+		t.Fatalf("client got %v, aggregator tallied %v", qres.Labels, res.Labels)
+	}
+}

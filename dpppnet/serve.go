@@ -39,12 +39,17 @@ func MaxPayload(n, qpc, features int) int {
 	return 8*qpc*features + 16*qpc + 1100*(n+1) + 64<<10
 }
 
+// TypeRefused is the envelope type of the aggregator's refusal of a
+// client's request (payload: a line of text).
+const TypeRefused = "request-refused"
+
 // HubConfig returns the transport configuration of a DPPP hub for the
-// roster of p (repeats allowed: the state machines refuse duplicates).
-func HubConfig(p *dppp.Params) transport.HubConfig {
+// roster of p and the client parties (repeats allowed: the state machines
+// refuse duplicates).
+func HubConfig(p *dppp.Params, clients ...string) transport.HubConfig {
 	return transport.HubConfig{
 		Session:      Session(),
-		Roster:       slices.Clone(p.Teachers),
+		Roster:       append(slices.Clone(p.Teachers), clients...),
 		MaxPayload:   MaxPayload(p.N(), p.QPC, p.Features),
 		AllowRepeats: true,
 	}
@@ -68,6 +73,13 @@ type ServeOptions struct {
 	FinishTimeout time.Duration
 	// Logf receives progress lines (nil: none).
 	Logf func(format string, args ...any)
+	// Clients are the parties (on the hub's roster, not teachers) that may
+	// send dppp.Request messages; each is sent the Offer when it connects
+	// (the public parameters, whose session its requests must carry) and
+	// an Answer per request. After rows, Serve answers requests until
+	// MaxRequests were answered (0: until ctx is done).
+	Clients     []string
+	MaxRequests int
 }
 
 // Serve runs the aggregator of one DPPP deployment over hub (configured
@@ -100,7 +112,7 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if err != nil {
 		return nil, err
 	}
-	s := &server{hub: hub, p: p, agg: agg, logf: logf, opt: opt, dead: map[uint32]bool{}, members: map[uint32]bool{},
+	s := &server{hub: hub, p: p, agg: agg, logf: logf, opt: opt, dead: map[uint32]bool{}, members: map[uint32]bool{}, clients: map[string]bool{},
 		res: &dppp.RunResult{BytesToTeacher: map[string]int{}, BytesFromTeacher: map[string]int{}, Refusals: map[string][]string{}}}
 	session := p.Session
 	hub.SetRound(0)
@@ -110,19 +122,15 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 		}
 		return nil
 	})
+	for _, c := range opt.Clients {
+		s.clients[c] = true
+	}
 	err = s.agree(ctx)
 	if err == nil {
-		for start := 0; start < len(rows); start += p.QPC {
-			end := min(start+p.QPC, len(rows))
-			var br *dppp.BatchResult
-			br, err = s.batch(ctx, rows[start:end])
-			if err != nil {
-				break
-			}
-			s.res.Batches = append(s.res.Batches, br)
-			s.res.Labels = append(s.res.Labels, br.Labels...)
-			s.res.Hist = append(s.res.Hist, br.Hist...)
-		}
+		_, _, err = s.label(ctx, rows)
+	}
+	if err == nil && len(opt.Clients) > 0 {
+		err = s.serveRequests(ctx)
 	}
 	if b := agg.Budget(); b != nil {
 		s.res.Status = "aggregator: " + b.Status()
@@ -149,6 +157,87 @@ type server struct {
 	round   uint64
 	dead    map[uint32]bool // disconnected and not back
 	members map[uint32]bool // accepted the parameters
+	clients map[string]bool
+	// requests holds clients' requests not yet served.
+	requests []request
+}
+
+type request struct {
+	client string
+	req    *dppp.Request
+}
+
+// label labels rows batch by batch, adding to the result.
+func (s *server) label(ctx context.Context, rows [][]float64) ([]int, [][]float64, error) {
+	var labels []int
+	var hist [][]float64
+	for start := 0; start < len(rows); start += s.p.QPC {
+		end := min(start+s.p.QPC, len(rows))
+		br, err := s.batch(ctx, rows[start:end])
+		if err != nil {
+			return labels, hist, err
+		}
+		s.res.Batches = append(s.res.Batches, br)
+		s.res.Labels = append(s.res.Labels, br.Labels...)
+		s.res.Hist = append(s.res.Hist, br.Hist...)
+		labels = append(labels, br.Labels...)
+		hist = append(hist, br.Hist...)
+	}
+	return labels, hist, nil
+}
+
+// serveRequests answers the clients' requests at round 0 (a request sent
+// while a batch runs is refused by the hub as of another round, and the
+// client sends it again).
+func (s *server) serveRequests(ctx context.Context) error {
+	answered := 0
+	for s.opt.MaxRequests == 0 || answered < s.opt.MaxRequests {
+		s.round = 0
+		s.hub.SetRound(0)
+		for len(s.requests) == 0 {
+			if _, err := s.next(ctx); err != nil {
+				return err
+			}
+		}
+		r := s.requests[0]
+		s.requests = s.requests[1:]
+		s.logf("request %d from %s: %d rows", r.req.ID, r.client, len(r.req.Rows))
+		if left := s.p.MaxQueries - len(s.res.Labels); len(r.req.Rows) > left {
+			err := fmt.Errorf("%w: %d queries requested, %d remain in the budget", dppp.ErrBudget, len(r.req.Rows), max(0, left))
+			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
+			return err
+		}
+		labels, hist, err := s.label(ctx, r.req.Rows)
+		s.round = 0
+		s.hub.SetRound(0)
+		if err != nil {
+			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
+			return err
+		}
+		ans := &dppp.Answer{Session: s.p.Session, ID: r.req.ID, Labels: make([]uint32, len(labels))}
+		for i, l := range labels {
+			ans.Labels[i] = uint32(l)
+		}
+		if r.req.Histogram {
+			ans.Hist = hist
+		}
+		b, err := ans.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		s.sendClient(ctx, r.client, ans.Type(), b)
+		s.logf("request %d from %s: answered %d queries", r.req.ID, r.client, len(labels))
+		answered++
+	}
+	return nil
+}
+
+func (s *server) sendClient(ctx context.Context, client, typ string, payload []byte) {
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.hub.SendTo(sctx, client, transport.Envelope{Round: s.round, Type: typ, Payload: payload}); err != nil {
+		s.logf("sending %s to %s: %v", typ, client, err)
+	}
 }
 
 // incoming is one thing that happened: a message, or a lost teacher.
@@ -195,6 +284,15 @@ func (s *server) next(ctx context.Context) (incoming, error) {
 			return incoming{}, errors.New("dpppnet: the hub closed")
 		case ev := <-s.hub.Events():
 			id := s.p.TeacherID(ev.Party)
+			if s.clients[ev.Party] {
+				s.logf("client %s: %s", ev.Party, ev.Kind)
+				if ev.Kind == transport.Attached {
+					if b, err := s.agg.Offer().MarshalBinary(); err == nil {
+						s.sendClient(ctx, ev.Party, "offer", b)
+					}
+				}
+				continue
+			}
 			switch ev.Kind {
 			case transport.Attached:
 				s.logf("%s connected", ev.Party)
@@ -226,6 +324,14 @@ func (s *server) envelope(env transport.Envelope) (incoming, bool) {
 	if err == nil && m.Type() != env.Type {
 		err = fmt.Errorf("envelope says %q, payload is %q", env.Type, m.Type())
 	}
+	if s.clients[env.Sender] {
+		if r, ok := m.(*dppp.Request); ok && err == nil && len(r.Rows) > 0 {
+			s.requests = append(s.requests, request{client: env.Sender, req: r})
+			return incoming{}, true // queued: wakes serveRequests
+		}
+		s.logf("ignored a message from client %s: %v", env.Sender, err)
+		return incoming{}, false
+	}
 	if err != nil || id == 0 {
 		s.logf("ignored a message from %s: %v", env.Sender, err)
 		return incoming{}, false
@@ -252,6 +358,10 @@ func (s *server) agree(ctx context.Context) error {
 	for _, name := range s.hub.Connected() {
 		if id := s.p.TeacherID(name); id != 0 {
 			offer(id)
+		} else if s.clients[name] {
+			if b, err := s.agg.Offer().MarshalBinary(); err == nil {
+				s.sendClient(ctx, name, "offer", b) // again on its Attached event: the client takes the first
+			}
 		}
 	}
 	refused := 0

@@ -1,0 +1,137 @@
+package dpppnet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/transport"
+)
+
+// QueryOptions configures Query.
+type QueryOptions struct {
+	// Histogram asks for the noisy histograms too.
+	Histogram bool
+	// Timeout bounds the wait for each answer (default 10 min).
+	Timeout time.Duration
+	// Logf receives the client's log lines (nil: none).
+	Logf func(format string, args ...any)
+}
+
+// QueryResult is what a client learns: the public parameters, and per row
+// a label and, if asked, the noisy histogram (centred by the public noise
+// mean).
+type QueryResult struct {
+	Params *dppp.Params
+	Labels []int
+	Hist   [][]float64
+}
+
+// RefusedError is the aggregator's refusal of a request.
+type RefusedError struct{ Text string }
+
+func (e *RefusedError) Error() string { return "dpppnet: the aggregator refused the request: " + e.Text }
+
+// Query runs a client over a connection to the aggregator's hub (the
+// client's name must be in ServeOptions.Clients): it waits for the offered
+// parameters, checks the rows' width, and sends the rows in requests of at
+// most QPC rows (one batch each), each sent again while the aggregator is
+// busy with another batch (refused as of another round), and collects the
+// answers.
+func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt QueryOptions) (*QueryResult, error) {
+	if opt.Timeout <= 0 {
+		opt.Timeout = 10 * time.Minute
+	}
+	logf := opt.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	recv := func() (transport.Envelope, error) {
+		rctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+		defer cancel()
+		for {
+			env, err := conn.Recv(rctx)
+			var gap *transport.GapError
+			if errors.As(err, &gap) {
+				logf("lost messages from the aggregator: %v", gap)
+				continue
+			}
+			return env, err
+		}
+	}
+	res := &QueryResult{}
+	for res.Params == nil {
+		env, err := recv()
+		if err != nil {
+			return nil, fmt.Errorf("dpppnet: waiting for the aggregator's parameters: %w", err)
+		}
+		m, err := dppp.Unmarshal(env.Payload)
+		if err != nil {
+			continue
+		}
+		if o, ok := m.(*dppp.Offer); ok {
+			res.Params = o.Params.Clone()
+		}
+	}
+	p := res.Params
+	logf("parameters %x…: %d teachers, t = %d, %s noise, ε = %g, δ = %g per query, %d queries per batch", p.Hash(), p.N(), p.Threshold, p.Noise, p.Epsilon, p.Delta, p.QPC)
+	for i, r := range rows {
+		if len(r) != p.Features {
+			return res, fmt.Errorf("dpppnet: row %d has %d features, the deployment takes %d", i+1, len(r), p.Features)
+		}
+	}
+	id := uint64(0)
+	for start := 0; start < len(rows); start += p.QPC {
+		end := min(start+p.QPC, len(rows))
+		id++
+		req := &dppp.Request{Session: p.Session, ID: id, Rows: rows[start:end], Histogram: opt.Histogram}
+		b, err := req.MarshalBinary()
+		if err != nil {
+			return res, err
+		}
+		for {
+			err := conn.Send(ctx, transport.Envelope{Round: 0, Type: req.Type(), Payload: b})
+			if r, ok := transport.RefusalReason(err); ok && r == transport.ReasonWrongRound {
+				select {
+				case <-time.After(100 * time.Millisecond):
+					continue
+				case <-ctx.Done():
+					return res, ctx.Err()
+				}
+			}
+			if err != nil {
+				return res, fmt.Errorf("dpppnet: sending request %d: %w", id, err)
+			}
+			break
+		}
+		for {
+			env, err := recv()
+			if err != nil {
+				return res, fmt.Errorf("dpppnet: waiting for the answer to request %d: %w", id, err)
+			}
+			if env.Type == TypeRefused || env.Type == TypeDone {
+				return res, &RefusedError{Text: quote(string(env.Payload))}
+			}
+			m, err := dppp.Unmarshal(env.Payload)
+			if err != nil {
+				continue
+			}
+			a, ok := m.(*dppp.Answer)
+			if !ok || a.ID != id || a.Session != p.Session {
+				continue
+			}
+			if len(a.Labels) != end-start || (opt.Histogram && len(a.Hist) != end-start) {
+				return res, fmt.Errorf("dpppnet: answer %d has %d labels for %d rows", id, len(a.Labels), end-start)
+			}
+			for _, l := range a.Labels {
+				res.Labels = append(res.Labels, int(l))
+			}
+			res.Hist = append(res.Hist, a.Hist...)
+			logf("request %d: %d labels", id, len(a.Labels))
+			break
+		}
+	}
+	return res, nil
+}
