@@ -32,7 +32,9 @@ type QueryResult struct {
 // RefusedError is the aggregator's refusal of a request.
 type RefusedError struct{ Text string }
 
-func (e *RefusedError) Error() string { return "dpppnet: the aggregator refused the request: " + e.Text }
+func (e *RefusedError) Error() string {
+	return "dpppnet: the aggregator refused the request: " + e.Text
+}
 
 // Query runs a client over a connection to the aggregator's hub (the
 // client's name must be in ServeOptions.Clients): it waits for the offered
