@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -93,7 +94,8 @@ func newDPPPServeCmd() *cobra.Command {
 		out, name                           string
 		hist, insecure                      bool
 		roundTimeout, joinTimeout           time.Duration
-		minTeachers                         int
+		minTeachers, maxRequests            int
+		clients                             []string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --listen HOST:PORT --certs DIR/aggregator --public-key public.pem --teachers NAMES --schema SPEC.json --queries Q.csv --out LABELS.csv",
@@ -118,6 +120,11 @@ only certificates from the same CA whose name is in --teachers get in), and:
  4. writes one line per query to --out: row, label (the class with the most
     noisy votes) and, with --histogram, the noisy vote counts.
 
+Instead of (or after) --queries, --clients NAMES lets client parties (their
+own certificates from the same CA) send rows with 'dplearn dppp query' and
+receive the labels; serve then answers requests until --max-requests were
+answered or it is interrupted.
+
 What the aggregator learns is the noisy histogram of each query (which the
 labels are computed from), never a single teacher's vote. Logs go to stderr;
 a summary with the spent and remaining budget to stdout. --insecure runs
@@ -126,7 +133,11 @@ without certificates on a loopback address only, for tests.`,
   dplearn certs create --out pki aggregator teacher1 teacher2 teacher3 teacher4 teacher5
   dplearn dppp serve --listen 0.0.0.0:7443 --certs pki/aggregator --public-key keys/public.pem \
       --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --threshold 3 --schema digits.json \
-      --epsilon 1 --delta 1e-5 --budget-epsilon 20 --queries queries.csv --out labels.csv --histogram`,
+      --epsilon 1 --delta 1e-5 --budget-epsilon 20 --queries queries.csv --out labels.csv --histogram
+  # or serve clients' requests ('dplearn dppp query'):
+  dplearn dppp serve --listen 0.0.0.0:7443 --certs pki/aggregator --public-key keys/public.pem \
+      --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --threshold 3 --schema digits.json \
+      --budget-epsilon 20 --clients client1`,
 		Args: cobra.NoArgs,
 	}
 	d.register(cmd, true)
@@ -141,10 +152,16 @@ without certificates on a loopback address only, for tests.`,
 	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "how long each phase of a batch waits for the teachers")
 	f.DurationVar(&joinTimeout, "join-timeout", 0, "how long to wait for the teachers to connect and accept (0: --round-timeout)")
 	f.IntVar(&minTeachers, "min-teachers", 0, "fewest accepting teachers to start with (0 or less than ⌈γN⌉: ⌈γN⌉)")
+	f.StringSliceVar(&clients, "clients", nil, "client parties allowed to send queries with 'dplearn dppp query' (their certificates' names)")
+	f.IntVar(&maxRequests, "max-requests", 0, "with --clients: stop after answering this many requests (0: serve until interrupted)")
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", dpppnet.DefaultHubName, "with --insecure: the aggregator's name")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		req := []string{"teachers", "public-key", "schema", "queries", "out"}
+		req := []string{"teachers", "public-key", "schema"}
+		clients = trimAll(clients)
+		if len(clients) == 0 || queries != "" {
+			req = append(req, "queries", "out")
+		}
 		if !insecure {
 			req = append(req, "certs")
 		}
@@ -157,7 +174,14 @@ without certificates on a loopback address only, for tests.`,
 		ctx := cmd.Context()
 		stderr := cmd.ErrOrStderr()
 		logf := lineLogger(stderr, "")
-		s, rows, err := loadDPPPQueries(ctx, spec, queries)
+		var s *classify.Spec
+		var rows [][]float64
+		var err error
+		if queries != "" {
+			s, rows, err = loadDPPPQueries(ctx, spec, queries)
+		} else {
+			s, err = classify.LoadSpec(spec)
+		}
 		if err != nil {
 			return err
 		}
@@ -171,6 +195,14 @@ without certificates on a loopback address only, for tests.`,
 				return fmt.Errorf("--teachers: %w", err)
 			}
 		}
+		for _, c := range clients {
+			if err := certs.ValidateName(c); err != nil {
+				return fmt.Errorf("--clients: %w", err)
+			}
+			if slices.Contains(teachers, c) {
+				return fmt.Errorf("--clients: %s is a teacher", c)
+			}
+		}
 		cfg, err := d.config(teachers, s.Classes(), s.Features(), specFingerprint(s))
 		if err != nil {
 			return err
@@ -179,7 +211,7 @@ without certificates on a loopback address only, for tests.`,
 		if err != nil {
 			return err
 		}
-		scfg := transport.ServerConfig{HubConfig: dpppnet.HubConfig(p), Address: listen, Insecure: insecure}
+		scfg := transport.ServerConfig{HubConfig: dpppnet.HubConfig(p, clients...), Address: listen, Insecure: insecure}
 		scfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		if insecure {
 			fmt.Fprintln(stderr, insecureWarning)
@@ -200,8 +232,12 @@ without certificates on a loopback address only, for tests.`,
 			logf("%s", line)
 		}
 		logf("listening on %s; expecting %s; %d queries in batches of %d", srv.Addr(), strings.Join(teachers, ", "), len(rows), p.QPC)
-		res, err := dpppnet.Serve(ctx, srv, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, JoinTimeout: joinTimeout, MinTeachers: minTeachers, Logf: logf})
-		if res != nil && len(res.Labels) > 0 {
+		if len(clients) > 0 {
+			logf("answering requests of %s", strings.Join(clients, ", "))
+		}
+		res, err := dpppnet.Serve(ctx, srv, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, JoinTimeout: joinTimeout, MinTeachers: minTeachers, Logf: logf,
+			Clients: clients, MaxRequests: maxRequests})
+		if res != nil && len(rows) > 0 && len(res.Labels) > 0 {
 			if werr := writeDPPPLabels(out, s.ClassNames(), res, hist); werr != nil {
 				return errors.Join(err, werr)
 			}
@@ -210,8 +246,102 @@ without certificates on a loopback address only, for tests.`,
 			return err
 		}
 		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "labelled %d queries in %d batches; wrote %s\n", len(res.Labels), len(res.Batches), out)
+		fmt.Fprintf(w, "labelled %d queries in %d batches", len(res.Labels), len(res.Batches))
+		if len(rows) > 0 {
+			fmt.Fprintf(w, "; wrote %s", out)
+		}
+		fmt.Fprintln(w)
 		fmt.Fprintln(w, res.Status)
+		return nil
+	}
+	return cmd
+}
+
+func newDPPPQueryCmd() *cobra.Command {
+	var (
+		server, serverName, certDir, name, spec, data, out string
+		hist, insecure                                     bool
+		timeout                                            time.Duration
+		attempts                                           int
+	)
+	cmd := &cobra.Command{
+		Use:   "query --server HOST:PORT --certs DIR/CLIENT --schema SPEC.json --data QUERIES.csv --out LABELS.csv [--histogram]",
+		Short: "Ask a DPPP aggregator for labels of query rows, as a client",
+		Long: `query is a client of 'dplearn dppp serve --clients NAME'. It reads the query
+rows (--data, through the input spec --schema; labels, if present, are
+ignored), connects to --server with mutual TLS 1.3 (its certificate's name
+must be in the aggregator's --clients), receives the deployment's public
+parameters, sends the rows in requests of one batch each, and writes one line
+per row to --out: row, label and, with --histogram, the noisy vote counts.
+
+The aggregator sees the rows and the noisy histograms (as it does when it
+reads the queries itself); the teachers see the rows. Every answered query
+spends budget at the aggregator and at every decrypting teacher; a request
+past the budget is refused.`,
+		Example: `  dplearn dppp query --server agg.example.org:7443 --certs pki/client \
+      --schema digits.json --data queries.csv --out labels.csv --histogram`,
+		Args: cobra.NoArgs,
+	}
+	f := cmd.Flags()
+	f.StringVar(&server, "server", "", "the aggregator's HOST:PORT")
+	f.StringVar(&serverName, "server-name", dpppnet.DefaultHubName, "the name in the aggregator's certificate")
+	f.StringVar(&certDir, "certs", "", "this client's certificate directory from 'dplearn certs'")
+	f.StringVar(&spec, "schema", "", "the input spec of the deployment")
+	f.StringVar(&data, "data", "", "query table (CSV, CSV.gz or Parquet)")
+	f.StringVar(&out, "out", "", "where to write LABELS.csv")
+	f.BoolVar(&hist, "histogram", false, "also ask for and write the noisy vote counts")
+	f.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for each answer")
+	f.IntVar(&attempts, "connect-attempts", 8, "connection attempts before giving up")
+	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
+	f.StringVar(&name, "name", "", "with --insecure: this client's name")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		req := []string{"server", "schema", "data", "out"}
+		if insecure {
+			req = append(req, "name")
+		} else {
+			req = append(req, "certs")
+		}
+		if err := requireFlags(cmd, req...); err != nil {
+			return err
+		}
+		ctx := cmd.Context()
+		stderr := cmd.ErrOrStderr()
+		var id *certs.Party
+		if insecure {
+			fmt.Fprintln(stderr, insecureWarning)
+		} else {
+			var err error
+			if id, err = certs.LoadParty(certDir); err != nil {
+				return err
+			}
+			name = id.Name
+		}
+		s, rows, err := loadDPPPQueries(ctx, spec, data)
+		if err != nil {
+			return err
+		}
+		logf := lineLogger(stderr, name+": ")
+		ccfg := transport.ClientConfig{Address: server, Server: serverName, Identity: id, Insecure: insecure, Session: dpppnet.Session(),
+			Attempts: attempts, MaxPayload: transport.DefaultMaxPayload,
+			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+		if insecure {
+			ccfg.Name = name
+		}
+		conn, err := transport.Dial(ctx, ccfg)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		res, err := dpppnet.Query(ctx, conn, rows, dpppnet.QueryOptions{Histogram: hist, Timeout: timeout, Logf: logf})
+		if res != nil && len(res.Labels) > 0 {
+			if werr := writeDPPPLabels(out, s.ClassNames(), &dppp.RunResult{Labels: res.Labels, Hist: res.Hist}, hist); werr != nil {
+				return errors.Join(err, werr)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%d labels written to %s (%s noise, ε = %g, δ = %g per query)\n", len(res.Labels), out, res.Params.Noise, res.Params.Epsilon, res.Params.Delta)
 		return nil
 	}
 	return cmd
@@ -593,5 +723,5 @@ for tests and demonstrations only). Output as 'dppp serve'.`,
 // newDPPPNetCmds returns the networked DPPP commands (serve, teach,
 // simulate).
 func newDPPPNetCmds() []*cobra.Command {
-	return []*cobra.Command{newDPPPServeCmd(), newDPPPTeachCmd(), newDPPPSimulateCmd()}
+	return []*cobra.Command{newDPPPServeCmd(), newDPPPTeachCmd(), newDPPPQueryCmd(), newDPPPSimulateCmd()}
 }

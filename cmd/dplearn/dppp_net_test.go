@@ -108,7 +108,7 @@ func TestDPPPSimulateRefusesMissingKeyChoice(t *testing.T) {
 }
 
 func TestDPPPNetHelp(t *testing.T) {
-	for _, c := range []string{"serve", "teach", "simulate"} {
+	for _, c := range []string{"serve", "teach", "query", "simulate"} {
 		stdout, _, err := runDPPP(t, c, "--help")
 		if err != nil || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "dplearn dppp "+c) {
 			t.Fatalf("%s --help: %v\n%s", c, err, stdout)
@@ -353,4 +353,66 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, f *dpppNetFiles, commo
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestDPPPQueryClientProcess: 'dppp query' as a separate client process
+// with its own certificate asks a 'serve --clients' aggregator of 5
+// teachers (t = 3) for 6 labels with histograms.
+func TestDPPPQueryClientProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	const n, thr, q = 5, 3, 6
+	f := newDPPPNetFiles(t, n, q)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("teacher%d", i+1)
+	}
+	pki := filepath.Join(f.dir, "pki")
+	if _, err := certs.Create(pki, append([]string{"aggregator", "client"}, names...), certs.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	tpk, shares, err := pailliertest.ThresholdKey(2048, n, thr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, sharePaths, err := paillier.WriteKeyFiles(filepath.Join(f.dir, "keys"), tpk, shares, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--teachers", strings.Join(names, ","), "--threshold", fmt.Sprint(thr), "--budget-epsilon", "20"}
+	srv := startDPPP(t, ctx, "aggregator", append([]string{"serve", "--listen", "127.0.0.1:0", "--certs", filepath.Join(pki, "aggregator"),
+		"--public-key", pub, "--schema", f.spec, "--clients", "client", "--max-requests", "1",
+		"--round-timeout", "15s", "--join-timeout", "30s"}, common...)...)
+	var addr string
+	select {
+	case addr = <-srv.addr:
+	case <-srv.done:
+		t.Fatalf("serve exited: %v\n%s", srv.err, srv.stderr())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not listen:\n%s", srv.stderr())
+	}
+	var teachers []*dpppProc
+	for i, name := range names {
+		teachers = append(teachers, startDPPP(t, ctx, name, append([]string{"teach", "--server", addr, "--certs", filepath.Join(pki, name),
+			"--model", f.models[i], "--key-share", sharePaths[i], "--idle-timeout", "60s"}, common...)...))
+	}
+	out := filepath.Join(f.dir, "client-labels.csv")
+	client := startDPPP(t, ctx, "client", "query", "--server", addr, "--certs", filepath.Join(pki, "client"), "--schema", f.spec,
+		"--data", f.queries, "--out", out, "--histogram", "--timeout", "60s")
+	if err := client.wait(t, 60*time.Second); err != nil {
+		t.Fatalf("query: %v\n%s\naggregator:\n%s", err, client.stderr(), srv.stderr())
+	}
+	if err := srv.wait(t, 30*time.Second); err != nil {
+		t.Fatalf("serve: %v\n%s", err, srv.stderr())
+	}
+	for _, tp := range teachers {
+		if err := tp.wait(t, 15*time.Second); err != nil {
+			t.Errorf("%s: %v\n%s", tp.name, err, tp.stderr())
+		}
+	}
+	checkLabels(t, out, q, true)
+	t.Logf("client:\n%s\n%s\naggregator:\n%s", client.stderr(), client.stdout.String(), srv.stderr())
 }
