@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -94,7 +95,7 @@ type deployment struct {
 	shares   map[uint64]map[string][]int64
 }
 
-func (f *fixture) deploy(t testing.TB) *deployment {
+func (f *fixture) deploy(t testing.TB, tweak ...func(i int, tc *dppp.TeacherConfig)) *deployment {
 	t.Helper()
 	cfg := f.config()
 	p0, err := dppp.Calibrate(cfg, f.tpk)
@@ -108,7 +109,7 @@ func (f *fixture) deploy(t testing.TB) *deployment {
 	d := &deployment{p: p, shares: map[uint64]map[string][]int64{}}
 	for i, name := range f.names {
 		m := f.models[i]
-		tt, err := dppp.NewTeacher(dppp.TeacherConfig{
+		tc := dppp.TeacherConfig{
 			Name: name, Config: cfg, Key: f.shares[i],
 			Predict: func(ctx context.Context, rows [][]float64) ([]int, error) {
 				out := make([]int, len(rows))
@@ -126,7 +127,11 @@ func (f *fixture) deploy(t testing.TB) *deployment {
 				}
 				d.shares[batch][name] = append([]int64(nil), v...)
 			},
-		})
+		}
+		for _, tw := range tweak {
+			tw(i, &tc)
+		}
+		tt, err := dppp.NewTeacher(tc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,5 +346,62 @@ func TestDPPPClient(t *testing.T) {
 	d.checkReference(t, res)
 	if fmt.Sprint(qres.Labels) != fmt.Sprint(res.Labels) || fmt.Sprint(qres.Hist) != fmt.Sprint(res.Hist) || len(qres.Labels) != len(rows) {
 		t.Fatalf("client got %v, aggregator tallied %v", qres.Labels, res.Labels)
+	}
+}
+
+// TestDPPPRefusedParameters: a teacher configured with another ε refuses
+// the offer, naming the field; the run goes on with the other nine.
+func TestDPPPRefusedParameters(t *testing.T) {
+	f := getFixture(t)
+	d := f.deploy(t, func(i int, tc *dppp.TeacherConfig) {
+		if i == 2 {
+			tc.Config.Epsilon = 2
+		}
+	})
+	res, err := d.run(t, f, f.rows[:5], nil, ServeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkReference(t, res)
+	if r := fmt.Sprint(res.Refusals["teacher03"]); !strings.Contains(r, "epsilon") {
+		t.Fatalf("teacher03's refusal: %q", r)
+	}
+	if n := len(res.Batches[0].Contributors); n != 9 {
+		t.Fatalf("%d contributors, want 9", n)
+	}
+}
+
+type refusingLedger struct{}
+
+func (refusingLedger) Charge(string, float64, float64) error {
+	return errors.New("ledger: over budget")
+}
+
+// TestDPPPTeacherLedgerRefuses: two teachers whose ledgers refuse the
+// charge do not decrypt; the aggregator asks other contributors.
+func TestDPPPTeacherLedgerRefuses(t *testing.T) {
+	f := getFixture(t)
+	d := f.deploy(t, func(i int, tc *dppp.TeacherConfig) {
+		if i < 2 {
+			tc.Ledger = refusingLedger{}
+		}
+	})
+	res, err := d.run(t, f, f.rows[:5], nil, ServeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkReference(t, res)
+	for _, name := range []string{"teacher01", "teacher02"} {
+		if r := fmt.Sprint(res.Refusals[name]); !strings.Contains(r, "over budget") {
+			t.Errorf("%s's refusals: %q", name, r)
+		}
+	}
+	for _, id := range res.Batches[0].Decryptors {
+		if id <= 2 {
+			t.Errorf("teacher %d decrypted", id)
+		}
+	}
+	if d.teachers[0].Answered() != 0 {
+		t.Errorf("teacher01 charged %d", d.teachers[0].Answered())
 	}
 }
