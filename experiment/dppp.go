@@ -42,8 +42,8 @@ const (
 	dpBin23    = "DPPP binomial γ=2/3"
 	dpDG1      = "DPPP dgauss γ=1"
 	dpDG23     = "DPPP dgauss γ=2/3"
-	dpLDP      = "LDP (every teacher full noise)"
-	dpStandalo = "standalone (one teacher, LDP)"
+	dpLDP      = "LDP (full noise per teacher)"
+	dpStandalo = "standalone (LDP)"
 )
 
 var dpppSeries = []string{dpCentral, dpDistrib, dpPATELap, dpPATEGau, dpBin1, dpBin23, dpDG1, dpDG23, dpLDP, dpStandalo}
