@@ -28,11 +28,15 @@ func newDPPPCmd() *cobra.Command {
 		Long: `dplearn dppp is for distributed private prediction (DPPP): N teachers each add
 a share of noise to their one-hot vote and encrypt it under threshold Paillier;
 the aggregator multiplies the ciphertexts and any t teachers decrypt only the
-noisy vote histogram. The teacher and aggregator protocol is not built yet;
-this group has the key generation and the teachers' local models it will use.
+noisy vote histogram.
 
   keygen   trusted-dealer key generation: one public key, one share per teacher
   train    a teacher's local classifier (softmax, MLP, or an external program)
+  serve    the aggregator: offers the parameters, collects encrypted votes,
+           asks t teachers for checked partial decryptions, labels the queries
+  teach    one teacher: its model, its key share, its own budget ledger
+  query    a client: sends query rows, receives labels
+  simulate every party in one process (in-memory transport)
 
 Examples:
   dplearn dppp keygen --parties 5 --threshold 3 --out keys/
