@@ -101,6 +101,13 @@ func dpppConfig(name string, quick bool) dpppConf {
 		}
 		return c
 	}
+	if name == "dppp-smokeban" {
+		c := dpppConf{data: "smokeban", teachers: 100, queries: 300, testFrac: 1.0 / 3, epss: epss, deltaEps: 0.1, deltas: deltas, softIters: 50}
+		if quick {
+			c.teachers, c.queries, c.epss = 50, 100, []float64{0.05, 0.2, 1}
+		}
+		return c
+	}
 	c := dpppConf{data: "fashion", teachers: 250, queries: 100, epss: epss, deltaEps: 0.05, deltas: deltas, softIters: 30}
 	if quick {
 		c.teachers, c.queries, c.fashionN, c.epss = 30, 30, 6000, []float64{0.05, 0.2, 1}
@@ -113,8 +120,12 @@ func dpppSpec(name string) spec {
 		"dppp-digits":        "DPPP on digits (10 teachers): query accuracy vs ε and δ",
 		"dppp-breast-cancer": "DPPP on breast_cancer (20 teachers): query accuracy vs ε and δ",
 		"dppp-fashion":       "DPPP on Fashion-MNIST (250 teachers): query accuracy vs ε and δ",
+		"dppp-smokeban":      "DPPP on SmokeBan (100 teachers, binary; in place of NSL-KDD): query accuracy vs ε and δ",
 	}
 	runs := 10
+	if name == "dppp-smokeban" {
+		runs = 5
+	}
 	if name == "dppp-fashion" {
 		runs = 3
 	}
@@ -123,7 +134,26 @@ func dpppSpec(name string) spec {
 }
 
 // loadDPPPData returns the training and query tables.
-func loadDPPPData(ctx context.Context, c dpppConf) (train, test *classify.Data, note string, err error) {
+func loadDPPPData(ctx context.Context, e *env, c dpppConf) (train, test *classify.Data, note string, err error) {
+	if c.data == "smokeban" {
+		t, err := e.real("smokeban", nil)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		rows := make([][]float64, t.N())
+		labels := make([]int, t.N())
+		for i := range rows {
+			r := t.row(i)
+			rows[i] = r[:t.K-1]
+			labels[i] = int(r[t.K-1])
+		}
+		data, err := classify.FromRows(rows, labels, 2)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		tri, tei := classify.Split(data.N(), c.testFrac, 1)
+		return data.Subset(tri), data.Subset(tei), fmt.Sprintf("SmokeBan (the binary table of ../shared/data, in place of the seed's NSL-KDD; %s), %d rows, %d features; fixed split (seed 1): %.0f%% test", t.Note, data.N(), data.D, 100*c.testFrac), nil
+	}
 	if c.data == "fashion" {
 		tr, te, err := idx.FashionMNIST("")
 		if err != nil {
@@ -164,14 +194,14 @@ func loadDPPPData(ctx context.Context, c dpppConf) (train, test *classify.Data, 
 
 // dpppEnsemble trains (once per process) the teachers and the centralized
 // model and returns their votes on the queries.
-func dpppEnsemble(ctx context.Context, name string, c dpppConf) (*dpppSetup, error) {
+func dpppEnsemble(ctx context.Context, e *env, c dpppConf) (*dpppSetup, error) {
 	key := fmt.Sprintf("%s/%d/%d/%d", c.data, c.teachers, c.queries, c.fashionN)
 	dpppCacheMu.Lock()
 	defer dpppCacheMu.Unlock()
 	if s, ok := dpppCache[key]; ok {
 		return s, nil
 	}
-	train, test, note, err := loadDPPPData(ctx, c)
+	train, test, note, err := loadDPPPData(ctx, e, c)
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +452,7 @@ func (s *dpppSetup) job(pnl, xname string, x, eps, delta float64) job {
 func buildDPPP(ctx context.Context, e *env, name string) (*plan, error) {
 	c := dpppConfig(name, e.opt.Quick)
 	start := time.Now()
-	s, err := dpppEnsemble(ctx, name, c)
+	s, err := dpppEnsemble(ctx, e, c)
 	if c.data == "fashion" && errors.Is(err, idx.ErrNoFashionMNIST) {
 		return &plan{notes: []string{"Skipped: " + err.Error()}}, nil
 	}

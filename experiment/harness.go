@@ -152,7 +152,7 @@ func registry() []spec {
 		fmFiguresSpec(),
 		irlsSpec(),
 		capeSpec("capefm-linear"), capeSpec("capefm-logistic"), capeSpec("capefm-sites"),
-		dpppSpec("dppp-digits"), dpppSpec("dppp-breast-cancer"), dpppSpec("dppp-fashion"),
+		dpppSpec("dppp-digits"), dpppSpec("dppp-breast-cancer"), dpppSpec("dppp-smokeban"), dpppSpec("dppp-fashion"),
 	}
 }
 
