@@ -492,8 +492,11 @@ func buildDPPP(ctx context.Context, e *env, name string) (*plan, error) {
 
 func dpppClaims(a *Aggregate, pE, pD string, c dpppConf, s *dpppSetup) []Claim {
 	get := func(pnl, series string, x float64) (float64, bool) {
-		r, ok := a.at(pnl, series, "accuracy", x)
-		return r.Mean, ok
+		r, ok := a.at(pnl, series, "accuracy", x) // nearest x: require this x
+		if !ok || math.Abs(r.X-x) > 1e-9*math.Abs(x) {
+			return 0, false
+		}
+		return r.Mean, true
 	}
 	var cl []Claim
 	// 1. centralized ≈ distributed non-private.
