@@ -101,7 +101,7 @@ type Aggregator struct {
 	included []uint32
 	fixed    bool // the noise is fixed (SumBroadcast sent)
 	acc      []int64
-	accF     []float64
+	relF     map[uint32][]float64 // float releases (baselines), summed in roster order
 	arrived  map[uint32]bool
 	failed   error
 	result   *Result
@@ -288,14 +288,10 @@ func (a *Aggregator) receiveRelease(r *Release) error {
 		if len(r.Values) != want || len(r.Fixed) != 0 {
 			return a.errorf(r, "release has %d fixed-point and %d float values, want %d float", len(r.Fixed), len(r.Values), want)
 		}
-		if a.accF == nil {
-			a.accF = make([]float64, want)
+		if a.relF == nil {
+			a.relF = make(map[uint32][]float64)
 		}
-		site, _ := a.p.Site(r.From)
-		w := float64(site.N) / float64(a.cal.N)
-		for i, v := range r.Values {
-			a.accF[i] += w * v
-		}
+		a.relF[r.From] = slices.Clone(r.Values)
 	}
 	a.arrived[r.From] = true
 	return nil
@@ -441,6 +437,30 @@ func sortedIDs(m map[uint32]bool) []uint32 {
 	return out
 }
 
+// weightedFloat returns Σ_s (N_s/N)·release_s of the baselines' float
+// releases, summed in site-ID order so that the result does not depend on
+// the order in which the releases arrived.
+func (a *Aggregator) weightedFloat() []float64 {
+	ids := make([]uint32, 0, len(a.relF))
+	for id := range a.relF {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var acc []float64
+	for _, id := range ids {
+		v := a.relF[id]
+		if acc == nil {
+			acc = make([]float64, len(v))
+		}
+		site, _ := a.p.Site(id)
+		w := float64(site.N) / float64(a.cal.N)
+		for i, x := range v {
+			acc[i] += w * x
+		}
+	}
+	return acc
+}
+
 // combine sums (capeFM) or averages (baselines) the releases, post-processes
 // and writes the report.
 func (a *Aggregator) combine() (*Result, error) {
@@ -459,10 +479,11 @@ func (a *Aggregator) combine() (*Result, error) {
 		}
 		res.Objective, noise2 = q, cal.Noise2
 	case p.Mechanism == GaussianFMLocal:
-		q := &regress.Quadratic{D: p.D, Lambda1: slices.Clone(a.accF[:cal.L1]), Upper: slices.Clone(a.accF[cal.L1:])}
+		accF := a.weightedFloat()
+		q := &regress.Quadratic{D: p.D, Lambda1: accF[:cal.L1], Upper: accF[cal.L1:]}
 		res.Objective, noise2 = q, cal.Noise2
 	default:
-		res.Coef = slices.Clone(a.accF)
+		res.Coef = a.weightedFloat()
 	}
 	if res.Objective != nil {
 		res.Lambda = regress.DefaultLambdaFactor * noise2
