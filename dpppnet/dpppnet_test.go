@@ -1,9 +1,7 @@
 package dpppnet
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,10 +10,8 @@ import (
 	"time"
 
 	"github.com/dplearn/dplearn/classify"
-	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/dppp"
-	"github.com/dplearn/dplearn/exampledata"
-	"github.com/dplearn/dplearn/internal/pailliertest"
+	"github.com/dplearn/dplearn/internal/dppptest"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/transport"
@@ -41,40 +37,12 @@ var (
 func getFixture(t testing.TB) *fixture {
 	t.Helper()
 	fixOnce.Do(func() {
-		ctx := context.Background()
-		ds, err := exampledata.GetClassification("digits")
+		d, err := dppptest.NewDigits(context.Background(), 20)
 		if err != nil {
 			fixErr = err
 			return
 		}
-		spec, err := classify.ParseSpec(ds.Spec)
-		if err != nil {
-			fixErr = err
-			return
-		}
-		data, _, err := spec.LoadReader(ctx, bytes.NewReader(ds.CSVGzip), "digits.csv.gz", dataset.Options{})
-		if err != nil {
-			fixErr = err
-			return
-		}
-		train, test := classify.Split(data.N(), 0.2, 1)
-		tr, te := data.Subset(train), data.Subset(test)
-		parts, _ := classify.Partition(tr.N(), 10, 1)
-		f := &fixture{spec: sha256.Sum256([]byte(spec.Fingerprint()))}
-		for i, part := range parts {
-			m, err := classify.TrainSoftmax(ctx, tr.Subset(part), classify.SoftmaxOptions{MaxIterations: 30, Workers: 1})
-			if err != nil {
-				fixErr = err
-				return
-			}
-			f.models = append(f.models, m)
-			f.names = append(f.names, fmt.Sprintf("teacher%02d", i+1))
-		}
-		for i := 0; i < 20; i++ {
-			f.rows = append(f.rows, te.Row(i))
-		}
-		f.tpk, f.shares, fixErr = pailliertest.ThresholdKey(2048, 10, 6)
-		fix = f
+		fix = &fixture{models: d.Models, rows: d.Rows, tpk: d.TPK, shares: d.Shares, names: d.Names, spec: d.Spec}
 	})
 	if fixErr != nil {
 		t.Fatal(fixErr)
