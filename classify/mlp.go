@@ -317,6 +317,10 @@ func TrainMLP(ctx context.Context, d *Data, opt MLPOptions) (*MLP, error) {
 	}
 	dd, h, k := d.D, o.Hidden, d.Classes
 	theta := make([]float64, mlpSize(dd, h, k))
+	// Not privacy noise (PRIVACY-NOTES item 17 does not apply): the random
+	// initial weights of a teacher's local, non-private model, seeded for
+	// reproducibility. DPPP's privacy noise is drawn by package dppp with
+	// the exact samplers of package noise.
 	rng := rand.New(rand.NewPCG(o.Seed, 0x6d6c70)) // "mlp"
 	p := mlpView(theta, dd, h, k)
 	// He initialisation for ReLU, Glorot for tanh and the output layer.
