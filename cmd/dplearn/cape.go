@@ -165,6 +165,21 @@ func eventSink(w io.Writer, format outputFormat, prefix string) func(capenet.Eve
 
 const insecureWarning = "WARNING: --insecure: plaintext without certificates; party names are CLAIMED, NOT PROVEN, and anyone on this machine can read or forge messages. For tests on this machine only (loopback addresses); never with real data."
 
+// partyIdentity returns this party's identity: with --insecure it warns
+// loudly and returns no certificate and the claimed name; otherwise it loads
+// the party's certificate from certDir and returns the name it proves.
+func partyIdentity(stderr io.Writer, insecure bool, certDir, name string) (*certs.Party, string, error) {
+	if insecure {
+		fmt.Fprintln(stderr, insecureWarning)
+		return nil, name, nil
+	}
+	id, err := certs.LoadParty(certDir)
+	if err != nil {
+		return nil, "", err
+	}
+	return id, id.Name, nil
+}
+
 // ---------------------------------------------------------------- serve
 
 type capeServeOptions struct {
@@ -294,15 +309,8 @@ func runCapeServe(ctx context.Context, cmd *cobra.Command, o capeServeOptions, f
 	sink := eventSink(stderr, format, "")
 	cfg := transport.ServerConfig{HubConfig: capenet.HubConfig(sites, d), Address: o.listen, Insecure: o.insecure}
 	cfg.Logger = slog.New(capenet.SlogHandler(sink))
-	if o.insecure {
-		fmt.Fprintln(stderr, insecureWarning)
-		cfg.Name = o.name
-	} else {
-		id, err := certs.LoadParty(o.certDir)
-		if err != nil {
-			return err
-		}
-		cfg.Identity = id
+	if cfg.Identity, cfg.Name, err = partyIdentity(stderr, o.insecure, o.certDir, o.name); err != nil {
+		return err
 	}
 	srv, err := transport.Listen(ctx, cfg)
 	if err != nil {
@@ -495,15 +503,9 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 		return err
 	}
 	stderr := cmd.ErrOrStderr()
-	var id *certs.Party
-	name := o.name
-	if o.insecure {
-		fmt.Fprintln(stderr, insecureWarning)
-	} else {
-		if id, err = certs.LoadParty(o.certDir); err != nil {
-			return err
-		}
-		name = id.Name
+	id, name, err := partyIdentity(stderr, o.insecure, o.certDir, o.name)
+	if err != nil {
+		return err
 	}
 	// The whole table is read and validated before anything is sent.
 	data, err := loadSiteData(ctx, o.data, s, kind, mech, part, parts, o.workers)

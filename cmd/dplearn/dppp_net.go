@@ -213,15 +213,8 @@ without certificates on a loopback address only, for tests.`,
 		}
 		scfg := transport.ServerConfig{HubConfig: dpppnet.HubConfig(p, clients...), Address: listen, Insecure: insecure}
 		scfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		if insecure {
-			fmt.Fprintln(stderr, insecureWarning)
-			scfg.Name = name
-		} else {
-			id, err := certs.LoadParty(certDir)
-			if err != nil {
-				return err
-			}
-			scfg.Identity = id
+		if scfg.Identity, scfg.Name, err = partyIdentity(stderr, insecure, certDir, name); err != nil {
+			return err
 		}
 		srv, err := transport.Listen(ctx, scfg)
 		if err != nil {
@@ -306,15 +299,9 @@ past the budget is refused.`,
 		}
 		ctx := cmd.Context()
 		stderr := cmd.ErrOrStderr()
-		var id *certs.Party
-		if insecure {
-			fmt.Fprintln(stderr, insecureWarning)
-		} else {
-			var err error
-			if id, err = certs.LoadParty(certDir); err != nil {
-				return err
-			}
-			name = id.Name
+		id, name, err := partyIdentity(stderr, insecure, certDir, name)
+		if err != nil {
+			return err
 		}
 		s, rows, err := loadDPPPQueries(ctx, spec, data)
 		if err != nil {
@@ -512,15 +499,9 @@ Logs go to stderr; the outcome to stdout.`,
 		}
 		ctx := cmd.Context()
 		stderr := cmd.ErrOrStderr()
-		var id *certs.Party
-		if insecure {
-			fmt.Fprintln(stderr, insecureWarning)
-		} else {
-			var err error
-			if id, err = certs.LoadParty(certDir); err != nil {
-				return err
-			}
-			name = id.Name
+		id, name, err := partyIdentity(stderr, insecure, certDir, name)
+		if err != nil {
+			return err
 		}
 		teachers := trimAll(d.teachers)
 		key, err := paillier.LoadKeyShare(share)
