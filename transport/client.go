@@ -495,16 +495,18 @@ func isRefusal(err error) bool {
 	return ok
 }
 
-// retryable reports whether an attach failure may be transient. A failed
-// TLS handshake (a certificate from another CA, a hub presenting another
-// party's name, an expired certificate) is reported by gRPC as Unavailable
-// too, but retrying cannot fix it: it fails at once.
+// retryable reports whether an attach failure may be transient. A
+// certificate that fails verification (from another CA, a hub presenting
+// another party's name, expired, or refused by the peer) is reported by gRPC
+// as Unavailable too, but retrying cannot fix it: it fails at once. A
+// handshake cut short (EOF, reset) stays retryable: that is a network event,
+// as when a party reconnects through a broken link (TestReconnect).
 func retryable(err error) bool {
 	if status.Code(err) != codes.Unavailable {
 		return false
 	}
 	msg := status.Convert(err).Message()
-	for _, s := range []string{"authentication handshake failed", "x509:", "tls: bad certificate", "tls: unknown certificate", "certificate required"} {
+	for _, s := range []string{"x509:", "tls: bad certificate", "tls: unknown certificate", "certificate required", "certificate is not valid"} {
 		if strings.Contains(msg, s) {
 			return false
 		}
