@@ -71,3 +71,36 @@ func TestGeometricFastRejectsBadInput(t *testing.T) {
 		t.Error("negative count accepted")
 	}
 }
+
+// TestGeometricFastCensored: censoring at L gives P(V = L) = e^{−γL} and
+// the uncensored pmf below L (χ², alpha = 1e-3); a γ so small that every
+// draw would overflow int64 returns the limit.
+func TestGeometricFastCensored(t *testing.T) {
+	gamma := big.NewRat(1, 4)
+	const limit = 6
+	n := samples(20000)
+	xs, err := GeometricFastCensored(testSource(200), gamma, n, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := math.Exp(-0.25)
+	chiSquareTest(t, "censored Geometric(1/4) at 6", xs, func(k int64) float64 {
+		if k == limit {
+			return math.Pow(q, limit)
+		}
+		return (1 - q) * math.Pow(q, float64(k))
+	}, 0, limit)
+	tiny := new(big.Rat).SetFrac(big.NewInt(1), new(big.Int).Lsh(big.NewInt(1), 200))
+	ys, err := GeometricFastCensored(testSource(201), tiny, 5, 1<<40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, y := range ys {
+		if y != 1<<40 {
+			t.Errorf("γ = 2^-200: draw %d below the limit 2^40 (probability < 2^-150)", y)
+		}
+	}
+	if _, err := GeometricFastCensored(testSource(1), gamma, 1, -1); err == nil {
+		t.Error("negative limit accepted")
+	}
+}

@@ -159,7 +159,7 @@ type Estimator interface {
 
 // Mechanisms lists the mechanism names New accepts, sorted.
 func Mechanisms() []string {
-	names := []string{"nonprivate", "truncated", "fm", "gaussian-fm", "relaxed-fm", "objpert", "noisygd", "irls", "irls-wishart"}
+	names := []string{"nonprivate", "truncated", "fm", "gaussian-fm", "relaxed-fm", "objpert", "noisygd", "irls", "irls-wishart", "dpme", "filter-priority"}
 	sort.Strings(names)
 	return names
 }
@@ -185,6 +185,10 @@ func New(mechanism string) (Estimator, error) {
 		return irlsEstimator{}, nil
 	case "irls-wishart":
 		return irlsWishart{}, nil
+	case "dpme":
+		return dpmeEstimator{}, nil
+	case "filter-priority":
+		return filterPriority{}, nil
 	}
 	return nil, fmt.Errorf("unknown mechanism %q (want one of %s)", mechanism, strings.Join(Mechanisms(), ", "))
 }
