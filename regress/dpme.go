@@ -312,8 +312,8 @@ func weightedLogisticNewton(ctx context.Context, syn *synth.Synthetic, maxIter i
 			}
 		}
 		gnorm = math.Sqrt(dot(grad, grad))
-		if gnorm < 1e-13 {
-			break
+		if gnorm < 1e-9 {
+			break // stationary to rounding: further steps only backtrack
 		}
 		for a := 0; a < d; a++ {
 			for b := a; b < d; b++ {

@@ -128,3 +128,32 @@ func TestHistogramBaselinesUseful(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkHistogramBaselines times dpme and filter-priority against the
+// nonprivate logistic fit on the same rows (the reference: compare the
+// ratios of ns/op within one run).
+func BenchmarkHistogramBaselines(b *testing.B) {
+	const n, d = 20000, 5
+	rows, _ := xpRows(Logistic, n, d, 3)
+	data := xpData(b, rows, d+1)
+	for _, c := range []struct {
+		name string
+		est  Estimator
+	}{
+		{"nonprivate", nonPrivateAny{}},
+		{"dpme", NewDPME(HistogramOptions{Domain: xpDomain(Logistic, d, 0)})},
+		{"filter-priority", NewFilterPriority(HistogramOptions{Domain: xpDomain(Logistic, d, 0)})},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := Config{Kind: Logistic, Epsilon: 0.8, Source: noise.NewInsecureSeeded(1)}
+			if !c.est.Private() {
+				cfg = Config{Kind: Logistic}
+			}
+			for i := 0; i < b.N; i++ {
+				if _, err := c.est.Fit(context.Background(), data, cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
