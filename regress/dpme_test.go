@@ -2,6 +2,7 @@ package regress
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -155,5 +156,61 @@ func BenchmarkHistogramBaselines(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHistogramBaselinesErrors: bad input gets an error naming the
+// problem, never a silent answer.
+func TestHistogramBaselinesErrors(t *testing.T) {
+	const n, d = 200, 3
+	rows, _ := xpRows(Linear, n, d, 1)
+	good := xpData(t, rows, d+1)
+	cfg := Config{Kind: Linear, Epsilon: 1, Source: noise.NewInsecureSeeded(1)}
+	wide := &synth.Domain{Axes: []synth.Axis{{Name: "a", Lo: -1, Hi: 1, Bins: 1 << 12}, {Name: "b", Lo: -1, Hi: 1, Bins: 1 << 12}, {Name: "c", Lo: -1, Hi: 1, Bins: 2}, {Name: "y", Lo: -1, Hi: 1, Bins: 2}}}
+	bad := append([]float64(nil), rows...)
+	bad[1] = 5 // outside the unit-ball bound of the encoding
+	for _, c := range []struct {
+		name string
+		est  Estimator
+		data Data
+		cfg  Config
+		want string
+	}{
+		{"no rows", NewDPME(HistogramOptions{}), Data{Stats: good.Stats}, cfg, "needs the encoded rows"},
+		{"no rows fp", NewFilterPriority(HistogramOptions{}), Data{Stats: good.Stats}, cfg, "needs the encoded rows"},
+		{"dense cap", NewDPME(HistogramOptions{Domain: wide}), good, cfg, "the limit is 4194304 (regress.HistogramOptions.MaxCells"},
+		{"explicit cap", NewDPME(HistogramOptions{MaxCells: 10}), good, cfg, "would have 16 cells (x0:2 × x1:2 × x2:2 × y:2); the limit is 10"},
+		{"grid width", NewDPME(HistogramOptions{Domain: xpDomain(Linear, d+1, 4)}), good, cfg, "covers 5 columns but the rows have 4"},
+		{"out of range", NewDPME(HistogramOptions{Domain: xpDomain(Linear, d, 4)}), xpData(t, bad, d+1), cfg, "outside its public range"},
+		{"ε", NewFilterPriority(HistogramOptions{}), good, Config{Kind: Linear, Epsilon: math.Inf(1), Source: cfg.Source}, "ε must be finite"},
+		{"θ", NewFilterPriority(HistogramOptions{Theta: 1}), good, cfg, "θ must be ≥ 2"},
+		{"robust", NewDPME(HistogramOptions{}), good, Config{Kind: Robust, Epsilon: 1, Source: cfg.Source}, "unknown model kind"},
+	} {
+		_, err := c.est.Fit(context.Background(), c.data, c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", c.name, err, c.want)
+		}
+		if c.name == "dense cap" && !errors.Is(err, synth.ErrTooManyCells) {
+			t.Errorf("dense cap: %v does not wrap ErrTooManyCells", err)
+		}
+	}
+}
+
+// TestUnitBallDefaultWarns: without a schema the grid is the unit-ball one,
+// and the result says so.
+func TestUnitBallDefaultWarns(t *testing.T) {
+	rows, _ := xpRows(Logistic, 500, 3, 2)
+	for _, mech := range []string{"dpme", "filter-priority"} {
+		est, _ := New(mech)
+		res, err := est.Fit(context.Background(), xpData(t, rows, 4), Config{Kind: Logistic, Epsilon: 1, Source: noise.NewInsecureSeeded(1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], "no schema given") {
+			t.Errorf("%s: warnings %v", mech, res.Warnings)
+		}
+		if WithSchema(est, nil) == nil || WithSchema(fmEstimator{}, nil) != (fmEstimator{}) {
+			t.Error("WithSchema changed a non-histogram estimator")
+		}
 	}
 }

@@ -92,7 +92,7 @@ func PerturbDense(h *Histogram, d *Domain, epsilon float64, src noise.Source, ma
 		maxCells = DefaultMaxDenseCells
 	}
 	if m > uint64(maxCells) {
-		return nil, fmt.Errorf("synth: DPME's dense histogram would have %d cells (%s); the limit is %d (DPMEOptions.MaxCells; default DefaultMaxDenseCells = 2^22): use fewer bins or fewer attributes: %w",
+		return nil, fmt.Errorf("synth: DPME's dense histogram would have %d cells (%s); the limit is %d (regress.HistogramOptions.MaxCells; default synth.DefaultMaxDenseCells = 2^22): use fewer bins or fewer attributes: %w",
 			m, d.describe(), maxCells, ErrTooManyCells)
 	}
 	b, err := accounting.LaplaceScale(epsilon, HistogramSensitivity)
