@@ -187,6 +187,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err := checkModelTarget(kind, s); err != nil {
 		return err
 	}
+	est = regress.WithSchema(est, s) // the histogram baselines' public grid
 	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, Progress: stderrProgress(cmd)}
 	data, sum, err := loadFitInput(ctx, o.data, s, est, kind, opt)
 	if err != nil {
