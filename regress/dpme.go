@@ -80,25 +80,16 @@ func (dpmeEstimator) NeedsRows(Kind) bool { return true }
 func (dpmeEstimator) Private() bool       { return true }
 
 func (e dpmeEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
-	rows, dom, warns, err := histogramInput(data, cfg, e.opt, func(n int64) func(int, float64) int {
+	bins := func(n int64) func(int, float64) int {
 		return func(binned int, levels float64) int { return synth.LeiBins(n, binned, levels) }
-	})
-	if err != nil {
-		return nil, fmt.Errorf("dpme: %w", err)
 	}
-	h, err := synth.Build(dom, rows)
-	if err != nil {
-		return nil, fmt.Errorf("dpme: %w", err)
-	}
-	cells, _ := dom.Cells()
+	return fitHistogramBaseline(ctx, "dpme", data, cfg, e.opt, bins, e.release)
+}
+
+func (e dpmeEstimator) release(h *synth.Histogram, dom *synth.Domain, cells uint64, _ int64, cfg Config) (*synth.Synthetic, report.Privacy, error) {
 	dense, err := synth.PerturbDense(h, dom, cfg.Epsilon, cfg.Source, e.opt.MaxCells)
 	if err != nil {
-		return nil, fmt.Errorf("dpme: %w", err)
-	}
-	syn := dense.Synthesize(dom)
-	coef, fitWarn, err := fitSynthetic(ctx, cfg.Kind, syn)
-	if err != nil {
-		return nil, fmt.Errorf("dpme: %w", err)
+		return nil, report.Privacy{}, err
 	}
 	p := report.Privacy{
 		Mechanism:  "dpme (DPME: perturbed histogram and synthetic data, Lei 2011)",
@@ -111,10 +102,44 @@ func (e dpmeEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result,
 		}},
 		PostProcessing: []string{
 			"negative noisy counts dropped; synthetic data = cell representatives (bin centres, declared levels) weighted by the noisy counts",
-			"model fitted on the synthetic data: " + synthFitName(cfg.Kind),
 		},
 	}
-	return finishHistogram(p, cfg, coef, append(warns, fitWarn...))
+	return dense.Synthesize(dom), p, nil
+}
+
+// histogramRelease is one baseline's private step: from the histogram on
+// the public grid (cells cells, n rows) to synthetic data and the report of
+// what was released.
+type histogramRelease func(h *synth.Histogram, dom *synth.Domain, cells uint64, n int64, cfg Config) (*synth.Synthetic, report.Privacy, error)
+
+// fitHistogramBaseline is the pipeline both baselines share: public grid,
+// histogram, release (noise), synthetic data, fit, report.
+func fitHistogramBaseline(ctx context.Context, name string, data Data, cfg Config, opt HistogramOptions,
+	bins func(n int64) func(int, float64) int, release histogramRelease) (*Result, error) {
+	rows, dom, warns, err := histogramInput(data, cfg, opt, bins)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	h, err := synth.Build(dom, rows)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	cells, _ := dom.Cells()
+	syn, p, err := release(h, dom, cells, data.Stats.N(), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	coef, fitWarn, err := fitSynthetic(ctx, cfg.Kind, syn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p.PostProcessing = append(p.PostProcessing, "model fitted on the synthetic data: "+synthFitName(cfg.Kind))
+	p.Neighbouring = report.Neighbouring
+	p.Randomness, p.Insecure = randomness(cfg.Source)
+	if cfg.Delta > 0 {
+		p.Notes = append(p.Notes, "pure ε-DP; the δ given was not used")
+	}
+	return &Result{Coef: coef, Privacy: p, Warnings: append(warns, fitWarn...)}, nil
 }
 
 // histogramInput validates the configuration and returns the rows and the
@@ -197,16 +222,6 @@ func synthFitName(k Kind) string {
 		return "weighted least squares"
 	}
 	return "weighted logistic maximum likelihood (Newton's method)"
-}
-
-// finishHistogram fills the common report fields.
-func finishHistogram(p report.Privacy, cfg Config, coef []float64, warns []string) (*Result, error) {
-	p.Neighbouring = report.Neighbouring
-	p.Randomness, p.Insecure = randomness(cfg.Source)
-	if cfg.Delta > 0 {
-		p.Notes = append(p.Notes, "pure ε-DP; the δ given was not used")
-	}
-	return &Result{Coef: coef, Privacy: p, Warnings: warns}, nil
 }
 
 // fitSynthetic fits the model on weighted synthetic rows. Empty synthetic

@@ -45,29 +45,24 @@ func (filterPriority) NeedsRows(Kind) bool { return true }
 func (filterPriority) Private() bool       { return true }
 
 func (e filterPriority) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
-	rows, dom, warns, err := histogramInput(data, cfg, e.opt, func(int64) func(int, float64) int {
+	bins := func(int64) func(int, float64) int {
 		return func(int, float64) int { return DefaultFPBins }
-	})
-	if err != nil {
-		return nil, fmt.Errorf("filter-priority: %w", err)
 	}
-	h, err := synth.Build(dom, rows)
-	if err != nil {
-		return nil, fmt.Errorf("filter-priority: %w", err)
-	}
-	cells, _ := dom.Cells()
-	n := data.Stats.N()
+	return fitHistogramBaseline(ctx, "filter-priority", data, cfg, e.opt, bins, e.release)
+}
+
+func (e filterPriority) release(h *synth.Histogram, dom *synth.Domain, cells uint64, n int64, cfg Config) (*synth.Synthetic, report.Privacy, error) {
 	theta := e.opt.Theta
 	if theta == 0 {
 		theta = synth.ThresholdFor(cfg.Epsilon, cells, float64(n))
 	}
 	f, err := synth.NewFilter(cfg.Epsilon, theta, cells)
 	if err != nil {
-		return nil, fmt.Errorf("filter-priority: %w", err)
+		return nil, report.Privacy{}, err
 	}
 	entries, err := f.Apply(h, cfg.Source)
 	if err != nil {
-		return nil, fmt.Errorf("filter-priority: %w", err)
+		return nil, report.Privacy{}, err
 	}
 	s := e.opt.SampleSize
 	if s <= 0 {
@@ -75,18 +70,14 @@ func (e filterPriority) Fit(ctx context.Context, data Data, cfg Config) (*Result
 	}
 	sample, _, err := synth.PrioritySample(entries, s, cfg.Source)
 	if err != nil {
-		return nil, fmt.Errorf("filter-priority: %w", err)
-	}
-	coef, fitWarn, err := fitSynthetic(ctx, cfg.Kind, synth.SynthesizeEntries(dom, sample))
-	if err != nil {
-		return nil, fmt.Errorf("filter-priority: %w", err)
+		return nil, report.Privacy{}, err
 	}
 	p := report.Privacy{
 		Mechanism: "filter-priority (Filter-Priority summary and synthetic data, Cormode, Procopiuc, Srivastava & Tran 2012)",
 		Private:   true,
 		Epsilon:   cfg.Epsilon,
-		Accountant: fmt.Sprintf("geometric mechanism on every cell of the histogram, L1 sensitivity 2 under replace-one (pure ε-DP); " +
-			"empty cells pass the filter with probability p′ = 1 − e^{−γ′} ∈ [p, p(1 + 2^-60)], p = α^θ/(1+α), sampled exactly, proved to keep ε"),
+		Accountant: "geometric mechanism on every cell of the histogram, L1 sensitivity 2 under replace-one (pure ε-DP); " +
+			"empty cells pass the filter with probability p′ = 1 − e^{−γ′} ∈ [p, p(1 + 2^-60)], p = α^θ/(1+α), sampled exactly, proved to keep ε",
 		Releases: []report.Release{{
 			Name:    fmt.Sprintf("histogram counts on a %d-cell grid (%s), only those ≥ θ = %d published", cells, gridSummary(dom), theta),
 			Entries: int(cells), Norm: "L1", Sensitivity: synth.HistogramSensitivity,
@@ -95,8 +86,7 @@ func (e filterPriority) Fit(ctx context.Context, data Data, cfg Config) (*Result
 		PostProcessing: []string{
 			fmt.Sprintf("priority sampling (Duffield, Lund & Thorup) of %d published cells, weights adjusted to max(count, τ)", s),
 			"synthetic data = sampled cells' representatives (bin centres, declared levels) with their adjusted weights",
-			"model fitted on the synthetic data: " + synthFitName(cfg.Kind),
 		},
 	}
-	return finishHistogram(p, cfg, coef, append(warns, fitWarn...))
+	return synth.SynthesizeEntries(dom, sample), p, nil
 }
