@@ -97,7 +97,7 @@ func (e dpmeEstimator) release(h *synth.Histogram, dom *synth.Domain, cells uint
 		Epsilon:    cfg.Epsilon,
 		Accountant: "Laplace mechanism on every cell of the histogram, L1 sensitivity 2 under replace-one (pure ε-DP)",
 		Releases: []report.Release{{
-			Name: fmt.Sprintf("histogram counts on a %d-cell grid (%s)", cells, gridSummary(dom)), Entries: int(cells), Norm: "L1",
+			Name: fmt.Sprintf("histogram counts on a %d-cell grid (%s)", cells, dom.Describe()), Entries: int(cells), Norm: "L1",
 			Sensitivity: synth.HistogramSensitivity, Noise: "laplace", Scale: dense.Scale,
 		}},
 		PostProcessing: []string{
@@ -204,17 +204,6 @@ func withBins(d *synth.Domain, rule func(int, float64) int) *synth.Domain {
 		}
 	}
 	return c
-}
-
-func gridSummary(d *synth.Domain) string {
-	s := ""
-	for i, a := range d.Axes {
-		if i > 0 {
-			s += " × "
-		}
-		s += fmt.Sprintf("%s %d", a.Name, a.Size())
-	}
-	return s
 }
 
 func synthFitName(k Kind) string {

@@ -179,7 +179,7 @@ func TestHistogramBaselinesErrors(t *testing.T) {
 		{"no rows", NewDPME(HistogramOptions{}), Data{Stats: good.Stats}, cfg, "needs the encoded rows"},
 		{"no rows fp", NewFilterPriority(HistogramOptions{}), Data{Stats: good.Stats}, cfg, "needs the encoded rows"},
 		{"dense cap", NewDPME(HistogramOptions{Domain: wide}), good, cfg, "the limit is 4194304 (regress.HistogramOptions.MaxCells"},
-		{"explicit cap", NewDPME(HistogramOptions{MaxCells: 10}), good, cfg, "would have 16 cells (x0:2 × x1:2 × x2:2 × y:2); the limit is 10"},
+		{"explicit cap", NewDPME(HistogramOptions{MaxCells: 10}), good, cfg, "would have 16 cells (x0 2 × x1 2 × x2 2 × y 2); the limit is 10"},
 		{"grid width", NewDPME(HistogramOptions{Domain: xpDomain(Linear, d+1, 4)}), good, cfg, "covers 5 columns but the rows have 4"},
 		{"out of range", NewDPME(HistogramOptions{Domain: xpDomain(Linear, d, 4)}), xpData(t, bad, d+1), cfg, "outside its public range"},
 		{"ε", NewFilterPriority(HistogramOptions{}), good, Config{Kind: Linear, Epsilon: math.Inf(1), Source: cfg.Source}, "ε must be finite"},

@@ -79,7 +79,7 @@ func (e filterPriority) release(h *synth.Histogram, dom *synth.Domain, cells uin
 		Accountant: "geometric mechanism on every cell of the histogram, L1 sensitivity 2 under replace-one (pure ε-DP); " +
 			"empty cells pass the filter with probability p′ = 1 − e^{−γ′} ∈ [p, p(1 + 2^-60)], p = α^θ/(1+α), sampled exactly, proved to keep ε",
 		Releases: []report.Release{{
-			Name:    fmt.Sprintf("histogram counts on a %d-cell grid (%s), only those ≥ θ = %d published", cells, gridSummary(dom), theta),
+			Name:    fmt.Sprintf("histogram counts on a %d-cell grid (%s), only those ≥ θ = %d published", cells, dom.Describe(), theta),
 			Entries: int(cells), Norm: "L1", Sensitivity: synth.HistogramSensitivity,
 			Noise: "two-sided geometric (discrete Laplace)", Scale: 2 / cfg.Epsilon,
 		}},

@@ -93,7 +93,7 @@ func PerturbDense(h *Histogram, d *Domain, epsilon float64, src noise.Source, ma
 	}
 	if m > uint64(maxCells) {
 		return nil, fmt.Errorf("synth: DPME's dense histogram would have %d cells (%s); the limit is %d (regress.HistogramOptions.MaxCells; default synth.DefaultMaxDenseCells = 2^22): use fewer bins or fewer attributes: %w",
-			m, d.describe(), maxCells, ErrTooManyCells)
+			m, d.Describe(), maxCells, ErrTooManyCells)
 	}
 	b, err := accounting.LaplaceScale(epsilon, HistogramSensitivity)
 	if err != nil {
@@ -112,13 +112,14 @@ func PerturbDense(h *Histogram, d *Domain, epsilon float64, src noise.Source, ma
 	return &Dense{Counts: counts, Scale: b}, nil
 }
 
-func (d *Domain) describe() string {
+// Describe lists the axes and their sizes, e.g. "age 8 × colour 3".
+func (d *Domain) Describe() string {
 	s := ""
 	for i, a := range d.Axes {
 		if i > 0 {
 			s += " × "
 		}
-		s += fmt.Sprintf("%s:%d", a.Name, a.Size())
+		s += fmt.Sprintf("%s %d", a.Name, a.Size())
 	}
 	return s
 }
