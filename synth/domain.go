@@ -180,12 +180,14 @@ func (d *Domain) Rep(cell uint64, dst []float64) {
 //
 //	m = max(2, round((n / (ln n · L))^{1/c})),
 //
-// for c binned axes and L the product of the level-axis sizes. This is the
-// bandwidth h = m⁻¹ ≍ (ln n / n)^{1/p} of Lei (2011) for a p-dimensional
-// histogram: each cell then holds on average about ln n rows, so its
-// Laplace noise (of scale 2/ε, a constant) is a vanishing fraction of its
-// count while the cells still shrink as n grows, which is the balance of
-// discretisation bias and noise behind Lei's consistency results.
+// for c binned axes and L the product of the level-axis sizes. It follows
+// the perturbed-histogram analysis of Lei (2011): the cells must shrink as n
+// grows (the discretisation bias is of the order of the bin width h) while
+// the expected count per cell, n·h^p for p dimensions, must outgrow the
+// Laplace noise (scale 2/ε, constant in n, with maxima over cells of order
+// ln n). We take n·h^p = ln n, i.e. h = (ln n/n)^{1/p}. This is our reading
+// of Lei's recommendation; the paper's exact rate constants were not
+// available to us offline (docs/mechanisms.md).
 func LeiBins(n int64, binned int, levelCells float64) int {
 	if binned < 1 || n < 3 {
 		return 2

@@ -88,9 +88,10 @@ type Filter struct {
 
 // ThresholdFor returns the filter threshold θ: the smallest θ ≥ 2 for which
 // the expected number of empty cells that pass, at most M·α^θ/(1+α), is at
-// most target. Cormode et al. choose θ from the size of the summary they
-// want to publish; with target = N (public) the filtered summary is about
-// the size of the data, whatever the domain size M.
+// most target. Cormode et al. set θ from the size of the summary to be
+// published (our reading of their guidance); with target = N (public) the
+// filtered summary is about the size of the data, whatever the domain size
+// M.
 func ThresholdFor(epsilon float64, cells uint64, target float64) int64 {
 	a := math.Exp(-epsilon / 2)
 	lm := math.Log(float64(cells)) - math.Log1p(a) - math.Log(math.Max(target, 1))
