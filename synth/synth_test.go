@@ -498,3 +498,53 @@ func TestPrioritySample(t *testing.T) {
 		t.Errorf("subset-sum estimate mean %.3f, want 21 (z = %.2f)", mean, z)
 	}
 }
+
+// TestBadParameters: every refused parameter gets an error naming it.
+func TestBadParameters(t *testing.T) {
+	huge := &Domain{Axes: []Axis{{Name: "a", Lo: 0, Hi: 1, Bins: 1 << 31}, {Name: "b", Lo: 0, Hi: 1, Bins: 1 << 31}, {Name: "c", Lo: 0, Hi: 1, Bins: 2}}}
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"domain too large", func() error { _, err := huge.Cells(); return err }(), "MaxDomainCells = 2^62"},
+		{"no axes", func() error { _, err := (&Domain{}).Cells(); return err }(), "no axes"},
+		{"zero bins", func() error { _, err := (&Domain{Axes: []Axis{{Name: "z", Lo: 0, Hi: 1}}}).Cells(); return err }(), `axis "z": 0 bins`},
+		{"bad interval", func() error { _, err := (&Domain{Axes: []Axis{{Name: "z", Lo: 1, Hi: 1, Bins: 2}}}).Cells(); return err }(), "bad interval"},
+		{"ragged level", func() error {
+			_, err := (&Domain{Axes: []Axis{{Name: "l", Cols: 2, Levels: [][]float64{{0, 0}, {1}}}}}).Cells()
+			return err
+		}(), "level 1 has 1 values, want 2"},
+		{"θ = 1", func() error { _, err := NewFilter(1, 1, 10); return err }(), "θ must be ≥ 2"},
+		{"ε = 0", func() error { _, err := NewFilter(0, 2, 10); return err }(), "ε must be finite and > 0"},
+		{"no cells", func() error { _, err := NewFilter(1, 2, 0); return err }(), "outside [1, 2^62]"},
+		{"sample size", func() error { _, _, err := PrioritySample(nil, 0, noise.NewInsecureSeeded(1)); return err }(), "sample size must be ≥ 1"},
+		{"unsorted histogram", func() error {
+			f, _ := NewFilter(1, 2, 100)
+			_, err := f.Apply(&Histogram{Cells: []uint64{5, 3}, Counts: []int64{1, 1}}, noise.NewInsecureSeeded(1))
+			return err
+		}(), "not sorted"},
+		{"unit ball", func() error { _, err := UnitBall(1, false, func(int, float64) int { return 2 }); return err }(), "at least one feature"},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", c.name, c.err, c.want)
+		}
+	}
+}
+
+// TestUnitBall: the default grid bins every feature over [−1, 1] and has
+// the target's levels when it is binary.
+func TestUnitBall(t *testing.T) {
+	d, err := UnitBall(4, true, func(binned int, levels float64) int {
+		if binned != 3 || levels != 2 {
+			t.Errorf("rule called with %d, %v; want 3 binned axes and 2 level cells", binned, levels)
+		}
+		return 3
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := d.Cells(); m != 3*3*3*2 || d.Width() != 4 || d.Describe() != "x0 3 × x1 3 × x2 3 × y 2" {
+		t.Errorf("grid %s, width %d", d.Describe(), d.Width())
+	}
+}
