@@ -510,7 +510,10 @@ func TestBadParameters(t *testing.T) {
 		{"domain too large", func() error { _, err := huge.Cells(); return err }(), "MaxDomainCells = 2^62"},
 		{"no axes", func() error { _, err := (&Domain{}).Cells(); return err }(), "no axes"},
 		{"zero bins", func() error { _, err := (&Domain{Axes: []Axis{{Name: "z", Lo: 0, Hi: 1}}}).Cells(); return err }(), `axis "z": 0 bins`},
-		{"bad interval", func() error { _, err := (&Domain{Axes: []Axis{{Name: "z", Lo: 1, Hi: 1, Bins: 2}}}).Cells(); return err }(), "bad interval"},
+		{"bad interval", func() error {
+			_, err := (&Domain{Axes: []Axis{{Name: "z", Lo: 1, Hi: 1, Bins: 2}}}).Cells()
+			return err
+		}(), "bad interval"},
 		{"ragged level", func() error {
 			_, err := (&Domain{Axes: []Axis{{Name: "l", Cols: 2, Levels: [][]float64{{0, 0}, {1}}}}}).Cells()
 			return err
