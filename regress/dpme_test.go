@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/synth"
 )
@@ -108,6 +109,14 @@ func TestHistogramBaselinesUseful(t *testing.T) {
 				t.Fatal(err)
 			}
 			texts[i] = b.String()
+			rel := res.Privacy.Releases
+			wantScale := 2 / 2.0 // filter-priority: geometric with α = e^{−ε/2}, scale 2/ε
+			if mech == "dpme" {
+				wantScale, _ = accounting.LaplaceScale(2, synth.HistogramSensitivity)
+			}
+			if len(rel) != 1 || rel[0].Sensitivity != 2 || rel[0].Norm != "L1" || rel[0].Scale != wantScale {
+				t.Errorf("%s: releases %+v, want one L1 release with sensitivity 2 and scale %v", mech, rel, wantScale)
+			}
 			if !strings.Contains(texts[i], "2-DP (pure)") || !strings.Contains(texts[i], "δ given was not used") {
 				t.Errorf("%s report:\n%s", mech, texts[i])
 			}

@@ -551,3 +551,54 @@ func TestUnitBall(t *testing.T) {
 		t.Errorf("grid %s, width %d", d.Describe(), d.Width())
 	}
 }
+
+// TestFilterNonEmptyCells checks the filter on non-empty cells in
+// distribution: 20,000 cells of count 3 in a domain with no empty cell,
+// θ = 2, ε = 1. Each cell is published with value 3 + X (X two-sided
+// geometric, α = e^{−1/2}) when that is ≥ 2, else dropped (probability
+// P(X ≤ −2) = α²/(1+α)). χ² over {dropped, 2, …, 11, ≥ 12} at 1e-3.
+func TestFilterNonEmptyCells(t *testing.T) {
+	const n, c, theta = 20000, 3, 2
+	h := &Histogram{N: n * c}
+	for i := 0; i < n; i++ {
+		h.Cells = append(h.Cells, uint64(i))
+		h.Counts = append(h.Counts, c)
+	}
+	f, err := NewFilter(1, theta, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := f.Apply(h, noise.NewInsecureSeeded(44))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := math.Exp(-0.5)
+	geo := func(x int) float64 { return (1 - a) / (1 + a) * math.Pow(a, math.Abs(float64(x))) }
+	const top = 12
+	obs := make([]float64, top+1) // index 0..1: dropped; v in 2..top
+	exp := make([]float64, top+1)
+	obs[0] = float64(n - len(out))
+	for _, e := range out {
+		if e.Value < theta {
+			t.Fatalf("published value %d below θ", e.Value)
+		}
+		obs[min(e.Value, top)]++
+	}
+	exp[0] = n * a * a / (1 + a)
+	for v := theta; v < top; v++ {
+		exp[v] = n * geo(v-c)
+	}
+	exp[top] = n * math.Pow(a, top-c) / (1 + a)
+	var chi float64
+	df := -1
+	for i := range exp {
+		if exp[i] == 0 {
+			continue
+		}
+		chi += (obs[i] - exp[i]) * (obs[i] - exp[i]) / exp[i]
+		df++
+	}
+	if crit := 31.26; chi > crit { // χ²(11) at 1e-3
+		t.Errorf("χ² = %.1f > %.1f (df %d); observed %v", chi, crit, df, obs)
+	}
+}
