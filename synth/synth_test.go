@@ -602,3 +602,51 @@ func TestFilterNonEmptyCells(t *testing.T) {
 		t.Errorf("χ² = %.1f > %.1f (df %d); observed %v", chi, crit, df, obs)
 	}
 }
+
+// TestSynthesizeKnownAnswer: noisy counts become weighted representatives;
+// non-positive counts are dropped.
+func TestSynthesizeKnownAnswer(t *testing.T) {
+	d := tiny()
+	dense := &Dense{Counts: []float64{2.5, -1, 0, 0, 0, 0, 0, 4}}
+	s := dense.Synthesize(d)
+	if !slices.Equal(s.Rows, []float64{0, 0.125, 1, 0.875}) || !slices.Equal(s.Weights, []float64{2.5, 4}) || s.Width != 2 || s.TotalWeight() != 6.5 {
+		t.Errorf("dense: rows %v weights %v", s.Rows, s.Weights)
+	}
+	e := SynthesizeEntries(d, []Entry{{Cell: 5, Value: 3, Weight: 3.5}, {Cell: 2, Value: 2, Weight: 0}})
+	if !slices.Equal(e.Rows, []float64{1, 0.375}) || !slices.Equal(e.Weights, []float64{3.5}) {
+		t.Errorf("entries: rows %v weights %v", e.Rows, e.Weights)
+	}
+}
+
+// fixedSource returns the same 8-byte word pattern: u_i = (k_i + 1)/2^53
+// for the given k_i, in order.
+type fixedSource struct{ words []uint64 }
+
+func (f *fixedSource) Read(p []byte) (int, error) {
+	for i := 0; i+8 <= len(p); i += 8 {
+		w := f.words[0] << 11
+		f.words = f.words[1:]
+		for j := 0; j < 8; j++ {
+			p[i+j] = byte(w >> (8 * j))
+		}
+	}
+	return len(p), nil
+}
+func (*fixedSource) Secure() bool   { return false }
+func (*fixedSource) String() string { return "fixed" }
+
+// TestPrioritySampleKnownAnswer: with u = (½, ¼, 1, ¼) the weights
+// (1, 3, 8, 1) have priorities w/u = (2, 12, 8, 4); s = 2 keeps cells 1 and
+// 2, τ = 4 (the third priority), adjusted weights max(w, τ) = (4, 8).
+func TestPrioritySampleKnownAnswer(t *testing.T) {
+	const two53 = 1 << 53
+	src := &fixedSource{words: []uint64{two53/2 - 1, two53/4 - 1, two53 - 1, two53/4 - 1}}
+	es := []Entry{{0, 1, 1}, {1, 3, 3}, {2, 8, 8}, {3, 1, 1}}
+	got, tau, err := PrioritySample(es, 2, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tau != 4 || !slices.Equal(got, []Entry{{1, 3, 4}, {2, 8, 8}}) {
+		t.Errorf("sample %v τ = %v, want [{1 3 4} {2 8 8}] and τ = 4", got, tau)
+	}
+}
