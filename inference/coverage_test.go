@@ -44,7 +44,7 @@ func runCoverage(t testing.TB, c coverageCase, reps, boot int, seed uint64) cove
 	d := len(truth)
 	res := coverageResult{covered: make([]int, d), total: make([]int, d), width: make([]float64, d), npWidth: make([]float64, d)}
 	for i, se := range dz.nonPrivateSE(c.n) {
-		res.npWidth[i] = 2 * normalQuantile(0.975) * se
+		res.npWidth[i] = 2 * NormalQuantile(0.975) * se
 	}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	src := noise.NewInsecureSeeded(seed)

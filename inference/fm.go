@@ -354,5 +354,5 @@ func covariance(xs [][]float64, d int) [][]float64 {
 	return c
 }
 
-// normalQuantile returns Φ⁻¹(p).
-func normalQuantile(p float64) float64 { return distuv.UnitNormal.Quantile(p) }
+// NormalQuantile returns Φ⁻¹(p), the standard normal quantile.
+func NormalQuantile(p float64) float64 { return distuv.UnitNormal.Quantile(p) }
