@@ -226,7 +226,7 @@ func TestRadiusStatedAndBoundaryWarned(t *testing.T) {
 	sch := writeFile(t, dir, "schema.json", wageSchema)
 	for _, c := range []struct {
 		mech, radius, note string
-		warn              bool
+		warn               bool
 	}{
 		{"objpert", "", "the default √d/2 for d = 3", false},
 		{"objpert", "0.05", "set by --radius", true},
