@@ -123,6 +123,85 @@ func FM(rel *regress.Released, y2 *TargetMoment, opt Options) (*Intervals, error
 	if err := rel.Validate(); err != nil {
 		return nil, fmt.Errorf("inference: %w", err)
 	}
+	var model samplingModel
+	switch rel.Kind {
+	case regress.Linear:
+		if y2 == nil {
+			return nil, errors.New("inference: linear intervals need the released target moment Λ0 (regress.ReleaseTargetMoment)")
+		}
+		if math.IsNaN(y2.Value) || math.IsInf(y2.Value, 0) {
+			return nil, fmt.Errorf("inference: released target moment is %v", y2.Value)
+		}
+		// σ² = Λ0 − βᵀΛ2β at the population minimiser; βᵀΛ2β is estimated
+		// by w0ᵀΛ̃2w0 less its bootstrap noise bias. V = σ²Λ2⁻¹/N.
+		model = func(fitQuad float64) (float64, float64, float64) {
+			s2 := clamp(y2.Value-fitQuad, 0, 1)
+			return s2, s2, 1
+		}
+	case regress.Logistic:
+		// (y − ½)² = ¼ exactly, so σ_r² = ¼ − γᵀSγ with γ = β/4 and
+		// S = 8Λ2, i.e. ¼ − βᵀΛ2β/2; V = 16σ_r²S⁻¹/N = 2σ_r²Λ2⁻¹/N.
+		model = func(fitQuad float64) (float64, float64, float64) {
+			s2 := clamp(0.25-fitQuad/2, 0, 0.25)
+			return s2, 2 * s2, 1
+		}
+	default:
+		return nil, fmt.Errorf("inference: FM intervals are for linear and logistic fits, not %q", rel.Kind)
+	}
+	est := EstimandLinear
+	if rel.Kind == regress.Logistic {
+		est = EstimandLogistic
+	}
+	return bootstrap(rel, model, est, opt)
+}
+
+// IRLS computes confidence intervals for the coefficients of a DP-IRLS fit
+// (Kind Robust) from its last iteration's released objective and the
+// released residual summary rs (regress.ReleaseRobustScale at the released
+// coefficients). See the package documentation for the method.
+func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Intervals, error) {
+	if err := rel.Validate(); err != nil {
+		return nil, fmt.Errorf("inference: %w", err)
+	}
+	if rel.Kind != regress.Robust || !(rel.ResidualFloor > 0) {
+		return nil, fmt.Errorf("inference: IRLS intervals need a robust fit's released objective with its residual floor")
+	}
+	for _, v := range []float64{rs.MeanWeight, rs.Inside, rs.MeanPsi2} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("inference: released residual summary holds %v", v)
+		}
+	}
+	eta := rel.ResidualFloor
+	n := float64(rel.N)
+	// Post-process the noisy means into their ranges: ψ² and the share in
+	// [1/N, 1], the mean weight in [share/η, 1/η] (s ≥ 1{|r|<η}/η).
+	m1 := clamp(rs.Inside, 1/n, 1)
+	m2 := clamp(rs.MeanPsi2, 1/n, 1)
+	m0 := clamp(rs.MeanWeight, m1/eta, 1/eta)
+	// Huber-type fixed point ψ(r) = r/max(η, |r|): sandwich
+	// E[ψ']⁻²E[ψ²]·S⁻¹/N with E[ψ'] = share/η, and S⁻¹ = m0·B⁻¹ since
+	// B = E[s·xxᵀ] = m0·S when residuals are independent of x.
+	kappa := m2 * eta * eta / (m1 * m1)
+	// The previous iterate's noise moves the weights: at the fixed point
+	// the IRLS map contracts by f = 1 − share/(η·m0), so the noise of all
+	// iterations adds up to at most 1/(1 − f²) times the last one's.
+	f := clamp(1-m1/(eta*m0), 0, 0.95)
+	model := func(float64) (float64, float64, float64) {
+		return kappa, kappa * m0, 1 / math.Sqrt(1-f*f)
+	}
+	return bootstrap(rel, model, EstimandRobust, opt)
+}
+
+// EstimandRobust describes what DP-IRLS intervals cover.
+const EstimandRobust = "fixed point of the IRLS weights 1/max(η, |r|) (a Huber-type M-estimator with threshold η; for errors symmetric about 0 and independent of x, the coefficients of the median and mean regression); the sampling part assumes residuals independent of x"
+
+// samplingModel returns, given the bootstrap-corrected estimate of
+// β̂ᵀΛ2β̂, the residual variance to report, the factor c·s² of the sampling
+// covariance c·s²·Λ2⁻¹/N, and the inflation of the noise deviations.
+type samplingModel func(fitQuad float64) (resid, scale, noiseInflation float64)
+
+// bootstrap is the common procedure of FM and IRLS (see the package doc).
+func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt Options) (*Intervals, error) {
 	level, err := opt.level()
 	if err != nil {
 		return nil, err
@@ -130,14 +209,6 @@ func FM(rel *regress.Released, y2 *TargetMoment, opt Options) (*Intervals, error
 	reps, err := opt.replicates()
 	if err != nil {
 		return nil, err
-	}
-	if rel.Kind == regress.Linear {
-		if y2 == nil {
-			return nil, errors.New("inference: linear intervals need the released target moment Λ0 (regress.ReleaseTargetMoment)")
-		}
-		if math.IsNaN(y2.Value) || math.IsInf(y2.Value, 0) {
-			return nil, fmt.Errorf("inference: released target moment is %v", y2.Value)
-		}
 	}
 	seed := opt.Seed
 	if seed == 0 {
@@ -149,11 +220,8 @@ func FM(rel *regress.Released, y2 *TargetMoment, opt Options) (*Intervals, error
 	pp := regress.PostProcess{MinEigen: rel.MinEigen}
 
 	out := &Intervals{Level: level, Replicates: reps,
-		Method:   fmt.Sprintf("parametric bootstrap over the mechanism's noise (%s on Λ1, %s on Λ2, variances from ε, δ, N, d) around the released objective, plus the data's sampling variation (sandwich with released Λ2), %d replicates, basic-bootstrap interval", rel.Noise1, rel.Noise2, reps),
-		Estimand: EstimandLinear, Coefficients: make([]Coefficient, d)}
-	if rel.Kind == regress.Logistic {
-		out.Estimand = EstimandLogistic
-	}
+		Method: fmt.Sprintf("parametric bootstrap over the mechanism's noise (%s on Λ1, %s on Λ2, variances from ε, δ, N, d) around the released objective, plus the data's sampling variation (sandwich with released values), %d replicates, basic-bootstrap interval", rel.Noise1, rel.Noise2, reps),
+		Estimand: estimand, Coefficients: make([]Coefficient, d)}
 	w0, trimmed, err := q.Minimize(pp)
 	if err != nil || trimmed > 0 {
 		// Λ2 itself does not determine every direction: no coefficient
@@ -209,26 +277,13 @@ func FM(rel *regress.Released, y2 *TargetMoment, opt Options) (*Intervals, error
 	if len(noiseDraws) > 0 {
 		quadBias /= float64(len(noiseDraws))
 	}
-
-	// Residual variance and the sampling covariance V = c·s²·Λ2⁻¹/N.
+	resid, scale, inflate := model(quad(w0) - quadBias)
+	out.ResidualVariance = resid
 	n := float64(rel.N)
-	var s2, c float64
-	switch rel.Kind {
-	case regress.Linear:
-		// σ² = Λ0 − βᵀΛ2β at the population minimiser; βᵀΛ2β is
-		// estimated by w0ᵀΛ̃2w0 less its bootstrap noise bias.
-		s2 = clamp(y2.Value-(quad(w0)-quadBias), 0, 1)
-		c = 1
-	case regress.Logistic:
-		// (y − ½)² = ¼ exactly, so σ_r² = ¼ − γᵀSγ with γ = β/4, S = 8Λ2.
-		s2 = clamp(0.25-(quad(w0)-quadBias)/2, 0, 0.25)
-		c = 2
-	}
-	out.ResidualVariance = s2
 	sampSD := make([]float64, d) // per eigen-direction
 	for k, mu := range vals {
 		if mu > 0 {
-			sampSD[k] = math.Sqrt(c * s2 / (n * mu))
+			sampSD[k] = math.Sqrt(scale / (n * mu))
 		}
 	}
 	sampVar := make([]float64, d)
@@ -241,29 +296,31 @@ func FM(rel *regress.Released, y2 *TargetMoment, opt Options) (*Intervals, error
 
 	// Pass 2: total deviations δ = (noise draw + sampling draw) − w0.
 	devs := make([][]float64, len(noiseDraws))
+	ndevs := make([][]float64, len(noiseDraws))
 	xi := make([]float64, d)
 	for b, w := range noiseDraws {
 		for k := range xi {
 			xi[k] = rng.NormFloat64() * sampSD[k]
 		}
-		dv := make([]float64, d)
+		dv, nv := make([]float64, d), make([]float64, d)
 		for i := 0; i < d; i++ {
 			z := 0.0
 			for k := range xi {
 				z += vecs.At(i, k) * xi[k]
 			}
-			dv[i] = w[i] - w0[i] + z
+			nv[i] = (w[i] - w0[i]) * inflate
+			dv[i] = nv[i] + z
 		}
-		devs[b] = dv
+		devs[b], ndevs[b] = dv, nv
 	}
 	out.Covariance = covariance(devs, d)
 	alpha := 1 - level
 	col := make([]float64, len(devs))
-	ncol := make([]float64, len(noiseDraws))
+	ncol := make([]float64, len(devs))
 	for i := 0; i < d; i++ {
 		for b := range devs {
 			col[b] = devs[b][i]
-			ncol[b] = noiseDraws[b][i] - w0[i]
+			ncol[b] = ndevs[b][i]
 		}
 		sort.Float64s(col)
 		sort.Float64s(ncol)
