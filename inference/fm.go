@@ -220,7 +220,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	pp := regress.PostProcess{MinEigen: rel.MinEigen}
 
 	out := &Intervals{Level: level, Replicates: reps,
-		Method: fmt.Sprintf("parametric bootstrap over the mechanism's noise (%s on Λ1, %s on Λ2, variances from ε, δ, N, d) around the released objective, plus the data's sampling variation (sandwich with released values), %d replicates, basic-bootstrap interval", rel.Noise1, rel.Noise2, reps),
+		Method:   fmt.Sprintf("parametric bootstrap over the mechanism's noise (%s on Λ1, %s on Λ2, variances from ε, δ, N, d) around the released objective, plus the data's sampling variation (sandwich with released values), %d replicates, basic-bootstrap interval", rel.Noise1, rel.Noise2, reps),
 		Estimand: estimand, Coefficients: make([]Coefficient, d)}
 	w0, trimmed, err := q.Minimize(pp)
 	if err != nil || trimmed > 0 {
