@@ -17,11 +17,18 @@ import (
 
 // defaultCIShare is the share of --epsilon that a linear FM-family fit
 // spends on the target's second moment Λ0 (the residual variance of the
-// confidence intervals needs it; the fit itself does not release Λ0). Λ0's
+// confidence intervals needs it; the fit itself does not release Λ0), and an
+// irls fit on its residual summary (regress.ReleaseRobustScale). Λ0's
 // Laplace noise has standard deviation √2/(N·ε·share), next to residual
 // variances of 10⁻³–10⁻¹ on the encoded scale, so 5% is plenty from N ≈ 10³;
 // the fit keeps 95% of the budget (its noise grows by about 5%).
 const defaultCIShare = 0.05
+
+// hasIntervals reports whether fits with the mechanism get confidence
+// intervals.
+func hasIntervals(mechanism string) bool {
+	return inference.Forecaster(mechanism) || mechanism == "irls"
+}
 
 // inferencePlan is what `fit` does for the coefficient table: it splits the
 // budget before the fit and computes the intervals after it.
@@ -38,13 +45,13 @@ type inferencePlan struct {
 // so that the composed guarantee is exactly the --epsilon given.
 func planInference(mechanism string, cfg *regress.Config, share float64) (*inferencePlan, error) {
 	p := &inferencePlan{mechanism: mechanism, kind: cfg.Kind}
-	if !inference.Forecaster(mechanism) {
+	if !hasIntervals(mechanism) {
 		return p, nil
 	}
 	if math.IsNaN(share) || share < 0 || share >= 1 {
 		return nil, fmt.Errorf("--ci-share must be in [0, 1), got %v", share)
 	}
-	if cfg.Kind == regress.Linear {
+	if cfg.Kind == regress.Linear || mechanism == "irls" {
 		if share == 0 {
 			return p, nil // no budget for Λ0: no intervals
 		}
@@ -96,12 +103,24 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 	rep := &coefReport{}
 	var iv *inference.Intervals
 	switch {
-	case !p.enabled && inference.Forecaster(p.mechanism):
-		rep.Unavailable = "no confidence intervals: --ci-share 0 released no target moment"
+	case !p.enabled && hasIntervals(p.mechanism):
+		rep.Unavailable = "no confidence intervals: --ci-share 0 spent no budget on the residual summary they need"
 	case !p.enabled:
-		rep.Unavailable = fmt.Sprintf("no confidence intervals for %s (available for fm, relaxed-fm and gaussian-fm fits)", p.mechanism)
+		rep.Unavailable = fmt.Sprintf("no confidence intervals for %s (available for fm, relaxed-fm, gaussian-fm and irls fits)", p.mechanism)
 	case res.Released == nil:
 		rep.Unavailable = "no confidence intervals: the fit released no objective"
+	case p.mechanism == "irls":
+		rs, rel, err := regress.ReleaseRobustScale(data.Rows, data.Stats.K(), res.Coef, res.Released.ResidualFloor, p.momentEps, cfg.Source)
+		if err != nil {
+			return nil, err
+		}
+		if err := composeMoment(&res.Privacy, p, rel, "residual summary at the fitted coefficients"); err != nil {
+			return nil, err
+		}
+		if iv, err = inference.IRLS(res.Released, rs, inference.Options{}); err != nil {
+			return nil, err
+		}
+		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
 	default:
 		var y2 *inference.TargetMoment
 		if p.momentEps > 0 {
@@ -109,7 +128,7 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 			if err != nil {
 				return nil, err
 			}
-			if err := composeMoment(&res.Privacy, p, rel); err != nil {
+			if err := composeMoment(&res.Privacy, p, rel, "target moment Λ0"); err != nil {
 				return nil, err
 			}
 			y2 = &inference.TargetMoment{Value: v}
@@ -160,15 +179,16 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 	return rep, nil
 }
 
-// composeMoment adds the Λ0 release to the fit's privacy report: basic
-// composition of the fit's (ε_fit, δ) and the moment's (ε_moment, 0).
-func composeMoment(p *report.Privacy, plan *inferencePlan, rel report.Release) error {
+// composeMoment adds the extra release of the intervals (Λ0, or irls's
+// residual summary) to the fit's privacy report: basic composition of the
+// fit's (ε_fit, δ) and the release's (ε_moment, 0).
+func composeMoment(p *report.Privacy, plan *inferencePlan, rel report.Release, what string) error {
 	tot, err := accounting.BasicComposition(accounting.EpsDelta{Epsilon: p.Epsilon, Delta: p.Delta}, accounting.EpsDelta{Epsilon: plan.momentEps})
 	if err != nil {
 		return fmt.Errorf("compose the target moment's budget: %w", err)
 	}
-	p.Accountant += fmt.Sprintf("; then basic composition with the Laplace release of the target moment Λ0 for the confidence intervals (ε = %s of the total, --ci-share): the fit itself used ε = %s",
-		report.Up(plan.momentEps), report.Up(p.Epsilon))
+	p.Accountant += fmt.Sprintf("; then basic composition with the Laplace release of the %s for the confidence intervals (ε = %s of the total, --ci-share): the fit itself used ε = %s",
+		what, report.Up(plan.momentEps), report.Up(p.Epsilon))
 	p.Epsilon, p.Delta = tot.Epsilon, tot.Delta
 	p.Releases = append(p.Releases, rel)
 	for i, pp := range p.PostProcessing {
