@@ -2,6 +2,7 @@ package schema_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -174,4 +175,21 @@ func TestUnitSlope(t *testing.T) {
 	if sl, ok := us[1].Slope(); !ok || math.Abs(sl-5/math.Sqrt(3)/2) > 1e-15 {
 		t.Errorf("slope of a = %v, want %v", sl, 5/math.Sqrt(3)/2)
 	}
+}
+
+// ExampleSchema_OriginalUnits maps encoded coefficients to original units.
+func ExampleSchema_OriginalUnits() {
+	s, err := schema.Parse([]byte(`{"target": {"name": "wage", "transform": "log", "range": [4, 9]},
+	 "features": [{"name": "education", "range": [0, 20]}]}`))
+	if err != nil {
+		panic(err)
+	}
+	encoded := []float64{-0.5, 0.57} // intercept, education (B = 2)
+	for _, u := range s.OriginalUnits() {
+		b := u.Apply(encoded)
+		fmt.Printf("%s: %.4f (%s)\n", u.Name, b, u.Meaning(b))
+	}
+	// Output:
+	// (intercept): 4.6085 (log(wage) at zero numeric features and reference categories (wage ≈ 100.3))
+	// education: 0.1008 (+1 education ≈ ×1.106 wage)
 }
