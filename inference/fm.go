@@ -231,19 +231,10 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	}
 
 	// Eigen-decomposition of the released Λ2 for the sampling part.
-	sym := mat.NewSymDense(d, nil)
-	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			sym.SetSym(i, j, q.At(i, j))
-		}
+	vals, vecs, err := eigenLambda2(q, true)
+	if err != nil {
+		return nil, err
 	}
-	var eig mat.EigenSym
-	if !eig.Factorize(sym, true) {
-		return nil, errors.New("inference: eigendecomposition of the released Λ2 did not converge")
-	}
-	vals := eig.Values(nil)
-	var vecs mat.Dense
-	eig.VectorsTo(&vecs)
 
 	// Pass 1: the noise-only bootstrap.
 	noiseDraws := make([][]float64, 0, reps)
@@ -257,15 +248,9 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		return s
 	}
 	star := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(q.Upper))}
-	sd1, sd2 := math.Sqrt(rel.VarLambda1), math.Sqrt(rel.VarLambda2)
 	quadBias := 0.0
 	for b := 0; b < reps; b++ {
-		for i, v := range q.Lambda1 {
-			star.Lambda1[i] = v + draw(rng, rel.Noise1, sd1)
-		}
-		for i, v := range q.Upper {
-			star.Upper[i] = v + draw(rng, rel.Noise2, sd2)
-		}
+		perturb(rng, q, star, rel)
 		w, tr, err := star.Minimize(pp)
 		if err != nil || tr > 0 {
 			out.Failed++
@@ -328,8 +313,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		lo := quantileWithFailures(col, reps, alpha/2)
 		hi := quantileWithFailures(col, reps, 1-alpha/2)
 		med := quantileWithFailures(col, reps, 0.5)
-		s := (quantileWithFailures(col, reps, 0.841344746) - quantileWithFailures(col, reps, 0.158655254)) / 2
-		ns := (quantileWithFailures(ncol, reps, 0.841344746) - quantileWithFailures(ncol, reps, 0.158655254)) / 2
+		s, ns := robustSD(col, reps), robustSD(ncol, reps)
 		if math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsInf(s, 0) {
 			continue // not identified at this level
 		}
@@ -370,6 +354,44 @@ func quantileWithFailures(sorted []float64, total int, p float64) float64 {
 		return b
 	}
 	return a + frac*(b-a)
+}
+
+// robustSD is half the central 68.27% range of the sorted values among
+// total (failures at ±∞): the standard deviation of a normal law.
+func robustSD(sorted []float64, total int) float64 {
+	return (quantileWithFailures(sorted, total, 0.841344746) - quantileWithFailures(sorted, total, 0.158655254)) / 2
+}
+
+// perturb sets star to q plus one draw of the released noise of rel.
+func perturb(rng *rand.Rand, q, star *regress.Quadratic, rel *regress.Released) {
+	sd1, sd2 := math.Sqrt(rel.VarLambda1), math.Sqrt(rel.VarLambda2)
+	for i, v := range q.Lambda1 {
+		star.Lambda1[i] = v + draw(rng, rel.Noise1, sd1)
+	}
+	for i, v := range q.Upper {
+		star.Upper[i] = v + draw(rng, rel.Noise2, sd2)
+	}
+}
+
+// eigenLambda2 returns the eigenvalues (ascending) of q's Λ2 and, if asked,
+// its eigenvectors as columns.
+func eigenLambda2(q *regress.Quadratic, vectors bool) ([]float64, *mat.Dense, error) {
+	d := q.D
+	sym := mat.NewSymDense(d, nil)
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			sym.SetSym(i, j, q.At(i, j))
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(sym, vectors) {
+		return nil, nil, errors.New("inference: eigendecomposition of Λ2 did not converge")
+	}
+	var vecs mat.Dense
+	if vectors {
+		eig.VectorsTo(&vecs)
+	}
+	return eig.Values(nil), &vecs, nil
 }
 
 func draw(rng *rand.Rand, kind string, sd float64) float64 {

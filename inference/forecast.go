@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"sort"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
@@ -198,17 +196,11 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 	d := q0.D
 	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
 	star := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(q0.Upper))}
-	sd1, sd2 := math.Sqrt(rel.VarLambda1), math.Sqrt(rel.VarLambda2)
 	devs := make([][]float64, 0, reps)
 	failed := 0
 	predSS := 0.0
 	for b := 0; b < reps; b++ {
-		for i, v := range q0.Lambda1 {
-			star.Lambda1[i] = v + draw(rng, rel.Noise1, sd1)
-		}
-		for i, v := range q0.Upper {
-			star.Upper[i] = v + draw(rng, rel.Noise2, sd2)
-		}
+		perturb(rng, q0, star, rel)
 		w, _, err := star.Minimize(pp)
 		if err != nil {
 			failed++
@@ -237,7 +229,7 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 			col[b] = devs[b][i]
 		}
 		sort.Float64s(col)
-		f.CoefSD[i] = (quantileWithFailures(col, reps, 0.841344746) - quantileWithFailures(col, reps, 0.158655254)) / 2
+		f.CoefSD[i] = robustSD(col, reps)
 	}
 	cov := covariance(devs, d)
 	for i, u := range s.OriginalUnits() {
@@ -271,19 +263,12 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 // shrinkage returns max_k 1 − μ_k/(μ_k + λ) over the eigenvalues μ_k of the
 // reference Λ2.
 func shrinkage(q *regress.Quadratic, lambda float64) (float64, error) {
-	d := q.D
-	sym := mat.NewSymDense(d, nil)
-	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			sym.SetSym(i, j, q.At(i, j))
-		}
-	}
-	var eig mat.EigenSym
-	if !eig.Factorize(sym, false) {
-		return 0, fmt.Errorf("inference: forecast: eigendecomposition did not converge")
+	vals, _, err := eigenLambda2(q, false)
+	if err != nil {
+		return 0, fmt.Errorf("inference: forecast: %w", err)
 	}
 	worst := 0.0
-	for _, mu := range eig.Values(nil) {
+	for _, mu := range vals {
 		if mu <= 0 {
 			return 1, nil
 		}
