@@ -119,6 +119,7 @@ func binomialTwoSided(n, lo, hi int, p float64) float64 {
 // coverage passes one check with probability 7.5%, one calibrated to 99%
 // with probability 2.1%.
 //
+// With -short only the first two cases run (6 checks, false alarm ≤ 5%).
 // With DPLEARN_COVERAGE_TABLE=1 it runs the full table of docs/inference.md:
 // ε ∈ {0.5, 1, 2}, N ∈ {10⁴, 10⁵}, five FM mechanism/model pairs and irls
 // (robust; rows simulated, so the slowest part), 1000 datasets
@@ -164,6 +165,9 @@ func TestCoverage(t *testing.T) {
 				cases = append(cases, coverageCase{"irls", regress.Robust, eps, n})
 			}
 		}
+	} else if testing.Short() {
+		// -short (CI's race run): the two cheapest cases, still able to fail.
+		cases = cases[:2]
 	} else {
 		cases = append(cases, coverageCase{"irls", regress.Robust, 1, 10000})
 	}
