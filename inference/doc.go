@@ -88,5 +88,7 @@
 // and uniform over their declared ranges, categories equally likely, true
 // coefficients 0) and simulates the noise, so the noise scales, the ridge and
 // the trimming are those of the real fit. It needs only the mechanism, ε, δ,
-// N and the schema, and warns when the noise will swamp the signal.
+// N and the schema, and warns when the noise will swamp the signal. For
+// DP-IRLS the reference fixes the residuals too (uniform on [−2η, 2η]) and
+// uses regress.PlanIRLS's calibration.
 package inference

@@ -142,10 +142,82 @@ func referenceStats(s *schema.Schema, kind regress.Kind, n int64) *refStats {
 // Forecaster reports whether a mechanism has a forecast.
 func Forecaster(mechanism string) bool {
 	switch mechanism {
-	case "fm", "gaussian-fm", "relaxed-fm":
+	case "fm", "gaussian-fm", "relaxed-fm", "irls":
 		return true
 	}
 	return false
+}
+
+// referenceRelease returns the noise-free reference objective and the noise
+// law of the mechanism's release on it (noisy values discarded), plus the
+// inflation of the noise of earlier iterations (1 except for irls).
+func referenceRelease(mechanism string, cfg regress.Config, s *schema.Schema, n int64, seed uint64) (*regress.Quadratic, *regress.Released, float64, error) {
+	if mechanism == "irls" {
+		return irlsReference(cfg, s, n)
+	}
+	est, err := regress.New(mechanism)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	st := referenceStats(s, cfg.Kind, n)
+	c := cfg
+	c.Source = noise.NewInsecureSeeded(seed) // the reference fit's noise is discarded
+	res, err := est.Fit(context.Background(), regress.Data{Stats: st}, c)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+	}
+	if res.Released == nil {
+		return nil, nil, 0, fmt.Errorf("inference: forecast: %s released no objective", mechanism)
+	}
+	q0, err := regress.Objective(cfg.Kind, st)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+	}
+	return q0, res.Released, 1, nil
+}
+
+// irlsReference is DP-IRLS's reference release: the calibration of
+// regress.PlanIRLS (public), and B = E[s·xxᵀ] = m₀·S₀ on the reference
+// design with residuals independent of x and uniform on [−2η, 2η] (half of
+// them inside the floor η, the regime the default η was chosen for; a wider
+// spread gives smaller weights and more noise): m₀ = E[1/max(η, |r|)] =
+// (1 + ln 2)/(2η) and P(|r| < η) = ½. The noise of earlier iterations is
+// inflated as in IRLS, f = 1 − ½/(η·m₀).
+func irlsReference(cfg regress.Config, s *schema.Schema, n int64) (*regress.Quadratic, *regress.Released, float64, error) {
+	st := referenceStats(s, regress.Linear, n)
+	d := st.K() - 1
+	plan, err := regress.PlanIRLS(cfg.Epsilon, cfg.Delta, n, d, cfg.IRLS)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+	}
+	eta := plan.ResidualFloor
+	m0, inside := (1+math.Ln2)/(2*eta), 0.5
+	q0, err := regress.Objective(regress.Linear, st)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+	}
+	for i := range q0.Upper {
+		q0.Upper[i] *= m0
+	}
+	for i := range q0.Lambda1 {
+		q0.Lambda1[i] = 0
+	}
+	lam := cfg.Lambda
+	if lam < 0 {
+		f := cfg.LambdaFactor
+		if f <= 0 {
+			f = regress.DefaultLambdaFactor
+		}
+		lam = f * plan.SigmaB
+	}
+	v1 := plan.ScaleA * plan.ScaleA
+	if plan.FirstMoment == "laplace" {
+		v1 *= 2
+	}
+	rel := &regress.Released{Kind: regress.Robust, N: n, Objective: q0, Ridge: lam, MinEigen: regress.TrimFraction * lam,
+		VarLambda1: 4 * v1, VarLambda2: plan.SigmaB * plan.SigmaB, Noise1: plan.FirstMoment, Noise2: "gaussian", ResidualFloor: eta}
+	f := clamp(1-inside/(eta*m0), 0, 0.95)
+	return q0, rel, 1 / math.Sqrt(1-f*f), nil
 }
 
 // NoiseForecast forecasts the noise on the coefficients of a fit with the
@@ -156,7 +228,7 @@ func Forecaster(mechanism string) bool {
 // the real fit) and simulates the noise with a deterministic generator.
 func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int64, opt Options) (*Forecast, error) {
 	if !Forecaster(mechanism) {
-		return nil, fmt.Errorf("inference: no forecast for mechanism %q (available for fm, gaussian-fm, relaxed-fm)", mechanism)
+		return nil, fmt.Errorf("inference: no forecast for mechanism %q (available for fm, gaussian-fm, relaxed-fm, irls)", mechanism)
 	}
 	if s == nil || n < 1 {
 		return nil, fmt.Errorf("inference: forecast needs a schema and N ≥ 1")
@@ -169,25 +241,15 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 	if seed == 0 {
 		seed = DefaultSeed
 	}
-	est, err := regress.New(mechanism)
+	q0, rel, inflate, err := referenceRelease(mechanism, cfg, s, n, seed)
 	if err != nil {
 		return nil, err
 	}
-	st := referenceStats(s, cfg.Kind, n)
-	c := cfg
-	c.Source = noise.NewInsecureSeeded(seed) // the reference fit's noise is discarded
-	res, err := est.Fit(context.Background(), regress.Data{Stats: st}, c)
-	if err != nil {
-		return nil, fmt.Errorf("inference: forecast: %w", err)
+	kind := cfg.Kind
+	if kind == regress.Robust {
+		kind = regress.Linear
 	}
-	rel := res.Released
-	if rel == nil {
-		return nil, fmt.Errorf("inference: forecast: %s released no objective", mechanism)
-	}
-	q0, err := regress.Objective(cfg.Kind, st)
-	if err != nil {
-		return nil, fmt.Errorf("inference: forecast: %w", err)
-	}
+	st := referenceStats(s, kind, n)
 	pp := regress.NoisyPostProcess(rel.Ridge)
 	w0, _, err := q0.Minimize(pp)
 	if err != nil {
@@ -208,7 +270,7 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 		}
 		dv := make([]float64, d)
 		for i := range dv {
-			dv[i] = w[i] - w0[i]
+			dv[i] = (w[i] - w0[i]) * inflate
 		}
 		devs = append(devs, dv)
 		// E over the reference design of (xᵀδ)² = δᵀ E[xxᵀ] δ.
