@@ -55,8 +55,12 @@ type Forecast struct {
 	// Shrinkage is the largest fraction of a coefficient that the ridge
 	// removes along a reference-design direction: max 1 − μ/(μ + λ).
 	Shrinkage float64 `json:"shrinkage"`
+	// FailedShare is the share of simulated fits in which the noise left
+	// no usable direction of Λ2 (the real fit would fail).
+	FailedShare float64 `json:"failed_share"`
 	// Swamped is true when PredictionRMS exceeds SwampRatio (linear) or
-	// LogOddsSwamp (logistic), or Shrinkage exceeds ShrinkSwamp.
+	// LogOddsSwamp (logistic), Shrinkage exceeds ShrinkSwamp, or more than
+	// 5% of the simulated fits fail.
 	Swamped bool   `json:"swamped"`
 	Warning string `json:"warning,omitempty"`
 	// Reference describes the assumption the forecast rests on.
@@ -314,10 +318,14 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 	if cfg.Kind == regress.Logistic {
 		limit, scale = LogOddsSwamp, "log-odds units"
 	}
-	if f.PredictionRMS > limit || f.Shrinkage > ShrinkSwamp {
+	f.FailedShare = float64(failed) / float64(reps)
+	if f.PredictionRMS > limit || f.Shrinkage > ShrinkSwamp || f.FailedShare > 0.05 {
 		f.Swamped = true
 		f.Warning = fmt.Sprintf("the privacy noise is forecast to swamp the signal: at N = %d, %d coefficients, ε = %g with %s, the noise alone moves predictions by about %.3g %s (warning above %g) and the ridge it needs removes up to %.0f%% of a coefficient (warning above %.0f%%); expect a test R² near or below 0: raise ε, use more rows or fewer features",
 			n, d, cfg.Epsilon, mechanism, f.PredictionRMS, scale, limit, 100*f.Shrinkage, 100*ShrinkSwamp)
+		if f.FailedShare > 0.05 {
+			f.Warning += fmt.Sprintf("; in %.0f%% of simulated fits the noise leaves Λ2 without a usable direction (the fit would fail)", 100*f.FailedShare)
+		}
 	}
 	return f, nil
 }
