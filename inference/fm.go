@@ -46,6 +46,13 @@ func (o Options) level() (float64, error) {
 	return o.Level, nil
 }
 
+func (o Options) seed() uint64 {
+	if o.Seed == 0 {
+		return DefaultSeed
+	}
+	return o.Seed
+}
+
 func (o Options) replicates() (int, error) {
 	if o.Replicates == 0 {
 		return DefaultReplicates, nil
@@ -210,10 +217,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	if err != nil {
 		return nil, err
 	}
-	seed := opt.Seed
-	if seed == 0 {
-		seed = DefaultSeed
-	}
+	seed := opt.seed()
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	q := rel.Objective
 	d := q.D

@@ -241,10 +241,7 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 	if err != nil {
 		return nil, err
 	}
-	seed := opt.Seed
-	if seed == 0 {
-		seed = DefaultSeed
-	}
+	seed := opt.seed()
 	q0, rel, inflate, err := referenceRelease(mechanism, cfg, s, n, seed)
 	if err != nil {
 		return nil, err
