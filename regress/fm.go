@@ -135,7 +135,11 @@ func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return finish(q, cfg, noiseStd2, p)
+	res, err := finish(q, cfg, noiseStd2, p)
+	if err == nil {
+		res.Released = releasedFrom(q, cfg.Kind, data.Stats.N(), cfg.lambda(noiseStd2), res.Privacy.Releases)
+	}
+	return res, err
 }
 
 // finish minimises the noisy objective and fills the common report fields.

@@ -136,6 +136,9 @@ type IRLSPlan struct {
 	EpsilonExact float64
 	// Mu is that μ (Gaussian A only).
 	Mu float64
+	// last, when set, receives the last iteration's released objective
+	// (for inference from released values; released.go).
+	last *Quadratic
 }
 
 // RhoForEpsilon returns the largest ρ with ρ + 2√(ρ ln(1/δ)) ≤ ε.
@@ -414,6 +417,7 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 		return nil, err
 	}
 	lam := cfg.lambda(plan.SigmaB)
+	plan.last = &Quadratic{}
 	w, trimmed, err := plan.run(ctx, rows, k, cfg.Source, lam)
 	if err != nil {
 		return nil, err
@@ -441,7 +445,7 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 		Notes: plan.secondaryFigures(),
 	}
 	p.Randomness, p.Insecure = randomness(cfg.Source)
-	return &Result{Coef: w, Privacy: p, Trimmed: trimmed}, nil
+	return &Result{Coef: w, Privacy: p, Trimmed: trimmed, Released: plan.released(data.Stats.N(), lam)}, nil
 }
 
 // accountantText describes the headline accountant.
@@ -491,6 +495,9 @@ func (plan IRLSPlan) run(ctx context.Context, rows []float64, k int, src noise.S
 			return nil, 0, fmt.Errorf("irls: iteration %d: %w", j+1, err)
 		}
 		w, trimmed = next, tr
+		if plan.last != nil {
+			plan.last.setIRLS(a, upper)
+		}
 	}
 	return w, trimmed, nil
 }

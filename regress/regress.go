@@ -144,6 +144,9 @@ type Result struct {
 	Trimmed int
 	// Warnings carries non-fatal facts the user should see.
 	Warnings []string
+	// Released is the noisy objective an FM-family fit released, for
+	// inference from released values (nil for other mechanisms).
+	Released *Released `json:"-"`
 }
 
 // Estimator fits a model.

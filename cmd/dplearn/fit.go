@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -25,6 +24,7 @@ type fitOptions struct {
 	noisygd                                     regress.NoisyGDOptions
 	irls                                        regress.IRLSOptions
 	laplaceFirstMoment                          bool
+	ciShare                                     float64
 	seed                                        uint64
 	seeded                                      bool
 	skipBadRows                                 bool
@@ -90,7 +90,8 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none).`,
 	f.Float64Var(&o.split, "split", 0.5, "gaussian-fm: share of the budget given to Λ1 (the rest to Λ2)")
 	f.StringVar(&o.out, "out", "", "where to write MODEL.json")
 	f.Float64Var(&o.objpert.Lambda, "objpert-lambda", 0, "objpert: regularisation strength Λ (0: the documented default)")
-	f.Float64Var(&o.objpert.Radius, "radius", 0, "objpert (linear) and noisygd: public bound R on ‖ω‖ (0: default)")
+	f.Float64Var(&o.objpert.Radius, "radius", 0, "objpert (linear) and noisygd: public bound R on the encoded ‖ω‖ (0: default √d/2 for linear, 2√d for noisygd logistic, d = number of encoded coefficients)")
+	f.Float64Var(&o.ciShare, "ci-share", defaultCIShare, "linear fm/relaxed-fm/gaussian-fm and irls: share of --epsilon spent on the target's second moment (irls: a residual summary) for confidence intervals (0: no intervals)")
 	f.Float64Var(&o.objpert.Tolerance, "objpert-tolerance", 0, "objpert: public bound γ on the optimiser's gradient norm, covered by the output noise (0: default 1e-9)")
 	f.Float64Var(&o.objpert.OutputShare, "objpert-output-share", 0, "objpert: share of the budget given to the output noise, in (0, 1) (0: default)")
 	f.IntVar(&o.noisygd.Iterations, "iterations", 0, "noisygd: number of steps T (0: default 100)")
@@ -198,9 +199,32 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if o.laplaceFirstMoment {
 		cfg.IRLS.FirstMoment = "laplace"
 	}
+	radius, radiusDefault, hasRadius := setupRadius(o.mechanism, &cfg, s.Dim())
+	plan, err := planInference(o.mechanism, &cfg, o.ciShare)
+	if err != nil {
+		return err
+	}
+	forecastOut := cmd.OutOrStdout()
+	if format == formatJSON {
+		forecastOut = cmd.ErrOrStderr()
+	}
+	forecast, err := printForecast(forecastOut, o.mechanism, cfg, s, sum.Rows)
+	if err != nil {
+		return err
+	}
 	res, err := est.Fit(ctx, data, cfg)
 	if err != nil {
 		return err
+	}
+	coefs, err := plan.finish(data, cfg, res, s)
+	if err != nil {
+		return err
+	}
+	if hasRadius {
+		res.Privacy.Notes = append(res.Privacy.Notes, radiusNote(o.mechanism, kind, s.Dim(), radius, radiusDefault))
+		if warn := radiusWarning(res.Coef, radius); warn != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", warn)
+		}
 	}
 	if est.Private() && o.skipBadRows {
 		// The note depends only on the flag, never on whether or how many
@@ -214,6 +238,9 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	}
 	model, err := regress.NewModel(kind, s, res, regress.Training{Rows: sum.Rows})
 	if err != nil {
+		return err
+	}
+	if model.Inference, err = coefs.raw(); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -234,6 +261,8 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			"coefficients": model.Coefficients,
 			"privacy":      model.Privacy,
 			"warnings":     model.Training.Warnings,
+			"inference":    coefs,
+			"forecast":     forecast,
 		})
 	}
 	return printFitText(w, model, o.out, sum.Skipped)
@@ -247,12 +276,9 @@ func printFitText(w io.Writer, m *regress.Model, path string, skipped int64) err
 		fmt.Fprintf(w, " (%d bad rows skipped; this count is shown on this console only)", skipped)
 	}
 	fmt.Fprintf(w, "; model written to %s\n\n", path)
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "feature (encoded)\tcoefficient")
-	for i, name := range m.Features {
-		fmt.Fprintf(tw, "%s\t%+.5f\n", name, m.Coefficients[i])
+	if err := writeModelCoefTable(w, m); err != nil {
+		return err
 	}
-	tw.Flush()
 	fmt.Fprintln(w)
 	if err := m.Privacy.WriteText(w); err != nil {
 		return err

@@ -87,8 +87,10 @@ func TestFitPredictEvaluate(t *testing.T) {
 	// Gaussian FM's Δ1 = 4/N and Δ2 = √2/N plus the floating-point term
 	// (regress/rounding.go): never below, at most a relative 1e-8 above.
 	near := func(got, want float64) bool { return got >= want && got <= want*(1+1e-8) }
-	if len(fit.Privacy.Releases) != 2 || !near(fit.Privacy.Releases[0].Sensitivity, 4.0/4000) ||
-		!near(fit.Privacy.Releases[1].Sensitivity, math.Sqrt2/4000) {
+	// The third release is the target moment Λ0 for the confidence
+	// intervals (--ci-share, sensitivity 1/N; coeftable.go).
+	if len(fit.Privacy.Releases) != 3 || !near(fit.Privacy.Releases[0].Sensitivity, 4.0/4000) ||
+		!near(fit.Privacy.Releases[1].Sensitivity, math.Sqrt2/4000) || !near(fit.Privacy.Releases[2].Sensitivity, 1.0/4000) {
 		t.Fatalf("releases: %+v", fit.Privacy.Releases)
 	}
 

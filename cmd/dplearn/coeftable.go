@@ -1,0 +1,347 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/inference"
+	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/report"
+	"github.com/dplearn/dplearn/schema"
+)
+
+// defaultCIShare is the share of --epsilon that a linear FM-family fit
+// spends on the target's second moment Λ0 (the residual variance of the
+// confidence intervals needs it; the fit itself does not release Λ0), and an
+// irls fit on its residual summary (regress.ReleaseRobustScale). Λ0's
+// Laplace noise has standard deviation √2/(N·ε·share), next to residual
+// variances of 10⁻³–10⁻¹ on the encoded scale, so 5% is plenty from N ≈ 10³;
+// the fit keeps 95% of the budget (its noise grows by about 5%).
+const defaultCIShare = 0.05
+
+// hasIntervals reports whether fits with the mechanism get confidence
+// intervals.
+func hasIntervals(mechanism string) bool {
+	return inference.Forecaster(mechanism) || mechanism == "irls"
+}
+
+// inferencePlan is what `fit` does for the coefficient table: it splits the
+// budget before the fit and computes the intervals after it.
+type inferencePlan struct {
+	mechanism string
+	kind      regress.Kind
+	// momentEps is the ε spent on Λ0 (0 when no moment is released).
+	fitEps, momentEps float64
+	enabled           bool
+}
+
+// planInference decides whether the fit gets confidence intervals and, for
+// linear FM-family fits, takes the target moment's share out of cfg.Epsilon
+// so that the composed guarantee is exactly the --epsilon given.
+func planInference(mechanism string, cfg *regress.Config, share float64) (*inferencePlan, error) {
+	p := &inferencePlan{mechanism: mechanism, kind: cfg.Kind}
+	if !hasIntervals(mechanism) {
+		return p, nil
+	}
+	if math.IsNaN(share) || share < 0 || share >= 1 {
+		return nil, fmt.Errorf("--ci-share must be in [0, 1), got %v", share)
+	}
+	if cfg.Kind == regress.Linear || mechanism == "irls" {
+		if share == 0 {
+			return p, nil // no budget for Λ0: no intervals
+		}
+		p.fitEps = cfg.Epsilon * (1 - share)
+		// ε − ε_fit is exact (Sterbenz), so ε_fit + ε_moment == ε.
+		p.momentEps = cfg.Epsilon - p.fitEps
+		cfg.Epsilon = p.fitEps
+	}
+	p.enabled = true
+	return p, nil
+}
+
+// coefRow is one line of the coefficient table, as stored in the model
+// file: every number is a function of released values and public
+// parameters (the schema), so it is public.
+type coefRow struct {
+	Name    string  `json:"name"`
+	Encoded float64 `json:"encoded"`
+	// Original is the fitted coefficient in original units; Meaning says
+	// what it means in words.
+	Original float64 `json:"original"`
+	Meaning  string  `json:"meaning"`
+	// The inference, when available: encoded-space and original-units
+	// standard error and confidence interval.
+	Identified    bool    `json:"identified,omitempty"`
+	SE            float64 `json:"se,omitempty"`
+	Lower         float64 `json:"lower,omitempty"`
+	Upper         float64 `json:"upper,omitempty"`
+	OriginalSE    float64 `json:"original_se,omitempty"`
+	OriginalLower float64 `json:"original_lower,omitempty"`
+	OriginalUpper float64 `json:"original_upper,omitempty"`
+}
+
+// coefReport is the "inference" section of a model file.
+type coefReport struct {
+	Level    float64   `json:"level,omitempty"`
+	Method   string    `json:"method,omitempty"`
+	Estimand string    `json:"estimand,omitempty"`
+	Rows     []coefRow `json:"coefficients"`
+	// TargetMoment is the released Λ0 (linear FM-family fits).
+	TargetMoment *float64 `json:"target_moment,omitempty"`
+	// Unavailable says why there are no intervals.
+	Unavailable string `json:"unavailable,omitempty"`
+}
+
+// finish releases Λ0 if planned (composing its ε into the report), computes
+// the intervals and builds the table.
+func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regress.Result, s *schema.Schema) (*coefReport, error) {
+	rep := &coefReport{}
+	var iv *inference.Intervals
+	switch {
+	case !p.enabled && hasIntervals(p.mechanism):
+		rep.Unavailable = "no confidence intervals: --ci-share 0 spent no budget on the residual summary they need"
+	case !p.enabled:
+		rep.Unavailable = fmt.Sprintf("no confidence intervals for %s (available for fm, relaxed-fm, gaussian-fm and irls fits)", p.mechanism)
+	case res.Released == nil:
+		rep.Unavailable = "no confidence intervals: the fit released no objective"
+	case p.mechanism == "irls":
+		rs, rel, err := regress.ReleaseRobustScale(data.Rows, data.Stats.K(), res.Coef, res.Released.ResidualFloor, p.momentEps, cfg.Source)
+		if err != nil {
+			return nil, err
+		}
+		if err := composeMoment(&res.Privacy, p, rel, "residual summary at the fitted coefficients"); err != nil {
+			return nil, err
+		}
+		if iv, err = inference.IRLS(res.Released, rs, inference.Options{}); err != nil {
+			return nil, err
+		}
+		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
+	default:
+		var y2 *inference.TargetMoment
+		if p.momentEps > 0 {
+			v, rel, err := regress.ReleaseTargetMoment(data.Stats, p.momentEps, cfg.Source)
+			if err != nil {
+				return nil, err
+			}
+			if err := composeMoment(&res.Privacy, p, rel, "target moment Λ0"); err != nil {
+				return nil, err
+			}
+			y2 = &inference.TargetMoment{Value: v}
+			rep.TargetMoment = &v
+		}
+		var err error
+		if iv, err = inference.FM(res.Released, y2, inference.Options{}); err != nil {
+			return nil, err
+		}
+		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
+	}
+	units := s.OriginalUnits()
+	z := 0.0
+	if iv != nil {
+		z = inference.NormalQuantile(0.5 + iv.Level/2)
+	}
+	for i, u := range units {
+		r := coefRow{Name: u.Name, Encoded: res.Coef[i], Original: u.Apply(res.Coef)}
+		r.Meaning = u.Meaning(r.Original)
+		if iv != nil && iv.Coefficients[i].Identified {
+			c := iv.Coefficients[i]
+			r.Identified, r.SE, r.Lower, r.Upper = true, c.SE, c.Lower, c.Upper
+			if sl, ok := u.Slope(); ok {
+				r.OriginalSE = math.Abs(sl) * c.SE
+				a, b := sl*c.Lower, sl*c.Upper
+				r.OriginalLower, r.OriginalUpper = math.Min(a, b), math.Max(a, b)
+			} else {
+				// The intercept is a linear combination: normal interval
+				// with the bootstrap covariance, centred at the
+				// combination of the bias-corrected estimates.
+				est := make([]float64, len(iv.Coefficients))
+				for j, cj := range iv.Coefficients {
+					est[j] = cj.Estimate
+				}
+				v := 0.0
+				for a := range u.Weights {
+					for b := range u.Weights {
+						v += u.Weights[a] * iv.Covariance[a][b] * u.Weights[b]
+					}
+				}
+				r.OriginalSE = math.Sqrt(v)
+				m := u.Apply(est)
+				r.OriginalLower, r.OriginalUpper = m-z*r.OriginalSE, m+z*r.OriginalSE
+			}
+		}
+		rep.Rows = append(rep.Rows, r)
+	}
+	return rep, nil
+}
+
+// composeMoment adds the extra release of the intervals (Λ0, or irls's
+// residual summary) to the fit's privacy report: basic composition of the
+// fit's (ε_fit, δ) and the release's (ε_moment, 0).
+func composeMoment(p *report.Privacy, plan *inferencePlan, rel report.Release, what string) error {
+	tot, err := accounting.BasicComposition(accounting.EpsDelta{Epsilon: p.Epsilon, Delta: p.Delta}, accounting.EpsDelta{Epsilon: plan.momentEps})
+	if err != nil {
+		return fmt.Errorf("compose the target moment's budget: %w", err)
+	}
+	p.Accountant += fmt.Sprintf("; then basic composition with the Laplace release of the %s for the confidence intervals (ε = %s of the total, --ci-share): the fit itself used ε = %s",
+		what, report.Up(plan.momentEps), report.Up(p.Epsilon))
+	p.Epsilon, p.Delta = tot.Epsilon, tot.Delta
+	p.Releases = append(p.Releases, rel)
+	for i, pp := range p.PostProcessing {
+		if strings.HasPrefix(pp, "Λ0 (the constant term) not released") {
+			p.PostProcessing[i] = "Λ0 (the constant term) not released with the fit (it does not change the minimiser); a separate noisy Λ0 is released for the confidence intervals only"
+		}
+	}
+	return nil
+}
+
+// raw encodes the report for the model file.
+func (r *coefReport) raw() (json.RawMessage, error) {
+	if r == nil {
+		return nil, nil
+	}
+	return json.Marshal(r)
+}
+
+// writeModelCoefTable prints a model's coefficient table: the stored one,
+// or, for a model without it (older files, other commands), the
+// coefficients in original units without inference.
+func writeModelCoefTable(w io.Writer, m *regress.Model) error {
+	r := &coefReport{}
+	if len(m.Inference) > 0 {
+		if err := json.Unmarshal(m.Inference, r); err != nil {
+			return fmt.Errorf("model: inference section: %w", err)
+		}
+		if len(r.Rows) != len(m.Coefficients) {
+			return fmt.Errorf("model: inference section has %d coefficients, the model %d", len(r.Rows), len(m.Coefficients))
+		}
+		return writeCoefTable(w, r)
+	}
+	for i, u := range m.Schema.OriginalUnits() {
+		b := u.Apply(m.Coefficients)
+		r.Rows = append(r.Rows, coefRow{Name: u.Name, Encoded: m.Coefficients[i], Original: b, Meaning: u.Meaning(b)})
+	}
+	r.Unavailable = "no confidence intervals for this fit"
+	return writeCoefTable(w, r)
+}
+
+// writeCoefTable prints the coefficient table for the local console.
+func writeCoefTable(w io.Writer, r *coefReport) error {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	ci := "95% CI"
+	if r.Level > 0 {
+		ci = fmt.Sprintf("%g%% CI", 100*r.Level)
+	}
+	fmt.Fprintf(tw, "coefficient\toriginal units\tSE\t%s (original units)\tencoded\tSE (encoded)\tmeaning\n", ci)
+	for _, c := range r.Rows {
+		se, ciText, seEnc := "n/a", "n/a", "n/a"
+		if c.Identified {
+			se, ciText, seEnc = fmt.Sprintf("%.4g", c.OriginalSE), fmt.Sprintf("[%.4g, %.4g]", c.OriginalLower, c.OriginalUpper), fmt.Sprintf("%.4g", c.SE)
+		} else if r.Level > 0 {
+			se, ciText, seEnc = "unidentified", "unidentified", "unidentified"
+		}
+		fmt.Fprintf(tw, "%s\t%+.5g\t%s\t%s\t%+.5f\t%s\t%s\n", c.Name, c.Original, se, ciText, c.Encoded, seEnc, c.Meaning)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	switch {
+	case r.Unavailable != "":
+		fmt.Fprintf(w, "(%s)\n", r.Unavailable)
+	default:
+		fmt.Fprintf(w, "Intervals: %s.\nEstimand: %s.\n", r.Method, r.Estimand)
+	}
+	return nil
+}
+
+// printForecast prints the forecast of the noise before fitting. It uses
+// only public quantities (mechanism, ε, δ, N, schema).
+func printForecast(w io.Writer, mechanism string, cfg regress.Config, s *schema.Schema, n int64) (*inference.Forecast, error) {
+	if !inference.Forecaster(mechanism) {
+		return nil, nil
+	}
+	f, err := inference.NoiseForecast(mechanism, cfg, s, n, inference.Options{Replicates: 500})
+	if err != nil {
+		fmt.Fprintf(w, "forecast: %v\n", err)
+		return nil, nil
+	}
+	fmt.Fprintf(w, "Forecast before fitting (public quantities only: N = %d, %d coefficients, ε = %s for the fit, the schema's ranges): noise standard deviation of the encoded coefficients %s (median), of the encoded prediction %.3g; the ridge removes up to %.0f%% of a coefficient.\n",
+		n, len(f.CoefSD), report.Up(cfg.Epsilon), fmtMedian(f.CoefSD), f.PredictionRMS, 100*f.Shrinkage)
+	if f.Warning != "" {
+		fmt.Fprintf(w, "warning: %s\n", f.Warning)
+	}
+	return f, nil
+}
+
+func fmtMedian(xs []float64) string {
+	c := append([]float64(nil), xs...)
+	for i := 1; i < len(c); i++ {
+		for j := i; j > 0 && c[j] < c[j-1]; j-- {
+			c[j], c[j-1] = c[j-1], c[j]
+		}
+	}
+	return fmt.Sprintf("%.3g", c[len(c)/2])
+}
+
+// setupRadius gives noisygd the --radius flag (it was only wired to objpert)
+// and states the radius R in the report: the value, and whether it is the
+// default. R is a public parameter of the mechanism.
+func setupRadius(mechanism string, cfg *regress.Config, d int) (radius float64, isDefault, used bool) {
+	given := cfg.ObjPert.Radius
+	var def float64
+	switch {
+	case mechanism == "noisygd":
+		if cfg.NoisyGD.Radius == 0 {
+			cfg.NoisyGD.Radius = given
+		}
+		given = cfg.NoisyGD.Radius
+		def = regress.DefaultNoisyGDRadius(cfg.Kind, d)
+	case mechanism == "objpert" && cfg.Kind == regress.Linear:
+		def = regress.DefaultObjPertRadius(d)
+	default:
+		return 0, false, false
+	}
+	if given == 0 {
+		return def, true, true
+	}
+	return given, false, true
+}
+
+// radiusNote is the report's statement of the radius (public).
+func radiusNote(mechanism string, kind regress.Kind, d int, radius float64, isDefault bool) string {
+	rule, def := "√d/2", regress.DefaultObjPertRadius(d)
+	if mechanism == "noisygd" {
+		def = regress.DefaultNoisyGDRadius(kind, d)
+		if kind == regress.Logistic {
+			rule = "2√d"
+		}
+	}
+	if isDefault {
+		return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients: the default %s for d = %d (--radius changes it; a larger R costs more noise)", radius, rule, d)
+	}
+	return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients, set by --radius (the default would be %s = %.4g for d = %d)", radius, rule, def, d)
+}
+
+// radiusBoundaryFraction: a released coefficient vector with
+// ‖ω‖ ≥ this × R is reported as sitting on the ball's boundary.
+const radiusBoundaryFraction = 0.98
+
+// radiusWarning returns the console-only warning that the fitted coefficients
+// sit on the boundary of the ball (the radius probably constrains the fit).
+// It depends on the fitted values, so it goes to the local console only and
+// never into the model file (PRIVACY-NOTES item 23).
+func radiusWarning(coef []float64, radius float64) string {
+	n := 0.0
+	for _, c := range coef {
+		n += c * c
+	}
+	n = math.Sqrt(n)
+	if n < radiusBoundaryFraction*radius {
+		return ""
+	}
+	return fmt.Sprintf("the fitted coefficients have ‖ω‖ = %.4g, on the boundary of the public ball R = %.4g: the radius probably cuts the fit short; refit with a larger --radius (this note is shown on this console only)", n, radius)
+}

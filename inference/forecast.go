@@ -1,0 +1,345 @@
+package inference
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/schema"
+)
+
+// SwampRatio is the forecast's warning threshold for linear models: the
+// warning is given when the forecast root-mean-square noise of the encoded
+// prediction xᵀω exceeds this fraction of the target's declared half-range
+// (the encoded target lies in [−1, 1]). A real target usually fills only part
+// of a generously declared range: encoded standard deviations of 0.1–0.3 are
+// typical, and a regression explaining 30% of the variance of a target with
+// standard deviation 0.2 has a signal of standard deviation 0.11, so noise
+// of 0.05 is already comparable to the signal. Examples (docs/inference.md):
+// the PSID wage regression (N = 3,332, 18 coefficients, ε = 1, gaussian-fm;
+// negative test R² reported in issue 15) forecasts 0.083; CPS1988 (N =
+// 28,155, 8 coefficients, ε = 1) forecasts 0.005. For logistic models the
+// threshold is LogOddsSwamp on the log-odds scale.
+const SwampRatio = 0.05
+
+// LogOddsSwamp is the forecast threshold of logistic models: noise of 0.5
+// in the log-odds moves a predicted probability of ½ to 0.38 or 0.62.
+const LogOddsSwamp = 0.5
+
+// ShrinkSwamp is the threshold on the ridge's shrinkage: the ridge λ that
+// the noise requires multiplies the coefficients along a reference-design
+// direction with eigenvalue μ by μ/(μ + λ); a loss of more than half of the
+// signal in some direction is warned about.
+const ShrinkSwamp = 0.5
+
+// Forecast is the expected effect of the privacy noise on a fit's
+// coefficients, computed before fitting from public quantities only: the
+// mechanism and its public parameters (ε, δ, λ, split), N, and the schema
+// (number of coefficients, ranges, categories). It never reads the data.
+type Forecast struct {
+	Mechanism string `json:"mechanism"`
+	// CoefSD is the forecast noise standard deviation of each encoded
+	// coefficient (robust: half the central 68.27% range) and
+	// CoefSDOriginal the same in original units (a scale for slopes; the
+	// intercept's via the reference covariance).
+	CoefSD         []float64 `json:"coef_sd"`
+	CoefSDOriginal []float64 `json:"coef_sd_original"`
+	// PredictionRMS is the forecast root-mean-square noise of the encoded
+	// prediction xᵀω over the reference design (encoded target scale,
+	// where the declared range is [−1, 1]; log-odds for logistic models).
+	PredictionRMS float64 `json:"prediction_rms"`
+	// Shrinkage is the largest fraction of a coefficient that the ridge
+	// removes along a reference-design direction: max 1 − μ/(μ + λ).
+	Shrinkage float64 `json:"shrinkage"`
+	// FailedShare is the share of simulated fits in which the noise left
+	// no usable direction of Λ2 (the real fit would fail).
+	FailedShare float64 `json:"failed_share"`
+	// Swamped is true when PredictionRMS exceeds SwampRatio (linear) or
+	// LogOddsSwamp (logistic), Shrinkage exceeds ShrinkSwamp, or more than
+	// 5% of the simulated fits fail.
+	Swamped bool   `json:"swamped"`
+	Warning string `json:"warning,omitempty"`
+	// Reference describes the assumption the forecast rests on.
+	Reference string `json:"reference"`
+}
+
+// ReferenceDesign describes the public stand-in for the data.
+const ReferenceDesign = "reference design: features independent, numeric ones uniform over their declared ranges, categories equally likely; true coefficients 0 (noise around a fit with signal is larger by the ‖ω‖ term of Λ2's noise)"
+
+// refStats are the expected sufficient statistics of N rows of the
+// reference design (all public: functions of the schema and N).
+type refStats struct {
+	k   int
+	n   int64
+	sum []float64
+	m   []float64
+}
+
+func (s *refStats) K() int              { return s.k }
+func (s *refStats) N() int64            { return s.n }
+func (s *refStats) Sum(i int) float64   { return s.sum[i] }
+func (s *refStats) At(i, j int) float64 { return s.m[i*s.k+j] }
+
+// referenceStats builds the reference design's expected statistics. The
+// target has mean 0 and second moment 1/3 (uniform on [−1, 1]) for linear
+// models, and mean ½ for logistic ones, independent of the features
+// (coefficients 0 but the intercept of a logistic model).
+func referenceStats(s *schema.Schema, kind regress.Kind, n int64) *refStats {
+	d := s.Dim()
+	k := d + 1
+	sc := 1 / math.Sqrt(float64(s.Bound()))
+	mean := make([]float64, k)
+	sq := make([]float64, k)
+	group := make([]int, k) // columns of one categorical feature share a group
+	col := 0
+	g := 1
+	if s.HasIntercept() {
+		mean[0], sq[0] = sc, sc*sc
+		group[0] = g
+		g++
+		col = 1
+	}
+	for _, f := range s.Features {
+		if f.Categorical() {
+			c := float64(len(f.Categories))
+			for range f.Categories[1:] {
+				mean[col], sq[col] = sc/c, sc*sc/c
+				group[col] = g
+				col++
+			}
+			g++
+			continue
+		}
+		mean[col], sq[col] = 0, sc*sc/3
+		group[col] = g
+		g++
+		col++
+	}
+	if kind == regress.Logistic {
+		mean[d], sq[d] = 0.5, 0.5
+	} else {
+		mean[d], sq[d] = 0, 1.0/3
+	}
+	group[d] = g
+	st := &refStats{k: k, n: n, sum: make([]float64, k), m: make([]float64, k*k)}
+	N := float64(n)
+	for i := 0; i < k; i++ {
+		st.sum[i] = N * mean[i]
+		for j := 0; j < k; j++ {
+			switch {
+			case i == j:
+				st.m[i*k+j] = N * sq[i]
+			case group[i] == group[j]:
+				st.m[i*k+j] = 0 // indicators of one feature are exclusive
+			default:
+				st.m[i*k+j] = N * mean[i] * mean[j]
+			}
+		}
+	}
+	return st
+}
+
+// Forecaster reports whether a mechanism has a forecast.
+func Forecaster(mechanism string) bool {
+	switch mechanism {
+	case "fm", "gaussian-fm", "relaxed-fm", "irls":
+		return true
+	}
+	return false
+}
+
+// referenceRelease returns the noise-free reference objective and the noise
+// law of the mechanism's release on it (noisy values discarded), plus the
+// inflation of the noise of earlier iterations (1 except for irls).
+func referenceRelease(mechanism string, cfg regress.Config, s *schema.Schema, n int64, seed uint64) (*regress.Quadratic, *regress.Released, float64, error) {
+	if mechanism == "irls" {
+		return irlsReference(cfg, s, n)
+	}
+	est, err := regress.New(mechanism)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	st := referenceStats(s, cfg.Kind, n)
+	c := cfg
+	c.Source = noise.NewInsecureSeeded(seed) // the reference fit's noise is discarded
+	res, err := est.Fit(context.Background(), regress.Data{Stats: st}, c)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+	}
+	if res.Released == nil {
+		return nil, nil, 0, fmt.Errorf("inference: forecast: %s released no objective", mechanism)
+	}
+	q0, err := regress.Objective(cfg.Kind, st)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+	}
+	return q0, res.Released, 1, nil
+}
+
+// irlsReference is DP-IRLS's reference release: the calibration of
+// regress.PlanIRLS (public), and B = E[s·xxᵀ] = m₀·S₀ on the reference
+// design with residuals independent of x and uniform on [−2η, 2η] (half of
+// them inside the floor η, the regime the default η was chosen for; a wider
+// spread gives smaller weights and more noise): m₀ = E[1/max(η, |r|)] =
+// (1 + ln 2)/(2η) and P(|r| < η) = ½. The noise of earlier iterations is
+// inflated as in IRLS, f = 1 − ½/(η·m₀).
+func irlsReference(cfg regress.Config, s *schema.Schema, n int64) (*regress.Quadratic, *regress.Released, float64, error) {
+	st := referenceStats(s, regress.Linear, n)
+	d := st.K() - 1
+	plan, err := regress.PlanIRLS(cfg.Epsilon, cfg.Delta, n, d, cfg.IRLS)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+	}
+	eta := plan.ResidualFloor
+	m0, inside := (1+math.Ln2)/(2*eta), 0.5
+	q0, err := regress.Objective(regress.Linear, st)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+	}
+	for i := range q0.Upper {
+		q0.Upper[i] *= m0
+	}
+	for i := range q0.Lambda1 {
+		q0.Lambda1[i] = 0
+	}
+	lam := cfg.Lambda
+	if lam < 0 {
+		f := cfg.LambdaFactor
+		if f <= 0 {
+			f = regress.DefaultLambdaFactor
+		}
+		lam = f * plan.SigmaB
+	}
+	v1 := plan.ScaleA * plan.ScaleA
+	if plan.FirstMoment == "laplace" {
+		v1 *= 2
+	}
+	rel := &regress.Released{Kind: regress.Robust, N: n, Objective: q0, Ridge: lam, MinEigen: regress.TrimFraction * lam,
+		VarLambda1: 4 * v1, VarLambda2: plan.SigmaB * plan.SigmaB, Noise1: plan.FirstMoment, Noise2: "gaussian", ResidualFloor: eta}
+	f := clamp(1-inside/(eta*m0), 0, 0.95)
+	return q0, rel, 1 / math.Sqrt(1-f*f), nil
+}
+
+// NoiseForecast forecasts the noise on the coefficients of a fit with the
+// given mechanism and public configuration (cfg.Source is ignored) on N rows
+// with schema s, from public quantities only. It runs the mechanism's own
+// calibration and post-processing on the reference design's expected
+// statistics (so the noise scales, ridge and trimming are exactly those of
+// the real fit) and simulates the noise with a deterministic generator.
+func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int64, opt Options) (*Forecast, error) {
+	if !Forecaster(mechanism) {
+		return nil, fmt.Errorf("inference: no forecast for mechanism %q (available for fm, gaussian-fm, relaxed-fm, irls)", mechanism)
+	}
+	if s == nil || n < 1 {
+		return nil, fmt.Errorf("inference: forecast needs a schema and N ≥ 1")
+	}
+	reps, err := opt.replicates()
+	if err != nil {
+		return nil, err
+	}
+	seed := opt.seed()
+	q0, rel, inflate, err := referenceRelease(mechanism, cfg, s, n, seed)
+	if err != nil {
+		return nil, err
+	}
+	kind := cfg.Kind
+	if kind == regress.Robust {
+		kind = regress.Linear
+	}
+	st := referenceStats(s, kind, n)
+	pp := regress.NoisyPostProcess(rel.Ridge)
+	w0, _, err := q0.Minimize(pp)
+	if err != nil {
+		return nil, fmt.Errorf("inference: forecast: %w", err)
+	}
+	d := q0.D
+	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+	star := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(q0.Upper))}
+	devs := make([][]float64, 0, reps)
+	failed := 0
+	predSS := 0.0
+	for b := 0; b < reps; b++ {
+		perturb(rng, q0, star, rel)
+		w, _, err := star.Minimize(pp)
+		if err != nil {
+			failed++
+			continue
+		}
+		dv := make([]float64, d)
+		for i := range dv {
+			dv[i] = (w[i] - w0[i]) * inflate
+		}
+		devs = append(devs, dv)
+		// E over the reference design of (xᵀδ)² = δᵀ E[xxᵀ] δ.
+		for i := 0; i < d; i++ {
+			for j := 0; j < d; j++ {
+				predSS += dv[i] * st.At(i, j) / float64(n) * dv[j]
+			}
+		}
+	}
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("inference: forecast: the noise removes every direction of Λ2 in all %d simulated fits; raise ε or N", reps)
+	}
+	f := &Forecast{Mechanism: mechanism, CoefSD: make([]float64, d), CoefSDOriginal: make([]float64, d), Reference: ReferenceDesign,
+		PredictionRMS: math.Sqrt(predSS / float64(len(devs)))}
+	col := make([]float64, len(devs))
+	for i := 0; i < d; i++ {
+		for b := range devs {
+			col[b] = devs[b][i]
+		}
+		sort.Float64s(col)
+		f.CoefSD[i] = robustSD(col, reps)
+	}
+	cov := covariance(devs, d)
+	for i, u := range s.OriginalUnits() {
+		v := 0.0
+		for a := 0; a < d; a++ {
+			for b := 0; b < d; b++ {
+				v += u.Weights[a] * cov[a][b] * u.Weights[b]
+			}
+		}
+		if sl, ok := u.Slope(); ok {
+			f.CoefSDOriginal[i] = math.Abs(sl) * f.CoefSD[i]
+		} else {
+			f.CoefSDOriginal[i] = math.Sqrt(v)
+		}
+	}
+	if f.Shrinkage, err = shrinkage(q0, rel.Ridge); err != nil {
+		return nil, err
+	}
+	limit, scale := SwampRatio, "of the target's declared half-range"
+	if cfg.Kind == regress.Logistic {
+		limit, scale = LogOddsSwamp, "log-odds units"
+	}
+	f.FailedShare = float64(failed) / float64(reps)
+	if f.PredictionRMS > limit || f.Shrinkage > ShrinkSwamp || f.FailedShare > 0.05 {
+		f.Swamped = true
+		f.Warning = fmt.Sprintf("the privacy noise is forecast to swamp the signal: at N = %d, %d coefficients, ε = %g with %s, the noise alone moves predictions by about %.3g %s (warning above %g) and the ridge it needs removes up to %.0f%% of a coefficient (warning above %.0f%%); expect a test R² near or below 0: raise ε, use more rows or fewer features",
+			n, d, cfg.Epsilon, mechanism, f.PredictionRMS, scale, limit, 100*f.Shrinkage, 100*ShrinkSwamp)
+		if f.FailedShare > 0.05 {
+			f.Warning += fmt.Sprintf("; in %.0f%% of simulated fits the noise leaves Λ2 without a usable direction (the fit would fail)", 100*f.FailedShare)
+		}
+	}
+	return f, nil
+}
+
+// shrinkage returns max_k 1 − μ_k/(μ_k + λ) over the eigenvalues μ_k of the
+// reference Λ2.
+func shrinkage(q *regress.Quadratic, lambda float64) (float64, error) {
+	vals, _, err := eigenLambda2(q, false)
+	if err != nil {
+		return 0, fmt.Errorf("inference: forecast: %w", err)
+	}
+	worst := 0.0
+	for _, mu := range vals {
+		if mu <= 0 {
+			return 1, nil
+		}
+		worst = math.Max(worst, lambda/(mu+lambda))
+	}
+	return worst, nil
+}

@@ -1,0 +1,109 @@
+package inference
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/regress"
+)
+
+// robustDesign: x = (1, u1, u2)/√3 with u uniform on [−1, 1], y = xᵀβ + e with
+// Laplace errors of scale b (symmetric, independent of x), so the estimand of
+// DP-IRLS (the Huber-type fixed point) is β.
+type robustDesign struct {
+	beta []float64
+	b    float64
+}
+
+func defaultRobustDesign() robustDesign {
+	return robustDesign{beta: []float64{0.1, 0.4, -0.3}, b: 0.05}
+}
+
+func (rd robustDesign) rows(rng *rand.Rand, n int) []float64 {
+	s := 1 / math.Sqrt(3)
+	out := make([]float64, 0, 4*n)
+	for i := 0; i < n; i++ {
+		x1, x2 := (2*rng.Float64()-1)*s, (2*rng.Float64()-1)*s
+		e := rng.ExpFloat64() * rd.b
+		if rng.IntN(2) == 0 {
+			e = -e
+		}
+		y := math.Max(-1, math.Min(1, rd.beta[0]*s+rd.beta[1]*x1+rd.beta[2]*x2+e))
+		out = append(out, s, x1, x2, y)
+	}
+	return out
+}
+
+// nonPrivateSE is the sampling standard error of the non-private Huber-type
+// fixed point: κ·S⁻¹/N with κ = E[ψ²]/E[ψ']² for Laplace(b) errors and
+// threshold η, S = diag(1, ⅓, ⅓)/3.
+func (rd robustDesign) nonPrivateSE(n int64, eta float64) []float64 {
+	t := eta / rd.b
+	inside := 1 - math.Exp(-t)
+	e2in := rd.b * rd.b * (2 - math.Exp(-t)*(t*t+2*t+2))
+	psi2 := e2in/(eta*eta) + math.Exp(-t)
+	kappa := psi2 / (inside / eta * inside / eta)
+	sdiag := []float64{1.0 / 3, 1.0 / 9, 1.0 / 9}
+	out := make([]float64, 3)
+	for i := range out {
+		out[i] = math.Sqrt(kappa / sdiag[i] / float64(n))
+	}
+	return out
+}
+
+// rowStats gives DP-IRLS the only statistics it reads: K and N.
+type rowStats struct {
+	k int
+	n int64
+}
+
+func (s rowStats) K() int            { return s.k }
+func (s rowStats) N() int64          { return s.n }
+func (rowStats) Sum(int) float64     { return 0 }
+func (rowStats) At(int, int) float64 { return 0 }
+
+func runCoverageIRLS(t testing.TB, epsilon float64, n int64, reps, boot int, seed uint64) coverageResult {
+	rd := defaultRobustDesign()
+	d := len(rd.beta)
+	res := coverageResult{covered: make([]int, d), total: make([]int, d), width: make([]float64, d), npWidth: make([]float64, d)}
+	for i, se := range rd.nonPrivateSE(n, regress.DefaultResidualFloor) {
+		res.npWidth[i] = 2 * NormalQuantile(0.975) * se
+	}
+	rng := rand.New(rand.NewPCG(seed, 3))
+	src := noise.NewInsecureSeeded(seed)
+	est, _ := regress.New("irls")
+	for r := 0; r < reps; r++ {
+		rows := rd.rows(rng, int(n))
+		cfg := regress.Config{Kind: regress.Robust, Epsilon: epsilon * (1 - testShare), Delta: 1e-6, Lambda: -1, Source: src}
+		fit, err := est.Fit(context.Background(), regress.Data{Stats: rowStats{4, n}, Rows: rows}, cfg)
+		if err != nil {
+			res.failed++
+			for i := range res.total {
+				res.total[i]++
+			}
+			continue
+		}
+		rs, _, err := regress.ReleaseRobustScale(rows, 4, fit.Coef, regress.DefaultResidualFloor, epsilon*testShare, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		iv, err := IRLS(fit.Released, rs, Options{Replicates: boot, Seed: uint64(r) + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, co := range iv.Coefficients {
+			res.total[i]++
+			if !co.Identified {
+				continue
+			}
+			if co.Lower <= rd.beta[i] && rd.beta[i] <= co.Upper {
+				res.covered[i]++
+			}
+			res.width[i] += (co.Upper - co.Lower) / float64(reps)
+		}
+	}
+	return res
+}

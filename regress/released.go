@@ -1,0 +1,257 @@
+package regress
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/report"
+)
+
+// Released is what an FM-family fit (or the last iteration of DP-IRLS) put out, kept so that inference (standard
+// errors, confidence intervals) can be computed from released values and
+// public parameters only: the noisy polynomial coefficients exactly as
+// released (Λ1 and the symmetric Λ2; Λ0 is not released by these
+// mechanisms), the data-independent ridge λ and trimming floor of the
+// post-processing, and the per-entry variance of the noise that was added to
+// each released coefficient (a public function of ε, δ, N and d).
+//
+// Nothing here is an un-noised data quantity: the Quadratic holds the values
+// after noise, and N is public under the replace-one neighbouring relation.
+type Released struct {
+	Kind Kind
+	N    int64
+	// Objective holds the released (noisy) Λ1 and upper triangle of Λ2;
+	// Lambda0 is zero (not released).
+	Objective *Quadratic
+	// Ridge is the λ added to the diagonal of Λ2 before minimising, and
+	// MinEigen the trimming floor (TrimFraction·λ).
+	Ridge, MinEigen float64
+	// VarLambda1 and VarLambda2 are the per-entry variances of the noise on
+	// Λ1 and on each released entry of Λ2's upper triangle (2b² for Laplace
+	// scale b, σ² for Gaussian σ). Entries are independent.
+	VarLambda1, VarLambda2 float64
+	// Noise1 and Noise2 name the noise distributions on Λ1 and Λ2:
+	// "laplace" or "gaussian".
+	Noise1, Noise2 string
+	// ResidualFloor is DP-IRLS's η (Kind Robust only).
+	ResidualFloor float64
+}
+
+// releasedFrom records the released objective of an FM-family fit. The
+// per-entry noise variances are read from the report's releases, which list
+// the noise blocks in release order over [Λ1, upper(Λ2)] (fm and relaxed-fm:
+// one block; gaussian-fm: Λ1 then Λ2). It returns nil when the blocks do not
+// tile the released vector with one variance per part, so a mechanism with a
+// different layout gets no inference rather than a wrong one.
+func releasedFrom(q *Quadratic, kind Kind, n int64, lam float64, rs []report.Release) *Released {
+	total := len(q.Lambda1) + len(q.Upper)
+	varAt := make([]float64, 0, total)
+	kinds := make([]string, 0, total)
+	for _, r := range rs {
+		var v float64
+		switch r.Noise {
+		case "laplace":
+			v = 2 * r.Scale * r.Scale
+		case "gaussian":
+			v = r.Scale * r.Scale
+		default:
+			return nil
+		}
+		for i := 0; i < r.Entries; i++ {
+			varAt = append(varAt, v)
+			kinds = append(kinds, r.Noise)
+		}
+	}
+	if len(varAt) != total || total == 0 {
+		return nil
+	}
+	v1, v2 := varAt[0], varAt[len(varAt)-1]
+	for i, v := range varAt {
+		want := v2
+		if i < len(q.Lambda1) {
+			want = v1
+		}
+		if v != want || kinds[i] != kinds[min(i, len(q.Lambda1))] {
+			return nil
+		}
+	}
+	cp := &Quadratic{D: q.D, Lambda1: append([]float64(nil), q.Lambda1...), Upper: append([]float64(nil), q.Upper...)}
+	return &Released{Kind: kind, N: n, Objective: cp, Ridge: lam, MinEigen: TrimFraction * lam, VarLambda1: v1, VarLambda2: v2,
+		Noise1: kinds[0], Noise2: kinds[len(kinds)-1]}
+}
+
+// Validate checks a Released value for internal consistency (a caller may
+// have built or decoded it by hand).
+func (r *Released) Validate() error {
+	if r == nil || r.Objective == nil {
+		return fmt.Errorf("regress: no released objective")
+	}
+	q := r.Objective
+	if q.D < 1 || len(q.Lambda1) != q.D || len(q.Upper) != q.D*(q.D+1)/2 {
+		return fmt.Errorf("regress: released objective has inconsistent sizes (d=%d, %d order-1 and %d order-2 entries)", q.D, len(q.Lambda1), len(q.Upper))
+	}
+	if r.Kind != Linear && r.Kind != Logistic && r.Kind != Robust {
+		return fmt.Errorf("regress: released objective of unknown model kind %q", r.Kind)
+	}
+	if r.N < 1 {
+		return fmt.Errorf("regress: released objective with N = %d", r.N)
+	}
+	for _, v := range append(append([]float64{r.Ridge, r.MinEigen, r.VarLambda1, r.VarLambda2}, q.Lambda1...), q.Upper...) {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("regress: released objective holds a non-finite value")
+		}
+	}
+	for _, n := range []string{r.Noise1, r.Noise2} {
+		if n != "laplace" && n != "gaussian" {
+			return fmt.Errorf("regress: released objective with unknown noise %q", n)
+		}
+	}
+	if r.VarLambda1 < 0 || r.VarLambda2 < 0 || r.Ridge < 0 {
+		return fmt.Errorf("regress: released objective with a negative noise variance or ridge")
+	}
+	return nil
+}
+
+// TargetMomentSensitivity returns the L1 sensitivity of Λ0 = (1/N)Σy² of a
+// linear model's encoded target as the code computes it: y ∈ [−1, 1], so
+// replacing one row changes Σy² by at most 1 and Λ0 by 1/N, plus twice the
+// per-entry floating-point error of a linear Λ2 entry (Λ0 is read from the
+// same suffstat sums and divided the same way; rounding.go).
+func TargetMomentSensitivity(n int64) (float64, error) {
+	if n < 1 {
+		return 0, fmt.Errorf("regress: target moment needs N ≥ 1, got %d", n)
+	}
+	_, e2 := objectiveEntryErrors(Linear, n)
+	return roundedSensitivity(1/float64(n), 2, 1, e2, true), nil
+}
+
+// ReleaseTargetMoment releases Λ0 = (1/N)Σy², the second moment of a linear
+// model's encoded target (column K−1 of the statistics), with the Laplace
+// mechanism: ε-DP under replace-one neighbours with the sensitivity of
+// TargetMomentSensitivity. FM-family fits do not release Λ0 (it does not move
+// the minimiser); inference needs it for the residual variance, so it is a
+// separate release whose ε the caller must compose with the fit's.
+func ReleaseTargetMoment(s Stats, epsilon float64, src noise.Source) (float64, report.Release, error) {
+	if s == nil || s.K() < 2 {
+		return 0, report.Release{}, fmt.Errorf("regress: target moment: no statistics")
+	}
+	if src == nil {
+		return 0, report.Release{}, fmt.Errorf("regress: target moment: no randomness source")
+	}
+	sens, err := TargetMomentSensitivity(s.N())
+	if err != nil {
+		return 0, report.Release{}, err
+	}
+	b, err := accounting.LaplaceScale(epsilon, sens)
+	if err != nil {
+		return 0, report.Release{}, fmt.Errorf("regress: target moment: calibrate Laplace noise: %w", err)
+	}
+	t := s.K() - 1
+	v := []float64{s.At(t, t) / float64(s.N())}
+	if math.IsNaN(v[0]) || math.IsInf(v[0], 0) {
+		return 0, report.Release{}, fmt.Errorf("regress: target moment: statistics contain a non-finite value")
+	}
+	if err := noise.AddLaplace(src, v, b); err != nil {
+		return 0, report.Release{}, fmt.Errorf("regress: target moment: add noise: %w", err)
+	}
+	return v[0], report.Release{Name: "Λ0 = (1/N)Σy² (target second moment, for the residual variance of the confidence intervals)",
+		Entries: 1, Norm: "L1", Sensitivity: sens, Noise: "laplace", Scale: b}, nil
+}
+
+// setIRLS stores one DP-IRLS iteration's released moments as the objective
+// ωᵀB̃ω − 2Ãᵀω: Λ1 = −2Ã, Λ2 = B̃.
+func (q *Quadratic) setIRLS(a, upper []float64) {
+	q.D = len(a)
+	q.Lambda1 = make([]float64, len(a))
+	for j, v := range a {
+		q.Lambda1[j] = -2 * v
+	}
+	q.Upper = append([]float64(nil), upper...)
+}
+
+// released returns the last iteration's released objective of a DP-IRLS
+// fit with its noise variances (Λ1 = −2Ã carries 4 times Ã's variance), or
+// nil when none was recorded.
+func (plan IRLSPlan) released(n int64, lam float64) *Released {
+	if plan.last == nil || plan.last.D == 0 {
+		return nil
+	}
+	v1 := plan.ScaleA * plan.ScaleA
+	if plan.FirstMoment == "laplace" {
+		v1 *= 2
+	}
+	return &Released{Kind: Robust, N: n, Objective: plan.last, Ridge: lam, MinEigen: TrimFraction * lam,
+		VarLambda1: 4 * v1, VarLambda2: plan.SigmaB * plan.SigmaB, Noise1: plan.FirstMoment, Noise2: "gaussian",
+		ResidualFloor: plan.ResidualFloor}
+}
+
+// RobustScale is the released (noisy) summary of the residuals of a DP-IRLS
+// fit at its released coefficients ω̂, which the standard errors of the
+// Huber-type fixed point need (inference.IRLS): with r_i = y_i − x_iᵀω̂,
+// s_i = 1/max(η, |r_i|) and ψ_i = r_i·s_i ∈ [−1, 1],
+//
+//	MeanWeight = (1/N)Σ s_i,  Inside = (1/N)Σ 1{|r_i| < η},  MeanPsi2 = (1/N)Σ ψ_i².
+type RobustScale struct {
+	MeanWeight, Inside, MeanPsi2 float64
+}
+
+// RobustScaleSensitivity returns the L1 sensitivity of the three released
+// means under replace-one neighbours: s ∈ (0, 1/η] moves its mean by at most
+// 1/(ηN); the indicator and ψ² ∈ [0, 1] by at most 1/N each; plus twice the
+// floating-point error of a plain-loop mean per entry (rounding.go).
+func RobustScaleSensitivity(n int64, floor float64) (float64, error) {
+	if n < 1 || !(floor > 0) {
+		return 0, fmt.Errorf("regress: robust scale needs N ≥ 1 and η > 0, got N=%d η=%v", n, floor)
+	}
+	N := float64(n)
+	e := loopSumError(n, 1/floor, N)
+	return roundedSensitivity((1/floor+2)/N, 8, 3, e, true), nil
+}
+
+// ReleaseRobustScale computes RobustScale on the encoded rows (K per row,
+// target last) at the released coefficients w and releases it with the
+// Laplace mechanism: ε-DP under replace-one neighbours (w is public, so the
+// release composes with the fit's).
+func ReleaseRobustScale(rows []float64, k int, w []float64, floor, epsilon float64, src noise.Source) (RobustScale, report.Release, error) {
+	if k < 2 || len(rows) == 0 || len(rows)%k != 0 || len(w) != k-1 {
+		return RobustScale{}, report.Release{}, fmt.Errorf("regress: robust scale: rows of length %d do not match K = %d and %d coefficients", len(rows), k, len(w))
+	}
+	if src == nil {
+		return RobustScale{}, report.Release{}, fmt.Errorf("regress: robust scale: no randomness source")
+	}
+	n := int64(len(rows) / k)
+	sens, err := RobustScaleSensitivity(n, floor)
+	if err != nil {
+		return RobustScale{}, report.Release{}, err
+	}
+	b, err := accounting.LaplaceScale(epsilon, sens)
+	if err != nil {
+		return RobustScale{}, report.Release{}, fmt.Errorf("regress: robust scale: calibrate Laplace noise: %w", err)
+	}
+	var s0, s1, s2 float64
+	for i := 0; i < int(n); i++ {
+		r := rows[i*k : (i+1)*k]
+		res := r[k-1] - dot(r[:k-1], w)
+		s := 1 / math.Max(floor, math.Abs(res))
+		s0 += s
+		if math.Abs(res) < floor {
+			s1++
+		}
+		psi := res * s
+		s2 += psi * psi
+	}
+	v := []float64{s0 / float64(n), s1 / float64(n), s2 / float64(n)}
+	for _, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return RobustScale{}, report.Release{}, fmt.Errorf("regress: robust scale: rows contain a non-finite value")
+		}
+	}
+	if err := noise.AddLaplace(src, v, b); err != nil {
+		return RobustScale{}, report.Release{}, fmt.Errorf("regress: robust scale: add noise: %w", err)
+	}
+	return RobustScale{MeanWeight: v[0], Inside: v[1], MeanPsi2: v[2]},
+		report.Release{Name: "residual summary at the fitted ω: mean weight, share within η, mean ψ² (for the standard errors of the confidence intervals)",
+			Entries: 3, Norm: "L1", Sensitivity: sens, Noise: "laplace", Scale: b}, nil
+}

@@ -1,0 +1,135 @@
+package regress
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dplearn/dplearn/noise"
+)
+
+// TestReleasedRecordsTheNoise checks that every FM-family fit and DP-IRLS
+// record their released objective with the per-entry noise variance of their
+// report, and that the recorded objective is the one the fit minimised (its
+// ridged minimiser is the fitted coefficient vector).
+func TestReleasedRecordsTheNoise(t *testing.T) {
+	rows, _ := xpRows(Linear, 3000, 3, 1)
+	data := xpData(t, rows, 4)
+	for _, c := range []struct {
+		mech   string
+		kind   Kind
+		noises [2]string
+		vars   func(p []float64) (float64, float64) // from the report's scales
+	}{
+		{"fm", Linear, [2]string{"laplace", "laplace"}, func(s []float64) (float64, float64) { return 2 * s[0] * s[0], 2 * s[0] * s[0] }},
+		{"relaxed-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[0] * s[0] }},
+		{"gaussian-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[1] * s[1] }},
+		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[1] * s[1] }},
+	} {
+		est, _ := New(c.mech)
+		res, err := est.Fit(context.Background(), data, Config{Kind: c.kind, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := res.Released
+		if err := rel.Validate(); err != nil {
+			t.Fatalf("%s: %v", c.mech, err)
+		}
+		var scales []float64
+		for _, r := range res.Privacy.Releases {
+			scales = append(scales, r.Scale)
+		}
+		v1, v2 := c.vars(scales)
+		if rel.Noise1 != c.noises[0] || rel.Noise2 != c.noises[1] || rel.VarLambda1 != v1 || rel.VarLambda2 != v2 || rel.N != 3000 {
+			t.Errorf("%s: recorded %+v, want noises %v and variances %v, %v", c.mech, rel, c.noises, v1, v2)
+		}
+		w, _, err := rel.Objective.Minimize(NoisyPostProcess(rel.Ridge))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range w {
+			if w[i] != res.Coef[i] {
+				t.Errorf("%s: the recorded objective's minimiser %v is not the fit %v", c.mech, w, res.Coef)
+				break
+			}
+		}
+	}
+	// Non-FM mechanisms record nothing.
+	est, _ := New("nonprivate")
+	res, err := est.Fit(context.Background(), data, Config{Kind: Linear})
+	if err != nil || res.Released != nil {
+		t.Errorf("nonprivate recorded a release: %v %v", res.Released, err)
+	}
+}
+
+// TestExtraReleaseSensitivities checks the sensitivities of the two extra
+// releases of the confidence intervals on neighbouring datasets built to
+// maximise the change (the extreme row replaced by its opposite), and that
+// the stated sensitivity is the exact bound plus at most a relative 1e-8.
+func TestExtraReleaseSensitivities(t *testing.T) {
+	const n = 2000
+	rng := rand.New(rand.NewPCG(3, 4))
+	rows := make([]float64, 0, 4*n)
+	s := 1 / math.Sqrt(3)
+	for i := 0; i < n; i++ {
+		rows = append(rows, s, s*(2*rng.Float64()-1), s*(2*rng.Float64()-1), 0.5*(2*rng.Float64()-1))
+	}
+	// Target moment: y = 0 against y = ±1 in the first row changes Σy² by 1.
+	a, b := append([]float64(nil), rows...), append([]float64(nil), rows...)
+	a[3], b[3] = 0, 1
+	sens, err := TargetMomentSensitivity(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ma, mb := stats(t, a, 4), stats(t, b, 4)
+	ma.Flush()
+	mb.Flush()
+	diff := math.Abs(ma.At(3, 3)/n - mb.At(3, 3)/n)
+	if diff > sens || sens < 1.0/n || sens > 1.0/n*(1+1e-8) {
+		t.Errorf("target moment: neighbour difference %v, sensitivity %v (exact 1/N = %v)", diff, sens, 1.0/n)
+	}
+	// Robust scale at w = 0, η = 0.2: a residual of 0 (s = 1/η, inside, ψ² = 0)
+	// against one of 1 (s = 1, outside, ψ² = 1).
+	const eta = 0.2
+	a[3], b[3] = 0, 1
+	w := []float64{0, 0, 0}
+	means := func(r []float64) []float64 {
+		var m0, m1, m2 float64
+		for i := 0; i < n; i++ {
+			res := r[i*4+3]
+			sw := 1 / math.Max(eta, math.Abs(res))
+			m0 += sw
+			if math.Abs(res) < eta {
+				m1++
+			}
+			m2 += res * sw * res * sw
+		}
+		return []float64{m0 / n, m1 / n, m2 / n}
+	}
+	rs, err := RobustScaleSensitivity(n, eta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := (1/eta + 2) / n
+	pa, pb := means(a), means(b)
+	l1 := 0.0
+	for i := range pa {
+		l1 += math.Abs(pa[i] - pb[i])
+	}
+	// This pair attains (1/η − 1) + 1 + 1 = 1/η + 1 of the bound 1/η + 2.
+	if l1 > rs || math.Abs(l1-(1/eta+1)/n) > 1e-12 || rs < exact || rs > exact*(1+1e-8) {
+		t.Errorf("robust scale: neighbour L1 difference %v, sensitivity %v (exact bound %v)", l1, rs, exact)
+	}
+	// The releases run and refuse bad input.
+	src := noise.NewInsecureSeeded(5)
+	if _, rel, err := ReleaseRobustScale(a, 4, w, eta, 1, src); err != nil || rel.Sensitivity != rs || rel.Entries != 3 {
+		t.Errorf("ReleaseRobustScale: %+v %v", rel, err)
+	}
+	if _, _, err := ReleaseRobustScale(a, 4, []float64{0, 0}, eta, 1, src); err == nil {
+		t.Error("ReleaseRobustScale accepted 2 coefficients for 3 features")
+	}
+	if _, _, err := ReleaseTargetMoment(ma, 0, src); err == nil {
+		t.Error("ReleaseTargetMoment accepted ε = 0")
+	}
+}
