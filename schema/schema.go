@@ -62,6 +62,19 @@ import (
 	"strings"
 )
 
+// The missing-value policies of a column ("missing" in the schema file).
+const (
+	MissingError  = "error"  // a missing value is an error (default)
+	MissingDrop   = "drop"   // the record is dropped (see the package doc)
+	MissingImpute = "impute" // the declared public value "impute" is used
+)
+
+// MissingTokens are the field texts that mean "missing value" (after
+// trimming spaces and tabs), as R, pandas and spreadsheets write them; a
+// Parquet null reaches the encoder as "". A categorical feature that
+// declares one of them as a category reads it as that category.
+var MissingTokens = []string{"", "NA", "na", "N/A", "n/a", "NaN", "nan", "NULL", "null"}
+
 // Version is the schema format version written into models.
 const Version = 1
 
@@ -133,6 +146,9 @@ type Target struct {
 	// Above makes a binary target from a numeric column: 1 when the value
 	// is > Above (a public threshold), else 0.
 	Above *float64 `json:"above,omitempty"`
+	// Missing is the policy for a missing target: "error" (default) or
+	// "drop". A target is never imputed.
+	Missing string `json:"missing,omitempty"`
 }
 
 // Binary reports whether the target is a 0/1 label (logistic regression).
@@ -148,6 +164,15 @@ type Feature struct {
 	// Unknown says what an undeclared category becomes: "error" (default) or
 	// "reference" (the first category, all zeros).
 	Unknown string `json:"unknown,omitempty"`
+	// Missing is the policy for a missing value (see MissingTokens):
+	// "error" (default), "drop" (the whole record), or "impute" (the
+	// public value Impute).
+	Missing string `json:"missing,omitempty"`
+	// Impute is the declared public value that replaces a missing one when
+	// Missing is "impute": a JSON number for a numeric feature (in the
+	// column's own units, before its transform; it is clipped like any
+	// value), a string naming a declared category for a categorical one.
+	Impute json.RawMessage `json:"impute,omitempty"`
 }
 
 // Categorical reports whether the feature is one-hot encoded.
@@ -192,7 +217,7 @@ func Parse(data []byte) (*Schema, error) {
 			return nil, fmt.Errorf("schema: line %d, column %d: %w", line, col, err)
 		case errors.As(err, &te):
 			line, col := position(data, te.Offset)
-			return nil, fmt.Errorf("schema: line %d, column %d: field %q: %w", line, col, te.Field, err)
+			return nil, fmt.Errorf("schema: line %d, column %d: key %q: %s", line, col, te.Field, typeErrorWords(te))
 		case errors.Is(err, io.EOF):
 			return nil, errors.New("schema: empty document")
 		}
@@ -205,6 +230,30 @@ func Parse(data []byte) (*Schema, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// typeErrorWords says what a JSON type mismatch means for a schema key.
+func typeErrorWords(te *json.UnmarshalTypeError) string {
+	want := te.Type.String()
+	switch want {
+	case "string", "schema.Transform":
+		want = "a string in quotes"
+	case "float64":
+		want = "a number"
+	case "*[2]float64", "[2]float64":
+		want = "a list of two numbers [lo, hi]"
+	case "[]string":
+		want = "a list of strings"
+	case "bool", "*bool":
+		want = "true or false"
+	case "[]schema.Feature":
+		want = "a list of feature objects"
+	}
+	msg := fmt.Sprintf("got a JSON %s, want %s", te.Value, want)
+	if strings.HasSuffix(te.Field, "categories") {
+		msg += ` (category levels are text, matched against the column's text: write ["1", "2"], not [1, 2])`
+	}
+	return msg
 }
 
 // position converts a byte offset into a 1-based line and column.
@@ -271,6 +320,13 @@ func (s *Schema) Validate() error {
 			return fmt.Errorf("%s: positive and negative labels are both %q", what, t.Positive)
 		}
 	}
+	switch t.Missing {
+	case "", MissingError, MissingDrop:
+	case MissingImpute:
+		return fmt.Errorf("%s: \"missing\": \"impute\" is for features; a missing target can only be \"error\" or \"drop\"", what)
+	default:
+		return fmt.Errorf("%s: \"missing\": %q (want \"error\" or \"drop\")", what, t.Missing)
+	}
 	if len(s.Features) == 0 {
 		return errors.New("schema: no features declared")
 	}
@@ -323,8 +379,71 @@ func (s *Schema) Validate() error {
 		default:
 			return fmt.Errorf("%s: declare a public range [lo, hi] (numeric) or a categories list (categorical); bounds are never read off the data", what)
 		}
+		if err := f.validateMissing(what); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// validateMissing checks the feature's missing-value policy and its
+// imputed value.
+func (f *Feature) validateMissing(what string) error {
+	switch f.Missing {
+	case "", MissingError, MissingDrop:
+		if len(f.Impute) > 0 {
+			return fmt.Errorf("%s: \"impute\" is given but \"missing\" is %q; set \"missing\": \"impute\" to use it", what, f.missingPolicy())
+		}
+		return nil
+	case MissingImpute:
+	default:
+		return fmt.Errorf("%s: \"missing\": %q (want \"error\", \"drop\" or \"impute\")", what, f.Missing)
+	}
+	if len(f.Impute) == 0 {
+		return fmt.Errorf("%s: \"missing\": \"impute\" needs a declared public \"impute\" value", what)
+	}
+	_, err := f.ImputeText()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+func (f *Feature) missingPolicy() string {
+	if f.Missing == "" {
+		return MissingError
+	}
+	return f.Missing
+}
+
+// ImputeText returns the declared imputed value as the field text it
+// stands for, after checking it: a finite number in the transform's domain
+// for a numeric feature, a declared category for a categorical one. It is
+// "" when no value is declared.
+func (f *Feature) ImputeText() (string, error) {
+	if len(f.Impute) == 0 {
+		return "", nil
+	}
+	if f.Categorical() {
+		var c string
+		if err := json.Unmarshal(f.Impute, &c); err != nil {
+			return "", fmt.Errorf("\"impute\": %s is not a string; a categorical feature imputes one of its declared categories, in quotes", f.Impute)
+		}
+		for _, k := range f.Categories {
+			if k == c {
+				return c, nil
+			}
+		}
+		return "", fmt.Errorf("\"impute\": %q is not one of the declared categories", c)
+	}
+	var v float64
+	if err := json.Unmarshal(f.Impute, &v); err != nil {
+		return "", fmt.Errorf("\"impute\": %s is not a number; a numeric feature imputes a number in its own units", f.Impute)
+	}
+	if _, err := f.Transform.apply(v); err != nil {
+		return "", fmt.Errorf("\"impute\": %v: %w", v, err)
+	}
+	return strings.TrimSpace(string(f.Impute)), nil
 }
 
 // Bound returns B, the squared-norm budget of the encoding: the number of

@@ -115,7 +115,8 @@ func TestEncodeErrors(t *testing.T) {
 		column string
 		want   error
 	}{
-		{"100,NaN,cauc,west", "education", ErrNotFinite},
+		{"100,NaN,cauc,west", "education", ErrMissingValue},
+		{"100,Infinity,cauc,west", "education", ErrNotFinite},
 		{"100,+Inf,cauc,west", "education", ErrNotFinite},
 		{"100,1e400,cauc,west", "education", ErrNotFinite},
 		{"100,,cauc,west", "education", ErrMissingValue},
