@@ -39,10 +39,10 @@ func (e *FieldError) Unwrap() error { return e.Err }
 
 // Errors that FieldError wraps; test with errors.Is.
 var (
-	ErrMissingValue    = errors.New("missing value")
+	ErrMissingValue = errors.New("missing value")
 	// ErrDropped marks a record dropped for a missing value in a column
 	// whose policy is "drop"; it is not a fault of the input.
-	ErrDropped = errors.New(`missing value: record dropped ("missing": "drop")`)
+	ErrDropped         = errors.New(`missing value: record dropped ("missing": "drop")`)
 	ErrNotNumber       = errors.New("not a number")
 	ErrNotFinite       = errors.New("not finite (NaN or Inf)")
 	ErrUnknownCategory = errors.New("category not in the schema's declared list")
