@@ -77,9 +77,28 @@ type Options struct {
 	// TargetOptional allows the target column to be absent (prediction);
 	// its slot in each encoded row is then 0.
 	TargetOptional bool
+	// IgnoreTarget never reads the target column (prediction): its slot in
+	// each encoded row is 0, whatever the column holds.
+	IgnoreTarget bool
 	// Parquet bounds the memory and work a Parquet file may demand (see
 	// ParquetLimits); the zero value takes the defaults.
 	Parquet ParquetLimits
+	// Delimiter is the CSV field delimiter: 0 means ','; ';' and '\t' are
+	// the common others. A header that holds one column with another
+	// likely delimiter in it returns a *DelimiterError.
+	Delimiter byte
+	// Stdin is read when the path is "-" (nil: os.Stdin); errors then name
+	// the file "stdin". Parquet cannot be read from a stream.
+	Stdin io.Reader
+	// KeepDropped keeps a record dropped by a "missing": "drop" policy as
+	// an all-zero encoded row (features, intercept slot and target), counted
+	// in Summary.Rows and Summary.Dropped, instead of leaving it out (see
+	// the package doc: this keeps the number of rows a public constant for
+	// the privacy analysis). StreamBatches flags such rows.
+	KeepDropped bool
+	// Keep names columns whose raw text StreamBatches hands over with each
+	// row (identifiers to pass through); each must be in the header.
+	Keep []string
 
 	chunkSize int // tests: CSV read size (default chunkSize)
 }
@@ -92,6 +111,17 @@ type Summary struct {
 	// HasTarget is false when Options.TargetOptional let the target column
 	// be absent (its slot in every row is then 0).
 	HasTarget bool
+	// Dropped counts the records dropped for a missing value by a
+	// "missing": "drop" policy (kept as zero rows with KeepDropped).
+	Dropped int64
+	// Columns tallies per schema column what the encoder did: values
+	// clipped to the declared range, imputed, undeclared categories read
+	// as the reference level, and the column that dropped each dropped
+	// record. SkippedByColumn counts skipped bad records (SkipBadRows) by
+	// the column at fault. All of these depend on the private data: show
+	// them to the data holder, never release them (PRIVACY-NOTES item 23).
+	Columns         *schema.Counts
+	SkippedByColumn map[string]int64
 }
 
 // RowError locates a record that cannot be read or encoded.
@@ -176,6 +206,30 @@ func Moments(ctx context.Context, path string, s *schema.Schema, opt Options) (*
 	}
 	total.Flush() // safe for concurrent reads
 	return total, sum, nil
+}
+
+// Batch is one batch of StreamBatches: n encoded rows with what the
+// options asked to carry alongside.
+type Batch struct {
+	Rows []float64 // n×K, row-major
+	// Dropped[i] is true when row i is the zero row of a record dropped for
+	// a missing value (Options.KeepDropped; nil otherwise).
+	Dropped []bool
+	// Keep holds the raw text of the Options.Keep columns, n×len(Keep),
+	// row-major (nil without Keep).
+	Keep []string
+}
+
+// StreamBatches is Stream with the per-row facts of Batch. The batch and its
+// slices are reused after fn returns; copy what you keep.
+func StreamBatches(ctx context.Context, path string, s *schema.Schema, opt Options, fn func(b Batch) error) (Summary, error) {
+	p := &pipeline{path: path, schema: s, opt: opt}
+	return p.run(ctx, func(r *result) error {
+		if len(r.rows) == 0 {
+			return nil
+		}
+		return fn(Batch{Rows: r.rows, Dropped: r.flags, Keep: r.kept})
+	})
 }
 
 // Stream reads path and calls fn with row-major batches of encoded rows
