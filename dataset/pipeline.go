@@ -164,6 +164,10 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 		if d := likelyDelimiter(header, p.sep); d != 0 {
 			return sum, fmt.Errorf("%s: header: %w", p.path, &DelimiterError{Header: header[0], Likely: d})
 		}
+		var me *schema.MissingColumnsError
+		if errors.As(err, &me) {
+			return sum, fmt.Errorf("%s: header: %w; the header has %s", p.path, err, headerList(header))
+		}
 		return sum, fmt.Errorf("%s: header: %w", p.path, err)
 	}
 	if p.keepIdx, err = keepIndices(header, p.opt.Keep); err != nil {
@@ -491,4 +495,18 @@ func (w *worker) process(c *chunk, r *result) {
 		}
 		w.rows = w.rows[:0]
 	}
+}
+
+// headerList quotes the first header names for an error message.
+func headerList(header []string) string {
+	const max = 12
+	var q []string
+	for i, h := range header {
+		if i == max {
+			q = append(q, fmt.Sprintf("… (%d columns)", len(header)))
+			break
+		}
+		q = append(q, strconv.Quote(h))
+	}
+	return strings.Join(q, ", ")
 }

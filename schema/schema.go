@@ -149,6 +149,10 @@ type Target struct {
 	// Missing is the policy for a missing target: "error" (default) or
 	// "drop". A target is never imputed.
 	Missing string `json:"missing,omitempty"`
+	// Todo is a placeholder written by 'dplearn schema init': a schema
+	// that still holds one is refused until the user declares the bounds
+	// and deletes it.
+	Todo string `json:"todo,omitempty"`
 }
 
 // Binary reports whether the target is a 0/1 label (logistic regression).
@@ -173,6 +177,8 @@ type Feature struct {
 	// column's own units, before its transform; it is clipped like any
 	// value), a string naming a declared category for a categorical one.
 	Impute json.RawMessage `json:"impute,omitempty"`
+	// Todo is a placeholder written by 'dplearn schema init' (see Target).
+	Todo string `json:"todo,omitempty"`
 }
 
 // Categorical reports whether the feature is one-hot encoded.
@@ -221,6 +227,12 @@ func Parse(data []byte) (*Schema, error) {
 		case errors.Is(err, io.EOF):
 			return nil, errors.New("schema: empty document")
 		}
+		if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			if key == `"format"` || key == `"coefficients"` {
+				return nil, errors.New(`schema: this is a model file written by 'dplearn fit', not a schema (the model's schema is under its "schema" key)`)
+			}
+			return nil, fmt.Errorf("schema: unknown key %s (target keys: name, range, transform, positive, negative, above, missing; feature keys: name, range, transform, categories, unknown, missing, impute; top level: target, features, intercept)", key)
+		}
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	if dec.More() {
@@ -230,6 +242,19 @@ func Parse(data []byte) (*Schema, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// quoteList quotes names, at most 8 of them.
+func quoteList(names []string) string {
+	var q []string
+	for i, n := range names {
+		if i == 8 {
+			q = append(q, fmt.Sprintf("and %d more", len(names)-8))
+			break
+		}
+		q = append(q, fmt.Sprintf("%q", n))
+	}
+	return strings.Join(q, ", ")
 }
 
 // typeErrorWords says what a JSON type mismatch means for a schema key.
@@ -284,8 +309,29 @@ func checkRange(what string, r *[2]float64) error {
 	return nil
 }
 
+// ErrPlaceholder is wrapped by Validate's error for a schema that still
+// holds a "todo" placeholder of 'dplearn schema init'.
+var ErrPlaceholder = errors.New(`placeholder from 'dplearn schema init' not filled in`)
+
+// Placeholders lists the columns whose "todo" placeholder remains.
+func (s *Schema) Placeholders() []string {
+	var p []string
+	if s.Target.Todo != "" {
+		p = append(p, s.Target.Name)
+	}
+	for _, f := range s.Features {
+		if f.Todo != "" {
+			p = append(p, f.Name)
+		}
+	}
+	return p
+}
+
 // Validate checks that every declaration is complete and consistent.
 func (s *Schema) Validate() error {
+	if p := s.Placeholders(); len(p) > 0 {
+		return fmt.Errorf("schema: %w for %s: declare each column's public bounds (\"range\" or \"categories\"), from public knowledge and never from the data, or delete the column, then delete its \"todo\" key", ErrPlaceholder, quoteList(p))
+	}
 	t := &s.Target
 	if strings.TrimSpace(t.Name) == "" {
 		return errors.New("schema: target: name is missing")

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
@@ -20,6 +20,7 @@ import (
 // fitOptions are the flags of `dplearn fit`.
 type fitOptions struct {
 	data, schemaPath, model, mechanism, out     string
+	delimiter, ledger                           string
 	epsilon, delta, lambda, lambdaFactor, split float64
 	objpert                                     regress.ObjPertOptions
 	noisygd                                     regress.NoisyGDOptions
@@ -67,30 +68,47 @@ Neighbouring datasets differ in one record, replaced (bounded DP; N is public).
 Privacy noise comes from crypto/rand; --seed switches to a deterministic,
 INSECURE generator for reproducible experiments, and the report says so.
 
-Input: CSV with a header row (quoted fields, \r\n, .gz by extension) or Parquet.
-A bad value stops the fit with file:line:column and the reason, unless
---skip-bad-rows is given: the count is then printed on this console only (it
-depends on the data, so it is never written to the model file or its report),
-and the report notes that the guarantee treats the remaining N as public,
-which holds only if the number of bad rows is public knowledge.
-The model file is written only when the fit succeeds (Ctrl-C leaves none).`,
+Input: CSV with a header row (quoted fields, \r\n, .gz by extension, any
+--delimiter) or Parquet; --data - reads standard input. A bad value stops the
+fit with file:line:column and the reason, unless --skip-bad-rows is given: the
+count is then printed on this console only (it depends on the data, so it is
+never written to the model file or its report), and the report notes that the
+guarantee treats the remaining N as public, which holds only if the number of
+bad rows is public knowledge.
+
+Missing values follow each column's "missing" policy in the schema: "error"
+(default), "impute" (a declared public value) or "drop". A dropped record
+enters the fit as an all-zero row, which changes no statistic the mechanisms
+use, so N stays the number of records read and the guarantee keeps treating
+it as public; the number dropped is printed on this console only.
+
+--ledger FILE charges the fit's guarantee to a persistent privacy budget
+(dplearn ledger create) before the model is written, and refuses the fit if
+the budget would be exceeded.
+
+The model file is written only when the fit succeeds (Ctrl-C leaves none);
+--out - writes it to standard output (the report then goes to stderr).`,
 		Example: `  dplearn fit --data CPS1988.csv --schema cps.json --model linear \
-      --mechanism gaussian-fm --epsilon 0.5 --delta 1e-5 --out wage.json`,
+      --mechanism gaussian-fm --epsilon 0.5 --delta 1e-6 --out wage.json
+  dplearn fit --data visits.csv --delimiter ';' --schema visits.json --model logistic \
+      --mechanism gaussian-fm --epsilon 1 --delta 1e-7 --ledger budget.json --out visits-model.json`,
 		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.data, "data", "", "input table (CSV, CSV.gz or Parquet)")
+	f.StringVar(&o.data, "data", "", "input table: CSV, CSV.gz or Parquet (- for standard input)")
+	f.StringVar(&o.delimiter, "delimiter", ",", "CSV field delimiter: ',', ';', tab or '|'")
+	f.StringVar(&o.ledger, "ledger", "", "privacy budget file to charge the fit to (dplearn ledger create); the fit is refused past the budget")
 	f.StringVar(&o.schemaPath, "schema", "", "schema file (JSON) with the public bounds")
 	f.StringVar(&o.model, "model", "", "linear, logistic or robust (L1)")
 	f.StringVar(&o.mechanism, "mechanism", "", "one of "+strings.Join(regress.Mechanisms(), ", "))
 	f.Float64Var(&o.epsilon, "epsilon", 0, "privacy parameter ε (> 0)")
-	f.Float64Var(&o.delta, "delta", 0, "privacy parameter δ for Gaussian mechanisms (e.g. 1e-5; keep it well below 1/N)")
+	f.Float64Var(&o.delta, "delta", 0, "privacy parameter δ for (ε, δ) mechanisms, in (0, 1/N) (e.g. 1e-6; keep it well below 1/N)")
 	f.Float64Var(&o.lambda, "lambda", -1, "ridge λ added to the noisy Λ2 (data-independent); negative: the mechanism's default")
 	f.Float64Var(&o.lambdaFactor, "lambda-factor", regress.DefaultLambdaFactor, "when --lambda is negative: λ = this × the per-entry noise std of Λ2")
 	f.Float64Var(&o.split, "split", 0.5, "gaussian-fm: share of the budget given to Λ1 (the rest to Λ2)")
-	f.StringVar(&o.out, "out", "", "where to write MODEL.json")
+	f.StringVar(&o.out, "out", "", "where to write MODEL.json (- for standard output)")
 	f.Float64Var(&o.objpert.Lambda, "objpert-lambda", 0, "objpert: regularisation strength Λ (0: the documented default)")
-	f.Float64Var(&o.objpert.Radius, "radius", 0, "objpert (linear) and noisygd: public bound R on ‖ω‖ (0: default)")
+	f.Float64Var(&o.objpert.Radius, "radius", 0, "objpert (linear) and noisygd: public bound R on ‖ω‖ (0: the mechanism's default, stated in the report)")
 	f.Float64Var(&o.objpert.Tolerance, "objpert-tolerance", 0, "objpert: public bound γ on the optimiser's gradient norm, covered by the output noise (0: default 1e-9)")
 	f.Float64Var(&o.objpert.OutputShare, "objpert-output-share", 0, "objpert: share of the budget given to the output noise, in (0, 1) (0: default)")
 	f.IntVar(&o.noisygd.Iterations, "iterations", 0, "noisygd: number of steps T (0: default 100)")
@@ -157,7 +175,7 @@ func checkModelTarget(kind regress.Kind, s *schema.Schema) error {
 	case kind == regress.Logistic && !s.Target.Binary():
 		return fmt.Errorf("--model logistic needs a binary target; the schema gives %q a range (declare \"positive\" instead)", s.Target.Name)
 	case kind != regress.Logistic && s.Target.Binary():
-		return fmt.Errorf("--model %s needs a continuous target with a declared range; the schema declares %q as binary", kind, s.Target.Name)
+		return fmt.Errorf("--model %s needs a continuous target: the schema's target %q has no \"range\"; declare its public bounds as \"range\": [lo, hi] (without a range a target is read as a binary label, for --model logistic)", kind, s.Target.Name)
 	}
 	return nil
 }
@@ -171,26 +189,39 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err != nil {
 		return fmt.Errorf("--mechanism: %w", err)
 	}
-	sigmaGiven := o.mechanism == "noisygd" && o.noisygd.Sigma > 0
-	if est.Private() && !sigmaGiven {
-		if !cmd.Flags().Changed("epsilon") {
-			return fmt.Errorf("--mechanism %s needs --epsilon", o.mechanism)
-		}
-		if !(o.epsilon > 0) || math.IsInf(o.epsilon, 0) {
-			return fmt.Errorf("--epsilon must be a finite number > 0, got %v", o.epsilon)
-		}
+	if err := checkFitFlags(cmd, o, kind); err != nil {
+		return err
 	}
-	s, err := schema.Load(o.schemaPath)
+	sep, err := parseDelimiter(o.delimiter)
+	if err != nil {
+		return err
+	}
+	if o.schemaPath == "-" && o.data == "-" {
+		return fmt.Errorf("--schema - and --data - cannot both read standard input")
+	}
+	s, err := loadSchemaFlag(o.schemaPath, cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
 	if err := checkModelTarget(kind, s); err != nil {
 		return err
 	}
-	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, Progress: stderrProgress(cmd)}
+	var ledger *accounting.Ledger
+	if o.ledger != "" {
+		if ledger, err = openFitLedger(ctx, o, est); err != nil {
+			return err
+		}
+	}
+	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, Progress: stderrProgress(cmd),
+		Delimiter: sep, Stdin: cmd.InOrStdin(), KeepDropped: true}
 	data, sum, err := loadFitInput(ctx, o.data, s, est, kind, opt)
 	if err != nil {
-		return err
+		return readErr("--data", err)
+	}
+	if est.Private() {
+		if err := checkDeltaN(o.delta, sum.Rows); err != nil {
+			return err
+		}
 	}
 	cfg := regress.Config{Kind: kind, Epsilon: o.epsilon, Delta: o.delta, Lambda: o.lambda, LambdaFactor: o.lambdaFactor, Split: o.split,
 		Source: randomSource(o.seeded, o.seed), ObjPert: o.objpert, NoisyGD: o.noisygd, IRLS: o.irls}
@@ -208,8 +239,10 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		res.Privacy.Notes = append(res.Privacy.Notes,
 			"fitted with --skip-bad-rows: the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered")
 	}
-	if est.Private() && o.delta > 0 && o.delta >= 1/float64(sum.Rows) {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("δ = %g is not small next to 1/N = %g: such a guarantee permits publishing a whole record with probability δ", o.delta, 1/float64(sum.Rows)))
+	if est.Private() && dropsMissing(s) {
+		// Depends only on the schema, never on how many were dropped.
+		res.Privacy.Notes = append(res.Privacy.Notes,
+			`the schema drops records with a missing value ("missing": "drop"): each enters the fit as an all-zero row, which changes none of the statistics the mechanism uses, so N is the number of records read and stays public as the neighbouring relation requires; the number dropped is not released`)
 	}
 	model, err := regress.NewModel(kind, s, res, regress.Training{Rows: sum.Rows})
 	if err != nil {
@@ -218,10 +251,18 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err := ctx.Err(); err != nil {
 		return err // interrupted: write nothing
 	}
-	if err := model.Save(o.out); err != nil {
-		return err
+	if ledger != nil {
+		if err := chargeFit(ctx, ledger, o, model); err != nil {
+			return err // over budget: the model is not written
+		}
+	}
+	if err := saveModel(model, o.out, cmd.OutOrStdout()); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	w := cmd.OutOrStdout()
+	if o.out == "-" {
+		w = cmd.ErrOrStderr() // stdout holds the model
+	}
 	if format == formatJSON {
 		return writeJSON(w, map[string]any{
 			"model_file":   o.out,
@@ -235,7 +276,11 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			"warnings":     model.Training.Warnings,
 		})
 	}
-	return printFitText(w, model, o.out, sum.Skipped)
+	if err := printFitText(w, model, o.out, sum.Skipped); err != nil {
+		return err
+	}
+	printDataCounts(w, sum)
+	return nil
 }
 
 // printFitText prints the fit for the local console. skipped (the number of
@@ -243,7 +288,10 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 func printFitText(w io.Writer, m *regress.Model, path string, skipped int64) error {
 	fmt.Fprintf(w, "Fitted %s regression of %q on %d rows", m.Kind, m.Schema.Target.Name, m.Training.Rows)
 	if skipped > 0 {
-		fmt.Fprintf(w, " (%d bad rows skipped; this count is shown on this console only)", skipped)
+		fmt.Fprintf(w, " (%s skipped; this count is shown on this console only)", dataset.Plural(skipped, "bad row"))
+	}
+	if path == "-" {
+		path = "standard output"
 	}
 	fmt.Fprintf(w, "; model written to %s\n\n", path)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
