@@ -54,6 +54,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/suffstat"
@@ -273,4 +274,34 @@ func load(ctx context.Context, p *pipeline) (*Table, Summary, error) {
 	}
 	t.K = p.width
 	return t, sum, nil
+}
+
+// ReadHeader returns the column names of a table (CSV header row, or the
+// Parquet schema) without reading its data rows; "-" reads Options.Stdin.
+func ReadHeader(path string, opt Options) ([]string, error) {
+	p := &pipeline{path: path, opt: opt}
+	var err error
+	if p.sep, err = delimiter(opt.Delimiter); err != nil {
+		return nil, err
+	}
+	var f *os.File
+	in := io.Reader(nil)
+	if path == "-" {
+		in = opt.Stdin
+		if in == nil {
+			in = os.Stdin
+		}
+		p.path = "stdin"
+	} else {
+		if f, err = os.Open(path); err != nil {
+			return nil, fmt.Errorf("dataset: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	src, err := p.open(in, f)
+	if err != nil {
+		return nil, err
+	}
+	return src.header()
 }

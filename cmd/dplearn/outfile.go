@@ -176,7 +176,11 @@ func loadModel(path string, stdin io.Reader) (*regress.Model, error) {
 	}
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("--model %s: not a model file written by 'dplearn fit' (not a JSON object: %v)", path, err)
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("--model %s: not a model file written by 'dplearn fit' (invalid JSON at byte %d: %v)", path, se.Offset, err)
+		}
+		return nil, fmt.Errorf("--model %s: not a model file written by 'dplearn fit' (not a JSON object)", path)
 	}
 	if _, ok := probe["format"]; !ok {
 		_, t := probe["target"]
@@ -188,6 +192,10 @@ func loadModel(path string, stdin io.Reader) (*regress.Model, error) {
 	}
 	var m regress.Model
 	if err := json.Unmarshal(data, &m); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("--model %s: damaged model file: key %q holds a JSON %s of the wrong type", path, te.Field, te.Value)
+		}
 		return nil, fmt.Errorf("--model %s: damaged model file: %w", path, err)
 	}
 	if err := m.Validate(); err != nil {
