@@ -17,8 +17,8 @@ import (
 // The placeholders written by schema init. Validate refuses a schema that
 // still holds one (schema.ErrPlaceholder).
 const (
-	todoTarget  = `the column to predict. Continuous: declare "range": [lo, hi], its public bounds (after an optional "transform": "log", "log1p" or "sqrt"). Binary: declare "positive": "<label>", or "above": <threshold>, or nothing for a 0/1 column. Optional: "missing": "drop". Then delete this "todo".`
-	todoFeature = `numeric: declare "range": [lo, hi] (public bounds from domain knowledge, never from the data); categorical: declare "categories": ["level1", "level2", ...] (the first is the reference level). Optional: "missing": "drop", or "missing": "impute" with "impute": <public value>. Delete this feature if it is an identifier or not wanted. Then delete this "todo".`
+	todoTarget     = `the column to predict. Continuous: declare "range": [lo, hi], its public bounds (after an optional "transform": "log", "log1p" or "sqrt"). Binary: declare "positive": "<label>", or "above": <threshold>, or nothing for a 0/1 column. Optional: "missing": "drop". Then delete this "todo".`
+	todoFeature    = `numeric: declare "range": [lo, hi] (public bounds from domain knowledge, never from the data); categorical: declare "categories": ["level1", "level2", ...] (the first is the reference level). Optional: "missing": "drop", or "missing": "impute" with "impute": <public value>. Delete this feature if it is an identifier or not wanted. Then delete this "todo".`
 	todoPickTarget = "TODO: name of the column to predict"
 )
 
