@@ -67,3 +67,25 @@ func TestExperimentCommandErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestExperimentFreshClone: with no name the command lists the
+// experiments; with no --data-dir it runs on the embedded data, from a
+// directory with no ../shared next to it.
+func TestExperimentFreshClone(t *testing.T) {
+	out, err := runCLI(t, "experiment")
+	if err != nil || !strings.Contains(out, "gfm-noise-vs-dim") || !strings.Contains(out, "dppp-fashion") {
+		t.Fatalf("listing (err %v):\n%s", err, out)
+	}
+	if testing.Short() {
+		t.Skip("the run on real data takes ~20 s")
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	out, err = runCLI(t, "experiment", "dppp-smokeban", "--out", dir, "--quick", "--runs", "1", "--seed", "2", "--format", "json")
+	if err != nil {
+		t.Fatalf("experiment without ../shared: %v", err)
+	}
+	if !strings.Contains(out, "SmokeBan.csv (embedded copy in exampledata)") {
+		t.Fatalf("output does not say the embedded data was used:\n%s", out)
+	}
+}
