@@ -45,14 +45,14 @@ func printDataCounts(w io.Writer, sum dataset.Summary) {
 		lines = append(lines, line{name: name, skip: sum.SkippedByColumn[name]})
 	}
 	if len(lines) == 0 {
-		fmt.Fprintln(w, "Data handling: no value was clipped, imputed or missing (shown on this console only).")
+		fmt.Fprintln(w, "\nData handling: no value was clipped, imputed or missing (shown on this console only).")
 		return
 	}
-	fmt.Fprintln(w, "Data handling (depends on the data: shown on this console only, never written to the model):")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  column\tclipped\timputed\tunknown → reference\trows dropped (missing)\tbad rows skipped\t")
+	fmt.Fprintln(w, "\nData handling (depends on the data: shown on this console only, never written to the model):")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  column\tclipped\timputed\tunknown → reference\trows dropped (missing)\tbad rows skipped")
 	for _, l := range lines {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\t\n", l.name, l.clipped, l.imputed, l.unknown, l.dropped, l.skip)
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\t%d\n", l.name, l.clipped, l.imputed, l.unknown, l.dropped, l.skip)
 	}
 	tw.Flush()
 }

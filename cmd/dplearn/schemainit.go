@@ -115,8 +115,11 @@ func schemaTemplate(header []string, target string, sep byte) ([]byte, error) {
 		Todo string `json:"todo"`
 	}
 	line := func(e entry) string {
-		b, _ := json.Marshal(e)
-		return string(b)
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(e) // two strings: cannot fail
+		return strings.TrimSpace(b.String())
 	}
 	var buf bytes.Buffer
 	tname := target
