@@ -153,6 +153,7 @@ var (
 	ErrQuoteEnd       = errors.New(`bad quoting: character after a closing '"'`)
 	ErrUnterminated   = errors.New(`bad quoting: quoted field not closed before end of file (truncated file?)`)
 	ErrRecordTooLarge = errors.New(`record longer than 64 MiB (an unbalanced '"'?)`)
+	ErrNotTable       = errors.New("is a directory, not a table file")
 )
 
 // Table holds encoded rows in memory, row-major: row r is
@@ -297,6 +298,9 @@ func ReadHeader(path string, opt Options) ([]string, error) {
 			return nil, fmt.Errorf("dataset: %w", err)
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return nil, fmt.Errorf("dataset: %s: %w", path, ErrNotTable)
+		}
 		in = f
 	}
 	src, err := p.open(in, f)

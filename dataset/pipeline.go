@@ -146,6 +146,8 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 		defer f.Close()
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			size = st.Size()
+		} else if err == nil && st.IsDir() {
+			return sum, fmt.Errorf("dataset: %s: %w", p.path, ErrNotTable)
 		}
 		in = f
 	}

@@ -471,3 +471,26 @@ func TestModelFlagErrors(t *testing.T) {
 		t.Errorf("model as --schema: %v", err)
 	}
 }
+
+// TestPlurals: counts of one read "1 row", never "1 rows".
+func TestPlurals(t *testing.T) {
+	dir := t.TempDir()
+	data := writeFile(t, dir, "d.csv", readFile(t, writeWageData(t, dir, 50))+"100,twelve,cauc\n")
+	sch := writeFile(t, dir, "schema.json", wageSchema)
+	out, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "nonprivate",
+		"--skip-bad-rows", "--out", filepath.Join(dir, "m.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "(1 bad row skipped;") || !strings.Contains(out, "education  0        0        0                    0                       1") {
+		t.Fatalf("fit output:\n%s", out)
+	}
+	one := writeFile(t, dir, "one.csv", "education,ethnicity\n12,cauc\n")
+	out, err = runCLI(t, "predict", "--model", filepath.Join(dir, "m.json"), "--data", one, "--out", filepath.Join(dir, "p.csv"))
+	if err != nil || !strings.Contains(out, "Wrote 1 prediction to") {
+		t.Fatalf("predict: %v\n%s", err, out)
+	}
+	if strings.Contains(out, " 1 predictions") || strings.Contains(out, " 1 rows") {
+		t.Fatalf("plural after 1:\n%s", out)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/experiment"
 )
 
@@ -143,7 +144,7 @@ func printExperiments(w io.Writer, rs []*experiment.Result, opt experiment.Optio
 		fmt.Fprintf(w, "Randomness: INSECURE, seeded (--seed %d): reproducible, for experiments only.\n\n", opt.Seed)
 	}
 	for _, r := range rs {
-		fmt.Fprintf(w, "%s: %s (%s, %d points)\n", r.Name, r.Title, r.Elapsed.Round(1e8), len(r.Rows))
+		fmt.Fprintf(w, "%s: %s (%s, %s)\n", r.Name, r.Title, r.Elapsed.Round(1e8), dataset.Plural(int64(len(r.Rows)), "point"))
 		for _, c := range r.Claims {
 			fmt.Fprintf(w, "  paper: %s\n    here: %s — holds: %s\n", c.Paper, c.Measured, c.Holds)
 		}

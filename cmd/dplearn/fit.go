@@ -212,6 +212,18 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			return err
 		}
 	}
+	// Open the destination before the fit, so that a bad --out costs no
+	// fit and no budget; nothing appears there until the model is written.
+	out, err := createOutput(o.out, cmd.OutOrStdout())
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			out.Abort()
+		}
+	}()
 	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, Progress: stderrProgress(cmd),
 		Delimiter: sep, Stdin: cmd.InOrStdin(), KeepDropped: true}
 	data, sum, err := loadFitInput(ctx, o.data, s, est, kind, opt)
@@ -256,7 +268,8 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			return err // over budget: the model is not written
 		}
 	}
-	if err := saveModel(model, o.out, cmd.OutOrStdout()); err != nil {
+	committed = true // saveModel commits or discards
+	if err := saveModel(model, out); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
 	w := cmd.OutOrStdout()
@@ -286,7 +299,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 // printFitText prints the fit for the local console. skipped (the number of
 // bad rows skipped) is data-dependent: it is printed here and nowhere else.
 func printFitText(w io.Writer, m *regress.Model, path string, skipped int64) error {
-	fmt.Fprintf(w, "Fitted %s regression of %q on %d rows", m.Kind, m.Schema.Target.Name, m.Training.Rows)
+	fmt.Fprintf(w, "Fitted %s regression of %q on %s", m.Kind, m.Schema.Target.Name, dataset.Plural(m.Training.Rows, "row"))
 	if skipped > 0 {
 		fmt.Fprintf(w, " (%s skipped; this count is shown on this console only)", dataset.Plural(skipped, "bad row"))
 	}

@@ -206,6 +206,12 @@ func TestFitErrors(t *testing.T) {
 		{"bad delimiter flag", "", "", []string{"--delimiter", "x"}, `--delimiter "x"`},
 		{"no data file", "", "", []string{"--data", "/nonexistent/d.csv"}, "--data: dataset: open /nonexistent/d.csv"},
 		{"no ledger file", "", "", []string{"--ledger", "/nonexistent/l.json"}, "create it first: dplearn ledger create"},
+		{"split out of range", "", "", []string{"--split", "1.5"}, "--split must be in (0, 1), got 1.5"},
+		{"negative lambda factor", "", "", []string{"--lambda-factor", "-3"}, "--lambda-factor must be ≥ 0"},
+		{"negative iterations", "", "", []string{"--mechanism", "noisygd", "--iterations", "-5"}, "--iterations must be from 1 to 10⁷"},
+		{"negative workers", "", "", []string{"--workers", "-1"}, "--workers must be from 0"},
+		{"out in a missing directory", "", "", []string{"--out", "/nonexistent/m.json"}, "--out: write /nonexistent/m.json: directory /nonexistent does not exist"},
+		{"data is a directory", "", "", []string{"--data", "/tmp"}, "--data: dataset: /tmp: is a directory"},
 		{"ledger with nonprivate", "", "", []string{"--mechanism", "nonprivate", "--epsilon-unset", "--delta-unset", "--ledger", "x.json"}, "--ledger: --mechanism nonprivate releases a model with no privacy guarantee"},
 	}
 	for i, c := range cases {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/regress"
 )
 
@@ -100,6 +101,9 @@ func checkFitFlags(cmd *cobra.Command, o fitOptions, kind regress.Kind) error {
 	case changed("delta") && (!(o.delta > 0) || !(o.delta < 1)):
 		return fmt.Errorf("--delta must be in (0, 1) and well below 1/N (e.g. 1e-6), got %v", o.delta)
 	}
+	if err := checkFlagRanges(cmd); err != nil {
+		return err
+	}
 	for _, f := range mechanismFlags() {
 		if changed(f) && !slices.Contains(u.flags, f) {
 			var by []string
@@ -119,8 +123,8 @@ func checkFitFlags(cmd *cobra.Command, o fitOptions, kind regress.Kind) error {
 // publishing a whole record with probability δ.
 func checkDeltaN(delta float64, n int64) error {
 	if delta > 0 && n > 0 && delta >= 1/float64(n) {
-		return fmt.Errorf("--delta %g is not below 1/N = %g (N = %d rows): an (ε, δ) guarantee with δ ≥ 1/N permits publishing a whole record with probability δ; choose δ well below 1/N, e.g. %g",
-			delta, 1/float64(n), n, suggestDelta(n))
+		return fmt.Errorf("--delta %g is not below 1/N = %g (N = %s): an (ε, δ) guarantee with δ ≥ 1/N permits publishing a whole record with probability δ; choose δ well below 1/N, e.g. %g",
+			delta, 1/float64(n), dataset.Plural(n, "row"), suggestDelta(n))
 	}
 	return nil
 }
@@ -129,4 +133,59 @@ func checkDeltaN(delta float64, n int64) error {
 // choice of δ for N rows.
 func suggestDelta(n int64) float64 {
 	return math.Pow(10, math.Floor(math.Log10(1/(10*float64(n)))))
+}
+
+// flagRange is the accepted range of a numeric fit flag given explicitly;
+// zero, where the help says it means the default, is always accepted.
+type flagRange struct {
+	lo, hi         float64 // bounds
+	loOpen, hiOpen bool    // exclude the bound
+	zeroDefault    bool    // 0 means "the default"
+	what           string  // the range in words
+}
+
+var fitFlagRanges = map[string]flagRange{
+	"split":                {lo: 0, hi: 1, loOpen: true, hiOpen: true, what: "in (0, 1)"},
+	"lambda-factor":        {lo: 0, hi: math.MaxFloat64, what: "≥ 0"},
+	"lambda":               {lo: math.Inf(-1), hi: math.MaxFloat64, what: "finite (negative: the default)"},
+	"objpert-lambda":       {lo: 0, hi: math.MaxFloat64, loOpen: true, zeroDefault: true, what: "> 0 (0: the default)"},
+	"radius":               {lo: 0, hi: math.MaxFloat64, loOpen: true, zeroDefault: true, what: "> 0 (0: the default)"},
+	"objpert-tolerance":    {lo: 0, hi: math.MaxFloat64, loOpen: true, zeroDefault: true, what: "> 0 (0: the default)"},
+	"objpert-output-share": {lo: 0, hi: 1, loOpen: true, hiOpen: true, zeroDefault: true, what: "in (0, 1) (0: the default)"},
+	"iterations":           {lo: 1, hi: 1e7, zeroDefault: true, what: "from 1 to 10⁷ (0: the default)"},
+	"sigma":                {lo: 0, hi: math.MaxFloat64, loOpen: true, zeroDefault: true, what: "> 0 (0: solve for it from --epsilon)"},
+	"batch-rate":           {lo: 0, hi: 1, loOpen: true, zeroDefault: true, what: "in (0, 1] (0 or 1: full batch)"},
+	"learning-rate":        {lo: 0, hi: math.MaxFloat64, loOpen: true, zeroDefault: true, what: "> 0 (0: the default)"},
+	"gd-ridge":             {lo: 0, hi: math.MaxFloat64, what: "≥ 0"},
+	"irls-iterations":      {lo: 1, hi: 1e7, zeroDefault: true, what: "from 1 to 10⁷ (0: the default)"},
+	"residual-floor":       {lo: 0, hi: math.MaxFloat64, loOpen: true, zeroDefault: true, what: "> 0 (0: the default)"},
+	"irls-split":           {lo: 0, hi: 1, loOpen: true, hiOpen: true, zeroDefault: true, what: "in (0, 1) (0: the default)"},
+	"workers":              {lo: 0, hi: 1 << 16, what: "from 0 (all cores) to 65536"},
+}
+
+// checkFlagRanges refuses, naming the flag, a numeric flag given outside
+// its range, before the estimator would refuse it in its own terms.
+func checkFlagRanges(cmd *cobra.Command) error {
+	for name, r := range fitFlagRanges {
+		f := cmd.Flags().Lookup(name)
+		if f == nil || !f.Changed {
+			continue
+		}
+		var v float64
+		switch f.Value.Type() {
+		case "int":
+			n, _ := cmd.Flags().GetInt(name)
+			v = float64(n)
+		default:
+			v, _ = cmd.Flags().GetFloat64(name)
+		}
+		if r.zeroDefault && v == 0 {
+			continue
+		}
+		bad := math.IsNaN(v) || math.IsInf(v, 0) || v < r.lo || v > r.hi || (r.loOpen && v == r.lo) || (r.hiOpen && v == r.hi)
+		if bad {
+			return fmt.Errorf("--%s must be %s, got %v", name, r.what, v)
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
 )
@@ -93,7 +94,7 @@ func chargeFit(ctx context.Context, l *accounting.Ledger, o fitOptions, m *regre
 	if st.Budget.IsZCDP() && p.Rho > 0 {
 		c = accounting.Charge{Rho: p.Rho}
 	}
-	label := fmt.Sprintf("dplearn fit --mechanism %s --model %s of %q on %s (%d rows) → %s", o.mechanism, m.Kind, m.Schema.Target.Name, displayPath(o.data), m.Training.Rows, displayPath(o.out))
+	label := fmt.Sprintf("dplearn fit --mechanism %s --model %s of %q on %s (%s) → %s", o.mechanism, m.Kind, m.Schema.Target.Name, displayPath(o.data), dataset.Plural(m.Training.Rows, "row"), displayPath(o.out))
 	if _, err := l.Charge(ctx, label, c); err != nil {
 		return fmt.Errorf("--ledger %s: the fit was refused and no model written: %w", o.ledger, err)
 	}

@@ -44,7 +44,11 @@ func createOutput(path string, stdout io.Writer) (*outputFile, error) {
 		}
 		return &outputFile{name: path, w: f, f: f}, nil
 	}
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp*")
+	dir := filepath.Dir(target)
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("write %s: directory %s does not exist", path, dir)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp*")
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
@@ -149,13 +153,18 @@ func writeOutput(path string, stdout io.Writer, data []byte) error {
 	return o.Commit()
 }
 
-// saveModel writes the model as indented JSON to path ("-": stdout).
-func saveModel(m *regress.Model, path string, stdout io.Writer) error {
+// saveModel writes the model as indented JSON into an output opened by
+// createOutput and commits it; on error the output is discarded.
+func saveModel(m *regress.Model, o *outputFile) error {
 	data, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return err
+	if err == nil {
+		_, err = o.Write(append(data, '\n'))
 	}
-	return writeOutput(path, stdout, append(data, '\n'))
+	if err != nil {
+		o.Abort()
+		return fmt.Errorf("write %s: %w", o.name, err)
+	}
+	return o.Commit()
 }
 
 // readInput reads a whole file, or standard input for "-".
@@ -227,7 +236,7 @@ func readErr(flag string, err error) error {
 	if errors.As(err, &de) {
 		return err // already says which --delimiter to pass
 	}
-	if errors.Is(err, os.ErrNotExist) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, dataset.ErrNotTable) {
 		return fmt.Errorf("%s: %w", flag, err)
 	}
 	return err

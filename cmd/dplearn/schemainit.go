@@ -70,7 +70,7 @@ not want (identifiers), delete the "todo" keys, then fit.`,
 				return fmt.Errorf("--out: %w", err)
 			}
 			if out != "-" {
-				fmt.Fprintf(cmd.OutOrStdout(), "Wrote a schema template with %d columns to %s: fill in every \"todo\" with public bounds, then delete the \"todo\" keys.\n", len(header), out)
+				fmt.Fprintf(cmd.OutOrStdout(), "Wrote a schema template with %s to %s: fill in every \"todo\" with public bounds, then delete the \"todo\" keys.\n", dataset.Plural(int64(len(header)), "column"), out)
 			}
 			return nil
 		},
