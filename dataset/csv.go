@@ -408,7 +408,7 @@ func keepIndices(header, names []string) ([]int, error) {
 			}
 		}
 		if found < 0 {
-			return nil, fmt.Errorf("column %q to pass through is not in the header", n)
+			return nil, fmt.Errorf("column %q to pass through (--id) is not in the header", n)
 		}
 		idx = append(idx, found)
 	}

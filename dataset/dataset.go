@@ -47,6 +47,18 @@
 //
 // Cancelling the context stops the read promptly; the returned error then
 // wraps ctx.Err().
+//
+// # Dialects, streams and missing values
+//
+// Options.Delimiter reads ';'-, tab- or '|'-separated files; a header that
+// parses as one column holding another likely delimiter returns a
+// *DelimiterError naming it. The path "-" reads Options.Stdin. Records
+// dropped by a schema's "missing": "drop" policy are left out, or kept as
+// all-zero rows with Options.KeepDropped (the fit's choice: see the schema
+// package doc for why this keeps N public); Summary.Dropped counts them
+// and Summary.Columns tallies per column what the encoder clipped, imputed
+// or dropped. Those counts depend on the data: they are for the local
+// console, never for a release.
 package dataset
 
 import (

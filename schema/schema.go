@@ -45,10 +45,40 @@
 // rounds to at most s in each group (see docs/numerics.md).
 //
 // A continuous target is clipped to its range and mapped affinely onto
-// [−1, 1]; a binary target becomes 0 or 1. An empty field, "NA", a value that
-// is not a number, NaN or ±Inf is an error. A category that is not in the
-// declared list is an error by default; with "unknown": "reference" it is
-// encoded as the reference level (all zeros), which keeps ‖x‖ ≤ 1.
+// [−1, 1]; a binary target becomes 0 or 1. A value that is not a number, or
+// is ±Inf, is an error. A category that is not in the declared list is an
+// error by default; with "unknown": "reference" it is encoded as the
+// reference level (all zeros), which keeps ‖x‖ ≤ 1.
+//
+// # Missing values
+//
+// A field is missing when it is one of MissingTokens ("", NA, na, N/A, n/a,
+// NaN, nan, NULL, null) after trimming blanks, unless a categorical feature
+// declares that text as a category. Each column's "missing" policy decides:
+//
+//   - "error" (default): the record is an error (a *FieldError wrapping
+//     ErrMissingValue).
+//   - "impute" (features only): the declared public "impute" value is
+//     encoded in its place, clipped like any value. The value is public, so
+//     every encoded row still lies in the unit ball and no sensitivity
+//     changes.
+//   - "drop": the record is dropped (a *FieldError wrapping ErrDropped).
+//     Dropping makes the number of rows data-dependent, which bounded DP
+//     (N public) does not cover; package dataset therefore keeps a dropped
+//     record as an all-zero row when fitting (dataset.Options.KeepDropped).
+//     A zero row (x = 0, y = 0) lies in the domain every sensitivity is
+//     derived for (‖x‖ ≤ 1, y ∈ [−1, 1] or {0, 1}) and adds nothing to Σz,
+//     Σzzᵀ or any sum of loss gradients. So N stays the number of records
+//     read, replacing one record changes one encoded row as before, and
+//     every guarantee holds unchanged; without noise, the FM-family and
+//     non-private fits equal those of the kept records, while mechanisms
+//     that average a loss over N and add a regulariser (objpert, noisygd)
+//     weigh it as for N records. The number dropped is data-dependent and
+//     never released.
+//
+// Counts (EncodeCounted) tally per column what was clipped, imputed,
+// dropped or read as the reference level; they are for the data holder's
+// console only (PRIVACY-NOTES item 23).
 package schema
 
 import (
