@@ -494,3 +494,45 @@ func TestPlurals(t *testing.T) {
 		t.Fatalf("plural after 1:\n%s", out)
 	}
 }
+
+// TestDropEqualsKeptRows: a dropped record enters the fit as a zero row,
+// so the non-private fit equals the fit of the kept records (a known
+// answer), while N counts every record read.
+func TestDropEqualsKeptRows(t *testing.T) {
+	dir := t.TempDir()
+	base := readFile(t, writeWageData(t, dir, 300))
+	lin := `{"target": {"name": "wage", "transform": "log", "range": [4, 9], "missing": "drop"},
+ "features": [{"name": "education", "range": [0, 20], "missing": "drop"}, {"name": "ethnicity", "categories": ["cauc", "afam"]}]}`
+	logi := `{"target": {"name": "wage", "above": 300, "missing": "drop"},
+ "features": [{"name": "education", "range": [0, 20], "missing": "drop"}, {"name": "ethnicity", "categories": ["cauc", "afam"]}]}`
+	withNA := writeFile(t, dir, "na.csv", base+"NA,12,cauc\n250,,afam\n")
+	kept := writeFile(t, dir, "kept.csv", base)
+	for _, c := range []struct{ model, schema string }{{"linear", lin}, {"logistic", logi}} {
+		sch := writeFile(t, dir, c.model+".json", c.schema)
+		coef := func(data string) ([]float64, int64) {
+			out, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", c.model, "--mechanism", "nonprivate",
+				"--out", filepath.Join(dir, "m.json"), "--format", "json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r struct {
+				Rows int64     `json:"rows"`
+				Coef []float64 `json:"coefficients"`
+			}
+			if err := json.Unmarshal([]byte(out), &r); err != nil {
+				t.Fatal(err)
+			}
+			return r.Coef, r.Rows
+		}
+		a, na := coef(withNA)
+		b, nb := coef(kept)
+		if na != 302 || nb != 300 {
+			t.Fatalf("%s: N = %d and %d, want 302 (every record read) and 300", c.model, na, nb)
+		}
+		for i := range a {
+			if d := a[i] - b[i]; d > 1e-9 || d < -1e-9 {
+				t.Fatalf("%s: coefficient %d: %v with dropped records, %v without", c.model, i, a[i], b[i])
+			}
+		}
+	}
+}
