@@ -384,6 +384,24 @@ func TestFitLedger(t *testing.T) {
 			t.Fatalf("ledger show lacks %q:\n%s", want, out)
 		}
 	}
+	// A ρ ledger takes irls's ρ, and refuses an (ε, δ) mechanism before
+	// reading the data.
+	rho := filepath.Join(dir, "rho.json")
+	if _, err := runCLI(t, "ledger", "create", rho, "--name", "z", "--rho", "0.5"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "robust", "--mechanism", "irls",
+		"--epsilon", "1", "--delta", "1e-6", "--ledger", rho, "--out", filepath.Join(dir, "r.json")); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runCLI(t, "ledger", "show", rho)
+	if err != nil || !strings.Contains(out, "spent:      ρ = 0.") || !strings.Contains(out, "--mechanism irls") {
+		t.Fatalf("ρ ledger after irls (%v):\n%s", err, out)
+	}
+	if _, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm",
+		"--epsilon", "0.1", "--delta", "1e-6", "--ledger", rho, "--out", third); err == nil || !strings.Contains(err.Error(), "zCDP (ρ) budget") {
+		t.Fatalf("(ε, δ) fit on a ρ ledger: %v", err)
+	}
 	// The exact charge, made with the achieved guarantee after the fit:
 	// 2e-6 of δ is left, a model claiming 3e-6 is refused and the ledger
 	// is unchanged.

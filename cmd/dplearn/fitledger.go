@@ -71,6 +71,10 @@ func openFitLedger(ctx context.Context, o fitOptions, est regress.Estimator) (*a
 		return nil, fmt.Errorf("--ledger %s: %w", o.ledger, err)
 	}
 	spent, b := st.Spent(), st.Budget
+	if b.IsZCDP() && o.mechanism != "irls" && o.mechanism != "fm" {
+		// irls reports its zCDP ρ; fm is pure ε-DP, which is ε²/2-zCDP.
+		return nil, fmt.Errorf("--ledger %s: ledger %q is a zCDP (ρ) budget, and --mechanism %s reports an (ε, δ) guarantee that has no ρ to charge; use an (ε, δ) ledger (dplearn ledger create FILE --epsilon E --delta D)", o.ledger, st.Name, o.mechanism)
+	}
 	// A relative slack of 1e-12 keeps this early check from refusing a fit
 	// that fills the budget exactly (Spent is rounded up).
 	over := func(spent, cost, budget float64) bool { return spent+cost > budget*(1+1e-12) }

@@ -181,11 +181,11 @@ func printLedger(w io.Writer, f outputFormat, file string, st accounting.LedgerS
 		return nil
 	}
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "    time (UTC)\tcost\tlabel")
+	fmt.Fprintln(tw, "    time (UTC)\tcost (rounded up)\tlabel")
 	for _, c := range st.Charges {
-		cost := fmt.Sprintf("ε = %g, δ = %g", c.Epsilon, c.Delta)
+		cost := fmt.Sprintf("ε = %s, δ = %s", report.Up(c.Epsilon), report.Up(c.Delta))
 		if c.Rho > 0 {
-			cost = fmt.Sprintf("ρ = %g", c.Rho)
+			cost = fmt.Sprintf("ρ = %s", report.Up(c.Rho))
 		}
 		fmt.Fprintf(tw, "    %s\t%s\t%s\n", c.Time.UTC().Format(time.DateTime), cost, c.Label)
 	}
