@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dplearn/dplearn/experiment"
 )
 
 func TestExperimentCommand(t *testing.T) {
@@ -93,5 +95,18 @@ func TestExperimentFreshClone(t *testing.T) {
 	}
 	if !strings.Contains(out, "SmokeBan.csv (embedded copy in exampledata)") {
 		t.Fatalf("output does not say the embedded data was used:\n%s", out)
+	}
+}
+
+// TestExperimentSaysWhatWasSkipped: an experiment whose external dataset is
+// absent says so in the text output (dppp-fashion without the Debian
+// package); other notes stay in the summary file.
+func TestExperimentSaysWhatWasSkipped(t *testing.T) {
+	var b strings.Builder
+	printExperiments(&b, []*experiment.Result{{Name: "dppp-fashion", Title: "t",
+		Notes: []string{"Skipped: Fashion-MNIST not found at /usr/share/datasets/fashion-mnist", "a long methods note"}}}, experiment.Options{})
+	out := b.String()
+	if !strings.Contains(out, "Skipped: Fashion-MNIST not found") || strings.Contains(out, "methods note") || !strings.Contains(out, "0 points") {
+		t.Fatalf("output:\n%s", out)
 	}
 }
