@@ -292,7 +292,9 @@ func load(ctx context.Context, p *pipeline) (*Table, Summary, error) {
 // ReadHeader returns the column names of a table (CSV header row, or the
 // Parquet schema) without reading its data rows; "-" reads Options.Stdin.
 func ReadHeader(path string, opt Options) ([]string, error) {
-	p := &pipeline{path: path, opt: opt}
+	// An empty schema: the Parquet reader consults it for its value
+	// formatting only, which reading the header does not use.
+	p := &pipeline{path: path, opt: opt, schema: &schema.Schema{}}
 	var err error
 	if p.sep, err = delimiter(opt.Delimiter); err != nil {
 		return nil, err

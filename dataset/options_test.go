@@ -162,3 +162,29 @@ func TestPlural(t *testing.T) {
 		}
 	}
 }
+
+// TestReadHeader reads column names only, from CSV (any delimiter, stdin)
+// and Parquet.
+func TestReadHeader(t *testing.T) {
+	for _, c := range []struct {
+		path string
+		opt  Options
+		want string
+	}{
+		{writeFile(t, "h.csv", []byte("\ufeffa,\"b,c\",y\n1,2,3\n")), Options{}, "a|b,c|y"},
+		{writeFile(t, "h.tsv", []byte("a\tb\ty\n")), Options{Delimiter: '\t'}, "a|b|y"},
+		{"-", Options{Stdin: strings.NewReader("p;q\n1;2\n"), Delimiter: ';'}, "p|q"},
+		{writeParquet(t, "h.parquet", []pqRec{{A: 1, B: "u", N: 2}}), Options{}, "a|b|y|n"},
+	} {
+		h, err := ReadHeader(c.path, c.opt)
+		if err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		if got := strings.Join(h, "|"); strings.TrimPrefix(got, "\ufeff") != c.want {
+			t.Errorf("%s: header %q, want %q", c.path, got, c.want)
+		}
+	}
+	if _, err := ReadHeader(t.TempDir(), Options{}); !errors.Is(err, ErrNotTable) {
+		t.Errorf("directory: %v", err)
+	}
+}

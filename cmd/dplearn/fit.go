@@ -282,7 +282,8 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			"model":        model.Kind,
 			"mechanism":    o.mechanism,
 			"rows":         sum.Rows,
-			"skipped_rows": sum.Skipped,
+			"skipped_rows": sum.Skipped, // console only, like the text
+			"dropped_rows": sum.Dropped,
 			"features":     model.Features,
 			"coefficients": model.Coefficients,
 			"privacy":      model.Privacy,
