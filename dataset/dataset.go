@@ -53,9 +53,10 @@
 // Options.Delimiter reads ';'-, tab- or '|'-separated files; a header that
 // parses as one column holding another likely delimiter returns a
 // *DelimiterError naming it. The path "-" reads Options.Stdin. Records
-// dropped by a schema's "missing": "drop" policy are left out, or kept as
-// all-zero rows with Options.KeepDropped (the fit's choice: see the schema
-// package doc for why this keeps N public); Summary.Dropped counts them
+// dropped by a schema's "missing": "drop" policy are kept as all-zero rows
+// with Options.KeepDropped (the fit's choice: see the schema package doc for
+// why this keeps N public), left out with Options.SkipDropped, and a bad
+// row otherwise, so no reader changes N silently; Summary.Dropped counts them
 // and Summary.Columns tallies per column what the encoder clipped, imputed
 // or dropped. Those counts depend on the data: they are for the local
 // console, never for a release.
@@ -109,6 +110,11 @@ type Options struct {
 	// the package doc: this keeps the number of rows a public constant for
 	// the privacy analysis). StreamBatches flags such rows.
 	KeepDropped bool
+	// SkipDropped leaves such records out (evaluation, where N is not a
+	// privacy parameter). With neither option a dropped record is a bad row
+	// (an error, or skipped and counted with SkipBadRows): a reader that
+	// did not choose cannot change N silently.
+	SkipDropped bool
 	// Keep names columns whose raw text StreamBatches hands over with each
 	// row (identifiers to pass through); each must be in the header.
 	Keep []string

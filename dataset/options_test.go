@@ -104,9 +104,16 @@ func TestKeepDropped(t *testing.T) {
 	if n != 5 || !equalFloats(got, want) {
 		t.Fatalf("KeepDropped: N = %d (want 5), sums equal %v", n, equalFloats(got, want))
 	}
-	n, got = momentsOf(t, full, s, Options{})
+	n, got = momentsOf(t, full, s, Options{SkipDropped: true})
 	if n != 3 || !equalFloats(got, want) {
 		t.Fatalf("drop: N = %d (want 3), statistics equal %v", n, equalFloats(got, want))
+	}
+	// A reader that chose neither cannot change N silently: a bad row.
+	if _, _, err := Moments(context.Background(), full, s, Options{}); !errors.Is(err, schema.ErrDropped) || !strings.Contains(err.Error(), "full.csv:3:2:") {
+		t.Fatalf("drop without a choice: %v", err)
+	}
+	if _, sum, err := Moments(context.Background(), full, s, Options{SkipBadRows: true}); err != nil || sum.Skipped != 2 || sum.Dropped != 0 {
+		t.Fatalf("drop without a choice, skipping bad rows: %+v %v", sum, err)
 	}
 	var flags []bool
 	var ids []string
@@ -134,7 +141,7 @@ func TestKeepDropped(t *testing.T) {
 		t.Fatalf("unknown pass-through column: %v", err)
 	}
 	all := writeFile(t, "all.csv", []byte("id,a,b,y\nr2,NA,v,3\n"))
-	if _, _, err := Moments(context.Background(), all, s, Options{}); !errors.Is(err, ErrNoRows) || !strings.Contains(err.Error(), "all 1 row dropped") {
+	if _, _, err := Moments(context.Background(), all, s, Options{SkipDropped: true}); !errors.Is(err, ErrNoRows) || !strings.Contains(err.Error(), "all 1 row dropped") {
 		t.Fatalf("every row dropped: %v", err)
 	}
 }

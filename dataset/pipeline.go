@@ -444,9 +444,12 @@ func (w *worker) emit(r *result, fields [][]byte, line int) bool {
 		} else {
 			r.rows = r.rows[:start]
 		}
-		if dropped {
+		if dropped && p.opt.SkipDropped {
 			r.dropped++
 			return true
+		}
+		if dropped {
+			err = fmt.Errorf("%w; this reader neither keeps nor leaves out dropped records (Options.KeepDropped, Options.SkipDropped): declare \"impute\" instead, or complete the data", err)
 		}
 		rerr = &RowError{File: p.path, Line: line, Err: err}
 		var fe *schema.FieldError

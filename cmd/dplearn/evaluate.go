@@ -68,7 +68,7 @@ not private; evaluate on held-out or public data.`,
 			return err
 		}
 		ev := regress.NewEvaluator(m)
-		opt := dataset.Options{Workers: workers, Progress: stderrProgress(cmd), Delimiter: sep, Stdin: cmd.InOrStdin()}
+		opt := dataset.Options{Workers: workers, Progress: stderrProgress(cmd), Delimiter: sep, Stdin: cmd.InOrStdin(), SkipDropped: true}
 		sum, err := dataset.Stream(cmd.Context(), data, s, opt, func(rows []float64) error {
 			ev.Add(rows)
 			return nil
