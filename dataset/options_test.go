@@ -26,17 +26,6 @@ func momentsOf(t *testing.T, path string, s *schema.Schema, opt Options) (int64,
 	return m.N(), v
 }
 
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // TestDelimiters reads the same table written with each delimiter (with a
 // quoted field holding the delimiter) and gets bit-identical statistics.
@@ -56,7 +45,7 @@ func TestDelimiters(t *testing.T) {
 		}
 		if want == nil {
 			want = got
-		} else if !equalFloats(got, want) {
+		} else if !equalRows(got, want) {
 			t.Fatalf("delimiter %q: statistics differ", d)
 		}
 		if d == ',' {
@@ -82,8 +71,8 @@ func TestStdin(t *testing.T) {
 	path := writeFile(t, "d.csv", []byte(text))
 	_, want := momentsOf(t, path, s, Options{SkipBadRows: true})
 	n, got := momentsOf(t, "-", s, Options{SkipBadRows: true, Stdin: strings.NewReader(text)})
-	if n != 1 || !equalFloats(got, want) {
-		t.Fatalf("stdin: N = %d, statistics equal %v", n, equalFloats(got, want))
+	if n != 1 || !equalRows(got, want) {
+		t.Fatalf("stdin: N = %d, statistics equal %v", n, equalRows(got, want))
 	}
 	_, _, err := Moments(context.Background(), "-", s, Options{Stdin: strings.NewReader(text)})
 	if err == nil || !strings.HasPrefix(err.Error(), "stdin:3:3:") {
@@ -101,12 +90,12 @@ func TestKeepDropped(t *testing.T) {
 	kept := writeFile(t, "kept.csv", []byte("id,a,b,y\nr1,1,u,2\nr3,4,v,5\nr5,6,w,7\n"))
 	_, want := momentsOf(t, kept, s, Options{})
 	n, got := momentsOf(t, full, s, Options{KeepDropped: true})
-	if n != 5 || !equalFloats(got, want) {
-		t.Fatalf("KeepDropped: N = %d (want 5), sums equal %v", n, equalFloats(got, want))
+	if n != 5 || !equalRows(got, want) {
+		t.Fatalf("KeepDropped: N = %d (want 5), sums equal %v", n, equalRows(got, want))
 	}
 	n, got = momentsOf(t, full, s, Options{SkipDropped: true})
-	if n != 3 || !equalFloats(got, want) {
-		t.Fatalf("drop: N = %d (want 3), statistics equal %v", n, equalFloats(got, want))
+	if n != 3 || !equalRows(got, want) {
+		t.Fatalf("drop: N = %d (want 3), statistics equal %v", n, equalRows(got, want))
 	}
 	// A reader that chose neither cannot change N silently: a bad row.
 	if _, _, err := Moments(context.Background(), full, s, Options{}); !errors.Is(err, schema.ErrDropped) || !strings.Contains(err.Error(), "full.csv:3:2:") {
