@@ -212,6 +212,7 @@ func TestFitErrors(t *testing.T) {
 		{"negative workers", "", "", []string{"--workers", "-1"}, "--workers must be from 0"},
 		{"out in a missing directory", "", "", []string{"--out", "/nonexistent/m.json"}, "--out: write /nonexistent/m.json: directory /nonexistent does not exist"},
 		{"data is a directory", "", "", []string{"--data", "/tmp"}, "--data: dataset: /tmp: is a directory"},
+		{"ledger with seed", "", "", []string{"--seed", "1", "--ledger", "x.json"}, "--ledger with --seed"},
 		{"ledger with nonprivate", "", "", []string{"--mechanism", "nonprivate", "--epsilon-unset", "--delta-unset", "--ledger", "x.json"}, "--ledger: --mechanism nonprivate releases a model with no privacy guarantee"},
 	}
 	for i, c := range cases {

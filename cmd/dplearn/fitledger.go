@@ -59,6 +59,9 @@ func openFitLedger(ctx context.Context, o fitOptions, est regress.Estimator) (*a
 	if !est.Private() {
 		return nil, fmt.Errorf("--ledger: --mechanism %s releases a model with no privacy guarantee; a budget cannot account for it (fit without --ledger, and do not release it)", o.mechanism)
 	}
+	if o.seeded {
+		return nil, fmt.Errorf("--ledger with --seed: seeded noise is predictable, so the model has no privacy guarantee to charge; drop --seed for a release")
+	}
 	if _, err := os.Stat(o.ledger); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("--ledger %s: no such ledger; create it first: dplearn ledger create %s --name NAME --epsilon E --delta D", o.ledger, o.ledger)
 	}
