@@ -384,6 +384,18 @@ func TestFitLedger(t *testing.T) {
 			t.Fatalf("ledger show lacks %q:\n%s", want, out)
 		}
 	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ledger", "show", filepath.Join(dir, "none.json")}, "no such ledger (create it: dplearn ledger create"},
+		{[]string{"ledger", "create", filepath.Join(dir, "two.json"), "--name", "x", "--epsilon", "1", "--rho", "1"}, "--rho with --epsilon/--delta"},
+		{[]string{"ledger", "show"}, "missing the ledger file"},
+	} {
+		if _, err := runCLI(t, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want %q", c.args, err, c.want)
+		}
+	}
 	// A ρ ledger takes irls's ρ, and refuses an (ε, δ) mechanism before
 	// reading the data.
 	rho := filepath.Join(dir, "rho.json")

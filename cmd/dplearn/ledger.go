@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -78,6 +80,9 @@ Example:
 		if err := requireFlags(c, "name"); err != nil {
 			return err
 		}
+		if c.Flags().Changed("rho") && (c.Flags().Changed("epsilon") || c.Flags().Changed("delta")) {
+			return fmt.Errorf("--rho with --epsilon/--delta: a ledger holds one kind of budget, (--epsilon, --delta) or --rho (zCDP)")
+		}
 		l, err := accounting.CreateLedger(c.Context(), file, name, budget)
 		if err != nil {
 			return fmt.Errorf("ledger create: %w", err)
@@ -108,7 +113,7 @@ Example:
 		if err := requireFlags(c, "label"); err != nil {
 			return err
 		}
-		l, err := accounting.OpenLedger(file)
+		l, err := openLedgerFile(file)
 		if err != nil {
 			return fmt.Errorf("ledger charge: %w", err)
 		}
@@ -131,7 +136,7 @@ Example:
 		if err := fileArg(c, args); err != nil {
 			return err
 		}
-		l, err := accounting.OpenLedger(file)
+		l, err := openLedgerFile(file)
 		if err != nil {
 			return fmt.Errorf("ledger show: %w", err)
 		}
@@ -190,4 +195,12 @@ func printLedger(w io.Writer, f outputFormat, file string, st accounting.LedgerS
 		fmt.Fprintf(tw, "    %s\t%s\t%s\n", c.Time.UTC().Format(time.DateTime), cost, c.Label)
 	}
 	return tw.Flush()
+}
+
+// openLedgerFile opens a ledger, saying how to create a missing one.
+func openLedgerFile(file string) (*accounting.Ledger, error) {
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: no such ledger (create it: dplearn ledger create %s --name NAME --epsilon E --delta D)", file, file)
+	}
+	return accounting.OpenLedger(file)
 }
