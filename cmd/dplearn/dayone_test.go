@@ -335,7 +335,7 @@ func TestCountsNeverInModel(t *testing.T) {
 	if err := json.Unmarshal([]byte(readFile(t, ma)), &m); err != nil || m.Training.Rows != 403 {
 		t.Fatalf("N = %d (want every record read, 403): %v", m.Training.Rows, err)
 	}
-	for _, want := range []string{"education", "ethnicity", "never written to the model"} {
+	for _, want := range []string{"education", "ethnicity", "never written to the model", "1 record dropped for a missing value entered the fit as zero rows"} {
 		if !strings.Contains(textA, want) {
 			t.Fatalf("console lacks %q:\n%s", want, textA)
 		}

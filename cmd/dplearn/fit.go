@@ -293,6 +293,9 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err := printFitText(w, model, o.out, sum.Skipped); err != nil {
 		return err
 	}
+	if sum.Dropped > 0 {
+		fmt.Fprintf(w, "\n%s dropped for a missing value entered the fit as zero rows (N counts them; this count is shown on this console only).\n", dataset.Plural(sum.Dropped, "record"))
+	}
 	printDataCounts(w, sum)
 	return nil
 }
@@ -304,6 +307,7 @@ func printFitText(w io.Writer, m *regress.Model, path string, skipped int64) err
 	if skipped > 0 {
 		fmt.Fprintf(w, " (%s skipped; this count is shown on this console only)", dataset.Plural(skipped, "bad row"))
 	}
+
 	if path == "-" {
 		path = "standard output"
 	}
