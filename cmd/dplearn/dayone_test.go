@@ -178,7 +178,7 @@ func TestPredictDevStdout(t *testing.T) {
 	if err := syscall.Dup3(int(sink.Fd()), 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, runErr := runCLI(t, "predict", "--model", model, "--data", data, "--out", "/dev/stdout")
+	msg, runErr := runCLI(t, "predict", "--model", model, "--data", data, "--out", "/dev/stdout")
 	if err := syscall.Dup3(saved, 1, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -199,6 +199,9 @@ func TestPredictDevStdout(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(got)), "\n")
 	if len(lines) != 201 || lines[0] != "row,wage_predicted" {
 		t.Fatalf("predictions through the descriptor: %d lines, %q", len(lines), lines[0])
+	}
+	if msg != "" {
+		t.Errorf("messages went to stdout, into the predictions: %q", msg)
 	}
 	t.Logf("ran as uid %d", os.Getuid())
 }

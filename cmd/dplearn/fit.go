@@ -273,7 +273,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		return fmt.Errorf("--out: %w", err)
 	}
 	w := cmd.OutOrStdout()
-	if o.out == "-" {
+	if toStdout(o.out) {
 		w = cmd.ErrOrStderr() // stdout holds the model
 	}
 	if format == formatJSON {

@@ -241,3 +241,13 @@ func readErr(flag string, err error) error {
 	}
 	return err
 }
+
+// toStdout reports whether an --out value names standard output, so that
+// the command's messages go to stderr instead of into the output.
+func toStdout(path string) bool {
+	switch filepath.Clean(path) {
+	case "-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1":
+		return true
+	}
+	return false
+}

@@ -163,7 +163,7 @@ func runPredict(cmd *cobra.Command, o predictOptions) (err error) {
 		return err
 	}
 	msg := cmd.OutOrStdout()
-	if o.out == "-" {
+	if toStdout(o.out) {
 		msg = cmd.ErrOrStderr()
 	}
 	fmt.Fprintf(msg, "Wrote %s to %s", dataset.Plural(sum.Rows-sum.Dropped, "prediction"), out.name)
