@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"strings"
@@ -77,6 +79,14 @@ func TestStdin(t *testing.T) {
 	_, _, err := Moments(context.Background(), "-", s, Options{Stdin: strings.NewReader(text)})
 	if err == nil || !strings.HasPrefix(err.Error(), "stdin:3:3:") {
 		t.Fatalf("error from stdin: %v", err)
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(text))
+	zw.Close()
+	n, got = momentsOf(t, "-", s, Options{SkipBadRows: true, Stdin: &gz})
+	if n != 1 || !equalRows(got, want) {
+		t.Fatalf("gzip on stdin: N = %d, statistics equal %v", n, equalRows(got, want))
 	}
 }
 
