@@ -28,7 +28,6 @@ func momentsOf(t *testing.T, path string, s *schema.Schema, opt Options) (int64,
 	return m.N(), v
 }
 
-
 // TestDelimiters reads the same table written with each delimiter (with a
 // quoted field holding the delimiter) and gets bit-identical statistics.
 func TestDelimiters(t *testing.T) {
