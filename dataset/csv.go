@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // csvSource splits a CSV byte stream into chunks of whole records.
 type csvSource struct {
 	p     *pipeline
 	r     io.Reader
+	sep   byte   // field delimiter
 	carry []byte // start of the next chunk (a partial record)
 	line  int    // line number of carry[0]
 	eof   bool
@@ -57,7 +59,7 @@ func (s *csvSource) header() ([]string, error) {
 			data = data[1:]
 		}
 		end := -1
-		if next, complete := scanRecord(data, 0); complete {
+		if next, complete := scanRecord(data, 0, s.sep); complete {
 			end = next
 		}
 		if end < 0 && s.eof {
@@ -69,7 +71,7 @@ func (s *csvSource) header() ([]string, error) {
 			}
 			s.line += blank
 			rec := append([]byte(nil), data[:end]...)
-			fields, _, nl, col, err := parseRecord(rec, 0, nil)
+			fields, _, nl, col, err := parseRecord(rec, 0, nil, s.sep)
 			if err != nil {
 				return nil, &RowError{File: s.p.path, Line: s.line, Column: col, Err: fmt.Errorf("header: %w", err)}
 			}
@@ -94,7 +96,7 @@ func (s *csvSource) header() ([]string, error) {
 // scanned sequentially from the line of the first quote, with exactly the
 // rules the workers parse with (a record broken by bad quoting ends at the
 // next '\n'), so splitter and parser always agree.
-func boundary(data []byte) (end int, quoted bool) {
+func boundary(data []byte, sep byte) (end int, quoted bool) {
 	q := bytes.IndexByte(data, '"')
 	if q < 0 {
 		return bytes.LastIndexByte(data, '\n') + 1, false
@@ -102,7 +104,7 @@ func boundary(data []byte) (end int, quoted bool) {
 	pos := bytes.LastIndexByte(data[:q], '\n') + 1
 	end = pos
 	for pos < len(data) {
-		next, complete := scanRecord(data, pos)
+		next, complete := scanRecord(data, pos, sep)
 		if !complete {
 			break
 		}
@@ -113,8 +115,8 @@ func boundary(data []byte) (end int, quoted bool) {
 
 // scanRecord finds the end of the record at data[pos] without modifying
 // data; complete is false when the record may continue past the data.
-func scanRecord(data []byte, pos int) (next int, complete bool) {
-	_, next, _, _, err := parseRecordMode(data, pos, nil, false)
+func scanRecord(data []byte, pos int, sep byte) (next int, complete bool) {
+	_, next, _, _, err := parseRecordMode(data, pos, nil, false, sep)
 	return next, err != ErrUnterminated && next > pos && data[next-1] == '\n'
 }
 
@@ -143,7 +145,7 @@ func (s *csvSource) next() (*chunk, error) {
 			end = len(buf)
 			quoted = bytes.IndexByte(buf, '"') >= 0
 		} else {
-			end, quoted = boundary(buf)
+			end, quoted = boundary(buf, s.sep)
 		}
 		if end > 0 || s.eof {
 			s.carry = append(s.carry[:0], buf[end:]...)
@@ -166,13 +168,13 @@ func (s *csvSource) next() (*chunk, error) {
 // data is modified. It returns the position after the record, the number of
 // '\n' consumed, and on error the 1-based field number at fault. A field that
 // ends the data without a line end ends the record.
-func parseRecord(data []byte, pos int, fields [][]byte) (_ [][]byte, next, nl, col int, err error) {
-	return parseRecordMode(data, pos, fields, true)
+func parseRecord(data []byte, pos int, fields [][]byte, sep byte) (_ [][]byte, next, nl, col int, err error) {
+	return parseRecordMode(data, pos, fields, true, sep)
 }
 
 // parseRecordMode is parseRecord; with write false it neither unescapes nor
 // collects fields (for the splitter).
-func parseRecordMode(data []byte, pos int, fields [][]byte, write bool) (_ [][]byte, next, nl, col int, err error) {
+func parseRecordMode(data []byte, pos int, fields [][]byte, write bool, sep byte) (_ [][]byte, next, nl, col int, err error) {
 	for {
 		if pos < len(data) && data[pos] == '"' {
 			w, i := pos+1, pos+1
@@ -203,7 +205,7 @@ func parseRecordMode(data []byte, pos int, fields [][]byte, write bool) (_ [][]b
 			switch {
 			case i >= len(data):
 				return fields, i, nl, 0, nil
-			case data[i] == ',':
+			case data[i] == sep:
 				pos = i + 1
 				continue
 			case data[i] == '\n':
@@ -220,7 +222,7 @@ func parseRecordMode(data []byte, pos int, fields [][]byte, write bool) (_ [][]b
 		i := pos
 		for i < len(data) {
 			c := data[i]
-			if c == ',' || c == '\n' || c == '"' {
+			if c == sep || c == '\n' || c == '"' {
 				break
 			}
 			i++
@@ -231,7 +233,7 @@ func parseRecordMode(data []byte, pos int, fields [][]byte, write bool) (_ [][]b
 				fields = append(fields, trimCR(data[pos:i]))
 			}
 			return fields, i, nl, 0, nil
-		case data[i] == ',':
+		case data[i] == sep:
 			if write {
 				fields = append(fields, data[pos:i])
 			}
@@ -277,6 +279,7 @@ func (w *worker) csvChunk(c *chunk, r *result) {
 	data := c.data
 	line := c.line
 	pos := 0
+	sep := w.p.sep
 	for pos < len(data) {
 		// Blank lines (also "\r\n") are skipped.
 		if data[pos] == '\n' {
@@ -304,7 +307,7 @@ func (w *worker) csvChunk(c *chunk, r *result) {
 			}
 			rec = trimCR(rec)
 			for {
-				j := bytes.IndexByte(rec, ',')
+				j := bytes.IndexByte(rec, sep)
 				if j < 0 {
 					fields = append(fields, rec)
 					break
@@ -315,7 +318,7 @@ func (w *worker) csvChunk(c *chunk, r *result) {
 		} else {
 			var nl, col int
 			var err error
-			fields, pos, nl, col, err = parseRecord(data, pos, fields)
+			fields, pos, nl, col, err = parseRecord(data, pos, fields, sep)
 			line += nl
 			if err != nil {
 				w.fields = fields
@@ -334,4 +337,89 @@ func (w *worker) csvChunk(c *chunk, r *result) {
 			return
 		}
 	}
+}
+
+// DelimiterError reports a header that parsed as one column although it
+// holds another likely delimiter: the file is probably not comma-separated.
+type DelimiterError struct {
+	Header string // the one column the header parsed as (truncated)
+	Likely byte   // the delimiter the header most likely uses
+}
+
+func (e *DelimiterError) Error() string {
+	return fmt.Sprintf("the header parsed as one column %q; the file looks %s-separated: pass --delimiter %s",
+		e.Header, DelimiterName(e.Likely), DelimiterFlag(e.Likely))
+}
+
+// DelimiterName names a delimiter in words ("tab", "';'").
+func DelimiterName(d byte) string {
+	if d == '\t' {
+		return "tab"
+	}
+	return fmt.Sprintf("'%c'", d)
+}
+
+// DelimiterFlag is how to write the delimiter as a shell argument.
+func DelimiterFlag(d byte) string {
+	if d == '\t' {
+		return "tab"
+	}
+	return fmt.Sprintf("'%c'", d)
+}
+
+// delimiter validates Options.Delimiter (0: ',').
+func delimiter(d byte) (byte, error) {
+	switch d {
+	case 0:
+		return ',', nil
+	case '"', '\n', '\r', ' ':
+		return 0, fmt.Errorf("dataset: %q cannot be a field delimiter", d)
+	}
+	return d, nil
+}
+
+// likelyDelimiter returns the delimiter a one-column header most likely
+// uses instead of sep (the candidate occurring most often), or 0.
+func likelyDelimiter(header []string, sep byte) byte {
+	if len(header) != 1 {
+		return 0
+	}
+	best, n := byte(0), 0
+	for _, d := range []byte{',', ';', '\t', '|'} {
+		if d == sep {
+			continue
+		}
+		if c := strings.Count(header[0], string(d)); c > n {
+			best, n = d, c
+		}
+	}
+	return best
+}
+
+// keepIndices returns the header positions of the named columns.
+func keepIndices(header, names []string) ([]int, error) {
+	var idx []int
+	for _, n := range names {
+		found := -1
+		for i, h := range header {
+			if strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")) == n {
+				found = i
+				break
+			}
+		}
+		if found < 0 {
+			return nil, fmt.Errorf("column %q to pass through (--id) is not in the header", n)
+		}
+		idx = append(idx, found)
+	}
+	return idx, nil
+}
+
+// Plural returns "1 row", "2 rows": the count and the noun, pluralised
+// with an s.
+func Plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

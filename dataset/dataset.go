@@ -47,6 +47,19 @@
 //
 // Cancelling the context stops the read promptly; the returned error then
 // wraps ctx.Err().
+//
+// # Dialects, streams and missing values
+//
+// Options.Delimiter reads ';'-, tab- or '|'-separated files; a header that
+// parses as one column holding another likely delimiter returns a
+// *DelimiterError naming it. The path "-" reads Options.Stdin. Records
+// dropped by a schema's "missing": "drop" policy are kept as all-zero rows
+// with Options.KeepDropped (the fit's choice: see the schema package doc for
+// why this keeps N public), left out with Options.SkipDropped, and a bad
+// row otherwise, so no reader changes N silently; Summary.Dropped counts them
+// and Summary.Columns tallies per column what the encoder clipped, imputed
+// or dropped. Those counts depend on the data: they are for the local
+// console, never for a release.
 package dataset
 
 import (
@@ -54,6 +67,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/suffstat"
@@ -77,9 +91,33 @@ type Options struct {
 	// TargetOptional allows the target column to be absent (prediction);
 	// its slot in each encoded row is then 0.
 	TargetOptional bool
+	// IgnoreTarget never reads the target column (prediction): its slot in
+	// each encoded row is 0, whatever the column holds.
+	IgnoreTarget bool
 	// Parquet bounds the memory and work a Parquet file may demand (see
 	// ParquetLimits); the zero value takes the defaults.
 	Parquet ParquetLimits
+	// Delimiter is the CSV field delimiter: 0 means ','; ';' and '\t' are
+	// the common others. A header that holds one column with another
+	// likely delimiter in it returns a *DelimiterError.
+	Delimiter byte
+	// Stdin is read when the path is "-" (nil: os.Stdin); errors then name
+	// the file "stdin". Parquet cannot be read from a stream.
+	Stdin io.Reader
+	// KeepDropped keeps a record dropped by a "missing": "drop" policy as
+	// an all-zero encoded row (features, intercept slot and target), counted
+	// in Summary.Rows and Summary.Dropped, instead of leaving it out (see
+	// the package doc: this keeps the number of rows a public constant for
+	// the privacy analysis). StreamBatches flags such rows.
+	KeepDropped bool
+	// SkipDropped leaves such records out (evaluation, where N is not a
+	// privacy parameter). With neither option a dropped record is a bad row
+	// (an error, or skipped and counted with SkipBadRows): a reader that
+	// did not choose cannot change N silently.
+	SkipDropped bool
+	// Keep names columns whose raw text StreamBatches hands over with each
+	// row (identifiers to pass through); each must be in the header.
+	Keep []string
 
 	chunkSize int // tests: CSV read size (default chunkSize)
 }
@@ -92,6 +130,17 @@ type Summary struct {
 	// HasTarget is false when Options.TargetOptional let the target column
 	// be absent (its slot in every row is then 0).
 	HasTarget bool
+	// Dropped counts the records dropped for a missing value by a
+	// "missing": "drop" policy (kept as zero rows with KeepDropped).
+	Dropped int64
+	// Columns tallies per schema column what the encoder did: values
+	// clipped to the declared range, imputed, undeclared categories read
+	// as the reference level, and the column that dropped each dropped
+	// record. SkippedByColumn counts skipped bad records (SkipBadRows) by
+	// the column at fault. All of these depend on the private data: show
+	// them to the data holder, never release them (PRIVACY-NOTES item 23).
+	Columns         *schema.Counts
+	SkippedByColumn map[string]int64
 }
 
 // RowError locates a record that cannot be read or encoded.
@@ -122,6 +171,7 @@ var (
 	ErrQuoteEnd       = errors.New(`bad quoting: character after a closing '"'`)
 	ErrUnterminated   = errors.New(`bad quoting: quoted field not closed before end of file (truncated file?)`)
 	ErrRecordTooLarge = errors.New(`record longer than 64 MiB (an unbalanced '"'?)`)
+	ErrNotTable       = errors.New("is a directory, not a table file")
 )
 
 // Table holds encoded rows in memory, row-major: row r is
@@ -178,6 +228,30 @@ func Moments(ctx context.Context, path string, s *schema.Schema, opt Options) (*
 	return total, sum, nil
 }
 
+// Batch is one batch of StreamBatches: n encoded rows with what the
+// options asked to carry alongside.
+type Batch struct {
+	Rows []float64 // n×K, row-major
+	// Dropped[i] is true when row i is the zero row of a record dropped for
+	// a missing value (Options.KeepDropped; nil otherwise).
+	Dropped []bool
+	// Keep holds the raw text of the Options.Keep columns, n×len(Keep),
+	// row-major (nil without Keep).
+	Keep []string
+}
+
+// StreamBatches is Stream with the per-row facts of Batch. The batch and its
+// slices are reused after fn returns; copy what you keep.
+func StreamBatches(ctx context.Context, path string, s *schema.Schema, opt Options, fn func(b Batch) error) (Summary, error) {
+	p := &pipeline{path: path, schema: s, opt: opt}
+	return p.run(ctx, func(r *result) error {
+		if len(r.rows) == 0 {
+			return nil
+		}
+		return fn(Batch{Rows: r.rows, Dropped: r.flags, Keep: r.kept})
+	})
+}
+
 // Stream reads path and calls fn with row-major batches of encoded rows
 // (n×K, K = the encoder's width) in file order. The slice is reused after
 // fn returns; copy what you keep. Batches hold a few thousand rows, so
@@ -219,4 +293,39 @@ func load(ctx context.Context, p *pipeline) (*Table, Summary, error) {
 	}
 	t.K = p.width
 	return t, sum, nil
+}
+
+// ReadHeader returns the column names of a table (CSV header row, or the
+// Parquet schema) without reading its data rows; "-" reads Options.Stdin.
+func ReadHeader(path string, opt Options) ([]string, error) {
+	// An empty schema: the Parquet reader consults it for its value
+	// formatting only, which reading the header does not use.
+	p := &pipeline{path: path, opt: opt, schema: &schema.Schema{}}
+	var err error
+	if p.sep, err = delimiter(opt.Delimiter); err != nil {
+		return nil, err
+	}
+	var f *os.File
+	in := io.Reader(nil)
+	if path == "-" {
+		in = opt.Stdin
+		if in == nil {
+			in = os.Stdin
+		}
+		p.path = "stdin"
+	} else {
+		if f, err = os.Open(path); err != nil {
+			return nil, fmt.Errorf("dataset: %w", err)
+		}
+		defer f.Close()
+		if st, err := f.Stat(); err == nil && st.IsDir() {
+			return nil, fmt.Errorf("dataset: %s: %w", path, ErrNotTable)
+		}
+		in = f
+	}
+	src, err := p.open(in, f)
+	if err != nil {
+		return nil, err
+	}
+	return src.header()
 }

@@ -60,3 +60,25 @@ func ExampleStream() {
 	// Output:
 	// [-1 1 1 0]
 }
+
+// StreamBatches with a missing-value policy, a pass-through identifier and
+// standard input ("-").
+func ExampleStreamBatches() {
+	s, _ := schema.Parse([]byte(`{"target": {"name": "smoker", "positive": "yes"},
+		"features": [{"name": "age", "range": [20, 80], "missing": "drop"}]}`))
+	in := strings.NewReader("id;age;smoker\na;30;yes\nb;NA;no\nc;95;no\n")
+	opt := dataset.Options{Stdin: in, Delimiter: ';', KeepDropped: true, Keep: []string{"id"}}
+	sum, _ := dataset.StreamBatches(context.Background(), "-", s, opt, func(b dataset.Batch) error {
+		for i, id := range b.Keep {
+			fmt.Printf("%s dropped=%v\n", id, b.Dropped[i])
+		}
+		return nil
+	})
+	// The counts are for the local console only.
+	fmt.Printf("%s read, %d dropped, age clipped %d\n", dataset.Plural(sum.Rows, "row"), sum.Dropped, sum.Columns.Clipped[0])
+	// Output:
+	// a dropped=false
+	// b dropped=true
+	// c dropped=false
+	// 3 rows read, 1 dropped, age clipped 1
+}

@@ -46,6 +46,10 @@ type result struct {
 	mom     *suffstat.Moments // their statistics (Moments)
 	n       int               // rows encoded
 	skipped int               // rows skipped
+	dropped int               // rows dropped for a missing value
+	flags   []bool            // per encoded row: dropped (KeepDropped, Stream)
+	kept    []string          // per encoded row: the Keep columns' raw values
+	badCols map[string]int64  // skipped bad rows by the column at fault
 	err     error             // first fatal error in the chunk
 	buf     []byte            // the chunk's buffer, for reuse
 }
@@ -65,6 +69,8 @@ type pipeline struct {
 
 	width   int
 	workers int
+	sep     byte  // CSV field delimiter
+	keepIdx []int // field indices of Options.Keep
 	enc     *schema.Encoder
 	nh      int // fields per record
 	names   []string
@@ -110,7 +116,7 @@ func (p *pipeline) open(in io.Reader, f *os.File) (source, error) {
 		}
 		r = zr
 	}
-	return &csvSource{p: p, r: r, line: 1}, nil
+	return &csvSource{p: p, r: r, line: 1, sep: p.sep}, nil
 }
 
 func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Summary, err error) {
@@ -122,7 +128,17 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 	}
 	var size int64 = -1
 	var f *os.File
+	if p.sep, err = delimiter(p.opt.Delimiter); err != nil {
+		return sum, err
+	}
 	in := p.in
+	if in == nil && p.path == "-" {
+		in = p.opt.Stdin
+		if in == nil {
+			in = os.Stdin
+		}
+		p.path = "stdin"
+	}
 	if in == nil {
 		if f, err = os.Open(p.path); err != nil {
 			return sum, fmt.Errorf("dataset: %w", err)
@@ -130,6 +146,8 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 		defer f.Close()
 		if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
 			size = st.Size()
+		} else if err == nil && st.IsDir() {
+			return sum, fmt.Errorf("dataset: %s: %w", p.path, ErrNotTable)
 		}
 		in = f
 	}
@@ -143,8 +161,18 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 	}
 	p.names = header
 	p.nh = len(header)
-	p.enc, err = p.schema.NewEncoder(header, schema.EncoderOptions{TargetOptional: p.opt.TargetOptional})
+	p.enc, err = p.schema.NewEncoder(header, schema.EncoderOptions{TargetOptional: p.opt.TargetOptional, IgnoreTarget: p.opt.IgnoreTarget})
 	if err != nil {
+		if d := likelyDelimiter(header, p.sep); d != 0 {
+			return sum, fmt.Errorf("%s: header: %w", p.path, &DelimiterError{Header: header[0], Likely: d})
+		}
+		var me *schema.MissingColumnsError
+		if errors.As(err, &me) {
+			return sum, fmt.Errorf("%s: header: %w; the header has %s", p.path, err, headerList(header))
+		}
+		return sum, fmt.Errorf("%s: header: %w", p.path, err)
+	}
+	if p.keepIdx, err = keepIndices(header, p.opt.Keep); err != nil {
 		return sum, fmt.Errorf("%s: header: %w", p.path, err)
 	}
 	p.width = p.enc.Width()
@@ -205,11 +233,13 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 	}()
 
 	var wg sync.WaitGroup
+	counts := make([]*schema.Counts, workers)
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
+		counts[w] = p.enc.NewCounts()
 		go func() {
 			defer wg.Done()
-			wk := &worker{p: p, dst: make([]float64, p.width)}
+			wk := &worker{p: p, dst: make([]float64, p.width), counts: counts[w]}
 			for c := range chunks {
 				r := &result{seq: c.seq, buf: c.data}
 				if !p.moments {
@@ -262,6 +292,13 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 			<-tokens
 			sum.Rows += int64(r.n)
 			sum.Skipped += int64(r.skipped)
+			sum.Dropped += int64(r.dropped)
+			for name, n := range r.badCols {
+				if sum.SkippedByColumn == nil {
+					sum.SkippedByColumn = map[string]int64{}
+				}
+				sum.SkippedByColumn[name] += n
+			}
 			err := r.err
 			if err == nil && ctx.Err() != nil {
 				err = ctx.Err()
@@ -279,6 +316,12 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 		}
 	}
 	sum.Bytes = p.counts.n.Load()
+	// Every worker has finished: results is closed only after wg.Wait.
+	total := p.enc.NewCounts()
+	for _, c := range counts {
+		total.Add(c)
+	}
+	sum.Columns = total
 	// A cancellation that stopped the splitter between chunks leaves no
 	// result carrying the error: without this check a cancelled read would
 	// return a truncated table as if it were complete.
@@ -292,8 +335,11 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 		return sum, firstErr
 	}
 	if sum.Rows == 0 {
+		if sum.Dropped > 0 {
+			return sum, fmt.Errorf("%s: %w (all %s dropped for missing values)", p.path, ErrNoRows, Plural(sum.Dropped+sum.Skipped, "row"))
+		}
 		if sum.Skipped > 0 {
-			return sum, fmt.Errorf("%s: %w (all %d rows skipped as bad)", p.path, ErrNoRows, sum.Skipped)
+			return sum, fmt.Errorf("%s: %w (all %s skipped as bad)", p.path, ErrNoRows, Plural(sum.Skipped, "row"))
 		}
 		return sum, fmt.Errorf("%s: %w", p.path, ErrNoRows)
 	}
@@ -313,6 +359,7 @@ func (p *pipeline) recycle(r *result, moms chan *suffstat.Moments) {
 		default:
 		}
 	}
+	r.flags, r.kept = nil, nil
 	if r.mom != nil {
 		r.mom.Reset()
 		select {
@@ -342,6 +389,7 @@ type worker struct {
 	ends   []int  // Parquet: end of each value in text
 	dst    []float64
 	rows   []float64 // Moments mode: reused row buffer
+	counts *schema.Counts
 }
 
 // emit encodes one record, or records why it cannot be. It returns false when
@@ -374,15 +422,34 @@ func (w *worker) emit(r *result, fields [][]byte, line int) bool {
 		} else {
 			dst = r.rows[start : start+k]
 		}
-		err := p.enc.Encode(fields, dst)
+		err := p.enc.EncodeCounted(fields, dst, w.counts)
+		dropped := err != nil && errors.Is(err, schema.ErrDropped)
+		if dropped && p.opt.KeepDropped {
+			clear(dst)
+			r.dropped++
+			err = nil
+		}
 		if err == nil {
 			r.n++
+			if p.opt.KeepDropped && !p.moments {
+				r.flags = append(r.flags, dropped)
+			}
+			for _, i := range p.keepIdx {
+				r.kept = append(r.kept, string(fields[i]))
+			}
 			return true
 		}
 		if p.moments {
 			w.rows = w.rows[:start]
 		} else {
 			r.rows = r.rows[:start]
+		}
+		if dropped && p.opt.SkipDropped {
+			r.dropped++
+			return true
+		}
+		if dropped {
+			err = fmt.Errorf("%w; this reader neither keeps nor leaves out dropped records (Options.KeepDropped, Options.SkipDropped): declare \"impute\" instead, or complete the data", err)
 		}
 		rerr = &RowError{File: p.path, Line: line, Err: err}
 		var fe *schema.FieldError
@@ -405,6 +472,14 @@ func (w *worker) bad(r *result, e *RowError) bool {
 	}
 	if w.p.opt.SkipBadRows && !errors.Is(e.Err, ErrUnterminated) {
 		r.skipped++
+		name := e.ColumnName
+		if name == "" {
+			name = "(whole record)"
+		}
+		if r.badCols == nil {
+			r.badCols = map[string]int64{}
+		}
+		r.badCols[name]++
 		return true
 	}
 	r.err = e
@@ -425,4 +500,18 @@ func (w *worker) process(c *chunk, r *result) {
 		}
 		w.rows = w.rows[:0]
 	}
+}
+
+// headerList quotes the first header names for an error message.
+func headerList(header []string) string {
+	const max = 12
+	var q []string
+	for i, h := range header {
+		if i == max {
+			q = append(q, fmt.Sprintf("… (%d columns)", len(header)))
+			break
+		}
+		q = append(q, strconv.Quote(h))
+	}
+	return strings.Join(q, ", ")
 }

@@ -1,12 +1,20 @@
-// Package exampledata embeds two real public datasets, and the declared
-// schemas of every example dataset in ../shared/data, so that `dplearn demo`
-// and examples run on a fresh machine with no files at hand.
+// Package exampledata embeds the small real public datasets the commands,
+// the README and the experiments use, with their declared schemas, so that
+// `dplearn demo`, `dplearn experiment` and the README's worked example run
+// from a fresh clone with no other files at hand. Each file is a
+// byte-identical copy of the project's example data (File; classify.go for
+// the classification tables):
 //
-//   - CPS1988: US Current Population Survey, March 1988 (28,155 rows), from
-//     the R package AER (Debian r-cran-aer 1.2-10, GPL-2/3). Linear
+//   - CPS1988.csv: US Current Population Survey, March 1988 (28,155 rows),
+//     from the R package AER (Debian r-cran-aer 1.2-10, GPL-2/3). Linear
 //     regression of log weekly wage.
-//   - SmokeBan: US survey on workplace smoking bans (10,000 rows), from the
-//     same package. Logistic regression of smoking.
+//   - SmokeBan.csv: US survey on workplace smoking bans (10,000 rows), from
+//     the same package. Logistic regression of smoking.
+//   - diabetes.csv (stored gzip-compressed): Efron et al.'s diabetes data,
+//     442 patients, 10 raw features, disease progression after one year,
+//     from Debian python3-sklearn 1.2.1 (BSD-3).
+//   - breast_cancer.csv and digits.csv (gzip-compressed, classify.go): from
+//     the same scikit-learn package.
 //
 // The schemas (schemas/NAME.json: cps1988, smokeban, diabetes,
 // breast_cancer, and cps1988-highwage for the FM seed's logistic task)
@@ -28,6 +36,8 @@ var (
 	cpsCSV []byte
 	//go:embed SmokeBan.csv
 	smokeCSV []byte
+	//go:embed diabetes.csv.gz
+	diabetesGzip []byte
 	//go:embed schemas/*.json
 	schemas embed.FS
 )
@@ -87,4 +97,30 @@ func Get(name string) (Dataset, error) {
 		}
 	}
 	return Dataset{}, fmt.Errorf("no embedded dataset %q (have cps1988, smokeban)", name)
+}
+
+// Files lists the file names File serves: the example CSVs of the
+// project's data directory, each embedded here.
+func Files() []string {
+	return []string{"CPS1988.csv", "SmokeBan.csv", "breast_cancer.csv", "diabetes.csv", "digits.csv"}
+}
+
+// File returns the embedded copy of an example CSV by its file name in the
+// project's data directory (see Files). Some copies are gzip-compressed:
+// package dataset's readers recognise gzip by its content, so pass the
+// bytes to dataset.LoadReader as they are.
+func File(name string) ([]byte, error) {
+	switch name {
+	case "CPS1988.csv":
+		return cpsCSV, nil
+	case "SmokeBan.csv":
+		return smokeCSV, nil
+	case "diabetes.csv":
+		return diabetesGzip, nil
+	case "breast_cancer.csv":
+		return mustRead("classify/breast_cancer.csv.gz"), nil
+	case "digits.csv":
+		return mustRead("classify/digits.csv.gz"), nil
+	}
+	return nil, fmt.Errorf("exampledata: no embedded file %q (have %s)", name, strings.Join(Files(), ", "))
 }

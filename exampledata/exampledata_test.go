@@ -2,6 +2,11 @@ package exampledata
 
 import (
 	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/dplearn/dplearn/schema"
@@ -63,5 +68,41 @@ func TestEverySchemaParses(t *testing.T) {
 	}
 	if _, err := Schema("nope"); err == nil {
 		t.Error("unknown schema accepted")
+	}
+}
+
+// TestFilesMatchSharedData checks that every embedded copy, decompressed,
+// is byte-identical to the project's example data when that directory is
+// present (in CI: ../shared/data), and that each one parses with its
+// schema through the regular reader.
+func TestFilesMatchSharedData(t *testing.T) {
+	for _, name := range Files() {
+		b, err := File(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b {
+			zr, err := gzip.NewReader(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, err = io.ReadAll(zr); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+		shared, err := os.ReadFile(filepath.Join("..", "..", "shared", "data", name))
+		if errors.Is(err, os.ErrNotExist) {
+			t.Logf("%s: ../shared/data absent, comparison skipped", name)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, shared) {
+			t.Errorf("%s: the embedded copy differs from ../shared/data/%s", name, name)
+		}
+	}
+	if _, err := File("nope.csv"); err == nil {
+		t.Error("unknown file served")
 	}
 }

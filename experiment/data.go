@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,7 +71,8 @@ var realDatasets = map[string]realDataset{
 const HighWageThreshold = 500.0
 
 // loadReal reads and encodes one example dataset with its embedded schema,
-// through the regular reader (dataset.Load). features, when non-nil, keeps
+// through the regular reader: from dataDir, or from the embedded copy
+// (package exampledata) when dataDir is "". features, when non-nil, keeps
 // only those schema features (the FM seed's attribute subsets).
 func loadReal(dataDir, name string, features []string) (*table, error) {
 	ds, ok := realDatasets[name]
@@ -101,16 +103,29 @@ func loadReal(dataDir, name string, features []string) (*table, error) {
 			return nil, fmt.Errorf("experiment: dataset %s subset: %w", name, err)
 		}
 	}
+	if dataDir == "" {
+		// A fresh clone: the embedded, byte-identical copy.
+		b, err := exampledata.File(ds.file)
+		if err != nil {
+			return nil, fmt.Errorf("experiment: %w", err)
+		}
+		tb, _, err := dataset.LoadReader(context.Background(), bytes.NewReader(b), "exampledata/"+ds.file, s, dataset.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("experiment: %w", err)
+		}
+		return &table{Name: name, Kind: ds.kind, K: tb.K, Rows: tb.Rows,
+			Note: fmt.Sprintf("%s (embedded copy in exampledata), schema exampledata/schemas/%s.json", ds.file, ds.schema)}, nil
+	}
 	path := filepath.Join(dataDir, ds.file)
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("experiment: %s: %w (point --data-dir at the directory holding %s)", path, ErrNoData, ds.file)
+		return nil, fmt.Errorf("experiment: %s: %w (point --data-dir at the directory holding %s, or omit --data-dir to use the embedded copy)", path, ErrNoData, ds.file)
 	}
 	tb, _, err := dataset.Load(context.Background(), path, s, dataset.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("experiment: %w", err)
 	}
 	return &table{Name: name, Kind: ds.kind, K: tb.K, Rows: tb.Rows,
-		Note: fmt.Sprintf("%s (../shared/data), schema exampledata/schemas/%s.json", ds.file, ds.schema)}, nil
+		Note: fmt.Sprintf("%s (%s), schema exampledata/schemas/%s.json", ds.file, dataDir, ds.schema)}, nil
 }
 
 // synthetic generates the Gaussian FM seed's Appendix B style data directly

@@ -21,7 +21,8 @@
 // are not privacy noise.
 //
 // Datasets: the papers' datasets are not available offline; the real data
-// are the example CSVs of ../shared/data, encoded with the public schemas
+// are the example CSVs (embedded in package exampledata; Options.DataDir
+// reads them from a directory instead), encoded with the public schemas
 // embedded from exampledata/schemas (declared ranges, never read off the
 // data), and the synthetic data of the Gaussian FM seed's Appendix B are
 // generated here.

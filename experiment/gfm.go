@@ -281,7 +281,7 @@ func buildUtility(ctx context.Context, e *env, name string, kind regress.Kind) (
 	notes = append(notes,
 		"The seed's datasets (IWPC, crime, twitter, phishing, adult, kdd) are not available offline; we use the example data of ../shared/data and the Appendix B style synthetic data (generator in experiment/data.go).",
 		"τ on the x-axis is the seed's noise multiplier √(2 ln(1.25/δ))/ε: at each τ every mechanism runs at ε = √(2 ln(1.25/δ))/τ (fm with δ = 0). Our gaussian-fm and relaxed-fm then calibrate with the analytic Gaussian and the corrected sensitivities, so their actual noise differs from the seed's.",
-		fmt.Sprintf("noisygd's overall ε (right axis, red dotted) is for T = %d steps with per-step noise multiplier τ at target δ, by the exact composition (Gaussian DP, the tightest valid accountant); the RDP value with the improved conversion and the seed's Eq. (7)-(8) value are in the CSV as metrics overall_epsilon_rdp and overall_epsilon_eq7.", steps),
+		fmt.Sprintf("noisygd's overall ε (right axis, magenta dotted; stated in the panel title where it is constant) is for T = %d steps with per-step noise multiplier τ at target δ, by the exact composition (Gaussian DP, the tightest valid accountant); the RDP value with the improved conversion and the seed's Eq. (7)-(8) value are in the CSV as metrics overall_epsilon_rdp and overall_epsilon_eq7.", steps),
 		fmt.Sprintf("%s is noisy gradient descent with the same T = %d but its noise solved so that the whole run is (ε, δ)-DP at the panel's ε: the like-for-like comparison the seed does not show.", NoisyGDMatched, steps),
 		"Features are clipped to declared public ranges and scaled by the public rule of package schema, never by the data's own maxima (PRIVACY-NOTES item 7).",
 	)

@@ -39,7 +39,8 @@ type Options struct {
 	// Quick shrinks grids, runs and iteration counts so that "all" takes a
 	// few minutes on two cores.
 	Quick bool
-	// DataDir holds the example CSVs (../shared/data in the repository).
+	// DataDir holds the example CSVs; "" reads the byte-identical copies
+	// embedded in package exampledata (a fresh clone needs nothing else).
 	DataDir string
 	// Workers is the size of the worker pool; ≤ 0 means GOMAXPROCS.
 	Workers int

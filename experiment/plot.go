@@ -74,18 +74,47 @@ var glyphs = []draw.GlyphDrawer{
 	draw.PlusGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{},
 }
 
-// styleFor returns the style of a series; known mechanism names have fixed
-// styles, others get one by their position.
-func styleFor(name string, pos int) seriesStyle {
-	known := map[string]int{
-		"nonprivate": 0, "gaussian-fm": 2, "fm": 1, "relaxed-fm": 3, "objpert": 4,
-		"noisygd": 5, "truncated": 8, "noisygd (overall ε matched)": 6,
-		"gaussian-fm (as published)": 7, "relaxed-fm (as published)": 9,
+// knownStyles fixes the palette index of each mechanism's series, so every
+// figure draws a mechanism in the same colour.
+var knownStyles = map[string]int{
+	"nonprivate": 0, "gaussian-fm": 2, "fm": 1, "relaxed-fm": 3, "objpert": 4,
+	"noisygd": 5, "truncated": 8, "noisygd (overall ε matched)": 6,
+	"gaussian-fm (as published)": 7, "relaxed-fm (as published)": 9,
+}
+
+// assignStyles gives each series of one figure its style: a mechanism its
+// fixed colour, any other series the first palette colour that no other
+// series of the figure uses, so no two series of a figure share a colour
+// (while there are colours left: the palette has ten).
+func assignStyles(names []string) map[string]seriesStyle {
+	used := map[int]bool{}
+	for _, n := range names {
+		if i, ok := knownStyles[n]; ok {
+			used[i] = true
+		}
 	}
-	i, ok := known[name]
-	if !ok {
-		i = pos % len(palette)
+	out := map[string]seriesStyle{}
+	next := 0
+	for k, n := range names {
+		i, ok := knownStyles[n]
+		if !ok {
+			for next < len(palette) && used[next] {
+				next++
+			}
+			if next < len(palette) {
+				i = next
+				used[i] = true
+			} else {
+				i = k % len(palette)
+			}
+		}
+		out[n] = styleFor(n, i)
 	}
+	return out
+}
+
+// styleFor returns the style of a series drawn in palette colour i.
+func styleFor(name string, i int) seriesStyle {
 	s := seriesStyle{c: palette[i], glyph: glyphs[i%len(glyphs)]}
 	if name == "nonprivate" || name == "truncated" {
 		s.dashes = []vg.Length{vg.Points(6), vg.Points(3)}
@@ -107,7 +136,7 @@ func render(fig figure, title string, res *Aggregate, base string) ([]string, er
 	panelW, panelH := 4.2*vg.Inch, 3.2*vg.Inch
 	hasRight := false
 	for _, p := range fig.panels {
-		hasRight = hasRight || p.right != ""
+		hasRight = hasRight || len(rightPoints(p, res)) > 0
 	}
 	rightMargin := vg.Length(0)
 	if hasRight {
@@ -132,6 +161,7 @@ func render(fig figure, title string, res *Aggregate, base string) ([]string, er
 			}
 		}
 	}
+	styles := assignStyles(names)
 	perCol := 3
 	legendCols := (len(names) + perCol - 1) / perCol
 	if hasRight {
@@ -147,7 +177,7 @@ func render(fig figure, title string, res *Aggregate, base string) ([]string, er
 		plots[r] = make([]*plot.Plot, cols)
 	}
 	for i, pn := range fig.panels {
-		p, err := makePanel(pn, res)
+		p, err := makePanel(pn, res, styles)
 		if err != nil {
 			return nil, err
 		}
@@ -181,13 +211,13 @@ func render(fig figure, title string, res *Aggregate, base string) ([]string, er
 			l.Top, l.Left = true, true
 			l.ThumbnailWidth = vg.Points(28)
 			for k := c * perCol; k < min((c+1)*perCol, len(names)); k++ {
-				st := styleFor(names[k], k)
+				st := styles[names[k]]
 				ln, pts := lineAndPoints(nil, st)
 				l.Add(names[k], ln, pts)
 			}
 			if hasRight && c == legendCols-1 {
 				for _, pn := range fig.panels {
-					if pn.right != "" {
+					if len(rightPoints(pn, res)) > 0 {
 						ln, pts := rightStyle()
 						l.Add(pn.rightSeries+" "+pn.rightLabel+" (right axis)", ln, pts)
 						break
@@ -262,7 +292,9 @@ func lineAndPoints(xy plotter.XYs, st seriesStyle) (*plotter.Line, *plotter.Scat
 	return ln, pts
 }
 
-var rightColor = color.RGBA{200, 0, 0, 255}
+// rightColor draws the right-axis curve: magenta, a colour no series of
+// the palette uses, so the curve is never mistaken for a mechanism.
+var rightColor = color.RGBA{204, 0, 153, 255}
 
 func rightStyle() (*plotter.Line, *plotter.Scatter) {
 	return lineAndPoints(nil, seriesStyle{c: rightColor, dashes: []vg.Length{vg.Points(1.5), vg.Points(2.5)}, glyph: draw.PyramidGlyph{}})
@@ -274,7 +306,7 @@ type errXY struct {
 	plotter.YErrors
 }
 
-func makePanel(pn panel, res *Aggregate) (*plot.Plot, error) {
+func makePanel(pn panel, res *Aggregate, styles map[string]seriesStyle) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = pn.title
 	p.Title.TextStyle.Font.Size = vg.Points(11)
@@ -300,7 +332,7 @@ func makePanel(pn panel, res *Aggregate) (*plot.Plot, error) {
 		return (!pn.logX || x > 0) && (!pn.logY || y > 0)
 	}
 	drawn := 0
-	for k, s := range pn.series {
+	for _, s := range pn.series {
 		pts := res.series(pn.id, s, pn.metric)
 		var xy plotter.XYs
 		var ye plotter.YErrors
@@ -328,7 +360,7 @@ func makePanel(pn panel, res *Aggregate) (*plot.Plot, error) {
 		if len(xy) == 0 {
 			continue
 		}
-		st := styleFor(s, k)
+		st := styles[s]
 		ln, sc := lineAndPoints(xy, st)
 		p.Add(ln, sc)
 		if anyPositive(ye) {
@@ -342,17 +374,11 @@ func makePanel(pn panel, res *Aggregate) (*plot.Plot, error) {
 		}
 		drawn++
 	}
-	if pn.right != "" {
-		pts := res.series(pn.id, pn.rightSeries, pn.right)
-		ra := &rightAxis{label: pn.rightSeries + " " + pn.rightLabel, logX: pn.logX}
-		for _, r := range pts {
-			if ok(r.X, 1) && r.Mean > 0 && !math.IsInf(r.Mean, 0) {
-				ra.xy = append(ra.xy, plotter.XY{X: r.X, Y: r.Mean})
-			}
-		}
-		if len(ra.xy) > 0 {
-			p.Add(ra)
-		}
+	if xy := rightPoints(pn, res); len(xy) > 0 {
+		p.Add(&rightAxis{xy: xy, label: pn.rightLabel, logX: pn.logX})
+	} else if v, ok := rightConstant(pn, res); ok {
+		// A constant needs no axis: the title states it.
+		p.Title.Text += fmt.Sprintf(" (%s %s = %.3g)", pn.rightSeries, pn.rightLabel, v)
 	}
 	if drawn == 0 {
 		// An empty log axis has no positive range to draw.
@@ -370,6 +396,58 @@ func anyPositive(ye plotter.YErrors) bool {
 		}
 	}
 	return false
+}
+
+// rightCurve returns the panel's right-axis values that can be drawn
+// (positive and finite, at drawable x).
+func rightCurve(pn panel, res *Aggregate) plotter.XYs {
+	if pn.right == "" {
+		return nil
+	}
+	var xy plotter.XYs
+	for _, r := range res.series(pn.id, pn.rightSeries, pn.right) {
+		if (!pn.logX || r.X > 0) && !math.IsNaN(r.X) && !math.IsInf(r.X, 0) && r.Mean > 0 && !math.IsInf(r.Mean, 0) {
+			xy = append(xy, plotter.XY{X: r.X, Y: r.Mean})
+		}
+	}
+	return xy
+}
+
+// rightPoints returns the panel's right-axis curve when a secondary axis
+// carries information, nil otherwise: not for a constant (rightConstant
+// puts it in the title) and not for a curve equal to x at every point (the
+// x axis already shows it).
+func rightPoints(pn panel, res *Aggregate) plotter.XYs {
+	xy := rightCurve(pn, res)
+	if len(xy) == 0 {
+		return nil
+	}
+	if _, ok := rightConstant(pn, res); ok {
+		return nil
+	}
+	same := true
+	for _, p := range xy {
+		same = same && math.Abs(p.Y-p.X) <= 1e-9*math.Abs(p.X)
+	}
+	if same {
+		return nil
+	}
+	return xy
+}
+
+// rightConstant reports whether the right-axis curve takes one value
+// (to a relative 1e-9) at every point, and which.
+func rightConstant(pn panel, res *Aggregate) (float64, bool) {
+	xy := rightCurve(pn, res)
+	if len(xy) == 0 {
+		return 0, false
+	}
+	for _, p := range xy {
+		if math.Abs(p.Y-xy[0].Y) > 1e-9*math.Abs(xy[0].Y) {
+			return 0, false
+		}
+	}
+	return xy[0].Y, true
 }
 
 // rightAxis draws a curve against its own scale on a right-hand axis, which
@@ -448,7 +526,7 @@ func (ra *rightAxis) Plot(c draw.Canvas, plt *plot.Plot) {
 	ls.Rotation = -math.Pi / 2
 	ls.XAlign = draw.XCenter
 	ls.YAlign = draw.YBottom
-	c.FillText(ls, vg.Point{X: x0 + vg.Points(10) + maxW, Y: (c.Min.Y + c.Max.Y) / 2}, "overall ε")
+	c.FillText(ls, vg.Point{X: x0 + vg.Points(10) + maxW, Y: (c.Min.Y + c.Max.Y) / 2}, ra.label)
 }
 
 // logTicks labels powers of ten, and also 2× and 5× multiples when the

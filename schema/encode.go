@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -17,6 +16,9 @@ type EncoderOptions struct {
 	// TargetOptional allows the target column to be absent (prediction).
 	// The target slot of each encoded row is then 0.
 	TargetOptional bool
+	// IgnoreTarget never reads the target column, present or not (its slot
+	// is 0): prediction scores rows whatever their label holds.
+	IgnoreTarget bool
 }
 
 // FieldError reports a value that cannot be encoded. Readers wrap it with the
@@ -26,6 +28,7 @@ type FieldError struct {
 	Index  int    // 0-based field index in the record
 	Value  string // the offending value (truncated)
 	Err    error
+	slot   int // the column's position in Counts
 }
 
 func (e *FieldError) Error() string {
@@ -36,7 +39,10 @@ func (e *FieldError) Unwrap() error { return e.Err }
 
 // Errors that FieldError wraps; test with errors.Is.
 var (
-	ErrMissingValue    = errors.New("missing value")
+	ErrMissingValue = errors.New("missing value")
+	// ErrDropped marks a record dropped for a missing value in a column
+	// whose policy is "drop"; it is not a fault of the input.
+	ErrDropped         = errors.New(`missing value: record dropped ("missing": "drop")`)
 	ErrNotNumber       = errors.New("not a number")
 	ErrNotFinite       = errors.New("not finite (NaN or Inf)")
 	ErrUnknownCategory = errors.New("category not in the schema's declared list")
@@ -66,6 +72,9 @@ type column struct {
 	cats      map[string]int // category -> indicator offset+1 (0: reference)
 	width     int            // encoded columns
 	unknownOK bool
+	missing   string // MissingError, MissingDrop or MissingImpute
+	impute    []byte // the imputed field text (MissingImpute)
+	slot      int    // position in Counts: schema feature index, or len(features) for the target
 }
 
 // Encoder turns records into bounded rows (see the package doc for the rule).
@@ -99,7 +108,14 @@ func (s *Schema) NewEncoder(header []string, opt EncoderOptions) (*Encoder, erro
 			missing = append(missing, f.Name)
 			continue
 		}
-		c := column{name: f.Name, index: i, transform: f.Transform}
+		c := column{name: f.Name, index: i, transform: f.Transform, missing: f.missingPolicy(), slot: len(e.features) + len(missing)}
+		if c.missing == MissingImpute {
+			text, err := f.ImputeText()
+			if err != nil {
+				return nil, fmt.Errorf("schema: feature %q: %w", f.Name, err)
+			}
+			c.impute = []byte(text)
+		}
 		if f.Categorical() {
 			c.cats = make(map[string]int, len(f.Categories))
 			for k, cat := range f.Categories {
@@ -114,9 +130,14 @@ func (s *Schema) NewEncoder(header []string, opt EncoderOptions) (*Encoder, erro
 		e.features = append(e.features, c)
 	}
 	t := s.Target
-	if i, ok := idx[t.Name]; ok {
+	if opt.IgnoreTarget {
+		// The target slot stays 0.
+	} else if i, ok := idx[t.Name]; ok {
 		e.hasTarget = true
-		e.target = column{name: t.Name, index: i, transform: t.Transform}
+		e.target = column{name: t.Name, index: i, transform: t.Transform, missing: t.Missing, slot: len(s.Features)}
+		if e.target.missing == "" {
+			e.target.missing = MissingError
+		}
 		if t.Range != nil {
 			e.target.lo, e.target.hi = t.Range[0], t.Range[1]
 		}
@@ -139,10 +160,117 @@ func (e *Encoder) Width() int { return e.width }
 // HasTarget reports whether the header holds the target column.
 func (e *Encoder) HasTarget() bool { return e.hasTarget }
 
+// Counts tallies, per schema column, what the encoder did to the values of
+// the records it encoded: slot i is schema feature i, the last slot the
+// target. These counts depend on the private data: show them to the data
+// holder only, never put them in a release (PRIVACY-NOTES item 23).
+type Counts struct {
+	Columns []string
+	Clipped []int64 // numeric values outside the declared range, clipped to it
+	Imputed []int64 // missing values replaced by the declared "impute" value
+	Dropped []int64 // records dropped for a missing value in this column ("drop")
+	Unknown []int64 // undeclared categories read as the reference level
+	flags   []uint8 // events of the record being encoded
+}
+
+const (
+	evClipped uint8 = 1 << iota
+	evImputed
+	evUnknown
+)
+
+// NewCounts returns zero counts for this encoder's schema.
+func (e *Encoder) NewCounts() *Counts {
+	var names []string
+	for _, f := range e.schema.Features {
+		names = append(names, f.Name)
+	}
+	names = append(names, e.schema.Target.Name)
+	n := len(names)
+	return &Counts{Columns: names, Clipped: make([]int64, n), Imputed: make([]int64, n),
+		Dropped: make([]int64, n), Unknown: make([]int64, n), flags: make([]uint8, n)}
+}
+
+// Add adds o's counts (of the same schema) to c.
+func (c *Counts) Add(o *Counts) {
+	for i := range c.Clipped {
+		c.Clipped[i] += o.Clipped[i]
+		c.Imputed[i] += o.Imputed[i]
+		c.Dropped[i] += o.Dropped[i]
+		c.Unknown[i] += o.Unknown[i]
+	}
+}
+
+// Reset zeroes the counts.
+func (c *Counts) Reset() {
+	for i := range c.Clipped {
+		c.Clipped[i], c.Imputed[i], c.Dropped[i], c.Unknown[i] = 0, 0, 0, 0
+	}
+}
+
 // Encode clips and encodes one record into dst (length Width()). fields holds
 // every field of the record in header order. On bad input it returns a
-// *FieldError and leaves dst in an unspecified state.
+// *FieldError and leaves dst in an unspecified state; a record dropped by a
+// "missing": "drop" policy returns a *FieldError wrapping ErrDropped.
 func (e *Encoder) Encode(fields [][]byte, dst []float64) error {
+	return e.EncodeCounted(fields, dst, nil)
+}
+
+// EncodeCounted is Encode that also tallies, into counts (from NewCounts;
+// nil for none), the values clipped, imputed or read as the reference level
+// in a record that encodes, and the column that dropped a dropped record.
+func (e *Encoder) EncodeCounted(fields [][]byte, dst []float64, counts *Counts) error {
+	var flags []uint8
+	if counts != nil {
+		flags = counts.flags
+		clear(flags)
+	}
+	err := e.encode(fields, dst, flags)
+	if counts == nil {
+		return err
+	}
+	if err != nil {
+		var fe *FieldError
+		if errors.Is(err, ErrDropped) && errors.As(err, &fe) {
+			counts.Dropped[fe.slot]++
+		}
+		return err
+	}
+	for i, f := range flags {
+		if f&evClipped != 0 {
+			counts.Clipped[i]++
+		}
+		if f&evImputed != 0 {
+			counts.Imputed[i]++
+		}
+		if f&evUnknown != 0 {
+			counts.Unknown[i]++
+		}
+	}
+	return nil
+}
+
+// mark records an event of the current record for column c.
+func mark(flags []uint8, c *column, ev uint8) {
+	if flags != nil {
+		flags[c.slot] |= ev
+	}
+}
+
+// missingValue applies the column's policy to a missing field: it returns
+// the text to encode instead (imputation) or the error to return.
+func (c *column) missingValue(raw []byte, flags []uint8) ([]byte, error) {
+	switch c.missing {
+	case MissingDrop:
+		return nil, c.fieldErr(raw, ErrDropped)
+	case MissingImpute:
+		mark(flags, c, evImputed)
+		return c.impute, nil
+	}
+	return nil, c.fieldErr(raw, fmt.Errorf(`%w (the column's "missing" policy is "error"; the schema may declare "missing": "drop" or "impute")`, ErrMissingValue))
+}
+
+func (e *Encoder) encode(fields [][]byte, dst []float64, flags []uint8) error {
 	if len(dst) != e.width {
 		return fmt.Errorf("schema: encode: dst has length %d, want %d", len(dst), e.width)
 	}
@@ -159,10 +287,18 @@ func (e *Encoder) Encode(fields [][]byte, dst []float64) error {
 		raw := trimSpace(fields[c.index])
 		if c.cats != nil {
 			lvl, ok := c.cats[string(raw)]
+			if !ok && isMissing(raw) {
+				text, err := c.missingValue(raw, flags)
+				if err != nil {
+					return err
+				}
+				lvl, ok = c.cats[string(text)]
+			}
 			if !ok {
 				if !c.unknownOK {
 					return c.fieldErr(raw, ErrUnknownCategory)
 				}
+				mark(flags, c, evUnknown)
 				lvl = 0
 			}
 			for j := 0; j < c.width; j++ {
@@ -174,9 +310,19 @@ func (e *Encoder) Encode(fields [][]byte, dst []float64) error {
 			k += c.width
 			continue
 		}
+		if isMissing(raw) {
+			text, err := c.missingValue(raw, flags)
+			if err != nil {
+				return err
+			}
+			raw = text
+		}
 		v, err := c.number(raw)
 		if err != nil {
 			return err
+		}
+		if v < c.lo || v > c.hi {
+			mark(flags, c, evClipped)
 		}
 		dst[k] = e.scale * affine(v, c.lo, c.hi)
 		k++
@@ -188,8 +334,12 @@ func (e *Encoder) Encode(fields [][]byte, dst []float64) error {
 			return fmt.Errorf("record has %d fields, target %q is field %d", len(fields), c.name, c.index+1)
 		}
 		raw := trimSpace(fields[c.index])
+		if isMissing(raw) && (e.schema.Target.Positive == "" || string(raw) != e.schema.Target.Positive) {
+			_, err := c.missingValue(raw, flags)
+			return err
+		}
 		var err error
-		if y, err = e.encodeTarget(raw); err != nil {
+		if y, err = e.encodeTarget(raw, flags); err != nil {
 			return err
 		}
 	}
@@ -197,7 +347,7 @@ func (e *Encoder) Encode(fields [][]byte, dst []float64) error {
 	return nil
 }
 
-func (e *Encoder) encodeTarget(raw []byte) (float64, error) {
+func (e *Encoder) encodeTarget(raw []byte, flags []uint8) (float64, error) {
 	c := &e.target
 	t := e.schema.Target
 	if !t.Binary() {
@@ -205,14 +355,15 @@ func (e *Encoder) encodeTarget(raw []byte) (float64, error) {
 		if err != nil {
 			return 0, err
 		}
+		if v < c.lo || v > c.hi {
+			mark(flags, c, evClipped)
+		}
 		return affine(v, c.lo, c.hi), nil
 	}
 	if t.Positive != "" {
 		switch {
 		case string(raw) == t.Positive:
 			return 1, nil
-		case len(raw) == 0 || isNA(raw):
-			return 0, c.fieldErr(raw, ErrMissingValue)
 		case t.Negative == "" || string(raw) == t.Negative:
 			return 0, nil
 		}
@@ -286,12 +437,12 @@ func (c *column) fieldErr(raw []byte, err error) *FieldError {
 	if len(v) > 40 {
 		v = v[:40] + "…"
 	}
-	return &FieldError{Column: c.name, Index: c.index, Value: v, Err: err}
+	return &FieldError{Column: c.name, Index: c.index, Value: v, Err: err, slot: c.slot}
 }
 
 // parse reads a finite number.
 func (c *column) parse(raw []byte) (float64, error) {
-	if len(raw) == 0 || isNA(raw) {
+	if isMissing(raw) {
 		return 0, c.fieldErr(raw, ErrMissingValue)
 	}
 	// decimal.Parse returns exactly strconv.ParseFloat's result, faster.
@@ -322,8 +473,17 @@ func (c *column) number(raw []byte) (float64, error) {
 	return tv, nil
 }
 
-func isNA(b []byte) bool {
-	return bytes.Equal(b, []byte("NA")) || bytes.Equal(b, []byte("na")) || bytes.Equal(b, []byte("N/A"))
+// isMissing reports whether a trimmed field is one of MissingTokens.
+func isMissing(b []byte) bool {
+	if len(b) > 4 {
+		return false
+	}
+	for _, t := range MissingTokens {
+		if string(b) == t {
+			return true
+		}
+	}
+	return false
 }
 
 func trimSpace(b []byte) []byte {

@@ -45,10 +45,40 @@
 // rounds to at most s in each group (see docs/numerics.md).
 //
 // A continuous target is clipped to its range and mapped affinely onto
-// [−1, 1]; a binary target becomes 0 or 1. An empty field, "NA", a value that
-// is not a number, NaN or ±Inf is an error. A category that is not in the
-// declared list is an error by default; with "unknown": "reference" it is
-// encoded as the reference level (all zeros), which keeps ‖x‖ ≤ 1.
+// [−1, 1]; a binary target becomes 0 or 1. A value that is not a number, or
+// is ±Inf, is an error. A category that is not in the declared list is an
+// error by default; with "unknown": "reference" it is encoded as the
+// reference level (all zeros), which keeps ‖x‖ ≤ 1.
+//
+// # Missing values
+//
+// A field is missing when it is one of MissingTokens ("", NA, na, N/A, n/a,
+// NaN, nan, NULL, null) after trimming blanks, unless a categorical feature
+// declares that text as a category. Each column's "missing" policy decides:
+//
+//   - "error" (default): the record is an error (a *FieldError wrapping
+//     ErrMissingValue).
+//   - "impute" (features only): the declared public "impute" value is
+//     encoded in its place, clipped like any value. The value is public, so
+//     every encoded row still lies in the unit ball and no sensitivity
+//     changes.
+//   - "drop": the record is dropped (a *FieldError wrapping ErrDropped).
+//     Dropping makes the number of rows data-dependent, which bounded DP
+//     (N public) does not cover; package dataset therefore keeps a dropped
+//     record as an all-zero row when fitting (dataset.Options.KeepDropped).
+//     A zero row (x = 0, y = 0) lies in the domain every sensitivity is
+//     derived for (‖x‖ ≤ 1, y ∈ [−1, 1] or {0, 1}) and adds nothing to Σz,
+//     Σzzᵀ or any sum of loss gradients. So N stays the number of records
+//     read, replacing one record changes one encoded row as before, and
+//     every guarantee holds unchanged; without noise, the FM-family and
+//     non-private fits equal those of the kept records, while mechanisms
+//     that average a loss over N and add a regulariser (objpert, noisygd)
+//     weigh it as for N records. The number dropped is data-dependent and
+//     never released.
+//
+// Counts (EncodeCounted) tally per column what was clipped, imputed,
+// dropped or read as the reference level; they are for the data holder's
+// console only (PRIVACY-NOTES item 23).
 package schema
 
 import (
@@ -61,6 +91,19 @@ import (
 	"os"
 	"strings"
 )
+
+// The missing-value policies of a column ("missing" in the schema file).
+const (
+	MissingError  = "error"  // a missing value is an error (default)
+	MissingDrop   = "drop"   // the record is dropped (see the package doc)
+	MissingImpute = "impute" // the declared public value "impute" is used
+)
+
+// MissingTokens are the field texts that mean "missing value" (after
+// trimming spaces and tabs), as R, pandas and spreadsheets write them; a
+// Parquet null reaches the encoder as "". A categorical feature that
+// declares one of them as a category reads it as that category.
+var MissingTokens = []string{"", "NA", "na", "N/A", "n/a", "NaN", "nan", "NULL", "null"}
 
 // Version is the schema format version written into models.
 const Version = 1
@@ -133,6 +176,13 @@ type Target struct {
 	// Above makes a binary target from a numeric column: 1 when the value
 	// is > Above (a public threshold), else 0.
 	Above *float64 `json:"above,omitempty"`
+	// Missing is the policy for a missing target: "error" (default) or
+	// "drop". A target is never imputed.
+	Missing string `json:"missing,omitempty"`
+	// Todo is a placeholder written by 'dplearn schema init': a schema
+	// that still holds one is refused until the user declares the bounds
+	// and deletes it.
+	Todo string `json:"todo,omitempty"`
 }
 
 // Binary reports whether the target is a 0/1 label (logistic regression).
@@ -148,6 +198,17 @@ type Feature struct {
 	// Unknown says what an undeclared category becomes: "error" (default) or
 	// "reference" (the first category, all zeros).
 	Unknown string `json:"unknown,omitempty"`
+	// Missing is the policy for a missing value (see MissingTokens):
+	// "error" (default), "drop" (the whole record), or "impute" (the
+	// public value Impute).
+	Missing string `json:"missing,omitempty"`
+	// Impute is the declared public value that replaces a missing one when
+	// Missing is "impute": a JSON number for a numeric feature (in the
+	// column's own units, before its transform; it is clipped like any
+	// value), a string naming a declared category for a categorical one.
+	Impute json.RawMessage `json:"impute,omitempty"`
+	// Todo is a placeholder written by 'dplearn schema init' (see Target).
+	Todo string `json:"todo,omitempty"`
 }
 
 // Categorical reports whether the feature is one-hot encoded.
@@ -192,9 +253,15 @@ func Parse(data []byte) (*Schema, error) {
 			return nil, fmt.Errorf("schema: line %d, column %d: %w", line, col, err)
 		case errors.As(err, &te):
 			line, col := position(data, te.Offset)
-			return nil, fmt.Errorf("schema: line %d, column %d: field %q: %w", line, col, te.Field, err)
+			return nil, fmt.Errorf("schema: line %d, column %d: key %q: %s", line, col, te.Field, typeErrorWords(te))
 		case errors.Is(err, io.EOF):
 			return nil, errors.New("schema: empty document")
+		}
+		if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			if key == `"format"` || key == `"coefficients"` {
+				return nil, errors.New(`schema: this is a model file written by 'dplearn fit', not a schema (the model's schema is under its "schema" key)`)
+			}
+			return nil, fmt.Errorf("schema: unknown key %s (target keys: name, range, transform, positive, negative, above, missing; feature keys: name, range, transform, categories, unknown, missing, impute; top level: target, features, intercept)", key)
 		}
 		return nil, fmt.Errorf("schema: %w", err)
 	}
@@ -205,6 +272,43 @@ func Parse(data []byte) (*Schema, error) {
 		return nil, err
 	}
 	return &s, nil
+}
+
+// quoteList quotes names, at most 8 of them.
+func quoteList(names []string) string {
+	var q []string
+	for i, n := range names {
+		if i == 8 {
+			q = append(q, fmt.Sprintf("and %d more", len(names)-8))
+			break
+		}
+		q = append(q, fmt.Sprintf("%q", n))
+	}
+	return strings.Join(q, ", ")
+}
+
+// typeErrorWords says what a JSON type mismatch means for a schema key.
+func typeErrorWords(te *json.UnmarshalTypeError) string {
+	want := te.Type.String()
+	switch want {
+	case "string", "schema.Transform":
+		want = "a string in quotes"
+	case "float64":
+		want = "a number"
+	case "*[2]float64", "[2]float64":
+		want = "a list of two numbers [lo, hi]"
+	case "[]string":
+		want = "a list of strings"
+	case "bool", "*bool":
+		want = "true or false"
+	case "[]schema.Feature":
+		want = "a list of feature objects"
+	}
+	msg := fmt.Sprintf("got a JSON %s, want %s", te.Value, want)
+	if strings.HasSuffix(te.Field, "categories") {
+		msg += ` (category levels are text, matched against the column's text: write ["1", "2"], not [1, 2])`
+	}
+	return msg
 }
 
 // position converts a byte offset into a 1-based line and column.
@@ -235,8 +339,29 @@ func checkRange(what string, r *[2]float64) error {
 	return nil
 }
 
+// ErrPlaceholder is wrapped by Validate's error for a schema that still
+// holds a "todo" placeholder of 'dplearn schema init'.
+var ErrPlaceholder = errors.New(`placeholder from 'dplearn schema init' not filled in`)
+
+// Placeholders lists the columns whose "todo" placeholder remains.
+func (s *Schema) Placeholders() []string {
+	var p []string
+	if s.Target.Todo != "" {
+		p = append(p, s.Target.Name)
+	}
+	for _, f := range s.Features {
+		if f.Todo != "" {
+			p = append(p, f.Name)
+		}
+	}
+	return p
+}
+
 // Validate checks that every declaration is complete and consistent.
 func (s *Schema) Validate() error {
+	if p := s.Placeholders(); len(p) > 0 {
+		return fmt.Errorf("schema: %w for %s: declare each column's public bounds (\"range\" or \"categories\"), from public knowledge and never from the data, or delete the column, then delete its \"todo\" key", ErrPlaceholder, quoteList(p))
+	}
 	t := &s.Target
 	if strings.TrimSpace(t.Name) == "" {
 		return errors.New("schema: target: name is missing")
@@ -270,6 +395,13 @@ func (s *Schema) Validate() error {
 		if t.Positive != "" && t.Positive == t.Negative {
 			return fmt.Errorf("%s: positive and negative labels are both %q", what, t.Positive)
 		}
+	}
+	switch t.Missing {
+	case "", MissingError, MissingDrop:
+	case MissingImpute:
+		return fmt.Errorf("%s: \"missing\": \"impute\" is for features; a missing target can only be \"error\" or \"drop\"", what)
+	default:
+		return fmt.Errorf("%s: \"missing\": %q (want \"error\" or \"drop\")", what, t.Missing)
 	}
 	if len(s.Features) == 0 {
 		return errors.New("schema: no features declared")
@@ -323,8 +455,71 @@ func (s *Schema) Validate() error {
 		default:
 			return fmt.Errorf("%s: declare a public range [lo, hi] (numeric) or a categories list (categorical); bounds are never read off the data", what)
 		}
+		if err := f.validateMissing(what); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// validateMissing checks the feature's missing-value policy and its
+// imputed value.
+func (f *Feature) validateMissing(what string) error {
+	switch f.Missing {
+	case "", MissingError, MissingDrop:
+		if len(f.Impute) > 0 {
+			return fmt.Errorf("%s: \"impute\" is given but \"missing\" is %q; set \"missing\": \"impute\" to use it", what, f.missingPolicy())
+		}
+		return nil
+	case MissingImpute:
+	default:
+		return fmt.Errorf("%s: \"missing\": %q (want \"error\", \"drop\" or \"impute\")", what, f.Missing)
+	}
+	if len(f.Impute) == 0 {
+		return fmt.Errorf("%s: \"missing\": \"impute\" needs a declared public \"impute\" value", what)
+	}
+	_, err := f.ImputeText()
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+func (f *Feature) missingPolicy() string {
+	if f.Missing == "" {
+		return MissingError
+	}
+	return f.Missing
+}
+
+// ImputeText returns the declared imputed value as the field text it
+// stands for, after checking it: a finite number in the transform's domain
+// for a numeric feature, a declared category for a categorical one. It is
+// "" when no value is declared.
+func (f *Feature) ImputeText() (string, error) {
+	if len(f.Impute) == 0 {
+		return "", nil
+	}
+	if f.Categorical() {
+		var c string
+		if err := json.Unmarshal(f.Impute, &c); err != nil {
+			return "", fmt.Errorf("\"impute\": %s is not a string; a categorical feature imputes one of its declared categories, in quotes", f.Impute)
+		}
+		for _, k := range f.Categories {
+			if k == c {
+				return c, nil
+			}
+		}
+		return "", fmt.Errorf("\"impute\": %q is not one of the declared categories", c)
+	}
+	var v float64
+	if err := json.Unmarshal(f.Impute, &v); err != nil {
+		return "", fmt.Errorf("\"impute\": %s is not a number; a numeric feature imputes a number in its own units", f.Impute)
+	}
+	if _, err := f.Transform.apply(v); err != nil {
+		return "", fmt.Errorf("\"impute\": %v: %w", v, err)
+	}
+	return strings.TrimSpace(string(f.Impute)), nil
 }
 
 // Bound returns B, the squared-norm budget of the encoding: the number of

@@ -41,7 +41,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"syntax", "{\"target\": {\"name\": \"y\",\n \"range\": [0, 1]]}", "line 2"},
 		{"empty", "", "empty document"},
-		{"unknown key", `{"target": {"name": "y", "rang": [0,1]}, "features": [{"name":"a","range":[0,1]}]}`, "unknown field"},
+		{"unknown key", `{"target": {"name": "y", "rang": [0,1]}, "features": [{"name":"a","range":[0,1]}]}`, `unknown key "rang"`},
 		{"no target name", `{"target": {}, "features": [{"name":"a","range":[0,1]}]}`, "target: name is missing"},
 		{"no features", `{"target": {"name": "y", "range": [0,1]}, "features": []}`, "no features"},
 		{"feature without bounds", `{"target": {"name": "y", "range": [0,1]}, "features": [{"name":"a"}]}`, "never read off the data"},
@@ -115,7 +115,8 @@ func TestEncodeErrors(t *testing.T) {
 		column string
 		want   error
 	}{
-		{"100,NaN,cauc,west", "education", ErrNotFinite},
+		{"100,NaN,cauc,west", "education", ErrMissingValue},
+		{"100,Infinity,cauc,west", "education", ErrNotFinite},
 		{"100,+Inf,cauc,west", "education", ErrNotFinite},
 		{"100,1e400,cauc,west", "education", ErrNotFinite},
 		{"100,,cauc,west", "education", ErrMissingValue},

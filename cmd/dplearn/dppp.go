@@ -152,6 +152,9 @@ Example:
 			}
 			source = "file " + primesFile
 		} else {
+			if err := checkKeygenDir(out, parties, force); err != nil {
+				return err // before minutes of prime search
+			}
 			if p, q, err = generatePrimes(cmd.Context(), stderr, bits, workers); err != nil {
 				return err
 			}

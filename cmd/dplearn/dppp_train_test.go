@@ -224,7 +224,7 @@ func TestDPPPTrainTeacherErrors(t *testing.T) {
 		{[]string{"--idx-images", data, "--model", "softmax", "--out", out}, "go together"},
 		{[]string{"--data", data, "--schema", spec, "--idx-images", data, "--idx-labels", data, "--model", "softmax", "--out", out}, "not both"},
 		{[]string{"--data", bad, "--schema", spec, "--model", "softmax", "--out", out}, `bad.csv:3:65: column "digit": value "eleven"`},
-		{[]string{"--data", nan, "--schema", spec, "--model", "softmax", "--out", out}, "not finite"},
+		{[]string{"--data", nan, "--schema", spec, "--model", "softmax", "--out", out}, `"NaN": missing value`},
 		{[]string{"--data", data, "--schema", spec, "--model", "softmax", "--partition", "11/10", "--out", out}, "1 ≤ I ≤ N"},
 		{[]string{"--data", data, "--schema", spec, "--model", "softmax", "--partition", "1/5000", "--out", out}, "cannot fill"},
 		{[]string{"--data", data, "--schema", spec, "--model", "softmax", "--solver", "newton", "--out", out}, "solver"},

@@ -11,7 +11,7 @@ import (
 )
 
 func newEvaluateCmd() *cobra.Command {
-	var modelPath, data string
+	var modelPath, data, delimiter, missing string
 	var workers int
 	cmd := &cobra.Command{
 		Use:   "evaluate --model MODEL.json --data FILE [--format json]",
@@ -29,13 +29,19 @@ Logistic models:
   log_loss  mean negative log-likelihood (probabilities clipped to [1e-15, 1−1e-15])
 
 Predictions of linear models are clipped to the declared target range.
+Missing values follow the model schema's "missing" policies; --missing drop
+leaves out every row with a missing value (in any column, the target too),
+and the number left out is printed. --data - reads standard input.
 Evaluating on the training data spends no privacy budget only if that data is
 not private; evaluate on held-out or public data.`,
-		Example: `  dplearn evaluate --model wage.json --data test.csv --format json`,
-		Args:    cobra.NoArgs,
+		Example: `  dplearn evaluate --model wage.json --data test.csv --format json
+  dplearn evaluate --model wage.json --data test.csv --missing drop`,
+		Args: cobra.NoArgs,
 	}
-	cmd.Flags().StringVar(&modelPath, "model", "", "model file written by 'dplearn fit'")
-	cmd.Flags().StringVar(&data, "data", "", "labelled table (CSV, CSV.gz or Parquet)")
+	cmd.Flags().StringVar(&modelPath, "model", "", "model file written by 'dplearn fit' (- for standard input)")
+	cmd.Flags().StringVar(&data, "data", "", "labelled table: CSV, CSV.gz or Parquet (- for standard input)")
+	cmd.Flags().StringVar(&missing, "missing", "schema", "missing values: schema (the model schema's policies) or drop (leave out rows with a missing value)")
+	cmd.Flags().StringVar(&delimiter, "delimiter", ",", "CSV field delimiter of --data: ',', ';', tab or '|'")
 	cmd.Flags().IntVar(&workers, "workers", 0, "parsing goroutines (0: all cores)")
 	format := addFormatFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -46,29 +52,55 @@ not private; evaluate on held-out or public data.`,
 		if err := requireFlags(cmd, "model", "data"); err != nil {
 			return err
 		}
-		m, err := regress.LoadModel(modelPath)
+		if modelPath == "-" && data == "-" {
+			return fmt.Errorf("--model - and --data - cannot both read standard input")
+		}
+		sep, err := parseDelimiter(delimiter)
+		if err != nil {
+			return err
+		}
+		m, err := loadModel(modelPath, cmd.InOrStdin())
+		if err != nil {
+			return err
+		}
+		s, err := missingOverride(m.Schema, missing)
 		if err != nil {
 			return err
 		}
 		ev := regress.NewEvaluator(m)
-		opt := dataset.Options{Workers: workers, Progress: stderrProgress(cmd)}
-		if _, err := dataset.Stream(cmd.Context(), data, m.Schema, opt, func(rows []float64) error {
+		opt := dataset.Options{Workers: workers, Progress: stderrProgress(cmd), Delimiter: sep, Stdin: cmd.InOrStdin(), SkipDropped: true}
+		sum, err := dataset.Stream(cmd.Context(), data, s, opt, func(rows []float64) error {
 			ev.Add(rows)
 			return nil
-		}); err != nil {
-			return err
+		})
+		if err != nil {
+			return readErr("--data", err)
 		}
 		metrics := ev.Metrics()
 		if fm == formatJSON {
+			// The JSON goes to stdout for scripts; the data-dependent
+			// counts stay on the console (stderr).
+			if sum.Dropped > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s with a missing value left out\n", dataset.Plural(sum.Dropped, "row"))
+			}
+			printDataCounts(cmd.ErrOrStderr(), sum)
 			return writeJSON(cmd.OutOrStdout(), metrics)
 		}
-		return printMetrics(cmd.OutOrStdout(), m, metrics)
+		if err := printMetrics(cmd.OutOrStdout(), m, metrics, sum.Dropped); err != nil {
+			return err
+		}
+		printDataCounts(cmd.OutOrStdout(), sum)
+		return nil
 	}
 	return cmd
 }
 
-func printMetrics(w io.Writer, m *regress.Model, x regress.Metrics) error {
-	fmt.Fprintf(w, "%s model of %q (%s) on %d rows\n", m.Kind, m.Schema.Target.Name, m.Privacy.Guarantee(), x.N)
+func printMetrics(w io.Writer, m *regress.Model, x regress.Metrics, dropped int64) error {
+	fmt.Fprintf(w, "%s model of %q (%s) on %s", m.Kind, m.Schema.Target.Name, m.Privacy.Guarantee(), dataset.Plural(int64(x.N), "row"))
+	if dropped > 0 {
+		fmt.Fprintf(w, " (%s with a missing value left out)", dataset.Plural(dropped, "row"))
+	}
+	fmt.Fprintln(w)
 	line := func(name string, v *float64, note string) {
 		if v != nil {
 			fmt.Fprintf(w, "  %-9s %.6g  %s\n", name, *v, note)

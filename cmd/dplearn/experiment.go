@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/experiment"
 )
 
@@ -26,7 +26,7 @@ func newExperimentCmd() *cobra.Command {
 		getFormat func() (outputFormat, error)
 	)
 	cmd := &cobra.Command{
-		Use:   "experiment NAME|all",
+		Use:   "experiment [NAME|all]",
 		Short: "Reproduce the seed papers' central-setting experiments (CSV, PNG/SVG plot, markdown)",
 		Long: `experiment reruns a figure of the seed papers on the data available offline and
 writes, into --out, NAME.csv (mean and sd over runs per point), NAME.png and
@@ -42,26 +42,32 @@ run is reproducible and the outputs are marked as produced with insecure
 randomness (never use seeded noise for a real release). --quick uses smaller
 grids and fewer runs: "experiment all --quick" takes a few minutes on 2 cores.
 
-The example CSVs are read from --data-dir (default: ../shared/data next to
-the repository).
+The example CSVs are embedded in the binary (package exampledata, byte-identical
+copies with their provenance); --data-dir reads them from a directory instead.
+Fashion-MNIST (dppp-fashion) is too big to embed: it is read from the Debian
+package dataset-fashion-mnist when installed, and the experiment says it was
+skipped otherwise. Without a NAME, experiment lists the experiments.
 
 Example:
+  dplearn experiment
   dplearn experiment gfm-noise-vs-dim --out docs/figures
   dplearn experiment all --quick --seed 1 --out /tmp/exp`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := getFormat()
 			if err != nil {
 				return err
 			}
+			if len(args) == 0 {
+				return listExperiments(cmd.OutOrStdout(), format)
+			}
 			if runs < 0 {
 				return fmt.Errorf("--runs must be ≥ 0, got %d", runs)
 			}
-			if dataDir == "" {
-				dataDir = defaultDataDir()
-			}
-			if st, err := os.Stat(dataDir); err != nil || !st.IsDir() {
-				return fmt.Errorf("data directory %q not found: pass --data-dir pointing at the example CSVs (../shared/data)", dataDir)
+			if dataDir != "" {
+				if st, err := os.Stat(dataDir); err != nil || !st.IsDir() {
+					return fmt.Errorf("--data-dir %q: not a directory (omit --data-dir to use the embedded example data)", dataDir)
+				}
 			}
 			opt := experiment.Options{
 				Runs: runs, Seeded: cmd.Flags().Changed("seed"), Seed: seed, Out: out,
@@ -87,28 +93,22 @@ Example:
 	f.Uint64Var(&seed, "seed", 0, "seed for reproducible runs (insecure randomness; outputs are marked)")
 	f.StringVar(&out, "out", "experiment-results", "output directory")
 	f.BoolVar(&quick, "quick", false, "smaller grids and fewer runs")
-	f.StringVar(&dataDir, "data-dir", "", "directory of the example CSVs (default ../shared/data next to the repository)")
+	f.StringVar(&dataDir, "data-dir", "", "directory of the example CSVs (default: the copies embedded in the binary)")
 	f.IntVar(&workers, "workers", 0, "worker goroutines (0: all cores)")
 	f.BoolVar(&replot, "replot", false, "redraw figures and summaries from the CSVs already in --out, without running")
 	return cmd
 }
 
-// defaultDataDir returns ../shared/data next to the repository root (found by
-// walking up to go.mod), or ../shared/data relative to the working directory.
-func defaultDataDir() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return filepath.Join("..", "shared", "data")
+// listExperiments prints the experiments, one per line.
+func listExperiments(w io.Writer, format outputFormat) error {
+	if format == formatJSON {
+		return writeJSON(w, map[string]any{"experiments": experiment.Names()})
 	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return filepath.Join(filepath.Dir(d), "shared", "data")
-		}
-		if filepath.Dir(d) == d {
-			break
-		}
+	fmt.Fprintln(w, "Experiments (dplearn experiment NAME, or all):")
+	for _, d := range experiment.Describe() {
+		fmt.Fprintf(w, "  %s\n", d)
 	}
-	return filepath.Join("..", "shared", "data")
+	return nil
 }
 
 type experimentOut struct {
@@ -144,9 +144,14 @@ func printExperiments(w io.Writer, rs []*experiment.Result, opt experiment.Optio
 		fmt.Fprintf(w, "Randomness: INSECURE, seeded (--seed %d): reproducible, for experiments only.\n\n", opt.Seed)
 	}
 	for _, r := range rs {
-		fmt.Fprintf(w, "%s: %s (%s, %d points)\n", r.Name, r.Title, r.Elapsed.Round(1e8), len(r.Rows))
+		fmt.Fprintf(w, "%s: %s (%s, %s)\n", r.Name, r.Title, r.Elapsed.Round(1e8), dataset.Plural(int64(len(r.Rows)), "point"))
 		for _, c := range r.Claims {
 			fmt.Fprintf(w, "  paper: %s\n    here: %s — holds: %s\n", c.Paper, c.Measured, c.Holds)
+		}
+		for _, n := range r.Notes {
+			if strings.HasPrefix(n, "Skipped") {
+				fmt.Fprintf(w, "  %s\n", n)
+			}
 		}
 		for _, f := range r.Files {
 			fmt.Fprintf(w, "  wrote %s\n", f)

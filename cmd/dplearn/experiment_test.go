@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dplearn/dplearn/experiment"
 )
 
 func TestExperimentCommand(t *testing.T) {
@@ -65,5 +67,46 @@ func TestExperimentCommandErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want mention of %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestExperimentFreshClone: with no name the command lists the
+// experiments; with no --data-dir it runs on the embedded data, from a
+// directory with no ../shared next to it.
+func TestExperimentFreshClone(t *testing.T) {
+	out, err := runCLI(t, "experiment")
+	if err != nil || !strings.Contains(out, "gfm-noise-vs-dim") || !strings.Contains(out, "dppp-fashion") {
+		t.Fatalf("listing (err %v):\n%s", err, out)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if _, err := runCLI(t, "experiment", "gfm-noise-vs-dim", "--out", dir, "--seed", "1"); err != nil {
+		t.Fatalf("experiment with no flags, no ../shared: %v", err)
+	}
+	// The experiment package's TestEmbeddedDataFallback loads every real
+	// dataset from the embedded copies; the end-to-end run on one takes
+	// ~20 s on 2 cores.
+	if os.Getenv("DPLEARN_LONG_TESTS") == "" {
+		t.Skip("set DPLEARN_LONG_TESTS=1 for the run on embedded real data")
+	}
+	out, err = runCLI(t, "experiment", "dppp-smokeban", "--out", dir, "--quick", "--runs", "1", "--seed", "2", "--format", "json")
+	if err != nil {
+		t.Fatalf("experiment without ../shared: %v", err)
+	}
+	if !strings.Contains(out, "SmokeBan.csv (embedded copy in exampledata)") {
+		t.Fatalf("output does not say the embedded data was used:\n%s", out)
+	}
+}
+
+// TestExperimentSaysWhatWasSkipped: an experiment whose external dataset is
+// absent says so in the text output (dppp-fashion without the Debian
+// package); other notes stay in the summary file.
+func TestExperimentSaysWhatWasSkipped(t *testing.T) {
+	var b strings.Builder
+	printExperiments(&b, []*experiment.Result{{Name: "dppp-fashion", Title: "t",
+		Notes: []string{"Skipped: Fashion-MNIST not found at /usr/share/datasets/fashion-mnist", "a long methods note"}}}, experiment.Options{})
+	out := b.String()
+	if !strings.Contains(out, "Skipped: Fashion-MNIST not found") || strings.Contains(out, "methods note") || !strings.Contains(out, "0 points") {
+		t.Fatalf("output:\n%s", out)
 	}
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
@@ -19,6 +19,7 @@ import (
 // fitOptions are the flags of `dplearn fit`.
 type fitOptions struct {
 	data, schemaPath, model, mechanism, out     string
+	delimiter, ledger                           string
 	epsilon, delta, lambda, lambdaFactor, split float64
 	objpert                                     regress.ObjPertOptions
 	noisygd                                     regress.NoisyGDOptions
@@ -67,28 +68,45 @@ Neighbouring datasets differ in one record, replaced (bounded DP; N is public).
 Privacy noise comes from crypto/rand; --seed switches to a deterministic,
 INSECURE generator for reproducible experiments, and the report says so.
 
-Input: CSV with a header row (quoted fields, \r\n, .gz by extension) or Parquet.
-A bad value stops the fit with file:line:column and the reason, unless
---skip-bad-rows is given: the count is then printed on this console only (it
-depends on the data, so it is never written to the model file or its report),
-and the report notes that the guarantee treats the remaining N as public,
-which holds only if the number of bad rows is public knowledge.
-The model file is written only when the fit succeeds (Ctrl-C leaves none).`,
+Input: CSV with a header row (quoted fields, \r\n, .gz by extension, any
+--delimiter) or Parquet; --data - reads standard input. A bad value stops the
+fit with file:line:column and the reason, unless --skip-bad-rows is given: the
+count is then printed on this console only (it depends on the data, so it is
+never written to the model file or its report), and the report notes that the
+guarantee treats the remaining N as public, which holds only if the number of
+bad rows is public knowledge.
+
+Missing values follow each column's "missing" policy in the schema: "error"
+(default), "impute" (a declared public value) or "drop". A dropped record
+enters the fit as an all-zero row, which changes no statistic the mechanisms
+use, so N stays the number of records read and the guarantee keeps treating
+it as public; the number dropped is printed on this console only.
+
+--ledger FILE charges the fit's guarantee to a persistent privacy budget
+(dplearn ledger create) before the model is written, and refuses the fit if
+the budget would be exceeded.
+
+The model file is written only when the fit succeeds (Ctrl-C leaves none);
+--out - writes it to standard output (the report then goes to stderr).`,
 		Example: `  dplearn fit --data CPS1988.csv --schema cps.json --model linear \
-      --mechanism gaussian-fm --epsilon 0.5 --delta 1e-5 --out wage.json`,
+      --mechanism gaussian-fm --epsilon 0.5 --delta 1e-6 --out wage.json
+  dplearn fit --data visits.csv --delimiter ';' --schema visits.json --model logistic \
+      --mechanism gaussian-fm --epsilon 1 --delta 1e-7 --ledger budget.json --out visits-model.json`,
 		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.data, "data", "", "input table (CSV, CSV.gz or Parquet)")
+	f.StringVar(&o.data, "data", "", "input table: CSV, CSV.gz or Parquet (- for standard input)")
+	f.StringVar(&o.delimiter, "delimiter", ",", "CSV field delimiter: ',', ';', tab or '|'")
+	f.StringVar(&o.ledger, "ledger", "", "privacy budget file to charge the fit to (dplearn ledger create); the fit is refused past the budget")
 	f.StringVar(&o.schemaPath, "schema", "", "schema file (JSON) with the public bounds")
 	f.StringVar(&o.model, "model", "", "linear, logistic or robust (L1)")
 	f.StringVar(&o.mechanism, "mechanism", "", "one of "+strings.Join(regress.Mechanisms(), ", "))
 	f.Float64Var(&o.epsilon, "epsilon", 0, "privacy parameter ε (> 0)")
-	f.Float64Var(&o.delta, "delta", 0, "privacy parameter δ for Gaussian mechanisms (e.g. 1e-5; keep it well below 1/N)")
+	f.Float64Var(&o.delta, "delta", 0, "privacy parameter δ for (ε, δ) mechanisms, in (0, 1/N) (e.g. 1e-6; keep it well below 1/N)")
 	f.Float64Var(&o.lambda, "lambda", -1, "ridge λ added to the noisy Λ2 (data-independent); negative: the mechanism's default")
 	f.Float64Var(&o.lambdaFactor, "lambda-factor", regress.DefaultLambdaFactor, "when --lambda is negative: λ = this × the per-entry noise std of Λ2")
 	f.Float64Var(&o.split, "split", 0.5, "gaussian-fm: share of the budget given to Λ1 (the rest to Λ2)")
-	f.StringVar(&o.out, "out", "", "where to write MODEL.json")
+	f.StringVar(&o.out, "out", "", "where to write MODEL.json (- for standard output)")
 	f.Float64Var(&o.objpert.Lambda, "objpert-lambda", 0, "objpert: regularisation strength Λ (0: the documented default)")
 	f.Float64Var(&o.objpert.Radius, "radius", 0, "objpert (linear) and noisygd: public bound R on the encoded ‖ω‖ (0: default √d/2 for linear, 2√d for noisygd logistic, d = number of encoded coefficients)")
 	f.Float64Var(&o.ciShare, "ci-share", defaultCIShare, "linear fm/relaxed-fm/gaussian-fm and irls: share of --epsilon spent on the target's second moment (irls: a residual summary) for confidence intervals (0: no intervals)")
@@ -158,7 +176,7 @@ func checkModelTarget(kind regress.Kind, s *schema.Schema) error {
 	case kind == regress.Logistic && !s.Target.Binary():
 		return fmt.Errorf("--model logistic needs a binary target; the schema gives %q a range (declare \"positive\" instead)", s.Target.Name)
 	case kind != regress.Logistic && s.Target.Binary():
-		return fmt.Errorf("--model %s needs a continuous target with a declared range; the schema declares %q as binary", kind, s.Target.Name)
+		return fmt.Errorf("--model %s needs a continuous target: the schema's target %q has no \"range\"; declare its public bounds as \"range\": [lo, hi] (without a range a target is read as a binary label, for --model logistic)", kind, s.Target.Name)
 	}
 	return nil
 }
@@ -172,16 +190,17 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err != nil {
 		return fmt.Errorf("--mechanism: %w", err)
 	}
-	sigmaGiven := o.mechanism == "noisygd" && o.noisygd.Sigma > 0
-	if est.Private() && !sigmaGiven {
-		if !cmd.Flags().Changed("epsilon") {
-			return fmt.Errorf("--mechanism %s needs --epsilon", o.mechanism)
-		}
-		if !(o.epsilon > 0) || math.IsInf(o.epsilon, 0) {
-			return fmt.Errorf("--epsilon must be a finite number > 0, got %v", o.epsilon)
-		}
+	if err := checkFitFlags(cmd, o, kind); err != nil {
+		return err
 	}
-	s, err := schema.Load(o.schemaPath)
+	sep, err := parseDelimiter(o.delimiter)
+	if err != nil {
+		return err
+	}
+	if o.schemaPath == "-" && o.data == "-" {
+		return fmt.Errorf("--schema - and --data - cannot both read standard input")
+	}
+	s, err := loadSchemaFlag(o.schemaPath, cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
@@ -189,10 +208,34 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		return err
 	}
 	est = regress.WithSchema(est, s) // the histogram baselines' public grid
-	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, Progress: stderrProgress(cmd)}
+	var ledger *accounting.Ledger
+	if o.ledger != "" {
+		if ledger, err = openFitLedger(ctx, o, est); err != nil {
+			return err
+		}
+	}
+	// Open the destination before the fit, so that a bad --out costs no
+	// fit and no budget; nothing appears there until the model is written.
+	out, err := createOutput(o.out, cmd.OutOrStdout())
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			out.Abort()
+		}
+	}()
+	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, Progress: stderrProgress(cmd),
+		Delimiter: sep, Stdin: cmd.InOrStdin(), KeepDropped: true}
 	data, sum, err := loadFitInput(ctx, o.data, s, est, kind, opt)
 	if err != nil {
-		return err
+		return readErr("--data", err)
+	}
+	if est.Private() {
+		if err := checkDeltaN(o.delta, sum.Rows); err != nil {
+			return err
+		}
 	}
 	cfg := regress.Config{Kind: kind, Epsilon: o.epsilon, Delta: o.delta, Lambda: o.lambda, LambdaFactor: o.lambdaFactor, Split: o.split,
 		Source: randomSource(o.seeded, o.seed), ObjPert: o.objpert, NoisyGD: o.noisygd, IRLS: o.irls}
@@ -205,8 +248,8 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		return err
 	}
 	forecastOut := cmd.OutOrStdout()
-	if format == formatJSON {
-		forecastOut = cmd.ErrOrStderr()
+	if format == formatJSON || toStdout(o.out) {
+		forecastOut = cmd.ErrOrStderr() // stdout holds the JSON summary or the model
 	}
 	forecast, err := printForecast(forecastOut, o.mechanism, cfg, s, sum.Rows)
 	if err != nil {
@@ -233,8 +276,10 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		res.Privacy.Notes = append(res.Privacy.Notes,
 			"fitted with --skip-bad-rows: the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered")
 	}
-	if est.Private() && o.delta > 0 && o.delta >= 1/float64(sum.Rows) {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("δ = %g is not small next to 1/N = %g: such a guarantee permits publishing a whole record with probability δ", o.delta, 1/float64(sum.Rows)))
+	if est.Private() && dropsMissing(s) {
+		// Depends only on the schema, never on how many were dropped.
+		res.Privacy.Notes = append(res.Privacy.Notes,
+			`the schema drops records with a missing value ("missing": "drop"): each enters the fit as an all-zero row, which changes none of the statistics the mechanism uses, so N is the number of records read and stays public as the neighbouring relation requires; the number dropped is not released`)
 	}
 	model, err := regress.NewModel(kind, s, res, regress.Training{Rows: sum.Rows})
 	if err != nil {
@@ -246,17 +291,27 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err := ctx.Err(); err != nil {
 		return err // interrupted: write nothing
 	}
-	if err := model.Save(o.out); err != nil {
-		return err
+	if ledger != nil {
+		if err := chargeFit(ctx, ledger, o, model); err != nil {
+			return err // over budget: the model is not written
+		}
+	}
+	committed = true // saveModel commits or discards
+	if err := saveModel(model, out); err != nil {
+		return fmt.Errorf("--out: %w", err)
 	}
 	w := cmd.OutOrStdout()
+	if toStdout(o.out) {
+		w = cmd.ErrOrStderr() // stdout holds the model
+	}
 	if format == formatJSON {
 		return writeJSON(w, map[string]any{
 			"model_file":   o.out,
 			"model":        model.Kind,
 			"mechanism":    o.mechanism,
 			"rows":         sum.Rows,
-			"skipped_rows": sum.Skipped,
+			"skipped_rows": sum.Skipped, // console only, like the text
+			"dropped_rows": sum.Dropped,
 			"features":     model.Features,
 			"coefficients": model.Coefficients,
 			"privacy":      model.Privacy,
@@ -265,15 +320,26 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			"forecast":     forecast,
 		})
 	}
-	return printFitText(w, model, o.out, sum.Skipped)
+	if err := printFitText(w, model, o.out, sum.Skipped); err != nil {
+		return err
+	}
+	if sum.Dropped > 0 {
+		fmt.Fprintf(w, "\n%s dropped for a missing value entered the fit as zero rows (N counts them; this count is shown on this console only).\n", dataset.Plural(sum.Dropped, "record"))
+	}
+	printDataCounts(w, sum)
+	return nil
 }
 
 // printFitText prints the fit for the local console. skipped (the number of
 // bad rows skipped) is data-dependent: it is printed here and nowhere else.
 func printFitText(w io.Writer, m *regress.Model, path string, skipped int64) error {
-	fmt.Fprintf(w, "Fitted %s regression of %q on %d rows", m.Kind, m.Schema.Target.Name, m.Training.Rows)
+	fmt.Fprintf(w, "Fitted %s regression of %q on %s", m.Kind, m.Schema.Target.Name, dataset.Plural(m.Training.Rows, "row"))
 	if skipped > 0 {
-		fmt.Fprintf(w, " (%d bad rows skipped; this count is shown on this console only)", skipped)
+		fmt.Fprintf(w, " (%s skipped; this count is shown on this console only)", dataset.Plural(skipped, "bad row"))
+	}
+
+	if path == "-" {
+		path = "standard output"
 	}
 	fmt.Fprintf(w, "; model written to %s\n\n", path)
 	if err := writeModelCoefTable(w, m); err != nil {

@@ -182,7 +182,7 @@ func TestFitErrors(t *testing.T) {
 	}{
 		{"missing column", "wage,education\n100,12\n", "", nil, `"ethnicity"`},
 		{"not a number", "wage,education,ethnicity\n100,12,cauc\n100,twelve,cauc\n", "", nil, ":3:2:"},
-		{"NaN", "wage,education,ethnicity\n100,NaN,cauc\n", "", nil, "not finite"},
+		{"NaN", "wage,education,ethnicity\n100,NaN,cauc\n", "", nil, `"missing" policy is "error"`},
 		{"Inf", "wage,education,ethnicity\n+Inf,12,cauc\n", "", nil, "not finite"},
 		{"unknown category", "wage,education,ethnicity\n100,12,martian\n", "", nil, "martian"},
 		{"empty file", "-", "", nil, "empty"},
@@ -190,8 +190,32 @@ func TestFitErrors(t *testing.T) {
 		{"logistic on continuous target", "", "", []string{"--model", "logistic"}, "binary target"},
 		{"no epsilon", "", "", []string{"--epsilon-unset"}, "needs --epsilon"},
 		{"bad epsilon", "", "", []string{"--epsilon", "-1"}, "--epsilon must be"},
-		{"gaussian without delta", "", "", []string{"--delta", "0"}, "δ > 0"},
+		{"gaussian without delta", "", "", []string{"--delta", "0"}, "--delta must be in (0, 1)"},
 		{"unknown mechanism", "", "", []string{"--mechanism", "magic"}, "unknown mechanism"},
+		// Issue 15: every error names the flag or schema key.
+		{"robust by gaussian-fm", "", "", []string{"--model", "robust"}, "--model robust cannot be fitted by --mechanism gaussian-fm; for --model robust use --mechanism irls, irls-wishart, nonprivate"},
+		{"delta 1", "", "", []string{"--delta", "1"}, "--delta must be in (0, 1)"},
+		{"delta not below 1/N", "", "", []string{"--delta", "0.5"}, "--delta 0.5 is not below 1/N = 0.02 (N = 50 rows)"},
+		{"epsilon with nonprivate", "", "", []string{"--mechanism", "nonprivate", "--epsilon", "-1", "--delta-unset"}, "--epsilon: --mechanism nonprivate adds no noise"},
+		{"delta with fm", "", "", []string{"--mechanism", "fm"}, "--delta: --mechanism fm is pure ε-DP"},
+		{"radius with gaussian-fm", "", "", []string{"--radius", "3"}, "--radius is read only by --mechanism noisygd, objpert, not by gaussian-fm"},
+		{"numeric categories", "", `{"target": {"name": "wage", "transform": "log", "range": [4, 9]}, "features": [{"name": "education", "categories": [1, 2]}]}`, nil, `key "features.categories": got a JSON number, want a string`},
+		{"target without range", "", `{"target": {"name": "wage"}, "features": [{"name": "education", "range": [0, 20]}]}`, nil, `target "wage" has no "range"`},
+		{"schema placeholder", "", `{"target": {"name": "wage", "todo": "declare"}, "features": [{"name": "education", "todo": "declare"}]}`, nil, `placeholder from 'dplearn schema init' not filled in for "wage", "education"`},
+		{"schema typo", "", `{"target": {"name": "wage", "rnage": [4, 9]}, "features": [{"name": "education", "range": [0, 20]}]}`, nil, `--schema`},
+		{"header names", "Wage,Educ,Ethnicity\n1,2,cauc\n", "", nil, `the header has "Wage", "Educ", "Ethnicity"`},
+		{"semicolons", "wage;education;ethnicity\n100;12;cauc\n", "", nil, "the file looks ';'-separated: pass --delimiter ';'"},
+		{"bad delimiter flag", "", "", []string{"--delimiter", "x"}, `--delimiter "x"`},
+		{"no data file", "", "", []string{"--data", "/nonexistent/d.csv"}, "--data: dataset: open /nonexistent/d.csv"},
+		{"no ledger file", "", "", []string{"--ledger", "/nonexistent/l.json"}, "create it first: dplearn ledger create"},
+		{"split out of range", "", "", []string{"--split", "1.5"}, "--split must be in (0, 1), got 1.5"},
+		{"negative lambda factor", "", "", []string{"--lambda-factor", "-3"}, "--lambda-factor must be ≥ 0"},
+		{"negative iterations", "", "", []string{"--mechanism", "noisygd", "--iterations", "-5"}, "--iterations must be from 1 to 10⁷"},
+		{"negative workers", "", "", []string{"--workers", "-1"}, "--workers must be from 0"},
+		{"out in a missing directory", "", "", []string{"--out", "/nonexistent/m.json"}, "--out: write /nonexistent/m.json: directory /nonexistent does not exist"},
+		{"data is a directory", "", "", []string{"--data", "/tmp"}, "--data: dataset: /tmp: is a directory"},
+		{"ledger with seed", "", "", []string{"--seed", "1", "--ledger", "x.json"}, "--ledger with --seed"},
+		{"ledger with nonprivate", "", "", []string{"--mechanism", "nonprivate", "--epsilon-unset", "--delta-unset", "--ledger", "x.json"}, "--ledger: --mechanism nonprivate releases a model with no privacy guarantee"},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -211,8 +235,8 @@ func TestFitErrors(t *testing.T) {
 			args := map[string]string{"--data": data, "--schema": s, "--model": "linear", "--mechanism": "gaussian-fm",
 				"--epsilon": "1", "--delta": "1e-5", "--out": model}
 			for j := 0; j < len(c.args); j++ {
-				if c.args[j] == "--epsilon-unset" {
-					delete(args, "--epsilon")
+				if c.args[j] == "--epsilon-unset" || c.args[j] == "--delta-unset" {
+					delete(args, strings.TrimSuffix(c.args[j], "-unset"))
 					continue
 				}
 				args[c.args[j]] = c.args[j+1]

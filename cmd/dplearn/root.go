@@ -14,7 +14,8 @@ func newRootCmd() *cobra.Command {
 		Long: `dplearn fits differentially private (DP) regression models on data that
 cannot be shared, and prints a privacy report computed by code for every release.
 
-Central models:   dplearn fit / predict / evaluate / demo
+Central models:   dplearn schema init / fit / predict / evaluate / demo
+Privacy budget:   dplearn ledger create|charge|show (fit --ledger charges it)
 Across sites:     dplearn certs             (a CA and one certificate per party)
                   dplearn cape serve|join|simulate   (capeFM: one model from S sites)
 Privacy maths:    dplearn privacy calibrate|gaussian-steps|subsampled|cape|binomial|sample|ledger
@@ -39,6 +40,8 @@ declared in a schema file; nothing is derived from the private data.`,
 		newExperimentCmd(),
 		newCertsCmd(),
 		newCapeCmd(),
+		newLedgerCmd("dplearn ledger"),
+		newSchemaCmd(),
 	)
 	return root
 }

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/schema"
+)
+
+// loadSchemaFlag reads the --schema file ("-": stdin), saying so when it is
+// a model file rather than a schema.
+func loadSchemaFlag(path string, stdin io.Reader) (*schema.Schema, error) {
+	data, err := readInput(path, stdin)
+	if err != nil {
+		return nil, fmt.Errorf("--schema: %w", err)
+	}
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(data, &probe) == nil {
+		if _, ok := probe["format"]; ok {
+			if _, ok := probe["coefficients"]; ok {
+				return nil, fmt.Errorf("--schema %s: this is a model file written by 'dplearn fit'; --schema wants the schema file (the model's own schema is under its \"schema\" key)", path)
+			}
+		}
+	}
+	s, err := schema.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("--schema %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// dropsMissing reports whether any column of s drops records with a
+// missing value.
+func dropsMissing(s *schema.Schema) bool {
+	if s.Target.Missing == schema.MissingDrop {
+		return true
+	}
+	for _, f := range s.Features {
+		if f.Missing == schema.MissingDrop {
+			return true
+		}
+	}
+	return false
+}
+
+// openFitLedger opens the --ledger file and refuses early, before any data
+// is read, a fit whose requested (ε, δ) clearly does not fit in what is
+// left. The exact check is the charge itself (chargeFit), made with the
+// guarantee the fit achieved before the model is written.
+func openFitLedger(ctx context.Context, o fitOptions, est regress.Estimator) (*accounting.Ledger, error) {
+	if !est.Private() {
+		return nil, fmt.Errorf("--ledger: --mechanism %s releases a model with no privacy guarantee; a budget cannot account for it (fit without --ledger, and do not release it)", o.mechanism)
+	}
+	if o.seeded {
+		return nil, fmt.Errorf("--ledger with --seed: seeded noise is predictable, so the model has no privacy guarantee to charge; drop --seed for a release")
+	}
+	if _, err := os.Stat(o.ledger); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("--ledger %s: no such ledger; create it first: dplearn ledger create %s --name NAME --epsilon E --delta D", o.ledger, o.ledger)
+	}
+	l, err := accounting.OpenLedger(o.ledger)
+	if err != nil {
+		return nil, fmt.Errorf("--ledger %s: %w", o.ledger, err)
+	}
+	st, err := l.State(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("--ledger %s: %w", o.ledger, err)
+	}
+	spent, b := st.Spent(), st.Budget
+	if b.IsZCDP() && o.mechanism != "irls" && o.mechanism != "fm" {
+		// irls reports its zCDP ρ; fm is pure ε-DP, which is ε²/2-zCDP.
+		return nil, fmt.Errorf("--ledger %s: ledger %q is a zCDP (ρ) budget, and --mechanism %s reports an (ε, δ) guarantee that has no ρ to charge; use an (ε, δ) ledger (dplearn ledger create FILE --epsilon E --delta D)", o.ledger, st.Name, o.mechanism)
+	}
+	// A relative slack of 1e-12 keeps this early check from refusing a fit
+	// that fills the budget exactly (Spent is rounded up).
+	over := func(spent, cost, budget float64) bool { return spent+cost > budget*(1+1e-12) }
+	if !b.IsZCDP() && (over(spent.Epsilon, o.epsilon, b.Epsilon) || over(spent.Delta, o.delta, b.Delta)) {
+		return nil, fmt.Errorf("--ledger %s: refused before reading the data: this fit asks for ε = %g, δ = %g but the ledger %q has spent ε = %g of %g and δ = %g of %g",
+			o.ledger, o.epsilon, o.delta, st.Name, spent.Epsilon, b.Epsilon, spent.Delta, b.Delta)
+	}
+	return l, nil
+}
+
+// chargeFit charges the model's guarantee (the computed ε, δ, or ρ for a
+// zCDP ledger when the accountant reports one) to the ledger; an error
+// means the model must not be written.
+func chargeFit(ctx context.Context, l *accounting.Ledger, o fitOptions, m *regress.Model) error {
+	p := m.Privacy
+	st, err := l.State(ctx)
+	if err != nil {
+		return fmt.Errorf("--ledger %s: %w", o.ledger, err)
+	}
+	c := accounting.Charge{Epsilon: p.Epsilon, Delta: p.Delta}
+	if st.Budget.IsZCDP() && p.Rho > 0 {
+		c = accounting.Charge{Rho: p.Rho}
+	}
+	label := fmt.Sprintf("dplearn fit --mechanism %s --model %s of %q on %s (%s) → %s", o.mechanism, m.Kind, m.Schema.Target.Name, displayPath(o.data), dataset.Plural(m.Training.Rows, "row"), displayPath(o.out))
+	if _, err := l.Charge(ctx, label, c); err != nil {
+		return fmt.Errorf("--ledger %s: the fit was refused and no model written: %w", o.ledger, err)
+	}
+	return nil
+}
+
+// displayPath names a file flag's value for a label: "-" is stdin/stdout.
+func displayPath(p string) string {
+	if p == "-" {
+		return "(standard stream)"
+	}
+	return filepath.Base(p)
+}
