@@ -65,7 +65,13 @@ type deployment struct {
 
 func (f *fixture) deploy(t testing.TB, tweak ...func(i int, tc *dppp.TeacherConfig)) *deployment {
 	t.Helper()
-	cfg := f.config()
+	return f.deployConfig(t, f.config(), tweak...)
+}
+
+// deployConfig deploys teachers configured with cfg (tweaks aside) and
+// parameters calibrated from cfg.
+func (f *fixture) deployConfig(t testing.TB, cfg dppp.Config, tweak ...func(i int, tc *dppp.TeacherConfig)) *deployment {
+	t.Helper()
 	p0, err := dppp.Calibrate(cfg, f.tpk)
 	if err != nil {
 		t.Fatal(err)
@@ -141,18 +147,19 @@ var errKilled = errors.New("killed by the test")
 // teacher's AfterSend (nil: none).
 func (d *deployment) run(t *testing.T, f *fixture, rows [][]float64, hook func(name string) func(dppp.Message) error, opt ServeOptions) (*dppp.RunResult, error) {
 	t.Helper()
+	return d.runOn(t, memoryNet, f, rows, hook, opt)
+}
+
+// runOn runs the deployment over the network kind nk (the in-memory hub,
+// or gRPC with mutual TLS on 127.0.0.1).
+func (d *deployment) runOn(t *testing.T, nk netKind, f *fixture, rows [][]float64, hook func(name string) func(dppp.Message) error, opt ServeOptions) (*dppp.RunResult, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cfg := HubConfig(d.p)
-	cfg.Name = DefaultHubName
-	hub, err := transport.NewMemory(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hub.Close()
+	n := newNet(t, ctx, nk, HubConfig(d.p))
 	var wg sync.WaitGroup
 	for _, tt := range d.teachers {
-		conn, err := hub.Dial(ctx, tt.Name())
+		conn, err := n.dial(ctx, tt.Name())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +183,7 @@ func (d *deployment) run(t *testing.T, f *fixture, rows [][]float64, hook func(n
 	if opt.RoundTimeout == 0 {
 		opt.RoundTimeout = 10 * time.Second
 	}
-	res, err := Serve(ctx, hub, d.p, f.tpk, rows, opt)
+	res, err := Serve(ctx, n.hub, d.p, f.tpk, rows, opt)
 	wg.Wait()
 	return res, err
 }
@@ -193,72 +200,6 @@ func TestDPPPDigitsInMemory(t *testing.T) {
 	}
 	d.checkReference(t, res)
 	t.Log(res.Status)
-}
-
-func TestDPPPKilledAfterVote(t *testing.T) {
-	f := getFixture(t)
-	// f = N − t = 4 teachers die after their vote: still answered.
-	kill := map[string]bool{"teacher01": true, "teacher02": true, "teacher03": true, "teacher04": true}
-	hook := func(name string) func(dppp.Message) error {
-		if !kill[name] {
-			return nil
-		}
-		return func(m dppp.Message) error {
-			if _, ok := m.(*dppp.Vote); ok {
-				return errKilled
-			}
-			return nil
-		}
-	}
-	d := f.deploy(t)
-	res, err := d.run(t, f, f.rows[:5], hook, ServeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.checkReference(t, res)
-	if n := len(res.Batches[0].Contributors); n != 10 {
-		t.Errorf("%d contributors, want all 10 votes", n)
-	}
-	// f = N − t + 1 = 5: a clear refusal.
-	kill["teacher05"] = true
-	d = f.deploy(t)
-	_, err = d.run(t, f, f.rows[:5], hook, ServeOptions{})
-	if !errors.Is(err, dppp.ErrTooFewDecryptors) {
-		t.Fatalf("err = %v, want ErrTooFewDecryptors", err)
-	}
-	t.Log(err)
-}
-
-func TestDPPPTooFewContributors(t *testing.T) {
-	f := getFixture(t)
-	// ⌈γN⌉ = 7 votes needed; 4 teachers die before voting: refused,
-	// nothing decrypted.
-	kill := map[string]bool{"teacher01": true, "teacher02": true, "teacher03": true, "teacher04": true}
-	hook := func(name string) func(dppp.Message) error {
-		if !kill[name] {
-			return nil
-		}
-		return func(m dppp.Message) error {
-			if _, ok := m.(*dppp.Accept); ok {
-				return errKilled
-			}
-			return nil
-		}
-	}
-	d := f.deploy(t)
-	res, err := d.run(t, f, f.rows[:5], hook, ServeOptions{MinTeachers: 1, JoinTimeout: 2 * time.Second})
-	if !errors.Is(err, dppp.ErrTooFewContributors) {
-		t.Fatalf("err = %v, want ErrTooFewContributors", err)
-	}
-	if len(res.Labels) != 0 {
-		t.Fatalf("labels %v", res.Labels)
-	}
-	for _, tt := range d.teachers {
-		if tt.Answered() != 0 {
-			t.Errorf("%s charged %d queries", tt.Name(), tt.Answered())
-		}
-	}
-	t.Log(err)
 }
 
 // TestDPPPClient: the rows come from a client party (dpppnet.Query), in

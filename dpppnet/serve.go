@@ -114,14 +114,8 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	}
 	s := &server{hub: hub, p: p, agg: agg, logf: logf, opt: opt, dead: map[uint32]bool{}, members: map[uint32]bool{}, clients: map[string]bool{},
 		res: &dppp.RunResult{BytesToTeacher: map[string]int{}, BytesFromTeacher: map[string]int{}, Refusals: map[string][]string{}}}
-	session := p.Session
 	hub.SetRound(0)
-	hub.SetGate(func(env transport.Envelope) error {
-		if len(env.Payload) < 34 || !bytes.Equal(env.Payload[2:34], session[:]) {
-			return fmt.Errorf("dppp: a %q message that is not of this run (session %x…): a replay or a straggler", env.Type, session[:6])
-		}
-		return nil
-	})
+	hub.SetGate(sessionGate(p))
 	for _, c := range opt.Clients {
 		s.clients[c] = true
 	}
@@ -145,6 +139,19 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	logf("%s", text)
 	s.finish(ctx, text)
 	return s.res, err
+}
+
+// sessionGate returns the hub gate of a run of p: only payloads carrying
+// the run's dppp session get in (a replay from another run, or a straggler
+// of a previous one, is refused and logged by the hub).
+func sessionGate(p *dppp.Params) func(transport.Envelope) error {
+	session := p.Session
+	return func(env transport.Envelope) error {
+		if len(env.Payload) < 34 || !bytes.Equal(env.Payload[2:34], session[:]) {
+			return fmt.Errorf("dppp: a %q message that is not of this run (session %x…): a replay or a straggler", env.Type, session[:6])
+		}
+		return nil
+	}
 }
 
 type server struct {

@@ -1,0 +1,274 @@
+package dpppnet
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/paillier"
+	"github.com/dplearn/dplearn/transport"
+)
+
+// evilAggregator is a malicious aggregator built from the transport and
+// the dppp message types: it speaks the protocol to honest teachers
+// (Teach over gRPC with mutual TLS) but sends whatever decryption requests
+// it likes.
+type evilAggregator struct {
+	t     *testing.T
+	n     *testNet
+	agg   *dppp.Aggregator
+	p     *dppp.Params
+	round uint64
+}
+
+func newEvil(t *testing.T, ctx context.Context, d *deployment, f *fixture, opt dppp.AggregatorOptions) (*evilAggregator, *sync.WaitGroup) {
+	t.Helper()
+	n := newNet(t, ctx, grpcNet, HubConfig(d.p))
+	agg, err := dppp.NewAggregator(d.p, f.tpk, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &evilAggregator{t: t, n: n, agg: agg, p: d.p}
+	var wg sync.WaitGroup
+	for _, tt := range d.teachers {
+		conn, err := n.dial(ctx, tt.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			if _, err := Teach(ctx, conn, tt, TeachOptions{IdleTimeout: 30 * time.Second}); err != nil {
+				t.Errorf("%s: %v", tt.Name(), err)
+			}
+		}()
+	}
+	// Offer, and collect every acceptance.
+	n.hub.SetRound(0)
+	for id := uint32(1); id <= uint32(d.p.N()); id++ {
+		e.send(ctx, id, agg.Offer())
+	}
+	for range d.p.N() {
+		from, m := e.recv(ctx)
+		if a, ok := m.(*dppp.Accept); !ok || agg.CheckAccept(a) != nil {
+			t.Fatalf("teacher %d answered the offer with %T", from, m)
+		}
+	}
+	return e, &wg
+}
+
+func (e *evilAggregator) send(ctx context.Context, id uint32, m dppp.Message) {
+	e.t.Helper()
+	b, err := m.MarshalBinary()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.n.hub.SendTo(ctx, e.p.TeacherName(id), transport.Envelope{Round: e.round, Type: m.Type(), Payload: b}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// recv returns the next teacher message (within 20 s).
+func (e *evilAggregator) recv(ctx context.Context) (uint32, dppp.Message) {
+	e.t.Helper()
+	select {
+	case env := <-e.n.hub.Inbox():
+		m, err := dppp.Unmarshal(env.Payload)
+		if err != nil {
+			e.t.Fatalf("from %s: %v", env.Sender, err)
+		}
+		return e.p.TeacherID(env.Sender), m
+	case <-time.After(20 * time.Second):
+		e.t.Fatal("no message from the teachers within 20 s")
+	case <-ctx.Done():
+		e.t.Fatal(ctx.Err())
+	}
+	return 0, nil
+}
+
+// vote sends a batch to every teacher and collects every vote.
+func (e *evilAggregator) vote(ctx context.Context, rows [][]float64) uint64 {
+	e.t.Helper()
+	q, err := e.agg.NewBatch(rows)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.round = q.Batch
+	e.n.hub.SetRound(q.Batch)
+	for id := uint32(1); id <= uint32(e.p.N()); id++ {
+		e.send(ctx, id, q)
+	}
+	for range e.p.N() {
+		from, m := e.recv(ctx)
+		v, ok := m.(*dppp.Vote)
+		if !ok {
+			e.t.Fatalf("teacher %d answered the query with %T", from, m)
+		}
+		if err := e.agg.AddVote(from, v); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return q.Batch
+}
+
+// ask sends d to teacher id and returns its answer.
+func (e *evilAggregator) ask(ctx context.Context, id uint32, d *dppp.Decrypt) dppp.Message {
+	e.t.Helper()
+	e.send(ctx, id, d)
+	from, m := e.recv(ctx)
+	if from != id {
+		e.t.Fatalf("answer from %d, asked %d", from, id)
+	}
+	return m
+}
+
+// done tells every teacher the run is over.
+func (e *evilAggregator) done(ctx context.Context, wg *sync.WaitGroup) {
+	for id := uint32(1); id <= uint32(e.p.N()); id++ {
+		_ = e.n.hub.SendTo(ctx, e.p.TeacherName(id), transport.Envelope{Round: e.round, Type: TypeDone, Payload: []byte("done")})
+	}
+	wg.Wait()
+}
+
+// TestNetMaliciousAggregatorSingleVote: an aggregator that asks teacher01
+// to decrypt its own vote alone, or dressed up as a sum, is refused by the
+// teacher each time with the reason, and nothing is decrypted or charged.
+func TestNetMaliciousAggregatorSingleVote(t *testing.T) {
+	f := getFixture(t)
+	d := f.deploy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e, wg := newEvil(t, ctx, d, f, dppp.AggregatorOptions{})
+	defer e.done(ctx, wg)
+	batch := e.vote(ctx, f.rows[:3])
+	honest, err := e.agg.Close(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := e.agg.SingleVoteRequest(batch, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk := f.tpk.Public()
+	ct := func(b []byte) *paillier.Ciphertext {
+		c, err := pk.ParseCiphertext(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	bytesOf := func(c *paillier.Ciphertext) []byte {
+		b, err := c.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	// The victim's vote with six other listed votes whose product is not
+	// the sum sent: the sum is the victim's vote alone.
+	padded := *honest
+	padded.Contributors = honest.Contributors[:7]
+	padded.Ciphertexts = honest.Ciphertexts[:7]
+	padded.Sum = single.Sum
+	// The honest sum of seven votes of which one is missing from the list
+	// (the sum of six, listed as six): below the minimum.
+	six := *honest
+	six.Contributors = honest.Contributors[:6]
+	six.Ciphertexts = honest.Ciphertexts[:6]
+	s6, err := pk.Sum(ct(six.Ciphertexts[0]), ct(six.Ciphertexts[1]), ct(six.Ciphertexts[2]), ct(six.Ciphertexts[3]), ct(six.Ciphertexts[4]), ct(six.Ciphertexts[5]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	six.Sum = bytesOf(s6)
+	// Teacher02's vote, sent to teacher01 as a sum of seven that does not
+	// list teacher01.
+	others := *honest
+	others.Contributors = honest.Contributors[1:8]
+	others.Ciphertexts = honest.Ciphertexts[1:8]
+	var cs []*paillier.Ciphertext
+	for _, b := range others.Ciphertexts {
+		cs = append(cs, ct(b))
+	}
+	so, err := pk.Sum(cs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	others.Sum = bytesOf(so)
+	for _, c := range []struct {
+		name string
+		d    *dppp.Decrypt
+		want string
+	}{
+		{"its vote alone", single, "the noise calibration needs at least 7"},
+		{"its vote as the sum of seven", &padded, "not the product of the listed votes"},
+		{"a sum of six", &six, "the noise calibration needs at least 7"},
+		{"a sum without its vote", &others, "its own vote is not in the sum"},
+	} {
+		m := e.ask(ctx, 1, c.d)
+		r, ok := m.(*dppp.Refuse)
+		if !ok {
+			t.Fatalf("%s: teacher01 answered with a %T", c.name, m)
+		}
+		if !strings.Contains(r.Reason, c.want) {
+			t.Errorf("%s: refused with %q, want %q", c.name, r.Reason, c.want)
+		}
+		t.Logf("%s: refused: %s", c.name, r.Reason)
+	}
+	if got := d.teachers[0].Answered(); got != 0 {
+		t.Fatalf("teacher01 charged %d queries", got)
+	}
+	// The honest request is still answered (the refusals cost nothing).
+	if _, ok := e.ask(ctx, 1, honest).(*dppp.Partial); !ok {
+		t.Fatal("teacher01 refused the honest sum after the attacks")
+	}
+}
+
+// TestNetMaliciousAggregatorPastBudget: an aggregator ignoring its own
+// budget (the deployment allows 3 queries; batches of 2) gets the first
+// batch decrypted, and every teacher refuses the second at its own ledger,
+// even though the aggregator asks all of them.
+func TestNetMaliciousAggregatorPastBudget(t *testing.T) {
+	f := getFixture(t)
+	cfg := f.config()
+	cfg.QueriesPerCiphertext = 2
+	cfg.BudgetEpsilon = 3 // binomial, ε = 1 per query: 3 queries
+	d := f.deployConfig(t, cfg)
+	if d.p.MaxQueries != 3 {
+		t.Fatalf("the budget allows %d queries, want 3", d.p.MaxQueries)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e, wg := newEvil(t, ctx, d, f, dppp.AggregatorOptions{IgnoreBudget: true})
+	defer e.done(ctx, wg)
+	for b, rows := range [][][]float64{f.rows[:2], f.rows[2:4]} {
+		batch := e.vote(ctx, rows)
+		req, err := e.agg.Close(batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := uint32(1); id <= uint32(d.p.N()); id++ {
+			m := e.ask(ctx, id, req)
+			switch m := m.(type) {
+			case *dppp.Partial:
+				if b == 1 {
+					t.Errorf("teacher %d decrypted past its budget", id)
+				}
+			case *dppp.Refuse:
+				if b == 0 || !strings.Contains(m.Reason, dppp.ErrBudget.Error()) {
+					t.Errorf("batch %d: teacher %d refused: %s", batch, id, m.Reason)
+				}
+			default:
+				t.Fatalf("teacher %d answered with a %T", id, m)
+			}
+		}
+	}
+	for _, tt := range d.teachers {
+		if tt.Answered() != 2 {
+			t.Errorf("%s charged %d queries, want 2", tt.Name(), tt.Answered())
+		}
+	}
+}
