@@ -39,6 +39,10 @@ func MaxPayload(n, qpc, features int) int {
 	return 8*qpc*features + 16*qpc + 1100*(n+1) + 64<<10
 }
 
+// TypeBudget is the envelope type of the aggregator's budget line to a
+// client after each answer (payload: a line of text, spent and remaining).
+const TypeBudget = "budget"
+
 // TypeRefused is the envelope type of the aggregator's refusal of a
 // client's request (payload: a line of text).
 const TypeRefused = "request-refused"
@@ -80,6 +84,11 @@ type ServeOptions struct {
 	// MaxRequests were answered (0: until ctx is done).
 	Clients     []string
 	MaxRequests int
+	// Status returns the aggregator's budget line (spent and remaining),
+	// printed at the end, sent to clients after each answer and to the
+	// teachers with "done" (nil: the in-memory budget's, if the
+	// aggregator keeps one).
+	Status func() string
 }
 
 // Serve runs the aggregator of one DPPP deployment over hub (configured
@@ -126,8 +135,8 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if err == nil && len(opt.Clients) > 0 {
 		err = s.serveRequests(ctx)
 	}
-	if b := agg.Budget(); b != nil {
-		s.res.Status = "aggregator: " + b.Status()
+	if st := s.status(); st != "" {
+		s.res.Status = "aggregator: " + st
 	}
 	text := fmt.Sprintf("done: %d of %d queries labelled", len(s.res.Labels), len(rows))
 	if err != nil {
@@ -233,10 +242,24 @@ func (s *server) serveRequests(ctx context.Context) error {
 			return err
 		}
 		s.sendClient(ctx, r.client, ans.Type(), b)
+		if st := s.status(); st != "" {
+			s.sendClient(ctx, r.client, TypeBudget, []byte("aggregator: "+st))
+		}
 		s.logf("request %d from %s: answered %d queries", r.req.ID, r.client, len(labels))
 		answered++
 	}
 	return nil
+}
+
+// status is the aggregator's budget line ("" if it has none).
+func (s *server) status() string {
+	if s.opt.Status != nil {
+		return s.opt.Status()
+	}
+	if b := s.agg.Budget(); b != nil {
+		return b.Status()
+	}
+	return ""
 }
 
 func (s *server) sendClient(ctx context.Context, client, typ string, payload []byte) {

@@ -45,6 +45,7 @@ Examples:
 	cmd.AddCommand(newDPPPKeygenCmd())
 	cmd.AddCommand(newDPPPTrainCmd())
 	cmd.AddCommand(newDPPPNetCmds()...)
+	cmd.AddCommand(newDPPPStudentCmd())
 	return cmd
 }
 

@@ -19,7 +19,6 @@ import (
 
 	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/classify"
-	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/dpppnet"
 	"github.com/dplearn/dplearn/internal/pailliertest"
@@ -89,9 +88,10 @@ func specFingerprint(s *classify.Spec) [32]byte { return sha256.Sum256([]byte(s.
 
 func newDPPPServeCmd() *cobra.Command {
 	var (
-		d                                   dpppDeployFlags
-		listen, certDir, pub, spec, queries string
-		out, name                           string
+		d                             dpppDeployFlags
+		in                            dpppInputFlags
+		listen, certDir, pub, queries string
+		out, name, ledgerAt           string
 		hist, insecure                      bool
 		roundTimeout, joinTimeout           time.Duration
 		minTeachers, maxRequests            int
@@ -145,10 +145,11 @@ without certificates on a loopback address only, for tests.`,
 	f.StringVar(&listen, "listen", "127.0.0.1:7443", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	f.StringVar(&certDir, "certs", "", "the aggregator's certificate directory from 'dplearn certs'")
 	f.StringVar(&pub, "public-key", "", "the threshold public key from 'dplearn dppp keygen'")
-	f.StringVar(&spec, "schema", "", "the input spec the teachers' models were trained with")
-	f.StringVar(&queries, "queries", "", "query table (CSV, CSV.gz or Parquet; the spec's features, no label needed)")
-	f.StringVar(&out, "out", "", "where to write LABELS.csv")
+	in.register(cmd, true)
+	f.StringVar(&queries, "queries", "", "query rows: a table (CSV, CSV.gz or Parquet; the spec's features, no label needed), or with --idx an IDX images file")
+	f.StringVar(&out, "out", "", "where to write LABELS.csv (and LABELS.csv.privacy.json, the labels' guarantee)")
 	f.BoolVar(&hist, "histogram", false, "also write each query's noisy vote counts")
+	f.StringVar(&ledgerAt, "ledger", "", "the aggregator's budget ledger file, kept across runs (created with --budget-epsilon and --budget-delta if it does not exist)")
 	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "how long each phase of a batch waits for the teachers")
 	f.DurationVar(&joinTimeout, "join-timeout", 0, "how long to wait for the teachers to connect and accept (0: --round-timeout)")
 	f.IntVar(&minTeachers, "min-teachers", 0, "fewest accepting teachers to start with (0 or less than ⌈γN⌉: ⌈γN⌉)")
@@ -157,7 +158,7 @@ without certificates on a loopback address only, for tests.`,
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", dpppnet.DefaultHubName, "with --insecure: the aggregator's name")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		req := []string{"teachers", "public-key", "schema"}
+		req := []string{"teachers", "public-key"}
 		clients = trimAll(clients)
 		if len(clients) == 0 || queries != "" {
 			req = append(req, "queries", "out")
@@ -171,17 +172,13 @@ without certificates on a loopback address only, for tests.`,
 		if insecure && cmd.Flags().Changed("certs") {
 			return errors.New("--insecure and --certs: choose one")
 		}
+		if err := in.check(cmd); err != nil {
+			return err
+		}
 		ctx := cmd.Context()
 		stderr := cmd.ErrOrStderr()
 		logf := lineLogger(stderr, "")
-		var s *classify.Spec
-		var rows [][]float64
-		var err error
-		if queries != "" {
-			s, rows, err = loadDPPPQueries(ctx, spec, queries)
-		} else {
-			s, err = classify.LoadSpec(spec)
-		}
+		input, rows, err := in.load(ctx, queries)
 		if err != nil {
 			return err
 		}
@@ -203,13 +200,23 @@ without certificates on a loopback address only, for tests.`,
 				return fmt.Errorf("--clients: %s is a teacher", c)
 			}
 		}
-		cfg, err := d.config(teachers, s.Classes(), s.Features(), specFingerprint(s))
+		cfg, err := d.config(teachers, len(input.classNames), input.features, input.fingerprint)
 		if err != nil {
 			return err
 		}
 		p, err := calibrateSession(cfg, tpk)
 		if err != nil {
 			return err
+		}
+		aopt := dppp.AggregatorOptions{}
+		var status func() string
+		if ledgerAt != "" {
+			led, err := openAggLedger(ctx, ledgerAt, p, len(rows))
+			if err != nil {
+				return err
+			}
+			aopt.Ledger, status = led, led.status
+			logf("%s", led.note)
 		}
 		scfg := transport.ServerConfig{HubConfig: dpppnet.HubConfig(p, clients...), Address: listen, Insecure: insecure}
 		scfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -229,13 +236,16 @@ without certificates on a loopback address only, for tests.`,
 			logf("answering requests of %s", strings.Join(clients, ", "))
 		}
 		res, err := dpppnet.Serve(ctx, srv, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, JoinTimeout: joinTimeout, MinTeachers: minTeachers, Logf: logf,
-			Clients: clients, MaxRequests: maxRequests})
+			Clients: clients, MaxRequests: maxRequests, Aggregator: aopt, Status: status})
 		if res != nil && len(rows) > 0 && len(res.Labels) > 0 {
-			if werr := writeDPPPLabels(out, s.ClassNames(), res, hist); werr != nil {
+			if werr := writeDPPPLabels(out, input.classNames, res, hist, p); werr != nil {
 				return errors.Join(err, werr)
 			}
 		}
 		if err != nil {
+			if res != nil && res.Status != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), res.Status)
+			}
 			return err
 		}
 		w := cmd.OutOrStdout()
@@ -252,8 +262,9 @@ without certificates on a loopback address only, for tests.`,
 
 func newDPPPQueryCmd() *cobra.Command {
 	var (
-		server, serverName, certDir, name, spec, data, out string
-		hist, insecure                                     bool
+		in                                           dpppInputFlags
+		server, serverName, certDir, name, data, out string
+		hist, insecure                               bool
 		timeout                                            time.Duration
 		attempts                                           int
 	)
@@ -279,16 +290,16 @@ past the budget is refused.`,
 	f.StringVar(&server, "server", "", "the aggregator's HOST:PORT")
 	f.StringVar(&serverName, "server-name", dpppnet.DefaultHubName, "the name in the aggregator's certificate")
 	f.StringVar(&certDir, "certs", "", "this client's certificate directory from 'dplearn certs'")
-	f.StringVar(&spec, "schema", "", "the input spec of the deployment")
-	f.StringVar(&data, "data", "", "query table (CSV, CSV.gz or Parquet)")
-	f.StringVar(&out, "out", "", "where to write LABELS.csv")
+	in.register(cmd, false)
+	f.StringVar(&data, "data", "", "query rows: a table (CSV, CSV.gz or Parquet), or with --idx an IDX images file")
+	f.StringVar(&out, "out", "", "where to write LABELS.csv (and LABELS.csv.privacy.json, the labels' guarantee for 'dppp student')")
 	f.BoolVar(&hist, "histogram", false, "also ask for and write the noisy vote counts")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for each answer")
 	f.IntVar(&attempts, "connect-attempts", 8, "connection attempts before giving up")
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", "", "with --insecure: this client's name")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		req := []string{"server", "schema", "data", "out"}
+		req := []string{"server", "data", "out"}
 		if insecure {
 			req = append(req, "name")
 		} else {
@@ -303,7 +314,10 @@ past the budget is refused.`,
 		if err != nil {
 			return err
 		}
-		s, rows, err := loadDPPPQueries(ctx, spec, data)
+		if err := in.check(cmd); err != nil {
+			return err
+		}
+		input, rows, err := in.load(ctx, data)
 		if err != nil {
 			return err
 		}
@@ -319,17 +333,25 @@ past the budget is refused.`,
 			return err
 		}
 		defer conn.Close()
-		res, err := dpppnet.Query(ctx, conn, rows, dpppnet.QueryOptions{Histogram: hist, Timeout: timeout, Logf: logf})
+		res, err := dpppnet.Query(ctx, conn, rows, dpppnet.QueryOptions{Histogram: hist, Timeout: timeout, Logf: logf, Model: input.fingerprint})
 		if res != nil && len(res.Labels) > 0 {
-			if werr := writeDPPPLabels(out, s.ClassNames(), &dppp.RunResult{Labels: res.Labels, Hist: res.Hist}, hist); werr != nil {
+			if werr := writeDPPPLabels(out, input.classNames, &dppp.RunResult{Labels: res.Labels, Hist: res.Hist}, hist, res.Params); werr != nil {
 				return errors.Join(err, werr)
 			}
 		}
-		if err != nil {
-			return err
+		w := cmd.OutOrStdout()
+		if res != nil && len(res.Labels) > 0 {
+			g, eps, delta, gerr := labelsGuarantee(res.Params, len(res.Labels))
+			if gerr != nil {
+				return errors.Join(err, gerr)
+			}
+			fmt.Fprintf(w, "%d labels written to %s (%s noise, ε = %g, δ = %g per query); together they are (%s, %s)-DP for the teachers' data [%s]\n",
+				len(res.Labels), out, res.Params.Noise, res.Params.Epsilon, res.Params.Delta, eps, delta, g.Accountant)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%d labels written to %s (%s noise, ε = %g, δ = %g per query)\n", len(res.Labels), out, res.Params.Noise, res.Params.Epsilon, res.Params.Delta)
-		return nil
+		if res != nil && res.Budget != "" {
+			fmt.Fprintln(w, res.Budget)
+		}
+		return err
 	}
 	return cmd
 }
@@ -353,28 +375,10 @@ func lineLogger(w io.Writer, prefix string) func(string, ...any) {
 	}
 }
 
-func loadDPPPQueries(ctx context.Context, specPath, path string) (*classify.Spec, [][]float64, error) {
-	s, err := classify.LoadSpec(specPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	data, _, err := s.LoadFeatures(ctx, path, dataset.Options{})
-	if err != nil {
-		return nil, nil, err
-	}
-	rows := make([][]float64, data.N())
-	for i := range rows {
-		rows[i] = data.Row(i)
-	}
-	if len(rows) == 0 {
-		return nil, nil, fmt.Errorf("%s: no query rows", path)
-	}
-	return s, rows, nil
-}
-
 // writeDPPPLabels writes row, label (class name) and, with hist, the noisy
-// vote counts per class.
-func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bool) error {
+// vote counts per class, and beside it the labels' privacy record
+// (writeLabelsMeta) of deployment p.
+func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bool, p *dppp.Params) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -404,33 +408,49 @@ func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bo
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return writeLabelsMeta(path, p, len(res.Labels))
 }
 
 // dpppTeacherFromModel builds a teacher from a model file and a key share.
 // src is the noise source (nil: secure).
 func dpppTeacherFromModel(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source) (*dppp.Teacher, classify.Predictor, error) {
+	t, pred, _, err := dpppTeacherParams(ctx, d, name, teachers, modelPath, key, ledger, src)
+	return t, pred, err
+}
+
+// dpppTeacherParams is dpppTeacherFromModel that also returns the
+// parameters the teacher calibrated itself (session aside): the ones it
+// accepts.
+func dpppTeacherParams(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source) (*dppp.Teacher, classify.Predictor, *dppp.Params, error) {
 	mf, err := classify.Load(modelPath)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if mf.Input == nil {
-		return nil, nil, fmt.Errorf("%s: the model has no table spec (IDX input is not supported by dppp teach yet)", modelPath)
-	}
-	cfg, err := d.config(teachers, len(mf.ClassNames), mf.Features, specFingerprint(mf.Input))
+	model, err := modelFingerprint(modelPath, mf)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	cfg, err := d.config(teachers, len(mf.ClassNames), mf.Features, model)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := dppp.Calibrate(cfg, key.PublicKey())
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	pred, err := mf.Open(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch, Ledger: ledger, Noise: src})
 	if err != nil {
 		pred.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return t, pred, nil
+	return t, pred, p, nil
 }
 
 func newDPPPTeachCmd() *cobra.Command {
@@ -509,20 +529,24 @@ Logs go to stderr; the outcome to stdout.`,
 			return err
 		}
 		var ledger dppp.Ledger
-		note := "no --ledger: the spend is counted in memory only"
+		var fileLedger *siteLedger
+		note := "no --ledger: the spend is counted in memory only, for this run"
 		if ledgerAt != "" {
 			l, n, err := openSiteLedger(ctx, ledgerAt, name, d.budgetEpsilon, d.budgetDelta, true)
 			if err != nil {
 				return err
 			}
 			ledger, note = l, n
+			if sl, ok := l.(siteLedger); ok {
+				fileLedger = &sl
+			}
 		}
 		var src noise.Source
 		if noiseSeed != 0 {
 			fmt.Fprintf(stderr, "WARNING: --test-noise-seed: INSECURE reproducible noise, tests only\n")
 			src = noise.NewInsecureSeeded(noiseSeed)
 		}
-		t, pred, err := dpppTeacherFromModel(ctx, &d, name, teachers, model, key, ledger, src)
+		t, pred, p0, err := dpppTeacherParams(ctx, &d, name, teachers, model, key, ledger, src)
 		if err != nil {
 			return err
 		}
@@ -551,23 +575,30 @@ Logs go to stderr; the outcome to stdout.`,
 			}
 		}
 		res, err := dpppnet.Teach(ctx, conn, t, topt)
-		if err != nil {
-			return err
-		}
 		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "%s: %s\n", name, res.Done)
-		fmt.Fprintf(w, "%s: %d votes, %d partial decryptions, %d refusals; %d queries charged\n", name, res.Votes, res.Partials, res.Refusals, res.Answered)
-		return nil
+		if res != nil && res.Done != "" {
+			fmt.Fprintf(w, "%s: %s\n", name, res.Done)
+		}
+		if res != nil {
+			fmt.Fprintf(w, "%s: %d votes, %d partial decryptions, %d refusals\n", name, res.Votes, res.Partials, res.Refusals)
+		}
+		status := "this run: " + runStatus(p0, t.Answered())
+		if fileLedger != nil {
+			status += "; " + fileLedgerStatus(*fileLedger, ledgerAt, p0.Epsilon, p0.Delta)
+		}
+		fmt.Fprintf(w, "%s: %s\n", name, status)
+		return err
 	}
 	return cmd
 }
 
 func newDPPPSimulateCmd() *cobra.Command {
 	var (
-		d                  dpppDeployFlags
-		models             []string
-		spec, queries, out string
-		hist, testKeys     bool
+		d              dpppDeployFlags
+		in             dpppInputFlags
+		models         []string
+		queries, out   string
+		hist, testKeys bool
 		bits, workers      int
 		roundTimeout       time.Duration
 	)
@@ -592,16 +623,19 @@ for tests and demonstrations only). Output as 'dppp serve'.`,
 	d.register(cmd, false)
 	f := cmd.Flags()
 	f.StringSliceVar(&models, "models", nil, "the teachers' model files, comma-separated")
-	f.StringVar(&spec, "schema", "", "the input spec of the models")
-	f.StringVar(&queries, "queries", "", "query table")
-	f.StringVar(&out, "out", "", "where to write LABELS.csv")
+	in.register(cmd, false)
+	f.StringVar(&queries, "queries", "", "query rows: a table, or with --idx an IDX images file")
+	f.StringVar(&out, "out", "", "where to write LABELS.csv (and LABELS.csv.privacy.json)")
 	f.BoolVar(&hist, "histogram", false, "also write each query's noisy vote counts")
 	f.BoolVar(&testKeys, "insecure-test-keys", false, "deal the key on dplearn's published test primes (INSECURE: tests only)")
 	f.IntVar(&bits, "bits", paillier.DefaultModulusBits, "modulus bits of the freshly generated key")
 	f.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "goroutines searching for safe primes")
 	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "how long each phase of a batch waits")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := requireFlags(cmd, "models", "schema", "queries", "out"); err != nil {
+		if err := requireFlags(cmd, "models", "queries", "out"); err != nil {
+			return err
+		}
+		if err := in.check(cmd); err != nil {
 			return err
 		}
 		ctx := cmd.Context()
@@ -619,7 +653,7 @@ for tests and demonstrations only). Output as 'dppp serve'.`,
 		if t == 0 {
 			t = max(1, 2*n/3)
 		}
-		s, rows, err := loadDPPPQueries(ctx, spec, queries)
+		input, rows, err := in.load(ctx, queries)
 		if err != nil {
 			return err
 		}
@@ -639,7 +673,7 @@ for tests and demonstrations only). Output as 'dppp serve'.`,
 				return err
 			}
 		}
-		cfg, err := d.config(teachers, s.Classes(), s.Features(), specFingerprint(s))
+		cfg, err := d.config(teachers, len(input.classNames), input.features, input.fingerprint)
 		if err != nil {
 			return err
 		}
@@ -686,7 +720,7 @@ for tests and demonstrations only). Output as 'dppp serve'.`,
 		cancel()
 		wg.Wait()
 		if res != nil && len(res.Labels) > 0 {
-			if werr := writeDPPPLabels(out, s.ClassNames(), res, hist); werr != nil {
+			if werr := writeDPPPLabels(out, input.classNames, res, hist, p); werr != nil {
 				return errors.Join(err, werr)
 			}
 		}

@@ -290,11 +290,12 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, f *dpppNetFiles, commo
 	if err := cmd.ParseFlags(common); err != nil {
 		t.Fatal(err)
 	}
-	s, rows, err := loadDPPPQueries(ctx, f.spec, f.queries)
+	in := dpppInputFlags{spec: f.spec}
+	input, rows, err := in.load(ctx, f.queries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := d.config(trimAll(d.teachers), s.Classes(), s.Features(), specFingerprint(s))
+	cfg, err := d.config(trimAll(d.teachers), len(input.classNames), input.features, input.fingerprint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, f *dpppNetFiles, commo
 		preds = append(preds, labels)
 		srcs = append(srcs, noise.NewInsecureSeeded(uint64(1000+i)))
 	}
-	names := s.ClassNames()
+	names := input.classNames
 	var lines []string
 	for b, start := 0, 0; start < len(rows); b, start = b+1, start+p.QPC {
 		end := min(start+p.QPC, len(rows))
