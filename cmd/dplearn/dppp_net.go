@@ -92,10 +92,10 @@ func newDPPPServeCmd() *cobra.Command {
 		in                            dpppInputFlags
 		listen, certDir, pub, queries string
 		out, name, ledgerAt           string
-		hist, insecure                      bool
-		roundTimeout, joinTimeout           time.Duration
-		minTeachers, maxRequests            int
-		clients                             []string
+		hist, insecure                bool
+		roundTimeout, joinTimeout     time.Duration
+		minTeachers, maxRequests      int
+		clients                       []string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve --listen HOST:PORT --certs DIR/aggregator --public-key public.pem --teachers NAMES --schema SPEC.json --queries Q.csv --out LABELS.csv",
@@ -265,8 +265,8 @@ func newDPPPQueryCmd() *cobra.Command {
 		in                                           dpppInputFlags
 		server, serverName, certDir, name, data, out string
 		hist, insecure                               bool
-		timeout                                            time.Duration
-		attempts                                           int
+		timeout                                      time.Duration
+		attempts                                     int
 	)
 	cmd := &cobra.Command{
 		Use:   "query --server HOST:PORT --certs DIR/CLIENT --schema SPEC.json --data QUERIES.csv --out LABELS.csv [--histogram]",
@@ -599,8 +599,8 @@ func newDPPPSimulateCmd() *cobra.Command {
 		models         []string
 		queries, out   string
 		hist, testKeys bool
-		bits, workers      int
-		roundTimeout       time.Duration
+		bits, workers  int
+		roundTimeout   time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "simulate --models T1.json,T2.json,... --schema SPEC.json --queries Q.csv --out LABELS.csv (--insecure-test-keys | --bits 2048)",

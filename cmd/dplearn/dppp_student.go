@@ -221,7 +221,7 @@ func runDPPPStudent(ctx context.Context, w io.Writer, o dpppStudentOptions, fm o
 	h := p.Hash()
 	mf.Training = &classify.TrainingInfo{Rows: data.N(), Options: trainOptionsRecord(o.train)}
 	mf.Privacy = &classify.PrivacyReport{Epsilon: eps, Delta: delta, Labels: len(labels), Accountant: g.Accountant,
-		Source: fmt.Sprintf("DPPP deployment %s (%d teachers, t = %d, %s noise, ε = %g, δ = %g per query)", hex.EncodeToString(h[:8]), p.N(), p.Threshold, p.Noise, p.Epsilon, p.Delta),
+		Source:   fmt.Sprintf("DPPP deployment %s (%d teachers, t = %d, %s noise, ε = %g, δ = %g per query)", hex.EncodeToString(h[:8]), p.N(), p.Threshold, p.Noise, p.Epsilon, p.Delta),
 		Protects: "the teachers' training data (by post-processing of the labels); not the query rows the student was trained on"}
 	agree, err := classify.Evaluate(ctx, classify.InProcess(m), data)
 	if err != nil {
