@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/csv"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,7 +19,6 @@ import (
 	"github.com/dplearn/dplearn/classify"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/dpppnet"
-	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/transport"
@@ -588,149 +585,6 @@ Logs go to stderr; the outcome to stdout.`,
 		}
 		fmt.Fprintf(w, "%s: %s\n", name, status)
 		return err
-	}
-	return cmd
-}
-
-func newDPPPSimulateCmd() *cobra.Command {
-	var (
-		d              dpppDeployFlags
-		in             dpppInputFlags
-		models         []string
-		queries, out   string
-		hist, testKeys bool
-		bits, workers  int
-		roundTimeout   time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "simulate --models T1.json,T2.json,... --schema SPEC.json --queries Q.csv --out LABELS.csv (--insecure-test-keys | --bits 2048)",
-		Short: "Run the aggregator and every teacher in one process over the in-memory transport",
-		Long: `simulate runs a whole DPPP deployment on this machine, in one process: one
-teacher per --models file (named teacher01, teacher02, ... in that order), the
-aggregator labelling --queries, all over the in-memory transport with the same
-checks as the network one. It deals a fresh threshold key for the run: real
-safe primes of --bits bits (seconds to minutes), or, with --insecure-test-keys,
-shares dealt on dplearn's PUBLISHED test primes (instant; anyone can decrypt:
-for tests and demonstrations only). Output as 'dppp serve'.`,
-		Example: `  for i in $(seq 1 10); do
-    dplearn dppp train --data digits.csv --schema digits.json --partition $i/10 \
-        --model softmax --out t$i.json
-  done
-  dplearn dppp simulate --models t1.json,t2.json,t3.json,t4.json,t5.json,t6.json,t7.json,t8.json,t9.json,t10.json \
-      --schema digits.json --queries queries.csv --out labels.csv --insecure-test-keys`,
-		Args: cobra.NoArgs,
-	}
-	d.register(cmd, false)
-	f := cmd.Flags()
-	f.StringSliceVar(&models, "models", nil, "the teachers' model files, comma-separated")
-	in.register(cmd, false)
-	f.StringVar(&queries, "queries", "", "query rows: a table, or with --idx an IDX images file")
-	f.StringVar(&out, "out", "", "where to write LABELS.csv (and LABELS.csv.privacy.json)")
-	f.BoolVar(&hist, "histogram", false, "also write each query's noisy vote counts")
-	f.BoolVar(&testKeys, "insecure-test-keys", false, "deal the key on dplearn's published test primes (INSECURE: tests only)")
-	f.IntVar(&bits, "bits", paillier.DefaultModulusBits, "modulus bits of the freshly generated key")
-	f.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "goroutines searching for safe primes")
-	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "how long each phase of a batch waits")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := requireFlags(cmd, "models", "queries", "out"); err != nil {
-			return err
-		}
-		if err := in.check(cmd); err != nil {
-			return err
-		}
-		ctx := cmd.Context()
-		stderr := cmd.ErrOrStderr()
-		models = trimAll(models)
-		n := len(models)
-		if n < 2 {
-			return fmt.Errorf("--models: need at least 2 teachers, got %d", n)
-		}
-		teachers := make([]string, n)
-		for i := range teachers {
-			teachers[i] = fmt.Sprintf("teacher%02d", i+1)
-		}
-		t := d.threshold
-		if t == 0 {
-			t = max(1, 2*n/3)
-		}
-		input, rows, err := in.load(ctx, queries)
-		if err != nil {
-			return err
-		}
-		var tpk *paillier.ThresholdPublicKey
-		var shares []*paillier.KeyShare
-		if testKeys {
-			fmt.Fprintln(stderr, "WARNING: --insecure-test-keys: the key is dealt on dplearn's published test primes; anyone can decrypt. Tests only.")
-			if tpk, shares, err = pailliertest.ThresholdKey(2048, n, t); err != nil {
-				return err
-			}
-		} else {
-			p, q, err := generatePrimes(ctx, stderr, bits, workers)
-			if err != nil {
-				return err
-			}
-			if tpk, shares, err = paillier.DealThreshold(rand.Reader, p, q, n, t); err != nil {
-				return err
-			}
-		}
-		cfg, err := d.config(teachers, len(input.classNames), input.features, input.fingerprint)
-		if err != nil {
-			return err
-		}
-		p, err := calibrateSession(cfg, tpk)
-		if err != nil {
-			return err
-		}
-		hcfg := dpppnet.HubConfig(p)
-		hcfg.Name = dpppnet.DefaultHubName
-		hcfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		hub, err := transport.NewMemory(hcfg)
-		if err != nil {
-			return err
-		}
-		defer hub.Close()
-		logf := lineLogger(stderr, "")
-		for _, line := range p.Report() {
-			logf("%s", line)
-		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		var wg sync.WaitGroup
-		for i, name := range teachers {
-			tt, pred, err := dpppTeacherFromModel(ctx, &d, name, teachers, models[i], shares[i], nil, nil)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			defer pred.Close()
-			conn, err := hub.Dial(ctx, name)
-			if err != nil {
-				return err
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer conn.Close()
-				tlog := lineLogger(stderr, name+": ")
-				if _, err := dpppnet.Teach(ctx, conn, tt, dpppnet.TeachOptions{Logf: tlog}); err != nil && ctx.Err() == nil {
-					tlog("%v", err)
-				}
-			}()
-		}
-		res, err := dpppnet.Serve(ctx, hub, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, Logf: logf})
-		cancel()
-		wg.Wait()
-		if res != nil && len(res.Labels) > 0 {
-			if werr := writeDPPPLabels(out, input.classNames, res, hist, p); werr != nil {
-				return errors.Join(err, werr)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "labelled %d queries in %d batches with %d teachers (t = %d); wrote %s\n", len(res.Labels), len(res.Batches), n, p.Threshold, out)
-		fmt.Fprintln(w, res.Status)
-		return nil
 	}
 	return cmd
 }

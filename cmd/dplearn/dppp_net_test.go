@@ -417,3 +417,36 @@ func TestDPPPQueryClientProcess(t *testing.T) {
 	checkLabels(t, out, q, true)
 	t.Logf("client:\n%s\n%s\naggregator:\n%s", client.stderr(), client.stdout.String(), srv.stderr())
 }
+
+// TestDPPPSimulateProcesses: 'dppp simulate --processes' runs the
+// aggregator and 5 teachers as separate processes over mutual TLS on
+// 127.0.0.1 (certificates and key shares made for the run), labels 12
+// queries and reports the budget; every teacher process logs its own
+// spend.
+func TestDPPPSimulateProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	f := newDPPPNetFiles(t, 5, 12)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out := filepath.Join(f.dir, "labels.csv")
+	p := startDPPP(t, ctx, "simulate", "simulate", "--models", strings.Join(f.models, ","), "--schema", f.spec,
+		"--queries", f.queries, "--out", out, "--histogram", "--insecure-test-keys", "--processes", "--round-timeout", "20s", "--budget-epsilon", "50")
+	if err := p.wait(t, 75*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, p.stderr())
+	}
+	checkLabels(t, out, 12, true)
+	stdout, stderr := p.stdout.String(), p.stderr()
+	if !strings.Contains(stdout, "labelled 12 queries") || !strings.Contains(stdout, "queries remain") {
+		t.Fatalf("stdout:\n%s", stdout)
+	}
+	for _, want := range []string{"listening on 127.0.0.1:", "mutual TLS", "teacher03: ", "teacher05: this run: spent"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if _, err := os.Stat(out + ".privacy.json"); err != nil {
+		t.Error(err)
+	}
+}
