@@ -268,7 +268,7 @@ func TestDPPPRealProcesses(t *testing.T) {
 	}
 	t.Logf("aggregator:\n%s\n%s", srv.stderr(), srv.stdout.String())
 	t.Logf("teacher02:\n%s\n%s", teachers[1].stderr(), teachers[1].stdout.String())
-	want := dpppPlaintextPath(t, ctx, f, common, tpk, func(batch, teacher int) bool { return teacher > 0 || batch == 0 })
+	want := dpppPlaintextPath(t, ctx, dpppInputFlags{spec: f.spec}, f.queries, f.models, common, tpk, func(batch, teacher int) bool { return teacher > 0 || batch == 0 })
 	got, err := os.ReadFile(out)
 	if err != nil {
 		t.Fatal(err)
@@ -282,7 +282,7 @@ func TestDPPPRealProcesses(t *testing.T) {
 // models without encryption, sums those of the contributors of each batch
 // (contributed(batch, teacher), 0-based) and tallies them like the
 // aggregator: the lines "row,label,votes..." that serve writes.
-func dpppPlaintextPath(t *testing.T, ctx context.Context, f *dpppNetFiles, common []string, tpk *paillier.ThresholdPublicKey, contributed func(batch, teacher int) bool) string {
+func dpppPlaintextPath(t *testing.T, ctx context.Context, in dpppInputFlags, queries string, models []string, common []string, tpk *paillier.ThresholdPublicKey, contributed func(batch, teacher int) bool) string {
 	t.Helper()
 	var d dpppDeployFlags
 	cmd := &cobra.Command{}
@@ -290,8 +290,7 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, f *dpppNetFiles, commo
 	if err := cmd.ParseFlags(common); err != nil {
 		t.Fatal(err)
 	}
-	in := dpppInputFlags{spec: f.spec}
-	input, rows, err := in.load(ctx, f.queries)
+	input, rows, err := in.load(ctx, queries)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +304,7 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, f *dpppNetFiles, commo
 	}
 	var srcs []noise.Source
 	var preds [][]int
-	for i, path := range f.models {
+	for i, path := range models {
 		mf, err := classify.Load(path)
 		if err != nil {
 			t.Fatal(err)
@@ -328,7 +327,7 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, f *dpppNetFiles, commo
 		end := min(start+p.QPC, len(rows))
 		raw := make([]int64, p.QPC*p.Classes)
 		contributors := 0
-		for i := range f.models {
+		for i := range models {
 			if !contributed(b, i) {
 				continue
 			}
