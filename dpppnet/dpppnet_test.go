@@ -157,28 +157,13 @@ func (d *deployment) runOn(t *testing.T, nk netKind, f *fixture, rows [][]float6
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	n := newNet(t, ctx, nk, HubConfig(d.p))
-	var wg sync.WaitGroup
-	for _, tt := range d.teachers {
-		conn, err := n.dial(ctx, tt.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var after func(dppp.Message) error
+	wg := startTeachers(t, ctx, n, d.teachers, func(name string) TeachOptions {
+		o := TeachOptions{IdleTimeout: 30 * time.Second}
 		if hook != nil {
-			after = hook(tt.Name())
+			o.AfterSend = hook(name)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer conn.Close()
-			r, err := Teach(ctx, conn, tt, TeachOptions{AfterSend: after, IdleTimeout: 30 * time.Second})
-			if err != nil && !errors.Is(err, errKilled) {
-				t.Logf("%s: %v", tt.Name(), err)
-			} else if err == nil {
-				t.Logf("%s: %d votes, %d partials, %d refusals, %d charged: %s", tt.Name(), r.Votes, r.Partials, r.Refusals, r.Answered, r.Done)
-			}
-		}()
-	}
+		return o
+	}, nil)
 	opt.Logf = t.Logf
 	if opt.RoundTimeout == 0 {
 		opt.RoundTimeout = 10 * time.Second
@@ -202,59 +187,81 @@ func TestDPPPDigitsInMemory(t *testing.T) {
 	t.Log(res.Status)
 }
 
-// TestDPPPClient: the rows come from a client party (dpppnet.Query), in
-// two requests; its labels and histograms are the plaintext path's.
+// TestDPPPClient: over gRPC with mutual TLS, the rows come from a client
+// party (dpppnet.Query), in two requests; its labels and histograms are the
+// plaintext path's, and it receives the aggregator's budget line.
 func TestDPPPClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: a full run over gRPC")
+	}
+	f := getFixture(t)
+	for _, nk := range []netKind{grpcNet} {
+		t.Run(nk.String(), func(t *testing.T) {
+			d := f.deploy(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			n := newNet(t, ctx, nk, HubConfig(d.p, "client"))
+			wg := startTeachers(t, ctx, n, d.teachers, nil, nil)
+			rows := append(append([][]float64(nil), f.rows...), f.rows[:d.p.QPC+3-len(f.rows)]...) // two requests
+			cconn, err := n.dial(ctx, "client")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var qres *QueryResult
+			var qerr error
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer cconn.Close()
+				qres, qerr = Query(ctx, cconn, rows, QueryOptions{Histogram: true, Logf: t.Logf, Model: d.p.Model})
+			}()
+			res, err := Serve(ctx, n.hub, d.p, f.tpk, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 2, RoundTimeout: 10 * time.Second, JoinTimeout: 3 * time.Second, Logf: t.Logf})
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err, qerr)
+			}
+			if qerr != nil {
+				t.Fatal(qerr)
+			}
+			d.checkReference(t, res)
+			if fmt.Sprint(qres.Labels) != fmt.Sprint(res.Labels) || fmt.Sprint(qres.Hist) != fmt.Sprint(res.Hist) || len(qres.Labels) != len(rows) {
+				t.Fatalf("client got %v, aggregator tallied %v", qres.Labels, res.Labels)
+			}
+			if !strings.Contains(qres.Budget, "queries remain") {
+				t.Errorf("the client's budget line: %q", qres.Budget)
+			}
+		})
+	}
+}
+
+// TestDPPPClientOtherInput: a client expecting another input (model
+// fingerprint) stops before sending any row.
+func TestDPPPClientOtherInput(t *testing.T) {
 	f := getFixture(t)
 	d := f.deploy(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := HubConfig(d.p, "client")
-	cfg.Name = DefaultHubName
-	hub, err := transport.NewMemory(cfg)
+	n := newNet(t, ctx, memoryNet, HubConfig(d.p, "client"))
+	conn, err := n.dial(ctx, "client")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hub.Close()
-	var wg sync.WaitGroup
-	for _, tt := range d.teachers {
-		conn, err := hub.Dial(ctx, tt.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer conn.Close()
-			if _, err := Teach(ctx, conn, tt, TeachOptions{}); err != nil {
-				t.Errorf("%s: %v", tt.Name(), err)
-			}
-		}()
-	}
-	rows := append(append([][]float64(nil), f.rows...), f.rows[:d.p.QPC+3-len(f.rows)]...) // two requests
-	cconn, err := hub.Dial(ctx, "client")
+	defer conn.Close()
+	o, err := (&dppp.Offer{Params: *d.p}).MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var qres *QueryResult
-	var qerr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer cconn.Close()
-		qres, qerr = Query(ctx, cconn, rows, QueryOptions{Histogram: true, Logf: t.Logf})
-	}()
-	res, err := Serve(ctx, hub, d.p, f.tpk, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 2, RoundTimeout: 10 * time.Second, JoinTimeout: 3 * time.Second, Logf: t.Logf})
-	wg.Wait()
-	if err != nil {
-		t.Fatal(err, qerr)
+	if err := n.hub.SendTo(ctx, "client", transport.Envelope{Type: "offer", Payload: o}); err != nil {
+		t.Fatal(err)
 	}
-	if qerr != nil {
-		t.Fatal(qerr)
+	_, err = Query(ctx, conn, f.rows[:2], QueryOptions{Model: [32]byte{1}})
+	if err == nil || !strings.Contains(err.Error(), "another input") {
+		t.Fatalf("err = %v", err)
 	}
-	d.checkReference(t, res)
-	if fmt.Sprint(qres.Labels) != fmt.Sprint(res.Labels) || fmt.Sprint(qres.Hist) != fmt.Sprint(res.Hist) || len(qres.Labels) != len(rows) {
-		t.Fatalf("client got %v, aggregator tallied %v", qres.Labels, res.Labels)
+	select {
+	case env := <-n.hub.Inbox():
+		t.Fatalf("the client sent a %s", env.Type)
+	default:
 	}
 }
 

@@ -32,21 +32,7 @@ func newEvil(t *testing.T, ctx context.Context, d *deployment, f *fixture, opt d
 		t.Fatal(err)
 	}
 	e := &evilAggregator{t: t, n: n, agg: agg, p: d.p}
-	var wg sync.WaitGroup
-	for _, tt := range d.teachers {
-		conn, err := n.dial(ctx, tt.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer conn.Close()
-			if _, err := Teach(ctx, conn, tt, TeachOptions{IdleTimeout: 30 * time.Second}); err != nil {
-				t.Errorf("%s: %v", tt.Name(), err)
-			}
-		}()
-	}
+	wg := startTeachers(t, ctx, n, d.teachers, nil, nil)
 	// Offer, and collect every acceptance.
 	n.hub.SetRound(0)
 	for id := uint32(1); id <= uint32(d.p.N()); id++ {
@@ -58,7 +44,7 @@ func newEvil(t *testing.T, ctx context.Context, d *deployment, f *fixture, opt d
 			t.Fatalf("teacher %d answered the offer with %T", from, m)
 		}
 	}
-	return e, &wg
+	return e, wg
 }
 
 func (e *evilAggregator) send(ctx context.Context, id uint32, m dppp.Message) {

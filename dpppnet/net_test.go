@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -153,13 +154,52 @@ func (n *testNet) waitLog(t *testing.T, subs ...string) {
 
 var bothNets = []netKind{memoryNet, grpcNet}
 
-// TestNetKilledAfterVote: over each transport, f = N − t = 4 teachers that
-// die after their vote arrived (the connection closed) do not stop the
-// batch, and the answer is the plaintext path's; f = N − t + 1 = 5 is a
-// clear refusal (ErrTooFewDecryptors) and nothing is labelled.
+// startTeachers connects the teachers through n and runs Teach for each in
+// the background (options from opt if not nil; the connection wrapped by
+// wrap if not nil; skip lists teachers left out). Teach's errors are
+// logged (a killed teacher's errKilled is expected); the test checks the
+// outcome. Wait on the result for all to return.
+func startTeachers(t *testing.T, ctx context.Context, n *testNet, teachers []*dppp.Teacher, opt func(name string) TeachOptions,
+	wrap func(name string, c transport.Conn) transport.Conn, skip ...string) *sync.WaitGroup {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, tt := range teachers {
+		if slices.Contains(skip, tt.Name()) {
+			continue
+		}
+		conn, err := n.dial(ctx, tt.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wrap != nil {
+			conn = wrap(tt.Name(), conn)
+		}
+		o := TeachOptions{IdleTimeout: 30 * time.Second}
+		if opt != nil {
+			o = opt(tt.Name())
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer conn.Close()
+			r, err := Teach(ctx, conn, tt, o)
+			if err != nil && !errors.Is(err, errKilled) {
+				t.Logf("%s: %v", tt.Name(), err)
+			} else if err == nil {
+				t.Logf("%s: %d votes, %d partials, %d refusals, %d charged: %s", tt.Name(), r.Votes, r.Partials, r.Refusals, r.Answered, r.Done)
+			}
+		}()
+	}
+	return &wg
+}
+
+// TestNetKilledAfterVote: over gRPC with mutual TLS, f = N − t = 4
+// teachers that die after their vote arrived (the connection closed) do not
+// stop the batch, and the answer is the plaintext path's; f = N − t + 1 = 5
+// is a clear refusal (ErrTooFewDecryptors) and nothing is labelled.
 func TestNetKilledAfterVote(t *testing.T) {
 	f := getFixture(t)
-	for _, nk := range bothNets {
+	for _, nk := range []netKind{grpcNet} {
 		for _, dead := range []int{4, 5} {
 			t.Run(fmt.Sprintf("%v/f=%d", nk, dead), func(t *testing.T) {
 				hook := func(name string) func(dppp.Message) error {
@@ -254,6 +294,9 @@ func TestNetTooFewContributors(t *testing.T) {
 // proofs fail, the aggregator names them and asks others, and the answer
 // is exactly the plaintext path's.
 func TestNetForgedPartial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: a full run over gRPC")
+	}
 	f := getFixture(t)
 	d := f.deploy(t, func(i int, tc *dppp.TeacherConfig) { tc.ForgePartial = i < 2 })
 	res, err := d.runOn(t, grpcNet, f, f.rows[:5], nil, ServeOptions{RoundTimeout: 5 * time.Second})
@@ -284,6 +327,9 @@ func TestNetForgedPartial(t *testing.T) {
 // the hub logs the refusal) and the run goes on with the other nine; and a
 // hub with a certificate from another CA is refused by the teachers.
 func TestNetUnknownCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: a full run over gRPC")
+	}
 	f := getFixture(t)
 	d := f.deploy(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -297,25 +343,8 @@ func TestNetUnknownCertificate(t *testing.T) {
 	t.Logf("stranger's Dial: %v", err)
 	n.waitLog(t, "TLS handshake refused")
 	// The run itself, without teacher03.
-	var wg sync.WaitGroup
-	for _, tt := range d.teachers {
-		if tt.Name() == "teacher03" {
-			continue
-		}
-		conn, err := n.dial(ctx, tt.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer conn.Close()
-			if _, err := Teach(ctx, conn, tt, TeachOptions{IdleTimeout: 30 * time.Second}); err != nil {
-				t.Errorf("%s: %v", tt.Name(), err)
-			}
-		}()
-	}
-	res, err := Serve(ctx, n.hub, d.p, f.tpk, f.rows[:5], ServeOptions{JoinTimeout: 2 * time.Second, RoundTimeout: 5 * time.Second, Logf: t.Logf})
+	wg := startTeachers(t, ctx, n, d.teachers, nil, nil, "teacher03")
+	res, err := Serve(ctx, n.hub, d.p, f.tpk, f.rows[:2], ServeOptions{JoinTimeout: 2 * time.Second, RoundTimeout: 5 * time.Second, Logf: t.Logf})
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
@@ -396,38 +425,29 @@ func rawSend(ctx context.Context, n *testNet, id *certs.Party, env transport.Env
 //   - a vote of a previous run (another dppp session) sent in a new run
 //     with a fresh sequence number (refused by the protocol's gate).
 func TestNetReplays(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: a full run over gRPC")
+	}
 	f := getFixture(t)
 	cfg := f.config()
-	cfg.QueriesPerCiphertext = 3
+	cfg.QueriesPerCiphertext = 1
 	d := f.deployConfig(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	n := newNet(t, ctx, grpcNet, HubConfig(d.p))
-	var wg sync.WaitGroup
 	rc := &replayConn{votes: map[uint64][]byte{}, errs: make(chan error, 2)}
 	rc.raw = func(ctx context.Context, env transport.Envelope) error {
 		return rawSend(ctx, n, n.parties["teacher04"], env)
 	}
-	for _, tt := range d.teachers {
-		conn, err := n.dial(ctx, tt.Name())
-		if err != nil {
-			t.Fatal(err)
+	wg := startTeachers(t, ctx, n, d.teachers, nil, func(name string, c transport.Conn) transport.Conn {
+		if name != "teacher04" {
+			return c
 		}
-		if tt.Name() == "teacher04" {
-			rc.Conn = conn
-			conn = rc
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer conn.Close()
-			if _, err := Teach(ctx, conn, tt, TeachOptions{IdleTimeout: 30 * time.Second}); err != nil {
-				t.Errorf("%s: %v", tt.Name(), err)
-			}
-		}()
-	}
+		rc.Conn = c
+		return rc
+	})
 	var logs logBuffer
-	res, err := Serve(ctx, n.hub, d.p, f.tpk, f.rows[:6], ServeOptions{RoundTimeout: 10 * time.Second, Logf: func(format string, args ...any) {
+	res, err := Serve(ctx, n.hub, d.p, f.tpk, f.rows[:2], ServeOptions{RoundTimeout: 10 * time.Second, Logf: func(format string, args ...any) {
 		fmt.Fprintf(&logs, format+"\n", args...)
 	}})
 	wg.Wait()

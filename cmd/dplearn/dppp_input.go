@@ -93,21 +93,27 @@ func modelFingerprint(path string, mf *classify.ModelFile) ([32]byte, error) {
 
 // idxClassNames returns the declared class names of IDX input.
 func (in *dpppInputFlags) idxClassNames() ([]string, error) {
-	if in.classNames != "" {
-		names := trimAll(strings.Split(in.classNames, ","))
-		if len(names) < 2 {
-			return nil, fmt.Errorf("--class-names %q: want at least 2 names", in.classNames)
+	return idxClassNames(in.classNames, in.classes)
+}
+
+// idxClassNames returns the class names of IDX input: the comma-separated
+// list names if given, else 0, 1, ..., classes-1.
+func idxClassNames(names string, classes int) ([]string, error) {
+	if names != "" {
+		list := trimAll(strings.Split(names, ","))
+		if len(list) < 2 {
+			return nil, fmt.Errorf("--class-names %q: want at least 2 names", names)
 		}
-		return names, nil
+		return list, nil
 	}
-	if in.classes < 2 || in.classes > classify.MaxClasses {
-		return nil, fmt.Errorf("--classes %d: want 2 to %d", in.classes, classify.MaxClasses)
+	if classes < 2 || classes > classify.MaxClasses {
+		return nil, fmt.Errorf("--classes %d: want 2 to %d", classes, classify.MaxClasses)
 	}
-	names := make([]string, in.classes)
-	for i := range names {
-		names[i] = strconv.Itoa(i)
+	list := make([]string, classes)
+	for i := range list {
+		list[i] = strconv.Itoa(i)
 	}
-	return names, nil
+	return list, nil
 }
 
 // parseShape reads ROWSxCOLS.

@@ -197,11 +197,7 @@ without certificates on a loopback address only, for tests.`,
 				return fmt.Errorf("--clients: %s is a teacher", c)
 			}
 		}
-		cfg, err := d.config(teachers, len(input.classNames), input.features, input.fingerprint)
-		if err != nil {
-			return err
-		}
-		p, err := calibrateSession(cfg, tpk)
+		p, err := d.session(teachers, input, tpk)
 		if err != nil {
 			return err
 		}
@@ -353,8 +349,13 @@ past the budget is refused.`,
 	return cmd
 }
 
-// calibrateSession calibrates the parameters and draws the run's session.
-func calibrateSession(cfg dppp.Config, tpk *paillier.ThresholdPublicKey) (*dppp.Params, error) {
+// session calibrates the deployment of teachers on input under tpk and
+// draws the run's session.
+func (f *dpppDeployFlags) session(teachers []string, input *dpppInput, tpk *paillier.ThresholdPublicKey) (*dppp.Params, error) {
+	cfg, err := f.config(teachers, len(input.classNames), input.features, input.fingerprint)
+	if err != nil {
+		return nil, err
+	}
 	p0, err := dppp.Calibrate(cfg, tpk)
 	if err != nil {
 		return nil, err

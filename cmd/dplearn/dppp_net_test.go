@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -43,23 +42,8 @@ func newDPPPNetFiles(t *testing.T, n, q int) *dpppNetFiles {
 		}
 		f.models = append(f.models, out)
 	}
-	raw, err := os.ReadFile(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	var lines []string
-	for sc.Scan() && len(lines) <= q {
-		lines = append(lines, sc.Text())
-	}
 	f.queries = filepath.Join(f.dir, "queries.csv")
-	if err := os.WriteFile(f.queries, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	digitsLines(t, f.queries, 0, q)
 	return f
 }
 

@@ -133,11 +133,7 @@ on stdout.`,
 				return err
 			}
 		}
-		cfg, err := d.config(teachers, len(input.classNames), input.features, input.fingerprint)
-		if err != nil {
-			return err
-		}
-		p, err := calibrateSession(cfg, tpk)
+		p, err := d.session(teachers, input, tpk)
 		if err != nil {
 			return err
 		}

@@ -49,6 +49,9 @@ func digitsLines(t *testing.T, path string, from, to int) {
 // the smaller of basic composition and the optimal composition theorem at
 // the budget's δ), rounded up.
 func TestDPPPStudent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: a full simulated run")
+	}
 	const q = 80
 	f := newDPPPNetFiles(t, 10, q)
 	labels := filepath.Join(f.dir, "labels.csv")

@@ -194,21 +194,7 @@ func (o *dpppTrainOptions) checkInput(cmd *cobra.Command) error {
 
 // idxClassNames returns the declared class names of IDX input.
 func (o *dpppTrainOptions) idxClassNames() ([]string, error) {
-	if o.classNames != "" {
-		names := strings.Split(o.classNames, ",")
-		for i := range names {
-			names[i] = strings.TrimSpace(names[i])
-		}
-		return names, nil
-	}
-	if o.classes < 2 || o.classes > classify.MaxClasses {
-		return nil, fmt.Errorf("--classes %d: want 2 to %d", o.classes, classify.MaxClasses)
-	}
-	names := make([]string, o.classes)
-	for i := range names {
-		names[i] = strconv.Itoa(i)
-	}
-	return names, nil
+	return idxClassNames(o.classNames, o.classes)
 }
 
 func loadIDXInput(images, labels string, names []string) (*trainInput, error) {
@@ -220,7 +206,7 @@ func loadIDXInput(images, labels string, names []string) (*trainInput, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", labels, err)
 	}
-	note := fmt.Sprintf("IDX images of %d×%d pixels, each pixel's uint8 value / 255, row-major", set.Images.Rows, set.Images.Cols)
+	note := idxNote(set.Images.Rows, set.Images.Cols)
 	return &trainInput{data: d, classNames: names, note: note, source: filepath.Base(images)}, nil
 }
 
