@@ -95,7 +95,7 @@ func newDPPPServeCmd() *cobra.Command {
 		clients                       []string
 	)
 	cmd := &cobra.Command{
-		Use:   "serve --listen HOST:PORT --certs DIR/aggregator --public-key public.pem --teachers NAMES --schema SPEC.json --queries Q.csv --out LABELS.csv",
+		Use:   "serve --listen HOST:PORT --certs DIR/aggregator --public-key public.pem --teachers NAMES (--schema SPEC.json | --idx) (--queries Q --out LABELS.csv | --clients NAMES) [--ledger FILE]",
 		Short: "Run the DPPP aggregator: label query rows by the teachers' noisy encrypted votes",
 		Long: `serve is the aggregator, and the client: it reads the query rows (--queries,
 through the input spec --schema, without labels), listens on --listen for the
@@ -115,17 +115,35 @@ only certificates from the same CA whose name is in --teachers get in), and:
     budget first. A teacher lost or silent for --round-timeout is replaced by
     another contributor, so up to N − t failures do not stop a batch;
  4. writes one line per query to --out: row, label (the class with the most
-    noisy votes) and, with --histogram, the noisy vote counts.
+    noisy votes) and, with --histogram, the noisy vote counts; and beside it
+    LABELS.csv.privacy.json, the deployment's public parameters and the
+    labels' composed guarantee (for 'dplearn dppp student').
+
+Queries are a table read through the input spec --schema (the teachers'
+models were trained with it), or, with --idx, IDX images (teachers trained
+with 'dppp train --idx-images'; --idx-shape ROWSxCOLS when there is no
+--queries file, --classes or --class-names as the teachers declared them).
 
 Instead of (or after) --queries, --clients NAMES lets client parties (their
 own certificates from the same CA) send rows with 'dplearn dppp query' and
 receive the labels; serve then answers requests until --max-requests were
 answered or it is interrupted.
 
+Budget. Every answered query is charged before anything is decrypted: within
+the run, composed by the noise kind's accountant (the run refuses past
+--budget-epsilon/--budget-delta); with --ledger FILE, also to a ledger file
+kept across runs (created with the budget flags if it does not exist; basic
+composition across runs, as the teachers' ledgers), so a restarted
+aggregator refuses past its budget: it checks before it starts that the
+file can pay for --queries, and refuses a batch the file cannot pay for.
+The teachers keep their own ledgers and refuse past their budgets even if
+the aggregator asks.
+
 What the aggregator learns is the noisy histogram of each query (which the
 labels are computed from), never a single teacher's vote. Logs go to stderr;
-a summary with the spent and remaining budget to stdout. --insecure runs
-without certificates on a loopback address only, for tests.`,
+a summary with the spent and remaining budget to stdout (and to each client
+after each answer). --insecure runs without certificates on a loopback
+address only, for tests.`,
 		Example: `  dplearn dppp keygen --parties 5 --threshold 3 --out keys/
   dplearn certs create --out pki aggregator teacher1 teacher2 teacher3 teacher4 teacher5
   dplearn dppp serve --listen 0.0.0.0:7443 --certs pki/aggregator --public-key keys/public.pem \
@@ -134,7 +152,10 @@ without certificates on a loopback address only, for tests.`,
   # or serve clients' requests ('dplearn dppp query'):
   dplearn dppp serve --listen 0.0.0.0:7443 --certs pki/aggregator --public-key keys/public.pem \
       --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --threshold 3 --schema digits.json \
-      --budget-epsilon 20 --clients client1`,
+      --budget-epsilon 20 --clients client1 --ledger aggregator-budget.json
+  # teachers trained on 28×28 IDX images (Fashion-MNIST)
+  dplearn dppp serve --listen 0.0.0.0:7443 --certs pki/aggregator --public-key keys/public.pem \
+      --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --idx --idx-shape 28x28 --clients client1`,
 		Args: cobra.NoArgs,
 	}
 	d.register(cmd, true)
@@ -262,7 +283,7 @@ func newDPPPQueryCmd() *cobra.Command {
 		attempts                                     int
 	)
 	cmd := &cobra.Command{
-		Use:   "query --server HOST:PORT --certs DIR/CLIENT --schema SPEC.json --data QUERIES.csv --out LABELS.csv [--histogram]",
+		Use:   "query --server HOST:PORT --certs DIR/CLIENT (--schema SPEC.json | --idx) --data QUERIES --out LABELS.csv [--histogram]",
 		Short: "Ask a DPPP aggregator for labels of query rows, as a client",
 		Long: `query is a client of 'dplearn dppp serve --clients NAME'. It reads the query
 rows (--data, through the input spec --schema; labels, if present, are
@@ -271,12 +292,25 @@ must be in the aggregator's --clients), receives the deployment's public
 parameters, sends the rows in requests of one batch each, and writes one line
 per row to --out: row, label and, with --histogram, the noisy vote counts.
 
+With --idx the rows are IDX images (pixels / 255), for a deployment of
+teachers trained on IDX images ('serve --idx'); --class-names names their
+classes in LABELS.csv. query checks the deployment's input fingerprint
+against its own (--schema, or the images' size and the class names) before
+it sends any row.
+
+Beside LABELS.csv it writes LABELS.csv.privacy.json: the deployment's public
+parameters and the number of labels, from which 'dplearn dppp student'
+recomputes the labels' composed guarantee. stdout says that guarantee and
+the aggregator's spent and remaining budget.
+
 The aggregator sees the rows and the noisy histograms (as it does when it
 reads the queries itself); the teachers see the rows. Every answered query
 spends budget at the aggregator and at every decrypting teacher; a request
 past the budget is refused.`,
 		Example: `  dplearn dppp query --server agg.example.org:7443 --certs pki/client \
-      --schema digits.json --data queries.csv --out labels.csv --histogram`,
+      --schema digits.json --data queries.csv --out labels.csv --histogram
+  dplearn dppp query --server agg.example.org:7443 --certs pki/client \
+      --idx --data t10k-images-idx3-ubyte.gz --out labels.csv`,
 		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
@@ -482,7 +516,15 @@ to --server with mutual TLS 1.3 (its name is its certificate's and must be on
     the count is kept in memory) before it decrypts, and it refuses queries
     past the budget even if the aggregator asks.
 
-Logs go to stderr; the outcome to stdout.`,
+A model trained on a table (--data/--schema) takes part in deployments of
+that spec; one trained on IDX images (--idx-images) in deployments of IDX
+images of that size and those class names ('serve --idx'): the input is part
+of the parameters it checks.
+
+Logs go to stderr; the outcome to stdout: the aggregator's last word, the
+votes and partial decryptions sent, and this teacher's spent and remaining
+budget (this run by the noise kind's accountant; the ledger file across
+runs).`,
 		Example: `  dplearn dppp teach --server agg.example.org:7443 --certs pki/teacher2 \
       --model teacher2.json --key-share keys/share-002.pem \
       --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --threshold 3 \

@@ -92,7 +92,7 @@ func TestDPPPSimulateRefusesMissingKeyChoice(t *testing.T) {
 }
 
 func TestDPPPNetHelp(t *testing.T) {
-	for _, c := range []string{"serve", "teach", "query", "simulate"} {
+	for _, c := range []string{"serve", "teach", "query", "simulate", "student"} {
 		stdout, _, err := runDPPP(t, c, "--help")
 		if err != nil || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "dplearn dppp "+c) {
 			t.Fatalf("%s --help: %v\n%s", c, err, stdout)
