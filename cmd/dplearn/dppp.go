@@ -44,7 +44,7 @@ training data.
   simulate  every party on this machine: in one process, or with --processes
             each teacher a child process over mutual TLS on 127.0.0.1
 
-Certificates for the parties come from 'dplearn certs create'. Step by step,
+Certificates for the parties come from 'dplearn certs'. Step by step,
 with a 3-machine example, the checks each party makes, the errors and what the
 guarantee does not cover: docs/dppp.md.
 

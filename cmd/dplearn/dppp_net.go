@@ -145,7 +145,7 @@ a summary with the spent and remaining budget to stdout (and to each client
 after each answer). --insecure runs without certificates on a loopback
 address only, for tests.`,
 		Example: `  dplearn dppp keygen --parties 5 --threshold 3 --out keys/
-  dplearn certs create --out pki aggregator teacher1 teacher2 teacher3 teacher4 teacher5
+  dplearn certs --out pki --names aggregator,teacher1,teacher2,teacher3,teacher4,teacher5,client1
   dplearn dppp serve --listen 0.0.0.0:7443 --certs pki/aggregator --public-key keys/public.pem \
       --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --threshold 3 --schema digits.json \
       --epsilon 1 --delta 1e-5 --budget-epsilon 20 --queries queries.csv --out labels.csv --histogram
