@@ -2,6 +2,9 @@ package dpppnet
 
 import (
 	"context"
+	"crypto/rand"
+	"math/big"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -257,4 +260,92 @@ func TestNetMaliciousAggregatorPastBudget(t *testing.T) {
 			t.Errorf("%s charged %d queries, want 2", tt.Name(), tt.Answered())
 		}
 	}
+}
+
+// TestNetMaliciousAggregatorForgedContributors: a malicious aggregator
+// wants teacher02's vote alone. It asks each of t teachers j to decrypt
+// S = teacher02's vote, listing seven contributors: j's own vote (byte for
+// byte), the ciphertext S·v_j⁻¹ under another teacher's ID, and five fresh
+// encryptions of 0 under the others'. Every check a teacher can make on
+// its own passes (its vote is in, ⌈γN⌉ distinct contributors, the product
+// is S), so the teachers must refuse on something they cannot check today:
+// that the other listed ciphertexts are the votes those teachers sent.
+//
+// KNOWN GAP in package dppp (votes are not bound to their senders): the
+// teachers decrypt, and the aggregator learns one teacher's vote with 1/7
+// of the calibrated noise. The test runs with DPLEARN_KNOWN_GAPS=1 and then
+// fails; the fix (each vote signed by its teacher, the signatures checked
+// by every decrypting teacher) changes dppp's messages.
+func TestNetMaliciousAggregatorForgedContributors(t *testing.T) {
+	if os.Getenv("DPLEARN_KNOWN_GAPS") != "1" {
+		t.Skip("known gap: dppp does not bind the listed votes to their senders (set DPLEARN_KNOWN_GAPS=1 to run)")
+	}
+	f := getFixture(t)
+	d := f.deploy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e, wg := newEvil(t, ctx, d, f, dppp.AggregatorOptions{})
+	defer e.done(ctx, wg)
+	batch := e.vote(ctx, f.rows[:3])
+	honest, err := e.agg.Close(batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk := f.tpk.Public()
+	n2 := pk.NSquared()
+	victim := honest.Ciphertexts[1] // teacher02's vote
+	sv := new(big.Int).SetBytes(mustCT(t, pk, victim).Value().Bytes())
+	partials := 0
+	for j := uint32(3); j < 3+uint32(d.p.Threshold); j++ {
+		own := honest.Ciphertexts[j-1]
+		// Five fresh encryptions of 0, and x = S · own⁻¹ · (their product)⁻¹,
+		// so that the listed product is exactly S.
+		var zeros []*paillier.Ciphertext
+		x := new(big.Int).Mul(sv, new(big.Int).ModInverse(mustCT(t, pk, own).Value(), n2))
+		for range d.p.MinContributors - 2 {
+			z, err := pk.Encrypt(rand.Reader, big.NewInt(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			zeros = append(zeros, z)
+			x.Mul(x, new(big.Int).ModInverse(z.Value(), n2))
+		}
+		xc, err := pk.NewCiphertext(x.Mod(x, n2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &dppp.Decrypt{Session: honest.Session, Batch: batch, Sum: victim}
+		ids := []uint32{j}
+		cts := [][]byte{own}
+		for k, c := uint32(1), append([]*paillier.Ciphertext{xc}, zeros...); len(c) > 0; k++ {
+			if k == j {
+				continue
+			}
+			b, err := c[0].MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, cts, c = append(ids, k), append(cts, b), c[1:]
+		}
+		req.Contributors, req.Ciphertexts = ids, cts
+		switch m := e.ask(ctx, j, req).(type) {
+		case *dppp.Partial:
+			partials++
+			t.Errorf("teacher %d partially decrypted teacher02's vote alone", j)
+		case *dppp.Refuse:
+			t.Logf("teacher %d refused: %s", j, m.Reason)
+		}
+	}
+	if partials >= d.p.Threshold {
+		t.Errorf("the aggregator holds t = %d partial decryptions of a single vote", partials)
+	}
+}
+
+func mustCT(t *testing.T, pk *paillier.PublicKey, b []byte) *paillier.Ciphertext {
+	t.Helper()
+	c, err := pk.ParseCiphertext(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
