@@ -157,8 +157,7 @@ func (d *deployment) runOn(t *testing.T, nk netKind, f *fixture, rows [][]float6
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	n := newNet(t, ctx, nk, HubConfig(d.p))
-	wg := startTeachers(t, ctx, n, d.teachers, func(name string) TeachOptions {
-		o := TeachOptions{IdleTimeout: 30 * time.Second}
+	wg := startTeachers(t, ctx, n, d.teachers, func(name string, o TeachOptions) TeachOptions {
 		if hook != nil {
 			o.AfterSend = hook(name)
 		}

@@ -64,24 +64,16 @@ type testNet struct {
 	mem                *transport.Memory
 }
 
-// newNet starts a hub named DefaultHubName for cfg: in memory, or a gRPC
-// server on 127.0.0.1:0 with certificates for the aggregator, every roster
-// name and "stranger" copies of them from another CA. It is closed when
-// the test ends.
+// newNet starts a hub named DefaultHubName for cfg, in memory or as a
+// gRPC server on 127.0.0.1:0, with certificates for the aggregator and
+// every roster name (the teachers sign their votes with them, over either
+// transport) and "stranger" copies of them from another CA. It is closed
+// when the test ends.
 func newNet(t testing.TB, ctx context.Context, kind netKind, cfg transport.HubConfig) *testNet {
 	t.Helper()
 	n := &testNet{logs: &logBuffer{}}
 	cfg.Name = DefaultHubName
 	cfg.Logger = n.logs.logger()
-	if kind == memoryNet {
-		mem, err := transport.NewMemory(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.hub, n.mem = mem, mem
-		t.Cleanup(func() { mem.Close() })
-		return n
-	}
 	n.parties, n.strangers = map[string]*certs.Party{}, map[string]*certs.Party{}
 	ca, err := certs.NewCA(certs.Options{})
 	if err != nil {
@@ -101,6 +93,15 @@ func newNet(t testing.TB, ctx context.Context, kind netKind, cfg transport.HubCo
 		if n.strangers[name], err = other.IssueParty(name, certs.Options{}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if kind == memoryNet {
+		mem, err := transport.NewMemory(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.hub, n.mem = mem, mem
+		t.Cleanup(func() { mem.Close() })
+		return n
 	}
 	srv, err := transport.Listen(ctx, transport.ServerConfig{HubConfig: cfg, Address: "127.0.0.1:0", Identity: n.parties[DefaultHubName]})
 	if err != nil {
@@ -155,11 +156,12 @@ func (n *testNet) waitLog(t *testing.T, subs ...string) {
 var bothNets = []netKind{memoryNet, grpcNet}
 
 // startTeachers connects the teachers through n and runs Teach for each in
-// the background (options from opt if not nil; the connection wrapped by
+// the background (with its certificate as Identity, options changed by opt
+// if not nil; the connection wrapped by
 // wrap if not nil; skip lists teachers left out). Teach's errors are
 // logged (a killed teacher's errKilled is expected); the test checks the
 // outcome. Wait on the result for all to return.
-func startTeachers(t *testing.T, ctx context.Context, n *testNet, teachers []*dppp.Teacher, opt func(name string) TeachOptions,
+func startTeachers(t *testing.T, ctx context.Context, n *testNet, teachers []*dppp.Teacher, opt func(name string, o TeachOptions) TeachOptions,
 	wrap func(name string, c transport.Conn) transport.Conn, skip ...string) *sync.WaitGroup {
 	t.Helper()
 	var wg sync.WaitGroup
@@ -174,9 +176,9 @@ func startTeachers(t *testing.T, ctx context.Context, n *testNet, teachers []*dp
 		if wrap != nil {
 			conn = wrap(tt.Name(), conn)
 		}
-		o := TeachOptions{IdleTimeout: 30 * time.Second}
+		o := TeachOptions{IdleTimeout: 30 * time.Second, Identity: n.parties[tt.Name()]}
 		if opt != nil {
-			o = opt(tt.Name())
+			o = opt(tt.Name(), o)
 		}
 		wg.Add(1)
 		go func() {

@@ -34,9 +34,11 @@ func Session() transport.Session {
 
 // MaxPayload returns the payload cap for n teachers and batches of qpc rows
 // of features columns: the largest message is a Query (rows) or a Decrypt
-// (every contributor's ciphertext), with room to spare.
+// (every contributor's ciphertext), or the vote signatures sent with a
+// Decrypt (a certificate and a signature per contributor), with room to
+// spare.
 func MaxPayload(n, qpc, features int) int {
-	return 8*qpc*features + 16*qpc + 1100*(n+1) + 64<<10
+	return 8*qpc*features + 16*qpc + 2200*(n+1) + 64<<10
 }
 
 // TypeBudget is the envelope type of the aggregator's budget line to a
@@ -121,7 +123,7 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if err != nil {
 		return nil, err
 	}
-	s := &server{hub: hub, p: p, agg: agg, logf: logf, opt: opt, dead: map[uint32]bool{}, members: map[uint32]bool{}, clients: map[string]bool{},
+	s := &server{hub: hub, p: p, agg: agg, logf: logf, opt: opt, dead: map[uint32]bool{}, members: map[uint32]bool{}, clients: map[string]bool{}, sigs: map[uint64]map[uint32]*voteSig{},
 		res: &dppp.RunResult{BytesToTeacher: map[string]int{}, BytesFromTeacher: map[string]int{}, Refusals: map[string][]string{}}}
 	hub.SetRound(0)
 	hub.SetGate(sessionGate(p))
@@ -176,6 +178,9 @@ type server struct {
 	clients map[string]bool
 	// requests holds clients' requests not yet served.
 	requests []request
+	// sigs holds the teachers' vote signatures by batch, relayed with the
+	// decryption requests.
+	sigs map[uint64]map[uint32]*voteSig
 }
 
 type request struct {
@@ -294,6 +299,18 @@ func (s *server) send(ctx context.Context, id uint32, m dppp.Message) {
 	s.res.BytesToTeacher[name] += len(b)
 }
 
+// sendRaw sends a payload of type typ to teacher id.
+func (s *server) sendRaw(ctx context.Context, id uint32, typ string, payload []byte) {
+	name := s.p.TeacherName(id)
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.hub.SendTo(sctx, name, transport.Envelope{Round: s.round, Type: typ, Payload: payload}); err != nil {
+		s.logf("sending %s to %s: %v", typ, name, err)
+		return
+	}
+	s.res.BytesToTeacher[name] += len(payload)
+}
+
 // next waits for the next message or connection event until ctx is done.
 // Messages already in the inbox come first: a teacher's envelope accepted
 // by the hub before it disconnected is read before its Detached event.
@@ -347,9 +364,23 @@ func (s *server) next(ctx context.Context) (incoming, error) {
 	}
 }
 
-// envelope decodes one envelope (ok false: ignored, and logged).
+// envelope decodes one envelope (ok false: ignored, and logged; a vote
+// signature is recorded).
 func (s *server) envelope(env transport.Envelope) (incoming, bool) {
 	id := s.p.TeacherID(env.Sender)
+	if env.Type == TypeVoteSignature && id != 0 {
+		session, batch, list, err := parseSigs(env.Payload, sigHeader)
+		if err != nil || session != s.p.Session || list[0].From != id || batch != s.round {
+			s.logf("ignored a vote signature from %s: %v", env.Sender, err)
+			return incoming{}, false
+		}
+		if s.sigs[batch] == nil {
+			s.sigs[batch] = map[uint32]*voteSig{}
+		}
+		s.sigs[batch][id] = list[0]
+		s.res.BytesFromTeacher[env.Sender] += len(env.Payload)
+		return incoming{}, false
+	}
 	m, err := dppp.Unmarshal(env.Payload)
 	if err == nil && m.Type() != env.Type {
 		err = fmt.Errorf("envelope says %q, payload is %q", env.Type, m.Type())
@@ -509,6 +540,14 @@ func (s *server) batch(ctx context.Context, rows [][]float64) (*dppp.BatchResult
 		s.logf("batch %d: refused, nothing decrypted: %v", q.Batch, err)
 		return nil, err
 	}
+	var list []*voteSig
+	for _, id := range d.Contributors {
+		if v := s.sigs[q.Batch][id]; v != nil {
+			list = append(list, v)
+		}
+	}
+	delete(s.sigs, q.Batch)
+	bundle := marshalVoteSigs(p.Session, q.Batch, list)
 	exclude := map[uint32]bool{}
 	for {
 		valid := s.agg.Ready(q.Batch)
@@ -534,6 +573,7 @@ func (s *server) batch(ctx context.Context, rows [][]float64) (*dppp.BatchResult
 		pending := map[uint32]bool{}
 		for _, id := range ask {
 			pending[id] = true
+			s.sendRaw(ctx, id, TypeVoteSignatures, bundle)
 			s.send(ctx, id, d)
 		}
 		pctx, cancel := s.phase(ctx, s.opt.RoundTimeout)

@@ -605,7 +605,7 @@ runs).`,
 		}
 		defer conn.Close()
 		logf("connected to %s at %s", serverName, server)
-		topt := dpppnet.TeachOptions{IdleTimeout: idle, Logf: logf}
+		topt := dpppnet.TeachOptions{IdleTimeout: idle, Logf: logf, Identity: id}
 		if exitAfterVote > 0 {
 			topt.AfterSend = func(m dppp.Message) error {
 				if v, ok := m.(*dppp.Vote); ok && v.Batch == exitAfterVote {

@@ -176,10 +176,20 @@ func simulateDPPPInProcess(ctx context.Context, stderr io.Writer, d *dpppDeployF
 		return nil, err
 	}
 	defer hub.Close()
+	// A CA for the run: the teachers sign their votes and check each
+	// other's signatures, as over the network.
+	ca, err := certs.NewCA(certs.Options{})
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, name := range p.Teachers {
+		id, err := ca.IssueParty(name, certs.Options{})
+		if err != nil {
+			return nil, err
+		}
 		tt, pred, err := dpppTeacherFromModel(ctx, d, name, p.Teachers, models[i], shares[i], nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
@@ -194,7 +204,7 @@ func simulateDPPPInProcess(ctx context.Context, stderr io.Writer, d *dpppDeployF
 			defer wg.Done()
 			defer conn.Close()
 			tlog := lineLogger(stderr, name+": ")
-			if _, err := dpppnet.Teach(ctx, conn, tt, dpppnet.TeachOptions{Logf: tlog}); err != nil && ctx.Err() == nil {
+			if _, err := dpppnet.Teach(ctx, conn, tt, dpppnet.TeachOptions{Logf: tlog, Identity: id}); err != nil && ctx.Err() == nil {
 				tlog("%v", err)
 			}
 		}()
