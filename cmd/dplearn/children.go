@@ -86,3 +86,16 @@ func (c *childProcs) wait(grace time.Duration, stop func()) []error {
 	}
 	return failed
 }
+
+// lockedWriter serialises writes to w: the parties of a simulation log to
+// one stderr from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -194,7 +194,7 @@ address only, for tests.`,
 			return err
 		}
 		ctx := cmd.Context()
-		stderr := cmd.ErrOrStderr()
+		stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the transport and the protocol log here concurrently
 		logf := lineLogger(stderr, "")
 		input, rows, err := in.load(ctx, queries)
 		if err != nil {
@@ -336,7 +336,7 @@ past the budget is refused.`,
 			return err
 		}
 		ctx := cmd.Context()
-		stderr := cmd.ErrOrStderr()
+		stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the transport and the protocol log here concurrently
 		id, name, err := partyIdentity(stderr, insecure, certDir, name)
 		if err != nil {
 			return err
@@ -558,7 +558,7 @@ runs).`,
 			return err
 		}
 		ctx := cmd.Context()
-		stderr := cmd.ErrOrStderr()
+		stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the transport and the protocol log here concurrently
 		id, name, err := partyIdentity(stderr, insecure, certDir, name)
 		if err != nil {
 			return err

@@ -99,7 +99,7 @@ on stdout.`,
 			return err
 		}
 		ctx := cmd.Context()
-		stderr := cmd.ErrOrStderr()
+		stderr := &lockedWriter{w: cmd.ErrOrStderr()} // every party logs here
 		models = trimAll(models)
 		n := len(models)
 		if n < 2 {
