@@ -30,7 +30,7 @@ func newDPPPProcNet(t *testing.T, n, thr int, extra []string, flags ...string) *
 	t.Helper()
 	d := &dpppProcNet{t: t, dir: t.TempDir()}
 	for i := range n {
-		d.names = append(d.names, fmt.Sprintf("teacher%d", i+1))
+		d.names = append(d.names, fmt.Sprintf("teacher%02d", i+1))
 	}
 	d.pki = filepath.Join(d.dir, "pki")
 	if _, err := certs.Create(d.pki, append(append([]string{"aggregator"}, d.names...), extra...), certs.Options{}); err != nil {
@@ -45,6 +45,16 @@ func newDPPPProcNet(t *testing.T, n, thr int, extra []string, flags ...string) *
 	}
 	d.common = append([]string{"--teachers", strings.Join(d.names, ","), "--threshold", fmt.Sprint(thr)}, flags...)
 	return d
+}
+
+// tpk loads the deployment's public key.
+func (d *dpppProcNet) tpk() *paillier.ThresholdPublicKey {
+	d.t.Helper()
+	tpk, err := paillier.LoadThresholdPublicKey(d.pub)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return tpk
 }
 
 // serve starts the aggregator and returns it with its address.
@@ -63,15 +73,15 @@ func (d *dpppProcNet) serve(ctx context.Context, args ...string) (*dpppProc, str
 	return nil, ""
 }
 
-// teach starts every teacher, teacher i with models[i] and, if seeded,
-// reproducible noise from seed 1000 + i (the plaintext path's).
-func (d *dpppProcNet) teach(ctx context.Context, addr string, models []string, seeded bool) []*dpppProc {
+// teach starts every teacher, teacher i with models[i] and the extra
+// arguments extra(i) (if extra is not nil).
+func (d *dpppProcNet) teach(ctx context.Context, addr string, models []string, extra func(i int) []string) []*dpppProc {
 	var ps []*dpppProc
 	for i, name := range d.names {
 		args := append([]string{"teach", "--server", addr, "--certs", filepath.Join(d.pki, name),
 			"--model", models[i], "--key-share", d.sharePath[i], "--idle-timeout", "60s"}, d.common...)
-		if seeded {
-			args = append(args, "--test-noise-seed", fmt.Sprint(1000+i))
+		if extra != nil {
+			args = append(args, extra(i)...)
 		}
 		ps = append(ps, startDPPP(d.t, ctx, name, args...))
 	}
@@ -111,7 +121,7 @@ func TestDPPPServeLedgerRestart(t *testing.T) {
 		t.Helper()
 		out := filepath.Join(f.dir, "labels.csv")
 		srv, addr := d.serve(ctx, "--schema", f.spec, "--queries", queries, "--out", out, "--ledger", ledger)
-		d.wait(srv, d.teach(ctx, addr, f.models, false))
+		d.wait(srv, d.teach(ctx, addr, f.models, nil))
 		if s := srv.stdout.String(); !strings.Contains(s, wantRemain) || !strings.Contains(s, "ledger "+ledger) {
 			t.Fatalf("serve's stdout lacks %q:\n%s", wantRemain, s)
 		}
@@ -184,7 +194,7 @@ func TestDPPPIDXTeachers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	srv, addr := d.serve(ctx, "--idx", "--idx-shape", "2x2", "--class-names", names, "--clients", "client", "--max-requests", "1")
-	teachers := d.teach(ctx, addr, models, true)
+	teachers := d.teach(ctx, addr, models, func(i int) []string { return []string{"--test-noise-seed", fmt.Sprint(1000 + i)} })
 	labels := filepath.Join(dir, "labels.csv")
 	client := startDPPP(t, ctx, "client", "query", "--server", addr, "--certs", filepath.Join(d.pki, "client"), "--idx", "--class-names", names,
 		"--data", qImages, "--out", labels, "--timeout", "60s", "--histogram")
@@ -202,20 +212,8 @@ func TestDPPPIDXTeachers(t *testing.T) {
 	}
 	// Labels and noisy histograms are exactly the plaintext path's for
 	// the same noise draws.
-	tpk, err := paillier.LoadThresholdPublicKey(d.pub)
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := dpppInputFlags{idx: true, classNames: names}
-	want := dpppPlaintextPath(t, ctx, in, qImages, models, d.common, tpk, func(int, int) bool { return true })
-	got, err := os.ReadFile(labels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if g := strings.Join(strings.Split(strings.TrimSpace(string(got)), "\n")[1:], "\n"); g != want {
-		t.Fatalf("labels and histograms differ from the plaintext path:\ngot\n%s\nwant\n%s", g, want)
-	}
-	t.Logf("%s", got)
+	checkPlaintextPath(t, labels, dpppPlaintextPath(t, ctx, in, qImages, models, d.common, d.tpk(), func(int, int) bool { return true }))
 	out := filepath.Join(dir, "student.json")
 	stdout, stderr, err := runDPPP(t, "student", "--idx", "--class-names", names, "--queries", qImages, "--labels", labels,
 		"--model", "softmax", "--solver", "sgd", "--epochs", "100", "--out", out, "--test-idx-images", teImages, "--test-idx-labels", teLabels)
