@@ -86,6 +86,11 @@ type ServeOptions struct {
 	// MaxRequests were answered (0: until ctx is done).
 	Clients     []string
 	MaxRequests int
+	// CanPay, if set, is asked before each batch whether the aggregator's
+	// budget can pay for that many queries; an error refuses the batch
+	// before anything is charged or sent (a ledger that charges query by
+	// query would otherwise keep the charges of a batch refused half way).
+	CanPay func(queries int) error
 	// Status returns the aggregator's budget line (spent and remaining),
 	// printed at the end, sent to clients after each answer and to the
 	// teachers with "done" (nil: the in-memory budget's, if the
@@ -484,6 +489,11 @@ func (s *server) refused(from uint32, reason string) {
 
 func (s *server) batch(ctx context.Context, rows [][]float64) (*dppp.BatchResult, error) {
 	p := s.p
+	if s.opt.CanPay != nil {
+		if err := s.opt.CanPay(len(rows)); err != nil {
+			return nil, fmt.Errorf("%w: %d queries refused before anything was sent: %w", dppp.ErrBudget, len(rows), err)
+		}
+	}
 	q, err := s.agg.NewBatch(rows)
 	if err != nil {
 		return nil, err

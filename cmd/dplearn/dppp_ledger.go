@@ -42,12 +42,24 @@ func openAggLedger(ctx context.Context, path string, p *dppp.Params, queries int
 	}
 	a := &aggLedger{path: path, file: sl, run: dppp.NewBudget(p), p: p, note: note}
 	if queries > 0 {
-		k := float64(queries)
-		if err := sl.CanCharge(k*p.Epsilon, k*p.Delta); err != nil {
-			return nil, fmt.Errorf("ledger %s cannot pay for %d queries at ε = %g, δ = %g each: %w; %s", path, queries, p.Epsilon, p.Delta, err, a.status())
+		if err := a.canPay(queries); err != nil {
+			return nil, err
 		}
 	}
 	return a, nil
+}
+
+// canPay checks, without charging, that the file can pay for k more
+// queries (dpppnet.ServeOptions.CanPay).
+func (a *aggLedger) canPay(k int) error {
+	left, _, err := ledgerLeft(a.file, a.p.Epsilon, a.p.Delta)
+	if err != nil {
+		return fmt.Errorf("ledger %s: %w", a.path, err)
+	}
+	if left.Cmp(big.NewInt(int64(k))) < 0 {
+		return fmt.Errorf("ledger %s cannot pay for %d queries at ε = %g, δ = %g each: %w; %s", a.path, k, a.p.Epsilon, a.p.Delta, accounting.ErrOverBudget, a.status())
+	}
+	return nil
 }
 
 // Charge implements dppp.Ledger.
@@ -78,14 +90,24 @@ func runStatus(p *dppp.Params, k int) string {
 // runs (basic composition), with the number of queries of (ε, δ) it can
 // still pay for.
 func fileLedgerStatus(sl siteLedger, path string, eps, delta float64) string {
-	st, err := sl.l.State(sl.ctx)
+	k, st, err := ledgerLeft(sl, eps, delta)
 	if err != nil {
 		return fmt.Sprintf("ledger %s: %v", path, err)
 	}
 	spent := st.Spent()
-	// The queries left, exactly: the largest k with spent + k·(ε, δ)
-	// within the budget, the charges summed as exact rationals (as the
-	// ledger's Charge decides).
+	return fmt.Sprintf("ledger %s (all runs, basic composition): spent ε = %s, δ = %s of (%g, %g) in %d queries; %v more queries remain",
+		path, report.Up(spent.Epsilon), report.Up(spent.Delta), st.Budget.Epsilon, st.Budget.Delta, len(st.Charges), k)
+}
+
+// ledgerLeft returns the number of queries of (ε, δ) a ledger file can
+// still pay for, exactly: the largest k with the charges so far plus k·(ε,
+// δ) within the budget, all summed as exact rationals (as the ledger's
+// Charge decides), and the ledger's state.
+func ledgerLeft(sl siteLedger, eps, delta float64) (*big.Int, accounting.LedgerState, error) {
+	st, err := sl.l.State(sl.ctx)
+	if err != nil {
+		return nil, st, err
+	}
 	left := func(budget, per float64, get func(accounting.Charge) float64) *big.Int {
 		r := new(big.Rat).SetFloat64(budget)
 		for _, c := range st.Charges {
@@ -103,6 +125,5 @@ func fileLedgerStatus(sl siteLedger, path string, eps, delta float64) string {
 			k = kd
 		}
 	}
-	return fmt.Sprintf("ledger %s (all runs, basic composition): spent ε = %s, δ = %s of (%g, %g) in %d queries; %v more queries remain",
-		path, report.Up(spent.Epsilon), report.Up(spent.Delta), st.Budget.Epsilon, st.Budget.Delta, len(st.Charges), k)
+	return k, st, nil
 }

@@ -135,7 +135,8 @@ the run, composed by the noise kind's accountant (the run refuses past
 kept across runs (created with the budget flags if it does not exist; basic
 composition across runs, as the teachers' ledgers), so a restarted
 aggregator refuses past its budget: it checks before it starts that the
-file can pay for --queries, and refuses a batch the file cannot pay for.
+file can pay for --queries, and before each batch (or client request) that
+it can pay for it, so nothing is charged for a refused batch.
 The teachers keep their own ledgers and refuse past their budgets even if
 the aggregator asks.
 
@@ -224,12 +225,13 @@ address only, for tests.`,
 		}
 		aopt := dppp.AggregatorOptions{}
 		var status func() string
+		var canPay func(int) error
 		if ledgerAt != "" {
 			led, err := openAggLedger(ctx, ledgerAt, p, len(rows))
 			if err != nil {
 				return err
 			}
-			aopt.Ledger, status = led, led.status
+			aopt.Ledger, status, canPay = led, led.status, led.canPay
 			logf("%s", led.note)
 		}
 		scfg := transport.ServerConfig{HubConfig: dpppnet.HubConfig(p, clients...), Address: listen, Insecure: insecure}
@@ -250,7 +252,7 @@ address only, for tests.`,
 			logf("answering requests of %s", strings.Join(clients, ", "))
 		}
 		res, err := dpppnet.Serve(ctx, srv, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, JoinTimeout: joinTimeout, MinTeachers: minTeachers, Logf: logf,
-			Clients: clients, MaxRequests: maxRequests, Aggregator: aopt, Status: status})
+			Clients: clients, MaxRequests: maxRequests, Aggregator: aopt, Status: status, CanPay: canPay})
 		if res != nil && len(rows) > 0 && len(res.Labels) > 0 {
 			if werr := writeDPPPLabels(out, input.classNames, res, hist, p); werr != nil {
 				return errors.Join(err, werr)

@@ -104,8 +104,10 @@ func (d *dpppProcNet) wait(srv *dpppProc, teachers []*dpppProc) {
 // TestDPPPServeLedgerRestart: 'dppp serve --ledger FILE' keeps the
 // aggregator's spend across runs. The budget (ε = 3, δ = 1e-3) pays for 3
 // queries of ε = 1: a run of 2 queries, then a restart asking for 2 more is
-// refused before anything starts, a restart asking for 1 is answered, and
-// one more is refused; each run prints the spent and remaining budget.
+// refused before anything starts, a restart serving a client refuses its
+// request of 2 before charging anything, a restart asking for 1 is
+// answered, and one more is refused; each run prints the spent and
+// remaining budget.
 func TestDPPPServeLedgerRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
@@ -113,7 +115,7 @@ func TestDPPPServeLedgerRestart(t *testing.T) {
 	f := newDPPPNetFiles(t, 3, 2)
 	one := filepath.Join(f.dir, "one.csv")
 	digitsLines(t, one, 2, 3)
-	d := newDPPPProcNet(t, 3, 2, nil, "--epsilon", "1", "--delta", "1e-5", "--budget-epsilon", "3", "--budget-delta", "1e-3")
+	d := newDPPPProcNet(t, 3, 2, []string{"client"}, "--epsilon", "1", "--delta", "1e-5", "--budget-epsilon", "3", "--budget-delta", "1e-3")
 	ledger := filepath.Join(d.dir, "aggregator-ledger.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -137,6 +139,23 @@ func TestDPPPServeLedgerRestart(t *testing.T) {
 	}
 	run(f.queries, "spent ε = 2, δ = 2e-05 of (3, 0.001) in 2 queries; 1 more queries remain")
 	refused(f.queries, 2)
+	// A restart serving a client: its request of 2 rows is refused before
+	// anything is charged or sent to the teachers; the file still says 1.
+	srv, addr := d.serve(ctx, "--schema", f.spec, "--clients", "client", "--max-requests", "1", "--ledger", ledger)
+	teachers := d.teach(ctx, addr, f.models, nil)
+	client := startDPPP(t, ctx, "client", "query", "--server", addr, "--certs", filepath.Join(d.pki, "client"), "--schema", f.spec,
+		"--data", f.queries, "--out", filepath.Join(f.dir, "c.csv"), "--timeout", "60s")
+	if err := client.wait(t, 60*time.Second); err == nil || !strings.Contains(client.stderr(), "cannot pay for 2 queries") {
+		t.Fatalf("the client's request past the ledger: %v\n%s", err, client.stderr())
+	}
+	if err := srv.wait(t, 30*time.Second); err == nil || !strings.Contains(srv.stdout.String(), "1 more queries remain") {
+		t.Fatalf("serve: %v\n%s", err, srv.stdout.String())
+	}
+	for _, tp := range teachers {
+		if err := tp.wait(t, 15*time.Second); err != nil || !strings.Contains(tp.stdout.String(), "0 votes") {
+			t.Errorf("%s: %v\n%s", tp.name, err, tp.stdout.String())
+		}
+	}
 	// δ: the exact sum of three float64 1e-5 is above 3e-5, rounded up.
 	run(one, "spent ε = 3, δ = 3.00001e-05 of (3, 0.001) in 3 queries; 0 more queries remain")
 	refused(one, 1)
