@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -318,5 +319,82 @@ func TestDPPPTeacherLedgerRefuses(t *testing.T) {
 	}
 	if d.teachers[0].Answered() != 0 {
 		t.Errorf("teacher01 charged %d", d.teachers[0].Answered())
+	}
+}
+
+// TestCheckRows: rows of the wrong width or with a NaN or an infinity are
+// refused, naming the row and column (from 1).
+func TestCheckRows(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rows [][]float64
+		want string
+	}{
+		{"fine", [][]float64{{1, 2}, {3, 4}}, ""},
+		{"short row", [][]float64{{1, 2}, {3}}, "row 2 has 1 features, the deployment takes 2"},
+		{"NaN", [][]float64{{1, 2}, {3, math.NaN()}}, "row 2, column 2: NaN"},
+		{"infinity", [][]float64{{math.Inf(-1), 2}}, "row 1, column 1: -Inf"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := CheckRows(c.rows, 2)
+			if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestDPPPClientBadRowRefused: a client that bypasses Query's check and
+// sends rows of 63 features to a 64-feature deployment is refused by the
+// aggregator, naming the row; nothing reaches the teachers. (NaN and
+// ragged rows cannot even be encoded: dppp's Request refuses them.)
+func TestDPPPClientBadRowRefused(t *testing.T) {
+	f := getFixture(t)
+	d := f.deploy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := newNet(t, ctx, memoryNet, HubConfig(d.p, "client"))
+	wg := startTeachers(t, ctx, n, d.teachers, nil, nil)
+	conn, err := n.dial(ctx, "client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := &dppp.Request{Session: d.p.Session, ID: 1, Rows: [][]float64{f.rows[1][:63], f.rows[0][:63]}}
+	b, err := req.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusal string
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			env, err := conn.Recv(ctx)
+			if err != nil {
+				return
+			}
+			if env.Type == "offer" {
+				if err := conn.Send(ctx, transport.Envelope{Type: req.Type(), Payload: b}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			if env.Type == TypeRefused {
+				refusal = string(env.Payload)
+				return
+			}
+		}
+	}()
+	res, err := Serve(ctx, n.hub, d.p, f.tpk, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 1, JoinTimeout: 3 * time.Second, Logf: t.Logf})
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(refusal, "row 1 has 63 features, the deployment takes 64") {
+		t.Fatalf("refusal %q", refusal)
+	}
+	if len(res.Batches) != 0 {
+		t.Fatalf("%d batches ran", len(res.Batches))
 	}
 }

@@ -89,10 +89,8 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 	if opt.Model != ([32]byte{}) && opt.Model != p.Model {
 		return res, fmt.Errorf("dpppnet: the aggregator serves another input (fingerprint %x…, this client's %x…): another spec, image size or class list", p.Model[:6], opt.Model[:6])
 	}
-	for i, r := range rows {
-		if len(r) != p.Features {
-			return res, fmt.Errorf("dpppnet: row %d has %d features, the deployment takes %d", i+1, len(r), p.Features)
-		}
+	if err := CheckRows(rows, p.Features); err != nil {
+		return res, err
 	}
 	id := uint64(0)
 	for start := 0; start < len(rows); start += p.QPC {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -83,7 +84,8 @@ type ServeOptions struct {
 	// send dppp.Request messages; each is sent the Offer when it connects
 	// (the public parameters, whose session its requests must carry) and
 	// an Answer per request. After rows, Serve answers requests until
-	// MaxRequests were answered (0: until ctx is done).
+	// MaxRequests were answered or refused as malformed (0: until ctx is
+	// done).
 	Clients     []string
 	MaxRequests int
 	// CanPay, if set, is asked before each batch whether the aggregator's
@@ -124,6 +126,9 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if len(rows) > p.MaxQueries {
 		return nil, fmt.Errorf("%w: %d queries, the budget (ε = %g, δ = %g) allows %d at ε = %g, δ = %g each", dppp.ErrBudget, len(rows), p.BudgetEpsilon, p.BudgetDelta, p.MaxQueries, p.Epsilon, p.Delta)
 	}
+	if err := CheckRows(rows, p.Features); err != nil {
+		return nil, err
+	}
 	agg, err := dppp.NewAggregator(p, tpk, opt.Aggregator)
 	if err != nil {
 		return nil, err
@@ -155,6 +160,22 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	logf("%s", text)
 	s.finish(ctx, text)
 	return s.res, err
+}
+
+// CheckRows checks query rows before they are sent or labelled: each has
+// features values, all finite. The error names the row and column (from 1).
+func CheckRows(rows [][]float64, features int) error {
+	for i, r := range rows {
+		if len(r) != features {
+			return fmt.Errorf("dpppnet: row %d has %d features, the deployment takes %d", i+1, len(r), features)
+		}
+		for j, x := range r {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("dpppnet: row %d, column %d: %v is not a finite number", i+1, j+1, x)
+			}
+		}
+	}
+	return nil
 }
 
 // sessionGate returns the hub gate of a run of p: only payloads carrying
@@ -228,6 +249,12 @@ func (s *server) serveRequests(ctx context.Context) error {
 		r := s.requests[0]
 		s.requests = s.requests[1:]
 		s.logf("request %d from %s: %d rows", r.req.ID, r.client, len(r.req.Rows))
+		if err := CheckRows(r.req.Rows, s.p.Features); err != nil {
+			s.logf("request %d from %s refused: %v", r.req.ID, r.client, err)
+			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
+			answered++
+			continue
+		}
 		if left := s.p.MaxQueries - len(s.res.Labels); len(r.req.Rows) > left {
 			err := fmt.Errorf("%w: %d queries requested, %d remain in the budget", dppp.ErrBudget, len(r.req.Rows), max(0, left))
 			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))

@@ -150,7 +150,14 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 				m.Params.Hash(), m.Params.N(), m.Params.Threshold, m.Params.MinContributors, m.Params.Noise, m.Params.Epsilon, m.Params.Delta, m.Params.MaxQueries)
 			ans = a
 		case *dppp.Query:
-			v, err := t.HandleQuery(ctx, m)
+			var v *dppp.Vote
+			err := error(nil)
+			if params != nil {
+				err = CheckRows(m.Rows, params.Features)
+			}
+			if err == nil {
+				v, err = t.HandleQuery(ctx, m)
+			}
 			if err != nil {
 				logf("batch %d: refused to vote: %v", m.Batch, err)
 				res.Refusals++
