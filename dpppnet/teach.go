@@ -151,7 +151,7 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 			ans = a
 		case *dppp.Query:
 			var v *dppp.Vote
-			err := error(nil)
+			var err error
 			if params != nil {
 				err = CheckRows(m.Rows, params.Features)
 			}
