@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 )
 
@@ -52,6 +54,46 @@ type ModelFile struct {
 	// Training records how the model was trained (hyperparameters and
 	// the number of rows), for the teacher's own records.
 	Training *TrainingInfo `json:"training,omitempty"`
+
+	// Privacy is the guarantee of a model trained on privately released
+	// labels (a DPPP student); nil for a teacher's model, which is not
+	// private and never leaves its machine.
+	Privacy *PrivacyReport `json:"privacy,omitempty"`
+}
+
+// PrivacyReport is the differential privacy guarantee of a model trained
+// on labels released by a differentially private mechanism (a DPPP
+// student, the PATE use of the labels). By post-processing, the model is
+// as private as the labels it used, with respect to the data of those who
+// released them (the teachers); the rows the model was trained on (the
+// queries) are not protected.
+type PrivacyReport struct {
+	// Epsilon and Delta are the composed guarantee of the labels used,
+	// rounded up, as printed.
+	Epsilon string `json:"epsilon"`
+	Delta   string `json:"delta"`
+	// Labels is the number of labels (answered queries) used.
+	Labels int `json:"labels"`
+	// Accountant names the composition that proved the guarantee.
+	Accountant string `json:"accountant"`
+	// Source identifies the release, e.g. the DPPP deployment's
+	// parameters hash.
+	Source string `json:"source"`
+	// Protects says whose data the guarantee protects, in words.
+	Protects string `json:"protects"`
+}
+
+func (r *PrivacyReport) validate() error {
+	for _, v := range []struct{ name, s string }{{"epsilon", r.Epsilon}, {"delta", r.Delta}} {
+		x, err := strconv.ParseFloat(v.s, 64)
+		if err != nil || math.IsNaN(x) || x < 0 || math.IsInf(x, 0) {
+			return fmt.Errorf("privacy report: %s %q: want a finite non-negative number", v.name, v.s)
+		}
+	}
+	if r.Labels < 1 {
+		return fmt.Errorf("privacy report: %d labels", r.Labels)
+	}
+	return nil
 }
 
 // TrainingInfo records the training run of a model.
@@ -134,6 +176,11 @@ func (f *ModelFile) Validate() error {
 	}
 	if f.Features < 1 || f.Features > MaxFeatures {
 		return fmt.Errorf("%d features", f.Features)
+	}
+	if f.Privacy != nil {
+		if err := f.Privacy.validate(); err != nil {
+			return err
+		}
 	}
 	if f.Input != nil {
 		if f.Input.Features() != f.Features || f.Input.Classes() != k {

@@ -108,3 +108,42 @@ func TestModelFileStrict(t *testing.T) {
 		t.Error("directory loaded as a model")
 	}
 }
+
+// TestModelFilePrivacyReport: a student's privacy report survives a round
+// trip, and a report that is not a finite non-negative guarantee of at
+// least one label is refused on load.
+func TestModelFilePrivacyReport(t *testing.T) {
+	m := &Softmax{K: 2, D: 1, W: []float64{1, -1}, B: []float64{0, 0}}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		r    PrivacyReport
+		want string // "" for accepted
+	}{
+		{"valid", PrivacyReport{Epsilon: "2.413", Delta: "0.001", Labels: 80, Accountant: "basic composition"}, ""},
+		{"NaN epsilon", PrivacyReport{Epsilon: "NaN", Delta: "0.001", Labels: 80}, "epsilon"},
+		{"negative delta", PrivacyReport{Epsilon: "1", Delta: "-1e-5", Labels: 80}, "delta"},
+		{"infinite epsilon", PrivacyReport{Epsilon: "+Inf", Delta: "0", Labels: 1}, "epsilon"},
+		{"no labels", PrivacyReport{Epsilon: "1", Delta: "0", Labels: 0}, "0 labels"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := NewModelFile(m, []string{"a", "b"}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := c.r
+			f.Privacy = &r
+			path := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".json")
+			err = f.Save(path)
+			if err == nil {
+				var g *ModelFile
+				if g, err = Load(path); err == nil && (g.Privacy == nil || *g.Privacy != c.r) {
+					t.Fatalf("round trip: %+v, want %+v", g.Privacy, c.r)
+				}
+			}
+			if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}

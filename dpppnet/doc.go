@@ -36,6 +36,17 @@
 // and to payloads carrying the session. When the run ends the aggregator
 // sends every teacher a "done" envelope whose payload is a line of text.
 //
+// # Vote signatures
+//
+// A teacher with an identity (TeachOptions.Identity: its certificate)
+// signs each vote and sends the signature (TypeVoteSignature) with it; the
+// aggregator relays the listed contributors' signatures (TypeVoteSignatures)
+// before each decryption request, and the teacher refuses to decrypt unless
+// every listed vote is signed by the certificate, from its own CA, of the
+// teacher it is listed for. Without this, a malicious aggregator could make
+// t teachers decrypt a single teacher's vote by listing forged ciphertexts
+// under the other contributors' IDs (see votesig.go).
+//
 // # Deadlines and lost teachers
 //
 // Each phase of a batch (votes; each round of decryption requests) waits at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -65,7 +66,13 @@ type deployment struct {
 
 func (f *fixture) deploy(t testing.TB, tweak ...func(i int, tc *dppp.TeacherConfig)) *deployment {
 	t.Helper()
-	cfg := f.config()
+	return f.deployConfig(t, f.config(), tweak...)
+}
+
+// deployConfig deploys teachers configured with cfg (tweaks aside) and
+// parameters calibrated from cfg.
+func (f *fixture) deployConfig(t testing.TB, cfg dppp.Config, tweak ...func(i int, tc *dppp.TeacherConfig)) *deployment {
+	t.Helper()
 	p0, err := dppp.Calibrate(cfg, f.tpk)
 	if err != nil {
 		t.Fatal(err)
@@ -141,42 +148,27 @@ var errKilled = errors.New("killed by the test")
 // teacher's AfterSend (nil: none).
 func (d *deployment) run(t *testing.T, f *fixture, rows [][]float64, hook func(name string) func(dppp.Message) error, opt ServeOptions) (*dppp.RunResult, error) {
 	t.Helper()
+	return d.runOn(t, memoryNet, f, rows, hook, opt)
+}
+
+// runOn runs the deployment over the network kind nk (the in-memory hub,
+// or gRPC with mutual TLS on 127.0.0.1).
+func (d *deployment) runOn(t *testing.T, nk netKind, f *fixture, rows [][]float64, hook func(name string) func(dppp.Message) error, opt ServeOptions) (*dppp.RunResult, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cfg := HubConfig(d.p)
-	cfg.Name = DefaultHubName
-	hub, err := transport.NewMemory(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hub.Close()
-	var wg sync.WaitGroup
-	for _, tt := range d.teachers {
-		conn, err := hub.Dial(ctx, tt.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var after func(dppp.Message) error
+	n := newNet(t, ctx, nk, HubConfig(d.p))
+	wg := startTeachers(t, ctx, n, d.teachers, func(name string, o TeachOptions) TeachOptions {
 		if hook != nil {
-			after = hook(tt.Name())
+			o.AfterSend = hook(name)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer conn.Close()
-			r, err := Teach(ctx, conn, tt, TeachOptions{AfterSend: after, IdleTimeout: 30 * time.Second})
-			if err != nil && !errors.Is(err, errKilled) {
-				t.Logf("%s: %v", tt.Name(), err)
-			} else if err == nil {
-				t.Logf("%s: %d votes, %d partials, %d refusals, %d charged: %s", tt.Name(), r.Votes, r.Partials, r.Refusals, r.Answered, r.Done)
-			}
-		}()
-	}
+		return o
+	}, nil)
 	opt.Logf = t.Logf
 	if opt.RoundTimeout == 0 {
 		opt.RoundTimeout = 10 * time.Second
 	}
-	res, err := Serve(ctx, hub, d.p, f.tpk, rows, opt)
+	res, err := Serve(ctx, n.hub, d.p, f.tpk, rows, opt)
 	wg.Wait()
 	return res, err
 }
@@ -195,125 +187,81 @@ func TestDPPPDigitsInMemory(t *testing.T) {
 	t.Log(res.Status)
 }
 
-func TestDPPPKilledAfterVote(t *testing.T) {
-	f := getFixture(t)
-	// f = N − t = 4 teachers die after their vote: still answered.
-	kill := map[string]bool{"teacher01": true, "teacher02": true, "teacher03": true, "teacher04": true}
-	hook := func(name string) func(dppp.Message) error {
-		if !kill[name] {
-			return nil
-		}
-		return func(m dppp.Message) error {
-			if _, ok := m.(*dppp.Vote); ok {
-				return errKilled
-			}
-			return nil
-		}
-	}
-	d := f.deploy(t)
-	res, err := d.run(t, f, f.rows[:5], hook, ServeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.checkReference(t, res)
-	if n := len(res.Batches[0].Contributors); n != 10 {
-		t.Errorf("%d contributors, want all 10 votes", n)
-	}
-	// f = N − t + 1 = 5: a clear refusal.
-	kill["teacher05"] = true
-	d = f.deploy(t)
-	_, err = d.run(t, f, f.rows[:5], hook, ServeOptions{})
-	if !errors.Is(err, dppp.ErrTooFewDecryptors) {
-		t.Fatalf("err = %v, want ErrTooFewDecryptors", err)
-	}
-	t.Log(err)
-}
-
-func TestDPPPTooFewContributors(t *testing.T) {
-	f := getFixture(t)
-	// ⌈γN⌉ = 7 votes needed; 4 teachers die before voting: refused,
-	// nothing decrypted.
-	kill := map[string]bool{"teacher01": true, "teacher02": true, "teacher03": true, "teacher04": true}
-	hook := func(name string) func(dppp.Message) error {
-		if !kill[name] {
-			return nil
-		}
-		return func(m dppp.Message) error {
-			if _, ok := m.(*dppp.Accept); ok {
-				return errKilled
-			}
-			return nil
-		}
-	}
-	d := f.deploy(t)
-	res, err := d.run(t, f, f.rows[:5], hook, ServeOptions{MinTeachers: 1, JoinTimeout: 2 * time.Second})
-	if !errors.Is(err, dppp.ErrTooFewContributors) {
-		t.Fatalf("err = %v, want ErrTooFewContributors", err)
-	}
-	if len(res.Labels) != 0 {
-		t.Fatalf("labels %v", res.Labels)
-	}
-	for _, tt := range d.teachers {
-		if tt.Answered() != 0 {
-			t.Errorf("%s charged %d queries", tt.Name(), tt.Answered())
-		}
-	}
-	t.Log(err)
-}
-
-// TestDPPPClient: the rows come from a client party (dpppnet.Query), in
-// two requests; its labels and histograms are the plaintext path's.
+// TestDPPPClient: over gRPC with mutual TLS, the rows come from a client
+// party (dpppnet.Query), in two requests; its labels and histograms are the
+// plaintext path's, and it receives the aggregator's budget line.
 func TestDPPPClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: a full run over gRPC")
+	}
+	f := getFixture(t)
+	for _, nk := range []netKind{grpcNet} {
+		t.Run(nk.String(), func(t *testing.T) {
+			d := f.deploy(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			n := newNet(t, ctx, nk, HubConfig(d.p, "client"))
+			wg := startTeachers(t, ctx, n, d.teachers, nil, nil)
+			rows := append(append([][]float64(nil), f.rows...), f.rows[:d.p.QPC+3-len(f.rows)]...) // two requests
+			cconn, err := n.dial(ctx, "client")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var qres *QueryResult
+			var qerr error
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer cconn.Close()
+				qres, qerr = Query(ctx, cconn, rows, QueryOptions{Histogram: true, Logf: t.Logf, Model: d.p.Model})
+			}()
+			res, err := Serve(ctx, n.hub, d.p, f.tpk, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 2, RoundTimeout: 10 * time.Second, JoinTimeout: 3 * time.Second, Logf: t.Logf})
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err, qerr)
+			}
+			if qerr != nil {
+				t.Fatal(qerr)
+			}
+			d.checkReference(t, res)
+			if fmt.Sprint(qres.Labels) != fmt.Sprint(res.Labels) || fmt.Sprint(qres.Hist) != fmt.Sprint(res.Hist) || len(qres.Labels) != len(rows) {
+				t.Fatalf("client got %v, aggregator tallied %v", qres.Labels, res.Labels)
+			}
+			if !strings.Contains(qres.Budget, "queries remain") {
+				t.Errorf("the client's budget line: %q", qres.Budget)
+			}
+		})
+	}
+}
+
+// TestDPPPClientOtherInput: a client expecting another input (model
+// fingerprint) stops before sending any row.
+func TestDPPPClientOtherInput(t *testing.T) {
 	f := getFixture(t)
 	d := f.deploy(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cfg := HubConfig(d.p, "client")
-	cfg.Name = DefaultHubName
-	hub, err := transport.NewMemory(cfg)
+	n := newNet(t, ctx, memoryNet, HubConfig(d.p, "client"))
+	conn, err := n.dial(ctx, "client")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hub.Close()
-	var wg sync.WaitGroup
-	for _, tt := range d.teachers {
-		conn, err := hub.Dial(ctx, tt.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer conn.Close()
-			if _, err := Teach(ctx, conn, tt, TeachOptions{}); err != nil {
-				t.Errorf("%s: %v", tt.Name(), err)
-			}
-		}()
-	}
-	rows := append(append([][]float64(nil), f.rows...), f.rows[:d.p.QPC+3-len(f.rows)]...) // two requests
-	cconn, err := hub.Dial(ctx, "client")
+	defer conn.Close()
+	o, err := (&dppp.Offer{Params: *d.p}).MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var qres *QueryResult
-	var qerr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		defer cconn.Close()
-		qres, qerr = Query(ctx, cconn, rows, QueryOptions{Histogram: true, Logf: t.Logf})
-	}()
-	res, err := Serve(ctx, hub, d.p, f.tpk, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 2, RoundTimeout: 10 * time.Second, JoinTimeout: 3 * time.Second, Logf: t.Logf})
-	wg.Wait()
-	if err != nil {
-		t.Fatal(err, qerr)
+	if err := n.hub.SendTo(ctx, "client", transport.Envelope{Type: "offer", Payload: o}); err != nil {
+		t.Fatal(err)
 	}
-	if qerr != nil {
-		t.Fatal(qerr)
+	_, err = Query(ctx, conn, f.rows[:2], QueryOptions{Model: [32]byte{1}})
+	if err == nil || !strings.Contains(err.Error(), "another input") {
+		t.Fatalf("err = %v", err)
 	}
-	d.checkReference(t, res)
-	if fmt.Sprint(qres.Labels) != fmt.Sprint(res.Labels) || fmt.Sprint(qres.Hist) != fmt.Sprint(res.Hist) || len(qres.Labels) != len(rows) {
-		t.Fatalf("client got %v, aggregator tallied %v", qres.Labels, res.Labels)
+	select {
+	case env := <-n.hub.Inbox():
+		t.Fatalf("the client sent a %s", env.Type)
+	default:
 	}
 }
 
@@ -371,5 +319,82 @@ func TestDPPPTeacherLedgerRefuses(t *testing.T) {
 	}
 	if d.teachers[0].Answered() != 0 {
 		t.Errorf("teacher01 charged %d", d.teachers[0].Answered())
+	}
+}
+
+// TestCheckRows: rows of the wrong width or with a NaN or an infinity are
+// refused, naming the row and column (from 1).
+func TestCheckRows(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		rows [][]float64
+		want string
+	}{
+		{"fine", [][]float64{{1, 2}, {3, 4}}, ""},
+		{"short row", [][]float64{{1, 2}, {3}}, "row 2 has 1 features, the deployment takes 2"},
+		{"NaN", [][]float64{{1, 2}, {3, math.NaN()}}, "row 2, column 2: NaN"},
+		{"infinity", [][]float64{{math.Inf(-1), 2}}, "row 1, column 1: -Inf"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			err := CheckRows(c.rows, 2)
+			if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestDPPPClientBadRowRefused: a client that bypasses Query's check and
+// sends rows of 63 features to a 64-feature deployment is refused by the
+// aggregator, naming the row; nothing reaches the teachers. (NaN and
+// ragged rows cannot even be encoded: dppp's Request refuses them.)
+func TestDPPPClientBadRowRefused(t *testing.T) {
+	f := getFixture(t)
+	d := f.deploy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n := newNet(t, ctx, memoryNet, HubConfig(d.p, "client"))
+	wg := startTeachers(t, ctx, n, d.teachers, nil, nil)
+	conn, err := n.dial(ctx, "client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := &dppp.Request{Session: d.p.Session, ID: 1, Rows: [][]float64{f.rows[1][:63], f.rows[0][:63]}}
+	b, err := req.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refusal string
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			env, err := conn.Recv(ctx)
+			if err != nil {
+				return
+			}
+			if env.Type == "offer" {
+				if err := conn.Send(ctx, transport.Envelope{Type: req.Type(), Payload: b}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			if env.Type == TypeRefused {
+				refusal = string(env.Payload)
+				return
+			}
+		}
+	}()
+	res, err := Serve(ctx, n.hub, d.p, f.tpk, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 1, JoinTimeout: 3 * time.Second, Logf: t.Logf})
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(refusal, "row 1 has 63 features, the deployment takes 64") {
+		t.Fatalf("refusal %q", refusal)
+	}
+	if len(res.Batches) != 0 {
+		t.Fatalf("%d batches ran", len(res.Batches))
 	}
 }

@@ -18,6 +18,10 @@ type QueryOptions struct {
 	Timeout time.Duration
 	// Logf receives the client's log lines (nil: none).
 	Logf func(format string, args ...any)
+	// Model, if not zero, is the input fingerprint the client expects
+	// (dppp.Config.Model): Query refuses a deployment that answers about
+	// another input before it sends any row.
+	Model [32]byte
 }
 
 // QueryResult is what a client learns: the public parameters, and per row
@@ -27,6 +31,9 @@ type QueryResult struct {
 	Params *dppp.Params
 	Labels []int
 	Hist   [][]float64
+	// Budget is the aggregator's last word on its budget (spent and
+	// remaining), "" if it sent none.
+	Budget string
 }
 
 // RefusedError is the aggregator's refusal of a request.
@@ -79,10 +86,11 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 	}
 	p := res.Params
 	logf("parameters %x…: %d teachers, t = %d, %s noise, ε = %g, δ = %g per query, %d queries per batch", p.Hash(), p.N(), p.Threshold, p.Noise, p.Epsilon, p.Delta, p.QPC)
-	for i, r := range rows {
-		if len(r) != p.Features {
-			return res, fmt.Errorf("dpppnet: row %d has %d features, the deployment takes %d", i+1, len(r), p.Features)
-		}
+	if opt.Model != ([32]byte{}) && opt.Model != p.Model {
+		return res, fmt.Errorf("dpppnet: the aggregator serves another input (fingerprint %x…, this client's %x…): another spec, image size or class list", p.Model[:6], opt.Model[:6])
+	}
+	if err := CheckRows(rows, p.Features); err != nil {
+		return res, err
 	}
 	id := uint64(0)
 	for start := 0; start < len(rows); start += p.QPC {
@@ -113,6 +121,10 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 			if err != nil {
 				return res, fmt.Errorf("dpppnet: waiting for the answer to request %d: %w", id, err)
 			}
+			if env.Type == TypeBudget {
+				res.Budget = quote(string(env.Payload))
+				continue
+			}
 			if env.Type == TypeRefused || env.Type == TypeDone {
 				return res, &RefusedError{Text: quote(string(env.Payload))}
 			}
@@ -134,6 +146,21 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 			logf("request %d: %d labels", id, len(a.Labels))
 			break
 		}
+	}
+	// The aggregator's budget line follows its last answer.
+	bctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	for res.Budget == "" {
+		env, err := conn.Recv(bctx)
+		if err != nil {
+			break
+		}
+		if env.Type == TypeBudget {
+			res.Budget = quote(string(env.Payload))
+		}
+	}
+	if res.Budget != "" {
+		logf("%s", res.Budget)
 	}
 	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -34,10 +35,16 @@ func Session() transport.Session {
 
 // MaxPayload returns the payload cap for n teachers and batches of qpc rows
 // of features columns: the largest message is a Query (rows) or a Decrypt
-// (every contributor's ciphertext), with room to spare.
+// (every contributor's ciphertext), or the vote signatures sent with a
+// Decrypt (a certificate and a signature per contributor), with room to
+// spare.
 func MaxPayload(n, qpc, features int) int {
-	return 8*qpc*features + 16*qpc + 1100*(n+1) + 64<<10
+	return 8*qpc*features + 16*qpc + 2200*(n+1) + 64<<10
 }
+
+// TypeBudget is the envelope type of the aggregator's budget line to a
+// client after each answer (payload: a line of text, spent and remaining).
+const TypeBudget = "budget"
 
 // TypeRefused is the envelope type of the aggregator's refusal of a
 // client's request (payload: a line of text).
@@ -77,9 +84,20 @@ type ServeOptions struct {
 	// send dppp.Request messages; each is sent the Offer when it connects
 	// (the public parameters, whose session its requests must carry) and
 	// an Answer per request. After rows, Serve answers requests until
-	// MaxRequests were answered (0: until ctx is done).
+	// MaxRequests were answered or refused as malformed (0: until ctx is
+	// done).
 	Clients     []string
 	MaxRequests int
+	// CanPay, if set, is asked before each batch whether the aggregator's
+	// budget can pay for that many queries; an error refuses the batch
+	// before anything is charged or sent (a ledger that charges query by
+	// query would otherwise keep the charges of a batch refused half way).
+	CanPay func(queries int) error
+	// Status returns the aggregator's budget line (spent and remaining),
+	// printed at the end, sent to clients after each answer and to the
+	// teachers with "done" (nil: the in-memory budget's, if the
+	// aggregator keeps one).
+	Status func() string
 }
 
 // Serve runs the aggregator of one DPPP deployment over hub (configured
@@ -108,20 +126,17 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if len(rows) > p.MaxQueries {
 		return nil, fmt.Errorf("%w: %d queries, the budget (ε = %g, δ = %g) allows %d at ε = %g, δ = %g each", dppp.ErrBudget, len(rows), p.BudgetEpsilon, p.BudgetDelta, p.MaxQueries, p.Epsilon, p.Delta)
 	}
+	if err := CheckRows(rows, p.Features); err != nil {
+		return nil, err
+	}
 	agg, err := dppp.NewAggregator(p, tpk, opt.Aggregator)
 	if err != nil {
 		return nil, err
 	}
-	s := &server{hub: hub, p: p, agg: agg, logf: logf, opt: opt, dead: map[uint32]bool{}, members: map[uint32]bool{}, clients: map[string]bool{},
+	s := &server{hub: hub, p: p, agg: agg, logf: logf, opt: opt, dead: map[uint32]bool{}, members: map[uint32]bool{}, clients: map[string]bool{}, sigs: map[uint64]map[uint32]*voteSig{},
 		res: &dppp.RunResult{BytesToTeacher: map[string]int{}, BytesFromTeacher: map[string]int{}, Refusals: map[string][]string{}}}
-	session := p.Session
 	hub.SetRound(0)
-	hub.SetGate(func(env transport.Envelope) error {
-		if len(env.Payload) < 34 || !bytes.Equal(env.Payload[2:34], session[:]) {
-			return fmt.Errorf("dppp: a %q message that is not of this run (session %x…): a replay or a straggler", env.Type, session[:6])
-		}
-		return nil
-	})
+	hub.SetGate(sessionGate(p))
 	for _, c := range opt.Clients {
 		s.clients[c] = true
 	}
@@ -132,8 +147,8 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if err == nil && len(opt.Clients) > 0 {
 		err = s.serveRequests(ctx)
 	}
-	if b := agg.Budget(); b != nil {
-		s.res.Status = "aggregator: " + b.Status()
+	if st := s.status(); st != "" {
+		s.res.Status = "aggregator: " + st
 	}
 	text := fmt.Sprintf("done: %d of %d queries labelled", len(s.res.Labels), len(rows))
 	if err != nil {
@@ -145,6 +160,35 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	logf("%s", text)
 	s.finish(ctx, text)
 	return s.res, err
+}
+
+// CheckRows checks query rows before they are sent or labelled: each has
+// features values, all finite. The error names the row and column (from 1).
+func CheckRows(rows [][]float64, features int) error {
+	for i, r := range rows {
+		if len(r) != features {
+			return fmt.Errorf("dpppnet: row %d has %d features, the deployment takes %d", i+1, len(r), features)
+		}
+		for j, x := range r {
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return fmt.Errorf("dpppnet: row %d, column %d: %v is not a finite number", i+1, j+1, x)
+			}
+		}
+	}
+	return nil
+}
+
+// sessionGate returns the hub gate of a run of p: only payloads carrying
+// the run's dppp session get in (a replay from another run, or a straggler
+// of a previous one, is refused and logged by the hub).
+func sessionGate(p *dppp.Params) func(transport.Envelope) error {
+	session := p.Session
+	return func(env transport.Envelope) error {
+		if len(env.Payload) < 34 || !bytes.Equal(env.Payload[2:34], session[:]) {
+			return fmt.Errorf("dppp: a %q message that is not of this run (session %x…): a replay or a straggler", env.Type, session[:6])
+		}
+		return nil
+	}
 }
 
 type server struct {
@@ -160,6 +204,9 @@ type server struct {
 	clients map[string]bool
 	// requests holds clients' requests not yet served.
 	requests []request
+	// sigs holds the teachers' vote signatures by batch, relayed with the
+	// decryption requests.
+	sigs map[uint64]map[uint32]*voteSig
 }
 
 type request struct {
@@ -202,6 +249,12 @@ func (s *server) serveRequests(ctx context.Context) error {
 		r := s.requests[0]
 		s.requests = s.requests[1:]
 		s.logf("request %d from %s: %d rows", r.req.ID, r.client, len(r.req.Rows))
+		if err := CheckRows(r.req.Rows, s.p.Features); err != nil {
+			s.logf("request %d from %s refused: %v", r.req.ID, r.client, err)
+			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
+			answered++
+			continue
+		}
 		if left := s.p.MaxQueries - len(s.res.Labels); len(r.req.Rows) > left {
 			err := fmt.Errorf("%w: %d queries requested, %d remain in the budget", dppp.ErrBudget, len(r.req.Rows), max(0, left))
 			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
@@ -226,10 +279,24 @@ func (s *server) serveRequests(ctx context.Context) error {
 			return err
 		}
 		s.sendClient(ctx, r.client, ans.Type(), b)
+		if st := s.status(); st != "" {
+			s.sendClient(ctx, r.client, TypeBudget, []byte("aggregator: "+st))
+		}
 		s.logf("request %d from %s: answered %d queries", r.req.ID, r.client, len(labels))
 		answered++
 	}
 	return nil
+}
+
+// status is the aggregator's budget line ("" if it has none).
+func (s *server) status() string {
+	if s.opt.Status != nil {
+		return s.opt.Status()
+	}
+	if b := s.agg.Budget(); b != nil {
+		return b.Status()
+	}
+	return ""
 }
 
 func (s *server) sendClient(ctx context.Context, client, typ string, payload []byte) {
@@ -262,6 +329,18 @@ func (s *server) send(ctx context.Context, id uint32, m dppp.Message) {
 		return
 	}
 	s.res.BytesToTeacher[name] += len(b)
+}
+
+// sendRaw sends a payload of type typ to teacher id.
+func (s *server) sendRaw(ctx context.Context, id uint32, typ string, payload []byte) {
+	name := s.p.TeacherName(id)
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.hub.SendTo(sctx, name, transport.Envelope{Round: s.round, Type: typ, Payload: payload}); err != nil {
+		s.logf("sending %s to %s: %v", typ, name, err)
+		return
+	}
+	s.res.BytesToTeacher[name] += len(payload)
 }
 
 // next waits for the next message or connection event until ctx is done.
@@ -317,9 +396,23 @@ func (s *server) next(ctx context.Context) (incoming, error) {
 	}
 }
 
-// envelope decodes one envelope (ok false: ignored, and logged).
+// envelope decodes one envelope (ok false: ignored, and logged; a vote
+// signature is recorded).
 func (s *server) envelope(env transport.Envelope) (incoming, bool) {
 	id := s.p.TeacherID(env.Sender)
+	if env.Type == TypeVoteSignature && id != 0 {
+		session, batch, list, err := parseSigs(env.Payload, sigHeader)
+		if err != nil || session != s.p.Session || list[0].From != id || batch != s.round {
+			s.logf("ignored a vote signature from %s: %v", env.Sender, err)
+			return incoming{}, false
+		}
+		if s.sigs[batch] == nil {
+			s.sigs[batch] = map[uint32]*voteSig{}
+		}
+		s.sigs[batch][id] = list[0]
+		s.res.BytesFromTeacher[env.Sender] += len(env.Payload)
+		return incoming{}, false
+	}
 	m, err := dppp.Unmarshal(env.Payload)
 	if err == nil && m.Type() != env.Type {
 		err = fmt.Errorf("envelope says %q, payload is %q", env.Type, m.Type())
@@ -423,6 +516,11 @@ func (s *server) refused(from uint32, reason string) {
 
 func (s *server) batch(ctx context.Context, rows [][]float64) (*dppp.BatchResult, error) {
 	p := s.p
+	if s.opt.CanPay != nil {
+		if err := s.opt.CanPay(len(rows)); err != nil {
+			return nil, fmt.Errorf("%w: %d queries refused before anything was sent: %w", dppp.ErrBudget, len(rows), err)
+		}
+	}
 	q, err := s.agg.NewBatch(rows)
 	if err != nil {
 		return nil, err
@@ -479,6 +577,14 @@ func (s *server) batch(ctx context.Context, rows [][]float64) (*dppp.BatchResult
 		s.logf("batch %d: refused, nothing decrypted: %v", q.Batch, err)
 		return nil, err
 	}
+	var list []*voteSig
+	for _, id := range d.Contributors {
+		if v := s.sigs[q.Batch][id]; v != nil {
+			list = append(list, v)
+		}
+	}
+	delete(s.sigs, q.Batch)
+	bundle := marshalVoteSigs(p.Session, q.Batch, list)
 	exclude := map[uint32]bool{}
 	for {
 		valid := s.agg.Ready(q.Batch)
@@ -504,6 +610,7 @@ func (s *server) batch(ctx context.Context, rows [][]float64) (*dppp.BatchResult
 		pending := map[uint32]bool{}
 		for _, id := range ask {
 			pending[id] = true
+			s.sendRaw(ctx, id, TypeVoteSignatures, bundle)
 			s.send(ctx, id, d)
 		}
 		pctx, cancel := s.phase(ctx, s.opt.RoundTimeout)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/transport"
 )
@@ -18,6 +19,12 @@ type TeachOptions struct {
 	IdleTimeout time.Duration
 	// Logf receives the teacher's log lines (nil: none).
 	Logf func(format string, args ...any)
+	// Identity is the teacher's certificate (from the deployment's CA): it
+	// signs the teacher's votes, and the teacher decrypts a sum only if
+	// every listed vote is signed by its teacher (see TypeVoteSignature).
+	// nil (--insecure): votes are not signed and the listed votes are not
+	// verified, so a malicious aggregator could substitute them.
+	Identity *certs.Party
 	// AfterSend is a TEST HOOK called after each message was sent; a
 	// non-nil error stops Teach with that error (the connection is left to
 	// the caller to close), as if the process died.
@@ -51,6 +58,14 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 	}
 	res := &TeachResult{}
 	var id uint32
+	var params *dppp.Params
+	var verifier *sigVerifier
+	sigs := map[uint64]map[uint32]*voteSig{}
+	if opt.Identity != nil {
+		verifier = newSigVerifier(opt.Identity)
+	} else {
+		logf("no identity: this teacher's votes are not signed and the votes listed in a decryption request are not verified (a malicious aggregator could substitute them)")
+	}
 	send := func(round uint64, m dppp.Message) error {
 		b, err := m.MarshalBinary()
 		if err != nil {
@@ -94,6 +109,24 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 			logf("aggregator: %s", res.Done)
 			return res, nil
 		}
+		if env.Type == TypeVoteSignatures {
+			session, batch, list, err := parseSigs(env.Payload, bundleHeader)
+			if err != nil || params == nil || session != params.Session {
+				logf("ignored a vote signatures message: %v", err)
+				continue
+			}
+			byID := map[uint32]*voteSig{}
+			for _, v := range list {
+				byID[v.From] = v
+			}
+			sigs[batch] = byID
+			for b := range sigs {
+				if b+2 < batch {
+					delete(sigs, b)
+				}
+			}
+			continue
+		}
 		m, err := dppp.Unmarshal(env.Payload)
 		if err != nil {
 			logf("ignored a malformed %q message: %v", env.Type, err)
@@ -112,22 +145,43 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 				return res, err
 			}
 			id = a.From
+			params = m.Params.Clone()
 			logf("accepted parameters %x… (N = %d, t = %d, min contributors %d, %s noise, ε = %g, δ = %g per query, at most %d queries)",
 				m.Params.Hash(), m.Params.N(), m.Params.Threshold, m.Params.MinContributors, m.Params.Noise, m.Params.Epsilon, m.Params.Delta, m.Params.MaxQueries)
 			ans = a
 		case *dppp.Query:
-			v, err := t.HandleQuery(ctx, m)
+			var v *dppp.Vote
+			var err error
+			if params != nil {
+				err = CheckRows(m.Rows, params.Features)
+			}
+			if err == nil {
+				v, err = t.HandleQuery(ctx, m)
+			}
 			if err != nil {
 				logf("batch %d: refused to vote: %v", m.Batch, err)
 				res.Refusals++
 				ans = &dppp.Refuse{Session: m.Session, Batch: m.Batch, From: id, Reason: err.Error()}
 			} else {
+				if opt.Identity != nil {
+					vs, err := signVote(opt.Identity, m.Session, m.Batch, id, v.Ciphertext)
+					if err != nil {
+						return res, err
+					}
+					if err := conn.Send(ctx, transport.Envelope{Round: env.Round, Type: TypeVoteSignature, Payload: marshalVoteSig(m.Session, m.Batch, vs)}); err != nil {
+						logf("batch %d: sending the vote's signature: %v", m.Batch, err)
+					}
+				}
 				logf("batch %d: voted on %d queries", m.Batch, len(m.Rows))
 				res.Votes++
 				ans = v
 			}
 		case *dppp.Decrypt:
-			pd, err := t.HandleDecrypt(m)
+			err := checkSigned(t.Name(), verifier, params, id, sigs[m.Batch], m)
+			var pd *dppp.Partial
+			if err == nil {
+				pd, err = t.HandleDecrypt(m)
+			}
 			if err != nil {
 				logf("batch %d: refused to decrypt: %v", m.Batch, err)
 				res.Refusals++
@@ -156,4 +210,22 @@ func quote(s string) string {
 		}
 	}
 	return s
+}
+
+// checkSigned checks that every vote listed in d but the teacher's own (own,
+// which dppp checks byte for byte) carries its teacher's signature (v nil:
+// no check).
+func checkSigned(name string, v *sigVerifier, p *dppp.Params, own uint32, sigs map[uint32]*voteSig, d *dppp.Decrypt) error {
+	if v == nil || p == nil || len(d.Contributors) != len(d.Ciphertexts) {
+		return nil // dppp refuses a mismatched request itself
+	}
+	for i, id := range d.Contributors {
+		if id == own {
+			continue
+		}
+		if err := v.verify(sigs[id], p.TeacherName(id), d.Session, d.Batch, id, d.Ciphertexts[i]); err != nil {
+			return fmt.Errorf("%w: %s: batch %d: the vote listed as contributor %d (%s) is not signed by that teacher (%v): refusing to decrypt a sum of votes whose senders are not proven", dppp.ErrRefused, name, d.Batch, id, p.TeacherName(id), err)
+		}
+	}
+	return nil
 }

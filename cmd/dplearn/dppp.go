@@ -24,27 +24,40 @@ import (
 func newDPPPCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dppp",
-		Short: "Distributed private prediction: threshold Paillier keys for the teachers",
-		Long: `dplearn dppp is for distributed private prediction (DPPP): N teachers each add
-a share of noise to their one-hot vote and encrypt it under threshold Paillier;
-the aggregator multiplies the ciphertexts and any t teachers decrypt only the
-noisy vote histogram.
+		Short: "Distributed private prediction: N teachers label queries by noisy encrypted votes",
+		Long: `dplearn dppp is distributed private prediction (DPPP): N teachers, each with
+a model trained on its own data, label a client's query rows. Every teacher
+adds a share of noise to its one-hot vote and encrypts it under threshold
+Paillier; the aggregator, which is not trusted, multiplies the ciphertexts,
+and any t teachers decrypt only the noisy vote histogram, after checking that
+it sums at least ⌈γN⌉ votes including their own and that their budget allows
+it. The labels are differentially private with respect to the teachers'
+training data.
 
-  keygen   trusted-dealer key generation: one public key, one share per teacher
-  train    a teacher's local classifier (softmax, MLP, or an external program)
-  serve    the aggregator: offers the parameters, collects encrypted votes,
-           asks t teachers for checked partial decryptions, labels the queries
-  teach    one teacher: its model, its key share, its own budget ledger
-  query    a client: sends query rows, receives labels
-  simulate every party in one process (in-memory transport)
+  keygen    trusted-dealer key generation: one public key, one share per teacher
+  train     a teacher's local classifier (softmax, MLP, or an external program)
+  serve     the aggregator: offers the parameters, collects encrypted votes,
+            asks t teachers for checked partial decryptions, labels the queries
+  teach     one teacher: its model, its key share, its own budget ledger
+  query     a client: sends query rows, receives labels and their guarantee
+  student   trains a model on the labels (the PATE use), with their guarantee
+  simulate  every party on this machine: in one process, or with --processes
+            each teacher a child process over mutual TLS on 127.0.0.1
+
+Certificates for the parties come from 'dplearn certs'. Step by step,
+with a 3-machine example, the checks each party makes, the errors and what the
+guarantee does not cover: docs/dppp.md.
 
 Examples:
   dplearn dppp keygen --parties 5 --threshold 3 --out keys/
-  dplearn dppp train --help`,
+  dplearn dppp train --help
+  dplearn dppp simulate --models t1.json,t2.json,t3.json --schema digits.json \
+      --queries queries.csv --out labels.csv --insecure-test-keys --processes`,
 	}
 	cmd.AddCommand(newDPPPKeygenCmd())
 	cmd.AddCommand(newDPPPTrainCmd())
 	cmd.AddCommand(newDPPPNetCmds()...)
+	cmd.AddCommand(newDPPPStudentCmd())
 	return cmd
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/csv"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,10 +17,8 @@ import (
 
 	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/classify"
-	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/dpppnet"
-	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/transport"
@@ -89,16 +85,17 @@ func specFingerprint(s *classify.Spec) [32]byte { return sha256.Sum256([]byte(s.
 
 func newDPPPServeCmd() *cobra.Command {
 	var (
-		d                                   dpppDeployFlags
-		listen, certDir, pub, spec, queries string
-		out, name                           string
-		hist, insecure                      bool
-		roundTimeout, joinTimeout           time.Duration
-		minTeachers, maxRequests            int
-		clients                             []string
+		d                             dpppDeployFlags
+		in                            dpppInputFlags
+		listen, certDir, pub, queries string
+		out, name, ledgerAt           string
+		hist, insecure                bool
+		roundTimeout, joinTimeout     time.Duration
+		minTeachers, maxRequests      int
+		clients                       []string
 	)
 	cmd := &cobra.Command{
-		Use:   "serve --listen HOST:PORT --certs DIR/aggregator --public-key public.pem --teachers NAMES --schema SPEC.json --queries Q.csv --out LABELS.csv",
+		Use:   "serve --listen HOST:PORT --certs DIR/aggregator --public-key public.pem --teachers NAMES (--schema SPEC.json | --idx) (--queries Q --out LABELS.csv | --clients NAMES) [--ledger FILE]",
 		Short: "Run the DPPP aggregator: label query rows by the teachers' noisy encrypted votes",
 		Long: `serve is the aggregator, and the client: it reads the query rows (--queries,
 through the input spec --schema, without labels), listens on --listen for the
@@ -118,26 +115,48 @@ only certificates from the same CA whose name is in --teachers get in), and:
     budget first. A teacher lost or silent for --round-timeout is replaced by
     another contributor, so up to N − t failures do not stop a batch;
  4. writes one line per query to --out: row, label (the class with the most
-    noisy votes) and, with --histogram, the noisy vote counts.
+    noisy votes) and, with --histogram, the noisy vote counts; and beside it
+    LABELS.csv.privacy.json, the deployment's public parameters and the
+    labels' composed guarantee (for 'dplearn dppp student').
+
+Queries are a table read through the input spec --schema (the teachers'
+models were trained with it), or, with --idx, IDX images (teachers trained
+with 'dppp train --idx-images'; --idx-shape ROWSxCOLS when there is no
+--queries file, --classes or --class-names as the teachers declared them).
 
 Instead of (or after) --queries, --clients NAMES lets client parties (their
 own certificates from the same CA) send rows with 'dplearn dppp query' and
 receive the labels; serve then answers requests until --max-requests were
 answered or it is interrupted.
 
+Budget. Every answered query is charged before anything is decrypted: within
+the run, composed by the noise kind's accountant (the run refuses past
+--budget-epsilon/--budget-delta); with --ledger FILE, also to a ledger file
+kept across runs (created with the budget flags if it does not exist; basic
+composition across runs, as the teachers' ledgers), so a restarted
+aggregator refuses past its budget: it checks before it starts that the
+file can pay for --queries, and before each batch (or client request) that
+it can pay for it, so nothing is charged for a refused batch.
+The teachers keep their own ledgers and refuse past their budgets even if
+the aggregator asks.
+
 What the aggregator learns is the noisy histogram of each query (which the
 labels are computed from), never a single teacher's vote. Logs go to stderr;
-a summary with the spent and remaining budget to stdout. --insecure runs
-without certificates on a loopback address only, for tests.`,
+a summary with the spent and remaining budget to stdout (and to each client
+after each answer). --insecure runs without certificates on a loopback
+address only, for tests.`,
 		Example: `  dplearn dppp keygen --parties 5 --threshold 3 --out keys/
-  dplearn certs create --out pki aggregator teacher1 teacher2 teacher3 teacher4 teacher5
+  dplearn certs --out pki --names aggregator,teacher1,teacher2,teacher3,teacher4,teacher5,client1
   dplearn dppp serve --listen 0.0.0.0:7443 --certs pki/aggregator --public-key keys/public.pem \
       --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --threshold 3 --schema digits.json \
       --epsilon 1 --delta 1e-5 --budget-epsilon 20 --queries queries.csv --out labels.csv --histogram
   # or serve clients' requests ('dplearn dppp query'):
   dplearn dppp serve --listen 0.0.0.0:7443 --certs pki/aggregator --public-key keys/public.pem \
       --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --threshold 3 --schema digits.json \
-      --budget-epsilon 20 --clients client1`,
+      --budget-epsilon 20 --clients client1 --ledger aggregator-budget.json
+  # teachers trained on 28×28 IDX images (Fashion-MNIST)
+  dplearn dppp serve --listen 0.0.0.0:7443 --certs pki/aggregator --public-key keys/public.pem \
+      --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --idx --idx-shape 28x28 --clients client1`,
 		Args: cobra.NoArgs,
 	}
 	d.register(cmd, true)
@@ -145,10 +164,11 @@ without certificates on a loopback address only, for tests.`,
 	f.StringVar(&listen, "listen", "127.0.0.1:7443", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	f.StringVar(&certDir, "certs", "", "the aggregator's certificate directory from 'dplearn certs'")
 	f.StringVar(&pub, "public-key", "", "the threshold public key from 'dplearn dppp keygen'")
-	f.StringVar(&spec, "schema", "", "the input spec the teachers' models were trained with")
-	f.StringVar(&queries, "queries", "", "query table (CSV, CSV.gz or Parquet; the spec's features, no label needed)")
-	f.StringVar(&out, "out", "", "where to write LABELS.csv")
+	in.register(cmd, true)
+	f.StringVar(&queries, "queries", "", "query rows: a table (CSV, CSV.gz or Parquet; the spec's features, no label needed), or with --idx an IDX images file")
+	f.StringVar(&out, "out", "", "where to write LABELS.csv (and LABELS.csv.privacy.json, the labels' guarantee)")
 	f.BoolVar(&hist, "histogram", false, "also write each query's noisy vote counts")
+	f.StringVar(&ledgerAt, "ledger", "", "the aggregator's budget ledger file, kept across runs (created with --budget-epsilon and --budget-delta if it does not exist)")
 	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "how long each phase of a batch waits for the teachers")
 	f.DurationVar(&joinTimeout, "join-timeout", 0, "how long to wait for the teachers to connect and accept (0: --round-timeout)")
 	f.IntVar(&minTeachers, "min-teachers", 0, "fewest accepting teachers to start with (0 or less than ⌈γN⌉: ⌈γN⌉)")
@@ -157,7 +177,7 @@ without certificates on a loopback address only, for tests.`,
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", dpppnet.DefaultHubName, "with --insecure: the aggregator's name")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		req := []string{"teachers", "public-key", "schema"}
+		req := []string{"teachers", "public-key"}
 		clients = trimAll(clients)
 		if len(clients) == 0 || queries != "" {
 			req = append(req, "queries", "out")
@@ -171,17 +191,13 @@ without certificates on a loopback address only, for tests.`,
 		if insecure && cmd.Flags().Changed("certs") {
 			return errors.New("--insecure and --certs: choose one")
 		}
-		ctx := cmd.Context()
-		stderr := cmd.ErrOrStderr()
-		logf := lineLogger(stderr, "")
-		var s *classify.Spec
-		var rows [][]float64
-		var err error
-		if queries != "" {
-			s, rows, err = loadDPPPQueries(ctx, spec, queries)
-		} else {
-			s, err = classify.LoadSpec(spec)
+		if err := in.check(cmd); err != nil {
+			return err
 		}
+		ctx := cmd.Context()
+		stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the transport and the protocol log here concurrently
+		logf := lineLogger(stderr, "")
+		input, rows, err := in.load(ctx, queries)
 		if err != nil {
 			return err
 		}
@@ -203,13 +219,20 @@ without certificates on a loopback address only, for tests.`,
 				return fmt.Errorf("--clients: %s is a teacher", c)
 			}
 		}
-		cfg, err := d.config(teachers, s.Classes(), s.Features(), specFingerprint(s))
+		p, err := d.session(teachers, input, tpk)
 		if err != nil {
 			return err
 		}
-		p, err := calibrateSession(cfg, tpk)
-		if err != nil {
-			return err
+		aopt := dppp.AggregatorOptions{}
+		var status func() string
+		var canPay func(int) error
+		if ledgerAt != "" {
+			led, err := openAggLedger(ctx, ledgerAt, p, len(rows))
+			if err != nil {
+				return err
+			}
+			aopt.Ledger, status, canPay = led, led.status, led.canPay
+			logf("%s", led.note)
 		}
 		scfg := transport.ServerConfig{HubConfig: dpppnet.HubConfig(p, clients...), Address: listen, Insecure: insecure}
 		scfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -229,13 +252,16 @@ without certificates on a loopback address only, for tests.`,
 			logf("answering requests of %s", strings.Join(clients, ", "))
 		}
 		res, err := dpppnet.Serve(ctx, srv, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, JoinTimeout: joinTimeout, MinTeachers: minTeachers, Logf: logf,
-			Clients: clients, MaxRequests: maxRequests})
+			Clients: clients, MaxRequests: maxRequests, Aggregator: aopt, Status: status, CanPay: canPay})
 		if res != nil && len(rows) > 0 && len(res.Labels) > 0 {
-			if werr := writeDPPPLabels(out, s.ClassNames(), res, hist); werr != nil {
+			if werr := writeDPPPLabels(out, input.classNames, res, hist, p); werr != nil {
 				return errors.Join(err, werr)
 			}
 		}
 		if err != nil {
+			if res != nil && res.Status != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), res.Status)
+			}
 			return err
 		}
 		w := cmd.OutOrStdout()
@@ -252,13 +278,14 @@ without certificates on a loopback address only, for tests.`,
 
 func newDPPPQueryCmd() *cobra.Command {
 	var (
-		server, serverName, certDir, name, spec, data, out string
-		hist, insecure                                     bool
-		timeout                                            time.Duration
-		attempts                                           int
+		in                                           dpppInputFlags
+		server, serverName, certDir, name, data, out string
+		hist, insecure                               bool
+		timeout                                      time.Duration
+		attempts                                     int
 	)
 	cmd := &cobra.Command{
-		Use:   "query --server HOST:PORT --certs DIR/CLIENT --schema SPEC.json --data QUERIES.csv --out LABELS.csv [--histogram]",
+		Use:   "query --server HOST:PORT --certs DIR/CLIENT (--schema SPEC.json | --idx) --data QUERIES --out LABELS.csv [--histogram]",
 		Short: "Ask a DPPP aggregator for labels of query rows, as a client",
 		Long: `query is a client of 'dplearn dppp serve --clients NAME'. It reads the query
 rows (--data, through the input spec --schema; labels, if present, are
@@ -267,28 +294,41 @@ must be in the aggregator's --clients), receives the deployment's public
 parameters, sends the rows in requests of one batch each, and writes one line
 per row to --out: row, label and, with --histogram, the noisy vote counts.
 
+With --idx the rows are IDX images (pixels / 255), for a deployment of
+teachers trained on IDX images ('serve --idx'); --class-names names their
+classes in LABELS.csv. query checks the deployment's input fingerprint
+against its own (--schema, or the images' size and the class names) before
+it sends any row.
+
+Beside LABELS.csv it writes LABELS.csv.privacy.json: the deployment's public
+parameters and the number of labels, from which 'dplearn dppp student'
+recomputes the labels' composed guarantee. stdout says that guarantee and
+the aggregator's spent and remaining budget.
+
 The aggregator sees the rows and the noisy histograms (as it does when it
 reads the queries itself); the teachers see the rows. Every answered query
 spends budget at the aggregator and at every decrypting teacher; a request
 past the budget is refused.`,
 		Example: `  dplearn dppp query --server agg.example.org:7443 --certs pki/client \
-      --schema digits.json --data queries.csv --out labels.csv --histogram`,
+      --schema digits.json --data queries.csv --out labels.csv --histogram
+  dplearn dppp query --server agg.example.org:7443 --certs pki/client \
+      --idx --data t10k-images-idx3-ubyte.gz --out labels.csv`,
 		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
 	f.StringVar(&server, "server", "", "the aggregator's HOST:PORT")
 	f.StringVar(&serverName, "server-name", dpppnet.DefaultHubName, "the name in the aggregator's certificate")
 	f.StringVar(&certDir, "certs", "", "this client's certificate directory from 'dplearn certs'")
-	f.StringVar(&spec, "schema", "", "the input spec of the deployment")
-	f.StringVar(&data, "data", "", "query table (CSV, CSV.gz or Parquet)")
-	f.StringVar(&out, "out", "", "where to write LABELS.csv")
+	in.register(cmd, false)
+	f.StringVar(&data, "data", "", "query rows: a table (CSV, CSV.gz or Parquet), or with --idx an IDX images file")
+	f.StringVar(&out, "out", "", "where to write LABELS.csv (and LABELS.csv.privacy.json, the labels' guarantee for 'dppp student')")
 	f.BoolVar(&hist, "histogram", false, "also ask for and write the noisy vote counts")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for each answer")
 	f.IntVar(&attempts, "connect-attempts", 8, "connection attempts before giving up")
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", "", "with --insecure: this client's name")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		req := []string{"server", "schema", "data", "out"}
+		req := []string{"server", "data", "out"}
 		if insecure {
 			req = append(req, "name")
 		} else {
@@ -298,12 +338,15 @@ past the budget is refused.`,
 			return err
 		}
 		ctx := cmd.Context()
-		stderr := cmd.ErrOrStderr()
+		stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the transport and the protocol log here concurrently
 		id, name, err := partyIdentity(stderr, insecure, certDir, name)
 		if err != nil {
 			return err
 		}
-		s, rows, err := loadDPPPQueries(ctx, spec, data)
+		if err := in.check(cmd); err != nil {
+			return err
+		}
+		input, rows, err := in.load(ctx, data)
 		if err != nil {
 			return err
 		}
@@ -319,23 +362,36 @@ past the budget is refused.`,
 			return err
 		}
 		defer conn.Close()
-		res, err := dpppnet.Query(ctx, conn, rows, dpppnet.QueryOptions{Histogram: hist, Timeout: timeout, Logf: logf})
+		res, err := dpppnet.Query(ctx, conn, rows, dpppnet.QueryOptions{Histogram: hist, Timeout: timeout, Logf: logf, Model: input.fingerprint})
 		if res != nil && len(res.Labels) > 0 {
-			if werr := writeDPPPLabels(out, s.ClassNames(), &dppp.RunResult{Labels: res.Labels, Hist: res.Hist}, hist); werr != nil {
+			if werr := writeDPPPLabels(out, input.classNames, &dppp.RunResult{Labels: res.Labels, Hist: res.Hist}, hist, res.Params); werr != nil {
 				return errors.Join(err, werr)
 			}
 		}
-		if err != nil {
-			return err
+		w := cmd.OutOrStdout()
+		if res != nil && len(res.Labels) > 0 {
+			g, eps, delta, gerr := labelsGuarantee(res.Params, len(res.Labels))
+			if gerr != nil {
+				return errors.Join(err, gerr)
+			}
+			fmt.Fprintf(w, "%d labels written to %s (%s noise, ε = %g, δ = %g per query); together they are (%s, %s)-DP for the teachers' data [%s]\n",
+				len(res.Labels), out, res.Params.Noise, res.Params.Epsilon, res.Params.Delta, eps, delta, g.Accountant)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%d labels written to %s (%s noise, ε = %g, δ = %g per query)\n", len(res.Labels), out, res.Params.Noise, res.Params.Epsilon, res.Params.Delta)
-		return nil
+		if res != nil && res.Budget != "" {
+			fmt.Fprintln(w, res.Budget)
+		}
+		return err
 	}
 	return cmd
 }
 
-// calibrateSession calibrates the parameters and draws the run's session.
-func calibrateSession(cfg dppp.Config, tpk *paillier.ThresholdPublicKey) (*dppp.Params, error) {
+// session calibrates the deployment of teachers on input under tpk and
+// draws the run's session.
+func (f *dpppDeployFlags) session(teachers []string, input *dpppInput, tpk *paillier.ThresholdPublicKey) (*dppp.Params, error) {
+	cfg, err := f.config(teachers, len(input.classNames), input.features, input.fingerprint)
+	if err != nil {
+		return nil, err
+	}
 	p0, err := dppp.Calibrate(cfg, tpk)
 	if err != nil {
 		return nil, err
@@ -353,28 +409,10 @@ func lineLogger(w io.Writer, prefix string) func(string, ...any) {
 	}
 }
 
-func loadDPPPQueries(ctx context.Context, specPath, path string) (*classify.Spec, [][]float64, error) {
-	s, err := classify.LoadSpec(specPath)
-	if err != nil {
-		return nil, nil, err
-	}
-	data, _, err := s.LoadFeatures(ctx, path, dataset.Options{})
-	if err != nil {
-		return nil, nil, err
-	}
-	rows := make([][]float64, data.N())
-	for i := range rows {
-		rows[i] = data.Row(i)
-	}
-	if len(rows) == 0 {
-		return nil, nil, fmt.Errorf("%s: no query rows", path)
-	}
-	return s, rows, nil
-}
-
 // writeDPPPLabels writes row, label (class name) and, with hist, the noisy
-// vote counts per class.
-func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bool) error {
+// vote counts per class, and beside it the labels' privacy record
+// (writeLabelsMeta) of deployment p.
+func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bool, p *dppp.Params) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -404,33 +442,49 @@ func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bo
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return writeLabelsMeta(path, p, len(res.Labels))
 }
 
 // dpppTeacherFromModel builds a teacher from a model file and a key share.
 // src is the noise source (nil: secure).
 func dpppTeacherFromModel(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source) (*dppp.Teacher, classify.Predictor, error) {
+	t, pred, _, err := dpppTeacherParams(ctx, d, name, teachers, modelPath, key, ledger, src)
+	return t, pred, err
+}
+
+// dpppTeacherParams is dpppTeacherFromModel that also returns the
+// parameters the teacher calibrated itself (session aside): the ones it
+// accepts.
+func dpppTeacherParams(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source) (*dppp.Teacher, classify.Predictor, *dppp.Params, error) {
 	mf, err := classify.Load(modelPath)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if mf.Input == nil {
-		return nil, nil, fmt.Errorf("%s: the model has no table spec (IDX input is not supported by dppp teach yet)", modelPath)
-	}
-	cfg, err := d.config(teachers, len(mf.ClassNames), mf.Features, specFingerprint(mf.Input))
+	model, err := modelFingerprint(modelPath, mf)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	cfg, err := d.config(teachers, len(mf.ClassNames), mf.Features, model)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	p, err := dppp.Calibrate(cfg, key.PublicKey())
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	pred, err := mf.Open(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch, Ledger: ledger, Noise: src})
 	if err != nil {
 		pred.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return t, pred, nil
+	return t, pred, p, nil
 }
 
 func newDPPPTeachCmd() *cobra.Command {
@@ -464,7 +518,15 @@ to --server with mutual TLS 1.3 (its name is its certificate's and must be on
     the count is kept in memory) before it decrypts, and it refuses queries
     past the budget even if the aggregator asks.
 
-Logs go to stderr; the outcome to stdout.`,
+A model trained on a table (--data/--schema) takes part in deployments of
+that spec; one trained on IDX images (--idx-images) in deployments of IDX
+images of that size and those class names ('serve --idx'): the input is part
+of the parameters it checks.
+
+Logs go to stderr; the outcome to stdout: the aggregator's last word, the
+votes and partial decryptions sent, and this teacher's spent and remaining
+budget (this run by the noise kind's accountant; the ledger file across
+runs).`,
 		Example: `  dplearn dppp teach --server agg.example.org:7443 --certs pki/teacher2 \
       --model teacher2.json --key-share keys/share-002.pem \
       --teachers teacher1,teacher2,teacher3,teacher4,teacher5 --threshold 3 \
@@ -498,7 +560,7 @@ Logs go to stderr; the outcome to stdout.`,
 			return err
 		}
 		ctx := cmd.Context()
-		stderr := cmd.ErrOrStderr()
+		stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the transport and the protocol log here concurrently
 		id, name, err := partyIdentity(stderr, insecure, certDir, name)
 		if err != nil {
 			return err
@@ -509,20 +571,24 @@ Logs go to stderr; the outcome to stdout.`,
 			return err
 		}
 		var ledger dppp.Ledger
-		note := "no --ledger: the spend is counted in memory only"
+		var fileLedger *siteLedger
+		note := "no --ledger: the spend is counted in memory only, for this run"
 		if ledgerAt != "" {
 			l, n, err := openSiteLedger(ctx, ledgerAt, name, d.budgetEpsilon, d.budgetDelta, true)
 			if err != nil {
 				return err
 			}
 			ledger, note = l, n
+			if sl, ok := l.(siteLedger); ok {
+				fileLedger = &sl
+			}
 		}
 		var src noise.Source
 		if noiseSeed != 0 {
 			fmt.Fprintf(stderr, "WARNING: --test-noise-seed: INSECURE reproducible noise, tests only\n")
 			src = noise.NewInsecureSeeded(noiseSeed)
 		}
-		t, pred, err := dpppTeacherFromModel(ctx, &d, name, teachers, model, key, ledger, src)
+		t, pred, p0, err := dpppTeacherParams(ctx, &d, name, teachers, model, key, ledger, src)
 		if err != nil {
 			return err
 		}
@@ -541,7 +607,7 @@ Logs go to stderr; the outcome to stdout.`,
 		}
 		defer conn.Close()
 		logf("connected to %s at %s", serverName, server)
-		topt := dpppnet.TeachOptions{IdleTimeout: idle, Logf: logf}
+		topt := dpppnet.TeachOptions{IdleTimeout: idle, Logf: logf, Identity: id}
 		if exitAfterVote > 0 {
 			topt.AfterSend = func(m dppp.Message) error {
 				if v, ok := m.(*dppp.Vote); ok && v.Batch == exitAfterVote {
@@ -551,152 +617,19 @@ Logs go to stderr; the outcome to stdout.`,
 			}
 		}
 		res, err := dpppnet.Teach(ctx, conn, t, topt)
-		if err != nil {
-			return err
-		}
 		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "%s: %s\n", name, res.Done)
-		fmt.Fprintf(w, "%s: %d votes, %d partial decryptions, %d refusals; %d queries charged\n", name, res.Votes, res.Partials, res.Refusals, res.Answered)
-		return nil
-	}
-	return cmd
-}
-
-func newDPPPSimulateCmd() *cobra.Command {
-	var (
-		d                  dpppDeployFlags
-		models             []string
-		spec, queries, out string
-		hist, testKeys     bool
-		bits, workers      int
-		roundTimeout       time.Duration
-	)
-	cmd := &cobra.Command{
-		Use:   "simulate --models T1.json,T2.json,... --schema SPEC.json --queries Q.csv --out LABELS.csv (--insecure-test-keys | --bits 2048)",
-		Short: "Run the aggregator and every teacher in one process over the in-memory transport",
-		Long: `simulate runs a whole DPPP deployment on this machine, in one process: one
-teacher per --models file (named teacher01, teacher02, ... in that order), the
-aggregator labelling --queries, all over the in-memory transport with the same
-checks as the network one. It deals a fresh threshold key for the run: real
-safe primes of --bits bits (seconds to minutes), or, with --insecure-test-keys,
-shares dealt on dplearn's PUBLISHED test primes (instant; anyone can decrypt:
-for tests and demonstrations only). Output as 'dppp serve'.`,
-		Example: `  for i in $(seq 1 10); do
-    dplearn dppp train --data digits.csv --schema digits.json --partition $i/10 \
-        --model softmax --out t$i.json
-  done
-  dplearn dppp simulate --models t1.json,t2.json,t3.json,t4.json,t5.json,t6.json,t7.json,t8.json,t9.json,t10.json \
-      --schema digits.json --queries queries.csv --out labels.csv --insecure-test-keys`,
-		Args: cobra.NoArgs,
-	}
-	d.register(cmd, false)
-	f := cmd.Flags()
-	f.StringSliceVar(&models, "models", nil, "the teachers' model files, comma-separated")
-	f.StringVar(&spec, "schema", "", "the input spec of the models")
-	f.StringVar(&queries, "queries", "", "query table")
-	f.StringVar(&out, "out", "", "where to write LABELS.csv")
-	f.BoolVar(&hist, "histogram", false, "also write each query's noisy vote counts")
-	f.BoolVar(&testKeys, "insecure-test-keys", false, "deal the key on dplearn's published test primes (INSECURE: tests only)")
-	f.IntVar(&bits, "bits", paillier.DefaultModulusBits, "modulus bits of the freshly generated key")
-	f.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "goroutines searching for safe primes")
-	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "how long each phase of a batch waits")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := requireFlags(cmd, "models", "schema", "queries", "out"); err != nil {
-			return err
+		if res != nil && res.Done != "" {
+			fmt.Fprintf(w, "%s: %s\n", name, res.Done)
 		}
-		ctx := cmd.Context()
-		stderr := cmd.ErrOrStderr()
-		models = trimAll(models)
-		n := len(models)
-		if n < 2 {
-			return fmt.Errorf("--models: need at least 2 teachers, got %d", n)
+		if res != nil {
+			fmt.Fprintf(w, "%s: %d votes, %d partial decryptions, %d refusals\n", name, res.Votes, res.Partials, res.Refusals)
 		}
-		teachers := make([]string, n)
-		for i := range teachers {
-			teachers[i] = fmt.Sprintf("teacher%02d", i+1)
+		status := "this run: " + runStatus(p0, t.Answered())
+		if fileLedger != nil {
+			status += "; " + fileLedgerStatus(*fileLedger, ledgerAt, p0.Epsilon, p0.Delta)
 		}
-		t := d.threshold
-		if t == 0 {
-			t = max(1, 2*n/3)
-		}
-		s, rows, err := loadDPPPQueries(ctx, spec, queries)
-		if err != nil {
-			return err
-		}
-		var tpk *paillier.ThresholdPublicKey
-		var shares []*paillier.KeyShare
-		if testKeys {
-			fmt.Fprintln(stderr, "WARNING: --insecure-test-keys: the key is dealt on dplearn's published test primes; anyone can decrypt. Tests only.")
-			if tpk, shares, err = pailliertest.ThresholdKey(2048, n, t); err != nil {
-				return err
-			}
-		} else {
-			p, q, err := generatePrimes(ctx, stderr, bits, workers)
-			if err != nil {
-				return err
-			}
-			if tpk, shares, err = paillier.DealThreshold(rand.Reader, p, q, n, t); err != nil {
-				return err
-			}
-		}
-		cfg, err := d.config(teachers, s.Classes(), s.Features(), specFingerprint(s))
-		if err != nil {
-			return err
-		}
-		p, err := calibrateSession(cfg, tpk)
-		if err != nil {
-			return err
-		}
-		hcfg := dpppnet.HubConfig(p)
-		hcfg.Name = dpppnet.DefaultHubName
-		hcfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-		hub, err := transport.NewMemory(hcfg)
-		if err != nil {
-			return err
-		}
-		defer hub.Close()
-		logf := lineLogger(stderr, "")
-		for _, line := range p.Report() {
-			logf("%s", line)
-		}
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		var wg sync.WaitGroup
-		for i, name := range teachers {
-			tt, pred, err := dpppTeacherFromModel(ctx, &d, name, teachers, models[i], shares[i], nil, nil)
-			if err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-			defer pred.Close()
-			conn, err := hub.Dial(ctx, name)
-			if err != nil {
-				return err
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer conn.Close()
-				tlog := lineLogger(stderr, name+": ")
-				if _, err := dpppnet.Teach(ctx, conn, tt, dpppnet.TeachOptions{Logf: tlog}); err != nil && ctx.Err() == nil {
-					tlog("%v", err)
-				}
-			}()
-		}
-		res, err := dpppnet.Serve(ctx, hub, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, Logf: logf})
-		cancel()
-		wg.Wait()
-		if res != nil && len(res.Labels) > 0 {
-			if werr := writeDPPPLabels(out, s.ClassNames(), res, hist); werr != nil {
-				return errors.Join(err, werr)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		w := cmd.OutOrStdout()
-		fmt.Fprintf(w, "labelled %d queries in %d batches with %d teachers (t = %d); wrote %s\n", len(res.Labels), len(res.Batches), n, p.Threshold, out)
-		fmt.Fprintln(w, res.Status)
-		return nil
+		fmt.Fprintf(w, "%s: %s\n", name, status)
+		return err
 	}
 	return cmd
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -15,10 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/classify"
 	"github.com/dplearn/dplearn/dppp"
-	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/spf13/cobra"
@@ -43,23 +40,8 @@ func newDPPPNetFiles(t *testing.T, n, q int) *dpppNetFiles {
 		}
 		f.models = append(f.models, out)
 	}
-	raw, err := os.ReadFile(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	var lines []string
-	for sc.Scan() && len(lines) <= q {
-		lines = append(lines, sc.Text())
-	}
 	f.queries = filepath.Join(f.dir, "queries.csv")
-	if err := os.WriteFile(f.queries, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	digitsLines(t, f.queries, 0, q)
 	return f
 }
 
@@ -108,7 +90,7 @@ func TestDPPPSimulateRefusesMissingKeyChoice(t *testing.T) {
 }
 
 func TestDPPPNetHelp(t *testing.T) {
-	for _, c := range []string{"serve", "teach", "query", "simulate"} {
+	for _, c := range []string{"serve", "teach", "query", "simulate", "student"} {
 		stdout, _, err := runDPPP(t, c, "--help")
 		if err != nil || !strings.Contains(stdout, "Examples:") || !strings.Contains(stdout, "dplearn dppp "+c) {
 			t.Fatalf("%s --help: %v\n%s", c, err, stdout)
@@ -204,46 +186,16 @@ func TestDPPPRealProcesses(t *testing.T) {
 	f := newDPPPNetFiles(t, n, q)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("teacher%02d", i+1)
-	}
-	pki := filepath.Join(f.dir, "pki")
-	if _, err := certs.Create(pki, append([]string{"aggregator"}, names...), certs.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	tpk, shares, err := pailliertest.ThresholdKey(2048, n, thr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, sharePaths, err := paillier.WriteKeyFiles(filepath.Join(f.dir, "keys"), tpk, shares, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	common := []string{"--teachers", strings.Join(names, ","), "--threshold", fmt.Sprint(thr), "--epsilon", "1", "--delta", "1e-5",
-		"--budget-epsilon", "100", "--budget-delta", "1e-3"}
+	d := newDPPPProcNet(t, n, thr, nil, "--epsilon", "1", "--delta", "1e-5", "--budget-epsilon", "100", "--budget-delta", "1e-3")
 	out := filepath.Join(f.dir, "labels.csv")
-	srv := startDPPP(t, ctx, "aggregator", append([]string{"serve", "--listen", "127.0.0.1:0", "--certs", filepath.Join(pki, "aggregator"),
-		"--public-key", pub, "--schema", f.spec, "--queries", f.queries, "--out", out, "--histogram",
-		"--round-timeout", "15s", "--join-timeout", "30s"}, common...)...)
-	var addr string
-	select {
-	case addr = <-srv.addr:
-	case <-srv.done:
-		t.Fatalf("serve exited: %v\n%s", srv.err, srv.stderr())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("serve did not listen:\n%s", srv.stderr())
-	}
-	var teachers []*dpppProc
-	for i, name := range names {
-		args := append([]string{"teach", "--server", addr, "--certs", filepath.Join(pki, name), "--model", f.models[i],
-			"--key-share", sharePaths[i], "--ledger", filepath.Join(f.dir, name+"-ledger.json"), "--idle-timeout", "60s",
-			"--test-noise-seed", fmt.Sprint(1000 + i)}, common...)
+	srv, addr := d.serve(ctx, "--schema", f.spec, "--queries", f.queries, "--out", out, "--histogram")
+	teachers := d.teach(ctx, addr, f.models, func(i int) []string {
+		a := []string{"--ledger", filepath.Join(f.dir, d.names[i]+"-ledger.json"), "--test-noise-seed", fmt.Sprint(1000 + i)}
 		if i == 0 {
-			args = append(args, "--test-exit-after-vote", "1")
+			a = append(a, "--test-exit-after-vote", "1")
 		}
-		teachers = append(teachers, startDPPP(t, ctx, name, args...))
-	}
+		return a
+	})
 	if err := srv.wait(t, 60*time.Second); err != nil {
 		for _, tp := range teachers {
 			t.Logf("%s:\n%s", tp.name, tp.stderr())
@@ -268,8 +220,15 @@ func TestDPPPRealProcesses(t *testing.T) {
 	}
 	t.Logf("aggregator:\n%s\n%s", srv.stderr(), srv.stdout.String())
 	t.Logf("teacher02:\n%s\n%s", teachers[1].stderr(), teachers[1].stdout.String())
-	want := dpppPlaintextPath(t, ctx, f, common, tpk, func(batch, teacher int) bool { return teacher > 0 || batch == 0 })
-	got, err := os.ReadFile(out)
+	want := dpppPlaintextPath(t, ctx, dpppInputFlags{spec: f.spec}, f.queries, f.models, d.common, d.tpk(), func(batch, teacher int) bool { return teacher > 0 || batch == 0 })
+	checkPlaintextPath(t, out, want)
+}
+
+// checkPlaintextPath compares a LABELS.csv (without its header) with the
+// plaintext path's lines.
+func checkPlaintextPath(t *testing.T, path, want string) {
+	t.Helper()
+	got, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +241,7 @@ func TestDPPPRealProcesses(t *testing.T) {
 // models without encryption, sums those of the contributors of each batch
 // (contributed(batch, teacher), 0-based) and tallies them like the
 // aggregator: the lines "row,label,votes..." that serve writes.
-func dpppPlaintextPath(t *testing.T, ctx context.Context, f *dpppNetFiles, common []string, tpk *paillier.ThresholdPublicKey, contributed func(batch, teacher int) bool) string {
+func dpppPlaintextPath(t *testing.T, ctx context.Context, in dpppInputFlags, queries string, models []string, common []string, tpk *paillier.ThresholdPublicKey, contributed func(batch, teacher int) bool) string {
 	t.Helper()
 	var d dpppDeployFlags
 	cmd := &cobra.Command{}
@@ -290,11 +249,11 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, f *dpppNetFiles, commo
 	if err := cmd.ParseFlags(common); err != nil {
 		t.Fatal(err)
 	}
-	s, rows, err := loadDPPPQueries(ctx, f.spec, f.queries)
+	input, rows, err := in.load(ctx, queries)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := d.config(trimAll(d.teachers), s.Classes(), s.Features(), specFingerprint(s))
+	cfg, err := d.config(trimAll(d.teachers), len(input.classNames), input.features, input.fingerprint)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +263,7 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, f *dpppNetFiles, commo
 	}
 	var srcs []noise.Source
 	var preds [][]int
-	for i, path := range f.models {
+	for i, path := range models {
 		mf, err := classify.Load(path)
 		if err != nil {
 			t.Fatal(err)
@@ -321,13 +280,13 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, f *dpppNetFiles, commo
 		preds = append(preds, labels)
 		srcs = append(srcs, noise.NewInsecureSeeded(uint64(1000+i)))
 	}
-	names := s.ClassNames()
+	names := input.classNames
 	var lines []string
 	for b, start := 0, 0; start < len(rows); b, start = b+1, start+p.QPC {
 		end := min(start+p.QPC, len(rows))
 		raw := make([]int64, p.QPC*p.Classes)
 		contributors := 0
-		for i := range f.models {
+		for i := range models {
 			if !contributed(b, i) {
 				continue
 			}
@@ -366,53 +325,49 @@ func TestDPPPQueryClientProcess(t *testing.T) {
 	f := newDPPPNetFiles(t, n, q)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("teacher%d", i+1)
-	}
-	pki := filepath.Join(f.dir, "pki")
-	if _, err := certs.Create(pki, append([]string{"aggregator", "client"}, names...), certs.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	tpk, shares, err := pailliertest.ThresholdKey(2048, n, thr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, sharePaths, err := paillier.WriteKeyFiles(filepath.Join(f.dir, "keys"), tpk, shares, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	common := []string{"--teachers", strings.Join(names, ","), "--threshold", fmt.Sprint(thr), "--budget-epsilon", "20"}
-	srv := startDPPP(t, ctx, "aggregator", append([]string{"serve", "--listen", "127.0.0.1:0", "--certs", filepath.Join(pki, "aggregator"),
-		"--public-key", pub, "--schema", f.spec, "--clients", "client", "--max-requests", "1",
-		"--round-timeout", "15s", "--join-timeout", "30s"}, common...)...)
-	var addr string
-	select {
-	case addr = <-srv.addr:
-	case <-srv.done:
-		t.Fatalf("serve exited: %v\n%s", srv.err, srv.stderr())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("serve did not listen:\n%s", srv.stderr())
-	}
-	var teachers []*dpppProc
-	for i, name := range names {
-		teachers = append(teachers, startDPPP(t, ctx, name, append([]string{"teach", "--server", addr, "--certs", filepath.Join(pki, name),
-			"--model", f.models[i], "--key-share", sharePaths[i], "--idle-timeout", "60s"}, common...)...))
-	}
+	d := newDPPPProcNet(t, n, thr, []string{"client"}, "--budget-epsilon", "20")
+	srv, addr := d.serve(ctx, "--schema", f.spec, "--clients", "client", "--max-requests", "1")
+	teachers := d.teach(ctx, addr, f.models, nil)
 	out := filepath.Join(f.dir, "client-labels.csv")
-	client := startDPPP(t, ctx, "client", "query", "--server", addr, "--certs", filepath.Join(pki, "client"), "--schema", f.spec,
+	client := startDPPP(t, ctx, "client", "query", "--server", addr, "--certs", filepath.Join(d.pki, "client"), "--schema", f.spec,
 		"--data", f.queries, "--out", out, "--histogram", "--timeout", "60s")
 	if err := client.wait(t, 60*time.Second); err != nil {
 		t.Fatalf("query: %v\n%s\naggregator:\n%s", err, client.stderr(), srv.stderr())
 	}
-	if err := srv.wait(t, 30*time.Second); err != nil {
-		t.Fatalf("serve: %v\n%s", err, srv.stderr())
-	}
-	for _, tp := range teachers {
-		if err := tp.wait(t, 15*time.Second); err != nil {
-			t.Errorf("%s: %v\n%s", tp.name, err, tp.stderr())
-		}
-	}
+	d.wait(srv, teachers)
 	checkLabels(t, out, q, true)
 	t.Logf("client:\n%s\n%s\naggregator:\n%s", client.stderr(), client.stdout.String(), srv.stderr())
+}
+
+// TestDPPPSimulateProcesses: 'dppp simulate --processes' runs the
+// aggregator and 5 teachers as separate processes over mutual TLS on
+// 127.0.0.1 (certificates and key shares made for the run), labels 12
+// queries and reports the budget; every teacher process logs its own
+// spend.
+func TestDPPPSimulateProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	f := newDPPPNetFiles(t, 5, 12)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out := filepath.Join(f.dir, "labels.csv")
+	p := startDPPP(t, ctx, "simulate", "simulate", "--models", strings.Join(f.models, ","), "--schema", f.spec,
+		"--queries", f.queries, "--out", out, "--histogram", "--insecure-test-keys", "--processes", "--round-timeout", "20s", "--budget-epsilon", "50")
+	if err := p.wait(t, 75*time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, p.stderr())
+	}
+	checkLabels(t, out, 12, true)
+	stdout, stderr := p.stdout.String(), p.stderr()
+	if !strings.Contains(stdout, "labelled 12 queries") || !strings.Contains(stdout, "queries remain") {
+		t.Fatalf("stdout:\n%s", stdout)
+	}
+	for _, want := range []string{"listening on 127.0.0.1:", "mutual TLS", "teacher03: ", "teacher05: this run: spent"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if _, err := os.Stat(out + ".privacy.json"); err != nil {
+		t.Error(err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dplearn/dplearn/classify"
 	"github.com/dplearn/dplearn/dataset"
@@ -109,17 +110,7 @@ nothing.`,
 	f.StringVar(&o.out, "out", "", "where to write the teacher's model file (JSON)")
 	f.StringVar(&o.partition, "partition", "", "train on part I of N disjoint parts: I/N, e.g. 3/250")
 	f.Uint64Var(&o.partitionSeed, "partition-seed", 1, "seed of the permutation that --partition splits")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of initial weights and mini-batch order")
-	f.StringVar(&o.softmax.Solver, "solver", "auto", "softmax: auto, lbfgs or sgd")
-	f.IntVar(&o.softmax.MaxIterations, "max-iterations", 0, "softmax L-BFGS: iteration cap (0: 100)")
-	f.IntVar(&o.mlp.Hidden, "hidden", 100, "mlp: hidden units")
-	f.StringVar(&o.mlp.Activation, "activation", "relu", "mlp: relu or tanh")
-	f.StringVar(&o.mlp.Optimizer, "optimizer", "adam", "mlp: adam or momentum")
-	f.Float64Var(&o.mlp.Momentum, "momentum", 0, "mlp --optimizer momentum: momentum (0: 0.9)")
-	f.IntVar(&o.epochs, "epochs", 0, "passes over the data for SGD/Adam (0: softmax 5; mlp about 2,000 steps)")
-	f.IntVar(&o.batchSize, "batch-size", 0, "rows per step (0: 64)")
-	f.Float64Var(&o.learningRate, "learning-rate", 0, "step size (0: softmax 0.01, mlp adam 0.001, momentum 0.01)")
-	f.Float64Var(&o.l2, "l2", 0, "L2 penalty λ on the weights (0: softmax 0.001, mlp 0.0001; negative: none)")
+	o.registerModel(f)
 	f.DurationVar(&o.startTimeout, "start-timeout", 0, "external: wait for the handshake at most this long (0: 60s)")
 	f.DurationVar(&o.requestTimeout, "request-timeout", 0, "external: wait for each reply at most this long (0: 30s)")
 	f.IntVar(&o.workers, "workers", 0, "parsing and gradient goroutines (0: all cores)")
@@ -143,6 +134,22 @@ nothing.`,
 		return runDPPPTrain(cmd.Context(), cmd, o, fm)
 	}
 	return cmd
+}
+
+// registerModel adds the built-in models' hyperparameter flags (shared by
+// 'dppp train' and 'dppp student').
+func (o *dpppTrainOptions) registerModel(f *pflag.FlagSet) {
+	f.Uint64Var(&o.seed, "seed", 1, "seed of initial weights and mini-batch order")
+	f.StringVar(&o.softmax.Solver, "solver", "auto", "softmax: auto, lbfgs or sgd")
+	f.IntVar(&o.softmax.MaxIterations, "max-iterations", 0, "softmax L-BFGS: iteration cap (0: 100)")
+	f.IntVar(&o.mlp.Hidden, "hidden", 100, "mlp: hidden units")
+	f.StringVar(&o.mlp.Activation, "activation", "relu", "mlp: relu or tanh")
+	f.StringVar(&o.mlp.Optimizer, "optimizer", "adam", "mlp: adam or momentum")
+	f.Float64Var(&o.mlp.Momentum, "momentum", 0, "mlp --optimizer momentum: momentum (0: 0.9)")
+	f.IntVar(&o.epochs, "epochs", 0, "passes over the data for SGD/Adam (0: softmax 5; mlp about 2,000 steps)")
+	f.IntVar(&o.batchSize, "batch-size", 0, "rows per step (0: 64)")
+	f.Float64Var(&o.learningRate, "learning-rate", 0, "step size (0: softmax 0.01, mlp adam 0.001, momentum 0.01)")
+	f.Float64Var(&o.l2, "l2", 0, "L2 penalty λ on the weights (0: softmax 0.001, mlp 0.0001; negative: none)")
 }
 
 // trainInput is a loaded training (or test) set and how it was read.
@@ -187,21 +194,7 @@ func (o *dpppTrainOptions) checkInput(cmd *cobra.Command) error {
 
 // idxClassNames returns the declared class names of IDX input.
 func (o *dpppTrainOptions) idxClassNames() ([]string, error) {
-	if o.classNames != "" {
-		names := strings.Split(o.classNames, ",")
-		for i := range names {
-			names[i] = strings.TrimSpace(names[i])
-		}
-		return names, nil
-	}
-	if o.classes < 2 || o.classes > classify.MaxClasses {
-		return nil, fmt.Errorf("--classes %d: want 2 to %d", o.classes, classify.MaxClasses)
-	}
-	names := make([]string, o.classes)
-	for i := range names {
-		names[i] = strconv.Itoa(i)
-	}
-	return names, nil
+	return idxClassNames(o.classNames, o.classes)
 }
 
 func loadIDXInput(images, labels string, names []string) (*trainInput, error) {
@@ -213,7 +206,7 @@ func loadIDXInput(images, labels string, names []string) (*trainInput, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", labels, err)
 	}
-	note := fmt.Sprintf("IDX images of %d×%d pixels, each pixel's uint8 value / 255, row-major", set.Images.Rows, set.Images.Cols)
+	note := idxNote(set.Images.Rows, set.Images.Cols)
 	return &trainInput{data: d, classNames: names, note: note, source: filepath.Base(images)}, nil
 }
 

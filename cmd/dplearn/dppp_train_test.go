@@ -107,25 +107,9 @@ func writeIDX(t *testing.T, path string, dims []uint32, body []byte) {
 
 func TestDPPPTrainIDXTeacher(t *testing.T) {
 	dir := t.TempDir()
-	// 40 images of 2×2 pixels: class 0 bright on top, class 1 at the bottom,
-	// class 2 dark.
-	var pix, lab []byte
-	for i := range 60 {
-		c := i % 3
-		v := byte(100 + i)
-		switch c {
-		case 0:
-			pix = append(pix, v, v, 0, 0)
-		case 1:
-			pix = append(pix, 0, 0, v, v)
-		default:
-			pix = append(pix, 0, 1, 0, 1)
-		}
-		lab = append(lab, byte(c))
-	}
-	images, labels := filepath.Join(dir, "img.idx"), filepath.Join(dir, "lab.idx")
-	writeIDX(t, images, []uint32{60, 2, 2}, pix)
-	writeIDX(t, labels, []uint32{60}, lab)
+	// 60 images of 2×2 pixels: class 0 bright on top, class 1 at the
+	// bottom, class 2 dark.
+	images, labels, _ := writeIDXSet(t, dir, "train", 60, 0)
 	out := filepath.Join(dir, "t.json")
 	stdout, _, err := runDPPP(t, "train", "--idx-images", images, "--idx-labels", labels, "--classes", "3",
 		"--class-names", "top,bottom,dark", "--test-idx-images", images, "--test-idx-labels", labels,
