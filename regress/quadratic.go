@@ -41,9 +41,17 @@ func (q *Quadratic) Eval(w []float64) float64 {
 }
 
 // Objective computes the exact (noiseless) polynomial coefficients of the
-// model's average objective from the sufficient statistics. The encoded
-// target is column K−1; the features are columns 0..K−2.
+// model's average objective from the sufficient statistics, with the FM
+// seed's Taylor approximation for logistic regression. The encoded target is
+// column K−1; the features are columns 0..K−2.
 func Objective(kind Kind, s Stats) (*Quadratic, error) {
+	return ObjectiveApprox(kind, s, TaylorQuadratic)
+}
+
+// ObjectiveApprox is Objective with the quadratic lq standing in for
+// log(1 + e^z) in the logistic objective (logapprox.go); lq is ignored for
+// linear regression.
+func ObjectiveApprox(kind Kind, s Stats, lq LogisticQuadratic) (*Quadratic, error) {
 	k := s.K()
 	d := k - 1
 	n := float64(s.N())
@@ -61,11 +69,16 @@ func Objective(kind Kind, s Stats) (*Quadratic, error) {
 		}
 		c2 = 1 / n
 	case Logistic:
-		q.Lambda0 = math.Ln2
+		if lq.A1 != 0.5 || !(lq.A2 > 0 && lq.A2 <= 0.125) {
+			return nil, fmt.Errorf("regress: logistic approximation needs a1 = 1/2 and a2 in (0, 1/8], got a1=%v a2=%v", lq.A1, lq.A2)
+		}
+		q.Lambda0 = lq.A0
 		for j := 0; j < d; j++ {
 			q.Lambda1[j] = (0.5*s.Sum(j) - s.At(t, j)) / n
 		}
-		c2 = 1 / (8 * n)
+		// For Taylor, 0.125/n is bitwise 1/(8n) (scaling by 2⁻³ commutes
+		// with rounding).
+		c2 = lq.A2 / n
 	default:
 		return nil, fmt.Errorf("regress: unknown model kind %q", kind)
 	}

@@ -127,6 +127,14 @@ type Config struct {
 	// Split is the share of Gaussian FM's budget (of the whitened squared
 	// sensitivity) given to Λ1; the rest goes to Λ2. 0 means 0.5.
 	Split float64
+	// LogisticApprox is the FM family's quadratic stand-in for the logistic
+	// loss: "taylor" (the seed's expansion at 0; "" means taylor),
+	// "chebyshev" or "least-squares" (fitted over the public range
+	// |xᵀω| ≤ LogisticRange; logapprox.go). Ignored for linear regression.
+	LogisticApprox string
+	// LogisticRange is R for the chebyshev and least-squares
+	// approximations; 0 means DefaultLogisticRange.
+	LogisticRange float64
 	// Source supplies the randomness of the noise.
 	Source noise.Source
 	// ObjPert, NoisyGD and IRLS hold the public parameters of the objpert,

@@ -18,16 +18,34 @@ import (
 func TestReportedGuaranteeHolds(t *testing.T) {
 	rows, _ := xpRows(Linear, 3000, 6, 9)
 	data := Data{Stats: stats(t, rows, 7)}
+	logRows, _ := xpRows(Logistic, 3000, 6, 9)
+	logData := Data{Stats: stats(t, logRows, 7)}
 	for _, c := range []struct {
 		mech       string
 		eps, delta float64
-	}{{"fm", 0.3, 0}, {"fm", 2, 0}, {"relaxed-fm", 0.5, 1e-6}, {"relaxed-fm", 3, 1e-5}, {"gaussian-fm", 0.1, 1e-5}, {"gaussian-fm", 4, 1e-7}} {
+		approx     string // logistic approximation; "" means linear data
+	}{{"fm", 0.3, 0, ""}, {"fm", 2, 0, ""}, {"relaxed-fm", 0.5, 1e-6, ""}, {"relaxed-fm", 3, 1e-5, ""}, {"gaussian-fm", 0.1, 1e-5, ""}, {"gaussian-fm", 4, 1e-7, ""},
+		{"fm", 1, 0, ApproxChebyshev}, {"relaxed-fm", 0.5, 1e-6, ApproxLeastSquares}, {"gaussian-fm", 0.1, 1e-5, ApproxChebyshev}, {"gaussian-fm", 1, 1e-6, ApproxTaylor}} {
 		est, _ := New(c.mech)
-		res, err := est.Fit(context.Background(), data, Config{Kind: Linear, Epsilon: c.eps, Delta: c.delta, Lambda: -1, Source: noise.NewInsecureSeeded(1)})
+		cfg := Config{Kind: Linear, Epsilon: c.eps, Delta: c.delta, Lambda: -1, Source: noise.NewInsecureSeeded(1)}
+		d := data
+		if c.approx != "" {
+			cfg.Kind, cfg.LogisticApprox, d = Logistic, c.approx, logData
+		}
+		res, err := est.Fit(context.Background(), d, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := res.Privacy
+		if c.approx != "" {
+			// The printed sensitivities are the approximation's.
+			lq, _ := NewLogisticQuadratic(c.approx, 0)
+			want, _ := SensitivitiesForApprox(Logistic, 6, 3000, lq)
+			got := map[string]float64{"fm": want.FM, "relaxed-fm": want.Relaxed, "gaussian-fm": want.Lambda2}[c.mech]
+			if r := p.Releases[len(p.Releases)-1]; r.Sensitivity != got {
+				t.Errorf("%s %s: printed sensitivity %v, the approximation's is %v", c.mech, c.approx, r.Sensitivity, got)
+			}
+		}
 		if p.Epsilon != c.eps || p.Delta != c.delta {
 			t.Fatalf("%s: report says (%v, %v), asked (%v, %v)", c.mech, p.Epsilon, p.Delta, c.eps, c.delta)
 		}
