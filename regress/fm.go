@@ -161,7 +161,9 @@ func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
 // finish minimises the noisy objective and fills the common report fields.
 func finish(q *Quadratic, cfg Config, noiseStd2 float64, p report.Privacy) (*Result, error) {
 	lam := cfg.lambda(noiseStd2)
-	w, trimmed, err := q.Minimize(NoisyPostProcess(lam))
+	pp := NoisyPostProcess(lam)
+	pp.Radius = cfg.SolveRadius
+	w, trimmed, err := q.Minimize(pp)
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +174,9 @@ func finish(q *Quadratic, cfg Config, noiseStd2 float64, p report.Privacy) (*Res
 		fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy Λ2 (data-independent)", fmtG(lam)),
 		fmt.Sprintf("spectral trimming: %d of %d eigen-directions with eigenvalue ≤ %g·λ removed (includes the PSD projection)", trimmed, q.D, TrimFraction),
 		"Λ0 (the constant term) not released: it does not change the minimiser")
+	if cfg.SolveRadius > 0 {
+		p.PostProcessing = append(p.PostProcessing, fmt.Sprintf("minimised over the public ball ‖ω‖ ≤ %s (trust-region subproblem)", fmtG(cfg.SolveRadius)))
+	}
 	return &Result{Coef: w, Privacy: p, Trimmed: trimmed}, nil
 }
 

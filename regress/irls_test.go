@@ -405,7 +405,7 @@ func TestIRLSAudit(t *testing.T) {
 		plan.ScaleA /= 50
 		plan.SigmaB /= 50
 		rb := auditMech(t, Linear, 1e-5, 6, trials, func(d Data) ([]float64, error) {
-			w, _, err := plan.run(context.Background(), d.Rows, 3, cfg.Source, cfg.lambda(plan.SigmaB))
+			w, _, err := plan.run(context.Background(), d.Rows, 3, nil, cfg.Source, cfg.lambda(plan.SigmaB))
 			return w, err
 		})
 		if rb.Check(1) == nil {

@@ -127,6 +127,11 @@ type Config struct {
 	// Split is the share of Gaussian FM's budget (of the whitened squared
 	// sensitivity) given to Λ1; the rest goes to Λ2. 0 means 0.5.
 	Split float64
+	// SolveRadius, when > 0, makes the FM family minimise the noisy
+	// objective over the public ball ‖ω‖ ≤ SolveRadius instead of over all
+	// of ℝ^d (post-processing of the released values; PostProcess.Radius).
+	// It must not depend on the data. 0 means unconstrained.
+	SolveRadius float64
 	// LogisticApprox is the FM family's quadratic stand-in for the logistic
 	// loss: "taylor" (the seed's expansion at 0; "" means taylor),
 	// "chebyshev" or "least-squares" (fitted over the public range
@@ -228,6 +233,9 @@ func (c *Config) validate(data Data, private bool) error {
 	}
 	if math.IsNaN(c.Lambda) || math.IsInf(c.Lambda, 0) {
 		return fmt.Errorf("regress: λ must be finite, got %v", c.Lambda)
+	}
+	if math.IsNaN(c.SolveRadius) || math.IsInf(c.SolveRadius, 0) || c.SolveRadius < 0 {
+		return fmt.Errorf("regress: the solving ball's radius must be finite and ≥ 0, got %v", c.SolveRadius)
 	}
 	return nil
 }
