@@ -151,6 +151,7 @@ func registry() []spec {
 		gfmUtilitySpec("gfm-logistic"),
 		fmFiguresSpec(),
 		irlsSpec(),
+		utilitySpec(),
 		capeSpec("capefm-linear"), capeSpec("capefm-logistic"), capeSpec("capefm-sites"),
 		dpppSpec("dppp-digits"), dpppSpec("dppp-breast-cancer"), dpppSpec("dppp-smokeban"), dpppSpec("dppp-fashion"),
 	}

@@ -98,13 +98,14 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 		reps       int
 		opt        func(*Config)
 	}{
-		{"irls", Robust, lin, 1, 1e-5, 2, nil},
-		{"irls", Robust, lin, 0.3, 1e-6, 5, func(c *Config) { c.IRLS.Iterations = 5; c.IRLS.Split = 0.2 }},
+		{"irls", Robust, lin, 1, 1e-5, 1, nil}, // warm start, J = 1
+		{"irls", Robust, lin, 1, 1e-5, 2, func(c *Config) { c.IRLS.WarmStart = -1 }},
+		{"irls", Robust, lin, 0.3, 1e-6, 5, func(c *Config) { c.IRLS.Iterations = 5; c.IRLS.Split = 0.2; c.IRLS.WarmStart = -1 }},
 		{"noisygd", Linear, lin, 1, 1e-5, 100, nil},
 		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40 }},
 		// The warm start's two Gaussian FM releases happen once ("(once)"
 		// in their names), the J iterations' releases reps times.
-		{"irls", Robust, lin, 1, 1e-5, 2, func(c *Config) { c.IRLS.WarmStart = 0.3 }},
+		{"irls", Robust, lin, 1, 1e-5, 2, func(c *Config) { c.IRLS.WarmStart = 0.3; c.IRLS.Iterations = 2 }},
 		{"irls", Robust, lin, 0.5, 1e-6, 3, func(c *Config) { c.IRLS.WarmStart = 0.5; c.IRLS.Iterations = 3; c.IRLS.Split = 0.7 }},
 	} {
 		cfg := Config{Kind: c.kind, Epsilon: c.eps, Delta: c.delta, Lambda: -1, Source: noise.NewInsecureSeeded(3)}
