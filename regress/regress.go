@@ -19,6 +19,11 @@
 //	logistic: f̃(ω) = log 2 + Λ1ᵀω + ωᵀΛ2ω  (2nd-order Taylor at 0),
 //	          Λ1 = (1/N)Σ(½ − y)x,   Λ2 = (1/(8N))Σ x xᵀ.
 //
+// Config.LogisticApprox replaces the Taylor expansion by a Chebyshev or
+// least-squares quadratic of log(1 + e^z) over the public range
+// |xᵀω| ≤ LogisticRange: Λ2's factor ⅛ becomes a2 < ⅛ (logapprox.go, with
+// the sensitivities).
+//
 // # Mechanisms
 //
 //   - nonprivate: exact least squares (linear) or exact maximum likelihood
@@ -47,8 +52,10 @@
 //     public parameter ball, (ε, δ)-DP by Rényi DP, optionally with Poisson
 //     mini-batches; see noisygd.go.
 //   - irls (Kind Robust): DP-IRLS for L1 regression (Park & Welling) with
-//     symmetric Gaussian noise on the weighted second moment and zCDP
-//     composition; irls-wishart is the seed's variant, labelled NOT DP.
+//     symmetric Gaussian noise on the weighted second moment and exact
+//     Gaussian-DP composition, by default warm-started from a Gaussian FM
+//     least-squares fit inside the same budget; irls-wishart is the seed's
+//     variant, labelled NOT DP.
 //     nonprivate with Kind Robust is the exact least-absolute-deviations fit.
 //
 // # Post-processing
@@ -59,7 +66,8 @@
 // eigenvalue is at most TrimFraction·λ are removed (spectral trimming, FM
 // Section 6.2, which includes the projection onto the PSD cone followed by
 // dropping the null space). The minimiser is then ω = −½ Q'ᵀ Λ'⁻¹ Q' Λ1, the minimum-norm
-// solution in the kept eigen-space.
+// solution in the kept eigen-space, or, with Config.SolveRadius, the
+// minimiser over the public ball ‖ω‖ ≤ SolveRadius in that space.
 package regress
 
 import (
