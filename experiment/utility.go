@@ -78,13 +78,14 @@ func buildCloser(ctx context.Context, e *env) (*plan, error) {
 		for _, n := range robust {
 			jobs = append(jobs, utilityRobustJob(n, tables[n], strings.HasSuffix(n, "+outliers")))
 		}
-		jobs = append(jobs, utilityTuningJob(tables["cps1988"], tables["smokeban"]))
+		jobs = append(jobs, utilityTuningJob(tables["cps1988"]), utilityRadiusJob(tables["cps1988"], tables["smokeban"]))
 	}
 	var p1, p2 []panel
 	// Every panel of a figure lists the figure's full series list, so a
 	// series has the same style in every panel and in the legend.
 	logitSeries := []string{uTaylor, uCheb, uLSQ, uNonPriv, uGFMTay, uGFMCheb}
 	tuneSeries := append(epsSeries("gaussian-fm"), epsSeries("irls")...)
+	tuneSeries = append(append(tuneSeries, epsSeries("objpert")...), epsSeries("noisygd")...)
 	for _, n := range logit {
 		metric, ylabel := "relerr", "‖ω − ω_MLE‖/‖ω_MLE‖ (noise-free)"
 		if n == "breast_cancer" {
@@ -112,11 +113,15 @@ func buildCloser(ctx context.Context, e *env) (*plan, error) {
 			series: tuneSeries},
 		{id: "iters", title: "CPS1988 DP-IRLS (warm): iterations J", xlabel: "J", ylabel: "test MAE ÷ exact LAD's", metric: "mae_ratio",
 			series: tuneSeries},
+		{id: "radius", title: "CPS1988 objpert and noisygd: parameter ball", xlabel: "R / √d", ylabel: "test MSE ÷ non-private", logX: true, metric: "mse_ratio",
+			series: tuneSeries},
+		{id: "radius-logistic", title: "SmokeBan noisygd: parameter ball", xlabel: "R / √d", ylabel: "test log-loss", logX: true, metric: "logloss",
+			series: tuneSeries},
 	}
 	figs := []figure{
 		{cols: 2, panels: p1, caption: "Logistic approximation (regress/logapprox.go). Left: noise-free fits on the whole table, relative coefficient error against the exact MLE (SmokeBan, CPS1988 wage > $500/week) or, for breast_cancer, whose MLE does not exist (the classes are separable), test log-loss; Taylor does not depend on R. Right: gaussian-fm test log-loss, mean ± sd over 80/20 splits."},
 		{cols: 3, panels: p2, caption: fmt.Sprintf("Robust regression: test mean absolute error divided by the exact LAD fit's on the same split (mean ± sd). cps1988+outliers replaces the target of %.0f%% of the training rows by +1 (the test rows are clean).", 100*utilityOutlierShare)},
-		{cols: 3, panels: p3, caption: "Sweeps behind the public tuning rules (docs/mechanisms.md), CPS1988 log wage, mean ± sd over 80/20 splits. Defaults: ridge factor 4, share 0.5, no ball; DP-IRLS warm share 0.2, J = 1, η = max(0.3, 3√(d/(Nε))) (0.3 here)."},
+		{cols: 3, panels: p3, caption: "Sweeps behind the public tuning rules (docs/mechanisms.md), CPS1988 log wage, mean ± sd over 80/20 splits. Defaults: ridge factor 4, share 0.5, no ball; DP-IRLS warm share 0.2, J = 1, η = max(0.3, 3√(d/(Nε))) (0.3 here); objpert and noisygd R = √d/2 (linear), noisygd 2√d (logistic)."},
 	}
 	return &plan{jobs: jobs, figures: figs, claims: utilityClaims, notes: []string{
 		"A symmetric-range quadratic keeps a1 = ½, so the chebyshev and least-squares fits are the Taylor fit rescaled by 1/(8·a2) (regress/logapprox.go): accuracy is unchanged, coefficients and probabilities change.",
@@ -306,7 +311,7 @@ func utilityRobustJob(name string, t *table, outliers bool) job {
 
 // utilityTuningJob runs the sweeps of the public tuning rules on one split
 // of CPS1988.
-func utilityTuningJob(cps, _ *table) job {
+func utilityTuningJob(cps *table) job {
 	return func(ctx context.Context, src noise.Source, rng *rand.Rand) ([]obs, error) {
 		train, test := cps.split(rng, 0.2, 0)
 		d := float64(cps.K - 1)
@@ -377,6 +382,47 @@ func utilityTuningJob(cps, _ *table) job {
 				if err := irls("iters", float64(j), func(o *regress.IRLSOptions) { o.Iterations = j }); err != nil {
 					return nil, err
 				}
+			}
+		}
+		return out, nil
+	}
+}
+
+// utilityRadiusJob sweeps the public parameter ball of objpert and noisygd
+// (linear on CPS1988, noisygd logistic on SmokeBan).
+func utilityRadiusJob(cps, smoke *table) job {
+	return func(ctx context.Context, src noise.Source, rng *rand.Rand) ([]obs, error) {
+		train, test := cps.split(rng, 0.2, 0)
+		ls, err := fitWith(ctx, "nonprivate", train, regress.Config{Kind: regress.Linear})
+		if err != nil {
+			return nil, err
+		}
+		ref := evaluate(regress.Linear, ls, test)
+		strain, stest := smoke.split(rng, 0.2, 0)
+		d, ds := math.Sqrt(float64(cps.K-1)), math.Sqrt(float64(smoke.K-1))
+		var out []obs
+		for _, eps := range utilityEps {
+			for _, r := range []float64{0.25, 0.5, 1, 2} {
+				for _, mech := range []string{"objpert", "noisygd"} {
+					cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
+					cfg.ObjPert.Radius, cfg.NoisyGD.Radius = r*d, r*d
+					w, err := fitWith(ctx, mech, train, cfg)
+					if err != nil {
+						return nil, err
+					}
+					out = append(out, obs{panel: "radius", xname: "radius", x: r, series: fmt.Sprintf("%s ε=%g", mech, eps), metric: "mse_ratio", v: evaluate(regress.Linear, w, test) / ref})
+				}
+			}
+			for _, r := range []float64{0.5, 1, 2, 4} {
+				cfg := regress.Config{Kind: regress.Logistic, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
+				cfg.NoisyGD.Radius = r * ds
+				w, err := fitWith(ctx, "noisygd", strain, cfg)
+				if err != nil {
+					return nil, err
+				}
+				series := fmt.Sprintf("noisygd ε=%g", eps)
+				out = append(out, obs{panel: "radius-logistic", xname: "radius", x: r, series: series, metric: "accuracy", v: evaluate(regress.Logistic, w, stest)},
+					obs{panel: "radius-logistic", xname: "radius", x: r, series: series, metric: "logloss", v: logLoss(w, stest)})
 			}
 		}
 		return out, nil
