@@ -69,6 +69,20 @@ import (
 // Both hold under replace-one neighbours, the relation of the sensitivities
 // above.
 //
+// # Warm start (issue 16; the default)
+//
+// The seed starts from ω = 0, so its first weights 1/max(η, |y_i|) are not
+// residual weights at all. By default a share WarmStart of the budget (of
+// μ² for Gaussian A, of 2ρ for Laplace A) buys a Gaussian FM least-squares
+// fit: Λ1 = −(2/N)Σ y·x and Λ2's upper triangle, each with half of the share,
+// sensitivities 4/N and √2/N (SensitivitiesFor, rounding included), whose
+// ridge-regularised, trimmed minimiser is the first iterate. Both releases
+// are Gaussian, so they enter the same exact composition (μ² adds; ρ adds),
+// and the plan is calibrated so the total meets (ε, δ). From that start one
+// iteration (DefaultWarmIRLSIterations) with the floor of
+// WarmIRLSResidualFloor(N, d, ε) did best (docs/mechanisms.md, "DP-IRLS").
+// WarmStart < 0 gives the seed's cold start with J = 2 and η = 0.2.
+//
 // # Wishart reproduction ("irls-wishart"): NOT differentially private
 //
 // The seed's Algorithm 1 with B̃ = B + ZZᵀ, Z having d+1 columns of
