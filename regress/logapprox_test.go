@@ -95,19 +95,7 @@ func TestLogisticQuadraticCoefficients(t *testing.T) {
 func TestLogisticApproxSensitivity(t *testing.T) {
 	const d = 5
 	rng := rand.New(rand.NewPCG(16, 1))
-	unit := func() []float64 {
-		v := make([]float64, d)
-		s := 0.0
-		for i := range v {
-			v[i] = rng.NormFloat64()
-			s += v[i] * v[i]
-		}
-		r := math.Pow(rng.Float64(), 0.2) / math.Sqrt(s)
-		for i := range v {
-			v[i] *= r
-		}
-		return v
-	}
+	unit := func() []float64 { return inUnitBall(rng, d) }
 	diff := func(lq LogisticQuadratic, a, b []float64) (d1, d2, l1 float64) {
 		qa, err := ObjectiveApprox(Logistic, stats(t, a, d+1), lq)
 		if err != nil {
