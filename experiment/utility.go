@@ -83,9 +83,9 @@ func buildCloser(ctx context.Context, e *env) (*plan, error) {
 	var p1, p2 []panel
 	// Every panel of a figure lists the figure's full series list, so a
 	// series has the same style in every panel and in the legend.
-	logitSeries := []string{uTaylor, uCheb, uLSQ, uNonPriv, uGFMTay, uGFMCheb}
-	tuneSeries := append(epsSeries("gaussian-fm"), epsSeries("irls")...)
-	tuneSeries = append(append(tuneSeries, epsSeries("objpert")...), epsSeries("noisygd")...)
+	logitSeries := []string{uNonPriv, uCheb, uLSQ, uTaylor, uGFMTay, uGFMCheb}
+	// The sweeps name the mechanism in the panel title and the series by ε.
+	tuneSeries := epsSeries()
 	for _, n := range logit {
 		metric, ylabel := "relerr", "‖ω − ω_MLE‖/‖ω_MLE‖ (noise-free)"
 		if n == "breast_cancer" {
@@ -98,7 +98,7 @@ func buildCloser(ctx context.Context, e *env) (*plan, error) {
 	}
 	for _, n := range robust {
 		p2 = append(p2, panel{id: "robust " + n, title: n + ": test MAE / LAD's", xlabel: "ε", ylabel: "test MAE ÷ exact LAD's", logX: true,
-			metric: "mae_ratio", series: []string{uLS, uGFM, uIRLSOld, uIRLSNew}})
+			metric: "mae_ratio", series: []string{uLS, uIRLSNew, uGFM, uIRLSOld}})
 	}
 	p3 := []panel{
 		{id: "ridge", title: "CPS1988 gaussian-fm: ridge factor", xlabel: "λ / τ2", ylabel: "test MSE ÷ non-private", logX: true, metric: "mse_ratio",
@@ -113,7 +113,9 @@ func buildCloser(ctx context.Context, e *env) (*plan, error) {
 			series: tuneSeries},
 		{id: "iters", title: "CPS1988 DP-IRLS (warm): iterations J", xlabel: "J", ylabel: "test MAE ÷ exact LAD's", metric: "mae_ratio",
 			series: tuneSeries},
-		{id: "radius", title: "CPS1988 objpert and noisygd: parameter ball", xlabel: "R / √d", ylabel: "test MSE ÷ non-private", logX: true, metric: "mse_ratio",
+		{id: "radius objpert", title: "CPS1988 objpert: parameter ball", xlabel: "R / √d", ylabel: "test MSE ÷ non-private", logX: true, metric: "mse_ratio",
+			series: tuneSeries},
+		{id: "radius noisygd", title: "CPS1988 noisygd: parameter ball", xlabel: "R / √d", ylabel: "test MSE ÷ non-private", logX: true, metric: "mse_ratio",
 			series: tuneSeries},
 		{id: "radius-logistic", title: "SmokeBan noisygd: parameter ball", xlabel: "R / √d", ylabel: "test log-loss", logX: true, metric: "logloss",
 			series: tuneSeries},
@@ -131,13 +133,16 @@ func buildCloser(ctx context.Context, e *env) (*plan, error) {
 	}}, nil
 }
 
-func epsSeries(mech string) []string {
+func epsSeries() []string {
 	var s []string
 	for _, e := range utilityEps {
-		s = append(s, fmt.Sprintf("%s ε=%g", mech, e))
+		s = append(s, epsName(e))
 	}
 	return s
 }
+
+// epsName is the series name of a sweep at ε.
+func epsName(eps float64) string { return fmt.Sprintf("ε=%g", eps) }
 
 // logLoss is the mean test cross-entropy, with probabilities clamped to
 // [1e-12, 1 − 1e-12].
@@ -326,8 +331,7 @@ func utilityTuningJob(cps *table) job {
 		refMSE, refMAE := evaluate(regress.Linear, ls, test), meanAbsErr(lad, test)
 		var out []obs
 		for _, eps := range utilityEps {
-			gs := fmt.Sprintf("gaussian-fm ε=%g", eps)
-			is := fmt.Sprintf("irls ε=%g", eps)
+			gs, is := epsName(eps), epsName(eps)
 			gfm := func(panel string, x float64, mod func(*regress.Config)) error {
 				cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
 				mod(&cfg)
@@ -410,7 +414,7 @@ func utilityRadiusJob(cps, smoke *table) job {
 					if err != nil {
 						return nil, err
 					}
-					out = append(out, obs{panel: "radius", xname: "radius", x: r, series: fmt.Sprintf("%s ε=%g", mech, eps), metric: "mse_ratio", v: evaluate(regress.Linear, w, test) / ref})
+					out = append(out, obs{panel: "radius " + mech, xname: "radius", x: r, series: epsName(eps), metric: "mse_ratio", v: evaluate(regress.Linear, w, test) / ref})
 				}
 			}
 			for _, r := range []float64{0.5, 1, 2, 4} {
@@ -420,7 +424,7 @@ func utilityRadiusJob(cps, smoke *table) job {
 				if err != nil {
 					return nil, err
 				}
-				series := fmt.Sprintf("noisygd ε=%g", eps)
+				series := epsName(eps)
 				out = append(out, obs{panel: "radius-logistic", xname: "radius", x: r, series: series, metric: "accuracy", v: evaluate(regress.Logistic, w, stest)},
 					obs{panel: "radius-logistic", xname: "radius", x: r, series: series, metric: "logloss", v: logLoss(w, stest)})
 			}
@@ -467,10 +471,10 @@ func utilityClaims(a *Aggregate) []Claim {
 			})
 		}
 	}
-	if g, ok := a.at("ball", "gaussian-fm ε=0.1", "mse_ratio", 0); ok {
+	if g, ok := a.at("ball", epsName(0.1), "mse_ratio", 0); ok {
 		best := g
 		for _, r := range []float64{0.25, 0.5, 0.75, 1} {
-			if b, ok := a.at("ball", "gaussian-fm ε=0.1", "mse_ratio", r); ok && b.Mean < best.Mean {
+			if b, ok := a.at("ball", epsName(0.1), "mse_ratio", r); ok && b.Mean < best.Mean {
 				best = b
 			}
 		}

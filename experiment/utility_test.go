@@ -58,7 +58,7 @@ func TestUtilityExperiment(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"ridge", "split", "ball"} {
-		get(p, "gaussian-fm ε=0.1", "mse_ratio", map[string]float64{"ridge": 4, "split": 0.5, "ball": 0}[p])
+		get(p, epsName(0.1), "mse_ratio", map[string]float64{"ridge": 4, "split": 0.5, "ball": 0}[p])
 	}
 	claims := 0
 	for _, c := range r.Claims {
