@@ -13,7 +13,11 @@ import (
 // compares with projected gradient descent, an independent solver.
 func TestMinimizeInBall(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
-	for trial := 0; trial < 200; trial++ {
+	trials := 200
+	if testing.Short() {
+		trials = 40
+	}
+	for trial := 0; trial < trials; trial++ {
 		d := 1 + rng.IntN(6)
 		q := &Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, d*(d+1)/2)}
 		// Λ2 = MMᵀ/d (PSD), Λ1 random.

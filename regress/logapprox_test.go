@@ -87,8 +87,8 @@ func TestLogisticQuadraticCoefficients(t *testing.T) {
 }
 
 // TestLogisticApproxSensitivity checks the sensitivities of logapprox.go:
-// 2,000 random neighbouring pairs in the unit ball (per approximation and
-// range) never exceed them, the
+// 2,000 random neighbouring pairs in the unit ball (500 with -short; per
+// approximation and range) never exceed them, the
 // extremal pairs (e1 with y = 0 against y = 1; e1 against e2) attain the
 // Gaussian FM bounds, and fm's L1 and relaxed-fm's L2 bounds hold for the
 // whole released vector. Every approximation is at most Taylor's.
@@ -115,6 +115,10 @@ func TestLogisticApproxSensitivity(t *testing.T) {
 		return math.Sqrt(d1), math.Sqrt(d2), l1
 	}
 	taylor, _ := SensitivitiesForApprox(Logistic, d, 1, TaylorQuadratic)
+	pairs := 2000
+	if testing.Short() {
+		pairs = 500
+	}
 	for _, name := range []string{ApproxTaylor, ApproxChebyshev, ApproxLeastSquares} {
 		for _, r := range []float64{2, DefaultLogisticRange, 8} {
 			lq, _ := NewLogisticQuadratic(name, r)
@@ -125,7 +129,7 @@ func TestLogisticApproxSensitivity(t *testing.T) {
 			if sens.Lambda1 != taylor.Lambda1 || sens.Lambda2 > taylor.Lambda2 || sens.FM > taylor.FM || sens.Relaxed > taylor.Relaxed {
 				t.Fatalf("%s R=%v: %+v exceeds Taylor's %+v", name, r, sens, taylor)
 			}
-			for i := 0; i < 2000; i++ {
+			for i := 0; i < pairs; i++ {
 				a, b := append(unit(), float64(rng.IntN(2))), append(unit(), float64(rng.IntN(2)))
 				d1, d2, l1 := diff(lq, a, b)
 				if d1 > sens.Lambda1 || d2 > sens.Lambda2 || l1 > sens.FM || math.Hypot(d1, d2) > sens.Relaxed {
