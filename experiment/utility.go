@@ -113,6 +113,8 @@ func buildCloser(ctx context.Context, e *env) (*plan, error) {
 			series: tuneSeries},
 		{id: "iters", title: "CPS1988 DP-IRLS (warm): iterations J", xlabel: "J", ylabel: "test MAE ÷ exact LAD's", metric: "mae_ratio",
 			series: tuneSeries},
+		{id: "irls-split", title: "CPS1988 DP-IRLS (warm): share of A", xlabel: "share of each iteration's μ² to A", ylabel: "test MAE ÷ exact LAD's", metric: "mae_ratio",
+			series: tuneSeries},
 		{id: "radius objpert", title: "CPS1988 objpert: parameter ball", xlabel: "R / √d", ylabel: "test MSE ÷ non-private", logX: true, metric: "mse_ratio",
 			series: tuneSeries},
 		{id: "radius noisygd", title: "CPS1988 noisygd: parameter ball", xlabel: "R / √d", ylabel: "test MSE ÷ non-private", logX: true, metric: "mse_ratio",
@@ -379,6 +381,11 @@ func utilityTuningJob(cps *table) job {
 						o.WarmStart = -1
 					}
 				}); err != nil {
+					return nil, err
+				}
+			}
+			for _, sp := range []float64{0.3, 0.5, 0.7} {
+				if err := irls("irls-split", sp, func(o *regress.IRLSOptions) { o.Split = sp }); err != nil {
 					return nil, err
 				}
 			}
