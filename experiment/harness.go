@@ -152,6 +152,7 @@ func registry() []spec {
 		gfmUtilitySpec("gfm-logistic"),
 		fmFiguresSpec(),
 		irlsSpec(),
+		utilitySpec(),
 		capeSpec("capefm-linear"), capeSpec("capefm-logistic"), capeSpec("capefm-sites"),
 		dpppSpec("dppp-digits"), dpppSpec("dppp-breast-cancer"), dpppSpec("dppp-smokeban"), dpppSpec("dppp-fashion"),
 	}

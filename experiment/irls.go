@@ -152,6 +152,7 @@ func irlsJob(n int) job {
 				cfg.Epsilon, cfg.Delta, cfg.Source = irlsEpsilon, irlsDelta, src
 			}
 			cfg.IRLS.FirstMoment = c.first
+			cfg.IRLS.WarmStart = -1 // the seed's cold start (the default warm start is issue 16's)
 			res, err := est.Fit(ctx, regress.Data{Stats: st, Rows: train.Rows}, cfg)
 			if err != nil {
 				return nil, fmt.Errorf("%s N=%d: %w", c.series, n, err)

@@ -55,7 +55,7 @@ func releaseStatistic(t *testing.T, release releaseFunc, cfg Config, tauScale fl
 	probe := *exact[0]
 	probe.Lambda1 = append([]float64{}, exact[0].Lambda1...)
 	probe.Upper = append([]float64{}, exact[0].Upper...)
-	p, _, err := release(&probe, cfg, 10)
+	p, _, err := release(&probe, cfg, TaylorQuadratic, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func releaseStatistic(t *testing.T, release releaseFunc, cfg Config, tauScale fl
 			q := *exact[nb]
 			q.Lambda1 = append([]float64{}, exact[nb].Lambda1...)
 			q.Upper = append([]float64{}, exact[nb].Upper...)
-			if _, _, err := release(&q, cfg, 10); err != nil {
+			if _, _, err := release(&q, cfg, TaylorQuadratic, 10); err != nil {
 				return 0, err
 			}
 			v = q.released()

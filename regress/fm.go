@@ -40,13 +40,20 @@ type Sensitivities struct {
 // coefficients (rounding.go; a relative 10⁻⁹ at N = 25,000 and d = 10), so it
 // bounds the difference of what the code computes on neighbouring datasets.
 func SensitivitiesFor(kind Kind, d int, n int64) (Sensitivities, error) {
-	s, err := exactSensitivities(kind, d, n)
+	return SensitivitiesForApprox(kind, d, n, TaylorQuadratic)
+}
+
+// SensitivitiesForApprox is SensitivitiesFor for the logistic objective
+// built on the quadratic lq (logapprox.go derives the bounds: the Λ2 parts
+// scale by 8·a2); lq is ignored for linear regression.
+func SensitivitiesForApprox(kind Kind, d int, n int64, lq LogisticQuadratic) (Sensitivities, error) {
+	s, err := exactSensitivities(kind, d, n, lq.A2)
 	if err != nil {
 		return s, err
 	}
 	// The released coefficients are computed in floating point from
 	// suffstat's sums: add twice the per-entry error bound (rounding.go).
-	e1, e2 := objectiveEntryErrors(kind, n)
+	e1, e2 := objectiveEntryErrors(kind, n, lq.A2)
 	m1, m2 := d, d*(d+1)/2
 	s.FM = roundedSensitivity(s.FM, 0, 1, float64(m1)*e1+float64(m2)*e2, true)
 	s.Relaxed = roundedSensitivity(s.Relaxed, 0, 1, math.Sqrt(float64(m1)*e1*e1+float64(m2)*e2*e2), false)
@@ -56,8 +63,9 @@ func SensitivitiesFor(kind Kind, d int, n int64) (Sensitivities, error) {
 }
 
 // exactSensitivities returns the sensitivities of the exact coefficients
-// (before the floating-point term of SensitivitiesFor).
-func exactSensitivities(kind Kind, d int, n int64) (Sensitivities, error) {
+// (before the floating-point term of SensitivitiesFor); a2 is the logistic
+// curvature coefficient (⅛ for Taylor).
+func exactSensitivities(kind Kind, d int, n int64, a2 float64) (Sensitivities, error) {
 	if d < 1 || n < 1 {
 		return Sensitivities{}, fmt.Errorf("regress: sensitivities need d ≥ 1 and N ≥ 1, got d=%d N=%d", d, n)
 	}
@@ -71,11 +79,16 @@ func exactSensitivities(kind Kind, d int, n int64) (Sensitivities, error) {
 			Lambda2: math.Sqrt2 / N,
 		}, nil
 	case Logistic:
+		if !(a2 > 0 && a2 <= 0.125) {
+			return Sensitivities{}, fmt.Errorf("regress: logistic curvature a2 must be in (0, 1/8], got %v", a2)
+		}
+		// For a2 = ⅛ these are the published (d²/4 + 3d)/N,
+		// √(d²/16 + d)/N and √2/(8N), bit for bit (a2 is a power of two).
 		return Sensitivities{
-			FM:      (D*D/4 + 3*D) / N,
-			Relaxed: math.Sqrt(D*D/16+D) / N,
+			FM:      (2*a2*D*D + 3*D) / N,
+			Relaxed: math.Sqrt((2*a2*D)*(2*a2*D)+D) / N,
 			Lambda1: 1 / N,
-			Lambda2: math.Sqrt2 / (8 * N),
+			Lambda2: math.Sqrt2 * a2 / N,
 		}, nil
 	}
 	return Sensitivities{}, fmt.Errorf("regress: unknown model kind %q", kind)
@@ -119,7 +132,7 @@ func (q *Quadratic) setReleased(v []float64) {
 // releaseFunc adds a mechanism's noise to the released blocks of q in place
 // and returns the privacy report and the per-entry noise standard deviation
 // of Λ2 (for the default ridge).
-type releaseFunc func(q *Quadratic, cfg Config, n int64) (report.Privacy, float64, error)
+type releaseFunc func(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64) (report.Privacy, float64, error)
 
 // fitFM is the FM family's pipeline: statistics → exact coefficients →
 // release (noise) → post-processing → minimiser.
@@ -127,13 +140,20 @@ func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
 	if err := cfg.validate(data, true); err != nil {
 		return nil, err
 	}
-	q, err := Objective(cfg.Kind, data.Stats)
+	lq, err := cfg.logisticQuadratic()
 	if err != nil {
 		return nil, err
 	}
-	p, noiseStd2, err := release(q, cfg, data.Stats.N())
+	q, err := ObjectiveApprox(cfg.Kind, data.Stats, lq)
 	if err != nil {
 		return nil, err
+	}
+	p, noiseStd2, err := release(q, cfg, lq, data.Stats.N())
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Kind == Logistic {
+		p.PostProcessing = append(p.PostProcessing, "objective: "+lq.String())
 	}
 	res, err := finish(q, cfg, noiseStd2, p)
 	if err == nil {
@@ -145,7 +165,9 @@ func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
 // finish minimises the noisy objective and fills the common report fields.
 func finish(q *Quadratic, cfg Config, noiseStd2 float64, p report.Privacy) (*Result, error) {
 	lam := cfg.lambda(noiseStd2)
-	w, trimmed, err := q.Minimize(NoisyPostProcess(lam))
+	pp := NoisyPostProcess(lam)
+	pp.Radius = cfg.SolveRadius
+	w, trimmed, err := q.Minimize(pp)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +178,9 @@ func finish(q *Quadratic, cfg Config, noiseStd2 float64, p report.Privacy) (*Res
 		fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy Λ2 (data-independent)", fmtG(lam)),
 		fmt.Sprintf("spectral trimming: %d of %d eigen-directions with eigenvalue ≤ %g·λ removed (includes the PSD projection)", trimmed, q.D, TrimFraction),
 		"Λ0 (the constant term) not released: it does not change the minimiser")
+	if cfg.SolveRadius > 0 {
+		p.PostProcessing = append(p.PostProcessing, fmt.Sprintf("minimised over the public ball ‖ω‖ ≤ %s (trust-region subproblem)", fmtG(cfg.SolveRadius)))
+	}
 	return &Result{Coef: w, Privacy: p, Trimmed: trimmed}, nil
 }
 
@@ -171,8 +196,8 @@ func (e fmEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	return fitFM(data, cfg, e.release)
 }
 
-func (fmEstimator) release(q *Quadratic, cfg Config, n int64) (report.Privacy, float64, error) {
-	sens, err := SensitivitiesFor(cfg.Kind, q.D, n)
+func (fmEstimator) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64) (report.Privacy, float64, error) {
+	sens, err := SensitivitiesForApprox(cfg.Kind, q.D, n, lq)
 	if err != nil {
 		return report.Privacy{}, 0, err
 	}
@@ -212,11 +237,11 @@ func (e relaxedFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, err
 	return fitFM(data, cfg, e.release)
 }
 
-func (relaxedFM) release(q *Quadratic, cfg Config, n int64) (report.Privacy, float64, error) {
+func (relaxedFM) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64) (report.Privacy, float64, error) {
 	if cfg.Delta <= 0 {
 		return report.Privacy{}, 0, fmt.Errorf("relaxed-fm: the Gaussian mechanism needs δ > 0")
 	}
-	sens, err := SensitivitiesFor(cfg.Kind, q.D, n)
+	sens, err := SensitivitiesForApprox(cfg.Kind, q.D, n, lq)
 	if err != nil {
 		return report.Privacy{}, 0, err
 	}
@@ -311,11 +336,11 @@ func (e gaussianFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, er
 	return fitFM(data, cfg, e.release)
 }
 
-func (gaussianFM) release(q *Quadratic, cfg Config, n int64) (report.Privacy, float64, error) {
+func (gaussianFM) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64) (report.Privacy, float64, error) {
 	if cfg.Delta <= 0 {
 		return report.Privacy{}, 0, fmt.Errorf("gaussian-fm: the Gaussian mechanism needs δ > 0")
 	}
-	sens, err := SensitivitiesFor(cfg.Kind, q.D, n)
+	sens, err := SensitivitiesForApprox(cfg.Kind, q.D, n, lq)
 	if err != nil {
 		return report.Privacy{}, 0, err
 	}

@@ -58,3 +58,20 @@ func xpRows(kind Kind, n, d int, seed uint64) (rows, beta []float64) {
 	}
 	return rows, beta
 }
+
+// inUnitBall returns a random point of the d-dimensional unit ball: a
+// uniform direction with radius U^(1/5), which favours the boundary (where
+// the sensitivities are attained).
+func inUnitBall(rng *rand.Rand, d int) []float64 {
+	v := make([]float64, d)
+	s := 0.0
+	for i := range v {
+		v[i] = rng.NormFloat64()
+		s += v[i] * v[i]
+	}
+	r := math.Pow(rng.Float64(), 0.2) / math.Sqrt(s)
+	for i := range v {
+		v[i] *= r
+	}
+	return v
+}

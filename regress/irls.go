@@ -69,6 +69,20 @@ import (
 // Both hold under replace-one neighbours, the relation of the sensitivities
 // above.
 //
+// # Warm start (issue 16; the default)
+//
+// The seed starts from ω = 0, so its first weights 1/max(η, |y_i|) are not
+// residual weights at all. By default a share WarmStart of the budget (of
+// μ² for Gaussian A, of 2ρ for Laplace A) buys a Gaussian FM least-squares
+// fit: Λ1 = −(2/N)Σ y·x and Λ2's upper triangle, each with half of the share,
+// sensitivities 4/N and √2/N (SensitivitiesFor, rounding included), whose
+// ridge-regularised, trimmed minimiser is the first iterate. Both releases
+// are Gaussian, so they enter the same exact composition (μ² adds; ρ adds),
+// and the plan is calibrated so the total meets (ε, δ). From that start one
+// iteration (DefaultWarmIRLSIterations) with the floor of
+// WarmIRLSResidualFloor(N, d, ε) did best (docs/mechanisms.md, "DP-IRLS").
+// WarmStart < 0 gives the seed's cold start with J = 2 and η = 0.2.
+//
 // # Wishart reproduction ("irls-wishart"): NOT differentially private
 //
 // The seed's Algorithm 1 with B̃ = B + ZZᵀ, Z having d+1 columns of
@@ -89,6 +103,11 @@ type IRLSOptions struct {
 	FirstMoment string
 	// Split is the share of each iteration's ρ given to A; 0 means 0.5.
 	Split float64
+	// WarmStart is the share of the budget (of μ² for Gaussian A, of ρ for
+	// Laplace A) spent on a Gaussian FM least-squares fit that replaces
+	// ω = 0 as the first iterate; 0 means DefaultIRLSWarmStart, a negative
+	// value a cold start from ω = 0 (the seed's).
+	WarmStart float64
 }
 
 // Defaults of DP-IRLS. Measured with TestIRLSErrorVsN (seed design, d = 10,
@@ -101,6 +120,11 @@ type IRLSOptions struct {
 const (
 	DefaultIRLSIterations = 2
 	DefaultResidualFloor  = 0.2
+	// DefaultIRLSWarmStart is the default share of the budget (of μ² or
+	// ρ) spent on the Gaussian FM warm start, and DefaultWarmIRLSIterations
+	// the default J after a warm start; see docs/mechanisms.md ("DP-IRLS").
+	DefaultIRLSWarmStart      = 0.2
+	DefaultWarmIRLSIterations = 1
 )
 
 // IRLSPlan is the calibration of one DP-IRLS fit.
@@ -139,6 +163,12 @@ type IRLSPlan struct {
 	// last, when set, receives the last iteration's released objective
 	// (for inference from released values; released.go).
 	last *Quadratic
+	// WarmStart is the share of the budget spent on the Gaussian FM warm
+	// start (0: cold start). FMSens1, FMSens2 are the L2 sensitivities of
+	// its Λ1 and Λ2's upper triangle (SensitivitiesFor, linear), FMTau1,
+	// FMTau2 their noise, each block getting half of the share.
+	WarmStart                        float64
+	FMSens1, FMSens2, FMTau1, FMTau2 float64
 }
 
 // RhoForEpsilon returns the largest ρ with ρ + 2√(ρ ln(1/δ)) ≤ ε.
@@ -188,10 +218,24 @@ func RhoForEpsilonImproved(epsilon, delta float64) (float64, error) {
 	return lo, nil
 }
 
-// withDefaults validates the options and fills in the defaults.
-func (opt IRLSOptions) withDefaults() (IRLSOptions, error) {
+// withDefaults validates the options and fills in the defaults, which
+// depend on the public N, d and ε only (WarmIRLSResidualFloor).
+func (opt IRLSOptions) withDefaults(n int64, d int, epsilon float64) (IRLSOptions, error) {
+	if math.IsNaN(opt.WarmStart) || opt.WarmStart >= 1 {
+		return opt, fmt.Errorf("irls: warm-start share must be < 1 (negative for none), got %v", opt.WarmStart)
+	}
+	switch {
+	case opt.WarmStart == 0:
+		opt.WarmStart = DefaultIRLSWarmStart
+	case opt.WarmStart < 0:
+		opt.WarmStart = 0
+	}
+	warm := opt.WarmStart > 0
 	if opt.Iterations == 0 {
 		opt.Iterations = DefaultIRLSIterations
+		if warm {
+			opt.Iterations = DefaultWarmIRLSIterations
+		}
 	}
 	if opt.Iterations < 1 || opt.Iterations > 1000 {
 		return opt, fmt.Errorf("irls: iterations must be in [1, 1000], got %d", opt.Iterations)
@@ -201,6 +245,9 @@ func (opt IRLSOptions) withDefaults() (IRLSOptions, error) {
 	}
 	if opt.ResidualFloor == 0 {
 		opt.ResidualFloor = DefaultResidualFloor
+		if warm {
+			opt.ResidualFloor = WarmIRLSResidualFloor(n, d, epsilon)
+		}
 	}
 	switch opt.FirstMoment {
 	case "":
@@ -218,6 +265,27 @@ func (opt IRLSOptions) withDefaults() (IRLSOptions, error) {
 	return opt, nil
 }
 
+// WarmIRLSResidualFloor is the default residual floor of the warm-started
+// DP-IRLS, a rule in the public N, d and ε only:
+//
+//	η = min(1, max(0.3, 3·√(d/(N·ε)))).
+//
+// Why this shape: B's sensitivity is √2/(ηN) and its noise σ_B ∝ 1/(ηNε),
+// whose spectral norm grows like σ_B·√d; the signal B = (1/N)Σ s·xxᵀ grows
+// like 1/η only while η is below the typical residual. A larger floor thus
+// buys a better signal-to-noise ratio at the price of robustness (η ≥ 1
+// is plain least squares, since |r| ≤ 2 and the weights are almost all
+// 1/η), and it pays most when N·ε/d is small. The constants come from
+// the sweep of docs/mechanisms.md ("DP-IRLS"): on CPS1988 (N ≈ 22,500,
+// d = 9) η = 0.3 beat 0.2 and 0.5 at ε ∈ {0.5, 1}, with and without
+// outliers; on diabetes (N ≈ 350, d = 11) η = 0.5 did best.
+func WarmIRLSResidualFloor(n int64, d int, epsilon float64) float64 {
+	if n < 1 || d < 1 || !(epsilon > 0) {
+		return DefaultResidualFloor
+	}
+	return math.Min(1, math.Max(0.3, 3*math.Sqrt(float64(d)/(float64(n)*epsilon))))
+}
+
 // PlanIRLS calibrates DP-IRLS for a target (ε, δ) with the tightest valid
 // accountant (see the package comment of this file): Gaussian DP when A's
 // noise is Gaussian, the improved zCDP conversion when it is Laplace.
@@ -226,7 +294,7 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 	if n < 1 || d < 1 {
 		return p, fmt.Errorf("irls: need N ≥ 1 and d ≥ 1, got N=%d d=%d", n, d)
 	}
-	opt, err := opt.withDefaults()
+	opt, err := opt.withDefaults(n, d, epsilon)
 	if err != nil {
 		return p, err
 	}
@@ -236,7 +304,7 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 	if !(delta > 0 && delta < 1) {
 		return p, fmt.Errorf("irls: δ must be in (0, 1), got %v", delta)
 	}
-	p.Iterations, p.ResidualFloor, p.FirstMoment, p.Split = opt.Iterations, opt.ResidualFloor, opt.FirstMoment, opt.Split
+	p.Iterations, p.ResidualFloor, p.FirstMoment, p.Split, p.WarmStart = opt.Iterations, opt.ResidualFloor, opt.FirstMoment, opt.Split, opt.WarmStart
 	N, J := float64(n), float64(p.Iterations)
 	sMax := 1 / p.ResidualFloor
 	nb := d * (d + 1) / 2
@@ -263,20 +331,41 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 		return sigma, nil
 	}
 	// Per-iteration budgets, as squared Gaussian-DP μ (Gaussian A) or as
-	// zCDP ρ = μ²/2 (Laplace A).
-	var muA2, muB2 float64
+	// zCDP ρ = μ²/2 (Laplace A); the warm start takes the share WarmStart
+	// of the total first, split evenly between its Λ1 and Λ2.
+	var total2 float64 // μ² (Gaussian A) or 2ρ (Laplace A)
 	if p.FirstMoment == "gaussian" {
 		mu, err := accounting.GDPMuFor(epsilon, delta)
 		if err != nil {
 			return p, fmt.Errorf("irls: %w", err)
 		}
-		muA2, muB2 = p.Split*mu*mu/J, (1-p.Split)*mu*mu/J
+		total2 = mu * mu
 	} else {
 		rho, err := RhoForEpsilonImproved(epsilon, delta)
 		if err != nil {
 			return p, err
 		}
-		muA2, muB2 = 2*p.Split*rho/J, 2*(1-p.Split)*rho/J
+		total2 = 2 * rho
+	}
+	iter2 := (1 - p.WarmStart) * total2
+	muA2, muB2 := p.Split*iter2/J, (1-p.Split)*iter2/J
+	var rhoFM float64
+	if p.WarmStart > 0 {
+		sens, err := SensitivitiesFor(Linear, d, n)
+		if err != nil {
+			return p, err
+		}
+		p.FMSens1, p.FMSens2 = sens.Lambda1, sens.Lambda2
+		half := math.Sqrt(p.WarmStart * total2 / 2)
+		if p.FMTau1, err = gaussSigma(p.FMSens1, half, d); err != nil {
+			return p, err
+		}
+		if p.FMTau2, err = gaussSigma(p.FMSens2, half, nb); err != nil {
+			return p, err
+		}
+		m1 := noise.GaussianCalibrationSensitivity(p.FMSens1, p.FMTau1, d) / p.FMTau1
+		m2 := noise.GaussianCalibrationSensitivity(p.FMSens2, p.FMTau2, nb) / p.FMTau2
+		rhoFM = (m1*m1 + m2*m2) / 2
 	}
 	if p.SigmaB, err = gaussSigma(p.SensB, math.Sqrt(muB2), nb); err != nil {
 		return p, err
@@ -298,7 +387,7 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 		}
 		p.RhoA = epsA * epsA / 2
 	}
-	z := accounting.ZCDP{Rho: J * (p.RhoA + p.RhoB)}
+	z := accounting.ZCDP{Rho: J*(p.RhoA+p.RhoB) + rhoFM}
 	p.Rho = z.Rho
 	if p.EpsilonZCDP, err = z.Epsilon(delta); err != nil {
 		return p, fmt.Errorf("irls: %w", err)
@@ -310,9 +399,14 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 		// Every release is Gaussian with μ_i = √(2ρ_i): the composition is
 		// exactly μ = √(Σμ_i²) = √(2ρ) Gaussian DP (GDPMu sums exactly and
 		// rounds up).
-		ratios := make([]float64, 0, 2*p.Iterations)
+		ratios := make([]float64, 0, 2*p.Iterations+2)
 		for j := 0; j < p.Iterations; j++ {
 			ratios = append(ratios, math.Sqrt(2*p.RhoA), math.Sqrt(2*p.RhoB))
+		}
+		if p.WarmStart > 0 {
+			ratios = append(ratios,
+				noise.GaussianCalibrationSensitivity(p.FMSens1, p.FMTau1, d)/p.FMTau1,
+				noise.GaussianCalibrationSensitivity(p.FMSens2, p.FMTau2, nb)/p.FMTau2)
 		}
 		if p.Mu, err = accounting.GDPMu(ratios...); err != nil {
 			return p, fmt.Errorf("irls: %w", err)
@@ -418,7 +512,15 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	}
 	lam := cfg.lambda(plan.SigmaB)
 	plan.last = &Quadratic{}
-	w, trimmed, err := plan.run(ctx, rows, k, cfg.Source, lam)
+	var w0 []float64
+	var lamFM float64
+	if plan.WarmStart > 0 {
+		lamFM = cfg.lambda(plan.FMTau2)
+		if w0, err = plan.warmStart(data.Stats, cfg.Source, lamFM); err != nil {
+			return nil, err
+		}
+	}
+	w, trimmed, err := plan.run(ctx, rows, k, w0, cfg.Source, lam)
 	if err != nil {
 		return nil, err
 	}
@@ -444,8 +546,35 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 		},
 		Notes: plan.secondaryFigures(),
 	}
+	if plan.WarmStart > 0 {
+		nb := d * (d + 1) / 2
+		p.Releases = append(p.Releases,
+			report.Release{Name: "warm start: Gaussian FM least-squares Λ1 = −(2/N)Σ y·x (once)", Entries: d, Norm: "L2", Sensitivity: plan.FMSens1, Noise: "gaussian", Scale: plan.FMTau1},
+			report.Release{Name: "warm start: Gaussian FM Λ2 = (1/N)Σ x·xᵀ upper triangle (once)", Entries: nb, Norm: "L2 (Frobenius)", Sensitivity: plan.FMSens2, Noise: "gaussian", Scale: plan.FMTau2})
+		p.PostProcessing = append([]string{fmt.Sprintf("first iterate: the Gaussian FM least-squares fit (share %.2f of the budget; ridge λ = %s, trimming as gaussian-fm) instead of ω = 0", plan.WarmStart, fmtG(lamFM))}, p.PostProcessing...)
+	}
 	p.Randomness, p.Insecure = randomness(cfg.Source)
 	return &Result{Coef: w, Privacy: p, Trimmed: trimmed, Released: plan.released(data.Stats.N(), lam)}, nil
+}
+
+// warmStart releases the Gaussian FM least-squares objective with the
+// plan's warm-start noise and returns its regularised minimiser.
+func (plan IRLSPlan) warmStart(st Stats, src noise.Source, lam float64) ([]float64, error) {
+	q, err := Objective(Linear, st)
+	if err != nil {
+		return nil, fmt.Errorf("irls: warm start: %w", err)
+	}
+	if err := noise.AddGaussian(src, q.Lambda1, plan.FMTau1); err != nil {
+		return nil, fmt.Errorf("irls: warm start: noise on Λ1: %w", err)
+	}
+	if err := noise.AddGaussian(src, q.Upper, plan.FMTau2); err != nil {
+		return nil, fmt.Errorf("irls: warm start: noise on Λ2: %w", err)
+	}
+	w, _, err := q.Minimize(NoisyPostProcess(lam))
+	if err != nil {
+		return nil, fmt.Errorf("irls: warm start: %w", err)
+	}
+	return w, nil
 }
 
 // accountantText describes the headline accountant.
@@ -470,8 +599,10 @@ func (plan IRLSPlan) secondaryFigures() []string {
 
 // run performs the J noisy IRLS iterations with ridge lam on the noisy B and
 // returns the last iterate and its number of trimmed directions.
-func (plan IRLSPlan) run(ctx context.Context, rows []float64, k int, src noise.Source, lam float64) ([]float64, int, error) {
+// w0, when non-nil, is the first iterate (the warm start).
+func (plan IRLSPlan) run(ctx context.Context, rows []float64, k int, w0 []float64, src noise.Source, lam float64) ([]float64, int, error) {
 	w := make([]float64, k-1)
+	copy(w, w0)
 	trimmed := 0
 	for j := 0; j < plan.Iterations; j++ {
 		if err := ctx.Err(); err != nil {
@@ -517,7 +648,9 @@ func (irlsWishart) Fit(ctx context.Context, data Data, cfg Config) (*Result, err
 	if err != nil {
 		return nil, fmt.Errorf("irls-wishart: %w", err)
 	}
-	plan, err := cfg.IRLS.withDefaults()
+	seed := cfg.IRLS
+	seed.WarmStart = -1 // the seed's algorithm: cold start
+	plan, err := seed.withDefaults(data.Stats.N(), data.Stats.K()-1, cfg.Epsilon)
 	if err != nil {
 		return nil, err
 	}

@@ -108,17 +108,33 @@ func TestRhoForEpsilon(t *testing.T) {
 // asked. Laplace A: ρ follows from the scales and its improved conversion
 // meets the target tightly. In both cases the looser figures are larger.
 func TestPlanIRLS(t *testing.T) {
-	for _, fm := range []string{"gaussian", "laplace"} {
-		p, err := PlanIRLS(0.9, 1e-5, 1000, 10, IRLSOptions{FirstMoment: fm, Iterations: 5, ResidualFloor: 0.2, Split: 0.3})
+	for _, c := range []struct {
+		fm   string
+		warm float64
+	}{{"gaussian", -1}, {"laplace", -1}, {"gaussian", 0.3}, {"laplace", 0.3}} {
+		fm := c.fm
+		p, err := PlanIRLS(0.9, 1e-5, 1000, 10, IRLSOptions{FirstMoment: fm, Iterations: 5, ResidualFloor: 0.2, Split: 0.3, WarmStart: c.warm})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The warm start's two Gaussian releases (once), as squared μ.
+		warm2 := 0.0
+		if c.warm > 0 {
+			s1 := noise.GaussianCalibrationSensitivity(p.FMSens1, p.FMTau1, 10) / p.FMTau1
+			s2 := noise.GaussianCalibrationSensitivity(p.FMSens2, p.FMTau2, 55) / p.FMTau2
+			warm2 = s1*s1 + s2*s2
+			if p.WarmStart != c.warm || math.Abs(s1*s1-s2*s2) > 1e-5*warm2 { // σ is rounded up by up to 1e-9 per grid step
+				t.Errorf("warm start: share %v, μ² of Λ1 %v and Λ2 %v not equal halves", p.WarmStart, s1*s1, s2*s2)
+			}
+		} else if p.WarmStart != 0 || p.FMTau1 != 0 {
+			t.Errorf("cold start asked, plan has warm share %v", p.WarmStart)
 		}
 		sb := noise.GaussianCalibrationSensitivity(p.SensB, p.SigmaB, 55)
 		muB2 := sb * sb / (p.SigmaB * p.SigmaB)
 		if math.Abs(p.RhoB-muB2/2) > 1e-15 {
 			t.Errorf("%s: ρ_B = %v, scales give %v", fm, p.RhoB, muB2/2)
 		}
-		if math.Abs(p.Rho-5*(p.RhoA+p.RhoB)) > 1e-15 || p.Epsilon > 0.9 || p.EpsilonZCDP <= p.Epsilon {
+		if math.Abs(p.Rho-5*(p.RhoA+p.RhoB)-warm2/2) > 1e-15 || p.Epsilon > 0.9 || p.EpsilonZCDP <= p.Epsilon {
 			t.Errorf("%s: ρ = %v, ε = %v, zCDP %v", fm, p.Rho, p.Epsilon, p.EpsilonZCDP)
 		}
 		if got := p.RhoA / (p.RhoA + p.RhoB); math.Abs(got-0.3) > 1e-5 {
@@ -126,7 +142,7 @@ func TestPlanIRLS(t *testing.T) {
 		}
 		if fm == "gaussian" {
 			sa := noise.GaussianCalibrationSensitivity(p.SensA, p.ScaleA, 10)
-			mu := math.Sqrt(5 * (sa*sa/(p.ScaleA*p.ScaleA) + muB2))
+			mu := math.Sqrt(5*(sa*sa/(p.ScaleA*p.ScaleA)+muB2) + warm2)
 			d, err := accounting.AnalyticGaussianDelta(0.9, 1, mu)
 			if err != nil || d > 1e-5 || d < 1e-5*(1-1e-4) { // the grid slack costs ~3e-5
 				t.Errorf("μ = %v gives δ(0.9) = %v, want ≤ 1e-5 and tight", mu, d)
@@ -368,12 +384,38 @@ func TestIRLSConverges(t *testing.T) {
 		}
 	}
 	res, err := irlsEstimator{}.Fit(context.Background(), data, Config{Kind: Robust, Epsilon: 1e5, Delta: 1e-5, Lambda: -1,
-		Source: noise.NewInsecureSeeded(2), IRLS: IRLSOptions{Iterations: J, ResidualFloor: eta}})
+		Source: noise.NewInsecureSeeded(2), IRLS: IRLSOptions{Iterations: J, ResidualFloor: eta, WarmStart: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e := dist(res.Coef, w); e > 1e-3*math.Sqrt(dot(w, w)) {
 		t.Errorf("‖ω_DP − ω_IRLS‖ = %v", e)
+	}
+	// Warm start: noiseless IRLS from the exact least-squares fit.
+	q, err := Objective(Linear, data.Stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, _, err := q.Minimize(PostProcess{RelTol: exactRelTol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := 0; j < 2; j++ {
+		a, up := irlsMoments(rows, 5, ws, eta)
+		if ws, _, err = irlsStep(a, up, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	warm, err := irlsEstimator{}.Fit(context.Background(), data, Config{Kind: Robust, Epsilon: 1e5, Delta: 1e-5, Lambda: -1,
+		Source: noise.NewInsecureSeeded(2), IRLS: IRLSOptions{Iterations: 2, ResidualFloor: eta, WarmStart: 0.3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := dist(warm.Coef, ws); e > 1e-3*math.Sqrt(dot(ws, ws)) {
+		t.Errorf("warm start: ‖ω_DP − ω_IRLS‖ = %v", e)
+	}
+	if e := dist(warm.Coef, w); e < 1e-2*math.Sqrt(dot(w, w)) {
+		t.Errorf("warm and cold starts agree after 2 and 4 iterations (%v): the test cannot tell them apart", e)
 	}
 	if res.Privacy.Rho <= 0 || res.Privacy.Epsilon > 1e5 || !strings.Contains(res.Privacy.Accountant, "Gaussian DP") {
 		t.Errorf("report %+v", res.Privacy)
@@ -405,7 +447,7 @@ func TestIRLSAudit(t *testing.T) {
 		plan.ScaleA /= 50
 		plan.SigmaB /= 50
 		rb := auditMech(t, Linear, 1e-5, 6, trials, func(d Data) ([]float64, error) {
-			w, _, err := plan.run(context.Background(), d.Rows, 3, cfg.Source, cfg.lambda(plan.SigmaB))
+			w, _, err := plan.run(context.Background(), d.Rows, 3, nil, cfg.Source, cfg.lambda(plan.SigmaB))
 			return w, err
 		})
 		if rb.Check(1) == nil {
@@ -460,14 +502,26 @@ func TestIRLSVariantsAndErrors(t *testing.T) {
 // ExamplePlanIRLS shows DP-IRLS's calibration at ε = 0.9, δ = 1e-5 on
 // 10 000 rows with 10 features and the defaults.
 func ExamplePlanIRLS() {
-	p, err := PlanIRLS(0.9, 1e-5, 10000, 10, IRLSOptions{})
+	// The seed's cold start from ω = 0 with J = 2 and η = 0.2.
+	p, err := PlanIRLS(0.9, 1e-5, 10000, 10, IRLSOptions{WarmStart: -1})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Printf("J = %d, ε = %.3f by %s (zCDP conversion of the same noise: %.3f), σ_A = %.3g, σ_B = %.3g\n",
 		p.Iterations, p.Epsilon, p.Accountant, p.EpsilonZCDP, p.ScaleA, p.SigmaB)
-	// Output: J = 2, ε = 0.900 by gaussian-dp (zCDP conversion of the same noise: 1.198), σ_A = 0.00821, σ_B = 0.00581
+	// The defaults: a Gaussian FM warm start with a fifth of the budget,
+	// then one iteration with the floor of WarmIRLSResidualFloor.
+	p, err = PlanIRLS(0.9, 1e-5, 10000, 10, IRLSOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("warm share %.1f, J = %d, η = %.2f, ε = %.3f, σ_A = %.3g, σ_B = %.3g\n",
+		p.WarmStart, p.Iterations, p.ResidualFloor, p.Epsilon, p.ScaleA, p.SigmaB)
+	// Output:
+	// J = 2, ε = 0.900 by gaussian-dp (zCDP conversion of the same noise: 1.198), σ_A = 0.00821, σ_B = 0.00581
+	// warm share 0.2, J = 1, η = 0.30, ε = 0.900, σ_A = 0.00433, σ_B = 0.00306
 }
 
 // --- DP-IRLS error vs N (DPLEARN_LONG_TESTS=1) ---
@@ -635,6 +689,25 @@ func TestLADDegenerate(t *testing.T) {
 		}
 		if f := ladObjective(rows, k, v); f < f0-1e-13 {
 			t.Fatalf("move of scale %v lowers the objective: %v < %v", scale, f, f0)
+		}
+	}
+}
+
+// TestWarmIRLSResidualFloor checks the public rule's known answers: the
+// floor 0.3 for large N·ε/d, 3√(d/(Nε)) in between, 1 at most; it reads
+// N, d and ε only (its signature), so it is public.
+func TestWarmIRLSResidualFloor(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		d    int
+		eps  float64
+		want float64
+	}{
+		{22524, 9, 1, 0.3}, {22524, 9, 0.1, 0.3}, {353, 11, 1, 3 * math.Sqrt(11.0/353)}, {353, 11, 0.5, 3 * math.Sqrt(22.0/353)},
+		{353, 11, 0.1, 1}, {100, 1, 1, 0.3}, {1, 10, 1, 1},
+	} {
+		if got := WarmIRLSResidualFloor(c.n, c.d, c.eps); math.Abs(got-c.want) > 1e-15 {
+			t.Errorf("N=%d d=%d ε=%v: η = %v, want %v", c.n, c.d, c.eps, got, c.want)
 		}
 	}
 }

@@ -66,8 +66,9 @@ func (nonPrivate) Fit(ctx context.Context, data Data, cfg Config) (*Result, erro
 	return res, nil
 }
 
-// truncated minimises the Taylor-truncated logistic objective (or the exact
-// linear one) without noise: what the FM family approximates.
+// truncated minimises the approximate logistic objective (Taylor unless
+// Config.LogisticApprox says otherwise) or the exact linear one, without
+// noise: what the FM family approximates.
 type truncated struct{}
 
 func (truncated) Name() string        { return "truncated" }
@@ -77,7 +78,11 @@ func (truncated) Fit(ctx context.Context, data Data, cfg Config) (*Result, error
 	if err := cfg.validate(data, false); err != nil {
 		return nil, err
 	}
-	q, err := Objective(cfg.Kind, data.Stats)
+	lq, err := cfg.logisticQuadratic()
+	if err != nil {
+		return nil, err
+	}
+	q, err := ObjectiveApprox(cfg.Kind, data.Stats, lq)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +90,11 @@ func (truncated) Fit(ctx context.Context, data Data, cfg Config) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Coef: w, Trimmed: trimmed, Privacy: nonPrivateReport("truncated (2nd-order Taylor objective, no noise)")}, nil
+	what := "truncated (2nd-order Taylor objective, no noise)"
+	if cfg.Kind == Logistic && lq.Name != ApproxTaylor {
+		what = "truncated (" + lq.String() + ", no noise)"
+	}
+	return &Result{Coef: w, Trimmed: trimmed, Privacy: nonPrivateReport(what)}, nil
 }
 
 // LogisticMLE maximises the logistic likelihood of the encoded rows

@@ -41,9 +41,17 @@ func (q *Quadratic) Eval(w []float64) float64 {
 }
 
 // Objective computes the exact (noiseless) polynomial coefficients of the
-// model's average objective from the sufficient statistics. The encoded
-// target is column K−1; the features are columns 0..K−2.
+// model's average objective from the sufficient statistics, with the FM
+// seed's Taylor approximation for logistic regression. The encoded target is
+// column K−1; the features are columns 0..K−2.
 func Objective(kind Kind, s Stats) (*Quadratic, error) {
+	return ObjectiveApprox(kind, s, TaylorQuadratic)
+}
+
+// ObjectiveApprox is Objective with the quadratic lq standing in for
+// log(1 + e^z) in the logistic objective (logapprox.go); lq is ignored for
+// linear regression.
+func ObjectiveApprox(kind Kind, s Stats, lq LogisticQuadratic) (*Quadratic, error) {
 	k := s.K()
 	d := k - 1
 	n := float64(s.N())
@@ -61,11 +69,16 @@ func Objective(kind Kind, s Stats) (*Quadratic, error) {
 		}
 		c2 = 1 / n
 	case Logistic:
-		q.Lambda0 = math.Ln2
+		if lq.A1 != 0.5 || !(lq.A2 > 0 && lq.A2 <= 0.125) {
+			return nil, fmt.Errorf("regress: logistic approximation needs a1 = 1/2 and a2 in (0, 1/8], got a1=%v a2=%v", lq.A1, lq.A2)
+		}
+		q.Lambda0 = lq.A0
 		for j := 0; j < d; j++ {
 			q.Lambda1[j] = (0.5*s.Sum(j) - s.At(t, j)) / n
 		}
-		c2 = 1 / (8 * n)
+		// For Taylor, 0.125/n is bitwise 1/(8n) (scaling by 2⁻³ commutes
+		// with rounding).
+		c2 = lq.A2 / n
 	default:
 		return nil, fmt.Errorf("regress: unknown model kind %q", kind)
 	}
@@ -92,6 +105,14 @@ type PostProcess struct {
 	// MinEigen drops eigen-directions whose eigenvalue (after the ridge) is
 	// ≤ MinEigen. It must be data-independent.
 	MinEigen float64
+	// Radius, when > 0, solves in the public ball ‖ω‖ ≤ Radius: the
+	// minimiser of the (regularised, trimmed) quadratic over the ball, the
+	// trust-region subproblem (Moré & Sorensen 1983). In the kept
+	// eigen-space with eigenvalues λ_k > 0 and g_k = v_kᵀΛ1 the solution is
+	// c_k = −g_k/(2(λ_k + μ)) with the smallest μ ≥ 0 giving ‖c‖ ≤ Radius;
+	// ‖c(μ)‖ decreases in μ, so μ is found by bisection. It must be
+	// data-independent.
+	Radius float64
 }
 
 // NoisyPostProcess is the post-processing of a released (noisy) quadratic:
@@ -127,25 +148,52 @@ func (q *Quadratic) Minimize(pp PostProcess) ([]float64, int, error) {
 		maxAbs = math.Max(maxAbs, math.Abs(v))
 	}
 	tol := math.Max(pp.RelTol*maxAbs, pp.MinEigen)
-	w := make([]float64, d)
-	trimmed := 0
+	var kept, grad []float64
+	var keptIdx []int
 	for k, lam := range vals {
 		if !(lam > tol) || lam <= 0 {
-			trimmed++
 			continue
 		}
-		// Component of the minimiser along eigenvector v_k: −(v_kᵀΛ1)/(2λ_k).
 		proj := 0.0
 		for i := 0; i < d; i++ {
 			proj += vecs.At(i, k) * q.Lambda1[i]
 		}
-		c := -proj / (2 * lam)
-		for i := 0; i < d; i++ {
-			w[i] += c * vecs.At(i, k)
-		}
+		kept, grad, keptIdx = append(kept, lam), append(grad, proj), append(keptIdx, k)
 	}
+	trimmed := d - len(kept)
 	if trimmed == d {
 		return nil, trimmed, fmt.Errorf("regress: every eigenvalue of the noisy Λ2 + λI is non-positive; the noise overwhelms the data (raise ε or λ)")
+	}
+	// Component of the minimiser along eigenvector v_k: −(v_kᵀΛ1)/(2(λ_k+μ)).
+	norm := func(mu float64) float64 {
+		s := 0.0
+		for k := range kept {
+			c := grad[k] / (2 * (kept[k] + mu))
+			s += c * c
+		}
+		return math.Sqrt(s)
+	}
+	mu := 0.0
+	if pp.Radius > 0 && norm(0) > pp.Radius {
+		lo, hi := 0.0, 1.0
+		for norm(hi) > pp.Radius {
+			hi *= 2
+		}
+		for it := 0; it < 200 && hi-lo > 1e-15*hi; it++ {
+			if m := (lo + hi) / 2; norm(m) > pp.Radius {
+				lo = m
+			} else {
+				hi = m
+			}
+		}
+		mu = hi // ‖c(hi)‖ ≤ Radius
+	}
+	w := make([]float64, d)
+	for k, lam := range kept {
+		c := -grad[k] / (2 * (lam + mu))
+		for i := 0; i < d; i++ {
+			w[i] += c * vecs.At(i, keptIdx[k])
+		}
 	}
 	return w, trimmed, nil
 }

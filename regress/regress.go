@@ -19,6 +19,11 @@
 //	logistic: f̃(ω) = log 2 + Λ1ᵀω + ωᵀΛ2ω  (2nd-order Taylor at 0),
 //	          Λ1 = (1/N)Σ(½ − y)x,   Λ2 = (1/(8N))Σ x xᵀ.
 //
+// Config.LogisticApprox replaces the Taylor expansion by a Chebyshev or
+// least-squares quadratic of log(1 + e^z) over the public range
+// |xᵀω| ≤ LogisticRange: Λ2's factor ⅛ becomes a2 < ⅛ (logapprox.go, with
+// the sensitivities).
+//
 // # Mechanisms
 //
 //   - nonprivate: exact least squares (linear) or exact maximum likelihood
@@ -47,8 +52,10 @@
 //     public parameter ball, (ε, δ)-DP by Rényi DP, optionally with Poisson
 //     mini-batches; see noisygd.go.
 //   - irls (Kind Robust): DP-IRLS for L1 regression (Park & Welling) with
-//     symmetric Gaussian noise on the weighted second moment and zCDP
-//     composition; irls-wishart is the seed's variant, labelled NOT DP.
+//     symmetric Gaussian noise on the weighted second moment and exact
+//     Gaussian-DP composition, by default warm-started from a Gaussian FM
+//     least-squares fit inside the same budget; irls-wishart is the seed's
+//     variant, labelled NOT DP.
 //     nonprivate with Kind Robust is the exact least-absolute-deviations fit.
 //
 // # Post-processing
@@ -59,7 +66,8 @@
 // eigenvalue is at most TrimFraction·λ are removed (spectral trimming, FM
 // Section 6.2, which includes the projection onto the PSD cone followed by
 // dropping the null space). The minimiser is then ω = −½ Q'ᵀ Λ'⁻¹ Q' Λ1, the minimum-norm
-// solution in the kept eigen-space.
+// solution in the kept eigen-space, or, with Config.SolveRadius, the
+// minimiser over the public ball ‖ω‖ ≤ SolveRadius in that space.
 package regress
 
 import (
@@ -127,6 +135,19 @@ type Config struct {
 	// Split is the share of Gaussian FM's budget (of the whitened squared
 	// sensitivity) given to Λ1; the rest goes to Λ2. 0 means 0.5.
 	Split float64
+	// SolveRadius, when > 0, makes the FM family minimise the noisy
+	// objective over the public ball ‖ω‖ ≤ SolveRadius instead of over all
+	// of ℝ^d (post-processing of the released values; PostProcess.Radius).
+	// It must not depend on the data. 0 means unconstrained.
+	SolveRadius float64
+	// LogisticApprox is the FM family's quadratic stand-in for the logistic
+	// loss: "taylor" (the seed's expansion at 0; "" means taylor),
+	// "chebyshev" or "least-squares" (fitted over the public range
+	// |xᵀω| ≤ LogisticRange; logapprox.go). Ignored for linear regression.
+	LogisticApprox string
+	// LogisticRange is R for the chebyshev and least-squares
+	// approximations; 0 means DefaultLogisticRange.
+	LogisticRange float64
 	// Source supplies the randomness of the noise.
 	Source noise.Source
 	// ObjPert, NoisyGD and IRLS hold the public parameters of the objpert,
@@ -227,6 +248,9 @@ func (c *Config) validate(data Data, private bool) error {
 	}
 	if math.IsNaN(c.Lambda) || math.IsInf(c.Lambda, 0) {
 		return fmt.Errorf("regress: λ must be finite, got %v", c.Lambda)
+	}
+	if math.IsNaN(c.SolveRadius) || math.IsInf(c.SolveRadius, 0) || c.SolveRadius < 0 {
+		return fmt.Errorf("regress: the solving ball's radius must be finite and ≥ 0, got %v", c.SolveRadius)
 	}
 	return nil
 }

@@ -93,19 +93,7 @@ func blockDiff(t *testing.T, kind Kind, z1, z2 []float64) (d1, d2 float64) {
 func TestGaussianFMSensitivityIsTight(t *testing.T) {
 	const d = 4
 	rng := rand.New(rand.NewPCG(7, 8))
-	unit := func() []float64 {
-		v := make([]float64, d)
-		s := 0.0
-		for i := range v {
-			v[i] = rng.NormFloat64()
-			s += v[i] * v[i]
-		}
-		r := math.Pow(rng.Float64(), 0.2) / math.Sqrt(s)
-		for i := range v {
-			v[i] *= r
-		}
-		return v
-	}
+	unit := func() []float64 { return inUnitBall(rng, d) }
 	for _, kind := range []Kind{Linear, Logistic} {
 		sens, _ := SensitivitiesFor(kind, d, 1)
 		label := func() float64 {

@@ -123,7 +123,7 @@ func TargetMomentSensitivity(n int64) (float64, error) {
 	if n < 1 {
 		return 0, fmt.Errorf("regress: target moment needs N ≥ 1, got %d", n)
 	}
-	_, e2 := objectiveEntryErrors(Linear, n)
+	_, e2 := objectiveEntryErrors(Linear, n, 0) // a2 is unused for linear models
 	return roundedSensitivity(1/float64(n), 2, 1, e2, true), nil
 }
 

@@ -18,16 +18,34 @@ import (
 func TestReportedGuaranteeHolds(t *testing.T) {
 	rows, _ := xpRows(Linear, 3000, 6, 9)
 	data := Data{Stats: stats(t, rows, 7)}
+	logRows, _ := xpRows(Logistic, 3000, 6, 9)
+	logData := Data{Stats: stats(t, logRows, 7)}
 	for _, c := range []struct {
 		mech       string
 		eps, delta float64
-	}{{"fm", 0.3, 0}, {"fm", 2, 0}, {"relaxed-fm", 0.5, 1e-6}, {"relaxed-fm", 3, 1e-5}, {"gaussian-fm", 0.1, 1e-5}, {"gaussian-fm", 4, 1e-7}} {
+		approx     string // logistic approximation; "" means linear data
+	}{{"fm", 0.3, 0, ""}, {"fm", 2, 0, ""}, {"relaxed-fm", 0.5, 1e-6, ""}, {"relaxed-fm", 3, 1e-5, ""}, {"gaussian-fm", 0.1, 1e-5, ""}, {"gaussian-fm", 4, 1e-7, ""},
+		{"fm", 1, 0, ApproxChebyshev}, {"relaxed-fm", 0.5, 1e-6, ApproxLeastSquares}, {"gaussian-fm", 0.1, 1e-5, ApproxChebyshev}, {"gaussian-fm", 1, 1e-6, ApproxTaylor}} {
 		est, _ := New(c.mech)
-		res, err := est.Fit(context.Background(), data, Config{Kind: Linear, Epsilon: c.eps, Delta: c.delta, Lambda: -1, Source: noise.NewInsecureSeeded(1)})
+		cfg := Config{Kind: Linear, Epsilon: c.eps, Delta: c.delta, Lambda: -1, Source: noise.NewInsecureSeeded(1)}
+		d := data
+		if c.approx != "" {
+			cfg.Kind, cfg.LogisticApprox, d = Logistic, c.approx, logData
+		}
+		res, err := est.Fit(context.Background(), d, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		p := res.Privacy
+		if c.approx != "" {
+			// The printed sensitivities are the approximation's.
+			lq, _ := NewLogisticQuadratic(c.approx, 0)
+			want, _ := SensitivitiesForApprox(Logistic, 6, 3000, lq)
+			got := map[string]float64{"fm": want.FM, "relaxed-fm": want.Relaxed, "gaussian-fm": want.Lambda2}[c.mech]
+			if r := p.Releases[len(p.Releases)-1]; r.Sensitivity != got {
+				t.Errorf("%s %s: printed sensitivity %v, the approximation's is %v", c.mech, c.approx, r.Sensitivity, got)
+			}
+		}
 		if p.Epsilon != c.eps || p.Delta != c.delta {
 			t.Fatalf("%s: report says (%v, %v), asked (%v, %v)", c.mech, p.Epsilon, p.Delta, c.eps, c.delta)
 		}
@@ -80,10 +98,15 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 		reps       int
 		opt        func(*Config)
 	}{
-		{"irls", Robust, lin, 1, 1e-5, 2, nil},
-		{"irls", Robust, lin, 0.3, 1e-6, 5, func(c *Config) { c.IRLS.Iterations = 5; c.IRLS.Split = 0.2 }},
+		{"irls", Robust, lin, 1, 1e-5, 1, nil}, // warm start, J = 1
+		{"irls", Robust, lin, 1, 1e-5, 2, func(c *Config) { c.IRLS.WarmStart = -1 }},
+		{"irls", Robust, lin, 0.3, 1e-6, 5, func(c *Config) { c.IRLS.Iterations = 5; c.IRLS.Split = 0.2; c.IRLS.WarmStart = -1 }},
 		{"noisygd", Linear, lin, 1, 1e-5, 100, nil},
 		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40 }},
+		// The warm start's two Gaussian FM releases happen once ("(once)"
+		// in their names), the J iterations' releases reps times.
+		{"irls", Robust, lin, 1, 1e-5, 2, func(c *Config) { c.IRLS.WarmStart = 0.3; c.IRLS.Iterations = 2 }},
+		{"irls", Robust, lin, 0.5, 1e-6, 3, func(c *Config) { c.IRLS.WarmStart = 0.5; c.IRLS.Iterations = 3; c.IRLS.Split = 0.7 }},
 	} {
 		cfg := Config{Kind: c.kind, Epsilon: c.eps, Delta: c.delta, Lambda: -1, Source: noise.NewInsecureSeeded(3)}
 		if c.opt != nil {
@@ -106,7 +129,11 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 				}
 				sc := r.Scale * scaleFactor
 				e := noise.GaussianCalibrationSensitivity(r.Sensitivity, sc, r.Entries) / sc
-				s2 += float64(c.reps) * e * e
+				reps := c.reps
+				if strings.HasSuffix(r.Name, "(once)") {
+					reps = 1
+				}
+				s2 += float64(reps) * e * e
 			}
 			d, err := accounting.AnalyticGaussianDelta(p.Epsilon, 1, math.Sqrt(s2))
 			if err != nil {
@@ -136,10 +163,15 @@ func TestReportIsPublic(t *testing.T) {
 		mech  string
 		kind  Kind
 		delta float64
+		opt   func(*Config)
 	}{
-		{"fm", Linear, 0}, {"fm", Logistic, 0}, {"relaxed-fm", Linear, 1e-6}, {"gaussian-fm", Linear, 1e-6},
-		{"gaussian-fm", Logistic, 1e-6}, {"noisygd", Linear, 1e-6}, {"noisygd", Logistic, 1e-6}, {"irls", Robust, 1e-6},
-		{"objpert", Linear, 1e-6}, {"objpert", Logistic, 1e-6},
+		{"fm", Linear, 0, nil}, {"fm", Logistic, 0, nil}, {"relaxed-fm", Linear, 1e-6, nil}, {"gaussian-fm", Linear, 1e-6, nil},
+		{"gaussian-fm", Logistic, 1e-6, nil}, {"noisygd", Linear, 1e-6, nil}, {"noisygd", Logistic, 1e-6, nil}, {"irls", Robust, 1e-6, nil},
+		{"objpert", Linear, 1e-6, nil}, {"objpert", Logistic, 1e-6, nil},
+		{"gaussian-fm", Logistic, 1e-6, func(c *Config) { c.LogisticApprox = ApproxChebyshev }},
+		{"fm", Logistic, 0, func(c *Config) { c.LogisticApprox = ApproxLeastSquares; c.LogisticRange = 3 }},
+		{"gaussian-fm", Linear, 1e-6, func(c *Config) { c.SolveRadius = 0.5 }},
+		{"irls", Robust, 1e-6, func(c *Config) { c.IRLS.WarmStart = 0.3 }},
 	} {
 		var texts [2]string
 		for i, seed := range []uint64{1, 2} {
@@ -152,8 +184,11 @@ func TestReportIsPublic(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := est.Fit(context.Background(), xpData(t, rows, d+1),
-				Config{Kind: c.kind, Epsilon: 1, Delta: c.delta, Lambda: -1, Source: noise.NewInsecureSeeded(7)})
+			cfg := Config{Kind: c.kind, Epsilon: 1, Delta: c.delta, Lambda: -1, Source: noise.NewInsecureSeeded(7)}
+			if c.opt != nil {
+				c.opt(&cfg)
+			}
+			res, err := est.Fit(context.Background(), xpData(t, rows, d+1), cfg)
 			if err != nil {
 				t.Fatalf("%s %s: %v", c.mech, c.kind, err)
 			}

@@ -54,12 +54,15 @@ func roundedSensitivity(sens float64, k float64, m int, e float64, l1 bool) floa
 }
 
 // objectiveEntryErrors returns the per-entry error bounds of the FM
-// family's Λ1 and Λ2 (from suffstat's sums; see item 1 above).
-func objectiveEntryErrors(kind Kind, n int64) (e1, e2 float64) {
+// family's Λ1 and Λ2 (from suffstat's sums; see item 1 above). For logistic
+// regression Λ2 = (a2/N)·S is computed as (a2/N)·S: two roundings on top of
+// S's error, times a2 ≤ ⅛ (a2 is the public constant the code multiplies
+// by, so it is exact; for a2 = ⅛ this is the Taylor bound (e_S + 2.01u)/8).
+func objectiveEntryErrors(kind Kind, n int64, a2 float64) (e1, e2 float64) {
 	eS := suffstat.ErrorBound(n) / float64(n)
 	const u = unitRoundoff
 	if kind == Logistic {
-		return 1.5*eS + 3.01*u, (eS + 2.01*u) / 8
+		return 1.5*eS + 3.01*u, (eS + 2.01*u) * a2
 	}
 	return 2*eS + 2.01*u, eS + 2.01*u
 }
