@@ -176,8 +176,8 @@ func TestCoefficientTableVariants(t *testing.T) {
 		// (at ε = 1 they are reported as unidentified).
 		{"fm", []string{"--schema", sch, "--model", "linear", "--mechanism", "fm", "--epsilon", "10"}, 2, true, "", true, 10},
 		{"nonprivate", []string{"--schema", sch, "--model", "linear", "--mechanism", "nonprivate"}, 0, false, "available for fm", false, 0},
-		// irls: A, B and the residual summary.
-		{"irls", []string{"--schema", sch, "--model", "robust", "--mechanism", "irls", "--epsilon", "2", "--delta", "1e-6"}, 3, true, "", false, 2},
+		// irls: the warm start's Λ1 and Λ2, A, B and the residual summary.
+		{"irls", []string{"--schema", sch, "--model", "robust", "--mechanism", "irls", "--epsilon", "2", "--delta", "1e-6"}, 5, true, "", false, 2},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			model := filepath.Join(dir, c.name+".json")
