@@ -38,6 +38,8 @@ type inferencePlan struct {
 	// momentEps is the ε spent on Λ0 (0 when no moment is released).
 	fitEps, momentEps float64
 	enabled           bool
+	// why, when set, says why intervals are off for this configuration.
+	why string
 }
 
 // planInference decides whether the fit gets confidence intervals and, for
@@ -50,6 +52,17 @@ func planInference(mechanism string, cfg *regress.Config, share float64) (*infer
 	}
 	if math.IsNaN(share) || share < 0 || share >= 1 {
 		return nil, fmt.Errorf("--ci-share must be in [0, 1), got %v", share)
+	}
+	// The intervals model the seed's Taylor objective minimised without a
+	// constraint; with another objective or the ball they would describe
+	// the wrong estimator, so there are none (and no budget is spent).
+	if cfg.Kind == regress.Logistic && cfg.LogisticApprox != "" && cfg.LogisticApprox != "taylor" {
+		p.why = "no confidence intervals with --logistic-approx " + cfg.LogisticApprox + " (they are derived for the Taylor objective)"
+		return p, nil
+	}
+	if cfg.SolveRadius > 0 && mechanism != "irls" {
+		p.why = "no confidence intervals with --solve-radius (they are derived for the unconstrained minimiser)"
+		return p, nil
 	}
 	if cfg.Kind == regress.Linear || mechanism == "irls" {
 		if share == 0 {
@@ -103,6 +116,8 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 	rep := &coefReport{}
 	var iv *inference.Intervals
 	switch {
+	case p.why != "":
+		rep.Unavailable = p.why
 	case !p.enabled && hasIntervals(p.mechanism):
 		rep.Unavailable = "no confidence intervals: --ci-share 0 spent no budget on the residual summary they need"
 	case !p.enabled:

@@ -159,7 +159,7 @@ func TestCoefficientTableVariants(t *testing.T) {
 	dir := t.TempDir()
 	data := writeWageData(t, dir, 3000)
 	sch := writeFile(t, dir, "schema.json", wageSchema)
-	logSch := writeFile(t, dir, "logistic.json", `{"target": {"name": "ethnicity", "positive": "afam"},
+	logSch := writeFile(t, dir, "logistic-schema.json", `{"target": {"name": "ethnicity", "positive": "afam"},
 	 "features": [{"name": "education", "range": [0, 20]}]}`)
 	for _, c := range []struct {
 		name         string
@@ -178,6 +178,13 @@ func TestCoefficientTableVariants(t *testing.T) {
 		{"nonprivate", []string{"--schema", sch, "--model", "linear", "--mechanism", "nonprivate"}, 0, false, "available for fm", false, 0},
 		// irls: the warm start's Λ1 and Λ2, A, B and the residual summary.
 		{"irls", []string{"--schema", sch, "--model", "robust", "--mechanism", "irls", "--epsilon", "2", "--delta", "1e-6"}, 5, true, "", false, 2},
+		// the seed's cold start: A, B and the residual summary.
+		{"irls-cold", []string{"--schema", sch, "--model", "robust", "--mechanism", "irls", "--epsilon", "2", "--delta", "1e-6", "--irls-warm-start", "-1"}, 3, true, "", false, 2},
+		// issue 16's options: the fit runs, the intervals are refused (they
+		// model the Taylor objective and the unconstrained minimiser) and
+		// no budget goes to them.
+		{"chebyshev", []string{"--schema", logSch, "--model", "logistic", "--mechanism", "gaussian-fm", "--epsilon", "1", "--delta", "1e-6", "--logistic-approx", "chebyshev"}, 2, false, "--logistic-approx chebyshev", false, 1},
+		{"solve-radius", []string{"--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm", "--epsilon", "1", "--delta", "1e-6", "--solve-radius", "1"}, 2, false, "--solve-radius", false, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			model := filepath.Join(dir, c.name+".json")

@@ -26,6 +26,8 @@ type fitOptions struct {
 	irls                                        regress.IRLSOptions
 	laplaceFirstMoment                          bool
 	ciShare                                     float64
+	logisticApprox                              string
+	logisticRange, solveRadius                  float64
 	seed                                        uint64
 	seeded                                      bool
 	skipBadRows                                 bool
@@ -117,8 +119,12 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	f.Float64Var(&o.noisygd.BatchRate, "batch-rate", 0, "noisygd: Poisson sampling rate q of mini-batches (0 or 1: full batch)")
 	f.Float64Var(&o.noisygd.LearningRate, "learning-rate", 0, "noisygd: step size (0: 1/L, L the smoothness bound)")
 	f.Float64Var(&o.noisygd.Lambda, "gd-ridge", 0, "noisygd: data-independent ridge added to the objective")
-	f.IntVar(&o.irls.Iterations, "irls-iterations", 0, "irls: iterations J (0: default)")
-	f.Float64Var(&o.irls.ResidualFloor, "residual-floor", 0, "irls: floor η in the weights 1/max(η, |r|), encoded target scale (0: default)")
+	f.IntVar(&o.irls.Iterations, "irls-iterations", 0, "irls: iterations J (0: default: 1 after a warm start, 2 cold)")
+	f.Float64Var(&o.irls.ResidualFloor, "residual-floor", 0, "irls: floor η in the weights 1/max(η, |r|), encoded target scale (0: default: min(1, max(0.3, 3√(d/(Nε)))) after a warm start, 0.2 cold)")
+	f.Float64Var(&o.irls.WarmStart, "irls-warm-start", 0, "irls: share of the budget for a Gaussian FM least-squares warm start (0: default 0.2; negative: the seed's cold start from ω = 0)")
+	f.StringVar(&o.logisticApprox, "logistic-approx", "taylor", "fm, relaxed-fm, gaussian-fm (logistic): quadratic stand-in for log(1+e^z): taylor (the seed's), chebyshev or least-squares over |xᵀω| ≤ --logistic-range")
+	f.Float64Var(&o.logisticRange, "logistic-range", 0, "fm, relaxed-fm, gaussian-fm (logistic): public range R of xᵀω for chebyshev and least-squares (0: 4)")
+	f.Float64Var(&o.solveRadius, "solve-radius", 0, "fm, relaxed-fm, gaussian-fm: minimise the noisy objective over the public ball ‖ω‖ ≤ R (0: unconstrained)")
 	f.BoolVar(&o.laplaceFirstMoment, "laplace-first-moment", false, "irls: Laplace instead of Gaussian noise on the first moment")
 	f.Float64Var(&o.irls.Split, "irls-split", 0, "irls: share of each iteration's budget given to the first moment (0: 0.5)")
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE generator with this seed (experiments only)")
@@ -238,7 +244,8 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		}
 	}
 	cfg := regress.Config{Kind: kind, Epsilon: o.epsilon, Delta: o.delta, Lambda: o.lambda, LambdaFactor: o.lambdaFactor, Split: o.split,
-		Source: randomSource(o.seeded, o.seed), ObjPert: o.objpert, NoisyGD: o.noisygd, IRLS: o.irls}
+		Source: randomSource(o.seeded, o.seed), ObjPert: o.objpert, NoisyGD: o.noisygd, IRLS: o.irls,
+		LogisticApprox: o.logisticApprox, LogisticRange: o.logisticRange, SolveRadius: o.solveRadius}
 	if o.laplaceFirstMoment {
 		cfg.IRLS.FirstMoment = "laplace"
 	}

@@ -25,7 +25,7 @@ type mechanismUse struct {
 
 var (
 	linLog   = []regress.Kind{regress.Linear, regress.Logistic}
-	fmFlags  = []string{"lambda", "lambda-factor"}
+	fmFlags  = []string{"lambda", "lambda-factor", "logistic-approx", "logistic-range", "solve-radius"}
 	irlsOnly = []regress.Kind{regress.Robust}
 )
 
@@ -38,7 +38,7 @@ var mechanismUses = map[string]mechanismUse{
 	"gaussian-fm":  {kinds: linLog, epsilon: true, delta: 1, flags: append([]string{"split"}, fmFlags...)},
 	"objpert":      {kinds: linLog, epsilon: true, delta: 1, flags: []string{"objpert-lambda", "radius", "objpert-tolerance", "objpert-output-share"}},
 	"noisygd":      {kinds: linLog, epsilon: true, delta: 1, flags: []string{"radius", "iterations", "sigma", "batch-rate", "learning-rate", "gd-ridge"}},
-	"irls":         {kinds: irlsOnly, epsilon: true, delta: 1, flags: []string{"irls-iterations", "residual-floor", "laplace-first-moment", "irls-split", "lambda", "lambda-factor"}},
+	"irls":         {kinds: irlsOnly, epsilon: true, delta: 1, flags: []string{"irls-iterations", "residual-floor", "laplace-first-moment", "irls-split", "irls-warm-start", "lambda", "lambda-factor"}},
 	"irls-wishart": {kinds: irlsOnly, epsilon: true, delta: 2, flags: []string{"irls-iterations", "residual-floor", "laplace-first-moment"}},
 }
 
@@ -159,6 +159,9 @@ var fitFlagRanges = map[string]flagRange{
 	"gd-ridge":             {lo: 0, hi: math.MaxFloat64, what: "≥ 0"},
 	"irls-iterations":      {lo: 1, hi: 1e7, zeroDefault: true, what: "from 1 to 10⁷ (0: the default)"},
 	"residual-floor":       {lo: 0, hi: math.MaxFloat64, loOpen: true, zeroDefault: true, what: "> 0 (0: the default)"},
+	"irls-warm-start":      {lo: math.Inf(-1), hi: 1, hiOpen: true, what: "below 1 (0: the default; negative: cold start)"},
+	"logistic-range":       {lo: 0, hi: math.MaxFloat64, loOpen: true, zeroDefault: true, what: "> 0 (0: the default)"},
+	"solve-radius":         {lo: 0, hi: math.MaxFloat64, what: "≥ 0 (0: unconstrained)"},
 	"irls-split":           {lo: 0, hi: 1, loOpen: true, hiOpen: true, zeroDefault: true, what: "in (0, 1) (0: the default)"},
 	"workers":              {lo: 0, hi: 1 << 16, what: "from 0 (all cores) to 65536"},
 }
