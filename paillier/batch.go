@@ -62,7 +62,9 @@ type Claim struct {
 // every claim: with one weight per claim, a forger could send a and b off
 // by factors that cancel in X_k Y_k, and two forgers could cancel each
 // other under equal weights. Squaring removes order-2 factors before the
-// weights act (an odd/even weight would otherwise keep/kill an a' = -a).
+// weights act: with unsquared equations an order-2 error would survive an
+// odd weight and vanish under an even one, so the batch and the single
+// check could disagree (Proof).
 //
 // On a failed batch check the claims are split in halves and each half is
 // checked again with fresh weights, down to batches of fewer than 4, which

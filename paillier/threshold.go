@@ -410,17 +410,8 @@ func (tpk *ThresholdPublicKey) VerifyPartial(ct *Ciphertext, pd *PartialDecrypti
 	if tpk == nil {
 		return fmt.Errorf("paillier: verify partial decryption: %w", errNoKey)
 	}
-	if err := tpk.owns(ct); err != nil {
-		return fmt.Errorf("paillier: verify partial decryption: %w", err)
-	}
-	if pd == nil || pd.ci == nil || pd.proof == nil {
-		return errors.New("paillier: verify partial decryption: incomplete")
-	}
-	if pd.index < 1 || pd.index > tpk.parties {
-		return fmt.Errorf("paillier: verify partial decryption: party %d outside [1, %d]", pd.index, tpk.parties)
-	}
-	if err := tpk.checkUnit(pd.ci); err != nil {
-		return fmt.Errorf("paillier: verify partial decryption of party %d: c_i: %w", pd.index, err)
+	if err := tpk.checkClaim(Claim{Ciphertext: ct, Partial: pd}); err != nil {
+		return err
 	}
 	if err := tpk.verify(pd.proof, pd.index, ct.c, pd.ci); err != nil {
 		return fmt.Errorf("paillier: verify partial decryption of party %d: %w", pd.index, err)
@@ -622,6 +613,16 @@ func (tpk *ThresholdPublicKey) verifyEach(ct *Ciphertext, parts []*PartialDecryp
 // exponents mu_i/g have at most t bits instead of |Delta| + t log2 N), and
 // the multi-exponentiation shares the squarings among the t bases.
 func (tpk *ThresholdPublicKey) interpolate(set []int, cs []*big.Int) (*big.Int, error) {
+	acc, err := tpk.combinedFast(set, cs)
+	if err != nil {
+		return nil, err
+	}
+	return tpk.decodeCombined(acc)
+}
+
+// combinedFast returns c' = prod c_i^(2 mu_i) mod n^2 as interpolate
+// computes it.
+func (tpk *ThresholdPublicKey) combinedFast(set []int, cs []*big.Int) (*big.Int, error) {
 	mus, err := tpk.lagrangeAll(set)
 	if err != nil {
 		return nil, err
@@ -638,8 +639,7 @@ func (tpk *ThresholdPublicKey) interpolate(set []int, cs []*big.Int) (*big.Int, 
 	if err != nil {
 		return nil, fmt.Errorf("partial decryptions: %w", err)
 	}
-	acc.Exp(acc, g.Lsh(g, 1), tpk.nSquared)
-	return tpk.decodeCombined(acc)
+	return acc.Exp(acc, g.Lsh(g, 1), tpk.nSquared), nil
 }
 
 // interpolateNaive is interpolate with one exponentiation per share (the
