@@ -482,3 +482,30 @@ func TestVerifyPartialsMalformed(t *testing.T) {
 		t.Error("nil key verified a claim")
 	}
 }
+
+// TestBatchWithoutVPowers: when the precomputed powers of v do not cover
+// the exponent (a key whose table is cut short), the batch check falls back
+// to one exponentiation of v and gives the same verdicts.
+func TestBatchWithoutVPowers(t *testing.T) {
+	tpk, shares := mustDeal(t, 512, 6, 4)
+	tpk.vPowOnce.Do(func() { tpk.vPow = []*big.Int{tpk.v} })
+	rng := testRand(t, 14)
+	ct, _ := tpk.Encrypt(rng, big.NewInt(3))
+	var claims []Claim
+	for k, s := range shares {
+		pd, _ := s.Decrypt(rng, ct)
+		if k == 2 {
+			pd = forge(t, s, ct, new(big.Int).Add(tpk.n, bigOne), nil, nil, 3)
+		}
+		claims = append(claims, Claim{ct, pd})
+	}
+	if !tpk.batchHolds(claims[:2], []*big.Int{big.NewInt(5), big.NewInt(7)}, []*big.Int{big.NewInt(11), big.NewInt(13)}) {
+		t.Fatal("valid claims fail the batch equation on the fallback path")
+	}
+	errs := tpk.VerifyPartials(claims)
+	for i, err := range errs {
+		if (err != nil) != (i == 2) {
+			t.Fatalf("claim %d: %v", i, err)
+		}
+	}
+}

@@ -32,6 +32,8 @@ type ThresholdPublicKey struct {
 	delta              *big.Int   // N!
 	combineInv         *big.Int   // (4 Delta^2)^-1 mod n
 	tid                [32]byte   // SHA-256 of the canonical encoding
+	vPowOnce           sync.Once
+	vPow               []*big.Int // vPow[j] = v^(2^(vChunkBits j)), for batch verification
 }
 
 // KeyShare is party Index's secret share s_i = f(i) mod n*m, with the
