@@ -509,3 +509,29 @@ func TestBatchWithoutVPowers(t *testing.T) {
 		}
 	}
 }
+
+// TestChunkedExp: exponentiation over chunk powers equals big.Int.Exp for
+// exponents at and around the chunk boundaries, up to the cover and beyond
+// it (the fallback).
+func TestChunkedExp(t *testing.T) {
+	tpk, _ := mustDeal(t, 512, 3, 2)
+	m := tpk.nSquared
+	g, _ := tpk.randomUnit(testRand(t, 2))
+	c := newChunked(g, 3*chunkBits, m)
+	if len(c) != 3 {
+		t.Fatalf("%d chunk powers for 3 chunks", len(c))
+	}
+	pick := mrand.New(mrand.NewPCG(3, 4))
+	for _, bits := range []int{0, 1, 2, chunkBits - 1, chunkBits, chunkBits + 1, 2*chunkBits + 5, 3 * chunkBits, 3*chunkBits + 1, 5000} {
+		e := new(big.Int)
+		if bits > 0 {
+			e.SetBit(e, bits-1, 1)
+			for i := 0; i < bits-1; i++ {
+				e.SetBit(e, i, uint(pick.IntN(2)))
+			}
+		}
+		if got, want := c.exp(e, m), new(big.Int).Exp(g, e, m); got.Cmp(want) != 0 {
+			t.Fatalf("%d-bit exponent: chunked exponentiation differs from Exp", bits)
+		}
+	}
+}

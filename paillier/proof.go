@@ -110,7 +110,9 @@ func (tpk *ThresholdPublicKey) proofRandomBits() int {
 	return tpk.nSquared.BitLen() + ChallengeBits + tpk.delta.BitLen() + StatisticalSecurityBits
 }
 
-func (tpk *ThresholdPublicKey) prove(random io.Reader, index int, c, ci, x *big.Int) (*Proof, error) {
+// prove makes the proof for c_i = c^(2x); cp holds the chunk powers of c
+// (nil: computed here).
+func (tpk *ThresholdPublicKey) prove(random io.Reader, index int, c, ci, x *big.Int, cp chunked) (*Proof, error) {
 	if random == nil {
 		return nil, errors.New("proof: nil random source")
 	}
@@ -118,11 +120,11 @@ func (tpk *ThresholdPublicKey) prove(random io.Reader, index int, c, ci, x *big.
 	if err != nil {
 		return nil, err
 	}
-	c4 := new(big.Int).Exp(c, big.NewInt(4), tpk.nSquared)
-	ci2 := new(big.Int).Mul(ci, ci)
-	ci2.Mod(ci2, tpk.nSquared)
-	a := new(big.Int).Exp(c4, r, tpk.nSquared)
-	b := new(big.Int).Exp(tpk.v, r, tpk.nSquared)
+	if cp == nil {
+		cp = newChunked(c, tpk.proofRandomBits()+2, tpk.nSquared)
+	}
+	a := cp.exp(new(big.Int).Lsh(r, 2), tpk.nSquared) // (c^4)^r
+	b := tpk.vPowers().exp(r, tpk.nSquared)           // v^r
 	e := tpk.challenge(index, c, ci, a, b)
 	z := new(big.Int).Mul(e, x)
 	z.Add(z, r)

@@ -33,7 +33,7 @@ type ThresholdPublicKey struct {
 	combineInv         *big.Int   // (4 Delta^2)^-1 mod n
 	tid                [32]byte   // SHA-256 of the canonical encoding
 	vPowOnce           sync.Once
-	vPow               []*big.Int // vPow[j] = v^(2^(vChunkBits j)), for batch verification
+	vPow               chunked // v^(2^(chunkBits j)), for the prover and batch checks
 }
 
 // KeyShare is party Index's secret share s_i = f(i) mod n*m, with the
@@ -326,8 +326,10 @@ func (ks *KeyShare) Decrypt(random io.Reader, ct *Ciphertext) (*PartialDecryptio
 	}
 	x := new(big.Int).Mul(tpk.delta, ks.s) // Delta s_i
 	e := new(big.Int).Lsh(x, 1)            // 2 Delta s_i
-	ci := new(big.Int).Exp(ct.c, e, tpk.nSquared)
-	proof, err := tpk.prove(random, ks.index, ct.c, ci, x)
+	// c^(2x) and the proof's (c^4)^r = c^(4r) share the chunk powers of c.
+	cp := newChunked(ct.c, max(e.BitLen(), tpk.proofRandomBits()+2), tpk.nSquared)
+	ci := cp.exp(e, tpk.nSquared)
+	proof, err := tpk.prove(random, ks.index, ct.c, ci, x, cp)
 	if err != nil {
 		return nil, fmt.Errorf("paillier: partial decryption by party %d: %w", ks.index, err)
 	}
