@@ -76,8 +76,10 @@
 // batch's queries. Then paillier's KeyShare.DecryptSum re-checks product and
 // minimum. The aggregator verifies proofs (VerifyEach: every proof on
 // arrival, naming forgers; VerifyInCombine: Combine verifies in index order
-// until t are valid) and combines any t valid partial decryptions, so up to
-// N − t dead, refusing or lying teachers do not stop a batch.
+// until t are valid, all in one batch check by default, with forgers named
+// by bisection: paillier.VerifyPartials) and combines any t valid partial
+// decryptions, so up to N − t dead, refusing or lying teachers do not stop
+// a batch. AggregatorOptions.Combine selects the naive reference paths.
 //
 // # What is not covered
 //
