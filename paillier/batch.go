@@ -29,17 +29,17 @@ const chunkBits = 384
 type chunked []*big.Int
 
 // newChunked precomputes the chunk powers of g for exponents of up to bits
-// bits (about bits squarings).
+// bits (about bits squarings, done by big.Int.Exp with the exponent
+// 2^chunkBits: its Montgomery squarings cost about 0.6 of a
+// multiplication and reduction with Mul and Mod).
 func newChunked(g *big.Int, bits int, m *big.Int) chunked {
 	var out chunked
 	x := new(big.Int).Mod(g, m)
+	step := new(big.Int).Lsh(bigOne, chunkBits)
 	for j := 0; j*chunkBits < bits; j++ {
-		out = append(out, new(big.Int).Set(x))
+		out = append(out, x)
 		if (j+1)*chunkBits < bits {
-			for range chunkBits {
-				x.Mul(x, x)
-				x.Mod(x, m)
-			}
+			x = new(big.Int).Exp(x, step, m)
 		}
 	}
 	return out

@@ -143,7 +143,7 @@ func BenchmarkThreshold(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("%d/Prove", bits), func(b *testing.B) {
 			for b.Loop() {
-				if _, err := tpk.prove(rand.Reader, 1, ct.c, parts[0].ci, x, nil); err != nil {
+				if _, err := tpk.prove(rand.Reader, 1, ct.c, parts[0].ci, x); err != nil {
 					b.Fatal(err)
 				}
 			}

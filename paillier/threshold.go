@@ -326,10 +326,8 @@ func (ks *KeyShare) Decrypt(random io.Reader, ct *Ciphertext) (*PartialDecryptio
 	}
 	x := new(big.Int).Mul(tpk.delta, ks.s) // Delta s_i
 	e := new(big.Int).Lsh(x, 1)            // 2 Delta s_i
-	// c^(2x) and the proof's (c^4)^r = c^(4r) share the chunk powers of c.
-	cp := newChunked(ct.c, max(e.BitLen(), tpk.proofRandomBits()+2), tpk.nSquared)
-	ci := cp.exp(e, tpk.nSquared)
-	proof, err := tpk.prove(random, ks.index, ct.c, ci, x, cp)
+	ci := new(big.Int).Exp(ct.c, e, tpk.nSquared)
+	proof, err := tpk.prove(random, ks.index, ct.c, ci, x)
 	if err != nil {
 		return nil, fmt.Errorf("paillier: partial decryption by party %d: %w", ks.index, err)
 	}
