@@ -112,10 +112,10 @@ func (tpk *ThresholdPublicKey) proofRandomBits() int {
 
 // prove makes the proof for c_i = c^(2x). v^r is a short
 // multi-exponentiation over the per-key chunk powers of v (about half the
-// CPU of big.Int.Exp at 2048 bits; the partial decryption with its proof
-// takes about 0.8 of the CPU of three exponentiations); (c^4)^r is a plain exponentiation,
-// since a chunk table for a fresh c would cost as many squarings as it
-// saves.
+// CPU of big.Int.Exp at 2048 bits, so that the partial decryption with its
+// proof takes about 0.8 of the CPU of three exponentiations); (c^4)^r is a
+// plain exponentiation, since a chunk table for a fresh c would cost as
+// many squarings as it saves.
 func (tpk *ThresholdPublicKey) prove(random io.Reader, index int, c, ci, x *big.Int) (*Proof, error) {
 	if random == nil {
 		return nil, errors.New("proof: nil random source")
