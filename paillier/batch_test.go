@@ -5,6 +5,7 @@ import (
 	"math/big"
 	mrand "math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -532,6 +533,44 @@ func TestChunkedExp(t *testing.T) {
 		}
 		if got, want := c.exp(e, m), new(big.Int).Exp(g, e, m); got.Cmp(want) != 0 {
 			t.Fatalf("%d-bit exponent: chunked exponentiation differs from Exp", bits)
+		}
+	}
+}
+
+// TestVerifyPartialsLargeBatch: 64 claims (8 parties × 8 ciphertexts) with
+// forgers at the first, a middle and the last place, and a batch without
+// any: the forgers alone are named; the honest batch passes whole.
+func TestVerifyPartialsLargeBatch(t *testing.T) {
+	tpk, shares := mustDeal(t, 512, 8, 4)
+	rng := testRand(t, 64)
+	shift := new(big.Int).Add(tpk.n, bigOne)
+	var claims []Claim
+	for j := range 8 {
+		ct, _ := tpk.Encrypt(rng, big.NewInt(int64(j)))
+		for _, s := range shares {
+			pd, err := s.Decrypt(rng, ct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			claims = append(claims, Claim{ct, pd})
+		}
+	}
+	for k, err := range tpk.VerifyPartials(claims) {
+		if err != nil {
+			t.Fatalf("honest claim %d rejected: %v", k, err)
+		}
+	}
+	bad := map[int]bool{0: true, 29: true, 63: true}
+	for k := range bad {
+		cl := claims[k]
+		claims[k] = Claim{cl.Ciphertext, forge(t, shares[cl.Partial.Index()-1], cl.Ciphertext, shift, nil, nil, uint64(k))}
+	}
+	for k, err := range tpk.VerifyPartials(claims) {
+		if (err != nil) != bad[k] {
+			t.Fatalf("claim %d (forged %v): %v", k, bad[k], err)
+		}
+		if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("party %d", claims[k].Partial.Index())) {
+			t.Fatalf("claim %d: error does not name party %d: %v", k, claims[k].Partial.Index(), err)
 		}
 	}
 }
