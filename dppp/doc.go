@@ -97,14 +97,15 @@
 // commitments and its response)
 //
 // Per teacher and batch: Query (rows), Vote (about 570 bytes), and for the t
-// decryptors Decrypt (C ciphertexts: about 558·C bytes for C contributors)
+// decryptors Decrypt (C ciphertexts: about 516·C bytes for C contributors,
+// in the shared-prefix layout that sends paillier's header and key ID once)
 // and Partial. Packed, a batch holds QPC queries (22 at N = 10, K = 10,
 // ε = 1; 20 at N = 250), so per query: about 1,000 bytes per teacher at
-// N = 10 (measured in TestDigitsFiftyQueries) and 4,800 at N = 250, t = 167
+// N = 10 (measured in TestDigitsFiftyQueries) and 4,449 at N = 250, t = 167
 // (BenchmarkProtocol), against the seed's estimate 768·c = 7,680 for c = 10.
 // The Decrypt message dominates at large N: a teacher that checks that it
 // decrypts the product of the listed votes needs every listed vote, so no
-// encoding goes below t·(C−1)·|ciphertext|/(N·QPC) bytes per teacher and
-// query (4,258 at N = C = 250) without weakening that check
+// encoding goes below t·(C−1)·|ciphertext value|/(N·QPC) bytes per teacher
+// and query (4,258 at N = C = 250) without weakening that check
 // (docs/dppp-performance.md).
 package dppp
