@@ -34,13 +34,20 @@ const (
 	// names every forger.
 	VerifyEach Verification = iota
 	// VerifyInCombine leaves verification to Combine, which checks proofs
-	// in ascending index order only until t are valid.
+	// in ascending index order only until t are valid, all at once
+	// (paillier's VerifyPartials: one random linear combination, the
+	// forgers named by bisection) unless Combine says otherwise.
 	VerifyInCombine
 )
 
 // AggregatorOptions tune the aggregator.
 type AggregatorOptions struct {
 	Verification Verification
+	// Combine selects paillier's algorithms for combining partial
+	// decryptions. The zero value is the fast path (batch verification,
+	// interpolation by multi-exponentiation); the other settings are the
+	// reference paths, for benchmarks and cross-checks.
+	Combine paillier.CombineOptions
 	// Ledger is the aggregator's budget ledger (nil: a Budget).
 	Ledger Ledger
 	// IgnoreBudget, a TEST HOOK (a malicious aggregator), sends decryption
@@ -361,7 +368,7 @@ func (a *Aggregator) Combine(batch uint64) (*BatchResult, error) {
 	if len(parts) < a.p.Threshold {
 		return nil, fmt.Errorf("%w: batch %d: %d of t = %d", ErrTooFewDecryptors, batch, len(parts), a.p.Threshold)
 	}
-	comb, err := a.tpk.Combine(sum, parts)
+	comb, err := a.tpk.CombineWith(sum, parts, a.opt.Combine)
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if comb != nil {

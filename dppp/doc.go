@@ -76,8 +76,10 @@
 // batch's queries. Then paillier's KeyShare.DecryptSum re-checks product and
 // minimum. The aggregator verifies proofs (VerifyEach: every proof on
 // arrival, naming forgers; VerifyInCombine: Combine verifies in index order
-// until t are valid) and combines any t valid partial decryptions, so up to
-// N − t dead, refusing or lying teachers do not stop a batch.
+// until t are valid, all in one batch check by default, with forgers named
+// by bisection: paillier.VerifyPartials) and combines any t valid partial
+// decryptions, so up to N − t dead, refusing or lying teachers do not stop
+// a batch. AggregatorOptions.Combine selects the naive reference paths.
 //
 // # What is not covered
 //
@@ -91,13 +93,19 @@
 // holders can decrypt anything.
 //
 // # Sizes (2048-bit key: ciphertext 550 bytes, partial decryption about
-// 1,150 bytes at N = 10)
+// 2,150 bytes at N = 10 and 2,350 at N = 250: c_i, the proof's two
+// commitments and its response)
 //
 // Per teacher and batch: Query (rows), Vote (about 570 bytes), and for the t
-// decryptors Decrypt (C ciphertexts: about 554·C bytes for C contributors)
+// decryptors Decrypt (C ciphertexts: about 516·C bytes for C contributors,
+// in the shared-prefix layout that sends paillier's header and key ID once)
 // and Partial. Packed, a batch holds QPC queries (22 at N = 10, K = 10,
-// ε = 1), so per query: about 1,000 bytes per teacher at N = 10 (measured in
-// TestDigitsFiftyQueries) against the seed's estimate 768·c = 7,680 for
-// c = 10; the Decrypt message grows with N (all contributors' ciphertexts),
-// which dominates at N = 250 (see BenchmarkProtocol).
+// ε = 1; 20 at N = 250), so per query: about 1,000 bytes per teacher at
+// N = 10 (measured in TestDigitsFiftyQueries) and 4,449 at N = 250, t = 167
+// (BenchmarkProtocol), against the seed's estimate 768·c = 7,680 for c = 10.
+// The Decrypt message dominates at large N: a teacher that checks that it
+// decrypts the product of the listed votes needs every listed vote, so no
+// encoding goes below t·(C−1)·|ciphertext value|/(N·QPC) bytes per teacher
+// and query (4,258 at N = C = 250) without weakening that check
+// (docs/dppp-performance.md).
 package dppp

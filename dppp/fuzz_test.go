@@ -15,6 +15,8 @@ func sampleMessages() []Message {
 		&Query{Session: s, Batch: 3, Rows: [][]float64{{1, 2}, {3, 4.5}}},
 		&Vote{Session: s, Batch: 3, From: 2, Ciphertext: []byte{1, 2, 3}},
 		&Decrypt{Session: s, Batch: 3, Sum: []byte{4}, Contributors: []uint32{1, 2}, Ciphertexts: [][]byte{{5}, {6, 7}}},
+		&Decrypt{Session: s, Batch: 3, Sum: []byte{1, 2, 3, 4}, Contributors: []uint32{1, 2}, Ciphertexts: [][]byte{{1, 2, 9, 9}, {1, 2, 3, 5}}},
+		&Decrypt{Session: s, Batch: 3, Sum: []byte{1, 2}, Contributors: []uint32{2}, Ciphertexts: [][]byte{{1, 2}}},
 		&Partial{Session: s, Batch: 3, From: 1, Share: []byte{8, 9}},
 		&Refuse{Session: s, Batch: 3, From: 2, Reason: "no"},
 		&Request{Session: s, ID: 4, Rows: [][]float64{{0, 1}}, Histogram: true},
@@ -66,4 +68,56 @@ func FuzzUnmarshal(f *testing.F) {
 			t.Fatalf("%s: not canonical", m.Type())
 		}
 	})
+}
+
+// TestDecryptSharedPrefix: a Decrypt whose ciphertexts share the sum's
+// prefix (as paillier encodings under one key do) is sent in the shorter
+// layout, decodes to the same ciphertexts, and is refused when its prefix is
+// not the longest shared one or when the whole-blob layout is used where
+// the shared prefix applies (one encoding per message).
+func TestDecryptSharedPrefix(t *testing.T) {
+	var s [32]byte
+	sum := bytes.Repeat([]byte{7}, 100)
+	cts := [][]byte{append(bytes.Repeat([]byte{7}, 40), bytes.Repeat([]byte{1}, 60)...), append(bytes.Repeat([]byte{7}, 38), bytes.Repeat([]byte{2}, 62)...)}
+	d := &Decrypt{Session: s, Batch: 1, Sum: sum, Contributors: []uint32{3, 4}, Ciphertexts: cts}
+	b, err := d.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := 2 + 32 + 8 + 4 + 100 + 4 + 1 + 2*(4+4+100)
+	if want := whole - 2*(4+38) + 2; len(b) != want {
+		t.Fatalf("%d bytes, want %d (the whole-blob layout takes %d)", len(b), want, whole)
+	}
+	m, err := Unmarshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.(*Decrypt)
+	if len(got.Ciphertexts) != 2 || !bytes.Equal(got.Ciphertexts[0], cts[0]) || !bytes.Equal(got.Ciphertexts[1], cts[1]) || !bytes.Equal(got.Sum, sum) {
+		t.Fatal("ciphertexts changed in the round trip")
+	}
+	// The prefix length sits after the header (2), session (32), batch (8),
+	// sum (4+100), count (4), layout (1) and two ids (8).
+	at := 2 + 32 + 8 + 4 + 100 + 4 + 1 + 8
+	if b[at] != 0 || b[at+1] != 38 {
+		t.Fatalf("prefix length bytes %v, want 0 38", b[at:at+2])
+	}
+	short := append([]byte(nil), b...)
+	short[at+1] = 37 // a shorter prefix: one more byte per tail, and not canonical
+	if _, err := Unmarshal(short); err == nil {
+		t.Error("a non-maximal prefix decoded")
+	}
+	w := header(typeDecrypt)
+	w.Raw(s[:])
+	w.U64(1)
+	w.Blob(sum)
+	w.U32(2)
+	w.U8(decryptBlobs)
+	for i, c := range cts {
+		w.U32(d.Contributors[i])
+		w.Blob(c)
+	}
+	if _, err := Unmarshal(w.Bytes()); err == nil {
+		t.Error("whole blobs decoded where the shared prefix applies")
+	}
 }

@@ -176,6 +176,16 @@ func readRows(r *reader) [][]float64 {
 	return rows
 }
 
+// readBlob reads a blob of 1 to maxBlob bytes (what checkBlob lets the
+// encoder write).
+func readBlob(r *reader, what string) []byte {
+	p := r.Blob(what, maxBlob)
+	if r.Err() == nil && len(p) == 0 {
+		r.Fail("%s: empty", what)
+	}
+	return p
+}
+
 func checkBlob(p []byte, what string) error {
 	if len(p) == 0 || len(p) > maxBlob {
 		return fmt.Errorf("dppp: %s of %d bytes", what, len(p))
@@ -219,6 +229,39 @@ func (m *Vote) MarshalBinary() ([]byte, error) {
 	return w.Bytes(), nil
 }
 
+// Decrypt layouts. The contributors' ciphertexts are usually encodings of
+// one length that begin with the same bytes as the sum (paillier's header
+// and key ID: 38 of 550 bytes at 2048 bits); the shared-prefix layout sends
+// that prefix once, inside the sum, and of each ciphertext only its tail,
+// without a length (7.5 % fewer bytes per contributor). It is used whenever
+// it applies, with the longest common prefix, so each message has exactly
+// one encoding.
+const (
+	decryptBlobs        = 0 // per contributor: u32 id | blob
+	decryptSharedPrefix = 1 // u32 ids | u16 prefix length P | per contributor: ciphertext[P:]
+)
+
+// sharedPrefix returns the length of the longest common prefix of sum and
+// every ciphertext, or 0 if the shared-prefix layout does not apply (no
+// ciphertexts, or one of another length than sum).
+func sharedPrefix(sum []byte, cts [][]byte) int {
+	if len(cts) == 0 {
+		return 0
+	}
+	l := len(sum)
+	for _, c := range cts {
+		if len(c) != len(sum) {
+			return 0
+		}
+		k := 0
+		for k < l && c[k] == sum[k] {
+			k++
+		}
+		l = k
+	}
+	return l
+}
+
 func (m *Decrypt) MarshalBinary() ([]byte, error) {
 	if err := checkBlob(m.Sum, "sum"); err != nil {
 		return nil, err
@@ -226,19 +269,79 @@ func (m *Decrypt) MarshalBinary() ([]byte, error) {
 	if len(m.Contributors) != len(m.Ciphertexts) || len(m.Contributors) > MaxTeachers {
 		return nil, fmt.Errorf("dppp: %d contributors, %d ciphertexts", len(m.Contributors), len(m.Ciphertexts))
 	}
+	for _, c := range m.Ciphertexts {
+		if err := checkBlob(c, "ciphertext"); err != nil {
+			return nil, err
+		}
+	}
 	w := header(typeDecrypt)
 	w.Raw(m.Session[:])
 	w.U64(m.Batch)
 	w.Blob(m.Sum)
 	w.U32(uint32(len(m.Contributors)))
-	for i, c := range m.Contributors {
-		if err := checkBlob(m.Ciphertexts[i], "ciphertext"); err != nil {
-			return nil, err
+	prefix := sharedPrefix(m.Sum, m.Ciphertexts)
+	if prefix == 0 {
+		w.U8(decryptBlobs)
+		for i, c := range m.Contributors {
+			w.U32(c)
+			w.Blob(m.Ciphertexts[i])
 		}
+		return w.Bytes(), nil
+	}
+	w.U8(decryptSharedPrefix)
+	for _, c := range m.Contributors {
 		w.U32(c)
-		w.Blob(m.Ciphertexts[i])
+	}
+	w.U16(uint16(prefix))
+	for _, c := range m.Ciphertexts {
+		w.Raw(c[prefix:])
 	}
 	return w.Bytes(), nil
+}
+
+// readDecrypt decodes the body of a Decrypt message.
+func readDecrypt(r *reader) *Decrypt {
+	d := &Decrypt{Session: r.Fixed32("session"), Batch: r.U64("batch")}
+	d.Sum = readBlob(r, "sum")
+	n := r.Count("contributors", MaxTeachers, 4)
+	switch r.U8("decrypt layout") {
+	case decryptBlobs:
+		for i := 0; i < n && r.Err() == nil; i++ {
+			d.Contributors = append(d.Contributors, r.U32("contributor"))
+			d.Ciphertexts = append(d.Ciphertexts, readBlob(r, "ciphertext"))
+		}
+		if r.Err() == nil && sharedPrefix(d.Sum, d.Ciphertexts) != 0 {
+			r.Fail("decrypt: ciphertexts sent whole where they share a prefix with the sum")
+		}
+	case decryptSharedPrefix:
+		for i := 0; i < n && r.Err() == nil; i++ {
+			d.Contributors = append(d.Contributors, r.U32("contributor"))
+		}
+		p := int(r.U16("prefix length"))
+		if r.Err() != nil {
+			return d
+		}
+		if n == 0 || p == 0 || p > len(d.Sum) {
+			r.Fail("decrypt: prefix of %d bytes for %d contributors and a %d-byte sum", p, n, len(d.Sum))
+			return d
+		}
+		tail := len(d.Sum) - p
+		if uint64(n)*uint64(tail) != uint64(r.Len()) {
+			r.Fail("decrypt: %d ciphertext tails of %d bytes, %d bytes left", n, tail, r.Len())
+			return d
+		}
+		for i := 0; i < n; i++ {
+			c := make([]byte, 0, len(d.Sum))
+			c = append(c, d.Sum[:p]...)
+			d.Ciphertexts = append(d.Ciphertexts, append(c, r.Take(tail, "ciphertext")...))
+		}
+		if sharedPrefix(d.Sum, d.Ciphertexts) != p {
+			r.Fail("decrypt: prefix of %d bytes is not the longest shared one", p)
+		}
+	default:
+		r.Fail("decrypt: unknown layout")
+	}
+	return d
 }
 
 func (m *Partial) MarshalBinary() ([]byte, error) {
@@ -340,20 +443,13 @@ func Unmarshal(b []byte) (Message, error) {
 		m = q
 	case typeVote:
 		v := &Vote{Session: r.Fixed32("session"), Batch: r.U64("batch"), From: r.U32("from")}
-		v.Ciphertext = r.Blob("ciphertext", maxBlob)
+		v.Ciphertext = readBlob(r, "ciphertext")
 		m = v
 	case typeDecrypt:
-		d := &Decrypt{Session: r.Fixed32("session"), Batch: r.U64("batch")}
-		d.Sum = r.Blob("sum", maxBlob)
-		n := r.Count("contributors", MaxTeachers, 8)
-		for i := 0; i < n && r.Err() == nil; i++ {
-			d.Contributors = append(d.Contributors, r.U32("contributor"))
-			d.Ciphertexts = append(d.Ciphertexts, r.Blob("ciphertext", maxBlob))
-		}
-		m = d
+		m = readDecrypt(r)
 	case typePartial:
 		p := &Partial{Session: r.Fixed32("session"), Batch: r.U64("batch"), From: r.U32("from")}
-		p.Share = r.Blob("partial", maxBlob)
+		p.Share = readBlob(r, "partial")
 		m = p
 	case typeRefuse:
 		f := &Refuse{Session: r.Fixed32("session"), Batch: r.U64("batch"), From: r.U32("from")}

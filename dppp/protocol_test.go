@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/dplearn/dplearn/paillier"
 )
 
 func TestDigitsFiftyQueries(t *testing.T) {
@@ -81,20 +83,26 @@ func TestDeadAfterVote(t *testing.T) {
 
 func TestForgedPartial(t *testing.T) {
 	f := getFixture(t)
-	modes := []Verification{VerifyEach, VerifyInCombine}
+	// The default (batch verification in Combine) first: the only mode in
+	// -short runs.
+	modes := []AggregatorOptions{
+		{Verification: VerifyInCombine},
+		{Verification: VerifyEach},
+		{Verification: VerifyInCombine, Combine: paillier.CombineOptions{ProofByProof: true, NaiveInterpolation: true}},
+	}
 	if testing.Short() {
 		modes = modes[:1]
 	}
-	for _, v := range modes {
+	for v, opt := range modes {
 		d := f.deploy(t, f.config(Binomial), func(i int, tc *TeacherConfig) { tc.ForgePartial = i == 1 })
-		res, err := Run(context.Background(), d.p, f.tpk, d.teachers, f.rows[:5], RunOptions{Aggregator: AggregatorOptions{Verification: v}})
+		res, err := Run(context.Background(), d.p, f.tpk, d.teachers, f.rows[:5], RunOptions{Aggregator: opt})
 		if err != nil {
 			t.Fatal(err)
 		}
 		d.checkReference(t, res)
 		br := res.Batches[0]
 		if _, ok := br.Rejected[2]; !ok {
-			t.Errorf("verification %d: forger teacher02 not rejected: %v", v, br.Rejected)
+			t.Errorf("mode %d: forger teacher02 not rejected: %v", v, br.Rejected)
 		}
 		for _, id := range br.Decryptors {
 			if id == 2 {

@@ -214,3 +214,68 @@ func BenchmarkEncryptRatio(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBatchRatio compares, in the same loop (same machine load),
+// proof-by-proof verification (VerifyPartial on each of t proofs) with
+// VerifyPartials on the same t proofs, and naive interpolation with the
+// multi-exponentiation, at 2048 bits with (N, t) = (40, 27). Metrics:
+// batch/each and multiexp/naive are time ratios; each-ms/proof and
+// batch-ms/proof are per proof. Run with -cpu 1 so that wall time is CPU
+// time (VerifyPartials and multiExp use GOMAXPROCS goroutines).
+func BenchmarkBatchRatio(b *testing.B) {
+	const N, t = 40, 27
+	p, q := testPrimePair(2048)
+	tpk, shares, err := DealThreshold(rand.Reader, p, q, N, t)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ct, _ := tpk.Encrypt(rand.Reader, big.NewInt(77))
+	claims := make([]Claim, t)
+	set := make([]int, t)
+	cs := make([]*big.Int, t)
+	for k := range claims {
+		pd, err := shares[k].Decrypt(rand.Reader, ct)
+		if err != nil {
+			b.Fatal(err)
+		}
+		claims[k] = Claim{ct, pd}
+		set[k] = k + 1
+		cs[k] = pd.ci
+	}
+	tpk.vPowers() // per-key precomputation, done once in a deployment
+	var each, batch, naive, multi time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		for _, cl := range claims {
+			if err := tpk.VerifyPartial(cl.Ciphertext, cl.Partial); err != nil {
+				b.Fatal(err)
+			}
+		}
+		t1 := time.Now()
+		for _, err := range tpk.VerifyPartials(claims) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		t2 := time.Now()
+		if _, err := tpk.interpolateNaive(set, cs); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		if _, err := tpk.interpolate(set, cs); err != nil {
+			b.Fatal(err)
+		}
+		t4 := time.Now()
+		each += t1.Sub(t0)
+		batch += t2.Sub(t1)
+		naive += t3.Sub(t2)
+		multi += t4.Sub(t3)
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
+	b.ReportMetric(float64(batch)/float64(each), "batch/each")
+	b.ReportMetric(ms(each)/t, "each-ms/proof")
+	b.ReportMetric(ms(batch)/t, "batch-ms/proof")
+	b.ReportMetric(float64(multi)/float64(naive), "multiexp/naive")
+	b.ReportMetric(ms(naive), "naive-interp-ms")
+	b.ReportMetric(ms(multi), "multiexp-interp-ms")
+}

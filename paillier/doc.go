@@ -32,7 +32,11 @@
 // share, the statement and fresh randomness, so that a random source that
 // repeats cannot expose the share. Any t valid partial decryptions combine by
 // Lagrange interpolation in the exponent (ThresholdPublicKey.Combine);
-// invalid or missing ones are skipped and reported.
+// invalid or missing ones are skipped and reported. Combine verifies the
+// proofs in batches (ThresholdPublicKey.VerifyPartials: one random linear
+// combination with 128-bit weights, multi-exponentiation, bisection to name
+// the bad shares) and interpolates by one multi-exponentiation;
+// CombineOptions selects the proof-by-proof and naive reference paths.
 //
 // # Threat model
 //
@@ -116,7 +120,10 @@
 //	kind 2  ciphertext            key ID (32) | c (W)
 //	kind 3  threshold public key  u16 L | n (L) | u16 N | u16 t | v (W) | v_1..v_N (W each)
 //	kind 4  key share             u32 K | threshold public key (K bytes) | u16 i | s_i (W)
-//	kind 5  partial decryption    threshold key ID (32) | u16 i | c_i (W) | e (32) | z (Z)
+//	kind 6  partial decryption    threshold key ID (32) | u16 i | c_i (W) | a (W) | b (W) | z (Z)
+//
+// Kind 5 was a partial decryption whose proof was (e, z); it is no longer
+// read, because batch verification needs the commitments a and b (Proof).
 //
 // The key ID of a public key is SHA-256 of its encoding (kind 1); that of a
 // threshold public key is SHA-256 of its kind-3 encoding. Z =

@@ -29,15 +29,19 @@ const (
 	kindCiphertext         byte = 2
 	kindThresholdPublicKey byte = 3
 	kindKeyShare           byte = 4
-	kindPartialDecryption  byte = 5
+	// kindPartialDecryptionEZ was the partial decryption with an (e, z)
+	// proof, which batch verification cannot use; it is no longer read.
+	kindPartialDecryptionEZ byte = 5
+	kindPartialDecryption   byte = 6
 )
 
 var kindNames = map[byte]string{
-	kindPublicKey:          "public key",
-	kindCiphertext:         "ciphertext",
-	kindThresholdPublicKey: "threshold public key",
-	kindKeyShare:           "key share",
-	kindPartialDecryption:  "partial decryption",
+	kindPublicKey:           "public key",
+	kindCiphertext:          "ciphertext",
+	kindThresholdPublicKey:  "threshold public key",
+	kindKeyShare:            "key share",
+	kindPartialDecryptionEZ: "partial decryption with an (e, z) proof (an older format, no longer read)",
+	kindPartialDecryption:   "partial decryption",
 }
 
 func header(kind byte) []byte {
@@ -346,26 +350,29 @@ func parseKeyShare(b []byte, minBits int) (*KeyShare, error) {
 func (tpk *ThresholdPublicKey) zLen() int { return (tpk.proofRandomBits() + 1 + 7) / 8 }
 
 // MarshalBinary encodes the partial decryption with its proof: header |
-// threshold key ID (32) | u16 index | c_i (byte length of n^2) | e (32) | z
-// (fixed width ceil((B+1)/8), B as in Proof).
+// threshold key ID (32) | u16 index | c_i (W) | a (W) | b (W) | z (fixed
+// width ceil((B+1)/8), B as in Proof), W the byte length of n^2.
 func (pd *PartialDecryption) MarshalBinary() ([]byte, error) {
-	if pd == nil || pd.pub == nil || pd.ci == nil || pd.proof == nil {
+	if pd == nil || pd.pub == nil || pd.ci == nil || pd.proof == nil || pd.proof.a == nil || pd.proof.b == nil || pd.proof.z == nil {
 		return nil, errors.New("paillier: encode partial decryption: incomplete")
 	}
 	tpk := pd.pub
-	if pd.proof.e.BitLen() > ChallengeBits || pd.proof.z.BitLen() > tpk.proofRandomBits()+1 || pd.proof.e.Sign() < 0 || pd.proof.z.Sign() < 0 {
+	if pd.proof.z.BitLen() > tpk.proofRandomBits()+1 || pd.proof.z.Sign() < 0 || pd.proof.a.Sign() <= 0 || pd.proof.b.Sign() <= 0 ||
+		pd.proof.a.Cmp(tpk.nSquared) >= 0 || pd.proof.b.Cmp(tpk.nSquared) >= 0 {
 		return nil, errors.New("paillier: encode partial decryption: proof out of range")
 	}
 	out := append(header(kindPartialDecryption), tpk.tid[:]...)
 	out = putU16(out, pd.index)
 	out = putFixed(out, pd.ci, tpk.elemLen())
-	out = putFixed(out, pd.proof.e, ChallengeBits/8)
+	out = putFixed(out, pd.proof.a, tpk.elemLen())
+	out = putFixed(out, pd.proof.b, tpk.elemLen())
 	return putFixed(out, pd.proof.z, tpk.zLen()), nil
 }
 
 // ParsePartialDecryption decodes a partial decryption for this key. It
-// checks lengths, ranges and that c_i is in Z*_{n^2}; the proof itself is
-// checked by VerifyPartial and Combine, which also need the ciphertext.
+// checks lengths, ranges and that c_i and the proof's commitments are in
+// Z*_{n^2}; the proof itself is checked by VerifyPartial, VerifyPartials and
+// Combine, which also need the ciphertext.
 func (tpk *ThresholdPublicKey) ParsePartialDecryption(b []byte) (*PartialDecryption, error) {
 	if tpk == nil || tpk.n == nil || tpk.delta == nil {
 		return nil, fmt.Errorf("paillier: decode partial decryption: %w", errNoKey)
@@ -378,7 +385,8 @@ func (tpk *ThresholdPublicKey) ParsePartialDecryption(b []byte) (*PartialDecrypt
 	id := r.take(keyIDLen, "key ID")
 	index := r.u16("party index")
 	ci := r.int(tpk.elemLen(), "c_i")
-	e := r.int(ChallengeBits/8, "proof challenge")
+	a := r.int(tpk.elemLen(), "proof commitment a")
+	bb := r.int(tpk.elemLen(), "proof commitment b")
 	z := r.int(tpk.zLen(), "proof response")
 	if err := r.done(); err != nil {
 		return nil, fmt.Errorf("paillier: decode partial decryption: %w", err)
@@ -392,8 +400,9 @@ func (tpk *ThresholdPublicKey) ParsePartialDecryption(b []byte) (*PartialDecrypt
 	if err := tpk.checkUnit(ci); err != nil {
 		return nil, fmt.Errorf("paillier: decode partial decryption of party %d: c_i: %w", index, err)
 	}
-	if z.BitLen() > tpk.proofRandomBits()+1 {
-		return nil, fmt.Errorf("paillier: decode partial decryption of party %d: proof response out of range", index)
+	p := &Proof{a: a, b: bb, z: z}
+	if err := tpk.checkProofShape(p); err != nil {
+		return nil, fmt.Errorf("paillier: decode partial decryption of party %d: %w", index, err)
 	}
-	return &PartialDecryption{pub: tpk, index: index, ci: ci, proof: &Proof{e: e, z: z}}, nil
+	return &PartialDecryption{pub: tpk, index: index, ci: ci, proof: p}, nil
 }

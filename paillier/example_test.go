@@ -99,3 +99,41 @@ func ExampleEncryptor_StartPool() {
 	fmt.Println(m)
 	// Output: 7
 }
+
+// Batch verification: five partial decryptions of two ciphertexts checked
+// with one random linear combination; party 4's lie (a partial decryption of
+// another ciphertext) is found and named, the others accepted.
+func ExampleThresholdPublicKey_VerifyPartials() {
+	p, q := testPrimePair(2048)
+	tpk, shares, err := DealThreshold(rand.Reader, p, q, 5, 3)
+	if err != nil {
+		panic(err)
+	}
+	a, _ := tpk.Encrypt(rand.Reader, big.NewInt(7))
+	b, _ := tpk.Encrypt(rand.Reader, big.NewInt(9))
+	var claims []Claim
+	for i, s := range shares {
+		ct, other := a, b
+		if i%2 == 1 {
+			ct, other = b, a
+		}
+		decrypted := ct
+		if s.Index() == 4 {
+			decrypted = other // the lie
+		}
+		pd, err := s.Decrypt(rand.Reader, decrypted)
+		if err != nil {
+			panic(err)
+		}
+		claims = append(claims, Claim{Ciphertext: ct, Partial: pd})
+	}
+	for k, err := range tpk.VerifyPartials(claims) {
+		fmt.Println(claims[k].Partial.Index(), err == nil)
+	}
+	// Output:
+	// 1 true
+	// 2 true
+	// 3 true
+	// 4 false
+	// 5 true
+}

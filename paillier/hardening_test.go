@@ -60,7 +60,9 @@ func TestProofNonceHedged(t *testing.T) {
 		}
 	}
 	x := new(big.Int).Mul(tpk.delta, ks.s) // the secret the proof is about
-	e1, z1, e2, z2 := pd1.proof.e, pd1.proof.z, pd2.proof.e, pd2.proof.z
+	e1 := tpk.challenge(ks.index, ct1.c, pd1.ci, pd1.proof.a, pd1.proof.b)
+	e2 := tpk.challenge(ks.index, ct2.c, pd2.ci, pd2.proof.a, pd2.proof.b)
+	z1, z2 := pd1.proof.z, pd2.proof.z
 	if e1.Cmp(e2) == 0 {
 		t.Fatal("equal challenges for different ciphertexts")
 	}

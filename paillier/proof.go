@@ -36,15 +36,40 @@ const (
 //
 //	log_{c^4}(c_i^2) = log_v(v_i) = Delta s_i.
 //
-// Squaring maps c and c_i into the cyclic group of squares of Z*_{n^2},
+// Squaring maps c and c_i into the cyclic group Q of squares of Z*_{n^2},
 // of order n p' q', which has no small factors; the challenge (256 bits) is
 // smaller than p' and q' for real key sizes, which is what the soundness
 // argument needs.
 //
 // Prover, with x = Delta s_i: derive r in [0, 2^B) (see below), a = (c^4)^r,
 // b = v^r, e = H(domain, n, v, i, v_i, c, c_i, a, b), z = r + e x (over the
-// integers). Verifier: recompute a = (c^4)^z (c_i^2)^-e and
-// b = v^z v_i^-e, and check e = H(...). The proof is (e, z).
+// integers). The proof is (a, b, z), the commitment form: the verifier
+// recomputes e = H(...) and checks
+//
+//	((c^4)^z)^2 = (a (c_i^2)^e)^2  and  (v^z)^2 = (b v_i^e)^2   (mod n^2).
+//
+// Sending the commitments a, b (rather than (e, z), from which the verifier
+// would recompute them) is what makes many proofs checkable with one random
+// linear combination (VerifyPartials); it costs two elements of Z*_{n^2} per
+// proof on the wire.
+//
+// Why the equations are squared. Z*_{n^2} has elements of order 2 (-1 and
+// two others), and a batch check raises each equation to a random weight,
+// which kills an order-2 error whenever the weight is even: with the exact
+// equations, a commitment a' = -a would fail alone but pass a batch half of
+// the time. Squaring both sides (the "cofactor" of 2) puts every equation in
+// Q, which has no small-order elements, so the single and the batch checks
+// accept exactly the same proofs (up to 2^-128, see VerifyPartials). The
+// squared equations prove what Combine needs. Special soundness: two
+// accepting proofs with the same (a, b) and e != e' give
+// v^(2(z-z')) = v_i^(2(e-e')); v generates Q, of odd order nm, and
+// v_i = v^x is in Q, so z - z' = x (e - e') mod nm; then
+// (c^8)^(z-z') = c_i^(4(e-e')) gives (c_i^4 c^(-8x))^(e-e') = 1 in Q, whose
+// element orders have only prime factors p, q, p', q' > 2^256 > |e - e'|,
+// so c_i^4 = c^(8x), and squaring being a bijection of Q (odd order),
+// c_i^2 = (c^4)^x. Combine uses c_i only through c_i^(2 mu_i), i.e.
+// through c_i^2, so a c_i changed by a factor of order 2 is harmless; the
+// challenge hashes c_i itself, so such a change also fails the proof.
 //
 // Statistical zero knowledge: x < Delta n m < 2^(|Delta| + |n^2|) and
 // e < 2^ChallengeBits, so e x < 2^(B - 128) with
@@ -52,10 +77,11 @@ const (
 //	B = |n^2| + ChallengeBits + |Delta| + StatisticalSecurityBits.
 //
 // z = r + e x is uniform on [e x, e x + 2^B), and a simulator that draws z
-// uniform on [0, 2^B) and e uniform (programming the random oracle) produces
-// a distribution at statistical distance at most e x / 2^B < 2^-128 from
-// real proofs. Leaving out |Delta| (or using |n| instead of |n^2|, since
-// s_i lives modulo n m and not modulo n) would make z reveal the top bits of
+// uniform on [0, 2^B) and e uniform, sets a = (c^4)^z (c_i^2)^-e and
+// b = v^z v_i^-e and programs the random oracle produces a distribution at
+// statistical distance at most e x / 2^B < 2^-128 from real proofs.
+// Leaving out |Delta| (or using |n| instead of |n^2|, since s_i lives
+// modulo n m and not modulo n) would make z reveal the top bits of
 // Delta s_i; the sizes above count every factor of e Delta s_i.
 //
 // Hedged nonce. Two proofs by the same party with the same r and different
@@ -75,8 +101,8 @@ const (
 // new). r is a power-of-two-range output, so no modular reduction biases
 // it. A random source that returns an error is still an error.
 type Proof struct {
-	e *big.Int // challenge, in [0, 2^ChallengeBits)
-	z *big.Int // response, in [0, 2^(B+1))
+	a, b *big.Int // commitments (c^4)^r and v^r, in Z*_{n^2}
+	z    *big.Int // response, in [0, 2^(B+1))
 }
 
 // proofRandomBits returns B for this key.
@@ -84,6 +110,12 @@ func (tpk *ThresholdPublicKey) proofRandomBits() int {
 	return tpk.nSquared.BitLen() + ChallengeBits + tpk.delta.BitLen() + StatisticalSecurityBits
 }
 
+// prove makes the proof for c_i = c^(2x). v^r is a short
+// multi-exponentiation over the per-key chunk powers of v (about half the
+// CPU of big.Int.Exp at 2048 bits, so that the partial decryption with its
+// proof takes about 0.8 of the CPU of three exponentiations); (c^4)^r is a
+// plain exponentiation, since a chunk table for a fresh c would cost as
+// many squarings as it saves.
 func (tpk *ThresholdPublicKey) prove(random io.Reader, index int, c, ci, x *big.Int) (*Proof, error) {
 	if random == nil {
 		return nil, errors.New("proof: nil random source")
@@ -93,14 +125,12 @@ func (tpk *ThresholdPublicKey) prove(random io.Reader, index int, c, ci, x *big.
 		return nil, err
 	}
 	c4 := new(big.Int).Exp(c, big.NewInt(4), tpk.nSquared)
-	ci2 := new(big.Int).Mul(ci, ci)
-	ci2.Mod(ci2, tpk.nSquared)
 	a := new(big.Int).Exp(c4, r, tpk.nSquared)
-	b := new(big.Int).Exp(tpk.v, r, tpk.nSquared)
+	b := tpk.vPowers().exp(r, tpk.nSquared)
 	e := tpk.challenge(index, c, ci, a, b)
 	z := new(big.Int).Mul(e, x)
 	z.Add(z, r)
-	return &Proof{e: e, z: z}, nil
+	return &Proof{a: a, b: b, z: z}, nil
 }
 
 // proofNonce derives the hedged nonce r in [0, 2^B) described at Proof.
@@ -146,45 +176,58 @@ func (tpk *ThresholdPublicKey) proofNonce(random io.Reader, index int, c, ci, x 
 	return r, nil
 }
 
-func (tpk *ThresholdPublicKey) verify(p *Proof, index int, c, ci *big.Int) error {
-	if p == nil || p.e == nil || p.z == nil {
+// checkProofShape checks what a proof must satisfy before any
+// exponentiation: present, the response in range, the commitments in
+// Z*_{n^2}.
+func (tpk *ThresholdPublicKey) checkProofShape(p *Proof) error {
+	if p == nil || p.a == nil || p.b == nil || p.z == nil {
 		return errors.New("proof: missing")
-	}
-	if p.e.Sign() < 0 || p.e.BitLen() > ChallengeBits {
-		return errors.New("proof: challenge out of range")
 	}
 	if p.z.Sign() < 0 || p.z.BitLen() > tpk.proofRandomBits()+1 {
 		return errors.New("proof: response out of range")
 	}
-	nsq := tpk.nSquared
-	c4 := new(big.Int).Exp(c, big.NewInt(4), nsq)
-	ci2 := new(big.Int).Mul(ci, ci)
-	ci2.Mod(ci2, nsq)
-	// a = (c^4)^z * (c_i^2)^-e
-	a, err := expDiv(c4, p.z, ci2, p.e, nsq)
-	if err != nil {
-		return fmt.Errorf("proof: %w", err)
+	if err := tpk.checkUnit(p.a); err != nil {
+		return fmt.Errorf("proof: commitment a: %w", err)
 	}
-	// b = v^z * v_i^-e
-	b, err := expDiv(tpk.v, p.z, tpk.vi[index-1], p.e, nsq)
-	if err != nil {
-		return fmt.Errorf("proof: %w", err)
-	}
-	if tpk.challenge(index, c, ci, a, b).Cmp(p.e) != 0 {
-		return errors.New("proof: invalid (partial decryption does not match the verification key)")
+	if err := tpk.checkUnit(p.b); err != nil {
+		return fmt.Errorf("proof: commitment b: %w", err)
 	}
 	return nil
 }
 
-// expDiv returns x^u / y^w mod m.
-func expDiv(x, u, y, w, m *big.Int) (*big.Int, error) {
-	den := new(big.Int).Exp(y, w, m)
-	if den.ModInverse(den, m) == nil {
-		return nil, errors.New("element not invertible")
+// verify checks one proof: the squared equations of Proof.
+func (tpk *ThresholdPublicKey) verify(p *Proof, index int, c, ci *big.Int) error {
+	if err := tpk.checkProofShape(p); err != nil {
+		return err
 	}
-	num := new(big.Int).Exp(x, u, m)
-	num.Mul(num, den)
-	return num.Mod(num, m), nil
+	nsq := tpk.nSquared
+	e := tpk.challenge(index, c, ci, p.a, p.b)
+	c4 := new(big.Int).Exp(c, big.NewInt(4), nsq)
+	ci2 := new(big.Int).Mul(ci, ci)
+	ci2.Mod(ci2, nsq)
+	// ((c^4)^z)^2 = (a (c_i^2)^e)^2
+	if !equalSquares(new(big.Int).Exp(c4, p.z, nsq), mulExp(p.a, ci2, e, nsq), nsq) {
+		return errors.New("proof: invalid (partial decryption does not match the verification key)")
+	}
+	// (v^z)^2 = (b v_i^e)^2
+	if !equalSquares(new(big.Int).Exp(tpk.v, p.z, nsq), mulExp(p.b, tpk.vi[index-1], e, nsq), nsq) {
+		return errors.New("proof: invalid (commitment b does not match the verification key)")
+	}
+	return nil
+}
+
+// mulExp returns a y^e mod m.
+func mulExp(a, y, e, m *big.Int) *big.Int {
+	t := new(big.Int).Exp(y, e, m)
+	t.Mul(t, a)
+	return t.Mod(t, m)
+}
+
+// equalSquares reports whether x^2 = y^2 mod m.
+func equalSquares(x, y, m *big.Int) bool {
+	x2 := new(big.Int).Mul(x, x)
+	y2 := new(big.Int).Mul(y, y)
+	return x2.Mod(x2, m).Cmp(y2.Mod(y2, m)) == 0
 }
 
 // challenge hashes the statement and commitments with SHA-256 under a

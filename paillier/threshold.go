@@ -32,6 +32,8 @@ type ThresholdPublicKey struct {
 	delta              *big.Int   // N!
 	combineInv         *big.Int   // (4 Delta^2)^-1 mod n
 	tid                [32]byte   // SHA-256 of the canonical encoding
+	vPowOnce           sync.Once
+	vPow               chunked // v^(2^(chunkBits j)), for the prover and batch checks
 }
 
 // KeyShare is party Index's secret share s_i = f(i) mod n*m, with the
@@ -410,17 +412,8 @@ func (tpk *ThresholdPublicKey) VerifyPartial(ct *Ciphertext, pd *PartialDecrypti
 	if tpk == nil {
 		return fmt.Errorf("paillier: verify partial decryption: %w", errNoKey)
 	}
-	if err := tpk.owns(ct); err != nil {
-		return fmt.Errorf("paillier: verify partial decryption: %w", err)
-	}
-	if pd == nil || pd.ci == nil || pd.proof == nil {
-		return errors.New("paillier: verify partial decryption: incomplete")
-	}
-	if pd.index < 1 || pd.index > tpk.parties {
-		return fmt.Errorf("paillier: verify partial decryption: party %d outside [1, %d]", pd.index, tpk.parties)
-	}
-	if err := tpk.checkUnit(pd.ci); err != nil {
-		return fmt.Errorf("paillier: verify partial decryption of party %d: c_i: %w", pd.index, err)
+	if err := tpk.checkClaim(Claim{Ciphertext: ct, Partial: pd}); err != nil {
+		return err
 	}
 	if err := tpk.verify(pd.proof, pd.index, ct.c, pd.ci); err != nil {
 		return fmt.Errorf("paillier: verify partial decryption of party %d: %w", pd.index, err)
@@ -445,6 +438,20 @@ type Combination struct {
 	Rejected  []Rejection // invalid, duplicate or nil entries examined, by index
 }
 
+// CombineOptions select the algorithms of CombineWith. The zero value is
+// the fast path, which Combine uses; the other settings are the reference
+// (naive) algorithms, kept as options so that benchmarks and tests measure
+// and check the same code.
+type CombineOptions struct {
+	// ProofByProof verifies each proof alone (VerifyPartial, in parallel)
+	// instead of all at once (VerifyPartials).
+	ProofByProof bool
+	// NaiveInterpolation computes prod c_i^(2 mu_i) with one
+	// exponentiation per share instead of one multi-exponentiation with
+	// the common factor of the mu_i taken out.
+	NaiveInterpolation bool
+}
+
 // Combine recovers the plaintext of ct from any t valid partial
 // decryptions in parts. Each one's proof is verified; invalid, duplicate and
 // nil entries are skipped and reported in Rejected, the t valid ones with
@@ -456,8 +463,16 @@ type Combination struct {
 // m = L(c') (4 Delta^2)^-1 mod n. The proof's equations speak about c_i^2
 // only, but its challenge hashes c_i itself, so a c_i changed by a factor of
 // order 2 (such as -c_i) is rejected too; the even exponent 2 mu_i would
-// remove such a factor anyway.
+// remove such a factor anyway. Combine is CombineWith with the zero
+// options: proofs verified in batches, interpolation by
+// multi-exponentiation.
 func (tpk *ThresholdPublicKey) Combine(ct *Ciphertext, parts []*PartialDecryption) (*Combination, error) {
+	return tpk.CombineWith(ct, parts, CombineOptions{})
+}
+
+// CombineWith is Combine with a choice of algorithms; every choice gives
+// the same result.
+func (tpk *ThresholdPublicKey) CombineWith(ct *Ciphertext, parts []*PartialDecryption, opt CombineOptions) (*Combination, error) {
 	if tpk == nil {
 		return nil, fmt.Errorf("paillier: combine: %w", errNoKey)
 	}
@@ -468,8 +483,8 @@ func (tpk *ThresholdPublicKey) Combine(ct *Ciphertext, parts []*PartialDecryptio
 	valid := map[int]*PartialDecryption{}
 	// Verify in ascending index order and stop at t valid ones: the proofs
 	// are the expensive part, and later shares would not be used. Each
-	// round verifies, in parallel, as many candidates as valid shares are
-	// still missing.
+	// round verifies (in one batch, or one by one in parallel) as many
+	// candidates as valid shares are still missing.
 	queue := slices.Clone(parts)
 	slices.SortStableFunc(queue, func(a, b *PartialDecryption) int {
 		return partIndex(a) - partIndex(b)
@@ -494,19 +509,16 @@ func (tpk *ThresholdPublicKey) Combine(ct *Ciphertext, parts []*PartialDecryptio
 			}
 		}
 		queue = append(deferred, queue...)
-		errs := make([]error, len(batch))
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-		for k, pd := range batch {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer wg.Done()
-				errs[k] = tpk.VerifyPartial(ct, pd)
-				<-sem
-			}()
+		var errs []error
+		if opt.ProofByProof {
+			errs = tpk.verifyEach(ct, batch)
+		} else {
+			claims := make([]Claim, len(batch))
+			for k, pd := range batch {
+				claims[k] = Claim{Ciphertext: ct, Partial: pd}
+			}
+			errs = tpk.VerifyPartials(claims)
 		}
-		wg.Wait()
 		for k, pd := range batch {
 			if errs[k] != nil {
 				res.Rejected = append(res.Rejected, Rejection{Index: pd.index, Err: errs[k]})
@@ -537,7 +549,11 @@ func (tpk *ThresholdPublicKey) Combine(ct *Ciphertext, parts []*PartialDecryptio
 	for k, i := range idx {
 		cs[k] = valid[i].ci
 	}
-	m, err := tpk.interpolate(idx, cs)
+	interp := tpk.interpolate
+	if opt.NaiveInterpolation {
+		interp = tpk.interpolateNaive
+	}
+	m, err := interp(idx, cs)
 	if err != nil {
 		return res, fmt.Errorf("paillier: combine: %w", err)
 	}
@@ -572,17 +588,96 @@ func lagrangeDelta(delta *big.Int, set []int, i int) (*big.Int, error) {
 	return q, nil
 }
 
+// verifyEach verifies the partial decryptions of ct one by one, in
+// parallel.
+func (tpk *ThresholdPublicKey) verifyEach(ct *Ciphertext, parts []*PartialDecryption) []error {
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for k, pd := range parts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			errs[k] = tpk.VerifyPartial(ct, pd)
+			<-sem
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
 // interpolate combines partial decryptions cs of parties set (distinct, in
-// [1, N]) without verifying them.
+// [1, N]) without verifying them: c' = prod c_i^(2 mu_i), computed as
+// (prod c_i^(mu_i/g))^(2g) with g = gcd of the mu_i, by one
+// multi-exponentiation. The mu_i share a large common factor (for
+// S = {1..t}, mu_i = Delta (-1)^(i-1) C(t, i), so g >= Delta and the
+// exponents mu_i/g have at most t bits instead of |Delta| + t log2 N), and
+// the multi-exponentiation shares the squarings among the t bases.
 func (tpk *ThresholdPublicKey) interpolate(set []int, cs []*big.Int) (*big.Int, error) {
-	acc := big.NewInt(1)
-	t := new(big.Int)
+	acc, err := tpk.combinedFast(set, cs)
+	if err != nil {
+		return nil, err
+	}
+	return tpk.decodeCombined(acc)
+}
+
+// combinedFast returns c' = prod c_i^(2 mu_i) mod n^2 as interpolate
+// computes it.
+func (tpk *ThresholdPublicKey) combinedFast(set []int, cs []*big.Int) (*big.Int, error) {
+	mus, err := tpk.lagrangeAll(set)
+	if err != nil {
+		return nil, err
+	}
+	g := new(big.Int)
+	for _, mu := range mus {
+		g.GCD(nil, nil, g, new(big.Int).Abs(mu))
+	}
+	exps := make([]*big.Int, len(mus))
+	for k, mu := range mus {
+		exps[k] = new(big.Int).Quo(mu, g)
+	}
+	acc, err := multiExpSigned(cs, exps, tpk.nSquared)
+	if err != nil {
+		return nil, fmt.Errorf("partial decryptions: %w", err)
+	}
+	return acc.Exp(acc, g.Lsh(g, 1), tpk.nSquared), nil
+}
+
+// interpolateNaive is interpolate with one exponentiation per share (the
+// reference for tests and benchmarks).
+func (tpk *ThresholdPublicKey) interpolateNaive(set []int, cs []*big.Int) (*big.Int, error) {
+	acc, err := tpk.combinedNaive(set, cs)
+	if err != nil {
+		return nil, err
+	}
+	return tpk.decodeCombined(acc)
+}
+
+// lagrangeAll returns mu_i for every i in set.
+func (tpk *ThresholdPublicKey) lagrangeAll(set []int) ([]*big.Int, error) {
+	mus := make([]*big.Int, len(set))
 	for k, i := range set {
 		mu, err := lagrangeDelta(tpk.delta, set, i)
 		if err != nil {
 			return nil, err
 		}
-		e := mu.Lsh(mu, 1) // 2 mu_i
+		mus[k] = mu
+	}
+	return mus, nil
+}
+
+// combinedNaive returns c' = prod c_i^(2 mu_i) mod n^2, one exponentiation
+// per share.
+func (tpk *ThresholdPublicKey) combinedNaive(set []int, cs []*big.Int) (*big.Int, error) {
+	mus, err := tpk.lagrangeAll(set)
+	if err != nil {
+		return nil, err
+	}
+	acc := big.NewInt(1)
+	t := new(big.Int)
+	for k, i := range set {
+		e := new(big.Int).Lsh(mus[k], 1) // 2 mu_i
 		base := cs[k]
 		if e.Sign() < 0 {
 			base = new(big.Int).ModInverse(base, tpk.nSquared)
@@ -595,8 +690,12 @@ func (tpk *ThresholdPublicKey) interpolate(set []int, cs []*big.Int) (*big.Int, 
 		acc.Mul(acc, t)
 		acc.Mod(acc, tpk.nSquared)
 	}
-	// acc = 1 + 4 Delta^2 m n mod n^2.
-	acc.Sub(acc, bigOne)
+	return acc, nil
+}
+
+// decodeCombined returns m from c' = 1 + 4 Delta^2 m n mod n^2.
+func (tpk *ThresholdPublicKey) decodeCombined(c *big.Int) (*big.Int, error) {
+	acc := new(big.Int).Sub(c, bigOne)
 	q, r := new(big.Int).QuoRem(acc, tpk.n, new(big.Int))
 	if r.Sign() != 0 {
 		return nil, errors.New("combined value is not 1 mod n: partial decryptions are inconsistent")

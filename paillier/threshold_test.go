@@ -151,22 +151,29 @@ func TestThresholdForgedPartialDetected(t *testing.T) {
 	}
 	tamperZ := func() *PartialDecryption {
 		pd := *honest[1]
-		pd.proof = &Proof{e: pd.proof.e, z: new(big.Int).Add(pd.proof.z, bigOne)}
+		pd.proof = &Proof{a: pd.proof.a, b: pd.proof.b, z: new(big.Int).Add(pd.proof.z, bigOne)}
 		return &pd
 	}
-	tamperE := func() *PartialDecryption {
+	tamperA := func() *PartialDecryption {
 		pd := *honest[1]
-		pd.proof = &Proof{e: new(big.Int).Xor(pd.proof.e, bigOne), z: pd.proof.z}
+		a := new(big.Int).Mul(pd.proof.a, pd.proof.a)
+		pd.proof = &Proof{a: a.Mod(a, tpk.nSquared), b: pd.proof.b, z: pd.proof.z}
+		return &pd
+	}
+	negA := func() *PartialDecryption { // an order-2 factor on the commitment
+		pd := *honest[1]
+		pd.proof = &Proof{a: new(big.Int).Sub(tpk.nSquared, pd.proof.a), b: pd.proof.b, z: pd.proof.z}
 		return &pd
 	}
 	zeroCi := &PartialDecryption{index: 2, ci: big.NewInt(0), proof: honest[1].proof}
 	forgeries := map[string]*PartialDecryption{
-		"shifted plaintext":  shift(honest[1]),
-		"other party share":  wrongShare(),
-		"other ciphertext":   wrongCT(),
-		"tampered response":  tamperZ(),
-		"tampered challenge": tamperE(),
-		"zero c_i":           zeroCi,
+		"shifted plaintext":   shift(honest[1]),
+		"other party share":   wrongShare(),
+		"other ciphertext":    wrongCT(),
+		"tampered response":   tamperZ(),
+		"tampered commitment": tamperA(),
+		"negated commitment":  negA(),
+		"zero c_i":            zeroCi,
 	}
 	for name, forged := range forgeries {
 		t.Run(name, func(t *testing.T) {
