@@ -57,6 +57,13 @@
 //     least-squares fit inside the same budget; irls-wishart is the seed's
 //     variant, labelled NOT DP.
 //     nonprivate with Kind Robust is the exact least-absolute-deviations fit.
+//   - dpme: DPME (Lei 2011), a Laplace histogram on the schema's grid,
+//     fitted on weighted synthetic cells; pure ε-DP, histogram L1
+//     sensitivity 2 (dpme.go).
+//   - filter-priority: Filter-Priority (Cormode, Procopiuc, Srivastava &
+//     Tran 2012), geometric noise, threshold θ and priority sampling without
+//     materialising empty cells; exactly ε-DP (filterpriority.go,
+//     synth.Filter).
 //
 // # Post-processing
 //
