@@ -385,6 +385,12 @@ func (e *Encoder) encodeTarget(raw []byte, flags []uint8) (float64, error) {
 	return v, nil
 }
 
+// UnitScale is the scale the encoder divides every feature vector by for a
+// schema with bound B (Schema.Bound): 1/√B rounded down (see unitScale).
+// Code that must reproduce encoded values exactly (the histogram baselines'
+// public grid) uses it.
+func UnitScale(b int) float64 { return unitScale(b) }
+
 // unitScale returns the largest float64 s with B·s² ≤ 1, compared exactly:
 // 1/√B rounded down. The float64 nearest to 1/√B is above it for about half
 // of all B (B = 3, 6, 10, 25, …), and then a record with every group at its

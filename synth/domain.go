@@ -3,7 +3,6 @@ package synth
 import (
 	"fmt"
 	"math"
-	"math/big"
 	"math/bits"
 
 	"github.com/dplearn/dplearn/schema"
@@ -206,7 +205,7 @@ func LeiBins(n int64, binned int, levelCells float64) int {
 // axes and L the product of the level-axis sizes (LeiBins for DPME, a fixed
 // resolution for Filter-Priority).
 func FromSchema(s *schema.Schema, bins func(binned int, levelCells float64) int) (*Domain, error) {
-	scale := unitScale(s.Bound())
+	scale := schema.UnitScale(s.Bound())
 	var axes []Axis
 	if s.HasIntercept() {
 		axes = append(axes, Axis{Name: "(intercept)", Cols: 1, Levels: [][]float64{{scale}}})
@@ -292,25 +291,3 @@ func UnitBall(k int, binary bool, bins func(binned int, levelCells float64) int)
 	return d, nil
 }
 
-// unitScale is the encoder's 1/√B rounded down (schema package doc: the
-// largest float64 s with B·s² ≤ 1). The intercept and indicator levels must
-// equal the encoded values exactly; TestFromSchemaMatchesEncoder checks it
-// against rows encoded by package schema.
-func unitScale(b int) float64 {
-	if b < 1 {
-		return 1
-	}
-	fits := func(s float64) bool {
-		r := new(big.Rat).SetFloat64(s)
-		r.Mul(r, r).Mul(r, new(big.Rat).SetInt64(int64(b)))
-		return r.Cmp(big.NewRat(1, 1)) <= 0
-	}
-	s := 1 / math.Sqrt(float64(b))
-	for !fits(s) {
-		s = math.Nextafter(s, 0)
-	}
-	for fits(math.Nextafter(s, math.Inf(1))) {
-		s = math.Nextafter(s, math.Inf(1))
-	}
-	return s
-}
