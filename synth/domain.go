@@ -290,4 +290,3 @@ func UnitBall(k int, binary bool, bins func(binned int, levelCells float64) int)
 	}
 	return d, nil
 }
-
