@@ -20,6 +20,7 @@ import (
 // fitOptions are the flags of `dplearn fit`.
 type fitOptions struct {
 	data, schemaPath, model, mechanism, out     string
+	stats                                       string
 	epsilon, delta, lambda, lambdaFactor, split float64
 	objpert                                     regress.ObjPertOptions
 	noisygd                                     regress.NoisyGDOptions
@@ -80,6 +81,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.data, "data", "", "input table (CSV, CSV.gz or Parquet)")
+	f.StringVar(&o.stats, "stats", "", statsFlagHelp)
 	f.StringVar(&o.schemaPath, "schema", "", "schema file (JSON) with the public bounds")
 	f.StringVar(&o.model, "model", "", "linear, logistic or robust (L1)")
 	f.StringVar(&o.mechanism, "mechanism", "", "one of "+strings.Join(regress.Mechanisms(), ", "))
@@ -111,7 +113,11 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none).`,
 		if err != nil {
 			return err
 		}
-		if err := requireFlags(cmd, "data", "schema", "model", "mechanism", "out"); err != nil {
+		req, err := dataOrStats(cmd, []string{"data", "schema", "model", "mechanism", "out"})
+		if err != nil {
+			return err
+		}
+		if err := requireFlags(cmd, req...); err != nil {
 			return err
 		}
 		o.seeded = cmd.Flags().Changed("seed")
@@ -188,7 +194,12 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		return err
 	}
 	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, Progress: stderrProgress(cmd)}
-	data, sum, err := loadFitInput(ctx, o.data, s, est, kind, opt)
+	data, sum, err := regress.Data{}, dataset.Summary{}, error(nil)
+	if o.stats != "" {
+		data, sum, o.skipBadRows, err = loadStatsInput(o.stats, s, est, kind, o.mechanism)
+	} else {
+		data, sum, err = loadFitInput(ctx, o.data, s, est, kind, opt)
+	}
 	if err != nil {
 		return err
 	}
