@@ -220,4 +220,3 @@ func (f *fitFn) ProcessElement(ctx context.Context, b []byte) error {
 	}
 	return writeFile(ctx, f.Spec.Out, append(data, '\n'))
 }
-
