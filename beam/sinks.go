@@ -20,8 +20,29 @@ import (
 )
 
 func init() {
-	register.DoFn2x1[context.Context, []byte, error](&writeStatsFn{})
-	register.DoFn2x1[context.Context, []byte, error](&fitFn{})
+	register.DoFn3x1[context.Context, []byte, func(*[]byte) bool, error](&writeStatsFn{})
+	register.DoFn3x1[context.Context, []byte, func(*[]byte) bool, error](&fitFn{})
+	register.Iter1[[]byte]()
+}
+
+// sinkInput runs a sink once, on an impulse, with the statistics as a side
+// input: a combine of no rows outputs nothing, and the sink must then fail
+// rather than never run.
+func sinkInput(s beam.Scope, stats beam.PCollection) (beam.PCollection, beam.SideInput) {
+	return beam.Impulse(s), beam.SideInput{Input: stats}
+}
+
+// theStats returns the single statistics element of the side input.
+func theStats(iter func(*[]byte) bool) (*suffstat.Moments, error) {
+	var b []byte
+	if !iter(&b) {
+		return nil, errors.New("dpbeam: the input files hold no data rows")
+	}
+	var extra []byte
+	if iter(&extra) {
+		return nil, errors.New("dpbeam: more than one statistics element (the combine is global)")
+	}
+	return decodeStats(b)
 }
 
 // local reports whether path is on the local filesystem (no scheme).
@@ -69,7 +90,9 @@ func WriteStats(s beam.Scope, stats beam.PCollection, o Options, path string) er
 	if err != nil {
 		return err
 	}
-	beam.ParDo0(s.Scope("dplearn.WriteStats"), &writeStatsFn{SchemaJSON: sj, SkipBadRows: o.SkipBadRows, Path: path}, stats)
+	s = s.Scope("dplearn.WriteStats")
+	imp, side := sinkInput(s, stats)
+	beam.ParDo0(s, &writeStatsFn{SchemaJSON: sj, SkipBadRows: o.SkipBadRows, Path: path}, imp, side)
 	return nil
 }
 
@@ -79,12 +102,12 @@ type writeStatsFn struct {
 	Path        string
 }
 
-func (f *writeStatsFn) ProcessElement(ctx context.Context, b []byte) error {
+func (f *writeStatsFn) ProcessElement(ctx context.Context, _ []byte, stats func(*[]byte) bool) error {
 	sch, err := schema.Parse([]byte(f.SchemaJSON))
 	if err != nil {
 		return err
 	}
-	m, err := decodeStats(b)
+	m, err := theStats(stats)
 	if err != nil {
 		return err
 	}
@@ -188,7 +211,9 @@ func Fit(s beam.Scope, stats beam.PCollection, o Options, spec FitSpec) error {
 	if _, _, err := spec.Validate(o.Schema); err != nil {
 		return err
 	}
-	beam.ParDo0(s.Scope("dplearn.Fit"), &fitFn{SchemaJSON: sj, SkipBadRows: o.SkipBadRows, Spec: spec}, stats)
+	s = s.Scope("dplearn.Fit")
+	imp, side := sinkInput(s, stats)
+	beam.ParDo0(s, &fitFn{SchemaJSON: sj, SkipBadRows: o.SkipBadRows, Spec: spec}, imp, side)
 	return nil
 }
 
@@ -198,12 +223,12 @@ type fitFn struct {
 	Spec        FitSpec
 }
 
-func (f *fitFn) ProcessElement(ctx context.Context, b []byte) error {
+func (f *fitFn) ProcessElement(ctx context.Context, _ []byte, stats func(*[]byte) bool) error {
 	sch, err := schema.Parse([]byte(f.SchemaJSON))
 	if err != nil {
 		return err
 	}
-	m, err := decodeStats(b)
+	m, err := theStats(stats)
 	if err != nil {
 		return err
 	}

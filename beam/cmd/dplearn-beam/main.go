@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,7 +29,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
 	dpbeam "github.com/dplearn/dplearn/beam"
 	"github.com/dplearn/dplearn/regress"
@@ -97,8 +97,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&o.spec.LambdaFactor, "lambda-factor", regress.DefaultLambdaFactor, "fit: when --lambda is negative, λ = this × the per-entry noise std of Λ2")
 	fs.Float64Var(&o.spec.Split, "split", 0.5, "fit: gaussian-fm's share of the budget given to Λ1")
 	fs.Uint64Var(&o.spec.Seed, "seed", 0, "fit: deterministic INSECURE noise with this seed (experiments only; the report says so)")
+	verbose := fs.Bool("verbose", false, "show the runner's progress log (Prism logs every stage at INFO)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if !*verbose {
+		slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}
 	// On a cluster the same binary is the worker: Init takes over then.
 	beam.Init()
@@ -141,20 +145,13 @@ func (o *options) common() (*schema.Schema, error) {
 	return schema.Load(o.schemaPath)
 }
 
-func (o *options) pipeline(s *schema.Schema) (*beam.Pipeline, beam.Scope, beam.PCollection, dpbeam.Options, error) {
-	p, scope := beam.NewPipelineWithRoot()
-	po := dpbeam.Options{Inputs: o.inputs, Schema: s, SkipBadRows: o.skipBadRows, ReadWorkers: o.readWorkers}
-	stats, err := dpbeam.Statistics(scope, po)
-	return p, scope, stats, po, err
+func (o *options) pipelineOptions(s *schema.Schema) dpbeam.Options {
+	return dpbeam.Options{Inputs: o.inputs, Schema: s, SkipBadRows: o.skipBadRows, ReadWorkers: o.readWorkers}
 }
 
-// execute runs the pipeline and prints the skipped-rows count (on this
-// console only: it is data-dependent).
-func execute(ctx context.Context, p *beam.Pipeline, o options, stderr io.Writer) error {
-	res, err := beamx.RunWithMetrics(ctx, p)
-	if err != nil {
-		return err
-	}
+// reportSkipped prints the skipped-rows count (on this console only: it
+// is data-dependent).
+func reportSkipped(res beam.PipelineResult, o options, stderr io.Writer) {
 	if o.skipBadRows && res != nil {
 		var skipped int64
 		for _, c := range res.Metrics().Query(func(r metrics.SingleResult) bool {
@@ -164,7 +161,6 @@ func execute(ctx context.Context, p *beam.Pipeline, o options, stderr io.Writer)
 		}
 		fmt.Fprintf(stderr, "%d bad rows skipped (this count is shown on this console only)\n", skipped)
 	}
-	return nil
 }
 
 func runStats(ctx context.Context, o options, stdout, stderr io.Writer) error {
@@ -172,16 +168,11 @@ func runStats(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p, scope, stats, po, err := o.pipeline(s)
+	res, err := dpbeam.WriteStatsFile(ctx, o.pipelineOptions(s), o.out)
 	if err != nil {
 		return err
 	}
-	if err := dpbeam.WriteStats(scope, stats, po, o.out); err != nil {
-		return err
-	}
-	if err := execute(ctx, p, o, stderr); err != nil {
-		return err
-	}
+	reportSkipped(res, o, stderr)
 	if strings.Contains(o.out, "://") {
 		fmt.Fprintf(stdout, "wrote the PRIVATE statistics file %s (restrict its bucket: docs/beam.md)\n", o.out)
 		return nil
@@ -201,16 +192,11 @@ func runFit(ctx context.Context, o options, stdout, stderr io.Writer) error {
 		return err
 	}
 	o.spec.Out = o.out
-	p, scope, stats, po, err := o.pipeline(s)
+	res, err := dpbeam.FitFile(ctx, o.pipelineOptions(s), o.spec)
 	if err != nil {
 		return err
 	}
-	if err := dpbeam.Fit(scope, stats, po, o.spec); err != nil {
-		return err
-	}
-	if err := execute(ctx, p, o, stderr); err != nil {
-		return err
-	}
+	reportSkipped(res, o, stderr)
 	if strings.Contains(o.out, "://") {
 		fmt.Fprintf(stdout, "model written to %s\n", o.out)
 		return nil
