@@ -72,7 +72,7 @@ type pipeline struct {
 	counts  *countingReader
 	free    chan []byte
 	free64  chan []float64
-	pqHex   []bool // Parquet: column i's floats are sent as hex floats
+	pqHex   []bool // Parquet: column i is numeric in the schema (its numbers go to the encoder as numbers)
 }
 
 // countingReader counts the bytes read from the file (for Summary and
@@ -340,8 +340,13 @@ type worker struct {
 	fields [][]byte
 	text   []byte // Parquet: values formatted as text
 	ends   []int  // Parquet: end of each value in text
-	dst    []float64
-	rows   []float64 // Moments mode: reused row buffer
+	// Parquet: while numbers is set, field i is nums[i] where isNum[i]
+	// (schema.Encoder.EncodeNumbers).
+	numbers bool
+	nums    []float64
+	isNum   []bool
+	dst     []float64
+	rows    []float64 // Moments mode: reused row buffer
 }
 
 // emit encodes one record, or records why it cannot be. It returns false when
@@ -374,7 +379,12 @@ func (w *worker) emit(r *result, fields [][]byte, line int) bool {
 		} else {
 			dst = r.rows[start : start+k]
 		}
-		err := p.enc.Encode(fields, dst)
+		var err error
+		if w.numbers {
+			err = p.enc.EncodeNumbers(fields, w.nums[:len(fields)], w.isNum[:len(fields)], dst)
+		} else {
+			err = p.enc.Encode(fields, dst)
+		}
 		if err == nil {
 			r.n++
 			return true
