@@ -408,3 +408,14 @@ func TestFitSpecRefusesRowMechanisms(t *testing.T) {
 		t.Errorf("no inputs: err = %v", err)
 	}
 }
+
+// runStatsRead reads a statistics file written by the pipeline and returns
+// its exact state.
+func runStatsRead(path string, o Options) ([]byte, statsfile.Stats, error) {
+	st, err := statsfile.Read(path, o.Schema)
+	if err != nil {
+		return nil, st, err
+	}
+	b, err := st.Moments.MarshalBinary()
+	return b, st, err
+}

@@ -103,6 +103,7 @@ type parquetSource struct {
 	left   int64            // rows of the current row group not yet read
 	done   int64
 }
+
 func newParquetSource(p *pipeline, f *os.File) (src source, err error) {
 	defer func() {
 		if v := recover(); v != nil {
