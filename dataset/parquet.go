@@ -236,37 +236,51 @@ func (w *worker) parquetChunk(c *chunk, r *result) {
 		bad := -1
 		var badErr error
 		for col := 0; col < nc; col++ {
-			v := b.cols[col][i]
+			v := &b.cols[col][i]
 			isNum[col] = false
-			numeric := w.p.pqHex[col]
-			switch {
-			case v.IsNull():
-			case v.Kind() == parquet.Boolean:
+			if v.IsNull() {
+				ends = append(ends, len(text))
+				continue
+			}
+			k := v.Kind()
+			if w.p.pqHex[col] {
+				isNum[col] = true
+				switch k {
+				case parquet.Double:
+					nums[col] = v.Double()
+				case parquet.Float:
+					nums[col] = float64(v.Float())
+				case parquet.Int32:
+					nums[col] = float64(v.Int32())
+				case parquet.Int64:
+					nums[col] = float64(v.Int64())
+				default:
+					isNum[col] = false
+				}
+				if isNum[col] {
+					ends = append(ends, len(text))
+					continue
+				}
+			}
+			switch k {
+			case parquet.Boolean:
 				if v.Boolean() {
 					text = append(text, '1')
 				} else {
 					text = append(text, '0')
 				}
-			case v.Kind() == parquet.Int32 && numeric:
-				nums[col], isNum[col] = float64(v.Int32()), true
-			case v.Kind() == parquet.Int32:
+			case parquet.Int32:
 				text = strconv.AppendInt(text, int64(v.Int32()), 10)
-			case v.Kind() == parquet.Int64 && numeric:
-				nums[col], isNum[col] = float64(v.Int64()), true
-			case v.Kind() == parquet.Int64:
+			case parquet.Int64:
 				text = strconv.AppendInt(text, v.Int64(), 10)
-			case v.Kind() == parquet.Float && numeric:
-				nums[col], isNum[col] = float64(v.Float()), true
-			case v.Kind() == parquet.Float:
+			case parquet.Float:
 				text = strconv.AppendFloat(text, float64(v.Float()), 'g', -1, 32)
-			case v.Kind() == parquet.Double && numeric:
-				nums[col], isNum[col] = v.Double(), true
-			case v.Kind() == parquet.Double:
+			case parquet.Double:
 				text = strconv.AppendFloat(text, v.Double(), 'g', -1, 64)
-			case v.Kind() == parquet.ByteArray || v.Kind() == parquet.FixedLenByteArray:
+			case parquet.ByteArray, parquet.FixedLenByteArray:
 				text = append(text, v.ByteArray()...)
 			default:
-				bad, badErr = col, fmt.Errorf("parquet: unsupported type %v", v.Kind())
+				bad, badErr = col, fmt.Errorf("parquet: unsupported type %v", k)
 			}
 			ends = append(ends, len(text))
 		}
