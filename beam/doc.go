@@ -7,8 +7,10 @@
 // reshuffles the files across workers, reads each with dplearn's streaming
 // engine (package dataset: CSV, gzip-compressed CSV, Parquet; the schema's
 // encoding and clipping; bad records stop the read with file:line:column,
-// or are skipped and counted with SkipBadRows), and combines the encoded
-// row batches with a CombineFn whose accumulator is a suffstat.Moments.
+// or are skipped and counted with SkipBadRows; the engine's parsing
+// workers accumulate the file's statistics), and combines the files'
+// partial statistics with a CombineFn whose accumulator is a
+// suffstat.Moments.
 // Because suffstat's totals are exact integers (see its package doc), the
 // result equals the single-machine pass of `dplearn fit` to the last bit,
 // whatever the runner's bundle sizes, number of workers and merge order.

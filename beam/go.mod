@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/apache/beam/sdks/v2 v2.77.0
 	github.com/dplearn/dplearn v0.0.0
+	github.com/parquet-go/parquet-go v0.32.0
 )
 
 require (
@@ -51,7 +52,6 @@ require (
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/parquet-go/bitpack v1.0.0 // indirect
 	github.com/parquet-go/jsonlite v1.0.0 // indirect
-	github.com/parquet-go/parquet-go v0.32.0 // indirect
 	github.com/pierrec/lz4/v4 v4.1.26 // indirect
 	github.com/planetscale/vtprotobuf v0.6.1-0.20240319094008-0393e58bdf10 // indirect
 	github.com/spiffe/go-spiffe/v2 v2.8.1 // indirect

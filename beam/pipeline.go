@@ -22,16 +22,10 @@ import (
 )
 
 func init() {
-	register.DoFn3x1[context.Context, fileio.FileMetadata, func(Batch), error](&readFn{})
-	register.Emitter1[Batch]()
-	register.Combiner3[*suffstat.Moments, Batch, []byte](&statsFn{})
+	register.DoFn3x1[context.Context, fileio.FileMetadata, func(*suffstat.Moments), error](&readFn{})
+	register.Emitter1[*suffstat.Moments]()
+	register.Combiner2[*suffstat.Moments, []byte](&statsFn{})
 	beam.RegisterCoder(reflect.TypeOf((*suffstat.Moments)(nil)), encodeMoments, decodeMoments)
-	beam.RegisterType(reflect.TypeOf((*Batch)(nil)).Elem())
-}
-
-// Batch is a row-major block of encoded rows (n × K).
-type Batch struct {
-	Rows []float64
 }
 
 // Options configures the statistics pipeline.
@@ -93,8 +87,9 @@ func Statistics(s beam.Scope, o Options) (beam.PCollection, error) {
 	return beam.Combine(s, &statsFn{K: k}, batches), nil
 }
 
-// readFn reads one file with dplearn's streaming engine and emits its
-// encoded rows in batches.
+// readFn reads one file with dplearn's streaming engine (its parsing
+// workers accumulate the statistics, as in dplearn fit) and emits the
+// file's partial statistics.
 type readFn struct {
 	SchemaJSON  string
 	SkipBadRows bool
@@ -114,13 +109,9 @@ func (f *readFn) Setup() error {
 	return nil
 }
 
-func (f *readFn) ProcessElement(ctx context.Context, file fileio.FileMetadata, emit func(Batch)) error {
+func (f *readFn) ProcessElement(ctx context.Context, file fileio.FileMetadata, emit func(*suffstat.Moments)) error {
 	opt := dataset.Options{Workers: f.Workers, SkipBadRows: f.SkipBadRows}
-	fn := func(rows []float64) error {
-		emit(Batch{Rows: append([]float64(nil), rows...)})
-		return nil
-	}
-	sum, err := readFile(ctx, file.Path, f.schema, opt, fn)
+	m, sum, err := readFile(ctx, file.Path, f.schema, opt)
 	if errors.Is(err, dataset.ErrNoRows) || errors.Is(err, dataset.ErrNoHeader) {
 		// An empty shard (Spark and Beam write them); the sinks
 		// refuse statistics of no rows.
@@ -132,61 +123,60 @@ func (f *readFn) ProcessElement(ctx context.Context, file fileio.FileMetadata, e
 	if sum.Skipped > 0 {
 		f.skipped.Inc(ctx, sum.Skipped)
 	}
+	emit(m)
 	return nil
 }
 
-// readFile streams one file: local files by path (Parquet needs random
-// access), others through the Beam filesystem (Parquet copied to a local
-// temporary file first).
-func readFile(ctx context.Context, path string, s *schema.Schema, opt dataset.Options, fn func([]float64) error) (dataset.Summary, error) {
+// readFile returns the statistics of one file: local files by path
+// (Parquet needs random access), others through the Beam filesystem
+// (Parquet copied to a local temporary file first).
+func readFile(ctx context.Context, path string, s *schema.Schema, opt dataset.Options) (*suffstat.Moments, dataset.Summary, error) {
 	parquet := strings.HasSuffix(strings.ToLower(path), ".parquet")
-	local := !strings.Contains(path, "://")
-	if local && parquet {
-		return dataset.Stream(ctx, path, s, opt, fn)
+	if !strings.Contains(path, "://") {
+		return dataset.Moments(ctx, path, s, opt)
 	}
 	fs, err := filesystem.New(ctx, path)
 	if err != nil {
-		return dataset.Summary{}, fmt.Errorf("%s: %w", path, err)
+		return nil, dataset.Summary{}, fmt.Errorf("%s: %w", path, err)
 	}
 	defer fs.Close()
 	rc, err := fs.OpenRead(ctx, path)
 	if err != nil {
-		return dataset.Summary{}, fmt.Errorf("%s: %w", path, err)
+		return nil, dataset.Summary{}, fmt.Errorf("%s: %w", path, err)
 	}
 	defer rc.Close()
 	if !parquet {
-		return dataset.StreamReader(ctx, rc, path, s, opt, fn)
+		return dataset.MomentsReader(ctx, rc, path, s, opt)
 	}
 	tmp, err := os.CreateTemp("", "dplearn-*-"+filepath.Base(path))
 	if err != nil {
-		return dataset.Summary{}, err
+		return nil, dataset.Summary{}, err
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
 	if _, err := io.Copy(tmp, rc); err != nil {
-		return dataset.Summary{}, fmt.Errorf("%s: copy to a local file: %w", path, err)
+		return nil, dataset.Summary{}, fmt.Errorf("%s: copy to a local file: %w", path, err)
 	}
-	sum, err := dataset.Stream(ctx, tmp.Name(), s, opt, fn)
+	m, sum, err := dataset.Moments(ctx, tmp.Name(), s, opt)
 	if err != nil {
 		err = fmt.Errorf("%s (local copy %s): %w", path, tmp.Name(), err)
 	}
-	return sum, err
+	return m, sum, err
 }
 
 // statsFn is the CombineFn: its accumulator is the exact suffstat
-// accumulator, so any bundling and merge order gives the same bits.
+// accumulator and its inputs are the files' partial statistics, so any
+// bundling and merge order gives the same bits.
 type statsFn struct {
 	K int
 }
 
 func (f *statsFn) CreateAccumulator() *suffstat.Moments {
-	m := suffstat.New(f.K)
-	m.SetWorkers(1) // the readers already use the cores
-	return m
+	return suffstat.New(f.K)
 }
 
-func (f *statsFn) AddInput(m *suffstat.Moments, b Batch) (*suffstat.Moments, error) {
-	if err := m.AddRows(b.Rows); err != nil {
+func (f *statsFn) AddInput(m, part *suffstat.Moments) (*suffstat.Moments, error) {
+	if err := m.Merge(part); err != nil {
 		return nil, fmt.Errorf("dpbeam: %w", err)
 	}
 	return m, nil

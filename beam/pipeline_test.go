@@ -419,3 +419,12 @@ func runStatsRead(path string, o Options) ([]byte, statsfile.Stats, error) {
 	b, err := st.Moments.MarshalBinary()
 	return b, st, err
 }
+
+func schemaOf(t testing.TB, js string) (*schema.Schema, error) {
+	t.Helper()
+	s, err := schema.Parse([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, nil
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/dplearn/dplearn/schema"
+	"github.com/dplearn/dplearn/suffstat"
 )
 
 // StreamReader is Stream for a stream of CSV (or gzip-compressed CSV)
@@ -23,4 +24,33 @@ func StreamReader(ctx context.Context, r io.Reader, name string, s *schema.Schem
 		}
 		return fn(r.rows)
 	})
+}
+
+// MomentsReader is Moments for a stream of CSV (or gzip-compressed CSV)
+// bytes; name labels its errors. The statistics are accumulated in the
+// parsing workers, as Moments does.
+func MomentsReader(ctx context.Context, r io.Reader, name string, s *schema.Schema, opt Options) (*suffstat.Moments, Summary, error) {
+	if r == nil {
+		return nil, Summary{}, errors.New("dataset: nil reader")
+	}
+	p := &pipeline{path: name, in: r, schema: s, opt: opt, moments: true}
+	var total *suffstat.Moments
+	sum, err := p.run(ctx, func(r *result) error {
+		if total == nil {
+			total = suffstat.New(p.width)
+			total.SetWorkers(p.workers)
+		}
+		if r.mom != nil {
+			return total.Merge(r.mom)
+		}
+		if len(r.rows) > 0 {
+			return total.AddRows(r.rows)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, sum, err
+	}
+	total.Flush()
+	return total, sum, nil
 }
