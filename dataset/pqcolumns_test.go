@@ -2,6 +2,8 @@ package dataset
 
 import (
 	"bufio"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"math"
@@ -202,5 +204,39 @@ func BenchmarkParquetVsCSV(b *testing.B) {
 			}
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "rows/s")
 		})
+	}
+}
+
+// TestMomentsReader: the statistics of a gzip-compressed CSV stream equal
+// those of the same file read by path, bit for bit, and errors name the
+// stream.
+func TestMomentsReader(t *testing.T) {
+	s := mustSchema(t, wideSchema)
+	path := wideCSV(t, wideRecords(3000, false))
+	want, _, err := Moments(context.Background(), path, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(raw)
+	zw.Close()
+	got, sum, err := MomentsReader(context.Background(), &z, "remote/wide.csv.gz", s, Options{})
+	if err != nil || sum.Rows != 3000 {
+		t.Fatal(err, sum)
+	}
+	a, _ := want.MarshalBinary()
+	b, _ := got.MarshalBinary()
+	if !bytes.Equal(a, b) {
+		t.Fatal("statistics of the stream differ from the file's")
+	}
+	bad := strings.Replace(string(raw), ",yes\n", ",maybe\n", 1)
+	_, _, err = MomentsReader(context.Background(), strings.NewReader(bad), "remote/bad.csv", s, Options{})
+	if err == nil || !strings.HasPrefix(err.Error(), "remote/bad.csv:") || !strings.Contains(err.Error(), `column "y"`) {
+		t.Fatalf("err = %v", err)
 	}
 }

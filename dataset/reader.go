@@ -9,26 +9,11 @@ import (
 	"github.com/dplearn/dplearn/suffstat"
 )
 
-// StreamReader is Stream for a stream of CSV (or gzip-compressed CSV)
-// bytes, such as a file opened through a cluster's filesystem; name labels
-// its errors (name:line:column). Parquet needs random access: use Stream
-// with a path.
-func StreamReader(ctx context.Context, r io.Reader, name string, s *schema.Schema, opt Options, fn func(rows []float64) error) (Summary, error) {
-	if r == nil {
-		return Summary{}, errors.New("dataset: nil reader")
-	}
-	p := &pipeline{path: name, in: r, schema: s, opt: opt}
-	return p.run(ctx, func(r *result) error {
-		if len(r.rows) == 0 {
-			return nil
-		}
-		return fn(r.rows)
-	})
-}
-
 // MomentsReader is Moments for a stream of CSV (or gzip-compressed CSV)
-// bytes; name labels its errors. The statistics are accumulated in the
-// parsing workers, as Moments does.
+// bytes, such as a file opened through a cluster's filesystem; name labels
+// its errors (name:line:column). The statistics are accumulated in the
+// parsing workers, as Moments does. Parquet needs random access: use
+// Moments with a path.
 func MomentsReader(ctx context.Context, r io.Reader, name string, s *schema.Schema, opt Options) (*suffstat.Moments, Summary, error) {
 	if r == nil {
 		return nil, Summary{}, errors.New("dataset: nil reader")
