@@ -32,6 +32,16 @@ func sinkInput(s beam.Scope, stats beam.PCollection) (beam.PCollection, beam.Sid
 	return beam.Impulse(s), beam.SideInput{Input: stats}
 }
 
+// sinkArgs parses a sink's schema and returns the statistics.
+func sinkArgs(schemaJSON string, stats func(*[]byte) bool) (*schema.Schema, *suffstat.Moments, error) {
+	sch, err := schema.Parse([]byte(schemaJSON))
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := theStats(stats)
+	return sch, m, err
+}
+
 // theStats returns the single statistics element of the side input.
 func theStats(iter func(*[]byte) bool) (*suffstat.Moments, error) {
 	var b []byte
@@ -103,11 +113,7 @@ type writeStatsFn struct {
 }
 
 func (f *writeStatsFn) ProcessElement(ctx context.Context, _ []byte, stats func(*[]byte) bool) error {
-	sch, err := schema.Parse([]byte(f.SchemaJSON))
-	if err != nil {
-		return err
-	}
-	m, err := theStats(stats)
+	sch, m, err := sinkArgs(f.SchemaJSON, stats)
 	if err != nil {
 		return err
 	}
@@ -224,11 +230,7 @@ type fitFn struct {
 }
 
 func (f *fitFn) ProcessElement(ctx context.Context, _ []byte, stats func(*[]byte) bool) error {
-	sch, err := schema.Parse([]byte(f.SchemaJSON))
-	if err != nil {
-		return err
-	}
-	m, err := theStats(stats)
+	sch, m, err := sinkArgs(f.SchemaJSON, stats)
 	if err != nil {
 		return err
 	}
