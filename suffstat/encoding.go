@@ -33,8 +33,9 @@ const (
 	checksumSize = 4
 	valueSize    = 24
 	// MaxK is the largest row width the binary encoding accepts. It bounds
-	// what a hostile message can make the decoder allocate (about 300 MB at
-	// K = MaxK, for a 200 MB message).
+	// what a hostile message can make the decoder allocate: the totals of a
+	// decoded accumulator take the message's size again (about 200 MB at
+	// K = MaxK); the buffers of AddRows are allocated only if rows are added.
 	MaxK = 1 << 12
 )
 

@@ -209,21 +209,26 @@ func newWithKernel(k int, kn kernel) *Moments {
 	w := 2*k + 1
 	ld := roundUp(w, kn.nr)
 	ldc := roundUp(ld, kn.mr)
-	m := &Moments{
+	return &Moments{
 		k: k, w: w, ld: ld, ldc: ldc, kn: kn,
 		tot:     make([]acc, (k+1)*(k+2)/2),
-		blk:     make([]float64, ld*ldc),
-		pend:    make([]int64, ld*ldc),
 		workers: runtime.GOMAXPROCS(0),
 	}
+}
+
+// allocPanel allocates the buffers of AddRows on first use, so that an
+// accumulator that only merges or decodes partial results (an aggregator,
+// a cluster's combiner) holds just its totals.
+func (m *Moments) allocPanel() {
+	m.blk = make([]float64, m.ld*m.ldc)
+	m.pend = make([]int64, m.ld*m.ldc)
 	// Slack of one kernel row step after the last row: the kernel may read
 	// past the padded width of a row (into the next row or this slack); it
 	// only affects Gram entries below the diagonal, which are never read.
-	m.panel = make([]float64, panelRows*ld+kn.mr)
+	m.panel = make([]float64, panelRows*m.ld+m.kn.mr)
 	for r := 0; r < panelRows; r++ {
-		m.panel[r*ld+2*k] = 1
+		m.panel[r*m.ld+2*m.k] = 1
 	}
-	return m
 }
 
 func roundUp(x, m int) int { return (x + m - 1) / m * m }
@@ -291,6 +296,9 @@ const (
 // addSerial streams rows through the panel buffer. base is the index of the
 // first row in the caller's block, for error messages.
 func (m *Moments) addSerial(rows []float64, base int) error {
+	if m.panel == nil {
+		m.allocPanel()
+	}
 	k := m.k
 	n := len(rows) / k
 	for r := 0; r < n; r++ {
