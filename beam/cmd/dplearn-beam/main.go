@@ -21,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
 	dpbeam "github.com/dplearn/dplearn/beam"
 	"github.com/dplearn/dplearn/regress"
@@ -102,7 +102,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if !*verbose {
-		slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		beamlog.LogLevel = "warn" // beam.Init sets up slog with it
 	}
 	// On a cluster the same binary is the worker: Init takes over then.
 	beam.Init()
