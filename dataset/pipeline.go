@@ -78,7 +78,7 @@ type pipeline struct {
 	counts  *countingReader
 	free    chan []byte
 	free64  chan []float64
-	pqHex   []bool // Parquet: column i's floats are sent as hex floats
+	pqHex   []bool // Parquet: column i is numeric in the schema (its numbers go to the encoder as numbers)
 }
 
 // countingReader counts the bytes read from the file (for Summary and
@@ -387,9 +387,14 @@ type worker struct {
 	fields [][]byte
 	text   []byte // Parquet: values formatted as text
 	ends   []int  // Parquet: end of each value in text
-	dst    []float64
-	rows   []float64 // Moments mode: reused row buffer
-	counts *schema.Counts
+	// Parquet: while numbers is set, field i is nums[i] where isNum[i]
+	// (schema.Encoder.EncodeNumbersCounted).
+	numbers bool
+	nums    []float64
+	isNum   []bool
+	dst     []float64
+	rows    []float64 // Moments mode: reused row buffer
+	counts  *schema.Counts
 }
 
 // emit encodes one record, or records why it cannot be. It returns false when
@@ -422,7 +427,12 @@ func (w *worker) emit(r *result, fields [][]byte, line int) bool {
 		} else {
 			dst = r.rows[start : start+k]
 		}
-		err := p.enc.EncodeCounted(fields, dst, w.counts)
+		var err error
+		if w.numbers {
+			err = p.enc.EncodeNumbersCounted(fields, w.nums[:len(fields)], w.isNum[:len(fields)], dst, w.counts)
+		} else {
+			err = p.enc.EncodeCounted(fields, dst, w.counts)
+		}
 		dropped := err != nil && errors.Is(err, schema.ErrDropped)
 		if dropped && p.opt.KeepDropped {
 			clear(dst)
@@ -435,7 +445,11 @@ func (w *worker) emit(r *result, fields [][]byte, line int) bool {
 				r.flags = append(r.flags, dropped)
 			}
 			for _, i := range p.keepIdx {
-				r.kept = append(r.kept, string(fields[i]))
+				if w.numbers && w.isNum[i] {
+					r.kept = append(r.kept, strconv.FormatFloat(w.nums[i], 'g', -1, 64))
+				} else {
+					r.kept = append(r.kept, string(fields[i]))
+				}
 			}
 			return true
 		}

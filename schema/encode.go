@@ -220,12 +220,70 @@ func (e *Encoder) Encode(fields [][]byte, dst []float64) error {
 // nil for none), the values clipped, imputed or read as the reference level
 // in a record that encodes, and the column that dropped a dropped record.
 func (e *Encoder) EncodeCounted(fields [][]byte, dst []float64, counts *Counts) error {
+	return e.encodeCounted(&record{fields: fields}, dst, counts)
+}
+
+// EncodeNumbers is Encode for a record from a columnar file: where isNum[i]
+// is true, field i is the number nums[i] (fields[i] is ignored); elsewhere
+// it is the text fields[i]. A number takes the same path as its exact text
+// would (Encode parses text to the float64 this receives): the finiteness
+// check, the transform, the clipping and the mapping, so the encoded row is
+// bit-identical, with no text formatted or parsed. A NaN is a missing value
+// (as the text "NaN" is) and goes through the column's "missing" policy. A
+// categorical column or a labelled binary target given a number matches the
+// number's shortest decimal text.
+func (e *Encoder) EncodeNumbers(fields [][]byte, nums []float64, isNum []bool, dst []float64) error {
+	return e.EncodeNumbersCounted(fields, nums, isNum, dst, nil)
+}
+
+// EncodeNumbersCounted is EncodeNumbers with the tallies of EncodeCounted.
+func (e *Encoder) EncodeNumbersCounted(fields [][]byte, nums []float64, isNum []bool, dst []float64, counts *Counts) error {
+	if len(nums) != len(fields) || len(isNum) != len(fields) {
+		return fmt.Errorf("schema: encode: %d fields, %d numbers, %d flags", len(fields), len(nums), len(isNum))
+	}
+	return e.encodeCounted(&record{fields: fields, nums: nums, isNum: isNum}, dst, counts)
+}
+
+// record is one input record: text fields, some of which may be given as
+// numbers instead (columnar files).
+type record struct {
+	fields [][]byte
+	nums   []float64
+	isNum  []bool
+	text   [][]byte // numbers formatted on demand (categorical columns)
+}
+
+// num returns field i as a number when it was given as one and is not NaN
+// (a NaN takes the text path, where it is a missing value).
+func (r *record) num(i int) (float64, bool) {
+	if r.isNum == nil || !r.isNum[i] || math.IsNaN(r.nums[i]) {
+		return 0, false
+	}
+	return r.nums[i], true
+}
+
+// textOf returns field i as trimmed text, formatting a number as its
+// shortest decimal text (as a CSV holds it).
+func (r *record) textOf(i int) []byte {
+	if r.isNum == nil || !r.isNum[i] {
+		return trimSpace(r.fields[i])
+	}
+	if r.text == nil {
+		r.text = make([][]byte, len(r.fields))
+	}
+	if r.text[i] == nil {
+		r.text[i] = strconv.AppendFloat(nil, r.nums[i], 'g', -1, 64)
+	}
+	return r.text[i]
+}
+
+func (e *Encoder) encodeCounted(rec *record, dst []float64, counts *Counts) error {
 	var flags []uint8
 	if counts != nil {
 		flags = counts.flags
 		clear(flags)
 	}
-	err := e.encode(fields, dst, flags)
+	err := e.encode(rec, dst, flags)
 	if counts == nil {
 		return err
 	}
@@ -270,7 +328,8 @@ func (c *column) missingValue(raw []byte, flags []uint8) ([]byte, error) {
 	return nil, c.fieldErr(raw, fmt.Errorf(`%w (the column's "missing" policy is "error"; the schema may declare "missing": "drop" or "impute")`, ErrMissingValue))
 }
 
-func (e *Encoder) encode(fields [][]byte, dst []float64, flags []uint8) error {
+func (e *Encoder) encode(rec *record, dst []float64, flags []uint8) error {
+	fields := rec.fields
 	if len(dst) != e.width {
 		return fmt.Errorf("schema: encode: dst has length %d, want %d", len(dst), e.width)
 	}
@@ -284,7 +343,21 @@ func (e *Encoder) encode(fields [][]byte, dst []float64, flags []uint8) error {
 		if c.index >= len(fields) {
 			return fmt.Errorf("record has %d fields, column %q is field %d", len(fields), c.name, c.index+1)
 		}
-		raw := trimSpace(fields[c.index])
+		if c.cats == nil {
+			if v, ok := rec.num(c.index); ok {
+				tv, err := c.fromNumber(v)
+				if err != nil {
+					return err
+				}
+				if tv < c.lo || tv > c.hi {
+					mark(flags, c, evClipped)
+				}
+				dst[k] = e.scale * affine(tv, c.lo, c.hi)
+				k++
+				continue
+			}
+		}
+		raw := rec.textOf(c.index)
 		if c.cats != nil {
 			lvl, ok := c.cats[string(raw)]
 			if !ok && isMissing(raw) {
@@ -333,7 +406,18 @@ func (e *Encoder) encode(fields [][]byte, dst []float64, flags []uint8) error {
 		if c.index >= len(fields) {
 			return fmt.Errorf("record has %d fields, target %q is field %d", len(fields), c.name, c.index+1)
 		}
-		raw := trimSpace(fields[c.index])
+		if v, ok := rec.num(c.index); ok && !e.schema.Target.Binary() {
+			tv, err := c.fromNumber(v)
+			if err != nil {
+				return err
+			}
+			if tv < c.lo || tv > c.hi {
+				mark(flags, c, evClipped)
+			}
+			dst[k] = affine(tv, c.lo, c.hi)
+			return nil
+		}
+		raw := rec.textOf(c.index)
 		if isMissing(raw) && (e.schema.Target.Positive == "" || string(raw) != e.schema.Target.Positive) {
 			_, err := c.missingValue(raw, flags)
 			return err

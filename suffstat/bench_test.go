@@ -20,38 +20,42 @@ func benchGram(b *testing.B, kn kernel, n, k, workers int) {
 		}
 		m.flush()
 	}
-	// N·K(K+1)/2 multiply-adds per pass.
-	b.ReportMetric(float64(n)*float64(k*(k+1)/2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFMA/s")
+	reportRows(b, n, k)
 }
 
+func benchLegacy(b *testing.B, kn kernel, n, k int) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	rows := randRows(rng, n, k)
+	b.SetBytes(int64(8 * len(rows)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m := newLegacy(k, kn)
+		m.addRows(rows)
+		m.flush()
+	}
+	reportRows(b, n, k)
+}
+
+// reportRows reports rows/s and the useful multiply-adds per second
+// (N·K(K+1)/2 per pass, whatever the kernel does internally).
+func reportRows(b *testing.B, n, k int) {
+	s := b.Elapsed().Seconds()
+	b.ReportMetric(float64(n)*float64(b.N)/s, "rows/s")
+	b.ReportMetric(float64(n)*float64(k*(k+1)/2)*float64(b.N)/s/1e9, "GFMA/s")
+}
+
+// BenchmarkGram compares, in one run, the exact accumulator ("exact") with
+// the compensated floating-point accumulator it replaced ("legacy",
+// legacy_test.go) on the same rows with the same kernel, serially; divide
+// the two rows/s for the cost of exactness. "parallel" is the exact one on
+// GOMAXPROCS cores.
 func BenchmarkGram(b *testing.B) {
 	for _, kn := range kernels() {
-		b.Run(kn.name+"/N=200000,K=100,serial", func(b *testing.B) { benchGram(b, kn, 200000, 100, 1) })
-		b.Run(kn.name+"/N=200000,K=100,parallel", func(b *testing.B) { benchGram(b, kn, 200000, 100, runtime.GOMAXPROCS(0)) })
-		b.Run(kn.name+"/N=1000000,K=10,serial", func(b *testing.B) { benchGram(b, kn, 1000000, 10, 1) })
-	}
-}
-
-// BenchmarkFold measures the compensated fold of one block (16,384 rows)
-// into the totals, next to the kernel work for the same block, so that the
-// fold's share of the running time can be read off in one run.
-func BenchmarkFold(b *testing.B) {
-	for _, k := range []int{10, 100} {
-		rng := rand.New(rand.NewPCG(2, 2))
-		rows := randRows(rng, panelRows*blockPanels, k)
-		b.Run(fmt.Sprintf("K=%d/fold", k), func(b *testing.B) {
-			m := New(k)
-			for i := 0; i < b.N; i++ {
-				m.blkPanels = 1
-				m.fold()
-			}
-		})
-		b.Run(fmt.Sprintf("K=%d/block", k), func(b *testing.B) {
-			m := New(k)
-			m.SetWorkers(1)
-			for i := 0; i < b.N; i++ {
-				_ = m.AddRows(rows)
-			}
-		})
+		for _, sz := range []struct{ n, k int }{{200000, 50}, {200000, 100}, {1000000, 10}} {
+			name := fmt.Sprintf("%s/N=%d,K=%d", kn.name, sz.n, sz.k)
+			b.Run(name+"/legacy", func(b *testing.B) { benchLegacy(b, kn, sz.n, sz.k) })
+			b.Run(name+"/exact", func(b *testing.B) { benchGram(b, kn, sz.n, sz.k, 1) })
+			b.Run(name+"/exact-parallel", func(b *testing.B) { benchGram(b, kn, sz.n, sz.k, runtime.GOMAXPROCS(0)) })
+		}
 	}
 }

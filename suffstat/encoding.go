@@ -5,32 +5,37 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
 )
 
-// Binary encoding of a partial result (version 1), all little-endian:
+// Binary encoding of a partial result (version 2), all little-endian:
 //
 //	offset  size  field
 //	0       4     magic "DPSS"
-//	4       2     version (1)
+//	4       2     version (2)
 //	6       2     reserved, 0
 //	8       4     K (1 ≤ K ≤ MaxK)
 //	12      8     N (≥ 0)
-//	20      8·K   Σ z
-//	...     8·K(K+1)/2  upper triangle of Σ z zᵀ, row by row (i ≤ j)
+//	20      24·K  Σ q(z) in units of 2⁻⁴⁶
+//	...     24·K(K+1)/2  upper triangle of Σ q(z) q(z)ᵀ in units of 2⁻⁹², row by row (i ≤ j)
 //	end-4   4     CRC-32C (Castagnoli) of everything before it
 //
-// The decoder checks the magic, version, K, the exact length, the checksum
-// that every value is finite, every diagonal entry non-negative, and every
-// value zero when N is zero.
+// Each value is a 192-bit two's-complement integer (24 bytes, least
+// significant first): the exact state of the accumulator, so a shipped
+// partial result merges to the same bits as one never shipped. (Version 1
+// held rounded float64 values; this build refuses it.) The decoder checks
+// the magic, version, K, the exact length, the checksum, that every value
+// is within what N rows in [−1, 1] can give (|Σ q| ≤ N, |Σ q q| ≤ N), that
+// every diagonal entry is non-negative, and every value zero when N is zero.
 const (
 	magic        = "DPSS"
-	version      = 1
+	version      = 2
 	headerSize   = 20
 	checksumSize = 4
+	valueSize    = 24
 	// MaxK is the largest row width the binary encoding accepts. It bounds
-	// what a hostile message can make the decoder allocate (about 400 MB,
-	// six times the message, at K = MaxK).
+	// what a hostile message can make the decoder allocate: the totals of a
+	// decoded accumulator take the message's size again (about 200 MB at
+	// K = MaxK); the buffers of AddRows are allocated only if rows are added.
 	MaxK = 1 << 12
 )
 
@@ -40,7 +45,36 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 var ErrCorrupt = errors.New("suffstat: corrupt partial result")
 
 func encodedSize(k int) int {
-	return headerSize + 8*(k+k*(k+1)/2) + checksumSize
+	return headerSize + valueSize*(k+k*(k+1)/2) + checksumSize
+}
+
+func appendAcc(b []byte, a *acc) []byte {
+	for _, w := range a {
+		b = binary.LittleEndian.AppendUint64(b, w)
+	}
+	return b
+}
+
+// shifted returns v·2^s as an acc, for v ≥ 0 and s < 128.
+func shifted(v int64, s uint) acc {
+	var a acc
+	if s >= 64 {
+		a[1] = uint64(v) << (s - 64)
+		a[2] = uint64(v) >> (128 - s)
+		return a
+	}
+	a.addShifted(v, s)
+	return a
+}
+
+// less reports whether the magnitudes a < b (both non-negative).
+func less(a, b acc) bool {
+	for w := 2; w >= 0; w-- {
+		if a[w] != b[w] {
+			return a[w] < b[w]
+		}
+	}
+	return false
 }
 
 // MarshalBinary encodes the partial result (see the format above).
@@ -65,11 +99,11 @@ func (m *Moments) MarshalBinary() ([]byte, error) {
 	b = binary.LittleEndian.AppendUint32(b, uint32(m.k))
 	b = binary.LittleEndian.AppendUint64(b, uint64(m.n))
 	for i := 0; i < m.k; i++ {
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(m.value(i, m.k)))
+		b = appendAcc(b, &m.tot[tri(i, m.k)])
 	}
 	for i := 0; i < m.k; i++ {
 		for j := i; j < m.k; j++ {
-			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(m.value(i, j)))
+			b = appendAcc(b, &m.tot[tri(i, j)])
 		}
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli)), nil
@@ -109,35 +143,36 @@ func (m *Moments) UnmarshalBinary(data []byte) error {
 	if n < 0 {
 		return bad("row count %d is negative", n)
 	}
-	vals := make([]float64, k+k*(k+1)/2)
-	for t := range vals {
-		v := math.Float64frombits(binary.LittleEndian.Uint64(data[headerSize+8*t:]))
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return bad("value %d is %v", t, v)
-		}
-		vals[t] = v
-	}
-	if n == 0 {
-		for t, v := range vals {
-			if v != 0 {
-				return bad("no rows but value %d is %v", t, v)
-			}
-		}
-	}
 	out := newWithKernel(k, bestKernel())
 	out.n = n
-	for i := 0; i < k; i++ {
-		out.tot[k*out.ldc+i] = vals[i]
+	out.tot[tri(k, k)] = shifted(n, 0)
+	read := func(t int) acc {
+		var a acc
+		for w := range a {
+			a[w] = binary.LittleEndian.Uint64(data[headerSize+valueSize*t+8*w:])
+		}
+		return a
 	}
-	out.tot[k*out.ldc+k] = float64(n)
+	sumMax, gramMax := shifted(n, fracBits), shifted(n, 2*fracBits)
+	for i := 0; i < k; i++ {
+		a := read(i)
+		if less(sumMax, a.abs()) {
+			return bad("sum %d exceeds what %d rows in [-1, 1] can give", i, n)
+		}
+		out.tot[tri(i, k)] = a
+	}
 	t := k
 	for i := 0; i < k; i++ {
 		for j := i; j < k; j++ {
-			if i == j && vals[t] < 0 {
-				return bad("diagonal entry (%d,%d) is negative: %v", i, i, vals[t])
-			}
-			out.tot[j*out.ldc+i] = vals[t]
+			a := read(t)
 			t++
+			if less(gramMax, a.abs()) {
+				return bad("entry (%d,%d) exceeds what %d rows in [-1, 1] can give", i, j, n)
+			}
+			if i == j && a.neg() {
+				return bad("diagonal entry (%d,%d) is negative", i, i)
+			}
+			out.tot[tri(i, j)] = a
 		}
 	}
 	if m.workers > 0 {

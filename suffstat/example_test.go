@@ -10,9 +10,9 @@ import (
 // aggregator merges them: the result equals one pass over all rows.
 func Example() {
 	siteA := suffstat.New(2)
-	siteA.AddRows([]float64{1, 2, 3, 4}) // rows (1,2) and (3,4)
+	siteA.AddRows([]float64{0.125, 0.25, 0.375, 0.5}) // rows (1/8, 2/8) and (3/8, 4/8)
 	siteB := suffstat.New(2)
-	siteB.AddRows([]float64{5, 6})
+	siteB.AddRows([]float64{0.625, 0.75})
 
 	wire, err := siteB.MarshalBinary()
 	if err != nil {
@@ -26,12 +26,12 @@ func Example() {
 		panic(err)
 	}
 	fmt.Println("N:", siteA.N())
-	fmt.Println("Σz:", siteA.Sum(0), siteA.Sum(1))
-	fmt.Println("Σzzᵀ:", siteA.At(0, 0), siteA.At(0, 1), siteA.At(1, 1))
+	fmt.Println("8·Σz:", 8*siteA.Sum(0), 8*siteA.Sum(1))
+	fmt.Println("64·Σzzᵀ:", 64*siteA.At(0, 0), 64*siteA.At(0, 1), 64*siteA.At(1, 1))
 	// Output:
 	// N: 3
-	// Σz: 9 12
-	// Σzzᵀ: 35 44 56
+	// 8·Σz: 9 12
+	// 64·Σzzᵀ: 35 44 56
 }
 
 func ExampleMoments_AddRows() {

@@ -1,74 +1,199 @@
 // Package suffstat accumulates the sufficient statistics of a stream of
-// encoded rows z ∈ R^K: the row count N, the sums Σ z and the upper triangle
-// of Σ z zᵀ. These are all that the Functional Mechanism family ever sees of
-// the data. They are computed in one pass with O(K²) memory whatever N is,
-// and are mergeable: threads, files, sites and cluster workers each
+// encoded rows z ∈ [−1, 1]^K: the row count N, the sums Σ z and the upper
+// triangle of Σ z zᵀ. These are all that the Functional Mechanism family ever
+// sees of the data. They are computed in one pass with O(K²) memory whatever
+// N is, and are mergeable: threads, files, sites and cluster workers each
 // accumulate a partial result and add them with Merge. MarshalBinary gives
-// the versioned, length-checked encoding of a partial result that a site
-// ships.
+// the versioned, length-checked, exact encoding of a partial result that a
+// site or a cluster worker ships.
+//
+// # Exact, order-independent totals
+//
+// Every value is first rounded to the fixed-point grid 2⁻⁴⁶ (q(z) =
+// round-half-even(z·2⁴⁶)·2⁻⁴⁶, a deterministic function of the value), and
+// the statistics of the rounded rows are accumulated exactly, in integers:
+// Σ q(z_i) is held in units of 2⁻⁴⁶ and Σ q(z_i) q(z_j) in units of 2⁻⁹², in
+// 192-bit two's-complement integers. Integer addition is associative and
+// commutative, so the totals do not depend on how rows are split into
+// AddRows calls, threads, files, cluster bundles or Merge trees, nor on the
+// order of the merges: every way of accumulating the same multiset of rows
+// gives the same bits, and the same bytes from MarshalBinary. A value is
+// rounded to float64 once, when it is read. ErrorBound gives the (tiny)
+// difference from the exact statistics of the unrounded rows.
 //
 // # Speed
 //
-// Rows are packed into panels of 128 rows, padded with a constant-one column
-// (so that Σ z is computed by the same kernel) and zeros. Each panel updates
-// the upper triangle of the Gram matrix with a register-blocked rank-k
-// kernel: in assembly with AVX-512 or AVX2+FMA on amd64 processors that have them
-// (detected at run time), otherwise in pure Go. The hot loop does not
-// allocate. Large AddRows calls are split across cores (see SetWorkers).
-//
-// # Accuracy
-//
-// Summation is blocked in three levels: each kernel call sums up to 128 rows
-// in registers, a block accumulator sums up to 128 panels (16,384 rows), and
-// blocks are added to the running total with doubly compensated summation
-// (Neumaier's, with its correction term itself compensated: Klein 2006), as
-// are partial results in Merge. ErrorBound gives a proven bound on the
-// absolute error of every returned value: for rows in [−1, 1]ᴷ it is about
-// (257 + 2)·u·N, u = 2⁻⁵³, whatever the order of AddRows, Merge and read
-// calls, where plain running sums would lose up to N²u. The privacy
-// mechanisms add it to their sensitivities (docs/numerics.md), because the
-// statistic they release is the computed one.
+// Each value splits exactly into two 23-bit integer slices, q(z)·2⁴⁶ =
+// h₁·2²³ + h₂, with |h₁| ≤ 2²³ and |h₂| ≤ 2²². Rows are packed into panels of
+// 128 rows of [h₁ | h₂ | 1], and each panel's Gram matrix is computed by a
+// register-blocked floating-point rank-k kernel (in assembly with AVX-512 or
+// AVX2+FMA on amd64 processors that have them, detected at run time,
+// otherwise in pure Go). Every product of slices is an integer below 2⁴⁶ in
+// magnitude and a panel sums 128 of them, so every partial sum is an integer
+// below 2⁵³: the floating-point kernel computes the panel's Gram exactly. It
+// is then added into 64-bit integers (which hold 1000 panels), and those into
+// the 192-bit totals. The wide panel costs four times the multiply-adds of
+// the plain Gram; the hot loop does not allocate, and large AddRows calls are
+// split across cores (see SetWorkers).
 package suffstat
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"runtime"
 	"sync"
 )
 
 const (
-	panelRows   = 128 // rows per kernel call (summed in registers)
-	blockPanels = 128 // panels per block before a compensated fold
+	panelRows = 128 // rows per kernel call
+	// sliceBits is the width of each integer slice of a value; fracBits the
+	// fixed-point grid of the values (2⁻⁴⁶).
+	sliceBits = 23
+	fracBits  = 2 * sliceBits
+	// spillPanels is how many panels the int64 pending sums take before they
+	// are added into the 192-bit totals: a panel adds at most 2⁵³ in
+	// magnitude to an entry, and 1000·2⁵³ < 2⁶³.
+	spillPanels = 1000
 	// parallelMin is the smallest AddRows call (in rows) split across cores.
 	parallelMin = 32 * panelRows
 )
 
-// Moments holds N, Σ z and the upper triangle of Σ z zᵀ for rows z ∈ R^K.
-// The zero value is not usable; call New. A Moments is not safe for
-// concurrent use; accumulate per goroutine and Merge. (Once flushed, see
-// Flush, it may be read concurrently.)
+// acc is a 192-bit two's-complement integer, least significant word first.
+type acc [3]uint64
+
+// addShifted adds v·2^s (0 ≤ s < 64) to a.
+func (a *acc) addShifted(v int64, s uint) {
+	lo := uint64(v) << s
+	mid := uint64(v >> (64 - s)) // s = 0: v>>64 is the sign fill
+	top := uint64(v >> 63)
+	var c uint64
+	a[0], c = bits.Add64(a[0], lo, 0)
+	a[1], c = bits.Add64(a[1], mid, c)
+	a[2], _ = bits.Add64(a[2], top, c)
+}
+
+// add adds b to a.
+func (a *acc) add(b *acc) {
+	var c uint64
+	a[0], c = bits.Add64(a[0], b[0], 0)
+	a[1], c = bits.Add64(a[1], b[1], c)
+	a[2], _ = bits.Add64(a[2], b[2], c)
+}
+
+func (a *acc) neg() bool { return int64(a[2]) < 0 }
+
+// abs returns |a| as an unsigned 192-bit magnitude (a ≥ −2¹⁹¹ + 1 here).
+func (a *acc) abs() acc {
+	if !a.neg() {
+		return *a
+	}
+	var r acc
+	var c uint64
+	r[0], c = bits.Add64(^a[0], 1, 0)
+	r[1], c = bits.Add64(^a[1], 0, c)
+	r[2], _ = bits.Add64(^a[2], 0, c)
+	return r
+}
+
+// float returns a·2^(−e) rounded to the nearest float64 (ties to even): one
+// rounding of the exact value.
+func (a *acc) float(e int) float64 {
+	m := a.abs()
+	var top int // index of the most significant set bit, −1 if zero
+	switch {
+	case m[2] != 0:
+		top = 128 + 63 - bits.LeadingZeros64(m[2])
+	case m[1] != 0:
+		top = 64 + 63 - bits.LeadingZeros64(m[1])
+	case m[0] != 0:
+		top = 63 - bits.LeadingZeros64(m[0])
+	default:
+		return 0
+	}
+	var mant uint64
+	exp := 0
+	if top <= 52 {
+		mant = m[0]
+	} else {
+		sh := top - 52 // bits dropped below the 53-bit mantissa
+		mant = shiftRight(m, sh)
+		half := bitAt(m, sh-1)
+		sticky := anyBelow(m, sh-1)
+		if half && (sticky || mant&1 == 1) {
+			mant++ // may carry to 2⁵³, which is still exact in float64
+		}
+		exp = sh
+	}
+	f := math.Ldexp(float64(mant), exp-e)
+	if a.neg() {
+		f = -f
+	}
+	return f
+}
+
+// shiftRight returns the low 64 bits of m >> s (the caller keeps the result
+// below 2⁵³).
+func shiftRight(m acc, s int) uint64 {
+	w, b := s/64, uint(s%64)
+	lo := m[w] >> b
+	if b != 0 && w+1 < 3 {
+		lo |= m[w+1] << (64 - b)
+	}
+	return lo
+}
+
+func bitAt(m acc, i int) bool { return m[i/64]>>(uint(i)%64)&1 == 1 }
+
+// anyBelow reports whether any bit of m below position i is set.
+func anyBelow(m acc, i int) bool {
+	for w := 0; w < 3; w++ {
+		lo := w * 64
+		switch {
+		case i >= lo+64:
+			if m[w] != 0 {
+				return true
+			}
+		case i > lo:
+			if m[w]&(1<<uint(i-lo)-1) != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Moments holds N, Σ z and the upper triangle of Σ z zᵀ for rows z ∈
+// [−1, 1]^K, exactly (see the package doc). The zero value is not usable;
+// call New. A Moments is not safe for concurrent use; accumulate per
+// goroutine and Merge. (Once flushed, see Flush, it may be read
+// concurrently.)
 type Moments struct {
-	k   int   // row width
-	n   int64 // committed + pending rows
-	ld  int   // panel row stride: K+1 rounded up to the kernel's column step
-	ldc int   // Gram column stride (≥ ld, multiple of the kernel's row step)
+	k  int   // row width
+	n  int64 // committed + pending rows
+	w  int   // wide panel width: 2K slices + the constant column
+	ld int   // panel row stride: w rounded up to the kernel's column step
+	// ldc is the wide Gram's column stride (≥ ld, a multiple of the
+	// kernel's row step).
+	ldc int
 	kn  kernel
 
-	// Gram of the padded rows [z, 1], stored by columns: entry (i, j), i ≤ j,
-	// is at j*ldc + i. Column K holds Σ z.
-	tot, comp, comp2 []float64 // committed total, its compensation, and that one's
-	blk              []float64 // block accumulator (kernel output)
-	blkPanels        int       // panels in blk since the last fold
-
-	panel []float64 // panelRows × ld packed rows, column K is 1, padding 0
-	prow  int       // rows in panel
-
-	workers  int
-	children []*Moments // per-worker accumulators for parallel AddRows
-
-	err error // sticky: set when AddRows rejected a value mid-stream
+	// tot holds the committed totals of the padded statistics, entry (i, j),
+	// i ≤ j ≤ K, at j(j+1)/2 + i: Σ q_i q_j in units of 2⁻⁹² (j < K), Σ q_i in
+	// units of 2⁻⁴⁶ (j = K), and the row count (i = j = K).
+	tot []acc
+	// blk is the kernel's output for one panel: the wide Gram of [h₁|h₂|1],
+	// by columns ((i, j) at j*ldc + i). pend holds the sum of up to
+	// spillPanels of them as integers.
+	blk        []float64
+	pend       []int64
+	pendPanels int
+	panel      []float64 // panelRows × ld packed slices, column 2K is 1, padding 0
+	prow       int       // rows in panel
+	workers    int
+	children   []*Moments // per-worker accumulators for parallel AddRows
+	err        error      // sticky: set when AddRows rejected a value mid-stream
 }
 
 // New returns an empty accumulator for rows of width k (k ≥ 1).
@@ -81,27 +206,34 @@ func newWithKernel(k int, kn kernel) *Moments {
 	if k < 1 {
 		panic(fmt.Sprintf("suffstat: New(%d): width must be at least 1", k))
 	}
-	ld := roundUp(k+1, kn.nr)
+	w := 2*k + 1
+	ld := roundUp(w, kn.nr)
 	ldc := roundUp(ld, kn.mr)
-	m := &Moments{
-		k: k, ld: ld, ldc: ldc, kn: kn,
-		tot:     make([]float64, ld*ldc),
-		comp:    make([]float64, ld*ldc),
-		comp2:   make([]float64, ld*ldc),
-		blk:     make([]float64, ld*ldc),
+	return &Moments{
+		k: k, w: w, ld: ld, ldc: ldc, kn: kn,
+		tot:     make([]acc, (k+1)*(k+2)/2),
 		workers: runtime.GOMAXPROCS(0),
 	}
+}
+
+// allocPanel allocates the buffers of AddRows on first use, so that an
+// accumulator that only merges or decodes partial results (an aggregator,
+// a cluster's combiner) holds just its totals.
+func (m *Moments) allocPanel() {
+	m.blk = make([]float64, m.ld*m.ldc)
+	m.pend = make([]int64, m.ld*m.ldc)
 	// Slack of one kernel row step after the last row: the kernel may read
 	// past the padded width of a row (into the next row or this slack); it
 	// only affects Gram entries below the diagonal, which are never read.
-	m.panel = make([]float64, panelRows*ld+kn.mr)
+	m.panel = make([]float64, panelRows*m.ld+m.kn.mr)
 	for r := 0; r < panelRows; r++ {
-		m.panel[r*ld+k] = 1
+		m.panel[r*m.ld+2*m.k] = 1
 	}
-	return m
 }
 
 func roundUp(x, m int) int { return (x + m - 1) / m * m }
+
+func tri(i, j int) int { return j*(j+1)/2 + i }
 
 // K returns the row width.
 func (m *Moments) K() int { return m.k }
@@ -110,7 +242,8 @@ func (m *Moments) K() int { return m.k }
 func (m *Moments) N() int64 { return m.n }
 
 // SetWorkers sets how many goroutines a large AddRows call may use
-// (default GOMAXPROCS). Values below 1 mean 1.
+// (default GOMAXPROCS). Values below 1 mean 1. The result does not depend on
+// it, to the last bit.
 func (m *Moments) SetWorkers(n int) {
 	if n < 1 {
 		n = 1
@@ -118,18 +251,17 @@ func (m *Moments) SetWorkers(n int) {
 	m.workers = n
 }
 
-// Err returns the error that poisoned m, if any: a non-finite value in
-// AddRows, or sums that overflowed float64.
+// Err returns the error that poisoned m, if any: a value in AddRows that is
+// not finite or lies outside [−1, 1].
 func (m *Moments) Err() error { return m.err }
 
-// AddRows adds a row-major block of n×K values. It returns an error, naming
-// the row and column, if len(rows) is not a multiple of K or a value is NaN
-// or ±Inf. When the length is wrong nothing is added. A non-finite value is
+// AddRows adds a row-major block of n×K values, each in [−1, 1] (encoded
+// rows: see package schema). It returns an error, naming the row and column,
+// if len(rows) is not a multiple of K or a value is NaN, ±Inf or outside
+// [−1, 1]. When the length is wrong nothing is added. A bad value is
 // detected while streaming: the rows before it may already have been
 // accumulated, so m is then poisoned: every later AddRows, Merge and
-// MarshalBinary returns the same error and the accessors return NaN. Sums
-// that overflow float64 (possible only for values above about 1e150; encoded
-// rows are bounded by 1) poison m in the same way.
+// MarshalBinary returns the same error and the accessors return NaN.
 func (m *Moments) AddRows(rows []float64) error {
 	if m.err != nil {
 		return m.err
@@ -154,138 +286,104 @@ func (m *Moments) AddRows(rows []float64) error {
 	return m.addSerial(rows, 0)
 }
 
+const (
+	sliceScale = 0x1p23
+	// roundMagic rounds a float64 of magnitude below 2⁵¹ to the nearest
+	// integer, ties to even: (x + 1.5·2⁵²) − 1.5·2⁵².
+	roundMagic = 0x1.8p52
+)
+
 // addSerial streams rows through the panel buffer. base is the index of the
 // first row in the caller's block, for error messages.
 func (m *Moments) addSerial(rows []float64, base int) error {
+	if m.panel == nil {
+		m.allocPanel()
+	}
 	k := m.k
 	n := len(rows) / k
-	for r := 0; r < n; {
-		take := panelRows - m.prow
-		if take > n-r {
-			take = n - r
+	for r := 0; r < n; r++ {
+		src := rows[r*k : (r+1)*k : (r+1)*k]
+		dst := m.panel[m.prow*m.ld : m.prow*m.ld+2*k : m.prow*m.ld+2*k]
+		hi, lo := dst[:k:k], dst[k:]
+		for c, z := range src {
+			if !(z >= -1 && z <= 1) {
+				return m.badValue(base+r, c, z)
+			}
+			// s is exact (a power-of-two scaling); h1 its nearest
+			// integer; s − h1 is exact (|s − h1| ≤ ½ and both are
+			// multiples of ulp(s)); h2 the nearest integer of (s−h1)·2²³.
+			// So h1·2²³ + h2 = round-half-even(z·2⁴⁶), as h1·2²³ is even.
+			// The conversions forbid fused operations.
+			s := float64(z * sliceScale)
+			h1 := float64(s+roundMagic) - roundMagic
+			rem := float64(float64(s-h1) * sliceScale)
+			hi[c] = h1
+			lo[c] = float64(rem+roundMagic) - roundMagic
 		}
-		src := rows[r*k : (r+take)*k]
-		if !finite(src) {
-			i := firstNonFinite(src)
-			m.err = fmt.Errorf("suffstat: AddRows: row %d, column %d: value %v is not finite", base+r+i/k, i%k, src[i])
-			return m.err
-		}
-		dst := m.panel[m.prow*m.ld:]
-		for t := 0; t < take; t++ {
-			copy(dst[t*m.ld:t*m.ld+k], src[t*k:(t+1)*k])
-		}
-		m.prow += take
-		m.n += int64(take)
-		r += take
+		m.prow++
+		m.n++
 		if m.prow == panelRows {
 			m.runPanel()
-			if m.err != nil {
-				return m.err
-			}
 		}
 	}
 	return nil
 }
 
-// finite reports whether every value of x is finite. v*0 is 0 for finite v
-// and NaN otherwise; four independent sums keep the loop fast.
-func finite(x []float64) bool {
-	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		s0 += x[i] * 0
-		s1 += x[i+1] * 0
-		s2 += x[i+2] * 0
-		s3 += x[i+3] * 0
+func (m *Moments) badValue(row, col int, z float64) error {
+	if math.IsNaN(z) || math.IsInf(z, 0) {
+		m.err = fmt.Errorf("suffstat: AddRows: row %d, column %d: value %v is not finite", row, col, z)
+	} else {
+		m.err = fmt.Errorf("suffstat: AddRows: row %d, column %d: value %v is outside [-1, 1] (rows must be encoded by a schema)", row, col, z)
 	}
-	for ; i < len(x); i++ {
-		s0 += x[i] * 0
-	}
-	return s0+s1+s2+s3 == 0
+	return m.err
 }
 
-func firstNonFinite(x []float64) int {
-	for i, v := range x {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return i
-		}
-	}
-	return -1
-}
-
-// runPanel applies the kernel to the buffered rows and folds the block
-// accumulator into the total when it holds blockPanels panels.
+// runPanel applies the kernel to the buffered rows and adds the (exact)
+// panel Gram into the pending integer sums.
 func (m *Moments) runPanel() {
 	if m.prow == 0 {
 		return
 	}
-	m.kn.gram(m.panel, m.prow, m.ld, m.blk, m.ldc, m.k+1)
+	m.kn.gram(m.panel, m.prow, m.ld, m.blk, m.ldc, m.w)
 	m.prow = 0
-	m.blkPanels++
-	m.checkOverflow(m.blk) // O(K²) per panel of 128 rows: under 1 % of the kernel
-	if m.blkPanels >= blockPanels {
-		m.fold()
-	}
-}
-
-// fold adds the block accumulator into the compensated total and clears it.
-func (m *Moments) fold() {
-	kk := m.k + 1
-	for j := 0; j < kk; j++ {
+	for j := 0; j < m.w; j++ {
 		off := j * m.ldc
-		m.addComp(off, j+1, m.blk[off:off+j+1])
-		clear(m.blk[off : off+m.ldc])
-	}
-	m.blkPanels = 0
-	m.checkOverflow(m.tot, m.comp, m.comp2)
-}
-
-// checkOverflow poisons m if a sum overflowed float64 (finite inputs of
-// magnitude above about 1e154 can do that), rather than return ±Inf.
-func (m *Moments) checkOverflow(gs ...[]float64) {
-	if m.err != nil {
-		return
-	}
-	for _, g := range gs {
-		for j := 0; j <= m.k; j++ {
-			off := j * m.ldc
-			if !finite(g[off : off+j+1]) {
-				m.err = fmt.Errorf("suffstat: the sums overflow float64 (values too large; encoded rows should be bounded)")
-				return
-			}
+		b := m.blk[off : off+j+1 : off+j+1]
+		p := m.pend[off : off+j+1 : off+j+1]
+		for i, v := range b {
+			p[i] += int64(v)
+			b[i] = 0
 		}
+	}
+	m.pendPanels++
+	if m.pendPanels >= spillPanels {
+		m.spill()
 	}
 }
 
-// addComp adds x into the n entries of (tot, comp, comp2) starting at off,
-// with doubly compensated summation (Klein 2006): the rounding error e of
-// tot + x is computed exactly (Fast2Sum, with the larger operand first), e
-// is added to comp the same way, and the error of that addition goes into
-// comp2 by plain addition. So tot + comp + (exact sum of what comp2 was
-// given) equals the exact sum of everything added, and only comp2's
-// third-order sum rounds.
-func (m *Moments) addComp(off, n int, x []float64) {
-	s := m.tot[off : off+n]
-	c := m.comp[off : off+n]
-	c2 := m.comp2[off : off+n]
-	x = x[:n]
-	for i, v := range x {
-		t := s[i] + v
-		var e float64
-		if math.Abs(s[i]) >= math.Abs(v) {
-			e = (s[i] - t) + v
-		} else {
-			e = (v - t) + s[i]
+// spill adds the pending wide-Gram integers into the 192-bit totals:
+// q_i q_j·2⁹² = h1_i h1_j·2⁴⁶ + (h1_i h2_j + h2_i h1_j)·2²³ + h2_i h2_j and
+// q_i·2⁴⁶ = h1_i·2²³ + h2_i.
+func (m *Moments) spill() {
+	k, ldc, p := m.k, m.ldc, m.pend
+	one := 2 * k
+	for j := 0; j < k; j++ {
+		for i := 0; i <= j; i++ {
+			t := &m.tot[tri(i, j)]
+			t.addShifted(p[j*ldc+i], 2*sliceBits)
+			t.addShifted(p[(k+j)*ldc+i], sliceBits)
+			t.addShifted(p[(k+i)*ldc+j], sliceBits)
+			t.addShifted(p[(k+j)*ldc+k+i], 0)
 		}
-		s[i] = t
-		t = c[i] + e
-		if math.Abs(c[i]) >= math.Abs(e) {
-			c2[i] += (c[i] - t) + e
-		} else {
-			c2[i] += (e - t) + c[i]
-		}
-		c[i] = t
 	}
+	for i := 0; i < k; i++ {
+		t := &m.tot[tri(i, k)]
+		t.addShifted(p[one*ldc+i], sliceBits)
+		t.addShifted(p[one*ldc+k+i], 0)
+	}
+	m.tot[tri(k, k)].addShifted(p[one*ldc+one], 0)
+	clear(m.pend)
+	m.pendPanels = 0
 }
 
 // Flush folds the rows buffered by AddRows into the totals. The read
@@ -294,11 +392,10 @@ func (m *Moments) addComp(off, n int, x []float64) {
 // do not, so a flushed Moments may be read from several goroutines at once.
 func (m *Moments) Flush() { m.flush() }
 
-// flush pushes every pending row into the compensated total.
 func (m *Moments) flush() {
 	m.runPanel()
-	if m.blkPanels > 0 {
-		m.fold()
+	if m.pendPanels > 0 {
+		m.spill()
 	}
 }
 
@@ -339,14 +436,14 @@ func (m *Moments) addParallel(rows []float64, n, w int) error {
 // reset empties m, keeping its buffers.
 func (m *Moments) reset() {
 	clear(m.tot)
-	clear(m.comp)
-	clear(m.comp2)
 	clear(m.blk)
-	m.blkPanels, m.prow, m.n, m.err = 0, 0, 0, nil
+	clear(m.pend)
+	m.pendPanels, m.prow, m.n, m.err = 0, 0, 0, nil
 }
 
 // Merge adds the partial result o into m (o is flushed but otherwise
 // unchanged). It returns an error if the widths differ or o is poisoned.
+// Merging is exact: any order and grouping of merges gives the same bits.
 func (m *Moments) Merge(o *Moments) error {
 	if m.err != nil {
 		return m.err
@@ -364,31 +461,27 @@ func (m *Moments) Merge(o *Moments) error {
 		return fmt.Errorf("suffstat: Merge: row count overflows (%d + %d)", m.n, o.n)
 	}
 	o.flush()
-	kk := m.k + 1
-	for j := 0; j < kk; j++ {
-		mo, oo := j*m.ldc, j*o.ldc
-		m.addComp(mo, j+1, o.tot[oo:oo+j+1])
-		m.addComp(mo, j+1, o.comp[oo:oo+j+1])
-		m.addComp(mo, j+1, o.comp2[oo:oo+j+1])
+	for t := range m.tot {
+		m.tot[t].add(&o.tot[t])
 	}
 	m.n += o.n
-	m.checkOverflow(m.tot, m.comp, m.comp2)
-	return m.err
+	return nil
 }
 
-// value returns entry (i, j), 0 ≤ i ≤ j ≤ K, of the padded Gram.
+// value returns entry (i, j), 0 ≤ i ≤ j ≤ K, of the padded statistics,
+// rounded once to float64.
 func (m *Moments) value(i, j int) float64 {
 	if m.err != nil {
 		return math.NaN()
 	}
-	if m.prow > 0 || m.blkPanels > 0 {
+	if m.prow > 0 || m.pendPanels > 0 {
 		m.flush()
-		if m.err != nil {
-			return math.NaN()
-		}
 	}
-	p := j*m.ldc + i
-	return m.tot[p] + (m.comp[p] + m.comp2[p])
+	e := 2 * fracBits
+	if j == m.k {
+		e = fracBits
+	}
+	return m.tot[tri(i, j)].float(e)
 }
 
 // Sum returns Σ z_i. It panics if i is out of range.

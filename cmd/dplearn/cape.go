@@ -397,6 +397,7 @@ func printCapeModel(w io.Writer, format outputFormat, model *regress.Model, path
 type capeJoinOptions struct {
 	fit                               capeFitFlags
 	server, serverName, certDir, data string
+	stats                             string
 	ledger, name                      string
 	budgetEpsilon, budgetDelta        float64
 	minSites, maxAttempts, workers    int
@@ -449,6 +450,7 @@ exit status is 0 only when the aggregator reports a published model.`,
 	f.StringVar(&o.serverName, "server-name", capenet.DefaultHubName, "the name in the aggregator's certificate")
 	f.StringVar(&o.certDir, "certs", "", "this site's certificate directory from 'dplearn certs' (its name is the site's name)")
 	f.StringVar(&o.data, "data", "", "this site's table (CSV, CSV.gz or Parquet)")
+	f.StringVar(&o.stats, "stats", "", statsFlagHelp)
 	f.IntVar(&o.fit.colluders, "colluders", -1, "refuse fits that assume fewer than this many colluding sites (-1: ⌈S/3⌉−1)")
 	f.IntVar(&o.minSites, "min-sites", 2, "refuse fits of fewer sites")
 	f.IntVar(&o.maxAttempts, "max-attempts", capefm.DefaultMaxAttempts, "refuse attempt numbers above this")
@@ -476,6 +478,10 @@ exit status is 0 only when the aggregator reports a published model.`,
 			req = append(req, "name")
 		} else {
 			req = append(req, "certs")
+		}
+		req, err = dataOrStats(cmd, req)
+		if err != nil {
+			return err
 		}
 		if err := requireFlags(cmd, req...); err != nil {
 			return err
@@ -508,7 +514,12 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 		return err
 	}
 	// The whole table is read and validated before anything is sent.
-	data, err := loadSiteData(ctx, o.data, s, kind, mech, part, parts, o.workers)
+	var data regress.Data
+	if o.stats != "" {
+		data, err = loadSiteStats(o.stats, s, kind, mech, parts)
+	} else {
+		data, err = loadSiteData(ctx, o.data, s, kind, mech, part, parts, o.workers)
+	}
 	if err != nil {
 		return err
 	}
@@ -529,7 +540,7 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	}
 	sink := eventSink(stderr, format, "")
 	sink(capenet.Event{Time: time.Now(), Kind: "loaded", Site: name, N: site.N(),
-		Message: fmt.Sprintf("read and validated %d rows of %s (%d features) as %s; %s", site.N(), o.data, site.D(), name, ledgerNote)})
+		Message: fmt.Sprintf("read and validated %d rows of %s (%d features) as %s; %s", site.N(), o.data+o.stats, site.D(), name, ledgerNote)})
 	d := len(s.FeatureNames())
 	ccfg := transport.ClientConfig{Address: o.server, Server: o.serverName, Identity: id, Insecure: o.insecure, Session: capenet.Session(),
 		Attempts:   o.connectAttempts,

@@ -19,7 +19,7 @@ import (
 // fitOptions are the flags of `dplearn fit`.
 type fitOptions struct {
 	data, schemaPath, model, mechanism, out     string
-	delimiter, ledger                           string
+	delimiter, ledger, stats                    string
 	epsilon, delta, lambda, lambdaFactor, split float64
 	objpert                                     regress.ObjPertOptions
 	noisygd                                     regress.NoisyGDOptions
@@ -98,6 +98,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.data, "data", "", "input table: CSV, CSV.gz or Parquet (- for standard input)")
+	f.StringVar(&o.stats, "stats", "", statsFlagHelp)
 	f.StringVar(&o.delimiter, "delimiter", ",", "CSV field delimiter: ',', ';', tab or '|'")
 	f.StringVar(&o.ledger, "ledger", "", "privacy budget file to charge the fit to (dplearn ledger create); the fit is refused past the budget")
 	f.StringVar(&o.schemaPath, "schema", "", "schema file (JSON) with the public bounds")
@@ -136,7 +137,11 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 		if err != nil {
 			return err
 		}
-		if err := requireFlags(cmd, "data", "schema", "model", "mechanism", "out"); err != nil {
+		req, err := dataOrStats(cmd, []string{"data", "schema", "model", "mechanism", "out"})
+		if err != nil {
+			return err
+		}
+		if err := requireFlags(cmd, req...); err != nil {
 			return err
 		}
 		o.seeded = cmd.Flags().Changed("seed")
@@ -234,7 +239,15 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	}()
 	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, Progress: stderrProgress(cmd),
 		Delimiter: sep, Stdin: cmd.InOrStdin(), KeepDropped: true}
-	data, sum, err := loadFitInput(ctx, o.data, s, est, kind, opt)
+	data, sum, err := regress.Data{}, dataset.Summary{}, error(nil)
+	if o.stats != "" {
+		data, sum, o.skipBadRows, err = loadStatsInput(o.stats, s, est, kind, o.mechanism)
+		if err != nil {
+			return err
+		}
+	} else {
+		data, sum, err = loadFitInput(ctx, o.data, s, est, kind, opt)
+	}
 	if err != nil {
 		return readErr("--data", err)
 	}
