@@ -540,7 +540,7 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	}
 	sink := eventSink(stderr, format, "")
 	sink(capenet.Event{Time: time.Now(), Kind: "loaded", Site: name, N: site.N(),
-		Message: fmt.Sprintf("read and validated %d rows of %s (%d features) as %s; %s", site.N(), o.data+o.stats, site.D(), name, ledgerNote)})
+		Message: fmt.Sprintf("read and validated %s of %s (%d features) as %s; %s", dataset.Plural(int64(site.N()), "row"), o.data+o.stats, site.D(), name, ledgerNote)})
 	d := len(s.FeatureNames())
 	ccfg := transport.ClientConfig{Address: o.server, Server: o.serverName, Identity: id, Insecure: o.insecure, Session: capenet.Session(),
 		Attempts:   o.connectAttempts,

@@ -253,7 +253,7 @@ func runDPPPStudent(ctx context.Context, w io.Writer, o dpppStudentOptions, fm o
 	fmt.Fprintf(w, "Trained a student %s on %d labelled queries in %s\n", desc, len(labels), elapsed.Round(time.Millisecond))
 	fmt.Fprintf(w, "  agreement with the noisy labels: %.4f\n", agree)
 	if test != nil {
-		fmt.Fprintf(w, "  held-out accuracy:               %.4f   (%d rows)\n", testAcc, test.N())
+		fmt.Fprintf(w, "  held-out accuracy:               %.4f   (%s)\n", testAcc, dataset.Plural(int64(test.N()), "row"))
 	}
 	fmt.Fprintf(w, "Privacy: (%s, %s)-DP with respect to the teachers' data: %d labels composed by %s.\n", eps, delta, len(labels), g.Accountant)
 	fmt.Fprintln(w, "  The query rows the student was trained on are not protected.")

@@ -380,7 +380,7 @@ func runDPPPTrain(ctx context.Context, cmd *cobra.Command, o dpppTrainOptions, f
 
 func printTrainText(w io.Writer, o dpppTrainOptions, in, test *trainInput, desc string, mf *classify.ModelFile, info classify.TrainingInfo, elapsed time.Duration, trainAcc, testAcc float64) {
 	if in != nil {
-		fmt.Fprintf(w, "Trained %s on %d rows × %d features of %s", desc, in.data.N(), in.data.D, in.source)
+		fmt.Fprintf(w, "Trained %s on %s × %d features of %s", desc, dataset.Plural(int64(in.data.N()), "row"), in.data.D, in.source)
 		if info.Partition != "" {
 			fmt.Fprintf(w, ", part %s", info.Partition)
 		}
@@ -390,7 +390,7 @@ func printTrainText(w io.Writer, o dpppTrainOptions, in, test *trainInput, desc 
 		fmt.Fprintf(w, "Checked %s: %d classes, %d features\n", desc, len(mf.ClassNames), mf.Features)
 	}
 	if test != nil {
-		fmt.Fprintf(w, "  test accuracy:     %.4f   (%d rows of %s)\n", testAcc, test.data.N(), test.source)
+		fmt.Fprintf(w, "  test accuracy:     %.4f   (%s of %s)\n", testAcc, dataset.Plural(int64(test.data.N()), "row"), test.source)
 	}
 	fmt.Fprintf(w, "Model written to %s (mode 0600). Keep it on this machine: in DPPP only noisy votes leave it.\n", o.out)
 }
