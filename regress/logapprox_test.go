@@ -175,7 +175,10 @@ func TestLogisticApproxIsRescaledTaylor(t *testing.T) {
 		tr, _ := fit("")
 		for _, approx := range []string{ApproxChebyshev, ApproxLeastSquares} {
 			res, lq := fit(approx)
-			if res.Trimmed != tr.Trimmed {
+			// Without noise the fits are rescaled copies, so trimming agrees;
+			// with noise the draws for different σ are not coupled, so a
+			// borderline direction may be trimmed in one fit and not the other.
+			if !est.Private() && res.Trimmed != tr.Trimmed {
 				t.Fatalf("%s %s: trimmed %d, Taylor %d", mech, approx, res.Trimmed, tr.Trimmed)
 			}
 			s := 1 / (8 * lq.A2)
