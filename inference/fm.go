@@ -159,7 +159,7 @@ func FM(rel *regress.Released, y2 *TargetMoment, opt Options) (*Intervals, error
 	if rel.Kind == regress.Logistic {
 		est = EstimandLogistic
 	}
-	return bootstrap(rel, model, est, opt)
+	return bootstrap(rel, model, est, opt, nil)
 }
 
 // IRLS computes confidence intervals for the coefficients of a DP-IRLS fit
@@ -189,14 +189,63 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 	// E[ψ']⁻²E[ψ²]·S⁻¹/N with E[ψ'] = share/η, and S⁻¹ = m0·B⁻¹ since
 	// B = E[s·xxᵀ] = m0·S when residuals are independent of x.
 	kappa := m2 * eta * eta / (m1 * m1)
-	// The previous iterate's noise moves the weights: at the fixed point
-	// the IRLS map contracts by f = 1 − share/(η·m0), so the noise of all
-	// iterations adds up to at most 1/(1 − f²) times the last one's.
+	// The previous iterate's noise moves the weights: near the fixed point
+	// the IRLS map ω ↦ B(ω)⁻¹A(ω) is linear with Jacobian f·I,
+	// f = 1 − share/(η·m0) (residuals independent of x), so an error Δ in
+	// an iterate becomes f·Δ in the next one.
 	f := clamp(1-m1/(eta*m0), 0, 0.95)
-	model := func(float64) (float64, float64, float64) {
-		return kappa, kappa * m0, 1 / math.Sqrt(1-f*f)
+	inflate := 1 / math.Sqrt(1-f*f) // cold start: the noise of any number of earlier iterations
+	var extra noiseTerm
+	if w := rel.Warm; w != nil {
+		// Warm start, J iterations: the last iteration's noise, the J − 1
+		// before it contracted by f, f², …, and the warm start's noise
+		// contracted by f^J, all independent:
+		//   ω_J − β ≈ Σ_{j<J} f^j·e_{J−j} + f^J·(ω_ws − ω_ws,0).
+		// The warm start's noise is simulated through its own
+		// post-processing (ridge, trimming) around its released objective.
+		j := max(rel.Iterations, 1)
+		inflate = math.Sqrt((1 - math.Pow(f, float64(2*j))) / (1 - f*f))
+		extra = warmTerm(w, math.Pow(f, float64(j)))
 	}
-	return bootstrap(rel, model, EstimandRobust, opt)
+	model := func(float64) (float64, float64, float64) {
+		return kappa, kappa * m0, inflate
+	}
+	iv, err := bootstrap(rel, model, EstimandRobust, opt, extra)
+	if err == nil && extra != nil {
+		iv.Method += fmt.Sprintf("; the warm start's Gaussian noise simulated through its own fit and carried into the last of the %d iteration(s) with gain f^J = %.3g (f = 1 − share/(η·mean weight), released summary)",
+			max(rel.Iterations, 1), math.Pow(f, float64(max(rel.Iterations, 1))))
+	}
+	return iv, err
+}
+
+// noiseTerm adds one draw of a further noise deviation (independent of the
+// released objective's noise) to dev; it returns false when the draw fails
+// (a trimmed direction), which counts as a failed replicate.
+type noiseTerm func(rng *rand.Rand, dev []float64) bool
+
+// warmTerm is the noise of a DP-IRLS warm start w (its released Gaussian FM
+// objective) carried into the last iterate with gain c: one draw is
+// c·(g(Λ̃_ws + e*) − g(Λ̃_ws)), g the warm start's own minimiser (ridge and
+// trimming as the fit), e* the warm start's public Gaussian noise law.
+func warmTerm(w *regress.Released, c float64) noiseTerm {
+	pp := regress.NoisyPostProcess(w.Ridge)
+	q := w.Objective
+	center, _, err := q.Minimize(pp)
+	star := &regress.Quadratic{D: q.D, Lambda1: make([]float64, q.D), Upper: make([]float64, len(q.Upper))}
+	return func(rng *rand.Rand, dev []float64) bool {
+		if err != nil {
+			return false
+		}
+		perturb(rng, q, star, w)
+		ws, _, err := star.Minimize(pp)
+		if err != nil {
+			return false
+		}
+		for i := range dev {
+			dev[i] += c * (ws[i] - center[i])
+		}
+		return true
+	}
 }
 
 // EstimandRobust describes what DP-IRLS intervals cover.
@@ -208,7 +257,9 @@ const EstimandRobust = "fixed point of the IRLS weights 1/max(η, |r|) (a Huber-
 type samplingModel func(fitQuad float64) (resid, scale, noiseInflation float64)
 
 // bootstrap is the common procedure of FM and IRLS (see the package doc).
-func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt Options) (*Intervals, error) {
+// extra, when non-nil, adds a further independent noise term to each
+// replicate (not inflated).
+func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt Options, extra noiseTerm) (*Intervals, error) {
 	level, err := opt.level()
 	if err != nil {
 		return nil, err
@@ -252,6 +303,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		return s
 	}
 	star := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(q.Upper))}
+	var extraDraws [][]float64
 	quadBias := 0.0
 	for b := 0; b < reps; b++ {
 		perturb(rng, q, star, rel)
@@ -259,6 +311,14 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		if err != nil || tr > 0 {
 			out.Failed++
 			continue
+		}
+		if extra != nil {
+			ex := make([]float64, d)
+			if !extra(rng, ex) {
+				out.Failed++
+				continue
+			}
+			extraDraws = append(extraDraws, ex)
 		}
 		noiseDraws = append(noiseDraws, w)
 		quadBias += quad(w) - quad(w0)
@@ -298,6 +358,9 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 				z += vecs.At(i, k) * xi[k]
 			}
 			nv[i] = (w[i] - w0[i]) * inflate
+			if extraDraws != nil {
+				nv[i] += extraDraws[b][i]
+			}
 			dv[i] = nv[i] + z
 		}
 		devs[b], ndevs[b] = dv, nv

@@ -173,12 +173,12 @@ func TestForecastIRLSWithinFactor(t *testing.T) {
 		rows := rd.rows(rng, n)
 		c := cfg
 		c.Source = src
-		pf, err := est.Fit(context.Background(), regress.Data{Stats: rowStats{4, n}, Rows: rows}, c)
+		pf, err := est.Fit(context.Background(), regress.Data{Stats: rowMoments(t, rows), Rows: rows}, c)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.Epsilon = 1e6
-		nf, err := est.Fit(context.Background(), regress.Data{Stats: rowStats{4, n}, Rows: rows}, c)
+		nf, err := est.Fit(context.Background(), regress.Data{Stats: rowMoments(t, rows), Rows: rows}, c)
 		if err != nil {
 			t.Fatal(err)
 		}
