@@ -194,19 +194,7 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 	// f = 1 − share/(η·m0) (residuals independent of x), so an error Δ in
 	// an iterate becomes f·Δ in the next one.
 	f := clamp(1-m1/(eta*m0), 0, 0.95)
-	inflate := 1 / math.Sqrt(1-f*f) // cold start: the noise of any number of earlier iterations
-	var extra noiseTerm
-	if w := rel.Warm; w != nil {
-		// Warm start, J iterations: the last iteration's noise, the J − 1
-		// before it contracted by f, f², …, and the warm start's noise
-		// contracted by f^J, all independent:
-		//   ω_J − β ≈ Σ_{j<J} f^j·e_{J−j} + f^J·(ω_ws − ω_ws,0).
-		// The warm start's noise is simulated through its own
-		// post-processing (ridge, trimming) around its released objective.
-		j := max(rel.Iterations, 1)
-		inflate = math.Sqrt((1 - math.Pow(f, float64(2*j))) / (1 - f*f))
-		extra = warmTerm(w, math.Pow(f, float64(j)))
-	}
+	inflate, extra := irlsNoise(rel, f)
 	model := func(float64) (float64, float64, float64) {
 		return kappa, kappa * m0, inflate
 	}
@@ -216,6 +204,33 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 			max(rel.Iterations, 1), math.Pow(f, float64(max(rel.Iterations, 1))))
 	}
 	return iv, err
+}
+
+// irlsNoise models the noise of the iterations before DP-IRLS's last one,
+// given the contraction f of the IRLS map at the fixed point: it returns
+// the factor on the last iteration's noise deviations and, for a warm
+// start, the warm start's noise term (nil for a cold start).
+//
+// Cold start (the seed's, ω = 0, J iterations): the last iteration's noise
+// plus that of the earlier ones contracted by f, f², …, bounded by the
+// infinite sum 1/√(1 − f²) (the start's error contracts by f^J too; it is a
+// bias that the coverage table measures).
+//
+// Warm start, J iterations: the last iteration's noise, the J − 1 before it
+// contracted by f, …, f^{J−1}, and the warm start's noise contracted by
+// f^J, all independent:
+//
+//	ω_J − β ≈ Σ_{j<J} f^j·e_{J−j} + f^J·(ω_ws − ω_ws,0),
+//
+// so the factor is √((1 − f^{2J})/(1 − f²)) and the warm start's noise is
+// simulated through its own post-processing around its released objective
+// (warmTerm).
+func irlsNoise(rel *regress.Released, f float64) (float64, noiseTerm) {
+	if rel.Warm == nil {
+		return 1 / math.Sqrt(1-f*f), nil
+	}
+	j := float64(max(rel.Iterations, 1))
+	return math.Sqrt((1 - math.Pow(f, 2*j)) / (1 - f*f)), warmTerm(rel.Warm, math.Pow(f, j))
 }
 
 // noiseTerm adds one draw of a further noise deviation (independent of the
