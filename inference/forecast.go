@@ -155,7 +155,7 @@ func Forecaster(mechanism string) bool {
 // referenceRelease returns the noise-free reference objective and the noise
 // law of the mechanism's release on it (noisy values discarded), plus the
 // inflation of the noise of earlier iterations (1 except for irls) and
-// irls's warm-start noise term (nil otherwise; irlsNoise).
+// irls's warm-start noise term (nil otherwise; irlsFitNoise).
 func referenceRelease(mechanism string, cfg regress.Config, s *schema.Schema, n int64, seed uint64) (*regress.Quadratic, *regress.Released, float64, noiseTerm, error) {
 	if mechanism == "irls" {
 		return irlsReference(cfg, s, n)
@@ -193,7 +193,7 @@ func fmReference(mechanism string, cfg regress.Config, s *schema.Schema, n int64
 // them inside the floor η, the regime the default η was chosen for; a wider
 // spread gives smaller weights and more noise): m₀ = E[1/max(η, |r|)] =
 // (1 + ln 2)/(2η) and P(|r| < η) = ½. The noise of earlier iterations is
-// carried into the last one as in IRLS (irlsNoise), f = 1 − ½/(η·m₀); with
+// carried into the last one as in IRLS (irlsFitNoise), f = 1 − ½/(η·m₀); with
 // the warm start, its noise is simulated on the reference design's expected
 // least-squares objective with the public FMTau1, FMTau2 and its ridge.
 func irlsReference(cfg regress.Config, s *schema.Schema, n int64) (*regress.Quadratic, *regress.Released, float64, noiseTerm, error) {
@@ -234,7 +234,7 @@ func irlsReference(cfg regress.Config, s *schema.Schema, n int64) (*regress.Quad
 			VarLambda1: plan.FMTau1 * plan.FMTau1, VarLambda2: plan.FMTau2 * plan.FMTau2, Noise1: "gaussian", Noise2: "gaussian"}
 	}
 	f := clamp(1-inside/(eta*m0), 0, 0.95)
-	inflate, extra := irlsNoise(rel, f)
+	inflate, extra := irlsFitNoise(rel, f)
 	return q0, rel, inflate, extra, nil
 }
 

@@ -238,8 +238,13 @@ func (plan IRLSPlan) recordWarm(q *Quadratic, n int64, lam float64) {
 // s_i = 1/max(η, |r_i|) and ψ_i = r_i·s_i ∈ [−1, 1],
 //
 //	MeanWeight = (1/N)Σ s_i,  Inside = (1/N)Σ 1{|r_i| < η},  MeanPsi2 = (1/N)Σ ψ_i².
+//
+// NoiseScale is the Laplace scale b of the noise on each of the three
+// (public: the sensitivity over the ε spent), so inference can account for
+// it; 0 when unknown.
 type RobustScale struct {
 	MeanWeight, Inside, MeanPsi2 float64
+	NoiseScale                   float64
 }
 
 // RobustScaleSensitivity returns the L1 sensitivity of the three released
@@ -296,7 +301,7 @@ func ReleaseRobustScale(rows []float64, k int, w []float64, floor, epsilon float
 	if err := noise.AddLaplace(src, v, b); err != nil {
 		return RobustScale{}, report.Release{}, fmt.Errorf("regress: robust scale: add noise: %w", err)
 	}
-	return RobustScale{MeanWeight: v[0], Inside: v[1], MeanPsi2: v[2]},
+	return RobustScale{MeanWeight: v[0], Inside: v[1], MeanPsi2: v[2], NoiseScale: b},
 		report.Release{Name: "residual summary at the fitted ω: mean weight, share within η, mean ψ² (for the standard errors of the confidence intervals)",
 			Entries: 3, Norm: "L1", Sensitivity: sens, Noise: "laplace", Scale: b}, nil
 }
