@@ -152,7 +152,9 @@ func TestForecastWarns(t *testing.T) {
 // noise spread (private fit minus a fit whose noise is negligible, ε = 10⁶,
 // on the same rows) over 150 simulated datasets (robustDesign: non-zero
 // coefficients, Laplace errors, unlike the reference), for the default warm
-// start and the seed's cold start. Stated factor 2, as for the FM family;
+// start and the seed's cold start, on the narrow-error design (f ≈ 0) and
+// the wide-error one (f ≈ 0.4, where the warm start's noise reaches the
+// fit). Stated factor 2, as for the FM family;
 // the realised SD is within ±15% of its expectation.
 func TestForecastIRLSWithinFactor(t *testing.T) {
 	if testing.Short() {
@@ -163,7 +165,13 @@ func TestForecastIRLSWithinFactor(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		warm float64
-	}{{"warm start (default)", 0}, {"cold start", -1}} {
+		rd   robustDesign
+	}{
+		{"warm start (default)", 0, defaultRobustDesign()},
+		{"cold start", -1, defaultRobustDesign()},
+		{"warm start, wide errors", 0, wideRobustDesign()},
+		{"cold start, wide errors", -1, wideRobustDesign()},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := regress.Config{Kind: regress.Robust, Epsilon: 1, Delta: 1e-6, Lambda: -1, IRLS: regress.IRLSOptions{WarmStart: tc.warm}}
 			f, err := NoiseForecast("irls", cfg, s, n, Options{})
@@ -171,7 +179,7 @@ func TestForecastIRLSWithinFactor(t *testing.T) {
 				t.Fatal(err)
 			}
 			est, _ := regress.New("irls")
-			rd := defaultRobustDesign()
+			rd := tc.rd
 			rng := rand.New(rand.NewPCG(8, 8))
 			src := noise.NewInsecureSeeded(8)
 			ss, mean := make([]float64, 3), make([]float64, 3)
