@@ -82,11 +82,7 @@ func TestForecastWithinFactorOfRealisedNoise(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := range ss {
-				e := pf.Coef[i] - nf.Coef[i]
-				ss[i] += e * e / reps
-				mean[i] += e / reps
-			}
+			addDeviation(ss, mean, pf.Coef, nf.Coef, reps)
 		}
 		for i := range ss {
 			ss[i] -= mean[i] * mean[i] // the spread; the ridge's bias is Forecast.Shrinkage
@@ -200,11 +196,7 @@ func TestForecastIRLSWithinFactor(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for i := range ss {
-					e := pf.Coef[i] - nf.Coef[i]
-					ss[i] += e * e / reps
-					mean[i] += e / reps
-				}
+				addDeviation(ss, mean, pf.Coef, nf.Coef, reps)
 			}
 			for i := range ss {
 				sd := math.Sqrt(ss[i] - mean[i]*mean[i])
@@ -215,5 +207,15 @@ func TestForecastIRLSWithinFactor(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// addDeviation adds the deviation e = private − reference of one fit to the
+// running mean square ss and mean over reps fits.
+func addDeviation(ss, mean, private, reference []float64, reps float64) {
+	for i := range ss {
+		e := private[i] - reference[i]
+		ss[i] += e * e / reps
+		mean[i] += e / reps
 	}
 }
