@@ -12,7 +12,9 @@
 // of ε, δ, N and d. The fitted coefficients are ω̂ = g_λ(Λ̃1, Λ̃2), the
 // minimiser after the data-independent ridge λ and spectral trimming. DP-IRLS
 // releases, at its last iteration, Ã and B̃ with the same structure (Λ1 =
-// −2Ã, Λ2 = B̃). Anything computed from these values and the public
+// −2Ã, Λ2 = B̃), and, with its default warm start (issue 16), the warm
+// start's Gaussian FM least-squares objective (regress.Released.Warm, noise
+// σ = FMTau1, FMTau2); the number of iterations J is public. Anything computed from these values and the public
 // parameters is post-processing and costs no privacy. Nothing here reads the
 // data; the two summaries that the sampling variance needs and the fits do
 // not release are released separately with their own budget
@@ -47,6 +49,7 @@
 //     matrix (which the delta method misses). Replicates in which Λ*₂ loses
 //     a direction are failures and placed at ±∞, so fragile fits get wider
 //     intervals, never narrower.
+//
 //  2. Sampling. The estimator solves a moment equation, so its sampling
 //     covariance is the sandwich Bread⁻¹·Meat·Bread⁻¹/N. Assuming the
 //     residuals' spread does not depend on x (homoskedasticity) it is
@@ -58,18 +61,35 @@
 //     irls, Huber's sandwich κ·S⁻¹/N with κ = E[ψ²]/E[ψ']², ψ(r) = r/max(η,|r|),
 //     E[ψ'] = P(|r| < η)/η, and S⁻¹ = m₀·B⁻¹ (m₀ = E[1/max(η,|r|)], since
 //     B = m₀S when the residuals are independent of x): the three means are
-//     the released residual summary. DP-IRLS's earlier iterations add noise
-//     through the weights; at the fixed point the IRLS map contracts by
-//     f = 1 − P(|r|<η)/(η·m₀), so the noise replicates are inflated by
-//     1/√(1 − f²), the sum over any number of iterations.
+//     the released residual summary.
 //     Each noise replicate gets an independent normal draw z_b with this
 //     covariance.
+//
+//     DP-IRLS runs only J iterations (J = 1 after the default warm start,
+//     J = 2 from the seed's cold start ω = 0), so its last iterate is not
+//     the fixed point: near it the IRLS map ω ↦ B(ω)⁻¹A(ω) is linear with
+//     Jacobian f·I, f = 1 − P(|r|<η)/(η·m₀) (residuals independent of x),
+//     and ω_J ≈ β + f^J(ω_s − β) + Σ_{j<J} f^j(e_{J−j} + u) for the start
+//     ω_s, the iterations' noise e and one step's sampling error u. The
+//     start's error (the cold start's −β; the warm start's noise, ridge
+//     and least-squares bias, which the one iteration keeps a share f of)
+//     would bias the intervals whenever f is not small, so the estimate
+//     is the fixed point extrapolated from the two public points,
+//     β̂ = (ω₀ − f^J·ω_s)/(1 − f^J), with ω_s = 0 or the released warm
+//     start's own fit: its error is (Σ_{j<J} f^j e_{J−j})/(1 − f^J) +
+//     u/(1 − f), i.e. the last iteration's noise replicates scaled by
+//     √((1 − f^{2J})/(1 − f²))/(1 − f^J) plus Huber's sandwich above. f is
+//     estimated from the noisy summary, so every replicate also redraws the
+//     summary's public Laplace noise and adds the resulting change of β̂.
+//
 //  3. Interval. With δ_b = ω*_b − ω₀ + z_b, the basic-bootstrap interval at
 //     level 1 − α is [ω₀ − q_{1−α/2}(δ), ω₀ − q_{α/2}(δ)] per coefficient;
 //     the point estimate is ω₀ − median(δ) and the standard error half the
 //     central 68.27% range of δ (the standard deviation when δ is normal,
 //     robust to heavy tails). The bootstrap covariance of δ gives intervals
-//     of linear combinations (the intercept in original units).
+//     of linear combinations (the intercept in original units). For
+//     DP-IRLS the centre ω₀ is replaced by the extrapolated β̂ and δ_b is
+//     built as in 2.
 //
 // The bootstrap draws its noise from a deterministic generator seeded by
 // Options.Seed: it simulates the public noise distribution as
@@ -78,8 +98,8 @@
 // Coverage was checked by simulation (TestCoverage; the table is in
 // docs/inference.md): nominal 95% intervals covered the estimand 93–97% of
 // the time at ε ∈ {0.5, 1, 2}, N ∈ {10⁴, 10⁵} for gaussian-fm, fm and
-// relaxed-fm (linear and logistic) and irls, with the exceptions listed
-// there.
+// relaxed-fm (linear and logistic) and irls (warm and cold start, on a
+// narrow- and a wide-error design), with the exceptions listed there.
 //
 // # Forecast
 //
@@ -90,5 +110,9 @@
 // the trimming are those of the real fit. It needs only the mechanism, ε, δ,
 // N and the schema, and warns when the noise will swamp the signal. For
 // DP-IRLS the reference fixes the residuals too (uniform on [−2η, 2η]) and
-// uses regress.PlanIRLS's calibration.
+// uses regress.PlanIRLS's calibration; the forecast is of the fit's
+// coefficients, so it adds the warm start's noise carried into the last
+// iterate with gain f^J (simulated on the reference least-squares objective
+// with the public FMTau1, FMTau2 and ridge) and scales the last iteration's
+// by √((1 − f^{2J})/(1 − f²)).
 package inference

@@ -159,7 +159,7 @@ func FM(rel *regress.Released, y2 *TargetMoment, opt Options) (*Intervals, error
 	if rel.Kind == regress.Logistic {
 		est = EstimandLogistic
 	}
-	return bootstrap(rel, model, est, opt)
+	return bootstrap(rel, model, est, opt, nil)
 }
 
 // IRLS computes confidence intervals for the coefficients of a DP-IRLS fit
@@ -173,10 +173,13 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 	if rel.Kind != regress.Robust || !(rel.ResidualFloor > 0) {
 		return nil, fmt.Errorf("inference: IRLS intervals need a robust fit's released objective with its residual floor")
 	}
-	for _, v := range []float64{rs.MeanWeight, rs.Inside, rs.MeanPsi2} {
+	for _, v := range []float64{rs.MeanWeight, rs.Inside, rs.MeanPsi2, rs.NoiseScale} {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return nil, fmt.Errorf("inference: released residual summary holds %v", v)
 		}
+	}
+	if rs.NoiseScale < 0 {
+		return nil, fmt.Errorf("inference: released residual summary with a negative noise scale %v", rs.NoiseScale)
 	}
 	eta := rel.ResidualFloor
 	n := float64(rel.N)
@@ -189,14 +192,131 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 	// E[ψ']⁻²E[ψ²]·S⁻¹/N with E[ψ'] = share/η, and S⁻¹ = m0·B⁻¹ since
 	// B = E[s·xxᵀ] = m0·S when residuals are independent of x.
 	kappa := m2 * eta * eta / (m1 * m1)
-	// The previous iterate's noise moves the weights: at the fixed point
-	// the IRLS map contracts by f = 1 − share/(η·m0), so the noise of all
-	// iterations adds up to at most 1/(1 − f²) times the last one's.
-	f := clamp(1-m1/(eta*m0), 0, 0.95)
-	model := func(float64) (float64, float64, float64) {
-		return kappa, kappa * m0, 1 / math.Sqrt(1-f*f)
+	// The previous iterate's noise moves the weights: near the fixed point
+	// the IRLS map ω ↦ B(ω)⁻¹A(ω) is linear with Jacobian f·I,
+	// f = 1 − share/(η·m0) (residuals independent of x), so an error Δ in
+	// an iterate becomes f·Δ in the next one: the last of J iterations
+	// from the start ω_s is ω_J ≈ β + f^J(ω_s − β) + Σ_{j<J} f^j(e_{J−j} +
+	// u), e the iterations' noise, u the sampling error of one step. The
+	// fixed point is extrapolated from the two released points,
+	// β̂ = (ω_J − f^J·ω_s)/(1 − f^J) = β + (Σ_{j<J} f^j e_{J−j})/(1 − f^J)
+	// + u/(1 − f): the start's error (the cold start's −β, the warm
+	// start's noise and least-squares bias) cancels, the sampling part is
+	// Huber's sandwich above, and the noise part is the last iteration's
+	// times √((1 − f^{2J})/(1 − f²))/(1 − f^J).
+	//
+	// f itself is estimated from the noisy summary: each replicate also
+	// draws the summary's public Laplace noise (NoiseScale) around the
+	// released means, and the estimate's change with the drawn gain enters
+	// the replicate's noise deviation.
+	contraction := func(inside, weight float64) float64 {
+		m1 := clamp(inside, 1/n, 1)
+		return clamp(1-m1/(eta*clamp(weight, m1/eta, 1/eta)), 0, 0.95)
 	}
-	return bootstrap(rel, model, EstimandRobust, opt)
+	f := contraction(rs.Inside, rs.MeanWeight)
+	j := float64(iterations(rel))
+	c := math.Pow(f, j)
+	start := make([]float64, rel.Objective.D) // the cold start's ω = 0
+	if w := rel.Warm; w != nil {
+		var err error
+		if start, _, err = w.Objective.Minimize(regress.NoisyPostProcess(w.Ridge)); err != nil {
+			return nil, fmt.Errorf("inference: the released warm start has no minimiser: %w", err)
+		}
+	}
+	inflate := math.Sqrt((1-math.Pow(f, 2*j))/(1-f*f)) / (1 - c)
+	model := func(float64) (float64, float64, float64) {
+		return kappa, kappa * m0, inflate
+	}
+	ex := &extrapolation{gain: c, start: start}
+	if b := rs.NoiseScale; b > 0 {
+		ex.drawGain = func(rng *rand.Rand) float64 {
+			lap := func() float64 { return (rng.ExpFloat64() - rng.ExpFloat64()) * b }
+			return math.Pow(contraction(rs.Inside+lap(), rs.MeanWeight+lap()), j)
+		}
+	}
+	iv, err := bootstrap(rel, model, EstimandRobust, opt, ex)
+	if err == nil {
+		from := "the cold start ω = 0"
+		if rel.Warm != nil {
+			from = "the warm start (its released fit)"
+		}
+		iv.Method += fmt.Sprintf("; fixed point extrapolated from %s and the last of J = %d iteration(s) with gain f^J = %.3g (f = 1 − share/(η·mean weight), released residual summary)", from, int(j), c)
+	}
+	return iv, err
+}
+
+// iterations is the recorded J of a DP-IRLS release, or the cold start's
+// default when none was recorded.
+func iterations(rel *regress.Released) int {
+	if rel.Iterations > 0 {
+		return rel.Iterations
+	}
+	return regress.DefaultIRLSIterations
+}
+
+// extrapolation maps the minimiser w of the last released objective to the
+// estimate (w − gain·start)/(1 − gain) (DP-IRLS's fixed point; see IRLS).
+// drawGain, when set, draws the gain as estimated from a replicate of the
+// noisy summary it comes from.
+type extrapolation struct {
+	gain     float64
+	start    []float64
+	drawGain func(*rand.Rand) float64
+}
+
+// at returns the estimate (w − g·start)/(1 − g) for the gain g.
+func (ex *extrapolation) at(w []float64, g float64) []float64 {
+	out := make([]float64, len(w))
+	for i := range out {
+		out[i] = (w[i] - g*ex.start[i]) / (1 - g)
+	}
+	return out
+}
+
+// irlsFitNoise models, for the forecast of a DP-IRLS fit's coefficients,
+// the noise of the iterations before the last one given the contraction f
+// of the IRLS map at the fixed point: it returns the factor on the last
+// iteration's noise deviations, √((1 − f^{2J})/(1 − f²)) (the last
+// iteration's noise plus the J − 1 before it contracted by f, …, f^{J−1}),
+// and, for a warm start, the warm start's noise carried in with gain f^J
+// (warmTerm; nil for a cold start, whose start ω = 0 is not noisy).
+func irlsFitNoise(rel *regress.Released, f float64) (float64, noiseTerm) {
+	j := float64(iterations(rel))
+	inflate := math.Sqrt((1 - math.Pow(f, 2*j)) / (1 - f*f))
+	if rel.Warm == nil {
+		return inflate, nil
+	}
+	return inflate, warmTerm(rel.Warm, math.Pow(f, j))
+}
+
+// noiseTerm adds one draw of a further noise deviation (independent of the
+// released objective's noise) to dev; it returns false when the draw fails
+// (every direction trimmed), which counts as a failed draw.
+type noiseTerm func(rng *rand.Rand, dev []float64) bool
+
+// warmTerm is the noise of a DP-IRLS warm start w (its released Gaussian FM
+// objective) carried into the last iterate with gain c: one draw is
+// c·(g(Λ̃_ws + e*) − g(Λ̃_ws)), g the warm start's own minimiser (ridge and
+// trimming as the fit), e* the warm start's public Gaussian noise law.
+func warmTerm(w *regress.Released, c float64) noiseTerm {
+	pp := regress.NoisyPostProcess(w.Ridge)
+	q := w.Objective
+	center, _, err := q.Minimize(pp)
+	star := &regress.Quadratic{D: q.D, Lambda1: make([]float64, q.D), Upper: make([]float64, len(q.Upper))}
+	return func(rng *rand.Rand, dev []float64) bool {
+		if err != nil {
+			return false
+		}
+		perturb(rng, q, star, w)
+		ws, _, err := star.Minimize(pp)
+		if err != nil {
+			return false
+		}
+		for i := range dev {
+			dev[i] += c * (ws[i] - center[i])
+		}
+		return true
+	}
 }
 
 // EstimandRobust describes what DP-IRLS intervals cover.
@@ -208,7 +328,9 @@ const EstimandRobust = "fixed point of the IRLS weights 1/max(η, |r|) (a Huber-
 type samplingModel func(fitQuad float64) (resid, scale, noiseInflation float64)
 
 // bootstrap is the common procedure of FM and IRLS (see the package doc).
-func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt Options) (*Intervals, error) {
+// ex, when non-nil, maps the released minimiser to the estimate (the
+// deviations' scale is the model's inflation).
+func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt Options, ex *extrapolation) (*Intervals, error) {
 	level, err := opt.level()
 	if err != nil {
 		return nil, err
@@ -283,11 +405,19 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		}
 	}
 
+	center := w0
+	if ex != nil {
+		center = ex.at(w0, ex.gain)
+	}
 	// Pass 2: total deviations δ = (noise draw + sampling draw) − w0.
 	devs := make([][]float64, len(noiseDraws))
 	ndevs := make([][]float64, len(noiseDraws))
 	xi := make([]float64, d)
 	for b, w := range noiseDraws {
+		var gainDev []float64
+		if ex != nil && ex.drawGain != nil {
+			gainDev = ex.at(w0, ex.drawGain(rng))
+		}
 		for k := range xi {
 			xi[k] = rng.NormFloat64() * sampSD[k]
 		}
@@ -298,6 +428,9 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 				z += vecs.At(i, k) * xi[k]
 			}
 			nv[i] = (w[i] - w0[i]) * inflate
+			if gainDev != nil {
+				nv[i] += gainDev[i] - center[i]
+			}
 			dv[i] = nv[i] + z
 		}
 		devs[b], ndevs[b] = dv, nv
@@ -322,8 +455,8 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 			continue // not identified at this level
 		}
 		out.Coefficients[i] = Coefficient{Identified: true,
-			Estimate: w0[i] - med, SE: s,
-			Lower: w0[i] - hi, Upper: w0[i] - lo,
+			Estimate: center[i] - med, SE: s,
+			Lower: center[i] - hi, Upper: center[i] - lo,
 			NoiseSE: ns, SamplingSE: math.Sqrt(sampVar[i])}
 	}
 	return out, nil

@@ -52,6 +52,27 @@ func TestFMRejectsBadInput(t *testing.T) {
 	if _, err := IRLS(rel, regress.RobustScale{MeanWeight: 1, Inside: 1, MeanPsi2: 1}, Options{}); err == nil {
 		t.Error("IRLS accepted a linear release")
 	}
+	robust := &regress.Released{Kind: regress.Robust, N: rel.N, Objective: rel.Objective, VarLambda1: rel.VarLambda1, VarLambda2: rel.VarLambda2,
+		Noise1: "gaussian", Noise2: "gaussian", ResidualFloor: 0.3, Iterations: 1}
+	if _, err := IRLS(robust, regress.RobustScale{MeanWeight: 3, Inside: 0.9, MeanPsi2: 0.1}, Options{Replicates: 100}); err != nil {
+		t.Fatalf("a valid robust release was refused: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		rs   regress.RobustScale
+		warm *regress.Released
+	}{
+		{"negative summary noise", regress.RobustScale{MeanWeight: 3, Inside: 0.9, MeanPsi2: 0.1, NoiseScale: -1}, nil},
+		{"non-finite summary noise", regress.RobustScale{MeanWeight: 3, Inside: 0.9, MeanPsi2: 0.1, NoiseScale: nan()}, nil},
+		{"warm start of another N", regress.RobustScale{MeanWeight: 3, Inside: 0.9, MeanPsi2: 0.1},
+			&regress.Released{Kind: regress.Linear, N: rel.N + 1, Objective: rel.Objective, Noise1: "gaussian", Noise2: "gaussian"}},
+	} {
+		r := *robust
+		r.Warm = c.warm
+		if _, err := IRLS(&r, c.rs, Options{Replicates: 100}); err == nil {
+			t.Errorf("IRLS accepted %s", c.name)
+		}
+	}
 }
 
 func nan() float64 { z := 0.0; return z / z }

@@ -154,30 +154,37 @@ func Forecaster(mechanism string) bool {
 
 // referenceRelease returns the noise-free reference objective and the noise
 // law of the mechanism's release on it (noisy values discarded), plus the
-// inflation of the noise of earlier iterations (1 except for irls).
-func referenceRelease(mechanism string, cfg regress.Config, s *schema.Schema, n int64, seed uint64) (*regress.Quadratic, *regress.Released, float64, error) {
+// inflation of the noise of earlier iterations (1 except for irls) and
+// irls's warm-start noise term (nil otherwise; irlsFitNoise).
+func referenceRelease(mechanism string, cfg regress.Config, s *schema.Schema, n int64, seed uint64) (*regress.Quadratic, *regress.Released, float64, noiseTerm, error) {
 	if mechanism == "irls" {
 		return irlsReference(cfg, s, n)
 	}
+	q0, rel, err := fmReference(mechanism, cfg, s, n, seed)
+	return q0, rel, 1, nil, err
+}
+
+// fmReference is an FM-family mechanism's reference release.
+func fmReference(mechanism string, cfg regress.Config, s *schema.Schema, n int64, seed uint64) (*regress.Quadratic, *regress.Released, error) {
 	est, err := regress.New(mechanism)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, err
 	}
 	st := referenceStats(s, cfg.Kind, n)
 	c := cfg
 	c.Source = noise.NewInsecureSeeded(seed) // the reference fit's noise is discarded
 	res, err := est.Fit(context.Background(), regress.Data{Stats: st}, c)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+		return nil, nil, fmt.Errorf("inference: forecast: %w", err)
 	}
 	if res.Released == nil {
-		return nil, nil, 0, fmt.Errorf("inference: forecast: %s released no objective", mechanism)
+		return nil, nil, fmt.Errorf("inference: forecast: %s released no objective", mechanism)
 	}
 	q0, err := regress.Objective(cfg.Kind, st)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+		return nil, nil, fmt.Errorf("inference: forecast: %w", err)
 	}
-	return q0, res.Released, 1, nil
+	return q0, res.Released, nil
 }
 
 // irlsReference is DP-IRLS's reference release: the calibration of
@@ -186,19 +193,21 @@ func referenceRelease(mechanism string, cfg regress.Config, s *schema.Schema, n 
 // them inside the floor η, the regime the default η was chosen for; a wider
 // spread gives smaller weights and more noise): m₀ = E[1/max(η, |r|)] =
 // (1 + ln 2)/(2η) and P(|r| < η) = ½. The noise of earlier iterations is
-// inflated as in IRLS, f = 1 − ½/(η·m₀).
-func irlsReference(cfg regress.Config, s *schema.Schema, n int64) (*regress.Quadratic, *regress.Released, float64, error) {
+// carried into the last one as in IRLS (irlsFitNoise), f = 1 − ½/(η·m₀); with
+// the warm start, its noise is simulated on the reference design's expected
+// least-squares objective with the public FMTau1, FMTau2 and its ridge.
+func irlsReference(cfg regress.Config, s *schema.Schema, n int64) (*regress.Quadratic, *regress.Released, float64, noiseTerm, error) {
 	st := referenceStats(s, regress.Linear, n)
 	d := st.K() - 1
 	plan, err := regress.PlanIRLS(cfg.Epsilon, cfg.Delta, n, d, cfg.IRLS)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+		return nil, nil, 0, nil, fmt.Errorf("inference: forecast: %w", err)
 	}
 	eta := plan.ResidualFloor
 	m0, inside := (1+math.Ln2)/(2*eta), 0.5
 	q0, err := regress.Objective(regress.Linear, st)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("inference: forecast: %w", err)
+		return nil, nil, 0, nil, fmt.Errorf("inference: forecast: %w", err)
 	}
 	for i := range q0.Upper {
 		q0.Upper[i] *= m0
@@ -206,22 +215,41 @@ func irlsReference(cfg regress.Config, s *schema.Schema, n int64) (*regress.Quad
 	for i := range q0.Lambda1 {
 		q0.Lambda1[i] = 0
 	}
-	lam := cfg.Lambda
-	if lam < 0 {
-		f := cfg.LambdaFactor
-		if f <= 0 {
-			f = regress.DefaultLambdaFactor
-		}
-		lam = f * plan.SigmaB
-	}
+	lam := ridge(cfg, plan.SigmaB)
 	v1 := plan.ScaleA * plan.ScaleA
 	if plan.FirstMoment == "laplace" {
 		v1 *= 2
 	}
 	rel := &regress.Released{Kind: regress.Robust, N: n, Objective: q0, Ridge: lam, MinEigen: regress.TrimFraction * lam,
-		VarLambda1: 4 * v1, VarLambda2: plan.SigmaB * plan.SigmaB, Noise1: plan.FirstMoment, Noise2: "gaussian", ResidualFloor: eta}
+		VarLambda1: 4 * v1, VarLambda2: plan.SigmaB * plan.SigmaB, Noise1: plan.FirstMoment, Noise2: "gaussian", ResidualFloor: eta,
+		Iterations: plan.Iterations}
+	if plan.WarmStart > 0 {
+		qw, err := regress.Objective(regress.Linear, st)
+		if err != nil {
+			return nil, nil, 0, nil, fmt.Errorf("inference: forecast: %w", err)
+		}
+		qw.Lambda0 = 0 // not released
+		lw := ridge(cfg, plan.FMTau2)
+		rel.Warm = &regress.Released{Kind: regress.Linear, N: n, Objective: qw, Ridge: lw, MinEigen: regress.TrimFraction * lw,
+			VarLambda1: plan.FMTau1 * plan.FMTau1, VarLambda2: plan.FMTau2 * plan.FMTau2, Noise1: "gaussian", Noise2: "gaussian"}
+	}
 	f := clamp(1-inside/(eta*m0), 0, 0.95)
-	return q0, rel, 1 / math.Sqrt(1-f*f), nil
+	inflate, extra := irlsFitNoise(rel, f)
+	return q0, rel, inflate, extra, nil
+}
+
+// ridge is the fit's ridge λ for a release with noise σ on Λ2: cfg.Lambda
+// when set (≥ 0), else the factor (default regress.DefaultLambdaFactor)
+// times σ, as regress.Config does.
+func ridge(cfg regress.Config, sigma float64) float64 {
+	if cfg.Lambda >= 0 {
+		return cfg.Lambda
+	}
+	f := cfg.LambdaFactor
+	if f <= 0 {
+		f = regress.DefaultLambdaFactor
+	}
+	return f * sigma
 }
 
 // NoiseForecast forecasts the noise on the coefficients of a fit with the
@@ -242,7 +270,7 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 		return nil, err
 	}
 	seed := opt.seed()
-	q0, rel, inflate, err := referenceRelease(mechanism, cfg, s, n, seed)
+	q0, rel, inflate, extra, err := referenceRelease(mechanism, cfg, s, n, seed)
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +300,10 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 		dv := make([]float64, d)
 		for i := range dv {
 			dv[i] = (w[i] - w0[i]) * inflate
+		}
+		if extra != nil && !extra(rng, dv) {
+			failed++
+			continue
 		}
 		devs = append(devs, dv)
 		// E over the reference design of (xᵀδ)² = δᵀ E[xxᵀ] δ.

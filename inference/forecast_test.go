@@ -82,11 +82,7 @@ func TestForecastWithinFactorOfRealisedNoise(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i := range ss {
-				e := pf.Coef[i] - nf.Coef[i]
-				ss[i] += e * e / reps
-				mean[i] += e / reps
-			}
+			addDeviation(ss, mean, pf.Coef, nf.Coef, reps)
 		}
 		for i := range ss {
 			ss[i] -= mean[i] * mean[i] // the spread; the ridge's bias is Forecast.Shrinkage
@@ -151,49 +147,75 @@ func TestForecastWarns(t *testing.T) {
 // TestForecastIRLSWithinFactor compares the irls forecast with the realised
 // noise spread (private fit minus a fit whose noise is negligible, ε = 10⁶,
 // on the same rows) over 150 simulated datasets (robustDesign: non-zero
-// coefficients, Laplace errors, unlike the reference). Stated factor 2, as
-// for the FM family; the realised SD is within ±15% of its expectation.
+// coefficients, Laplace errors, unlike the reference), for the default warm
+// start and the seed's cold start, on the narrow-error design (f ≈ 0) and
+// the wide-error one (f ≈ 0.4, where the warm start's noise reaches the
+// fit). Stated factor 2, as for the FM family;
+// the realised SD is within ±15% of its expectation.
 func TestForecastIRLSWithinFactor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates rows")
 	}
 	const n, reps = 10000, 150
 	s := gridSchema(t, regress.Linear, 2)
-	cfg := regress.Config{Kind: regress.Robust, Epsilon: 1, Delta: 1e-6, Lambda: -1}
-	f, err := NoiseForecast("irls", cfg, s, n, Options{})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name string
+		warm float64
+		rd   robustDesign
+	}{
+		{"warm start (default)", 0, defaultRobustDesign()},
+		{"cold start", -1, defaultRobustDesign()},
+		{"warm start, wide errors", 0, wideRobustDesign()},
+		{"cold start, wide errors", -1, wideRobustDesign()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := regress.Config{Kind: regress.Robust, Epsilon: 1, Delta: 1e-6, Lambda: -1, IRLS: regress.IRLSOptions{WarmStart: tc.warm}}
+			f, err := NoiseForecast("irls", cfg, s, n, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			est, _ := regress.New("irls")
+			rd := tc.rd
+			rng := rand.New(rand.NewPCG(8, 8))
+			src := noise.NewInsecureSeeded(8)
+			ss, mean := make([]float64, 3), make([]float64, 3)
+			for r := 0; r < reps; r++ {
+				rows := rd.rows(rng, n)
+				data := regress.Data{Stats: rowMoments(t, rows), Rows: rows}
+				c := cfg
+				c.Source = src
+				pf, err := est.Fit(context.Background(), data, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (pf.Released.Warm != nil) != (tc.warm >= 0) {
+					t.Fatalf("warm start %v, but the fit released a warm start: %v", tc.warm, pf.Released.Warm != nil)
+				}
+				c.Epsilon = 1e6
+				nf, err := est.Fit(context.Background(), data, c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				addDeviation(ss, mean, pf.Coef, nf.Coef, reps)
+			}
+			for i := range ss {
+				sd := math.Sqrt(ss[i] - mean[i]*mean[i])
+				ratio := sd / f.CoefSD[i]
+				t.Logf("irls %s N=%d ε=1 coefficient %d: realised %.4g, forecast %.4g, ratio %.2f", tc.name, n, i, sd, f.CoefSD[i], ratio)
+				if ratio < 0.5 || ratio > 2 {
+					t.Errorf("irls %s coefficient %d: realised noise %.4g is not within a factor 2 of the forecast %.4g", tc.name, i, sd, f.CoefSD[i])
+				}
+			}
+		})
 	}
-	est, _ := regress.New("irls")
-	rd := defaultRobustDesign()
-	rng := rand.New(rand.NewPCG(8, 8))
-	src := noise.NewInsecureSeeded(8)
-	ss, mean := make([]float64, 3), make([]float64, 3)
-	for r := 0; r < reps; r++ {
-		rows := rd.rows(rng, n)
-		c := cfg
-		c.Source = src
-		pf, err := est.Fit(context.Background(), regress.Data{Stats: rowStats{4, n}, Rows: rows}, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.Epsilon = 1e6
-		nf, err := est.Fit(context.Background(), regress.Data{Stats: rowStats{4, n}, Rows: rows}, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range ss {
-			e := pf.Coef[i] - nf.Coef[i]
-			ss[i] += e * e / reps
-			mean[i] += e / reps
-		}
-	}
+}
+
+// addDeviation adds the deviation e = private − reference of one fit to the
+// running mean square ss and mean over reps fits.
+func addDeviation(ss, mean, private, reference []float64, reps float64) {
 	for i := range ss {
-		sd := math.Sqrt(ss[i] - mean[i]*mean[i])
-		ratio := sd / f.CoefSD[i]
-		t.Logf("irls N=%d ε=1 coefficient %d: realised %.4g, forecast %.4g, ratio %.2f", n, i, sd, f.CoefSD[i], ratio)
-		if ratio < 0.5 || ratio > 2 {
-			t.Errorf("irls coefficient %d: realised noise %.4g is not within a factor 2 of the forecast %.4g", i, sd, f.CoefSD[i])
-		}
+		e := private[i] - reference[i]
+		ss[i] += e * e / reps
+		mean[i] += e / reps
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/suffstat"
 )
 
 // robustDesign: x = (1, u1, u2)/√3 with u uniform on [−1, 1], y = xᵀβ + e with
@@ -20,6 +21,16 @@ type robustDesign struct {
 
 func defaultRobustDesign() robustDesign {
 	return robustDesign{beta: []float64{0.1, 0.4, -0.3}, b: 0.05}
+}
+
+// wideRobustDesign has Laplace errors of scale 0.6, twice the default
+// warm-start floor η = 0.3 (and three times the cold start's 0.2): a third
+// of the residuals lie outside the floor, so the IRLS map contracts by only
+// f ≈ 0.4 and an iterate keeps that share of its start's error. The target
+// is clipped to [−1, 1], which changes only residuals beyond 0.7 > η
+// without changing their sign, so ψ and the estimand β are unchanged.
+func wideRobustDesign() robustDesign {
+	return robustDesign{beta: []float64{0.1, 0.4, -0.3}, b: 0.6}
 }
 
 func (rd robustDesign) rows(rng *rand.Rand, n int) []float64 {
@@ -54,22 +65,29 @@ func (rd robustDesign) nonPrivateSE(n int64, eta float64) []float64 {
 	return out
 }
 
-// rowStats gives DP-IRLS the only statistics it reads: K and N.
-type rowStats struct {
-	k int
-	n int64
+// rowMoments returns the sufficient statistics of the rows (K = 4), which
+// the warm start of DP-IRLS reads.
+func rowMoments(t testing.TB, rows []float64) *suffstat.Moments {
+	t.Helper()
+	m := suffstat.New(4)
+	if err := m.AddRows(rows); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
 
-func (s rowStats) K() int            { return s.k }
-func (s rowStats) N() int64          { return s.n }
-func (rowStats) Sum(int) float64     { return 0 }
-func (rowStats) At(int, int) float64 { return 0 }
-
-func runCoverageIRLS(t testing.TB, epsilon float64, n int64, reps, boot int, seed uint64) coverageResult {
-	rd := defaultRobustDesign()
+// runCoverageIRLS fits reps datasets of design rd with DP-IRLS (warm: the
+// IRLSOptions.WarmStart share; 0 the default warm start, −1 the seed's cold
+// start) and counts the intervals covering β.
+func runCoverageIRLS(t testing.TB, rd robustDesign, warm, epsilon float64, n int64, reps, boot int, seed uint64) coverageResult {
 	d := len(rd.beta)
 	res := coverageResult{covered: make([]int, d), total: make([]int, d), width: make([]float64, d), npWidth: make([]float64, d)}
-	for i, se := range rd.nonPrivateSE(n, regress.DefaultResidualFloor) {
+	fitEps := epsilon * (1 - testShare)
+	plan, err := regress.PlanIRLS(fitEps, 1e-6, n, d, regress.IRLSOptions{WarmStart: warm})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, se := range rd.nonPrivateSE(n, plan.ResidualFloor) {
 		res.npWidth[i] = 2 * NormalQuantile(0.975) * se
 	}
 	rng := rand.New(rand.NewPCG(seed, 3))
@@ -77,8 +95,8 @@ func runCoverageIRLS(t testing.TB, epsilon float64, n int64, reps, boot int, see
 	est, _ := regress.New("irls")
 	for r := 0; r < reps; r++ {
 		rows := rd.rows(rng, int(n))
-		cfg := regress.Config{Kind: regress.Robust, Epsilon: epsilon * (1 - testShare), Delta: 1e-6, Lambda: -1, Source: src}
-		fit, err := est.Fit(context.Background(), regress.Data{Stats: rowStats{4, n}, Rows: rows}, cfg)
+		cfg := regress.Config{Kind: regress.Robust, Epsilon: fitEps, Delta: 1e-6, Lambda: -1, Source: src, IRLS: regress.IRLSOptions{WarmStart: warm}}
+		fit, err := est.Fit(context.Background(), regress.Data{Stats: rowMoments(t, rows), Rows: rows}, cfg)
 		if err != nil {
 			res.failed++
 			for i := range res.total {
@@ -86,7 +104,10 @@ func runCoverageIRLS(t testing.TB, epsilon float64, n int64, reps, boot int, see
 			}
 			continue
 		}
-		rs, _, err := regress.ReleaseRobustScale(rows, 4, fit.Coef, regress.DefaultResidualFloor, epsilon*testShare, src)
+		if (fit.Released.Warm != nil) != (warm >= 0) || fit.Released.ResidualFloor != plan.ResidualFloor {
+			t.Fatalf("warm start %v: released warm start %v, floor %v (plan %v)", warm, fit.Released.Warm != nil, fit.Released.ResidualFloor, plan.ResidualFloor)
+		}
+		rs, _, err := regress.ReleaseRobustScale(rows, 4, fit.Coef, fit.Released.ResidualFloor, epsilon*testShare, src)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -163,6 +163,9 @@ type IRLSPlan struct {
 	// last, when set, receives the last iteration's released objective
 	// (for inference from released values; released.go).
 	last *Quadratic
+	// warm, when set, receives the warm start's released objective with
+	// its noise law, ridge and trimming (released.go).
+	warm *Released
 	// WarmStart is the share of the budget spent on the Gaussian FM warm
 	// start (0: cold start). FMSens1, FMSens2 are the L2 sensitivities of
 	// its Λ1 and Λ2's upper triangle (SensitivitiesFor, linear), FMTau1,
@@ -512,6 +515,7 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	}
 	lam := cfg.lambda(plan.SigmaB)
 	plan.last = &Quadratic{}
+	plan.warm = &Released{}
 	var w0 []float64
 	var lamFM float64
 	if plan.WarmStart > 0 {
@@ -570,6 +574,7 @@ func (plan IRLSPlan) warmStart(st Stats, src noise.Source, lam float64) ([]float
 	if err := noise.AddGaussian(src, q.Upper, plan.FMTau2); err != nil {
 		return nil, fmt.Errorf("irls: warm start: noise on Λ2: %w", err)
 	}
+	plan.recordWarm(q, st.N(), lam)
 	w, _, err := q.Minimize(NoisyPostProcess(lam))
 	if err != nil {
 		return nil, fmt.Errorf("irls: warm start: %w", err)

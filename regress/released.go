@@ -37,6 +37,15 @@ type Released struct {
 	Noise1, Noise2 string
 	// ResidualFloor is DP-IRLS's η (Kind Robust only).
 	ResidualFloor float64
+	// Iterations is DP-IRLS's number of iterations J (Kind Robust only; 0
+	// when not recorded, read as the cold start's).
+	Iterations int
+	// Warm, for a warm-started DP-IRLS fit, is the released objective of
+	// its Gaussian FM least-squares warm start (Kind Linear: the noisy Λ1
+	// and Λ2, their Gaussian noise variances FMTau1², FMTau2², and the
+	// warm start's ridge and trimming floor), so inference can propagate
+	// the warm start's noise through the iterations; nil for a cold start.
+	Warm *Released
 }
 
 // releasedFrom records the released objective of an FM-family fit. The
@@ -111,6 +120,23 @@ func (r *Released) Validate() error {
 	if r.VarLambda1 < 0 || r.VarLambda2 < 0 || r.Ridge < 0 {
 		return fmt.Errorf("regress: released objective with a negative noise variance or ridge")
 	}
+	if r.Iterations < 0 {
+		return fmt.Errorf("regress: released objective with %d iterations", r.Iterations)
+	}
+	if w := r.Warm; w != nil {
+		if r.Kind != Robust {
+			return fmt.Errorf("regress: only a robust (DP-IRLS) fit has a released warm start, not a %q fit", r.Kind)
+		}
+		if w.Warm != nil {
+			return fmt.Errorf("regress: a released warm start cannot have a warm start of its own")
+		}
+		if err := w.Validate(); err != nil {
+			return fmt.Errorf("warm start: %w", err)
+		}
+		if w.Kind != Linear || w.N != r.N || w.Objective.D != q.D {
+			return fmt.Errorf("regress: released warm start does not match the fit (model %q, N=%d, d=%d against N=%d, d=%d)", w.Kind, w.N, w.Objective.D, r.N, q.D)
+		}
+	}
 	return nil
 }
 
@@ -182,9 +208,28 @@ func (plan IRLSPlan) released(n int64, lam float64) *Released {
 	if plan.FirstMoment == "laplace" {
 		v1 *= 2
 	}
-	return &Released{Kind: Robust, N: n, Objective: plan.last, Ridge: lam, MinEigen: TrimFraction * lam,
+	r := &Released{Kind: Robust, N: n, Objective: plan.last, Ridge: lam, MinEigen: TrimFraction * lam,
 		VarLambda1: 4 * v1, VarLambda2: plan.SigmaB * plan.SigmaB, Noise1: plan.FirstMoment, Noise2: "gaussian",
-		ResidualFloor: plan.ResidualFloor}
+		ResidualFloor: plan.ResidualFloor, Iterations: plan.Iterations}
+	if plan.WarmStart > 0 {
+		if plan.warm == nil || plan.warm.Objective == nil {
+			return nil // a warm start whose release was not recorded: no inference rather than a wrong one
+		}
+		r.Warm = plan.warm
+	}
+	return r
+}
+
+// recordWarm keeps the warm start's released (noisy) objective q, fitted
+// with ridge lam, when the plan records releases for inference: Λ1 and Λ2
+// carry Gaussian noise of σ = FMTau1 and FMTau2 per entry.
+func (plan IRLSPlan) recordWarm(q *Quadratic, n int64, lam float64) {
+	if plan.warm == nil {
+		return
+	}
+	cp := &Quadratic{D: q.D, Lambda1: append([]float64(nil), q.Lambda1...), Upper: append([]float64(nil), q.Upper...)}
+	*plan.warm = Released{Kind: Linear, N: n, Objective: cp, Ridge: lam, MinEigen: TrimFraction * lam,
+		VarLambda1: plan.FMTau1 * plan.FMTau1, VarLambda2: plan.FMTau2 * plan.FMTau2, Noise1: "gaussian", Noise2: "gaussian"}
 }
 
 // RobustScale is the released (noisy) summary of the residuals of a DP-IRLS
@@ -193,8 +238,13 @@ func (plan IRLSPlan) released(n int64, lam float64) *Released {
 // s_i = 1/max(η, |r_i|) and ψ_i = r_i·s_i ∈ [−1, 1],
 //
 //	MeanWeight = (1/N)Σ s_i,  Inside = (1/N)Σ 1{|r_i| < η},  MeanPsi2 = (1/N)Σ ψ_i².
+//
+// NoiseScale is the Laplace scale b of the noise on each of the three
+// (public: the sensitivity over the ε spent), so inference can account for
+// it; 0 when unknown.
 type RobustScale struct {
 	MeanWeight, Inside, MeanPsi2 float64
+	NoiseScale                   float64
 }
 
 // RobustScaleSensitivity returns the L1 sensitivity of the three released
@@ -251,7 +301,7 @@ func ReleaseRobustScale(rows []float64, k int, w []float64, floor, epsilon float
 	if err := noise.AddLaplace(src, v, b); err != nil {
 		return RobustScale{}, report.Release{}, fmt.Errorf("regress: robust scale: add noise: %w", err)
 	}
-	return RobustScale{MeanWeight: v[0], Inside: v[1], MeanPsi2: v[2]},
+	return RobustScale{MeanWeight: v[0], Inside: v[1], MeanPsi2: v[2], NoiseScale: b},
 		report.Release{Name: "residual summary at the fitted ω: mean weight, share within η, mean ψ² (for the standard errors of the confidence intervals)",
 			Entries: 3, Norm: "L1", Sensitivity: sens, Noise: "laplace", Scale: b}, nil
 }

@@ -63,6 +63,83 @@ func TestReleasedRecordsTheNoise(t *testing.T) {
 	}
 }
 
+// TestReleasedIRLSWarmStart checks what DP-IRLS records for inference with
+// the default warm start and with the seed's cold start: the iteration
+// count, the floor, and, for the warm start, exactly the noisy objective it
+// released (recomputed with the same seeded draws, which the warm start
+// takes first) with its noise variances and ridge; Validate rejects a warm
+// start that does not match the fit.
+func TestReleasedIRLSWarmStart(t *testing.T) {
+	rows, _ := xpRows(Linear, 3000, 3, 1)
+	data := xpData(t, rows, 4)
+	est, _ := New("irls")
+	for _, c := range []struct {
+		name  string
+		warm  float64
+		iters int
+	}{{"default warm start", 0, DefaultWarmIRLSIterations}, {"cold start", -1, DefaultIRLSIterations}} {
+		cfg := Config{Kind: Robust, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(5), IRLS: IRLSOptions{WarmStart: c.warm}}
+		res, err := est.Fit(context.Background(), data, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := res.Released
+		if err := rel.Validate(); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		plan, err := PlanIRLS(1, 1e-6, 3000, 3, cfg.IRLS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rel.Iterations != c.iters || rel.ResidualFloor != plan.ResidualFloor {
+			t.Errorf("%s: recorded J = %d, η = %v; want %d, %v", c.name, rel.Iterations, rel.ResidualFloor, c.iters, plan.ResidualFloor)
+		}
+		if c.warm < 0 {
+			if rel.Warm != nil {
+				t.Errorf("%s: recorded a warm start", c.name)
+			}
+			continue
+		}
+		w := rel.Warm
+		if w == nil {
+			t.Fatalf("%s: no warm start recorded", c.name)
+		}
+		lam := cfg.lambda(plan.FMTau2)
+		if w.Kind != Linear || w.N != 3000 || w.VarLambda1 != plan.FMTau1*plan.FMTau1 || w.VarLambda2 != plan.FMTau2*plan.FMTau2 ||
+			w.Noise1 != "gaussian" || w.Noise2 != "gaussian" || w.Ridge != lam || w.MinEigen != TrimFraction*lam || w.Objective.Lambda0 != 0 {
+			t.Errorf("%s: warm start recorded as %+v", c.name, w)
+		}
+		q, err := Objective(Linear, data.Stats)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := noise.NewInsecureSeeded(5)
+		if err := noise.AddGaussian(src, q.Lambda1, plan.FMTau1); err != nil {
+			t.Fatal(err)
+		}
+		if err := noise.AddGaussian(src, q.Upper, plan.FMTau2); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range append(append([]float64(nil), q.Lambda1...), q.Upper...) {
+			got := append(append([]float64(nil), w.Objective.Lambda1...), w.Objective.Upper...)[i]
+			if got != v {
+				t.Fatalf("%s: recorded warm-start entry %d = %v, released %v", c.name, i, got, v)
+			}
+		}
+		bad := *rel
+		wb := *w
+		wb.N++
+		bad.Warm = &wb
+		if bad.Validate() == nil {
+			t.Errorf("%s: a warm start of another N passed Validate", c.name)
+		}
+		bad.Warm, bad.Kind = w, Linear
+		if bad.Validate() == nil {
+			t.Errorf("%s: a linear fit with a warm start passed Validate", c.name)
+		}
+	}
+}
+
 // TestExtraReleaseSensitivities checks the sensitivities of the two extra
 // releases of the confidence intervals on neighbouring datasets built to
 // maximise the change (the extreme row replaced by its opposite), and that

@@ -30,6 +30,7 @@ type storedInference struct {
 	Rows         []coefRow `json:"coefficients"`
 	TargetMoment *float64  `json:"target_moment"`
 	Unavailable  string    `json:"unavailable"`
+	Method       string    `json:"method"`
 }
 
 func loadInference(t *testing.T, path string) (storedInference, map[string]json.RawMessage) {
@@ -169,22 +170,23 @@ func TestCoefficientTableVariants(t *testing.T) {
 		unavailable  string
 		targetMoment bool
 		epsilon      float64 // the composed ε must be exactly the --epsilon given
+		method       string  // a part of the stored method
 	}{
-		{"logistic", []string{"--schema", logSch, "--model", "logistic", "--mechanism", "gaussian-fm", "--epsilon", "1", "--delta", "1e-6"}, 2, true, "", false, 1},
-		{"ci-share-0", []string{"--schema", sch, "--model", "linear", "--mechanism", "relaxed-fm", "--epsilon", "1", "--delta", "1e-6", "--ci-share", "0"}, 1, false, "--ci-share 0", false, 1},
+		{"logistic", []string{"--schema", logSch, "--model", "logistic", "--mechanism", "gaussian-fm", "--epsilon", "1", "--delta", "1e-6"}, 2, true, "", false, 1, ""},
+		{"ci-share-0", []string{"--schema", sch, "--model", "linear", "--mechanism", "relaxed-fm", "--epsilon", "1", "--delta", "1e-6", "--ci-share", "0"}, 1, false, "--ci-share 0", false, 1, ""},
 		// fm's noise at N = 3000 needs a large ε for identified intervals
 		// (at ε = 1 they are reported as unidentified).
-		{"fm", []string{"--schema", sch, "--model", "linear", "--mechanism", "fm", "--epsilon", "10"}, 2, true, "", true, 10},
-		{"nonprivate", []string{"--schema", sch, "--model", "linear", "--mechanism", "nonprivate"}, 0, false, "available for fm", false, 0},
+		{"fm", []string{"--schema", sch, "--model", "linear", "--mechanism", "fm", "--epsilon", "10"}, 2, true, "", true, 10, ""},
+		{"nonprivate", []string{"--schema", sch, "--model", "linear", "--mechanism", "nonprivate"}, 0, false, "available for fm", false, 0, ""},
 		// irls: the warm start's Λ1 and Λ2, A, B and the residual summary.
-		{"irls", []string{"--schema", sch, "--model", "robust", "--mechanism", "irls", "--epsilon", "2", "--delta", "1e-6"}, 5, true, "", false, 2},
+		{"irls", []string{"--schema", sch, "--model", "robust", "--mechanism", "irls", "--epsilon", "2", "--delta", "1e-6"}, 5, true, "", false, 2, "fixed point extrapolated from the warm start"},
 		// the seed's cold start: A, B and the residual summary.
-		{"irls-cold", []string{"--schema", sch, "--model", "robust", "--mechanism", "irls", "--epsilon", "2", "--delta", "1e-6", "--irls-warm-start", "-1"}, 3, true, "", false, 2},
+		{"irls-cold", []string{"--schema", sch, "--model", "robust", "--mechanism", "irls", "--epsilon", "2", "--delta", "1e-6", "--irls-warm-start", "-1"}, 3, true, "", false, 2, "fixed point extrapolated from the cold start"},
 		// issue 16's options: the fit runs, the intervals are refused (they
 		// model the Taylor objective and the unconstrained minimiser) and
 		// no budget goes to them.
-		{"chebyshev", []string{"--schema", logSch, "--model", "logistic", "--mechanism", "gaussian-fm", "--epsilon", "1", "--delta", "1e-6", "--logistic-approx", "chebyshev"}, 2, false, "--logistic-approx chebyshev", false, 1},
-		{"solve-radius", []string{"--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm", "--epsilon", "1", "--delta", "1e-6", "--solve-radius", "1"}, 2, false, "--solve-radius", false, 1},
+		{"chebyshev", []string{"--schema", logSch, "--model", "logistic", "--mechanism", "gaussian-fm", "--epsilon", "1", "--delta", "1e-6", "--logistic-approx", "chebyshev"}, 2, false, "--logistic-approx chebyshev", false, 1, ""},
+		{"solve-radius", []string{"--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm", "--epsilon", "1", "--delta", "1e-6", "--solve-radius", "1"}, 2, false, "--solve-radius", false, 1, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			model := filepath.Join(dir, c.name+".json")
@@ -211,6 +213,9 @@ func TestCoefficientTableVariants(t *testing.T) {
 			}
 			if (inf.TargetMoment != nil) != c.targetMoment || !strings.Contains(inf.Unavailable, c.unavailable) {
 				t.Errorf("stored inference: %+v", inf)
+			}
+			if !strings.Contains(inf.Method, c.method) {
+				t.Errorf("stored method %q does not say %q", inf.Method, c.method)
 			}
 			if res.Privacy.Epsilon != c.epsilon {
 				t.Errorf("composed ε = %v, want exactly %v", res.Privacy.Epsilon, c.epsilon)
