@@ -230,7 +230,7 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 	ex := &extrapolation{gain: c, start: start}
 	if b := rs.NoiseScale; b > 0 {
 		ex.drawGain = func(rng *rand.Rand) float64 {
-			lap := func() float64 { return (rng.ExpFloat64() - rng.ExpFloat64()) * b }
+			lap := func() float64 { return (rng.ExpFloat64() - rng.ExpFloat64()) * b } // seeded bootstrap draw of the public noise law on released values: post-processing, not privacy noise
 			return math.Pow(contraction(rs.Inside+lap(), rs.MeanWeight+lap()), j)
 		}
 	}
@@ -419,7 +419,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 			gainDev = ex.at(w0, ex.drawGain(rng))
 		}
 		for k := range xi {
-			xi[k] = rng.NormFloat64() * sampSD[k]
+			xi[k] = rng.NormFloat64() * sampSD[k] // seeded bootstrap draw of the public noise law on released values: post-processing, not privacy noise
 		}
 		dv, nv := make([]float64, d), make([]float64, d)
 		for i := 0; i < d; i++ {
@@ -534,9 +534,9 @@ func eigenLambda2(q *regress.Quadratic, vectors bool) ([]float64, *mat.Dense, er
 func draw(rng *rand.Rand, kind string, sd float64) float64 {
 	if kind == "laplace" {
 		// Laplace with standard deviation sd: scale b = sd/√2.
-		return (rng.ExpFloat64() - rng.ExpFloat64()) * sd / math.Sqrt2
+		return (rng.ExpFloat64() - rng.ExpFloat64()) * sd / math.Sqrt2 // seeded bootstrap draw of the public noise law on released values: post-processing, not privacy noise
 	}
-	return rng.NormFloat64() * sd
+	return rng.NormFloat64() * sd // seeded bootstrap draw of the public noise law on released values: post-processing, not privacy noise
 }
 
 func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
