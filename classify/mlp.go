@@ -329,11 +329,11 @@ func TrainMLP(ctx context.Context, d *Data, opt MLPOptions) (*MLP, error) {
 		s1 = math.Sqrt(2 / float64(dd+h))
 	}
 	for i := range p.W1 {
-		p.W1[i] = s1 * rng.NormFloat64()
+		p.W1[i] = s1 * rng.NormFloat64() // seeded initial weights, not privacy noise
 	}
 	s2 := math.Sqrt(2 / float64(h+k))
 	for i := range p.W2 {
-		p.W2[i] = s2 * rng.NormFloat64()
+		p.W2[i] = s2 * rng.NormFloat64() // seeded initial weights, not privacy noise
 	}
 	grad := make([]float64, len(theta))
 	var step func()
