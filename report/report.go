@@ -68,8 +68,12 @@ func (p *Privacy) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  neighbouring:  %s\n", p.Neighbouring)
 	}
 	for _, r := range p.Releases {
-		fmt.Fprintf(&b, "  release:       %s: %d values, %s sensitivity %s, %s noise with scale %s\n",
-			r.Name, r.Entries, r.Norm, Up(r.Sensitivity), r.Noise, Down(r.Scale))
+		values := "values"
+		if r.Entries == 1 {
+			values = "value"
+		}
+		fmt.Fprintf(&b, "  release:       %s: %d %s, %s sensitivity %s, %s noise with scale %s\n",
+			r.Name, r.Entries, values, r.Norm, Up(r.Sensitivity), r.Noise, Down(r.Scale))
 	}
 	for _, s := range p.PostProcessing {
 		fmt.Fprintf(&b, "  post-process:  %s\n", s)
