@@ -30,12 +30,18 @@ const DefaultHubName = "aggregator"
 
 // MaxPayload returns the payload cap for a fit with D features and S sites:
 // the largest capeFM message (a release, masked input or sum of L = D +
-// D(D+1)/2 words, or a secure-aggregation message with S shares) with room
-// to spare. Anything larger is refused by the hub (ReasonOversized).
+// D(D+1)/2 words, or a secure-aggregation message with S shares, or the key
+// roster with S signed advertisements: about 650 bytes each with the
+// certificate) with room to spare. Anything larger is refused by the hub
+// (ReasonOversized).
 func MaxPayload(d, sites int) int {
 	l := d + d*(d+1)/2
-	return 8*l + 512*sites + 4096
+	return 8*l + (512+keyAuthRoom)*sites + 4096
 }
+
+// keyAuthRoom is the room per site for its key signature and certificate
+// (about 570 bytes with the certificates of package certs).
+const keyAuthRoom = 2048
 
 // HubConfig returns the transport configuration of a capeFM hub: the
 // session, the expected site names as the roster, the payload cap, and
