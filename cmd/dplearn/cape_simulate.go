@@ -191,11 +191,25 @@ func simulateInProcess(ctx context.Context, o capeSimOptions, format outputForma
 	if err != nil {
 		return nil, err
 	}
+	// A CA for the run: the sites sign their secure-aggregation keys and
+	// check each other's signatures, as over the network.
+	ca, err := certs.NewCA(certs.Options{})
+	if err != nil {
+		return nil, err
+	}
 	sites := make([]*capefm.Site, len(names))
 	for i, name := range names {
+		id, err := ca.IssueParty(name, certs.Options{})
+		if err != nil {
+			return nil, err
+		}
+		signer, err := certs.NewStatementSigner(id)
+		if err != nil {
+			return nil, err
+		}
 		sites[i], err = capefm.NewSite(capefm.SiteConfig{Name: name, Mechanism: template.Mechanism, Kind: template.Kind, Schema: template.Schema,
 			Epsilon: o.fit.epsilon, Delta: template.Delta, Split: o.fit.split, NoiseRatio: template.NoiseRatio,
-			Source: randomSource(o.seeded, o.seed+uint64(i)), Ledger: memoryLedger{}}, data[i])
+			Source: randomSource(o.seeded, o.seed+uint64(i)), Ledger: memoryLedger{}, Signer: signer}, data[i])
 		if err != nil {
 			return nil, err
 		}
