@@ -98,6 +98,7 @@ type Aggregator struct {
 	hellos   map[uint32]*Hello
 	srv      *secagg.Server
 	keyAuth  map[uint32]KeyAuth // signatures of the advertised keys, relayed unchanged
+	verifier KeySigner          // if set, checks them first (ServeOptions.KeyVerifier)
 	sum      []uint64
 	included []uint32
 	fixed    bool // the noise is fixed (SumBroadcast sent)
@@ -226,6 +227,15 @@ func (a *Aggregator) Receive(m Message) error {
 	case *SecAgg:
 		if a.srv == nil {
 			return a.errorf(m, "no secure aggregation in mechanism %s", a.p.Mechanism)
+		}
+		if k, ok := x.Msg.(*secagg.AdvertiseKeys); ok && a.verifier != nil {
+			var auth KeyAuth
+			if len(x.Auth) == 1 {
+				auth = x.Auth[0]
+			}
+			if err := verifyKeys(a.verifier, &a.p, a.hash, a.names[k.From], k, auth); err != nil {
+				return fmt.Errorf("capefm: aggregator: attempt %d: round %s: %w: refused, the site counts as missing", a.p.Attempt, a.state, err)
+			}
 		}
 		if err := a.srv.Receive(x.Msg); err != nil {
 			return err

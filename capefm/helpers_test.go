@@ -94,6 +94,7 @@ var testSchema = [32]byte{1, 2, 3}
 // fixture is S sites over given rows with a common configuration.
 type fixture struct {
 	template Params
+	ca       *certs.CA // issued every site's certificate
 	sites    []*Site
 	ledgers  []*memLedger
 	rows     [][]float64
@@ -124,8 +125,8 @@ func newFixture(t testing.TB, parts [][]float64, d int, o fixtureOptions) *fixtu
 	if o.delta == 0 {
 		o.delta = 1e-5
 	}
-	f := &fixture{rows: parts}
 	ca := testCA(t)
+	f := &fixture{rows: parts, ca: ca}
 	var names []string
 	var ns []int64
 	for i, rows := range parts {

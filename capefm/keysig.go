@@ -59,6 +59,20 @@ func KeyStatement(p *Params, hash [32]byte, name string, k *secagg.AdvertiseKeys
 	return [][]byte{p.Session[:], hash[:], b[0:4], b[4:5], b[5:9], []byte(name), k.EncKey, k.MaskKey}
 }
 
+// KeyAuthError is a key advertisement that failed its signature check:
+// Site is the roster name of the site whose advertisement it was. A site
+// that gets one abandons the attempt (a malicious aggregator, or a site
+// the aggregator failed to exclude); the aggregator refuses the
+// advertisement and the site counts as missing from the attempt.
+type KeyAuthError struct {
+	Site   string
+	Reason string
+}
+
+func (e *KeyAuthError) Error() string {
+	return fmt.Sprintf("site %s's key advertisement %s", e.Site, e.Reason)
+}
+
 // signKeys signs the site's advertisement.
 func (s *Site) signKeys(a *siteAttempt, k *secagg.AdvertiseKeys) ([]KeyAuth, error) {
 	if s.cfg.Signer == nil {
@@ -91,12 +105,24 @@ func (s *Site) checkRoster(a *siteAttempt, kr *secagg.KeyRoster, as []KeyAuth) e
 		if !ok {
 			return fmt.Errorf("the key roster lists site %d, which is not in the roster", k.From)
 		}
-		if i >= len(as) || as[i].empty() {
-			return fmt.Errorf("site %s's key advertisement is unsigned: refusing to derive keys with it", name)
+		var auth KeyAuth
+		if i < len(as) {
+			auth = as[i]
 		}
-		if err := s.cfg.Signer.Verify(name, as[i].Cert, as[i].Sig, KeyDomain, KeyStatement(&a.p, a.hash, name, k)...); err != nil {
-			return fmt.Errorf("site %s's key advertisement fails its signature check (%v): refusing to derive keys with it (a substituted or replayed key?)", name, err)
+		if err := verifyKeys(s.cfg.Signer, &a.p, a.hash, name, k, auth); err != nil {
+			return fmt.Errorf("%w: refusing to derive keys with it", err)
 		}
+	}
+	return nil
+}
+
+// verifyKeys checks one site's signed advertisement (*KeyAuthError).
+func verifyKeys(v KeySigner, p *Params, hash [32]byte, name string, k *secagg.AdvertiseKeys, auth KeyAuth) error {
+	if auth.empty() {
+		return &KeyAuthError{Site: name, Reason: "is unsigned"}
+	}
+	if err := v.Verify(name, auth.Cert, auth.Sig, KeyDomain, KeyStatement(p, hash, name, k)...); err != nil {
+		return &KeyAuthError{Site: name, Reason: fmt.Sprintf("fails its signature check (%v; a substituted, forged or replayed key?)", err)}
 	}
 	return nil
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/ecdh"
 	"crypto/rand"
+	"errors"
+	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,6 +148,9 @@ func TestKeySubstitutionRefused(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
+			if kae := (*KeyAuthError)(nil); strings.Contains(c.want, "key advertisement") && (!errors.As(err, &kae) || !strings.HasPrefix(kae.Site, "site-")) {
+				t.Fatalf("err = %v: no *KeyAuthError naming the site", err)
+			}
 			if ans != nil {
 				t.Fatalf("the victim answered %s", ans.Type())
 			}
@@ -228,3 +234,46 @@ func TestKeySignerConfig(t *testing.T) {
 }
 
 var _ KeySigner = (*certs.StatementSigner)(nil)
+
+// TestAggregatorVerifiesKeys: with a key verifier the aggregator refuses a
+// site whose advertisement is signed with a certificate from another CA;
+// that site counts as missing, the attempt is redone without it and the fit
+// completes. No honest site ever sees the bad advertisement.
+func TestAggregatorVerifiesKeys(t *testing.T) {
+	rogue := testCA(t)
+	ca := testCA(t)
+	f := smallFixture(t, fixtureOptions{configs: func(i int, c *SiteConfig) {
+		if i == 2 {
+			c.Signer = testSigner(t, rogue, c.Name)
+		}
+	}})
+	f.template.MinSites = 2
+	var logs []string
+	res, err := f.run(t, RunOptions{KeyVerifier: testSigner(t, ca, "aggregator"),
+		Logf: func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }})
+	if err == nil {
+		t.Fatalf("a verifier from another CA than every site's accepted the fit")
+	}
+	// The verifier is the aggregator's certificate from the sites' CA.
+	f = smallFixture(t, fixtureOptions{configs: func(i int, c *SiteConfig) {
+		if i == 2 {
+			c.Signer = testSigner(t, rogue, c.Name)
+		}
+	}})
+	f.template.MinSites = 2
+	logs = nil
+	agg := testSigner(t, f.ca, "aggregator")
+	res, err = f.run(t, RunOptions{KeyVerifier: agg,
+		Logf: func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, strings.Join(logs, "\n"))
+	}
+	if len(res.Attempts) != 2 || len(res.Params.Sites) != 2 || slices.ContainsFunc(res.Params.Sites, func(s SiteInfo) bool { return s.Name == "site-3" }) {
+		t.Fatalf("attempts %d, final sites %v", len(res.Attempts), res.Params.Sites)
+	}
+	if !slices.ContainsFunc(logs, func(l string) bool {
+		return strings.Contains(l, "site site-3's key advertisement fails its signature check") && strings.Contains(l, "not from this deployment's CA")
+	}) {
+		t.Errorf("no refusal naming site-3 in the log:\n%s", strings.Join(logs, "\n"))
+	}
+}

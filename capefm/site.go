@@ -445,7 +445,7 @@ func (s *Site) Handle(ctx context.Context, m Message) (Message, error) {
 			}
 			if err := s.checkRoster(a, y, x.Auth); err != nil {
 				a.state = siteDone // the attempt is abandoned: no key is derived from this roster
-				return nil, errf("%v", err)
+				return nil, fmt.Errorf("capefm: site %s: attempt %d: round %s: %w", s.cfg.Name, a.p.Attempt, m.Round(), err)
 			}
 			var sk *secagg.ShareKeys
 			sk, err = a.party.ShareKeys(y)

@@ -24,7 +24,8 @@ type Event struct {
 	// protocol refused a message), "transport" (a transport warning, e.g. a
 	// TLS handshake from a certificate of another CA), "model", "aborted".
 	// Site: "connected", "announced", "offer", "accepted", "refused-offer",
-	// "sent", "ignored", "released", "outcome", "transport".
+	// "sent", "ignored", "released", "outcome", "transport", "refused-keys"
+	// (a relayed key failed its signature check: the site leaves the fit).
 	Kind    string `json:"event"`
 	Attempt uint32 `json:"attempt,omitempty"`
 	// Round is the protocol round (0-7, see capefm); nil when the event has

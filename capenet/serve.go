@@ -82,6 +82,13 @@ type ServeOptions struct {
 	// site, for the sites to disconnect, so that the outcome is delivered
 	// before the hub closes (default 5 s).
 	FinishTimeout time.Duration
+	// KeyVerifier checks every site's signed secure-aggregation keys
+	// before the aggregator relays them (capefm.ServeOptions.KeyVerifier):
+	// the aggregator's own certificate (certs.NewStatementSigner). A site
+	// whose keys fail counts as missing from the attempt, and the honest
+	// sites never see them. Nil: the keys are relayed unchecked (each site
+	// still checks every other site's).
+	KeyVerifier capefm.KeySigner
 }
 
 // Serve runs the aggregator of one capeFM fit over a transport hub (gRPC
@@ -160,7 +167,7 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 	template.Sites = roster
 	res, err := capefm.Serve(ctx, template, a, capefm.ServeOptions{
 		RoundTimeout: opt.RoundTimeout, MaxAttempts: opt.MaxAttempts, RedoAfterRelease: opt.RedoAfterRelease,
-		NewSession: opt.NewSession,
+		NewSession: opt.NewSession, KeyVerifier: opt.KeyVerifier,
 		OnAttempt: func(p capefm.Params, cal *capefm.Calibration) {
 			ids := make([]string, len(p.Sites))
 			for i, s := range p.Sites {
