@@ -330,8 +330,16 @@ func runCapeServe(ctx context.Context, cmd *cobra.Command, o capeServeOptions, f
 	sink(capenet.Event{Time: time.Now(), Kind: "listening", Address: srv.Addr().String(), Sites: sites,
 		Message: fmt.Sprintf("listening on %s (%s); expecting %s; waiting up to %v for them to announce themselves (minimum %d)",
 			srv.Addr(), mode, strings.Join(sites, ", "), join, minSites)})
-	res, err := capenet.Serve(ctx, srv, template, capenet.ServeOptions{RoundTimeout: o.roundTimeout, JoinTimeout: join,
-		MaxAttempts: o.maxAttempts, RedoAfterRelease: o.redo, ReconnectGrace: o.grace, Events: sink})
+	sopt := capenet.ServeOptions{RoundTimeout: o.roundTimeout, JoinTimeout: join,
+		MaxAttempts: o.maxAttempts, RedoAfterRelease: o.redo, ReconnectGrace: o.grace, Events: sink}
+	// The aggregator checks every site's signed keys before relaying them
+	// (a site whose keys fail counts as missing); --insecure cannot.
+	if cfg.Identity != nil {
+		if sopt.KeyVerifier, err = certs.NewStatementSigner(cfg.Identity); err != nil {
+			return err
+		}
+	}
+	res, err := capenet.Serve(ctx, srv, template, sopt)
 	if err != nil {
 		return err
 	}

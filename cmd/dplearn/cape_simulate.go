@@ -214,6 +214,13 @@ func simulateInProcess(ctx context.Context, o capeSimOptions, format outputForma
 			return nil, err
 		}
 	}
+	aggID, err := ca.IssueParty(capenet.DefaultHubName, certs.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if sopt.KeyVerifier, err = certs.NewStatementSigner(aggID); err != nil {
+		return nil, err
+	}
 	cfg := capenet.HubConfig(names, template.D)
 	cfg.Name, cfg.Logger = capenet.DefaultHubName, slog.New(capenet.SlogHandler(sink))
 	hub, err := transport.NewMemory(cfg)
@@ -266,6 +273,9 @@ func simulateProcesses(ctx context.Context, cmd *cobra.Command, o capeSimOptions
 	}
 	id, err := certs.LoadParty(filepath.Join(pki, capenet.DefaultHubName))
 	if err != nil {
+		return nil, err
+	}
+	if sopt.KeyVerifier, err = certs.NewStatementSigner(id); err != nil {
 		return nil, err
 	}
 	cfg := transport.ServerConfig{HubConfig: capenet.HubConfig(names, template.D), Address: "127.0.0.1:0", Identity: id}
