@@ -40,6 +40,10 @@ type ServeOptions struct {
 	// OnRound, if set, is called when a round of an attempt is closed:
 	// who was expected, who answered, who timed out or disconnected.
 	OnRound func(RoundReport)
+	// OnRefused, if set, is called when the aggregator refuses a site's
+	// message (a replay, a wrong round, a key advertisement that fails its
+	// signature check: *KeyAuthError), with the site's name and why.
+	OnRefused func(site string, err error)
 	// KeyVerifier, if set, checks every site's signed key advertisement
 	// (KeySigner; the aggregator's own certificate from the deployment's CA)
 	// before accepting it: a site whose advertisement is unsigned or fails
@@ -438,6 +442,9 @@ func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions,
 					failed[ev.Site] = true // no second chance in this attempt
 				}
 				logf("attempt %d round %s: refused: %v", p.Attempt, r, err)
+				if opt.OnRefused != nil {
+					opt.OnRefused(ev.Site, err)
+				}
 				continue
 			}
 			observe(m)

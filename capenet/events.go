@@ -39,7 +39,9 @@ type Event struct {
 	TimedOut     []string `json:"timed_out,omitempty"`
 	Disconnected []string `json:"disconnected,omitempty"`
 	Failed       []string `json:"failed,omitempty"`
-	// Reason is a transport refusal's reason ("replay", "oversized", ...).
+	// Reason is a refusal's reason: the transport's ("replay", "oversized",
+	// ...), "protocol" (the state machine refused it) or "key-signature" (a
+	// key advertisement failed its signature check).
 	Reason    string  `json:"reason,omitempty"`
 	ElapsedMS float64 `json:"elapsed_ms,omitempty"`
 	// N is an announced site's public number of rows, or Σ N_s of a roster.

@@ -168,6 +168,13 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 	res, err := capefm.Serve(ctx, template, a, capefm.ServeOptions{
 		RoundTimeout: opt.RoundTimeout, MaxAttempts: opt.MaxAttempts, RedoAfterRelease: opt.RedoAfterRelease,
 		NewSession: opt.NewSession, KeyVerifier: opt.KeyVerifier,
+		OnRefused: func(site string, err error) {
+			reason := "protocol"
+			if kae := (*capefm.KeyAuthError)(nil); errors.As(err, &kae) {
+				reason = "key-signature"
+			}
+			log.emit(Event{Kind: "refused", Site: site, Reason: reason, Message: fmt.Sprintf("refused a message from %s: %v", site, err)})
+		},
 		OnAttempt: func(p capefm.Params, cal *capefm.Calibration) {
 			ids := make([]string, len(p.Sites))
 			for i, s := range p.Sites {

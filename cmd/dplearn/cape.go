@@ -555,7 +555,13 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	// checks every other site's against its CA; --insecure has no
 	// certificate to do either (insecureWarning says so).
 	if id != nil {
-		if scfg.Signer, err = certs.NewStatementSigner(id); err != nil {
+		signID := id
+		if fault.signKeysWith != "" {
+			if signID, err = certs.LoadParty(fault.signKeysWith); err != nil {
+				return err
+			}
+		}
+		if scfg.Signer, err = certs.NewStatementSigner(signID); err != nil {
 			return err
 		}
 	} else {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,5 +53,34 @@ func TestCapeInsecureUnsignedKeys(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(m.Privacy.Notes, "\n"), "secure-aggregation keys were neither signed nor checked") {
 		t.Errorf("the report does not say the keys were unsigned: %q", m.Privacy.Notes)
+	}
+}
+
+// TestCapeKeySignedWithAnotherCertificate: site-2 signs its
+// secure-aggregation keys with site-3's certificate (as an aggregator or a
+// site forging site-2's keys would have to). The aggregator's check refuses
+// the advertisement, naming site-2 and the certificate's name; site-2
+// counts as missing and the other four fit without it.
+func TestCapeKeySignedWithAnotherCertificate(t *testing.T) {
+	ctx := capeCtx(t)
+	n := newCapeNet(t, "cps1988", 5)
+	srv, _, err := n.fit(ctx, []string{"--min-sites", "4"},
+		map[int][]string{1: {"--test-fault", "sign-keys-with=" + filepath.Join(n.pki, "site-3")}})
+	if err != nil {
+		t.Fatalf("serve: %v\n%s", err, srv.stderr())
+	}
+	n.checkModel(srv, 4)
+	found := false
+	srv.mu.Lock()
+	for _, e := range srv.events {
+		msg := fmt.Sprint(e["message"])
+		if e["event"] == "refused" && e["site"] == "site-2" && e["reason"] == "key-signature" &&
+			strings.Contains(msg, "site site-2's key advertisement fails its signature check") && strings.Contains(msg, `signed by "site-3"'s certificate`) {
+			found = true
+		}
+	}
+	srv.mu.Unlock()
+	if !found {
+		t.Errorf("no refusal naming site-2 and site-3's certificate in the log:\n%s", srv.stderr())
 	}
 }
