@@ -31,7 +31,9 @@ import (
 // abandon the attempt with an error naming the site.
 //
 // *certs.StatementSigner implements KeySigner (the party's certificate from
-// the deployment's CA, as used for mutual TLS).
+// the deployment's CA, as used for mutual TLS). The protection is only as
+// good as the CA: an aggregator holding the CA key could issue itself a
+// certificate in any site's name.
 type KeySigner interface {
 	// Sign signs the statement (domain, parts) as this site and returns
 	// its certificate (DER) and the signature.
