@@ -98,7 +98,7 @@ func (s *Site) checkRoster(a *siteAttempt, kr *secagg.KeyRoster, as []KeyAuth) e
 		k := &kr.Keys[i]
 		if k.From == a.id {
 			if a.keys == nil || !bytes.Equal(k.EncKey, a.keys.EncKey) || !bytes.Equal(k.MaskKey, a.keys.MaskKey) {
-				return fmt.Errorf("the key roster replaces this site's own keys")
+				return &KeyAuthError{Site: s.cfg.Name, Reason: "(this site's own) was replaced in the key roster"}
 			}
 			continue
 		}

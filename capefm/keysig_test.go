@@ -130,7 +130,7 @@ func TestKeySubstitutionRefused(t *testing.T) {
 		{"the victim's own keys replaced", func(t *testing.T, _ *fixture, m *SecAgg) {
 			k := &m.Msg.(*secagg.KeyRoster).Keys[entry(t, m, victim)]
 			k.EncKey, k.MaskKey = freshKeys(t)
-		}, "replaces this site's own keys"},
+		}, "site site-1's key advertisement (this site's own) was replaced in the key roster"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := smallFixture(t, fixtureOptions{})
