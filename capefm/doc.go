@@ -227,7 +227,7 @@
 // (Params.Sites maps names to IDs; Message.Party() is the sending or
 // addressed site, 0 for a broadcast that Serve sends to every site of the
 // attempt), payload = MarshalBinary(). Unmarshal decodes a payload: version
-// byte 2, a type byte, the 32-byte session, then the fields big-endian with
+// byte 3, a type byte, the 32-byte session, then the fields big-endian with
 // counted arrays; short input, trailing bytes, counts beyond the limits,
 // non-finite floats and invalid Params are refused (ErrMalformed), and
 // whatever decodes re-encodes to the same bytes.
