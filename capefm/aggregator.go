@@ -97,6 +97,8 @@ type Aggregator struct {
 
 	hellos   map[uint32]*Hello
 	srv      *secagg.Server
+	keyAuth  map[uint32]KeyAuth // signatures of the advertised keys, relayed unchanged
+	verifier KeySigner          // if set, checks them first (ServeOptions.KeyVerifier)
 	sum      []uint64
 	included []uint32
 	fixed    bool // the noise is fixed (SumBroadcast sent)
@@ -226,7 +228,25 @@ func (a *Aggregator) Receive(m Message) error {
 		if a.srv == nil {
 			return a.errorf(m, "no secure aggregation in mechanism %s", a.p.Mechanism)
 		}
-		return a.srv.Receive(x.Msg)
+		if k, ok := x.Msg.(*secagg.AdvertiseKeys); ok && a.verifier != nil {
+			var auth KeyAuth
+			if len(x.Auth) == 1 {
+				auth = x.Auth[0]
+			}
+			if err := verifyKeys(a.verifier, &a.p, a.hash, a.names[k.From], k, auth); err != nil {
+				return fmt.Errorf("capefm: aggregator: attempt %d: round %s: %w: refused, the site counts as missing", a.p.Attempt, a.state, err)
+			}
+		}
+		if err := a.srv.Receive(x.Msg); err != nil {
+			return err
+		}
+		if k, ok := x.Msg.(*secagg.AdvertiseKeys); ok && len(x.Auth) == 1 {
+			if a.keyAuth == nil {
+				a.keyAuth = make(map[uint32]KeyAuth)
+			}
+			a.keyAuth[k.From] = x.Auth[0]
+		}
+		return nil
 	case *Release:
 		return a.receiveRelease(x)
 	}
@@ -352,7 +372,13 @@ func (a *Aggregator) Close(ctx context.Context) ([]Message, error) {
 			return nil, a.fromSecAgg(err)
 		}
 		a.state = RoundShareKeys
-		return []Message{&SecAgg{Msg: kr}}, nil
+		// The sites' signatures travel with their keys, unchanged: every
+		// site checks every other site's (Site, KeySigner).
+		var as []KeyAuth
+		for _, k := range kr.Keys {
+			as = append(as, a.keyAuth[k.From])
+		}
+		return []Message{&SecAgg{Msg: kr, Auth: auths(as)}}, nil
 	case RoundShareKeys:
 		rel, err := a.srv.CloseShareKeys()
 		if err != nil {

@@ -134,7 +134,11 @@
 // hides the ê_s), authenticated channels binding each message to its site
 // (the transport's job), and secure aggregation hiding every ê_s. Without
 // it the zero-sum noise gives no privacy. The seed's Theorem 1 figure is not
-// printed.
+// printed. Secure aggregation's keys travel through the aggregator, so
+// authenticated channels alone would let it substitute them: every site
+// signs its advertised keys with its certificate and verifies every other
+// site's before deriving any key (KeySigner, SiteConfig.Signer), and a
+// failed check names the site and abandons the attempt.
 //
 // # Rounds
 //
@@ -142,6 +146,7 @@
 //	—      (announce)     Announce (on connect)    Outcome if refused (before any attempt)
 //	0      Hello          Hello | Refuse           Offer (opens), Agreed (closes; broadcast)
 //	1      AdvertiseKeys  secagg AdvertiseKeys     secagg KeyRoster (broadcast)
+//	                      + its key signature      + every site's key signature
 //	2      ShareKeys      secagg ShareKeys         secagg ShareRelay (to each site)
 //	3      MaskedInput    secagg MaskedInput (ê_s) secagg UnmaskRequest (to each site)
 //	4      Unmasking      secagg UnmaskResponse    —
@@ -222,7 +227,7 @@
 // (Params.Sites maps names to IDs; Message.Party() is the sending or
 // addressed site, 0 for a broadcast that Serve sends to every site of the
 // attempt), payload = MarshalBinary(). Unmarshal decodes a payload: version
-// byte 2, a type byte, the 32-byte session, then the fields big-endian with
+// byte 3, a type byte, the 32-byte session, then the fields big-endian with
 // counted arrays; short input, trailing bytes, counts beyond the limits,
 // non-finite floats and invalid Params are refused (ErrMalformed), and
 // whatever decodes re-encodes to the same bytes.
@@ -244,11 +249,13 @@
 // Payload bytes per site and attempt (checked by TestMessageSizes), with
 // L = D + D(D+1)/2 and P = len(Params.Prior):
 //
-//	upload   16L + 135S + 293 + len(name)
-//	download 8L + 192S + 323 + Σ len(site names) + 8P
+//	upload   16L + 135S + 301 + len(name) + A_s
+//	download 8L + 200S + 323 + Σ len(site names) + Σ_s A_s + 8P
 //
-// (the masked ê_s and the release are 8L bytes each; the Shamir shares
-// grow with S). For S = 5: D = 20 (L = 230) about 4.7 kB up and 3.1 kB
-// down; D = 100 (L = 5150) about 83 kB up and 42 kB down. The baselines
+// where A_s is site s's key signature and certificate (about 566 bytes
+// with certificates from package certs; 0 with UnsignedKeys). The masked
+// ê_s and the release are 8L bytes each; the Shamir shares grow with S.
+// For S = 5: D = 20 (L = 230) about 5.2 kB up and 6.0 kB down; D = 100
+// (L = 5150) about 83 kB up and 45 kB down. The baselines
 // send only Offer, Hello, SumBroadcast and Release.
 package capefm

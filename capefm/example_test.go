@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/dplearn/dplearn/capefm"
+	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/suffstat"
@@ -18,9 +19,15 @@ func (l *ledger) Charge(label string, eps, delta float64) error { l.spent += eps
 // Three sites fit one linear model with capeFM, in process. In a deployment
 // each Site runs at its own site (dplearn cape join) and the Aggregator at
 // the aggregator (dplearn cape serve), with a transport carrying the
-// messages' MarshalBinary payloads.
+// messages' MarshalBinary payloads. Every site signs its secure-aggregation
+// keys with its certificate from the deployment's CA (dplearn certs), and
+// checks the others' signatures, so the aggregator cannot substitute keys.
 func Example() {
-	schemaFP := [32]byte{1} // capefm.SchemaFingerprint(schema) in real use
+	schemaFP := [32]byte{1}                 // capefm.SchemaFingerprint(schema) in real use
+	ca, err := certs.NewCA(certs.Options{}) // certs.LoadCA / certs.LoadParty in real use
+	if err != nil {
+		panic(err)
+	}
 	names := []string{"hospital-a", "hospital-b", "hospital-c"}
 	var sites []*capefm.Site
 	var sizes []int64
@@ -37,11 +44,20 @@ func Example() {
 			}
 		}
 		st.Flush()
+		id, err := ca.IssueParty(name, certs.Options{})
+		if err != nil {
+			panic(err)
+		}
+		signer, err := certs.NewStatementSigner(id)
+		if err != nil {
+			panic(err)
+		}
 		site, err := capefm.NewSite(capefm.SiteConfig{
 			Name: name, Mechanism: capefm.CapeFM, Kind: regress.Linear, Schema: schemaFP,
 			Epsilon: 1, Delta: 1e-5,
 			Source: noise.NewInsecureSeeded(uint64(i)), // noise.NewSecure() in real use
 			Ledger: &ledger{},
+			Signer: signer,
 		}, regress.Data{Stats: st})
 		if err != nil {
 			panic(err)

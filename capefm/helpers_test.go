@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/exampledata"
 	"github.com/dplearn/dplearn/noise"
@@ -93,6 +94,7 @@ var testSchema = [32]byte{1, 2, 3}
 // fixture is S sites over given rows with a common configuration.
 type fixture struct {
 	template Params
+	ca       *certs.CA // issued every site's certificate
 	sites    []*Site
 	ledgers  []*memLedger
 	rows     [][]float64
@@ -123,7 +125,8 @@ func newFixture(t testing.TB, parts [][]float64, d int, o fixtureOptions) *fixtu
 	if o.delta == 0 {
 		o.delta = 1e-5
 	}
-	f := &fixture{rows: parts}
+	ca := testCA(t)
+	f := &fixture{rows: parts, ca: ca}
 	var names []string
 	var ns []int64
 	for i, rows := range parts {
@@ -136,6 +139,9 @@ func newFixture(t testing.TB, parts [][]float64, d int, o fixtureOptions) *fixtu
 		led := &memLedger{}
 		cfg := SiteConfig{Name: name, Mechanism: o.mech, Kind: o.kind, Schema: testSchema,
 			Epsilon: o.eps, Delta: o.delta, Source: src, Ledger: led}
+		if o.mech == CapeFM {
+			cfg.Signer = testSigner(t, ca, name)
+		}
 		if o.configs != nil {
 			o.configs(i, &cfg)
 		}
@@ -222,3 +228,28 @@ func loadExample(t testing.TB, name string) (*schema.Schema, *dataset.Table) {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func f64src() noise.Source { return noise.NewInsecureSeeded(1) }
+
+// testCA returns a fresh CA (the deployment's: every site's certificate is
+// issued by it).
+func testCA(t testing.TB) *certs.CA {
+	t.Helper()
+	ca, err := certs.NewCA(certs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ca
+}
+
+// testSigner issues name's certificate from ca and returns its key signer.
+func testSigner(t testing.TB, ca *certs.CA, name string) *certs.StatementSigner {
+	t.Helper()
+	p, err := ca.IssueParty(name, certs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := certs.NewStatementSigner(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"unicode/utf8"
 
+	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/secagg"
 )
 
@@ -111,9 +112,25 @@ type Agreed struct {
 // *secagg.KeyRoster, *secagg.ShareKeys, *secagg.ShareRelay,
 // *secagg.MaskedInput, *secagg.UnmaskRequest, *secagg.UnmaskResponse, with
 // a 32-byte session.
+//
+// Auth authenticates key advertisements (see KeySigner): for an
+// *secagg.AdvertiseKeys it holds the sender's signature (one entry), for a
+// *secagg.KeyRoster one entry per key, in the roster's order, relayed
+// unchanged by the aggregator; nil for unsigned keys and for every other
+// message.
 type SecAgg struct {
-	Msg secagg.Message
+	Msg  secagg.Message
+	Auth []KeyAuth
 }
+
+// KeyAuth is a site's signature of its advertised keys (KeyStatement):
+// its certificate (DER) and the signature (ASN.1 ECDSA by the
+// certificate's key). Both empty: unsigned.
+type KeyAuth struct {
+	Cert, Sig []byte
+}
+
+func (k *KeyAuth) empty() bool { return len(k.Cert) == 0 && len(k.Sig) == 0 }
 
 // SumBroadcast (round SumBroadcast, aggregator → every site) carries the
 // secure sum Q = Σ ê_s (fixed point) and the sites whose draws it includes.
@@ -499,12 +516,36 @@ func (m *SecAgg) MarshalBinary() ([]byte, error) {
 		}
 		return nil
 	}
+	auth := func(w *writer, i int) {
+		var a KeyAuth
+		if i < len(m.Auth) {
+			a = m.Auth[i]
+		}
+		w.Blob(a.Cert)
+		w.Blob(a.Sig)
+	}
+	nkeys := 0
+	switch x := m.Msg.(type) {
+	case *secagg.AdvertiseKeys:
+		nkeys = 1
+	case *secagg.KeyRoster:
+		nkeys = len(x.Keys)
+	}
+	if len(m.Auth) != 0 && len(m.Auth) != nkeys {
+		return nil, fmt.Errorf("capefm: %s with %d key signatures for %d keys", m.Type(), len(m.Auth), nkeys)
+	}
+	for _, a := range m.Auth {
+		if len(a.Cert) > certs.MaxStatementCert || len(a.Sig) > certs.MaxStatementSig {
+			return nil, fmt.Errorf("capefm: %s: key signature of %d bytes with a certificate of %d", m.Type(), len(a.Sig), len(a.Cert))
+		}
+	}
 	var w *writer
 	var err error
 	switch x := m.Msg.(type) {
 	case *secagg.AdvertiseKeys:
 		w = header(codeAdvertiseKeys, s)
 		err = keys(w, x)
+		auth(w, 0)
 	case *secagg.KeyRoster:
 		w = header(codeKeyRoster, s)
 		if len(x.Keys) > MaxSites {
@@ -518,6 +559,7 @@ func (m *SecAgg) MarshalBinary() ([]byte, error) {
 			if err = keys(w, &x.Keys[i]); err != nil {
 				break
 			}
+			auth(w, i)
 		}
 	case *secagg.ShareKeys:
 		w = header(codeShareKeys, s)
@@ -582,6 +624,16 @@ func Unmarshal(b []byte) (Message, error) {
 		k.EncKey = append([]byte(nil), r.Take(secagg.X25519KeyLen, "encryption key")...)
 		k.MaskKey = append([]byte(nil), r.Take(secagg.X25519KeyLen, "mask key")...)
 		return k
+	}
+	auth := func() KeyAuth {
+		a := KeyAuth{Cert: r.Blob("key certificate", certs.MaxStatementCert), Sig: r.Blob("key signature", certs.MaxStatementSig)}
+		if len(a.Cert) == 0 {
+			a.Cert = nil
+		}
+		if len(a.Sig) == 0 {
+			a.Sig = nil
+		}
+		return a
 	}
 	shares := func() []secagg.EncryptedShare {
 		n := r.Count("shares", maxShares, 8+secagg.ShareCiphertextLen)
@@ -655,14 +707,16 @@ func Unmarshal(b []byte) (Message, error) {
 		m = a
 	case codeAdvertiseKeys:
 		k := keys()
-		m = &SecAgg{Msg: &k}
+		m = &SecAgg{Msg: &k, Auth: auths([]KeyAuth{auth()})}
 	case codeKeyRoster:
-		n := r.Count("key roster", MaxSites, 4+2*secagg.X25519KeyLen)
+		n := r.Count("key roster", MaxSites, 4+2*secagg.X25519KeyLen+8)
 		kr := &secagg.KeyRoster{Session: append([]byte(nil), sess...), Keys: make([]secagg.AdvertiseKeys, n)}
+		as := make([]KeyAuth, n)
 		for i := range kr.Keys {
 			kr.Keys[i] = keys()
+			as[i] = auth()
 		}
-		m = &SecAgg{Msg: kr}
+		m = &SecAgg{Msg: kr, Auth: auths(as)}
 	case codeShareKeys:
 		x := &secagg.ShareKeys{Session: append([]byte(nil), sess...)}
 		x.From = r.U32("party")
@@ -767,4 +821,15 @@ func Unmarshal(b []byte) (Message, error) {
 		return nil, err
 	}
 	return m, nil
+}
+
+// auths returns as, or nil if every entry is empty (unsigned keys), so
+// that decoding and encoding agree on one representation.
+func auths(as []KeyAuth) []KeyAuth {
+	for i := range as {
+		if !as[i].empty() {
+			return as
+		}
+	}
+	return nil
 }

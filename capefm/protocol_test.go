@@ -611,8 +611,9 @@ func TestValidateData(t *testing.T) {
 }
 
 // TestMessageSizes checks the byte counts stated in the package
-// documentation: per site, upload 16L + 135S + 293 + len(name) and download
-// 8L + 192S + 315 + Σ len(names) + 8·len(Prior) bytes of payload.
+// documentation: per site, upload 16L + 135S + 301 + len(name) + A_s and
+// download 8L + 200S + 323 + Σ len(names) + Σ A + 8·len(Prior) bytes of
+// payload, where A_s is site s's key signature and certificate.
 func TestMessageSizes(t *testing.T) {
 	for _, tc := range []struct{ S, D int }{{3, 2}, {5, 20}} {
 		rows := syntheticRows(regress.Linear, 100*tc.S, tc.D, mrand.New(mrand.NewPCG(1, 2)))
@@ -621,9 +622,16 @@ func TestMessageSizes(t *testing.T) {
 			sizes[i] = 100
 		}
 		f := newFixture(t, split(rows, tc.D+1, sizes), tc.D, fixtureOptions{})
-		up, down := map[uint32]int{}, map[uint32]int{}
+		up, down, auth := map[uint32]int{}, map[uint32]int{}, map[uint32]int{}
 		opt := RunOptions{Observe: func(m Message) {
 			b, _ := m.MarshalBinary()
+			if x, ok := m.(*SecAgg); ok && m.Type() == "advertise-keys" {
+				if len(x.Auth) != 1 || len(x.Auth[0].Cert) == 0 || len(x.Auth[0].Sig) == 0 {
+					t.Errorf("site %d advertised unsigned keys", m.Party())
+				} else {
+					auth[m.Party()] = len(x.Auth[0].Cert) + len(x.Auth[0].Sig)
+				}
+			}
 			switch {
 			case m.Upstream():
 				up[m.Party()] += len(b)
@@ -639,18 +647,19 @@ func TestMessageSizes(t *testing.T) {
 			t.Fatal(err)
 		}
 		L := tc.D + tc.D*(tc.D+1)/2
-		names := 0
+		names, auths := 0, 0
 		for _, s := range f.template.Sites {
 			names += len(s.Name)
+			auths += auth[s.ID]
 		}
 		for id := uint32(1); id <= uint32(tc.S); id++ {
-			wantUp := 16*L + 135*tc.S + 293 + len("site-1")
-			wantDown := 8*L + 192*tc.S + 323 + names
+			wantUp := 16*L + 135*tc.S + 301 + len("site-1") + auth[id]
+			wantDown := 8*L + 200*tc.S + 323 + names + auths
 			if up[id] != wantUp || down[id] != wantDown {
 				t.Errorf("S=%d D=%d site %d: up %d (formula %d), down %d (formula %d)", tc.S, tc.D, id, up[id], wantUp, down[id], wantDown)
 			}
 		}
-		t.Logf("S=%d D=%d (L=%d): %d bytes up, %d down per site", tc.S, tc.D, L, up[1], down[1])
+		t.Logf("S=%d D=%d (L=%d): %d bytes up, %d down per site (key signature and certificate: %d bytes)", tc.S, tc.D, L, up[1], down[1], auth[1])
 	}
 }
 
@@ -703,7 +712,7 @@ func TestFixedPointRange(t *testing.T) {
 	p.Tau = 20
 	led := &memLedger{}
 	site, err := NewSite(SiteConfig{Name: "site-1", Mechanism: CapeFM, Kind: regress.Linear, Schema: testSchema,
-		Epsilon: 1, Delta: 1e-5, Source: f64src(), Ledger: led}, regress.Data{Stats: bigStats{k: 101, n: 1e9}})
+		Epsilon: 1, Delta: 1e-5, Source: f64src(), Ledger: led, Signer: testSigner(t, testCA(t), "site-1")}, regress.Data{Stats: bigStats{k: 101, n: 1e9}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,16 @@ type ServeOptions struct {
 	// OnRound, if set, is called when a round of an attempt is closed:
 	// who was expected, who answered, who timed out or disconnected.
 	OnRound func(RoundReport)
+	// OnRefused, if set, is called when the aggregator refuses a site's
+	// message (a replay, a wrong round, a key advertisement that fails its
+	// signature check: *KeyAuthError), with the site's name and why.
+	OnRefused func(site string, err error)
+	// KeyVerifier, if set, checks every site's signed key advertisement
+	// (KeySigner; the aggregator's own certificate from the deployment's CA)
+	// before accepting it: a site whose advertisement is unsigned or fails
+	// the check counts as missing from the attempt at once, so that the
+	// honest sites never see it (they would abandon the attempt).
+	KeyVerifier KeySigner
 }
 
 // RoundReport describes one round of an attempt once the aggregator stopped
@@ -73,6 +83,8 @@ type RunOptions struct {
 	// Stall simulates sites that stop answering, silently, from the given
 	// round on; the aggregator waits for RoundTimeout.
 	Stall map[string]Round
+	// KeyVerifier: as in ServeOptions.
+	KeyVerifier KeySigner
 }
 
 // AttemptLog records one attempt of a run (for the console, not the report).
@@ -171,6 +183,7 @@ func Serve(ctx context.Context, template Params, hub Hub, opt ServeOptions) (*Ru
 		if err != nil {
 			return nil, err
 		}
+		agg.verifier = opt.KeyVerifier
 		names := make([]string, len(live))
 		for i, s := range live {
 			names[i] = s.Name
@@ -230,7 +243,7 @@ func Run(ctx context.Context, template Params, sites []*Site, opt RunOptions) (*
 		}
 	}
 	sopt := ServeOptions{RoundTimeout: opt.RoundTimeout, MaxAttempts: opt.MaxAttempts, RedoAfterRelease: opt.RedoAfterRelease,
-		Logf: opt.Logf, Observe: opt.Observe, NewSession: opt.NewSession}
+		Logf: opt.Logf, Observe: opt.Observe, NewSession: opt.NewSession, KeyVerifier: opt.KeyVerifier}
 	if sopt.RoundTimeout <= 0 {
 		sopt.RoundTimeout = 30 * time.Second
 	}
@@ -425,7 +438,13 @@ func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions,
 				if errors.As(err, &ref) {
 					return err
 				}
+				if kae := (*KeyAuthError)(nil); errors.As(err, &kae) {
+					failed[ev.Site] = true // no second chance in this attempt
+				}
 				logf("attempt %d round %s: refused: %v", p.Attempt, r, err)
+				if opt.OnRefused != nil {
+					opt.OnRefused(ev.Site, err)
+				}
 				continue
 			}
 			observe(m)

@@ -66,6 +66,15 @@ type SiteConfig struct {
 	Source noise.Source
 	// Ledger is charged before each release (required).
 	Ledger Ledger
+	// Signer signs this site's secure-aggregation keys and verifies the
+	// other sites' (KeySigner): required for capeFM unless UnsignedKeys.
+	Signer KeySigner
+	// UnsignedKeys runs capeFM without key signatures: the site neither
+	// signs its keys nor checks the others', so a malicious aggregator can
+	// substitute keys and read this site's zero-sum draw ê_s (KeySigner).
+	// Only for runs where the aggregator is this same program (Run in
+	// process) or for loopback tests without certificates (--insecure).
+	UnsignedKeys bool
 }
 
 func (c *SiteConfig) noiseRatio() float64 {
@@ -132,6 +141,7 @@ type siteAttempt struct {
 	state siteState
 	zs    *cape.ZeroSumSite
 	party *secagg.Party
+	keys  *secagg.AdvertiseKeys // this site's advertisement
 }
 
 // NewSite validates the configuration and the site's data (item 23 of
@@ -154,6 +164,12 @@ func NewSite(cfg SiteConfig, data regress.Data) (*Site, error) {
 	}
 	if cfg.Ledger == nil {
 		return nil, fmt.Errorf("capefm: site %s: no budget ledger", cfg.Name)
+	}
+	if cfg.Signer != nil && cfg.UnsignedKeys {
+		return nil, fmt.Errorf("capefm: site %s: a key signer and unsigned keys: choose one", cfg.Name)
+	}
+	if cfg.Mechanism == CapeFM && cfg.Signer == nil && !cfg.UnsignedKeys {
+		return nil, fmt.Errorf("capefm: site %s: no key signer: capeFM needs the site's certificate to sign its secure-aggregation keys (without it the aggregator can substitute keys and read the site's noise); UnsignedKeys only for in-process runs and loopback tests", cfg.Name)
 	}
 	if !(cfg.Epsilon > 0) || math.IsInf(cfg.Epsilon, 0) || !(cfg.Delta >= 0 && cfg.Delta < 1) {
 		return nil, fmt.Errorf("capefm: site %s: invalid (ε, δ) = (%v, %v)", cfg.Name, cfg.Epsilon, cfg.Delta)
@@ -410,8 +426,12 @@ func (s *Site) Handle(ctx context.Context, m Message) (Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		a.state = awaitKeyRoster
-		return &SecAgg{Msg: keys}, nil
+		auth, err := s.signKeys(a, keys)
+		if err != nil {
+			return nil, err
+		}
+		a.keys, a.state = keys, awaitKeyRoster
+		return &SecAgg{Msg: keys, Auth: auth}, nil
 	case *SecAgg:
 		var (
 			out  secagg.Message
@@ -422,6 +442,10 @@ func (s *Site) Handle(ctx context.Context, m Message) (Message, error) {
 		case *secagg.KeyRoster:
 			if err := expect(awaitKeyRoster); err != nil {
 				return nil, err
+			}
+			if err := s.checkRoster(a, y, x.Auth); err != nil {
+				a.state = siteDone // the attempt is abandoned: no key is derived from this roster
+				return nil, fmt.Errorf("capefm: site %s: attempt %d: round %s: %w", s.cfg.Name, a.p.Attempt, m.Round(), err)
 			}
 			var sk *secagg.ShareKeys
 			sk, err = a.party.ShareKeys(y)

@@ -30,7 +30,7 @@ const (
 )
 
 // wireVersion is the version byte that starts every payload.
-const wireVersion = 2
+const wireVersion = 3 // 3: key advertisements carry their signatures (KeyAuth)
 
 // writer and reader are the shared strict encoding of package wire; every
 // decoding error wraps ErrMalformed.

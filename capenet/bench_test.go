@@ -80,8 +80,12 @@ func BenchmarkFit(b *testing.B) {
 					b.StopTimer()
 					sites := make([]*capefm.Site, S)
 					for i := range S {
+						signer, err := certs.NewStatementSigner(ids[i])
+						if err != nil {
+							b.Fatal(err)
+						}
 						if sites[i], err = capefm.NewSite(capefm.SiteConfig{Name: names[i], Mechanism: capefm.CapeFM, Kind: regress.Linear,
-							Schema: testSchema, Epsilon: 1, Delta: 1e-5, Source: noise.NewSecure(), Ledger: &countLedger{}},
+							Schema: testSchema, Epsilon: 1, Delta: 1e-5, Source: noise.NewSecure(), Ledger: &countLedger{}, Signer: signer},
 							regress.Data{Stats: parts[i]}); err != nil {
 							b.Fatal(err)
 						}

@@ -161,10 +161,7 @@ func TestTLSFit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	f := newSetup(t, 4, 3, 300, nil)
-	ca, err := certs.NewCA(certs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca := f.ca
 	rogue, err := certs.NewCA(certs.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -185,13 +182,11 @@ func TestTLSFit(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 4)
 	for i, p := range f.parties {
-		issuer := ca
+		id := p.id
 		if i == 3 {
-			issuer = rogue
-		}
-		id, err := issuer.IssueParty(p.name, certs.Options{})
-		if err != nil {
-			t.Fatal(err)
+			if id, err = rogue.IssueParty(p.name, certs.Options{}); err != nil {
+				t.Fatal(err)
+			}
 		}
 		wg.Add(1)
 		go func() {

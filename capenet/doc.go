@@ -35,6 +35,20 @@
 // only the names. N_s is public under bounded DP (the guarantee treats the
 // sizes as known), so announcing it costs nothing.
 //
+// # Signed keys
+//
+// TLS binds each message to its sender only between the site and the
+// aggregator, and secure aggregation's keys reach the sites through the
+// aggregator. So every site signs its keys with its certificate
+// (capefm.SiteConfig.Signer, a certs.StatementSigner), Serve checks them
+// with the aggregator's certificate before relaying (ServeOptions.
+// KeyVerifier: a site whose keys fail counts as missing, logged as
+// "refused" with reason "key-signature"), and every site checks every
+// other site's again before deriving any key: a site that receives a key
+// failing the check (which only a misbehaving aggregator relays) logs
+// "refused-keys" and Join returns an error naming the site. See
+// capefm.KeySigner.
+//
 // # Failures
 //
 // A site whose connection closes is reported lost for the attempt unless it

@@ -24,7 +24,8 @@ type Event struct {
 	// protocol refused a message), "transport" (a transport warning, e.g. a
 	// TLS handshake from a certificate of another CA), "model", "aborted".
 	// Site: "connected", "announced", "offer", "accepted", "refused-offer",
-	// "sent", "ignored", "released", "outcome", "transport".
+	// "sent", "ignored", "released", "outcome", "transport", "refused-keys"
+	// (a relayed key failed its signature check: the site leaves the fit).
 	Kind    string `json:"event"`
 	Attempt uint32 `json:"attempt,omitempty"`
 	// Round is the protocol round (0-7, see capefm); nil when the event has
@@ -38,7 +39,9 @@ type Event struct {
 	TimedOut     []string `json:"timed_out,omitempty"`
 	Disconnected []string `json:"disconnected,omitempty"`
 	Failed       []string `json:"failed,omitempty"`
-	// Reason is a transport refusal's reason ("replay", "oversized", ...).
+	// Reason is a refusal's reason: the transport's ("replay", "oversized",
+	// ...), "protocol" (the state machine refused it) or "key-signature" (a
+	// key advertisement failed its signature check).
 	Reason    string  `json:"reason,omitempty"`
 	ElapsedMS float64 `json:"elapsed_ms,omitempty"`
 	// N is an announced site's public number of rows, or Σ N_s of a roster.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dplearn/dplearn/capefm"
+	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/suffstat"
@@ -75,6 +76,7 @@ func (l *countLedger) count() int {
 // party is one site of a test fit.
 type party struct {
 	name   string
+	id     *certs.Party // its certificate from the setup's CA
 	site   *capefm.Site
 	ledger *countLedger
 }
@@ -82,6 +84,7 @@ type party struct {
 // fitSetup is S sites with equal shares of synthetic data.
 type fitSetup struct {
 	d        int
+	ca       *certs.CA // the deployment's CA: every site's certificate
 	parties  []*party
 	template capefm.Params
 }
@@ -90,13 +93,25 @@ func newSetup(t testing.TB, S, d, perSite int, cfg func(i int, c *capefm.SiteCon
 	t.Helper()
 	rows := synthetic(S*perSite, d, uint64(S*1000+d))
 	k := d + 1
-	f := &fitSetup{d: d}
+	ca, err := certs.NewCA(certs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fitSetup{d: d, ca: ca}
 	var roster []capefm.SiteInfo
 	for i := range S {
 		name := fmt.Sprintf("site-%d", i+1)
 		led := &countLedger{}
+		id, err := ca.IssueParty(name, certs.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		signer, err := certs.NewStatementSigner(id)
+		if err != nil {
+			t.Fatal(err)
+		}
 		c := capefm.SiteConfig{Name: name, Mechanism: capefm.CapeFM, Kind: regress.Linear, Schema: testSchema,
-			Epsilon: 1, Delta: 1e-5, Source: noise.NewInsecureSeeded(uint64(100 + i)), Ledger: led}
+			Epsilon: 1, Delta: 1e-5, Source: noise.NewInsecureSeeded(uint64(100 + i)), Ledger: led, Signer: signer}
 		if cfg != nil {
 			cfg(i, &c)
 		}
@@ -104,7 +119,7 @@ func newSetup(t testing.TB, S, d, perSite int, cfg func(i int, c *capefm.SiteCon
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.parties = append(f.parties, &party{name: name, site: site, ledger: led})
+		f.parties = append(f.parties, &party{name: name, id: id, site: site, ledger: led})
 		roster = append(roster, capefm.SiteInfo{Name: name, ID: uint32(i + 1)})
 	}
 	f.template = capefm.Params{Mechanism: capefm.CapeFM, Kind: regress.Linear, Schema: testSchema, D: d,

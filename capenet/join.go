@@ -143,6 +143,14 @@ func Join(ctx context.Context, conn transport.Conn, site *capefm.Site, opt JoinO
 			log.emit(Event{Kind: "offer", Attempt: p.Attempt, Round: roundPtr(capefm.RoundHello), RoundName: "Hello", Message: describeOffer(&p)})
 		}
 		ans, herr := site.Handle(ctx, m)
+		if kae := (*capefm.KeyAuthError)(nil); errors.As(herr, &kae) {
+			// A key that fails its signature check reached this site: the
+			// aggregator relayed it (a malicious aggregator, or one that does
+			// not check the keys it relays). The site derived nothing from it;
+			// it stops taking part in this fit and says why.
+			log.emit(Event{Kind: "refused-keys", Message: "REFUSED the key roster: " + herr.Error() + "; this site leaves the fit (check the aggregator)"})
+			return res, fmt.Errorf("capenet: %s left the fit: %w", site.Name(), herr)
+		}
 		if ans == nil {
 			if herr != nil {
 				log.emit(Event{Kind: "ignored", Message: "ignored a message: " + herr.Error()})

@@ -30,12 +30,18 @@ const DefaultHubName = "aggregator"
 
 // MaxPayload returns the payload cap for a fit with D features and S sites:
 // the largest capeFM message (a release, masked input or sum of L = D +
-// D(D+1)/2 words, or a secure-aggregation message with S shares) with room
-// to spare. Anything larger is refused by the hub (ReasonOversized).
+// D(D+1)/2 words, or a secure-aggregation message with S shares, or the key
+// roster with S signed advertisements: about 650 bytes each with the
+// certificate) with room to spare. Anything larger is refused by the hub
+// (ReasonOversized).
 func MaxPayload(d, sites int) int {
 	l := d + d*(d+1)/2
-	return 8*l + 512*sites + 4096
+	return 8*l + (512+keyAuthRoom)*sites + 4096
 }
+
+// keyAuthRoom is the room per site for its key signature and certificate
+// (about 570 bytes with the certificates of package certs).
+const keyAuthRoom = 2048
 
 // HubConfig returns the transport configuration of a capeFM hub: the
 // session, the expected site names as the roster, the payload cap, and
@@ -76,6 +82,13 @@ type ServeOptions struct {
 	// site, for the sites to disconnect, so that the outcome is delivered
 	// before the hub closes (default 5 s).
 	FinishTimeout time.Duration
+	// KeyVerifier checks every site's signed secure-aggregation keys
+	// before the aggregator relays them (capefm.ServeOptions.KeyVerifier):
+	// the aggregator's own certificate (certs.NewStatementSigner). A site
+	// whose keys fail counts as missing from the attempt, and the honest
+	// sites never see them. Nil: the keys are relayed unchecked (each site
+	// still checks every other site's).
+	KeyVerifier capefm.KeySigner
 }
 
 // Serve runs the aggregator of one capeFM fit over a transport hub (gRPC
@@ -154,7 +167,14 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 	template.Sites = roster
 	res, err := capefm.Serve(ctx, template, a, capefm.ServeOptions{
 		RoundTimeout: opt.RoundTimeout, MaxAttempts: opt.MaxAttempts, RedoAfterRelease: opt.RedoAfterRelease,
-		NewSession: opt.NewSession,
+		NewSession: opt.NewSession, KeyVerifier: opt.KeyVerifier,
+		OnRefused: func(site string, err error) {
+			reason := "protocol"
+			if kae := (*capefm.KeyAuthError)(nil); errors.As(err, &kae) {
+				reason = "key-signature"
+			}
+			log.emit(Event{Kind: "refused", Site: site, Reason: reason, Message: fmt.Sprintf("refused a message from %s: %v", site, err)})
+		},
 		OnAttempt: func(p capefm.Params, cal *capefm.Calibration) {
 			ids := make([]string, len(p.Sites))
 			for i, s := range p.Sites {

@@ -30,3 +30,27 @@ func ExampleCreate() {
 	fmt.Println(p.Name, p.Certificate.Leaf.DNSNames)
 	// Output: site-3 [site-3.dplearn.invalid]
 }
+
+// A party signs a statement with its certificate key; another party of the
+// same CA checks it, naming the party it expects. A relay can pass the
+// statement on but not alter it.
+func ExampleSignStatement() {
+	ca, err := certs.NewCA(certs.Options{})
+	if err != nil {
+		panic(err)
+	}
+	alice, _ := ca.IssueParty("alice", certs.Options{})
+	bob, _ := ca.IssueParty("bob", certs.Options{})
+	session, keys := []byte("session 1"), []byte("alice's public keys")
+	cert, sig, err := certs.SignStatement(alice, "example-keys-v1", session, keys)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(certs.VerifyStatement(bob.Roots, cert, "alice", sig, "example-keys-v1", session, keys))
+	fmt.Println(certs.VerifyStatement(bob.Roots, cert, "alice", sig, "example-keys-v1", session, []byte("substituted keys")))
+	fmt.Println(certs.VerifyStatement(bob.Roots, cert, "carol", sig, "example-keys-v1", session, keys))
+	// Output:
+	// <nil>
+	// the signature does not match the statement
+	// signed by "alice"'s certificate, not "carol"'s
+}

@@ -1,11 +1,7 @@
 package dpppnet
 
 import (
-	"crypto"
-	"crypto/ecdsa"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -25,10 +21,10 @@ import (
 // decryptions of one teacher's vote (TestNetMaliciousAggregatorForgedContributors).
 //
 // So each teacher with an identity (TeachOptions.Identity, its certificate
-// from the deployment's CA) signs, with its certificate's key, the SHA-256
-// of
+// from the deployment's CA) signs, with its certificate's key, the statement
+// (certs.SignStatement, length-framed and domain-separated)
 //
-//	"dplearn-dppp-vote-v1" ‖ session ‖ batch (8 bytes) ‖ teacher ID (4) ‖ SHA-256(ciphertext)
+//	"dplearn-dppp-vote-v2" ‖ session ‖ batch (8 bytes) ‖ teacher ID (4) ‖ SHA-256(ciphertext)
 //
 // and sends the signature and its certificate (TypeVoteSignature) with its
 // vote. The aggregator relays the signatures of the listed contributors
@@ -46,7 +42,7 @@ const (
 	TypeVoteSignatures = "vote-signatures"
 )
 
-const voteSigDomain = "dplearn-dppp-vote-v1"
+const voteSigDomain = "dplearn-dppp-vote-v2"
 
 // Payload headers: 2 bytes, then the 32-byte session (the hub's gate reads
 // the session at [2:34], as in dppp's messages).
@@ -62,41 +58,35 @@ type voteSig struct {
 	Sig  []byte // ASN.1 ECDSA
 }
 
-func voteDigest(session [32]byte, batch uint64, from uint32, ct []byte) []byte {
-	h := sha256.New()
-	h.Write([]byte(voteSigDomain))
-	h.Write(session[:])
+// voteStatement is the statement a teacher signs (certs.SignStatement):
+// the session, the batch, the teacher's ID and the SHA-256 of its vote.
+func voteStatement(session [32]byte, batch uint64, from uint32, ct []byte) [][]byte {
 	var b [12]byte
 	binary.BigEndian.PutUint64(b[:8], batch)
 	binary.BigEndian.PutUint32(b[8:], from)
-	h.Write(b[:])
 	c := sha256.Sum256(ct)
-	h.Write(c[:])
-	return h.Sum(nil)
+	return [][]byte{session[:], b[:8], b[8:], c[:]}
 }
 
 // signVote signs a vote with the party's certificate key.
 func signVote(id *certs.Party, session [32]byte, batch uint64, from uint32, ct []byte) (*voteSig, error) {
-	signer, ok := id.Certificate.PrivateKey.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Errorf("dpppnet: %s's certificate key cannot sign", id.Name)
-	}
-	sig, err := signer.Sign(rand.Reader, voteDigest(session, batch, from, ct), crypto.SHA256)
+	cert, sig, err := certs.SignStatement(id, voteSigDomain, voteStatement(session, batch, from, ct)...)
 	if err != nil {
 		return nil, fmt.Errorf("dpppnet: signing the vote: %w", err)
 	}
-	return &voteSig{From: from, Cert: id.Certificate.Certificate[0], Sig: sig}, nil
+	return &voteSig{From: from, Cert: cert, Sig: sig}, nil
 }
 
-// sigVerifier checks vote signatures against a CA, caching each verified
-// certificate's key by teacher ID.
+// sigVerifier checks vote signatures against the party's CA
+// (certs.StatementSigner, which caches verified certificates).
 type sigVerifier struct {
-	roots *x509.CertPool
-	keys  map[uint32]*ecdsa.PublicKey
+	v   *certs.StatementSigner
+	err error
 }
 
 func newSigVerifier(id *certs.Party) *sigVerifier {
-	return &sigVerifier{roots: id.Roots, keys: map[uint32]*ecdsa.PublicKey{}}
+	v, err := certs.NewStatementSigner(id)
+	return &sigVerifier{v: v, err: err}
 }
 
 // verify checks that s signs ct as the vote of teacher from (roster name
@@ -108,32 +98,12 @@ func (v *sigVerifier) verify(s *voteSig, name string, session [32]byte, batch ui
 	if s.From != from {
 		return fmt.Errorf("the signature is teacher %d's", s.From)
 	}
-	key := v.keys[from]
-	if key == nil {
-		cert, err := x509.ParseCertificate(s.Cert)
-		if err != nil {
-			return fmt.Errorf("certificate: %w", err)
-		}
-		if _, err := cert.Verify(x509.VerifyOptions{Roots: v.roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
-			return fmt.Errorf("certificate not from this deployment's CA: %w", err)
-		}
-		got, err := certs.NameOf(cert)
-		if err != nil {
-			return err
-		}
-		if got != name {
-			return fmt.Errorf("signed by %q's certificate", got)
-		}
-		k, ok := cert.PublicKey.(*ecdsa.PublicKey)
-		if !ok {
-			return fmt.Errorf("a %T certificate key (want ECDSA)", cert.PublicKey)
-		}
-		key = k
+	if v.err != nil {
+		return v.err
 	}
-	if !ecdsa.VerifyASN1(key, voteDigest(session, batch, from, ct), s.Sig) {
-		return errors.New("the signature does not match the listed ciphertext")
+	if err := v.v.Verify(name, s.Cert, s.Sig, voteSigDomain, voteStatement(session, batch, from, ct)...); err != nil {
+		return fmt.Errorf("vote of the listed ciphertext: %w", err)
 	}
-	v.keys[from] = key
 	return nil
 }
 
@@ -183,7 +153,7 @@ func (r *sigReader) blob(max int) []byte {
 }
 
 func (r *sigReader) sig() *voteSig {
-	return &voteSig{From: r.u32(), Cert: r.blob(16 << 10), Sig: r.blob(512)}
+	return &voteSig{From: r.u32(), Cert: r.blob(certs.MaxStatementCert), Sig: r.blob(certs.MaxStatementSig)}
 }
 
 // marshalVoteSig encodes a teacher's TypeVoteSignature payload.

@@ -153,17 +153,24 @@
 //     the server does not prevent it, since the keys reach the parties only
 //     through the server. Closing it needs signatures: each party signs
 //     (session, From, EncKey, MaskKey) with a long-term key certified to its
-//     name (e.g. its TLS certificate's key), the roster carries the
-//     signatures and certificates, and ShareKeys verifies every entry before
-//     any key agreement (Bonawitz et al.'s actively secure variant; the
-//     messages leave room for the fields).
+//     name, the roster carries the signatures and certificates, and every
+//     entry is verified before ShareKeys does any key agreement (Bonawitz
+//     et al.'s actively secure variant). This package leaves that to its
+//     caller, which owns the identities: package capefm does it (its
+//     KeySigner: every site signs its advertisement, bound to the session,
+//     the agreed parameters, the attempt, its roster ID and name, with its
+//     TLS certificate's key, and verifies every other site's against its CA
+//     before calling ShareKeys; capefm's TestKeySubstitutionRefused turns
+//     this attack around). Used on its own, without such a layer, this
+//     package is open to it.
 //   - Sybils. For the same reason the server can simulate parties: it
 //     answers AdvertiseKeys with keys of its own for every roster ID except
 //     a target's (ignoring the genuine parties' messages), lets the
 //     simulated parties "survive" and learns Σ_{U3} x minus its own inputs,
 //     which is the target's x_u. The threshold and MinSurvivors do not help,
-//     because simulated parties count as survivors. With signed keys the
-//     server can only use the identities of parties that collude with it;
+//     because simulated parties count as survivors. With signed keys (as in
+//     capefm) the server can only use the identities of parties that
+//     collude with it;
 //     even then the output itself is the sum of the honest survivors'
 //     inputs, so a session whose only honest survivor is u reveals x_u by
 //     design (MinSurvivors bounds how many inputs are summed, not how many

@@ -7,11 +7,13 @@ import (
 	"testing"
 )
 
-// A documented limitation, demonstrated (see "Threat model" in the package
-// documentation): without signatures on the advertised keys, a malicious
-// server that sends one party a roster with its own keys in place of every
-// peer's reads that party's input, even with t = n. If advertised keys are
-// ever signed and verified, this test must be turned around.
+// A documented limitation of this package on its own, demonstrated (see
+// "Threat model" in the package documentation): without signatures on the
+// advertised keys, a malicious server that sends one party a roster with its
+// own keys in place of every peer's reads that party's input, even with
+// t = n. Package capefm signs and verifies the advertised keys around this
+// package; its TestKeySubstitutionRefused shows the same substitution (and
+// forged, re-signed and replayed advertisements) refused there.
 func TestKeySubstitutionReadsAnInput(t *testing.T) {
 	cfg := testConfig(t, 4, 4, 16, false) // t = n: the hardest case for the attack
 	ms := newManual(t, cfg, 99)

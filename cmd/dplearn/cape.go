@@ -44,7 +44,9 @@ parts cancel, and it solves for the model.
   dplearn cape simulate   every party on this machine, from one table split in S
 
 The parties authenticate each other with mutual TLS 1.3 (certificates from
-'dplearn certs'). Guide: docs/capefm.md.`,
+'dplearn certs'), and every site signs its secure-aggregation keys with its
+certificate and checks every other site's, so the aggregator cannot
+substitute keys. Guide: docs/capefm.md.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newCapeServeCmd(), newCapeJoinCmd(), newCapeSimulateCmd())
@@ -163,7 +165,7 @@ func eventSink(w io.Writer, format outputFormat, prefix string) func(capenet.Eve
 	return capenet.TextLog(w, prefix)
 }
 
-const insecureWarning = "WARNING: --insecure: plaintext without certificates; party names are CLAIMED, NOT PROVEN, and anyone on this machine can read or forge messages. For tests on this machine only (loopback addresses); never with real data."
+const insecureWarning = "WARNING: --insecure: plaintext without certificates; party names are CLAIMED, NOT PROVEN, and anyone on this machine can read or forge messages. WITHOUT CERTIFICATES THE SITES' SECURE-AGGREGATION KEYS ARE NOT SIGNED OR CHECKED: the aggregator can substitute keys and read a site's noise. For tests on this machine only (loopback addresses); never with real data."
 
 // partyIdentity returns this party's identity: with --insecure it warns
 // loudly and returns no certificate and the claimed name; otherwise it loads
@@ -256,7 +258,7 @@ loopback address only, for tests, and says so loudly.`,
 	f.DurationVar(&o.grace, "reconnect-grace", 2*time.Second, "how long a site whose connection closed may take to reconnect before it counts as lost")
 	f.BoolVar(&o.redo, "redo-after-release", false, "capefm: after a site lost in the release round, redo the fit and compose the lost attempt into the guarantee (instead of aborting)")
 	f.StringVar(&o.out, "out", "", "where to write MODEL.json")
-	f.BoolVar(&o.insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
+	f.BoolVar(&o.insecure, "insecure", false, "no TLS, no certificates, no key signatures, loopback only: for tests on this machine")
 	f.StringVar(&o.name, "name", capenet.DefaultHubName, "with --insecure: the aggregator's name")
 	format := addFormatFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -328,8 +330,16 @@ func runCapeServe(ctx context.Context, cmd *cobra.Command, o capeServeOptions, f
 	sink(capenet.Event{Time: time.Now(), Kind: "listening", Address: srv.Addr().String(), Sites: sites,
 		Message: fmt.Sprintf("listening on %s (%s); expecting %s; waiting up to %v for them to announce themselves (minimum %d)",
 			srv.Addr(), mode, strings.Join(sites, ", "), join, minSites)})
-	res, err := capenet.Serve(ctx, srv, template, capenet.ServeOptions{RoundTimeout: o.roundTimeout, JoinTimeout: join,
-		MaxAttempts: o.maxAttempts, RedoAfterRelease: o.redo, ReconnectGrace: o.grace, Events: sink})
+	sopt := capenet.ServeOptions{RoundTimeout: o.roundTimeout, JoinTimeout: join,
+		MaxAttempts: o.maxAttempts, RedoAfterRelease: o.redo, ReconnectGrace: o.grace, Events: sink}
+	// The aggregator checks every site's signed keys before relaying them
+	// (a site whose keys fail counts as missing); --insecure cannot.
+	if cfg.Identity != nil {
+		if sopt.KeyVerifier, err = certs.NewStatementSigner(cfg.Identity); err != nil {
+			return err
+		}
+	}
+	res, err := capenet.Serve(ctx, srv, template, sopt)
 	if err != nil {
 		return err
 	}
@@ -338,7 +348,7 @@ func runCapeServe(ctx context.Context, cmd *cobra.Command, o capeServeOptions, f
 	}
 	priv := res.Privacy
 	if o.insecure {
-		priv.Notes = append(priv.Notes, "INSECURE transport (--insecure): no certificates, site names were claimed and not proven, messages were neither authenticated nor encrypted: the trust model's authenticated channels do not hold; a test run, not for publication")
+		priv.Notes = append(priv.Notes, "INSECURE transport (--insecure): no certificates, site names were claimed and not proven, messages were neither authenticated nor encrypted, and the sites' secure-aggregation keys were neither signed nor checked (the aggregator could have substituted them and read a site's noise): the trust model's authenticated channels do not hold; a test run, not for publication")
 	}
 	model, err := regress.NewModel(kind, s, &regress.Result{Coef: res.Coef, Privacy: priv, Trimmed: res.Trimmed},
 		regress.Training{Rows: res.Params.N()})
@@ -432,6 +442,12 @@ S_C of at least max(--colluders, ⌈S/3⌉−1), the attempt number (at most
 its ledger whether it can pay. On any difference it refuses, naming the field
 ("parameter epsilon: offered 2, want 1"), and the aggregator's fit stops.
 
+The site signs its secure-aggregation keys with its certificate's key, and
+before it derives any shared key it checks every other site's signature
+against a certificate from its own CA naming that site; an unsigned, forged,
+substituted or replayed key makes it abandon the attempt, naming the site
+(--insecure has no certificates and cannot do this).
+
 The site spends its own budget: with --ledger FILE (created with
 --budget-epsilon/--budget-delta if it does not exist), each release is charged
 to the ledger before it is sent, and a release the ledger cannot pay is never
@@ -459,7 +475,7 @@ exit status is 0 only when the aggregator reports a published model.`,
 	f.Float64Var(&o.budgetDelta, "budget-delta", 0, "with --ledger: the δ budget of a new ledger")
 	f.DurationVar(&o.idle, "idle-timeout", 10*time.Minute, "give up when the aggregator sends nothing for this long")
 	f.IntVar(&o.connectAttempts, "connect-attempts", 8, "connection attempts before giving up (backoff from 0.2 s doubling to 5 s: about 16 s in all), also after a lost connection")
-	f.BoolVar(&o.insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
+	f.BoolVar(&o.insecure, "insecure", false, "no TLS, no certificates, no key signatures, loopback only: for tests on this machine")
 	f.StringVar(&o.name, "name", "", "with --insecure: this site's name")
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE noise generator with this seed (experiments only; the model's report says so)")
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: all cores)")
@@ -531,10 +547,27 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	if fault.claimName != "" {
 		siteName = fault.claimName
 	}
-	site, err := capefm.NewSite(capefm.SiteConfig{Name: siteName, Mechanism: mech, Kind: kind, Schema: fp,
+	scfg := capefm.SiteConfig{Name: siteName, Mechanism: mech, Kind: kind, Schema: fp,
 		Epsilon: o.fit.epsilon, Delta: o.fit.deltaFor(mech), Split: o.fit.split, NoiseRatio: o.fit.ratio(mech),
 		MinColluders: max(o.fit.colluders, 0), MinSites: o.minSites, MaxAttempts: o.maxAttempts,
-		Source: randomSource(o.seeded, o.seed), Ledger: ledger}, data)
+		Source: randomSource(o.seeded, o.seed), Ledger: ledger}
+	// The site signs its secure-aggregation keys with its certificate and
+	// checks every other site's against its CA; --insecure has no
+	// certificate to do either (insecureWarning says so).
+	if id != nil {
+		signID := id
+		if fault.signKeysWith != "" {
+			if signID, err = certs.LoadParty(fault.signKeysWith); err != nil {
+				return err
+			}
+		}
+		if scfg.Signer, err = certs.NewStatementSigner(signID); err != nil {
+			return err
+		}
+	} else {
+		scfg.UnsignedKeys = true
+	}
+	site, err := capefm.NewSite(scfg, data)
 	if err != nil {
 		return err
 	}

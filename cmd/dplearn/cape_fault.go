@@ -33,13 +33,19 @@ import (
 //	                     byte over the hub's cap for the fit
 //	claim-name=NAME      announce and take part under NAME (the certificate keeps
 //	                     its own name): a site presenting another site's name
+//	sign-keys-with=DIR   sign its secure-aggregation keys with the certificate in
+//	                     DIR (another party's, or one from another CA) instead of
+//	                     its own: a key advertisement that fails its check
 //
 // Several are separated by commas.
 type capeFault struct {
 	exitAt, replayAt, oversizeAt int
 	claimName                    string
+	signKeysWith                 string
 }
 
+// none reports whether no fault needs the BeforeSend hook (sign-keys-with
+// acts on the site's configuration instead).
 func (f capeFault) none() bool {
 	return f.exitAt < 0 && f.replayAt < 0 && f.oversizeAt < 0 && f.claimName == ""
 }
@@ -56,6 +62,10 @@ func parseFault(s string) (capeFault, error) {
 		}
 		if k == "claim-name" {
 			f.claimName = v
+			continue
+		}
+		if k == "sign-keys-with" {
+			f.signKeysWith = v
 			continue
 		}
 		r, err := strconv.Atoi(v)

@@ -191,14 +191,35 @@ func simulateInProcess(ctx context.Context, o capeSimOptions, format outputForma
 	if err != nil {
 		return nil, err
 	}
+	// A CA for the run: the sites sign their secure-aggregation keys and
+	// check each other's signatures, as over the network.
+	ca, err := certs.NewCA(certs.Options{})
+	if err != nil {
+		return nil, err
+	}
 	sites := make([]*capefm.Site, len(names))
 	for i, name := range names {
-		sites[i], err = capefm.NewSite(capefm.SiteConfig{Name: name, Mechanism: template.Mechanism, Kind: template.Kind, Schema: template.Schema,
-			Epsilon: o.fit.epsilon, Delta: template.Delta, Split: o.fit.split, NoiseRatio: template.NoiseRatio,
-			Source: randomSource(o.seeded, o.seed+uint64(i)), Ledger: memoryLedger{}}, data[i])
+		id, err := ca.IssueParty(name, certs.Options{})
 		if err != nil {
 			return nil, err
 		}
+		signer, err := certs.NewStatementSigner(id)
+		if err != nil {
+			return nil, err
+		}
+		sites[i], err = capefm.NewSite(capefm.SiteConfig{Name: name, Mechanism: template.Mechanism, Kind: template.Kind, Schema: template.Schema,
+			Epsilon: o.fit.epsilon, Delta: template.Delta, Split: o.fit.split, NoiseRatio: template.NoiseRatio,
+			Source: randomSource(o.seeded, o.seed+uint64(i)), Ledger: memoryLedger{}, Signer: signer}, data[i])
+		if err != nil {
+			return nil, err
+		}
+	}
+	aggID, err := ca.IssueParty(capenet.DefaultHubName, certs.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if sopt.KeyVerifier, err = certs.NewStatementSigner(aggID); err != nil {
+		return nil, err
 	}
 	cfg := capenet.HubConfig(names, template.D)
 	cfg.Name, cfg.Logger = capenet.DefaultHubName, slog.New(capenet.SlogHandler(sink))
@@ -252,6 +273,9 @@ func simulateProcesses(ctx context.Context, cmd *cobra.Command, o capeSimOptions
 	}
 	id, err := certs.LoadParty(filepath.Join(pki, capenet.DefaultHubName))
 	if err != nil {
+		return nil, err
+	}
+	if sopt.KeyVerifier, err = certs.NewStatementSigner(id); err != nil {
 		return nil, err
 	}
 	cfg := transport.ServerConfig{HubConfig: capenet.HubConfig(names, template.D), Address: "127.0.0.1:0", Identity: id}
