@@ -108,7 +108,7 @@ func runCoverage(t testing.TB, c coverageCase, reps, boot int, seed uint64) cove
 		for i, co := range iv.Coefficients {
 			res.total[i]++
 			if !co.Identified {
-				continue // an unidentified coefficient counts as covered (infinite interval)
+				continue // an unidentified coefficient counts as not covered (the conservative choice)
 			}
 			if co.Lower <= truth[i] && truth[i] <= co.Upper {
 				res.covered[i]++
