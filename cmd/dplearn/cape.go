@@ -167,6 +167,15 @@ func eventSink(w io.Writer, format outputFormat, prefix string) func(capenet.Eve
 
 const insecureWarning = "WARNING: --insecure: plaintext without certificates; party names are CLAIMED, NOT PROVEN, and anyone on this machine can read or forge messages. WITHOUT CERTIFICATES THE SITES' SECURE-AGGREGATION KEYS ARE NOT SIGNED OR CHECKED: the aggregator can substitute keys and read a site's noise. For tests on this machine only (loopback addresses); never with real data."
 
+// partyFlags adds to a networked command's required flags the ones its
+// identity needs: --name with --insecure, --certs otherwise.
+func partyFlags(insecure bool, req ...string) []string {
+	if insecure {
+		return append(req, "name")
+	}
+	return append(req, "certs")
+}
+
 // partyIdentity returns this party's identity: with --insecure it warns
 // loudly and returns no certificate and the claimed name; otherwise it loads
 // the party's certificate from certDir and returns the name it proves.
@@ -489,13 +498,7 @@ exit status is 0 only when the aggregator reports a published model.`,
 		if err != nil {
 			return err
 		}
-		req := []string{"server", "data", "schema", "model", "epsilon"}
-		if o.insecure {
-			req = append(req, "name")
-		} else {
-			req = append(req, "certs")
-		}
-		req, err = dataOrStats(cmd, req)
+		req, err := dataOrStats(cmd, partyFlags(o.insecure, "server", "data", "schema", "model", "epsilon"))
 		if err != nil {
 			return err
 		}

@@ -328,13 +328,7 @@ past the budget is refused.`,
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", "", "with --insecure: this client's name")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		req := []string{"server", "data", "out"}
-		if insecure {
-			req = append(req, "name")
-		} else {
-			req = append(req, "certs")
-		}
-		if err := requireFlags(cmd, req...); err != nil {
+		if err := requireFlags(cmd, partyFlags(insecure, "server", "data", "out")...); err != nil {
 			return err
 		}
 		ctx := cmd.Context()
@@ -550,13 +544,7 @@ runs).`,
 	_ = f.MarkHidden("test-exit-after-vote")
 	_ = f.MarkHidden("test-noise-seed")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		req := []string{"server", "model", "key-share", "teachers"}
-		if insecure {
-			req = append(req, "name")
-		} else {
-			req = append(req, "certs")
-		}
-		if err := requireFlags(cmd, req...); err != nil {
+		if err := requireFlags(cmd, partyFlags(insecure, "server", "model", "key-share", "teachers")...); err != nil {
 			return err
 		}
 		ctx := cmd.Context()
