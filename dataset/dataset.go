@@ -206,8 +206,13 @@ func (t *Table) Subset(idx []int) *Table {
 // statistics of its encoded rows, flushed (safe to read from several
 // goroutines).
 func Moments(ctx context.Context, path string, s *schema.Schema, opt Options) (*suffstat.Moments, Summary, error) {
+	return (&pipeline{path: path, schema: s, opt: opt, moments: true}).accumulate(ctx)
+}
+
+// accumulate runs a Moments-mode pipeline and merges the workers'
+// statistics (Moments, MomentsReader).
+func (p *pipeline) accumulate(ctx context.Context) (*suffstat.Moments, Summary, error) {
 	var total *suffstat.Moments
-	p := &pipeline{path: path, schema: s, opt: opt, moments: true}
 	sum, err := p.run(ctx, func(r *result) error {
 		if total == nil {
 			total = suffstat.New(p.width)

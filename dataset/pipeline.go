@@ -477,13 +477,6 @@ func (w *worker) emit(r *result, fields [][]byte, line int) bool {
 
 // bad handles a bad record: skip and count it, or stop.
 func (w *worker) bad(r *result, e *RowError) bool {
-	var fe *schema.FieldError
-	if w.p.pqHex != nil && errors.As(e.Err, &fe) && fe.Index >= 0 && fe.Index < len(w.p.pqHex) && w.p.pqHex[fe.Index] {
-		// Show a hex-encoded Parquet float as decimal.
-		if v, err := strconv.ParseFloat(fe.Value, 64); err == nil {
-			fe.Value = strconv.FormatFloat(v, 'g', -1, 64)
-		}
-	}
 	if w.p.opt.SkipBadRows && !errors.Is(e.Err, ErrUnterminated) {
 		r.skipped++
 		name := e.ColumnName

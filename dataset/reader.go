@@ -18,24 +18,5 @@ func MomentsReader(ctx context.Context, r io.Reader, name string, s *schema.Sche
 	if r == nil {
 		return nil, Summary{}, errors.New("dataset: nil reader")
 	}
-	p := &pipeline{path: name, in: r, schema: s, opt: opt, moments: true}
-	var total *suffstat.Moments
-	sum, err := p.run(ctx, func(r *result) error {
-		if total == nil {
-			total = suffstat.New(p.width)
-			total.SetWorkers(p.workers)
-		}
-		if r.mom != nil {
-			return total.Merge(r.mom)
-		}
-		if len(r.rows) > 0 {
-			return total.AddRows(r.rows)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, sum, err
-	}
-	total.Flush()
-	return total, sum, nil
+	return (&pipeline{path: name, in: r, schema: s, opt: opt, moments: true}).accumulate(ctx)
 }
