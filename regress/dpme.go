@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
-	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplearn/dplearn/report"
 	"github.com/dplearn/dplearn/schema"
@@ -233,7 +231,7 @@ func fitSynthetic(ctx context.Context, kind Kind, syn *synth.Synthetic) ([]float
 		}
 		return w, warns, nil
 	}
-	w, gnorm, err := weightedLogisticNewton(ctx, syn, 100)
+	w, gnorm, err := logisticNewton(ctx, syn.Rows, syn.Width, 0, nil, 100, syn.Weights)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -267,89 +265,6 @@ func weightedQuadratic(syn *synth.Synthetic) *Quadratic {
 		}
 	}
 	return q
-}
-
-// weightedLogisticNewton maximises Σ w_r log-likelihood(row r)/W by Newton's
-// method with backtracking (a gradient step where the Hessian is singular),
-// returning the iterate and its gradient norm. It is logisticNewton with
-// row weights and mu = 0.
-func weightedLogisticNewton(ctx context.Context, syn *synth.Synthetic, maxIter int) ([]float64, float64, error) {
-	k := syn.Width
-	d := k - 1
-	W := syn.TotalWeight()
-	rows, wts := syn.Rows, syn.Weights
-	obj := func(w []float64) float64 {
-		s := 0.0
-		for r, wt := range wts {
-			z := rows[r*k : (r+1)*k]
-			s += wt * softplus(-(2*z[d]-1)*dot(z[:d], w))
-		}
-		return s / W
-	}
-	w := make([]float64, d)
-	next := make([]float64, d)
-	step := make([]float64, d)
-	grad := make([]float64, d)
-	hs := mat.NewSymDense(d, nil)
-	h := make([]float64, d*d)
-	cur := obj(w)
-	gnorm := math.Inf(1)
-	for it := 0; it < maxIter; it++ {
-		if err := ctx.Err(); err != nil {
-			return nil, 0, err
-		}
-		clear(grad)
-		clear(h)
-		for r, wt := range wts {
-			z := rows[r*k : (r+1)*k]
-			x := z[:d]
-			t := 2*z[d] - 1
-			m := t * dot(x, w)
-			g := -t * sigmoid(-m) * wt / W
-			c := sigmoid(m) * sigmoid(-m) * wt / W
-			for a := 0; a < d; a++ {
-				grad[a] += g * x[a]
-				ca := c * x[a]
-				for b := a; b < d; b++ {
-					h[a*d+b] += ca * x[b]
-				}
-			}
-		}
-		gnorm = math.Sqrt(dot(grad, grad))
-		if gnorm < 1e-9 {
-			break // stationary to rounding: further steps only backtrack
-		}
-		for a := 0; a < d; a++ {
-			for b := a; b < d; b++ {
-				hs.SetSym(a, b, h[a*d+b])
-			}
-		}
-		copy(step, grad)
-		var chol mat.Cholesky
-		if chol.Factorize(hs) {
-			var s mat.VecDense
-			if err := chol.SolveVecTo(&s, mat.NewVecDense(d, grad)); err == nil {
-				for j := range step {
-					step[j] = s.AtVec(j)
-				}
-			}
-		}
-		improved := false
-		for t := 1.0; t > 1e-12; t /= 2 {
-			for j := range w {
-				next[j] = w[j] - t*step[j]
-			}
-			if v := obj(next); v < cur {
-				cur, improved = v, true
-				break
-			}
-		}
-		if !improved {
-			break
-		}
-		copy(w, next)
-	}
-	return w, gnorm, nil
 }
 
 // NewWithDomain returns est with an explicit public grid when est is a

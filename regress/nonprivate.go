@@ -102,7 +102,7 @@ func (truncated) Fit(ctx context.Context, data Data, cfg Config) (*Result, error
 // It returns a warning when the data look separable (the MLE then does not
 // exist and the iterate after the iteration limit is returned).
 func LogisticMLE(ctx context.Context, rows []float64, k int) ([]float64, string, error) {
-	w, gnorm, err := logisticNewton(ctx, rows, k, 0, nil, 100)
+	w, gnorm, err := logisticNewton(ctx, rows, k, 0, nil, 100, nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -117,22 +117,32 @@ func LogisticMLE(ctx context.Context, rows []float64, k int) ([]float64, string,
 
 // logisticNewton minimises
 //
-//	(1/N)Σ[log(1 + e^{xᵀw}) − y xᵀw] + (mu/2)‖w‖² + linᵀw
+//	(1/W)Σ_r c_r[log(1 + e^{xᵀw}) − y xᵀw] + (mu/2)‖w‖² + linᵀw
 //
 // over the encoded rows (row-major, k per row, y ∈ {0, 1} last) by Newton's
 // method with backtracking, falling back to a gradient step where the
-// Hessian is singular (mu = 0 on separable data). lin may be nil. It
-// returns the iterate and the norm of the gradient there.
-func logisticNewton(ctx context.Context, rows []float64, k int, mu float64, lin []float64, maxIter int) ([]float64, float64, error) {
+// Hessian is singular (mu = 0 on separable data). lin may be nil. The row
+// weights c_r are wts (W their total), or 1 for every row when wts is nil
+// (W = N; the arithmetic is then exactly the unweighted one). It returns the
+// iterate and the norm of the gradient there.
+func logisticNewton(ctx context.Context, rows []float64, k int, mu float64, lin []float64, maxIter int, wts []float64) ([]float64, float64, error) {
 	d := k - 1
 	n := len(rows) / k
 	N := float64(n)
+	weight := func(int) float64 { return 1 }
+	if wts != nil {
+		N = 0
+		for _, c := range wts {
+			N += c
+		}
+		weight = func(i int) float64 { return wts[i] }
+	}
 	obj := func(w []float64) float64 {
 		s := 0.0
 		for i := 0; i < n; i++ {
 			r := rows[i*k : (i+1)*k]
 			// log(1+e^z) − y z = log(1+e^{−tz}) with t = 2y − 1: no cancellation.
-			s += softplus(-(2*r[d] - 1) * dot(r[:d], w))
+			s += weight(i) * softplus(-(2*r[d]-1)*dot(r[:d], w))
 		}
 		v := s/N + mu/2*dot(w, w)
 		if lin != nil {
@@ -164,8 +174,8 @@ func logisticNewton(ctx context.Context, rows []float64, k int, mu float64, lin 
 			x := r[:d]
 			t := 2*r[d] - 1
 			z := t * dot(x, w)
-			g := -t * sigmoid(-z) / N // (σ(xᵀw) − y)/N without cancellation
-			c := sigmoid(z) * sigmoid(-z) / N
+			g := -t * sigmoid(-z) * weight(i) / N // c_i(σ(xᵀw) − y)/W without cancellation
+			c := sigmoid(z) * sigmoid(-z) * weight(i) / N
 			for a := 0; a < d; a++ {
 				grad[a] += g * x[a]
 				ca := c * x[a]

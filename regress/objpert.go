@@ -883,7 +883,7 @@ func minimiseCMS(ctx context.Context, rows []float64, k int, mu float64, b []flo
 	for j := range b {
 		lin[j] = b[j] / n
 	}
-	return logisticNewton(ctx, rows, k, mu, lin, 200)
+	return logisticNewton(ctx, rows, k, mu, lin, 200, nil)
 }
 
 // minimiseKST minimises ωᵀMω + cᵀω over ‖ω‖ ≤ R, where, in average form,
