@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-
 	"github.com/dplearn/dplearn/report"
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/synth"
