@@ -6,49 +6,25 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dplearn/dplearn/classify"
 	"github.com/dplearn/dplearn/internal/dppptest"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
 )
 
-// fixture: 10 softmax teachers on disjoint tenths of digits' training part,
-// 50 test rows, and one (10, 6) threshold key on the published test primes.
-type fixture struct {
-	models []classify.Model
-	rows   [][]float64
-	truth  []int
-	tpk    *paillier.ThresholdPublicKey
-	shares []*paillier.KeyShare
-	names  []string
-	spec   [32]byte
-}
+// fixture is the shared digits deployment (internal/dppptest) with 50
+// query rows, built once per test binary.
+type fixture struct{ *dppptest.Digits }
 
-var (
-	fixOnce sync.Once
-	fix     *fixture
-	fixErr  error
-)
+var digits dppptest.Cache
 
 func getFixture(t testing.TB) *fixture {
 	t.Helper()
-	fixOnce.Do(func() {
-		d, err := dppptest.NewDigits(context.Background(), 50)
-		if err != nil {
-			fixErr = err
-			return
-		}
-		fix = &fixture{models: d.Models, rows: d.Rows, truth: d.Truth, tpk: d.TPK, shares: d.Shares, names: d.Names, spec: d.Spec}
-	})
-	if fixErr != nil {
-		t.Fatal(fixErr)
-	}
-	return fix
+	return &fixture{digits.Get(t, 50)}
 }
 
 func (f *fixture) config(kind NoiseKind) Config {
-	return Config{Teachers: f.names, Classes: 10, Features: 64, Noise: kind, Epsilon: 1, Delta: 1e-5,
-		BudgetEpsilon: 100, BudgetDelta: 1e-3, Model: f.spec}
+	return Config{Teachers: f.Names, Classes: 10, Features: 64, Noise: kind, Epsilon: 1, Delta: 1e-5,
+		BudgetEpsilon: 100, BudgetDelta: 1e-3, Model: f.Spec}
 }
 
 // deployment is one set of teachers with a plaintext record of their shares.
@@ -61,7 +37,7 @@ type deployment struct {
 
 func (f *fixture) deploy(t testing.TB, cfg Config, tweak func(i int, tc *TeacherConfig)) *deployment {
 	t.Helper()
-	p0, err := Calibrate(cfg, f.tpk)
+	p0, err := Calibrate(cfg, f.TPK)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,11 +46,11 @@ func (f *fixture) deploy(t testing.TB, cfg Config, tweak func(i int, tc *Teacher
 		t.Fatal(err)
 	}
 	d := &deployment{p: p, shares: map[uint64]map[string][]int64{}}
-	for i, name := range f.names {
-		m := f.models[i]
+	for i, name := range f.Names {
+		m := f.Models[i]
 		name := name
 		tc := TeacherConfig{
-			Name: name, Config: cfg, Key: f.shares[i],
+			Name: name, Config: cfg, Key: f.Shares[i],
 			Predict: func(ctx context.Context, rows [][]float64) ([]int, error) {
 				out := make([]int, len(rows))
 				for j, r := range rows {

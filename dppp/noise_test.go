@@ -18,7 +18,7 @@ import (
 func TestNoiseDistribution(t *testing.T) {
 	f := getFixture(t)
 	for _, kind := range []NoiseKind{Binomial, DGauss} {
-		p, err := Calibrate(f.config(kind), f.tpk)
+		p, err := Calibrate(f.config(kind), f.TPK)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func TestNoiseDistribution(t *testing.T) {
 // The printed guarantee, recomputed from the printed numbers.
 func TestPrintedGuarantee(t *testing.T) {
 	f := getFixture(t)
-	p, err := Calibrate(f.config(Binomial), f.tpk)
+	p, err := Calibrate(f.config(Binomial), f.TPK)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestPrintedGuarantee(t *testing.T) {
 		t.Errorf("MaxQueries+1 = %d fits too (ε %v)", p.MaxQueries+1, e)
 	}
 	// dgauss: σ is the smallest DDGSigma for h honest parties.
-	q, err := Calibrate(f.config(DGauss), f.tpk)
+	q, err := Calibrate(f.config(DGauss), f.TPK)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ func TestDigitsFiftyQueries(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config(Binomial)
 	d := f.deploy(t, cfg, nil)
-	res, err := Run(context.Background(), d.p, f.tpk, d.teachers, f.rows, RunOptions{Logf: t.Logf})
+	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows, RunOptions{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +23,7 @@ func TestDigitsFiftyQueries(t *testing.T) {
 	d.checkReference(t, res)
 	correct := 0
 	for i, l := range res.Labels {
-		if l == f.truth[i] {
+		if l == f.Truth[i] {
 			correct++
 		}
 	}
@@ -49,7 +49,7 @@ func TestDigitsDGauss(t *testing.T) {
 	}
 	f := getFixture(t)
 	d := f.deploy(t, f.config(DGauss), nil)
-	res, err := Run(context.Background(), d.p, f.tpk, d.teachers, f.rows[:20], RunOptions{})
+	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:20], RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +59,11 @@ func TestDigitsDGauss(t *testing.T) {
 func TestDeadAfterVote(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config(Binomial)
-	rows := f.rows[:5]
+	rows := f.Rows[:5]
 	// f = N − t = 4 teachers vanish after voting: still answered.
 	d := f.deploy(t, cfg, nil)
 	kill := map[string]bool{"teacher01": true, "teacher02": true, "teacher03": true, "teacher04": true}
-	res, err := Run(context.Background(), d.p, f.tpk, d.teachers, rows, RunOptions{Faults: Faults{KillAfterVote: kill}})
+	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, rows, RunOptions{Faults: Faults{KillAfterVote: kill}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestDeadAfterVote(t *testing.T) {
 	// f = N − t + 1 = 5: a clear refusal.
 	d = f.deploy(t, cfg, nil)
 	kill["teacher05"] = true
-	_, err = Run(context.Background(), d.p, f.tpk, d.teachers, rows, RunOptions{Faults: Faults{KillAfterVote: kill}})
+	_, err = Run(context.Background(), d.p, f.TPK, d.teachers, rows, RunOptions{Faults: Faults{KillAfterVote: kill}})
 	if !errors.Is(err, ErrTooFewDecryptors) {
 		t.Fatalf("err = %v, want ErrTooFewDecryptors", err)
 	}
@@ -95,7 +95,7 @@ func TestForgedPartial(t *testing.T) {
 	}
 	for v, opt := range modes {
 		d := f.deploy(t, f.config(Binomial), func(i int, tc *TeacherConfig) { tc.ForgePartial = i == 1 })
-		res, err := Run(context.Background(), d.p, f.tpk, d.teachers, f.rows[:5], RunOptions{Aggregator: opt})
+		res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:5], RunOptions{Aggregator: opt})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +116,7 @@ func TestTooFewContributors(t *testing.T) {
 	f := getFixture(t)
 	d := f.deploy(t, f.config(Binomial), nil)
 	dead := map[string]bool{"teacher07": true, "teacher08": true, "teacher09": true, "teacher10": true}
-	_, err := Run(context.Background(), d.p, f.tpk, d.teachers, f.rows[:3], RunOptions{Faults: Faults{DeadBeforeVote: dead}})
+	_, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:3], RunOptions{Faults: Faults{DeadBeforeVote: dead}})
 	if !errors.Is(err, ErrTooFewContributors) {
 		t.Fatalf("err = %v", err)
 	}
@@ -130,7 +130,7 @@ func TestTooFewContributors(t *testing.T) {
 func TestSingleVoteRefused(t *testing.T) {
 	f := getFixture(t)
 	d := f.deploy(t, f.config(Binomial), nil)
-	res, err := Run(context.Background(), d.p, f.tpk, d.teachers, f.rows[:3], RunOptions{Faults: Faults{SingleVote: "teacher03"}})
+	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:3], RunOptions{Faults: Faults{SingleVote: "teacher03"}})
 	if err == nil || !strings.Contains(err.Error(), "0 teachers decrypted") {
 		t.Fatalf("err = %v", err)
 	}
@@ -154,14 +154,14 @@ func TestPastBudgetRefusedByTeachers(t *testing.T) {
 		t.Fatalf("MaxQueries = %d", d.p.MaxQueries)
 	}
 	// The aggregator's own ledger refuses the second batch.
-	res, err := Run(context.Background(), d.p, f.tpk, d.teachers, f.rows[:4], RunOptions{})
+	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:4], RunOptions{})
 	if err == nil || !errors.Is(err, ErrBudget) || len(res.Batches) != 1 {
 		t.Fatalf("err = %v, batches %d", err, len(res.Batches))
 	}
 	t.Log(res.Status)
 	// A malicious aggregator that ignores its ledger: the teachers refuse.
 	d = f.deploy(t, cfg, nil)
-	res, err = Run(context.Background(), d.p, f.tpk, d.teachers, f.rows[:4], RunOptions{Aggregator: AggregatorOptions{IgnoreBudget: true}})
+	res, err = Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:4], RunOptions{Aggregator: AggregatorOptions{IgnoreBudget: true}})
 	if !errors.Is(err, ErrTooFewDecryptors) || len(res.Batches) != 1 {
 		t.Fatalf("err = %v", err)
 	}
@@ -186,7 +186,7 @@ func TestPastBudgetRefusedByTeachers(t *testing.T) {
 func TestReplays(t *testing.T) {
 	f := getFixture(t)
 	d := f.deploy(t, f.config(Binomial), nil)
-	res, err := Run(context.Background(), d.p, f.tpk, d.teachers, f.rows[:5], RunOptions{Faults: Faults{Replay: true}})
+	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:5], RunOptions{Faults: Faults{Replay: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestTeacherChecks(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config(Binomial)
 	d := f.deploy(t, cfg, nil)
-	agg, err := NewAggregator(d.p, f.tpk, AggregatorOptions{})
+	agg, err := NewAggregator(d.p, f.TPK, AggregatorOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,8 +214,8 @@ func TestTeacherChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	q1, _ := agg.NewBatch(f.rows[:1])
-	q2, _ := agg.NewBatch(f.rows[1:2])
+	q1, _ := agg.NewBatch(f.Rows[:1])
+	q2, _ := agg.NewBatch(f.Rows[1:2])
 	for _, q := range []*Query{q1, q2} {
 		for i, tt := range d.teachers {
 			v, err := tt.HandleQuery(ctx, q)
@@ -243,7 +243,7 @@ func TestTeacherChecks(t *testing.T) {
 		t.Fatalf("replay: %v, answered %d", err, t1.Answered())
 	}
 	// Another sum for batch 1 (drop the last contributor).
-	pk := f.tpk.Public()
+	pk := f.TPK.Public()
 	sub := &Decrypt{Session: d1.Session, Batch: d1.Batch, Contributors: d1.Contributors[:9], Ciphertexts: d1.Ciphertexts[:9]}
 	var cts = make([]*paillierCT, 9)
 	for i := range cts {
@@ -284,7 +284,7 @@ func TestTeacherChecks(t *testing.T) {
 	// Parameters the teacher did not agree to: the field is named.
 	other := cfg
 	other.Epsilon = 2
-	tt, _ := NewTeacher(TeacherConfig{Name: "teacher01", Config: other, Key: f.shares[0], Predict: d.teachers[0].cfg.Predict})
+	tt, _ := NewTeacher(TeacherConfig{Name: "teacher01", Config: other, Key: f.Shares[0], Predict: d.teachers[0].cfg.Predict})
 	_, err = tt.Accept(agg.Offer())
 	var mm *MismatchError
 	if !errors.As(err, &mm) || mm.Field != "epsilon" {

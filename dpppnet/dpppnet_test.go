@@ -10,50 +10,26 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dplearn/dplearn/classify"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/internal/dppptest"
 	"github.com/dplearn/dplearn/noise"
-	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/transport"
 )
 
-// fixture: 10 softmax teachers on disjoint tenths of digits' training part,
-// 20 test rows, and one (10, 6) threshold key on the published test primes.
-type fixture struct {
-	models []classify.Model
-	rows   [][]float64
-	tpk    *paillier.ThresholdPublicKey
-	shares []*paillier.KeyShare
-	names  []string
-	spec   [32]byte
-}
+// fixture is the shared digits deployment (internal/dppptest) with 20
+// query rows, built once per test binary.
+type fixture struct{ *dppptest.Digits }
 
-var (
-	fixOnce sync.Once
-	fix     *fixture
-	fixErr  error
-)
+var digits dppptest.Cache
 
 func getFixture(t testing.TB) *fixture {
 	t.Helper()
-	fixOnce.Do(func() {
-		d, err := dppptest.NewDigits(context.Background(), 20)
-		if err != nil {
-			fixErr = err
-			return
-		}
-		fix = &fixture{models: d.Models, rows: d.Rows, tpk: d.TPK, shares: d.Shares, names: d.Names, spec: d.Spec}
-	})
-	if fixErr != nil {
-		t.Fatal(fixErr)
-	}
-	return fix
+	return &fixture{digits.Get(t, 20)}
 }
 
 func (f *fixture) config() dppp.Config {
-	return dppp.Config{Teachers: f.names, Classes: 10, Features: 64, Noise: dppp.Binomial, Epsilon: 1, Delta: 1e-5,
-		BudgetEpsilon: 100, BudgetDelta: 1e-3, Model: f.spec}
+	return dppp.Config{Teachers: f.Names, Classes: 10, Features: 64, Noise: dppp.Binomial, Epsilon: 1, Delta: 1e-5,
+		BudgetEpsilon: 100, BudgetDelta: 1e-3, Model: f.Spec}
 }
 
 // deployment is one set of teachers with a plaintext record of their shares.
@@ -73,7 +49,7 @@ func (f *fixture) deploy(t testing.TB, tweak ...func(i int, tc *dppp.TeacherConf
 // parameters calibrated from cfg.
 func (f *fixture) deployConfig(t testing.TB, cfg dppp.Config, tweak ...func(i int, tc *dppp.TeacherConfig)) *deployment {
 	t.Helper()
-	p0, err := dppp.Calibrate(cfg, f.tpk)
+	p0, err := dppp.Calibrate(cfg, f.TPK)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,10 +58,10 @@ func (f *fixture) deployConfig(t testing.TB, cfg dppp.Config, tweak ...func(i in
 		t.Fatal(err)
 	}
 	d := &deployment{p: p, shares: map[uint64]map[string][]int64{}}
-	for i, name := range f.names {
-		m := f.models[i]
+	for i, name := range f.Names {
+		m := f.Models[i]
 		tc := dppp.TeacherConfig{
-			Name: name, Config: cfg, Key: f.shares[i],
+			Name: name, Config: cfg, Key: f.Shares[i],
 			Predict: func(ctx context.Context, rows [][]float64) ([]int, error) {
 				out := make([]int, len(rows))
 				for j, r := range rows {
@@ -168,7 +144,7 @@ func (d *deployment) runOn(t *testing.T, nk netKind, f *fixture, rows [][]float6
 	if opt.RoundTimeout == 0 {
 		opt.RoundTimeout = 10 * time.Second
 	}
-	res, err := Serve(ctx, n.hub, d.p, f.tpk, rows, opt)
+	res, err := Serve(ctx, n.hub, d.p, f.TPK, rows, opt)
 	wg.Wait()
 	return res, err
 }
@@ -176,12 +152,12 @@ func (d *deployment) runOn(t *testing.T, nk netKind, f *fixture, rows [][]float6
 func TestDPPPDigitsInMemory(t *testing.T) {
 	f := getFixture(t)
 	d := f.deploy(t)
-	res, err := d.run(t, f, f.rows, nil, ServeOptions{})
+	res, err := d.run(t, f, f.Rows, nil, ServeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Labels) != len(f.rows) {
-		t.Fatalf("%d labels for %d rows", len(res.Labels), len(f.rows))
+	if len(res.Labels) != len(f.Rows) {
+		t.Fatalf("%d labels for %d rows", len(res.Labels), len(f.Rows))
 	}
 	d.checkReference(t, res)
 	t.Log(res.Status)
@@ -202,7 +178,7 @@ func TestDPPPClient(t *testing.T) {
 			defer cancel()
 			n := newNet(t, ctx, nk, HubConfig(d.p, "client"))
 			wg := startTeachers(t, ctx, n, d.teachers, nil, nil)
-			rows := append(append([][]float64(nil), f.rows...), f.rows[:d.p.QPC+3-len(f.rows)]...) // two requests
+			rows := append(append([][]float64(nil), f.Rows...), f.Rows[:d.p.QPC+3-len(f.Rows)]...) // two requests
 			cconn, err := n.dial(ctx, "client")
 			if err != nil {
 				t.Fatal(err)
@@ -215,7 +191,7 @@ func TestDPPPClient(t *testing.T) {
 				defer cconn.Close()
 				qres, qerr = Query(ctx, cconn, rows, QueryOptions{Histogram: true, Logf: t.Logf, Model: d.p.Model})
 			}()
-			res, err := Serve(ctx, n.hub, d.p, f.tpk, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 2, RoundTimeout: 10 * time.Second, JoinTimeout: 3 * time.Second, Logf: t.Logf})
+			res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 2, RoundTimeout: 10 * time.Second, JoinTimeout: 3 * time.Second, Logf: t.Logf})
 			wg.Wait()
 			if err != nil {
 				t.Fatal(err, qerr)
@@ -254,7 +230,7 @@ func TestDPPPClientOtherInput(t *testing.T) {
 	if err := n.hub.SendTo(ctx, "client", transport.Envelope{Type: "offer", Payload: o}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Query(ctx, conn, f.rows[:2], QueryOptions{Model: [32]byte{1}})
+	_, err = Query(ctx, conn, f.Rows[:2], QueryOptions{Model: [32]byte{1}})
 	if err == nil || !strings.Contains(err.Error(), "another input") {
 		t.Fatalf("err = %v", err)
 	}
@@ -274,7 +250,7 @@ func TestDPPPRefusedParameters(t *testing.T) {
 			tc.Config.Epsilon = 2
 		}
 	})
-	res, err := d.run(t, f, f.rows[:5], nil, ServeOptions{})
+	res, err := d.run(t, f, f.Rows[:5], nil, ServeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +278,7 @@ func TestDPPPTeacherLedgerRefuses(t *testing.T) {
 			tc.Ledger = refusingLedger{}
 		}
 	})
-	res, err := d.run(t, f, f.rows[:5], nil, ServeOptions{})
+	res, err := d.run(t, f, f.Rows[:5], nil, ServeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +336,7 @@ func TestDPPPClientBadRowRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	req := &dppp.Request{Session: d.p.Session, ID: 1, Rows: [][]float64{f.rows[1][:63], f.rows[0][:63]}}
+	req := &dppp.Request{Session: d.p.Session, ID: 1, Rows: [][]float64{f.Rows[1][:63], f.Rows[0][:63]}}
 	b, err := req.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -386,7 +362,7 @@ func TestDPPPClientBadRowRefused(t *testing.T) {
 			}
 		}
 	}()
-	res, err := Serve(ctx, n.hub, d.p, f.tpk, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 1, JoinTimeout: 3 * time.Second, Logf: t.Logf})
+	res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 1, JoinTimeout: 3 * time.Second, Logf: t.Logf})
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)

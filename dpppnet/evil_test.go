@@ -33,7 +33,7 @@ type evilAggregator struct {
 func newEvil(t *testing.T, ctx context.Context, d *deployment, f *fixture, opt dppp.AggregatorOptions, signed bool) (*evilAggregator, *sync.WaitGroup) {
 	t.Helper()
 	n := newNet(t, ctx, grpcNet, HubConfig(d.p))
-	agg, err := dppp.NewAggregator(d.p, f.tpk, opt)
+	agg, err := dppp.NewAggregator(d.p, f.TPK, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestNetMaliciousAggregatorSingleVote(t *testing.T) {
 	defer cancel()
 	e, wg := newEvil(t, ctx, d, f, dppp.AggregatorOptions{}, true)
 	defer e.done(ctx, wg)
-	batch := e.vote(ctx, f.rows[:3])
+	batch := e.vote(ctx, f.Rows[:3])
 	honest, err := e.agg.Close(batch)
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestNetMaliciousAggregatorSingleVote(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pk := f.tpk.Public()
+	pk := f.TPK.Public()
 	ct := func(b []byte) *paillier.Ciphertext {
 		c, err := pk.ParseCiphertext(b)
 		if err != nil {
@@ -259,7 +259,7 @@ func TestNetMaliciousAggregatorPastBudget(t *testing.T) {
 	defer cancel()
 	e, wg := newEvil(t, ctx, d, f, dppp.AggregatorOptions{IgnoreBudget: true}, true)
 	defer e.done(ctx, wg)
-	for b, rows := range [][][]float64{f.rows[:2], f.rows[2:4]} {
+	for b, rows := range [][][]float64{f.Rows[:2], f.Rows[2:4]} {
 		batch := e.vote(ctx, rows)
 		req, err := e.agg.Close(batch)
 		if err != nil {
@@ -317,12 +317,12 @@ func forgedContributors(t *testing.T, signed bool) {
 	defer cancel()
 	e, wg := newEvil(t, ctx, d, f, dppp.AggregatorOptions{}, signed)
 	defer e.done(ctx, wg)
-	batch := e.vote(ctx, f.rows[:3])
+	batch := e.vote(ctx, f.Rows[:3])
 	honest, err := e.agg.Close(batch)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pk := f.tpk.Public()
+	pk := f.TPK.Public()
 	n2 := pk.NSquared()
 	victim := honest.Ciphertexts[1] // teacher02's vote
 	sv := new(big.Int).SetBytes(mustCT(t, pk, victim).Value().Bytes())

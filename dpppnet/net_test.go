@@ -216,7 +216,7 @@ func TestNetKilledAfterVote(t *testing.T) {
 					}
 				}
 				d := f.deploy(t)
-				res, err := d.runOn(t, nk, f, f.rows[:5], hook, ServeOptions{RoundTimeout: 5 * time.Second})
+				res, err := d.runOn(t, nk, f, f.Rows[:5], hook, ServeOptions{RoundTimeout: 5 * time.Second})
 				if dead == 4 {
 					if err != nil {
 						t.Fatal(err)
@@ -248,7 +248,7 @@ func TestNetKilledAfterVote(t *testing.T) {
 
 // tpkIndex returns the 1-based roster position of a teacher name.
 func (f *fixture) tpkIndex(name string) int {
-	for i, n := range f.names {
+	for i, n := range f.Names {
 		if n == name {
 			return i + 1
 		}
@@ -275,7 +275,7 @@ func TestNetTooFewContributors(t *testing.T) {
 	for _, nk := range bothNets {
 		t.Run(nk.String(), func(t *testing.T) {
 			d := f.deploy(t)
-			res, err := d.runOn(t, nk, f, f.rows[:5], hook, ServeOptions{MinTeachers: 1, JoinTimeout: 3 * time.Second, RoundTimeout: 5 * time.Second})
+			res, err := d.runOn(t, nk, f, f.Rows[:5], hook, ServeOptions{MinTeachers: 1, JoinTimeout: 3 * time.Second, RoundTimeout: 5 * time.Second})
 			if !errors.Is(err, dppp.ErrTooFewContributors) || !strings.Contains(err.Error(), "nothing decrypted") {
 				t.Fatalf("err = %v, want ErrTooFewContributors, nothing decrypted", err)
 			}
@@ -301,7 +301,7 @@ func TestNetForgedPartial(t *testing.T) {
 	}
 	f := getFixture(t)
 	d := f.deploy(t, func(i int, tc *dppp.TeacherConfig) { tc.ForgePartial = i < 2 })
-	res, err := d.runOn(t, grpcNet, f, f.rows[:5], nil, ServeOptions{RoundTimeout: 5 * time.Second})
+	res, err := d.runOn(t, grpcNet, f, f.Rows[:5], nil, ServeOptions{RoundTimeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +346,7 @@ func TestNetUnknownCertificate(t *testing.T) {
 	n.waitLog(t, "TLS handshake refused")
 	// The run itself, without teacher03.
 	wg := startTeachers(t, ctx, n, d.teachers, nil, nil, "teacher03")
-	res, err := Serve(ctx, n.hub, d.p, f.tpk, f.rows[:2], ServeOptions{JoinTimeout: 2 * time.Second, RoundTimeout: 5 * time.Second, Logf: t.Logf})
+	res, err := Serve(ctx, n.hub, d.p, f.TPK, f.Rows[:2], ServeOptions{JoinTimeout: 2 * time.Second, RoundTimeout: 5 * time.Second, Logf: t.Logf})
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
@@ -449,7 +449,7 @@ func TestNetReplays(t *testing.T) {
 		return rc
 	})
 	var logs logBuffer
-	res, err := Serve(ctx, n.hub, d.p, f.tpk, f.rows[:2], ServeOptions{RoundTimeout: 10 * time.Second, Logf: func(format string, args ...any) {
+	res, err := Serve(ctx, n.hub, d.p, f.TPK, f.Rows[:2], ServeOptions{RoundTimeout: 10 * time.Second, Logf: func(format string, args ...any) {
 		fmt.Fprintf(&logs, format+"\n", args...)
 	}})
 	wg.Wait()

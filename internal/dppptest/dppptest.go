@@ -9,6 +9,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"sync"
+	"testing"
 
 	"github.com/dplearn/dplearn/classify"
 	"github.com/dplearn/dplearn/dataset"
@@ -70,4 +72,28 @@ func NewDigits(ctx context.Context, queries int) (*Digits, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// Cache builds one Digits deployment on first use and hands the same one to
+// every later caller: training ten teachers and dealing a key takes seconds,
+// and a test binary needs the deployment once. The zero value is ready.
+type Cache struct {
+	once sync.Once
+	d    *Digits
+	err  error
+}
+
+// Get returns the cached deployment with the given number of query rows,
+// building it on the first call; it fails the test if the build failed or
+// if an earlier call asked for a different number of queries.
+func (c *Cache) Get(tb testing.TB, queries int) *Digits {
+	tb.Helper()
+	c.once.Do(func() { c.d, c.err = NewDigits(context.Background(), queries) })
+	if c.err != nil {
+		tb.Fatal(c.err)
+	}
+	if len(c.d.Rows) != queries {
+		tb.Fatalf("dppptest: cached deployment has %d queries, asked for %d", len(c.d.Rows), queries)
+	}
+	return c.d
 }
