@@ -191,7 +191,7 @@ func TestDPPPClient(t *testing.T) {
 				defer cconn.Close()
 				qres, qerr = Query(ctx, cconn, rows, QueryOptions{Histogram: true, Logf: t.Logf, Model: d.p.Model})
 			}()
-			res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 2, RoundTimeout: 10 * time.Second, JoinTimeout: 3 * time.Second, Logf: t.Logf})
+			res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 2, RoundTimeout: 10 * time.Second, JoinTimeout: 20 * time.Second, Logf: t.Logf})
 			wg.Wait()
 			if err != nil {
 				t.Fatal(err, qerr)
@@ -362,7 +362,7 @@ func TestDPPPClientBadRowRefused(t *testing.T) {
 			}
 		}
 	}()
-	res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 1, JoinTimeout: 3 * time.Second, Logf: t.Logf})
+	res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 1, JoinTimeout: 20 * time.Second, Logf: t.Logf})
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
