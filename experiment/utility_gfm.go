@@ -27,9 +27,9 @@ const (
 	gAfter       = "structure + ridge 4τ2 (after)"
 	gOracle      = "oracle ridge (λ on the test set)"
 	gOracleS     = "oracle structure + ridge"
-	gExactL2     = "oracle ridge, Λ2 noise-free"
-	gIdeal       = "oracle shrinkage, Λ2 noise-free"
-	gBiasOnly    = "ridge 4τ2, no noise (bias only)"
+	gExactL2     = "oracle ridge: Λ2 noise-free"
+	gIdeal       = "oracle shrinkage: Λ2 noise-free"
+	gBiasOnly    = "ridge 4τ2: no noise (bias only)"
 	gStructure   = "structure"
 	gNoStructure = "no structure"
 )
@@ -90,7 +90,7 @@ func buildUtilityGFM(ctx context.Context, e *env) (*plan, error) {
 	pair := []string{gNoStructure, gStructure}
 	p1 := []panel{
 		{id: "cps gaussian-fm", title: "CPS1988 gaussian-fm: post-processing and oracle bounds", xlabel: "ε", ylabel: "test MSE ÷ non-private", logX: true, metric: "mse_ratio", series: main},
-		{id: "cps ridge", title: "CPS1988 gaussian-fm, ε = 0.1: ridge factor", xlabel: "λ / τ2", ylabel: "test MSE ÷ non-private", logX: true, metric: "mse_ratio", series: pair},
+		{id: "cps ridge", title: "CPS1988 gaussian-fm, ε = 0.1: ridge factor", xlabel: "λ / τ2", ylabel: "test MSE ÷ non-private", logX: true, logY: true, metric: "mse_ratio", series: pair},
 		{id: "cps split", title: "CPS1988 gaussian-fm, ε = 0.1: budget share of Λ1", xlabel: "share of μ² to Λ1", ylabel: "test MSE ÷ non-private", metric: "mse_ratio", series: pair},
 		{id: "cps ball", title: "CPS1988 gaussian-fm, ε = 0.1: solving ball", xlabel: "R / √d (0: no ball)", ylabel: "test MSE ÷ non-private", metric: "mse_ratio", series: pair},
 	}

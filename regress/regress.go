@@ -68,7 +68,11 @@
 // # Post-processing
 //
 // Only released (noisy) values are post-processed: Λ2 is noised on its upper
-// triangle and mirrored (symmetric), a data-independent ridge λ is added to
+// triangle and mirrored (symmetric), projected onto the public identities of
+// the schema's encoding when Config.Structure is set (GramStructure: the
+// intercept's known diagonal, indicator diagonals equal to their intercept
+// entries, zero products within a categorical feature; structure.go), a
+// data-independent ridge λ is added to
 // its diagonal (regularisation, FM Section 6.1), and eigen-directions whose
 // eigenvalue is at most TrimFraction·λ are removed (spectral trimming, FM
 // Section 6.2, which includes the projection onto the PSD cone followed by

@@ -33,8 +33,8 @@ type GramValue struct {
 // on every entry of its upper triangle; a released Λ2 does not satisfy the
 // identities, and Project puts it back on the set of matrices that do. For
 // CPS1988 (d = 9, one two-level ethnicity, smsa and parttime indicator and
-// three region indicators) 10 of the 45 released entries are known or
-// duplicated.
+// three region indicators) 4 of the 45 released entries are known and 12
+// are equal in pairs.
 type GramStructure struct {
 	D     int
 	Known []GramValue
