@@ -351,3 +351,51 @@ func TestStructuredFitIsPostProcessing(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMinimizeStructure measures the cost of the projection inside
+// Minimize on CPS1988's structure (d = 9), against the reference of the same
+// Minimize without it (the inference bootstrap pays it once per replicate).
+// Compare the two sub-benchmarks' ns/op in one run.
+func BenchmarkMinimizeStructure(b *testing.B) {
+	s := mustSchemaB(b, `{"target": {"name": "wage", "transform": "log", "range": [4, 9]}, "features": [{"name": "education", "range": [0, 20]}, {"name": "experience", "range": [0, 60]}, {"name": "ethnicity", "categories": ["cauc", "afam"]}, {"name": "smsa", "categories": ["no", "yes"]}, {"name": "region", "categories": ["northeast", "midwest", "south", "west"]}, {"name": "parttime", "categories": ["no", "yes"]}]}`)
+	st, err := GramStructureFor(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := st.D
+	rng := rand.New(rand.NewPCG(1, 1))
+	q := &Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, d*(d+1)/2)}
+	for i := 0; i < d; i++ {
+		q.Lambda1[i] = rng.NormFloat64()
+		for j := i; j < d; j++ {
+			v := 0.01 * rng.NormFloat64()
+			if i == j {
+				v += 1
+			}
+			q.Upper[packedIndex(d, i, j)] = v
+		}
+	}
+	for _, c := range []struct {
+		name string
+		st   *GramStructure
+	}{{"reference-no-structure", nil}, {"structure", st}} {
+		b.Run(c.name, func(b *testing.B) {
+			pp := NoisyPostProcess(0.01)
+			pp.Structure = c.st
+			for i := 0; i < b.N; i++ {
+				if _, _, err := q.Minimize(pp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func mustSchemaB(b *testing.B, js string) *schema.Schema {
+	b.Helper()
+	s, err := schema.Parse([]byte(js))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
