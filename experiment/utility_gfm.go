@@ -150,18 +150,6 @@ func ridgeFit(q *regress.Quadratic, tau2, f float64, st *regress.GramStructure) 
 	return w
 }
 
-func equalVec(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // idealShrink is the oracle diagonal shrinkage with the exact Λ2: in the
 // exact Λ2's eigenbasis, the released component g̃_k = v_kᵀ(−Λ̃1/2) is
 // shrunk by g_k²/(g_k² + s2), g_k the exact component, and divided by the
@@ -228,7 +216,7 @@ func gfmCPSJob(t *table, st *regress.GramStructure) job {
 			}
 			rel := res.Released
 			q, tau2 := rel.Objective, math.Sqrt(rel.VarLambda2)
-			if w := ridgeFit(q, tau2, regress.DefaultLambdaFactor, nil); !equalVec(w, res.Coef) {
+			if w := ridgeFit(q, tau2, regress.DefaultLambdaFactor, nil); !slices.Equal(w, res.Coef) {
 				return nil, fmt.Errorf("experiment: re-solving the released objective does not reproduce the fit (%v vs %v)", w, res.Coef)
 			}
 			before, after := ratio(res.Coef), ratio(ridgeFit(q, tau2, regress.DefaultLambdaFactor, st))

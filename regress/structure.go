@@ -53,7 +53,7 @@ func GramStructureFor(s *schema.Schema) (*GramStructure, error) {
 	c := schema.UnitScale(s.Bound()) // the encoder's value of the intercept and of every indicator
 	k := 0
 	if s.HasIntercept() {
-		if !dropsRecords(s) {
+		if !s.DropsRecords() {
 			st.Known = append(st.Known, GramValue{GramEntry{0, 0}, c * c})
 		}
 		k = 1
@@ -81,20 +81,6 @@ func GramStructureFor(s *schema.Schema) (*GramStructure, error) {
 		return nil, nil
 	}
 	return st, st.validate()
-}
-
-// dropsRecords reports whether a column's missing policy drops records
-// (they are then kept as all-zero rows, without the intercept).
-func dropsRecords(s *schema.Schema) bool {
-	if s.Target.Missing == schema.MissingDrop {
-		return true
-	}
-	for _, f := range s.Features {
-		if f.Missing == schema.MissingDrop {
-			return true
-		}
-	}
-	return false
 }
 
 // validate checks the entries against D and for contradictions (two
