@@ -153,6 +153,7 @@ func registry() []spec {
 		fmFiguresSpec(),
 		irlsSpec(),
 		utilitySpec(),
+		utilityGFMSpec(),
 		capeSpec("capefm-linear"), capeSpec("capefm-logistic"), capeSpec("capefm-sites"),
 		dpppSpec("dppp-digits"), dpppSpec("dppp-breast-cancer"), dpppSpec("dppp-smokeban"), dpppSpec("dppp-fashion"),
 	}

@@ -49,6 +49,10 @@
 //     matrix (which the delta method misses). Replicates in which Λ*₂ loses
 //     a direction are failures and placed at ±∞, so fragile fits get wider
 //     intervals, never narrower.
+//     When the fit projected Λ̃2 onto the schema's public Gram structure
+//     (regress.Released.Structure), Λ̃ and every Λ* are projected the same
+//     way first; the projection commutes with fresh noise, so the replicates
+//     follow the structured estimator's noise law exactly.
 //
 //  2. Sampling. The estimator solves a moment equation, so its sampling
 //     covariance is the sandwich Bread⁻¹·Meat·Bread⁻¹/N. Assuming the

@@ -341,9 +341,15 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	}
 	seed := opt.seed()
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	q := rel.Objective
+	// The fit's public structure of Λ2 (if any) is applied to the released
+	// objective and to every replicate (rel.Projected: projecting commutes
+	// with fresh noise).
+	q, err := rel.Projected()
+	if err != nil {
+		return nil, fmt.Errorf("inference: %w", err)
+	}
 	d := q.D
-	pp := regress.PostProcess{MinEigen: rel.MinEigen}
+	pp := regress.PostProcess{MinEigen: rel.MinEigen, Structure: rel.Structure}
 
 	out := &Intervals{Level: level, Replicates: reps,
 		Method:   fmt.Sprintf("parametric bootstrap over the mechanism's noise (%s on Λ1, %s on Λ2, variances from ε, δ, N, d) around the released objective, plus the data's sampling variation (sandwich with released values), %d replicates, basic-bootstrap interval", rel.Noise1, rel.Noise2, reps),

@@ -279,7 +279,7 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 		kind = regress.Linear
 	}
 	st := referenceStats(s, kind, n)
-	pp := regress.NoisyPostProcess(rel.Ridge)
+	pp := rel.PostProcess() // the fit's own: public structure, ridge, trimming
 	w0, _, err := q0.Minimize(pp)
 	if err != nil {
 		return nil, fmt.Errorf("inference: forecast: %w", err)

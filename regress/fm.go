@@ -155,18 +155,29 @@ func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
 	if cfg.Kind == Logistic {
 		p.PostProcessing = append(p.PostProcessing, "objective: "+lq.String())
 	}
-	res, err := finish(q, cfg, noiseStd2, p)
+	// Λ2 holds a·G (G the mean Gram matrix): a = 1 linear, a2 logistic.
+	st := cfg.Structure.Scaled(1)
+	if cfg.Kind == Logistic {
+		st = cfg.Structure.Scaled(lq.A2)
+	}
+	res, err := finish(q, cfg, st, noiseStd2, p)
 	if err == nil {
 		res.Released = releasedFrom(q, cfg.Kind, data.Stats.N(), cfg.lambda(noiseStd2), res.Privacy.Releases)
+		if res.Released != nil {
+			res.Released.Structure = st
+		}
 	}
 	return res, err
 }
 
 // finish minimises the noisy objective and fills the common report fields.
-func finish(q *Quadratic, cfg Config, noiseStd2 float64, p report.Privacy) (*Result, error) {
+// st, when non-nil, is the public structure of Λ2 that the released Λ2 is
+// projected onto first.
+func finish(q *Quadratic, cfg Config, st *GramStructure, noiseStd2 float64, p report.Privacy) (*Result, error) {
 	lam := cfg.lambda(noiseStd2)
 	pp := NoisyPostProcess(lam)
 	pp.Radius = cfg.SolveRadius
+	pp.Structure = st
 	w, trimmed, err := q.Minimize(pp)
 	if err != nil {
 		return nil, err
@@ -174,7 +185,11 @@ func finish(q *Quadratic, cfg Config, noiseStd2 float64, p report.Privacy) (*Res
 	p.Neighbouring = report.Neighbouring
 	p.Randomness, p.Insecure = randomness(cfg.Source)
 	p.PostProcessing = append(p.PostProcessing,
-		"Λ2 noised on its upper triangle and mirrored (symmetric)",
+		"Λ2 noised on its upper triangle and mirrored (symmetric)")
+	if st != nil {
+		p.PostProcessing = append(p.PostProcessing, st.String())
+	}
+	p.PostProcessing = append(p.PostProcessing,
 		fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy Λ2 (data-independent)", fmtG(lam)),
 		fmt.Sprintf("spectral trimming: %d of %d eigen-directions with eigenvalue ≤ %g·λ removed (includes the PSD projection)", trimmed, q.D, TrimFraction),
 		"Λ0 (the constant term) not released: it does not change the minimiser")

@@ -113,6 +113,10 @@ type PostProcess struct {
 	// ‖c(μ)‖ decreases in μ, so μ is found by bisection. It must be
 	// data-independent.
 	Radius float64
+	// Structure, when non-nil, projects Λ2 onto public identities of its
+	// entries before anything else (GramStructure.Project, in Λ2's units:
+	// GramStructure.Scaled). It must be public.
+	Structure *GramStructure
 }
 
 // NoisyPostProcess is the post-processing of a released (noisy) quadratic:
@@ -125,6 +129,13 @@ func NoisyPostProcess(lambda float64) PostProcess {
 // regularisation and spectral trimming, and the number of trimmed
 // eigen-directions. It fails only when every direction is trimmed.
 func (q *Quadratic) Minimize(pp PostProcess) ([]float64, int, error) {
+	if pp.Structure != nil {
+		p, err := pp.Structure.Project(q)
+		if err != nil {
+			return nil, 0, err
+		}
+		q = p
+	}
 	d := q.D
 	sym := mat.NewSymDense(d, nil)
 	for i := 0; i < d; i++ {

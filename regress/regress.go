@@ -68,7 +68,11 @@
 // # Post-processing
 //
 // Only released (noisy) values are post-processed: Λ2 is noised on its upper
-// triangle and mirrored (symmetric), a data-independent ridge λ is added to
+// triangle and mirrored (symmetric), projected onto the public identities of
+// the schema's encoding when Config.Structure is set (GramStructure: the
+// intercept's known diagonal, indicator diagonals equal to their intercept
+// entries, zero products within a categorical feature; structure.go), a
+// data-independent ridge λ is added to
 // its diagonal (regularisation, FM Section 6.1), and eigen-directions whose
 // eigenvalue is at most TrimFraction·λ are removed (spectral trimming, FM
 // Section 6.2, which includes the projection onto the PSD cone followed by
@@ -147,6 +151,11 @@ type Config struct {
 	// of ℝ^d (post-processing of the released values; PostProcess.Radius).
 	// It must not depend on the data. 0 means unconstrained.
 	SolveRadius float64
+	// Structure, when non-nil, is the public structure of the mean Gram
+	// matrix of the encoded features (GramStructureFor from the schema):
+	// the FM family projects the released Λ2 onto it before solving
+	// (post-processing; GramStructure.Project). nil skips the projection.
+	Structure *GramStructure
 	// LogisticApprox is the FM family's quadratic stand-in for the logistic
 	// loss: "taylor" (the seed's expansion at 0; "" means taylor),
 	// "chebyshev" or "least-squares" (fitted over the public range
@@ -258,6 +267,14 @@ func (c *Config) validate(data Data, private bool) error {
 	}
 	if math.IsNaN(c.SolveRadius) || math.IsInf(c.SolveRadius, 0) || c.SolveRadius < 0 {
 		return fmt.Errorf("regress: the solving ball's radius must be finite and ≥ 0, got %v", c.SolveRadius)
+	}
+	if c.Structure != nil {
+		if err := c.Structure.validate(); err != nil {
+			return err
+		}
+		if d := data.Stats.K() - 1; c.Structure.D != d {
+			return fmt.Errorf("regress: the Gram structure is for %d encoded features, the data have %d (was it built from this schema?)", c.Structure.D, d)
+		}
 	}
 	return nil
 }

@@ -40,6 +40,10 @@ type Released struct {
 	// Iterations is DP-IRLS's number of iterations J (Kind Robust only; 0
 	// when not recorded, read as the cold start's).
 	Iterations int
+	// Structure is the public structure of Λ2 (in Λ2's units) that the
+	// fit projected the released Λ2 onto before solving, nil when none
+	// (Config.Structure); PostProcess and Projected re-apply it.
+	Structure *GramStructure
 	// Warm, for a warm-started DP-IRLS fit, is the released objective of
 	// its Gaussian FM least-squares warm start (Kind Linear: the noisy Λ1
 	// and Λ2, their Gaussian noise variances FMTau1², FMTau2², and the
@@ -91,6 +95,26 @@ func releasedFrom(q *Quadratic, kind Kind, n int64, lam float64, rs []report.Rel
 		Noise1: kinds[0], Noise2: kinds[len(kinds)-1]}
 }
 
+// PostProcess returns the post-processing the fit applied to the released
+// objective (its public structure, ridge and trimming floor; not a solving
+// ball), so that a re-noised copy of the objective can be solved the same
+// way.
+func (r *Released) PostProcess() PostProcess {
+	pp := NoisyPostProcess(r.Ridge)
+	pp.MinEigen = r.MinEigen
+	pp.Structure = r.Structure
+	return pp
+}
+
+// Projected returns the released objective after the projection onto its
+// public structure (a copy of the objective when there is none). The
+// projection commutes with fresh noise (GramStructure.Project), so
+// re-noising and re-projecting the projected objective draws replicates
+// from the same law as re-noising the released one.
+func (r *Released) Projected() (*Quadratic, error) {
+	return r.Structure.Project(r.Objective)
+}
+
 // Validate checks a Released value for internal consistency (a caller may
 // have built or decoded it by hand).
 func (r *Released) Validate() error {
@@ -119,6 +143,14 @@ func (r *Released) Validate() error {
 	}
 	if r.VarLambda1 < 0 || r.VarLambda2 < 0 || r.Ridge < 0 {
 		return fmt.Errorf("regress: released objective with a negative noise variance or ridge")
+	}
+	if st := r.Structure; st != nil {
+		if err := st.validate(); err != nil {
+			return err
+		}
+		if st.D != q.D {
+			return fmt.Errorf("regress: released objective has d = %d but its Gram structure d = %d", q.D, st.D)
+		}
 	}
 	if r.Iterations < 0 {
 		return fmt.Errorf("regress: released objective with %d iterations", r.Iterations)

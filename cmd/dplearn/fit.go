@@ -31,6 +31,7 @@ type fitOptions struct {
 	seed                                        uint64
 	seeded                                      bool
 	skipBadRows                                 bool
+	noStructure                                 bool
 	workers                                     int
 }
 
@@ -126,6 +127,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	f.StringVar(&o.logisticApprox, "logistic-approx", "taylor", "fm, relaxed-fm, gaussian-fm (logistic): quadratic stand-in for log(1+e^z): taylor (the seed's), chebyshev or least-squares over |xᵀω| ≤ --logistic-range")
 	f.Float64Var(&o.logisticRange, "logistic-range", 0, "fm, relaxed-fm, gaussian-fm (logistic): public range R of xᵀω for chebyshev and least-squares (0: 4)")
 	f.Float64Var(&o.solveRadius, "solve-radius", 0, "fm, relaxed-fm, gaussian-fm: minimise the noisy objective over the public ball ‖ω‖ ≤ R (0: unconstrained)")
+	f.BoolVar(&o.noStructure, "no-schema-structure", false, "fm, relaxed-fm, gaussian-fm: do not project the released Λ2 onto the identities the schema's encoding implies (known intercept and indicator entries)")
 	f.BoolVar(&o.laplaceFirstMoment, "laplace-first-moment", false, "irls: Laplace instead of Gaussian noise on the first moment")
 	f.Float64Var(&o.irls.Split, "irls-split", 0, "irls: share of each iteration's budget given to the first moment (0: 0.5)")
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE generator with this seed (experiments only)")
@@ -261,6 +263,11 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		LogisticApprox: o.logisticApprox, LogisticRange: o.logisticRange, SolveRadius: o.solveRadius}
 	if o.laplaceFirstMoment {
 		cfg.IRLS.FirstMoment = "laplace"
+	}
+	if !o.noStructure {
+		if cfg.Structure, err = regress.GramStructureFor(s); err != nil {
+			return err
+		}
 	}
 	radius, radiusDefault, hasRadius := setupRadius(o.mechanism, &cfg, s.Dim())
 	plan, err := planInference(o.mechanism, &cfg, o.ciShare)

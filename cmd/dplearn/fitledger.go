@@ -39,17 +39,7 @@ func loadSchemaFlag(path string, stdin io.Reader) (*schema.Schema, error) {
 
 // dropsMissing reports whether any column of s drops records with a
 // missing value.
-func dropsMissing(s *schema.Schema) bool {
-	if s.Target.Missing == schema.MissingDrop {
-		return true
-	}
-	for _, f := range s.Features {
-		if f.Missing == schema.MissingDrop {
-			return true
-		}
-	}
-	return false
-}
+func dropsMissing(s *schema.Schema) bool { return s.DropsRecords() }
 
 // openFitLedger opens the --ledger file and refuses early, before any data
 // is read, a fit whose requested (ε, δ) clearly does not fit in what is
