@@ -53,7 +53,7 @@ var gfmSweepFactors = []float64{1, 2, 3, 4, 6, 8}
 // gfmSweepSplits and gfmSweepRadii are the budget-split and solving-ball
 // sweeps at ε = 0.1 (R in units of √d; 0: no ball).
 var (
-	gfmSweepSplits = []float64{0.2, 0.35, 0.5, 0.65, 0.8}
+	gfmSweepSplits = []float64{0.2, 0.35, 0.5, 0.6, 0.7, 0.8}
 	gfmSweepRadii  = []float64{0, 0.5, 0.75, 1}
 )
 
