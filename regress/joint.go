@@ -130,21 +130,28 @@ func JointSensitivity(kind Kind, d int, n int64, lq LogisticQuadratic, tau1, tau
 			return 0, fmt.Errorf("regress: joint sensitivity: noise scales must be finite and > 0, got τ1 = %v, τ2 = %v", tau1, tau2)
 		}
 	}
+	s, fp1, fp2, err := jointTerms(kind, d, n, lq)
+	if err != nil {
+		return 0, err
+	}
+	j := math.Sqrt(jointSq(s.Lambda1/tau1, s.Lambda2/tau2))
+	// A few float64 operations, each within a relative 2⁻⁵³: 1e-12 covers
+	// them many times over.
+	return (j + math.Hypot(fp1/tau1, fp2/tau2)) * (1 + 1e-12), nil
+}
+
+// jointTerms returns the exact block sensitivities and the L2 norms of the
+// blocks' floating-point error terms, 2√m_j·e_j (rounding.go).
+func jointTerms(kind Kind, d int, n int64, lq LogisticQuadratic) (s Sensitivities, fp1, fp2 float64, err error) {
 	a2 := lq.A2
 	if kind != Logistic {
 		a2 = TaylorQuadratic.A2
 	}
-	s, err := exactSensitivities(kind, d, n, a2)
-	if err != nil {
-		return 0, err
+	if s, err = exactSensitivities(kind, d, n, a2); err != nil {
+		return s, 0, 0, err
 	}
 	e1, e2 := objectiveEntryErrors(kind, n, a2)
-	m1, m2 := float64(d), float64(d*(d+1)/2)
-	fp := math.Hypot(2*math.Sqrt(m1)*e1/tau1, 2*math.Sqrt(m2)*e2/tau2)
-	j := math.Sqrt(jointSq(s.Lambda1/tau1, s.Lambda2/tau2))
-	// A few float64 operations, each within a relative 2⁻⁵³: 1e-12 covers
-	// them many times over.
-	return (j + fp) * (1 + 1e-12), nil
+	return s, 2 * math.Sqrt(float64(d)) * e1, 2 * math.Sqrt(float64(d*(d+1)/2)) * e2, nil
 }
 
 // JointCalibrationSensitivity returns μ = Δ/σ to give the continuous
@@ -189,9 +196,10 @@ type JointScales struct {
 // and the logistic approximation lq (ignored for linear). split is the
 // share w of block 1 in the whitened squared sensitivities, as for
 // GaussianFMScales: (Δ1/τ1)² : (Δ2/τ2)² = w : (1 − w), so τ_j =
-// κ·Δ_j·√(J²(w)/w_j), with κ = σ_u = AnalyticGaussianSigma(ε, δ, 1) before
-// the floating-point, grid and margin terms; κ is then raised until the
-// recomputed δ at μ = JointCalibrationSensitivity meets the target.
+// κ·Δ_j·√(J²(w)/w_j), with κ = σ_u = AnalyticGaussianSigma(ε, δ, 1) raised
+// to cover the floating-point, grid and margin terms (each bounded as in
+// the code below); the δ at μ = JointCalibrationSensitivity is then
+// recomputed and checked (κ is raised again in the unlikely case it fails).
 func GaussianFMJointScales(kind Kind, d int, n int64, lq LogisticQuadratic, eps, delta, split float64) (JointScales, error) {
 	if !(split > 0 && split < 1) {
 		return JointScales{}, fmt.Errorf("gaussian-fm: budget split must be in (0, 1), got %v", split)
@@ -200,16 +208,21 @@ func GaussianFMJointScales(kind Kind, d int, n int64, lq LogisticQuadratic, eps,
 	if err != nil {
 		return JointScales{}, fmt.Errorf("gaussian-fm: calibrate: %w", err)
 	}
-	a2 := lq.A2
-	if kind != Logistic {
-		a2 = TaylorQuadratic.A2
-	}
-	s, err := exactSensitivities(kind, d, n, a2)
+	s, fp1, fp2, err := jointTerms(kind, d, n, lq)
 	if err != nil {
 		return JointScales{}, err
 	}
 	f := JointFactor(split)
-	k := su
+	// With τ_j = κ·Δ_j·√(f/w_j): J = 1/κ exactly, the floating-point term
+	// is F/κ, and each block's grid slack over its τ is at most
+	// GridSlackRatio/2, so μ ≤ ((1 + F)/κ + √2·GridSlackRatio/2)·(1 + m)
+	// (m the discrete margin and the arithmetic's 1e-12): solve μ = 1/σ_u.
+	F := math.Hypot(fp1/(s.Lambda1*math.Sqrt(f/split)), fp2/(s.Lambda2*math.Sqrt(f/(1-split))))
+	den := 1/(su*(1+noise.DiscreteGaussianMargin)*(1+1e-11)) - math.Sqrt2*noise.GridSlackRatio/2
+	if !(den > 0) {
+		return JointScales{}, fmt.Errorf("gaussian-fm: ε = %v too small for the noise grid", eps)
+	}
+	k := (1 + F) / den
 	for range 200 {
 		js := JointScales{Factor: f}
 		js.Tau1 = k * s.Lambda1 * math.Sqrt(f/split)
