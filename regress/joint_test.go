@@ -236,6 +236,33 @@ func TestGaussianFMJointScales(t *testing.T) {
 	}
 }
 
+// TestGaussianFMJointScalesMu checks the Gaussian-DP form: the calibrated
+// whitened sensitivity, recomputed by JointCalibrationSensitivity, is at
+// most the requested μ and wastes at most the grid-slack bound (an absolute
+// √2·2⁻²¹ ≈ 6.7·10⁻⁷, plus a relative 1e-9), for both kinds and several μ,
+// splits and sizes.
+func TestGaussianFMJointScalesMu(t *testing.T) {
+	for _, c := range jointCases(t) {
+		for _, s := range []struct {
+			mu, split float64
+			d         int
+			n         int64
+		}{{0.05, 0.5, 10, 20000}, {0.7, 0.3, 4, 500}, {3, 0.8, 25, 100000}, {1e-3, 0.5, 9, 22000}} {
+			js, err := GaussianFMJointScalesMu(c.kind, s.d, s.n, c.lq, s.mu, s.split)
+			if err != nil {
+				t.Fatalf("%s %+v: %v", c.name, s, err)
+			}
+			got, err := JointCalibrationSensitivity(c.kind, s.d, s.n, c.lq, js.Tau1, js.Tau2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != js.Sensitivity || got > s.mu || got < s.mu*(1-1e-9)-math.Sqrt2*noise.GridSlackRatio/2 {
+				t.Errorf("%s %+v: μ %v (recomputed %v) for the target %v", c.name, s, js.Sensitivity, got, s.mu)
+			}
+		}
+	}
+}
+
 // TestJointErrors checks that bad input gets an error naming the problem.
 func TestJointErrors(t *testing.T) {
 	for _, c := range []struct {
@@ -257,6 +284,11 @@ func TestJointErrors(t *testing.T) {
 		}},
 		{"no logistic curvature", func() error {
 			_, err := GaussianFMJointScales(Logistic, 3, 100, LogisticQuadratic{}, 1, 1e-5, 0.5)
+			return err
+		}},
+		{"μ = 0", func() error { _, err := GaussianFMJointScalesMu(Linear, 3, 100, TaylorQuadratic, 0, 0.5); return err }},
+		{"μ = Inf", func() error {
+			_, err := GaussianFMJointScalesMu(Linear, 3, 100, TaylorQuadratic, math.Inf(1), 0.5)
 			return err
 		}},
 		{"τ = 0", func() error { _, err := JointSensitivity(Linear, 3, 100, TaylorQuadratic, 0, 1); return err }},
