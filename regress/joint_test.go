@@ -60,13 +60,17 @@ func whitenedDiff(t *testing.T, c jointCase, z1, z2 []float64, tau1, tau2 float6
 
 // TestJointSensitivityIsSupremum checks the derivation of joint.go on the
 // implemented objective (N = 1, d = 4), for each model and for noise ratios
-// on both sides of the kink a = 4b: 2,000 random neighbouring pairs per
+// on both sides of the kink a = 4b: 2,000 (500 with -short) random neighbouring pairs per
 // setting (half of them near-extremal: unit norms, extreme labels, xᵀx'
 // near the maximiser t*) never exceed JointSensitivity, and the pair of
 // Step 5 attains the exact supremum to a relative 1e-9. The supremum is
 // strictly below the separate-sum bound of PRIVACY-NOTES item 2.
 func TestJointSensitivityIsSupremum(t *testing.T) {
 	const d = 4
+	pairs := 2000
+	if testing.Short() {
+		pairs = 500
+	}
 	rng := rand.New(rand.NewPCG(16, 2))
 	for _, c := range jointCases(t) {
 		exact, err := exactSensitivities(c.kind, d, 1, c.lq.A2)
@@ -102,7 +106,7 @@ func TestJointSensitivityIsSupremum(t *testing.T) {
 				t.Errorf("%s split %v: joint %v is not below the separate bound %v", c.name, split, sup, sep)
 			}
 			tStar := math.Min(1, p*p/(4*q*q))
-			for i := 0; i < 2000; i++ {
+			for i := 0; i < pairs; i++ {
 				var x, x2 []float64
 				if i%2 == 0 {
 					x, x2 = inUnitBall(rng, d), inUnitBall(rng, d)
