@@ -395,6 +395,7 @@ func (gaussianFM) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int6
 			"achieved δ = %s",
 			split, 1-split, report.Up(js.Achieved)),
 		WhitenedSensitivity: js.Sensitivity,
+		WhitenedReleases:    2,
 		Releases: []report.Release{
 			{Name: "Λ1 (order-1 coefficients)", Entries: len(q.Lambda1), Norm: "L2", Sensitivity: sens.Lambda1, Noise: "gaussian", Scale: tau1},
 			{Name: "Λ2 upper triangle (order-2 coefficients)", Entries: len(q.Upper), Norm: "L2 (Frobenius)", Sensitivity: sens.Lambda2, Noise: "gaussian", Scale: tau2},
