@@ -315,3 +315,15 @@ func ExampleGaussianFMJointScales() {
 	fmt.Printf("τ1 = %.3g (separate bound %.3g), noise variance × %.4f\n", js.Tau1, t1, js.Factor)
 	// Output: τ1 = 0.00683 (separate bound 0.00772), noise variance × 0.7813
 }
+
+func ExampleJointFactor() {
+	// The squared noise scales under the joint supremum, relative to the
+	// separate-sum calibration, for budget splits of Λ1.
+	for _, w := range []float64{0.2, 0.5, 0.8} {
+		fmt.Printf("split %.1f: %.4f\n", w, JointFactor(w))
+	}
+	// Output:
+	// split 0.2: 0.9031
+	// split 0.5: 0.7813
+	// split 0.8: 0.8000
+}
