@@ -556,7 +556,7 @@ func (a *Aggregator) privacy(lambda float64) report.Privacy {
 	switch {
 	case p.Mechanism == CapeFM:
 		pr.Mechanism = fmt.Sprintf("capefm (Gaussian FM on %d sites with CAPE zero-sum noise: Tasnim et al., Section 5, Algorithms 2-3, with the corrections of PRIVACY-NOTES items 1-4, 8, 9 and 18)", cal.S)
-		acc := fmt.Sprintf("exact CAPE privacy-loss curve (PRIVACY-NOTES item 18), per site: for a record at an honest site, the adversary's whole view (the aggregator with up to S_C colluding sites: every site's release, the secure sum Σê, the colluders' data and noise) has privacy loss N(μ, 2μ) with μ = Δ_h²·R(R+S_H)/(2τ²·S_H(R+1)), i.e. it is √(2μ)-Gaussian-DP and δ(ε) = Φ(√(μ/2) − ε/√(2μ)) − e^ε·Φ(−√(μ/2) − ε/√(2μ)); S = %d sites, S_C = %d, noise ratio R = Var ê/Var g = %s, τ = %s (whitened units; ê_s ~ N(0, τ²), g_s ~ N(0, τ²/R)), Δ_h = %s (every site's L2 sensitivity of its whitened release, Λ1 and Λ2 jointly with budget split %s of the squared sensitivity, grid slack included), μ = %s",
+		acc := fmt.Sprintf("exact CAPE privacy-loss curve (PRIVACY-NOTES item 18), per site: for a record at an honest site, the adversary's whole view (the aggregator with up to S_C colluding sites: every site's release, the secure sum Σê, the colluders' data and noise) has privacy loss N(μ, 2μ) with μ = Δ_h²·R(R+S_H)/(2τ²·S_H(R+1)), i.e. it is √(2μ)-Gaussian-DP and δ(ε) = Φ(√(μ/2) − ε/√(2μ)) − e^ε·Φ(−√(μ/2) − ε/√(2μ)); S = %d sites, S_C = %d, noise ratio R = Var ê/Var g = %s, τ = %s (whitened units; ê_s ~ N(0, τ²), g_s ~ N(0, τ²/R)), Δ_h = %s (every site's L2 sensitivity of its whitened release, Λ1 and Λ2 jointly with budget split %s of the squared sensitivity, bounded by the joint supremum of one replaced record over both blocks (regress/joint.go), grid slack included), μ = %s",
 			cal.S, cal.Colluders, report.Up(cal.NoiseRatio), report.Up(cal.Tau), report.Up(cal.Sensitivity), split, report.Up(cal.Mu))
 		if len(p.Prior) > 0 {
 			prior := make([]string, len(p.Prior))
@@ -593,7 +593,7 @@ func (a *Aggregator) privacy(lambda float64) report.Privacy {
 		}
 	case p.Mechanism == GaussianFMLocal:
 		pr.Mechanism = fmt.Sprintf("gaussian-fm-local (conventional decentralised Gaussian FM on %d sites: each site releases its own Gaussian FM objective with the full noise for (ε, δ) on its N_s rows; the aggregator averages them with weights N_s/N)", cal.S)
-		pr.Accountant = fmt.Sprintf("per site: Λ1 and Λ2 calibrated jointly as one whitened Gaussian mechanism on the site's own N_s rows (budget split %s of the squared sensitivity), analytic Gaussian (Balle & Wang 2018); achieved δ ≤ %s at every site; the average is post-processing", split, report.Up(cal.SiteDelta))
+		pr.Accountant = fmt.Sprintf("per site: Λ1 and Λ2 calibrated jointly as one whitened Gaussian mechanism on the site's own N_s rows (budget split %s of the squared sensitivity; sensitivity the joint supremum of one replaced record over both blocks, regress/joint.go), analytic Gaussian (Balle & Wang 2018); achieved δ ≤ %s at every site; the average is post-processing", split, report.Up(cal.SiteDelta))
 		for i, s := range p.Sites {
 			ss, _ := regress.SensitivitiesFor(p.Kind, p.D, s.N)
 			pr.Releases = append(pr.Releases,

@@ -26,7 +26,7 @@ type Calibration struct {
 	D, L1, L2, L int
 	Delta1       float64 // Gaussian FM's Λ1 sensitivity on the pooled N (= (N_s/N)·Δ1(N_s) at every site)
 	Delta2       float64 // Gaussian FM's Λ2 sensitivity on the pooled N
-	C1, C2       float64 // whitening scales c_j = Δ_j/√w_j (w_1 = split, w_2 = 1 − split)
+	C1, C2       float64 // whitening scales c_j = Δ_j·√(J²(w)/w_j) (w_1 = split, w_2 = 1 − split, J² = regress.JointFactor)
 	SiteSens     []float64
 	Slack        float64 // grid slack of the whitened release (capeFM)
 	Sensitivity  float64 // Δ_h: max SiteSens + Slack, rounded up to 6 significant digits (capeFM)
@@ -119,7 +119,17 @@ func fracBits(grid float64) uint {
 }
 
 // whitening returns Gaussian FM's pooled sensitivities and the whitening
-// scales c_j = Δ_j/√w_j, so that (Δ1/c1)² + (Δ2/c2)² = split + (1 − split) = 1.
+// scales c_j = Δ_j·√(J²(w)/w_j) (w_1 = split, w_2 = 1 − split, J² =
+// regress.JointFactor): the blocks' shares (Δ1/c1)² : (Δ2/c2)² are
+// split : 1 − split as before, and the joint supremum of the whitened
+// release (regress/joint.go) is 1, where the separate sum (PRIVACY-NOTES
+// item 2) would be 1/J²(w) ≥ 1.
+//
+// The joint supremum holds for CAPE's noise: every site's noise is
+// isotropic across the L whitened coordinates (covariance Σ ⊗ I_L, Σ across
+// sites), so the privacy loss of a record at site h depends on its shift
+// v ∈ R^L only through ‖v‖² [Σ⁻¹]_hh (PRIVACY-NOTES item 18), and the
+// supremum of ‖v‖ over neighbours is the joint one, whatever the direction.
 func whitening(p *Params) (d1, d2, c1, c2 float64, err error) {
 	sens, err := regress.SensitivitiesFor(p.Kind, p.D, p.N())
 	if err != nil {
@@ -130,24 +140,26 @@ func whitening(p *Params) (d1, d2, c1, c2 float64, err error) {
 			return 0, 0, 0, 0, fmt.Errorf("capefm: N = %d rows and D = %d features: sensitivity %v is not finite and positive: not supported", p.N(), p.D, v)
 		}
 	}
-	return sens.Lambda1, sens.Lambda2, sens.Lambda1 / math.Sqrt(p.Split), sens.Lambda2 / math.Sqrt(1-p.Split), nil
+	f := regress.JointFactor(p.Split)
+	return sens.Lambda1, sens.Lambda2, sens.Lambda1 * math.Sqrt(f/p.Split), sens.Lambda2 * math.Sqrt(f/(1-p.Split)), nil
 }
 
 // siteSensitivities returns each site's whitened L2 sensitivity before the
 // grid slack: site s releases (N_s/N)·Λ_s (its sum over N) whitened by c_j,
-// which a replaced record moves by (N_s/N)·Δ_j(N_s)/c_j in block j, with
-// Δ_j(N_s) the per-site-average sensitivity of regress.SensitivitiesFor.
-// Since (N_s/N)·Δ_j(N_s) = Δ_j(N), every entry is 1 up to rounding.
+// that is Λ_s whitened by c_j·N/N_s, whose sensitivity is the joint
+// supremum regress.JointSensitivity for N_s rows (floating-point error
+// included). Since (N_s/N)·Δ_j(N_s) = Δ_j(N), every entry is 1 up to
+// rounding.
 func siteSensitivities(p *Params, c1, c2 float64) ([]float64, error) {
 	N := float64(p.N())
 	out := make([]float64, len(p.Sites))
 	for i, s := range p.Sites {
-		ss, err := regress.SensitivitiesFor(p.Kind, p.D, s.N)
+		w := float64(s.N) / N
+		h, err := regress.JointSensitivity(p.Kind, p.D, s.N, regress.TaylorQuadratic, c1/w, c2/w)
 		if err != nil {
 			return nil, err
 		}
-		w := float64(s.N) / N
-		out[i] = math.Hypot(w*ss.Lambda1/c1, w*ss.Lambda2/c2)
+		out[i] = h
 	}
 	return out, nil
 }
@@ -227,9 +239,11 @@ func (p *Params) Calibration() (*Calibration, error) {
 		return nil, err
 	}
 	if p.Mechanism.coefficientBaseline() == "" {
-		if c.Pooled1, c.Pooled2, _, err = regress.GaussianFMScales(p.Epsilon, p.Delta, p.Split, c.Delta1, c.Delta2, c.L1, c.L2); err != nil {
+		js, err := regress.GaussianFMJointScales(p.Kind, p.D, p.N(), regress.TaylorQuadratic, p.Epsilon, p.Delta, p.Split)
+		if err != nil {
 			return nil, fmt.Errorf("capefm: pooled Gaussian FM: %w", err)
 		}
+		c.Pooled1, c.Pooled2 = js.Tau1, js.Tau2
 	}
 	switch {
 	case p.Mechanism == CapeFM:
@@ -336,14 +350,11 @@ func (c *Calibration) gaussianFMLocal(p *Params) error {
 	N := float64(c.N)
 	var v1, v2 float64
 	for _, s := range p.Sites {
-		ss, err := regress.SensitivitiesFor(p.Kind, p.D, s.N)
-		if err != nil {
-			return err
-		}
-		t1, t2, achieved, err := regress.GaussianFMScales(p.Epsilon, p.Delta, p.Split, ss.Lambda1, ss.Lambda2, c.L1, c.L2)
+		js, err := regress.GaussianFMJointScales(p.Kind, p.D, s.N, regress.TaylorQuadratic, p.Epsilon, p.Delta, p.Split)
 		if err != nil {
 			return fmt.Errorf("capefm: site %s: %w", s.Name, err)
 		}
+		t1, t2, achieved := js.Tau1, js.Tau2, js.Achieved
 		c.SiteTau1, c.SiteTau2 = append(c.SiteTau1, t1), append(c.SiteTau2, t2)
 		c.SiteDelta = math.Max(c.SiteDelta, achieved)
 		w := float64(s.N) / N

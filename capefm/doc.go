@@ -44,9 +44,12 @@
 //
 // Whitening (item 2: Λ1 and Λ2 calibrated jointly). With the budget split
 // w_1 = split, w_2 = 1 − split of the squared sensitivity and
-// c_j = Δ_j(N)/√w_j, W divides block j by c_j; the whitened release has L2
-// sensitivity √(Σ_j (Δ_j(N)/c_j)²) = √(w_1 + w_2) = 1, so one τ serves all L
-// coordinates: one zero-sum draw, one secure-aggregation session, one
+// c_j = Δ_j(N)·√(J²(w)/w_j), W divides block j by c_j; the whitened release
+// has L2 sensitivity at most 1 by the joint supremum of regress/joint.go
+// (J² = regress.JointFactor; the separate sum √(Σ_j (Δ_j(N)/c_j)²) would be
+// 1/J(w) ≥ 1: one record cannot attain both blocks' worst cases), and the
+// CAPE accounting depends on a site's shift only through its norm, so one τ
+// serves all L coordinates: one zero-sum draw, one secure-aggregation session, one
 // fixed-point grid. Block j's noise in natural units is c_j times the
 // whitened noise, and the aggregator multiplies block j of the sum by c_j.
 //

@@ -47,14 +47,14 @@ func NoiseStd(series string, kind regress.Kind, j, d int, n int64, eps, delta fl
 		if j == 0 {
 			return 0, false, nil // Λ0 is not released (PRIVACY-NOTES item 4)
 		}
-		t1, t2, _, err := regress.GaussianFMScales(eps, delta, 0.5, sens.Lambda1, sens.Lambda2, d, d*(d+1)/2)
+		js, err := regress.GaussianFMJointScales(kind, d, n, regress.TaylorQuadratic, eps, delta, regress.DefaultGaussianFMSplit)
 		if err != nil {
 			return 0, false, err
 		}
 		if j == 1 {
-			return t1, true, nil
+			return js.Tau1, true, nil
 		}
-		return t2, true, nil
+		return js.Tau2, true, nil
 	case "gaussian-fm (as published)":
 		var delt float64
 		switch {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dplearn/dplearn/regress"
 )
 
 // TestUtilityGFMExperiment runs `experiment utility-gfm` once (embedded
@@ -13,7 +15,8 @@ import (
 // each oracle ridge, chosen over a grid that contains the default factor 4
 // on the same release, is at most the corresponding default-factor fit; the
 // sweeps' default points are the before and after series themselves (same
-// release, same post-processing); the goal is stated as a claim; the files
+// release, same post-processing); the separate-bound series and the split
+// sweeps are there; the goal is stated as a claim; the files
 // are written. (The job itself fails if re-solving the released objective
 // does not reproduce the fit bit for bit.)
 func TestUtilityGFMExperiment(t *testing.T) {
@@ -57,9 +60,28 @@ func TestUtilityGFMExperiment(t *testing.T) {
 		t.Errorf("ball sweep without a ball (%v) is not the structured fit (%v)", a, b)
 	}
 	for _, n := range []string{"diabetes", "smokeban", "breast_cancer", "cps1988-highwage"} {
+		metric := "logloss"
+		if realDatasets[n].kind == regress.Linear {
+			metric = "mse_ratio"
+		}
 		for _, eps := range utilityEps {
 			get("other "+n, gStructure, "diff", eps)
+			get("other "+n, gSeparate, metric, eps)
 		}
+		for _, sp := range gfmSweepSplits {
+			get("split "+n, gStructure, metric, sp)
+		}
+	}
+	// The separate-bound (before) series and the split sweeps at ε = 0.1
+	// and 0.5 are there, with plausible values.
+	for _, eps := range gfmEps {
+		if v := get("cps gaussian-fm", gSeparate, "mse_ratio", eps); !(v > 0.9 && v < 3) {
+			t.Errorf("ε=%g separate bound: ratio %v out of any plausible range", eps, v)
+		}
+	}
+	for _, sp := range gfmSweepSplits {
+		get("cps split", gStructure, "mse_ratio", sp)
+		get("cps split 0.5", gStructure, "mse_ratio", sp)
 	}
 	goal := false
 	for _, c := range r.Claims {

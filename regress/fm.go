@@ -296,9 +296,19 @@ func (gaussianFM) Name() string        { return "gaussian-fm" }
 func (gaussianFM) NeedsRows(Kind) bool { return false }
 func (gaussianFM) Private() bool       { return true }
 
+// DefaultGaussianFMSplit is Gaussian FM's default budget split: the share
+// of block Λ1 in the whitened squared sensitivities (Config.Split). It is a
+// public constant; docs/mechanisms.md ("Public tuning rules") has the sweep
+// behind it.
+const DefaultGaussianFMSplit = 0.5
+
 // GaussianFMScales returns the noise standard deviations τ1, τ2 of Gaussian
 // FM's two released blocks (n1 and n2 entries) for a target (ε, δ), and the
-// δ actually achieved (≤ delta).
+// δ actually achieved (≤ delta), by the separate-sum bound of PRIVACY-NOTES
+// item 2 (the sensitivities d1, d2 include the floating-point term).
+// gaussian-fm itself calibrates by the tighter joint supremum
+// (GaussianFMJointScales, joint.go); this one is kept as the reference
+// ("before") and for callers that only have the two block sensitivities.
 //
 // Joint calibration (PRIVACY-NOTES item 2): dividing each block by its τ_j
 // turns the release into one Gaussian mechanism with unit noise whose L2
@@ -361,12 +371,13 @@ func (gaussianFM) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int6
 	}
 	split := cfg.Split
 	if split == 0 {
-		split = 0.5
+		split = DefaultGaussianFMSplit
 	}
-	tau1, tau2, achieved, err := GaussianFMScales(cfg.Epsilon, cfg.Delta, split, sens.Lambda1, sens.Lambda2, len(q.Lambda1), len(q.Upper))
+	js, err := GaussianFMJointScales(cfg.Kind, q.D, n, lq, cfg.Epsilon, cfg.Delta, split)
 	if err != nil {
 		return report.Privacy{}, 0, err
 	}
+	tau1, tau2 := js.Tau1, js.Tau2
 	if err := noise.AddGaussian(cfg.Source, q.Lambda1, tau1); err != nil {
 		return report.Privacy{}, 0, fmt.Errorf("gaussian-fm: add noise to Λ1: %w", err)
 	}
@@ -378,8 +389,13 @@ func (gaussianFM) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int6
 		Private:   true,
 		Epsilon:   cfg.Epsilon,
 		Delta:     cfg.Delta,
-		Accountant: fmt.Sprintf("Λ1 and Λ2 calibrated jointly as one whitened Gaussian mechanism (budget split %.2f/%.2f of the squared sensitivity), analytic Gaussian (Balle & Wang 2018); achieved δ = %s",
-			split, 1-split, report.Up(achieved)),
+		Accountant: fmt.Sprintf("Λ1 and Λ2 calibrated jointly as one whitened Gaussian mechanism, analytic Gaussian (Balle & Wang 2018): "+
+			"budget split %.2f/%.2f of the separate squared sensitivities (Δ1/τ1)², (Δ2/τ2)²; one replaced record moves the whitened release (Λ1/τ1, Λ2/τ2) "+
+			"by at most J with J² = a/2 + b + a²/(16b) for a = (Δ1/τ1)² ≤ 4b = 4(Δ2/τ2)², else a (regress/joint.go); "+
+			"achieved δ = %s",
+			split, 1-split, report.Up(js.Achieved)),
+		WhitenedSensitivity: js.Sensitivity,
+		WhitenedReleases:    2,
 		Releases: []report.Release{
 			{Name: "Λ1 (order-1 coefficients)", Entries: len(q.Lambda1), Norm: "L2", Sensitivity: sens.Lambda1, Noise: "gaussian", Scale: tau1},
 			{Name: "Λ2 upper triangle (order-2 coefficients)", Entries: len(q.Upper), Norm: "L2 (Frobenius)", Sensitivity: sens.Lambda2, Noise: "gaussian", Scale: tau2},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/report"
 )
 
 // TestReportedGuaranteeHolds recomputes each FM-family guarantee from the
@@ -63,7 +64,26 @@ func TestReportedGuaranteeHolds(t *testing.T) {
 				e := noise.GaussianCalibrationSensitivity(r.Sensitivity, r.Scale, r.Entries) / r.Scale
 				s2 += e * e
 			}
-			d, err := accounting.AnalyticGaussianDelta(c.eps, 1, math.Sqrt(s2))
+			mu := math.Sqrt(s2)
+			if c.mech == "gaussian-fm" {
+				// Calibrated by the joint supremum (joint.go): the printed
+				// whitened sensitivity must be at least the joint figure
+				// recomputed from the printed blocks (grid search over
+				// t = |xᵀx'|, plus the whitened grid slack and the
+				// discrete margin), below the separate sum, and meet δ.
+				r1, r2 := p.Releases[0], p.Releases[1]
+				sl := math.Hypot(noise.GaussianGridSlack(r1.Scale, r1.Entries)/r1.Scale, noise.GaussianGridSlack(r2.Scale, r2.Entries)/r2.Scale)
+				joint := (maxF(r1.Sensitivity/r1.Scale, r2.Sensitivity/r2.Scale) + sl) * (1 + noise.DiscreteGaussianMargin)
+				if p.WhitenedReleases != 2 || p.WhitenedSensitivity < joint || p.WhitenedSensitivity >= mu {
+					t.Errorf("gaussian-fm: printed whitened sensitivity %v, recomputed joint %v, separate %v", p.WhitenedSensitivity, joint, mu)
+				}
+				var b strings.Builder
+				if err := p.WriteText(&b); err != nil || !strings.Contains(b.String(), "L2 sensitivity "+report.Up(p.WhitenedSensitivity)) {
+					t.Errorf("gaussian-fm: the report text does not print the whitened sensitivity:\n%s", b.String())
+				}
+				mu = p.WhitenedSensitivity
+			}
+			d, err := accounting.AnalyticGaussianDelta(c.eps, 1, mu)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,6 +37,17 @@ type Privacy struct {
 	Accountant   string    `json:"accountant"`        // how (ε, δ) was computed
 	Neighbouring string    `json:"neighbouring"`
 	Releases     []Release `json:"releases,omitempty"`
+	// WhitenedSensitivity, when > 0, says the first WhitenedReleases
+	// Releases are calibrated jointly: each divided by its noise scale,
+	// together they are one Gaussian mechanism with unit noise and this L2
+	// sensitivity (grid slack included), so their guarantee is the
+	// analytic Gaussian δ(ε) at Δ/σ = WhitenedSensitivity (releases after
+	// them are composed as the Accountant says). It can be smaller than
+	// the root sum of squares of those releases' Sensitivity/Scale when one
+	// record cannot attain every release's worst case at once
+	// (gaussian-fm).
+	WhitenedSensitivity float64 `json:"whitened_sensitivity,omitempty"`
+	WhitenedReleases    int     `json:"whitened_releases,omitempty"`
 	// PostProcessing lists what was done to the released values only.
 	PostProcessing []string `json:"post_processing,omitempty"`
 	Randomness     string   `json:"randomness"`
@@ -74,6 +85,14 @@ func (p *Privacy) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "  release:       %s: %d %s, %s sensitivity %s, %s noise with scale %s\n",
 			r.Name, r.Entries, values, r.Norm, Up(r.Sensitivity), r.Noise, Down(r.Scale))
+	}
+	if p.WhitenedSensitivity > 0 && p.WhitenedReleases > 0 && p.WhitenedReleases <= len(p.Releases) {
+		names := make([]string, p.WhitenedReleases)
+		for i := range names {
+			names[i] = p.Releases[i].Name
+		}
+		fmt.Fprintf(&b, "  jointly:       %s, each divided by its noise scale, are one Gaussian mechanism with unit noise and L2 sensitivity %s\n",
+			strings.Join(names, " and "), Up(p.WhitenedSensitivity))
 	}
 	for _, s := range p.PostProcessing {
 		fmt.Fprintf(&b, "  post-process:  %s\n", s)
