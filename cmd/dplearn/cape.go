@@ -68,7 +68,7 @@ func (f *capeFitFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.mechanism, "mechanism", string(capefm.CapeFM), "capefm, or a conventional baseline: gaussian-fm-local, fm-local, objpert-local, noisygd-local")
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "per-site privacy parameter ε (> 0)")
 	fl.Float64Var(&f.delta, "delta", 0, "per-site privacy parameter δ (e.g. 1e-5; keep it well below 1/N)")
-	fl.Float64Var(&f.split, "split", 0.5, "share of the squared sensitivity given to Λ1 (the rest to Λ2)")
+	fl.Float64Var(&f.split, "split", regress.DefaultGaussianFMSplit, "share of the squared sensitivity given to Λ1 (the rest to Λ2)")
 	fl.Float64Var(&f.noiseRatio, "noise-ratio", capefm.DefaultNoiseRatio, "capefm: R = Var(zero-sum noise) / Var(local noise); the model's noise variance is κ(R) = S(S_H+R)/(S_H(R+1)) × central gaussian-fm's (100: κ = 1.287 at S = 5, S_C = 1; the seed's R = S: 1.875)")
 }
 

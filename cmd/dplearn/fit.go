@@ -109,7 +109,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	f.Float64Var(&o.delta, "delta", 0, "privacy parameter δ for (ε, δ) mechanisms, in (0, 1/N) (e.g. 1e-6; keep it well below 1/N)")
 	f.Float64Var(&o.lambda, "lambda", -1, "ridge λ added to the noisy Λ2 (data-independent); negative: the mechanism's default")
 	f.Float64Var(&o.lambdaFactor, "lambda-factor", regress.DefaultLambdaFactor, "when --lambda is negative: λ = this × the per-entry noise std of Λ2")
-	f.Float64Var(&o.split, "split", 0.5, "gaussian-fm: share of the budget given to Λ1 (the rest to Λ2)")
+	f.Float64Var(&o.split, "split", regress.DefaultGaussianFMSplit, "gaussian-fm: share of the budget given to Λ1 (the rest to Λ2)")
 	f.StringVar(&o.out, "out", "", "where to write MODEL.json (- for standard output)")
 	f.Float64Var(&o.objpert.Lambda, "objpert-lambda", 0, "objpert: regularisation strength Λ (0: the documented default)")
 	f.Float64Var(&o.objpert.Radius, "radius", 0, "objpert (linear) and noisygd: public bound R on the encoded ‖ω‖ (0: default √d/2 for linear, 2√d for noisygd logistic, d = number of encoded coefficients)")
