@@ -46,6 +46,14 @@ type Released struct {
 	// warm start's ridge and trimming floor), so inference can propagate
 	// the warm start's noise through the iterations; nil for a cold start.
 	Warm *Released
+	// Form is DP-IRLS's IRLSOptions.Form ("" read as the seed's moments).
+	// Start, for the gradient forms, is the (released) iterate the last
+	// step began from: the fit's last iterate is Start plus a minimiser of
+	// Objective, whose Λ1 = −2g̃ and Λ2 = B̃ (gradient) or (m̃/η)·G̃
+	// (preconditioned, G̃ the warm start's Gram matrix, whose noise
+	// VarLambda2 then carries scaled by (m̃/η)²).
+	Form  string
+	Start []float64
 }
 
 // releasedFrom records the released objective of an FM-family fit. The
@@ -122,6 +130,26 @@ func (r *Released) Validate() error {
 	}
 	if r.Iterations < 0 {
 		return fmt.Errorf("regress: released objective with %d iterations", r.Iterations)
+	}
+	switch r.Form {
+	case "", IRLSFormMoments:
+		if r.Start != nil {
+			return fmt.Errorf("regress: a released objective of the moments form has no step start")
+		}
+	case IRLSFormGradient, IRLSFormPreconditioned:
+		if r.Kind != Robust || len(r.Start) != q.D {
+			return fmt.Errorf("regress: released %s-form objective needs a robust fit and its step start of length %d, got model %q and %d values", r.Form, q.D, r.Kind, len(r.Start))
+		}
+		for _, v := range r.Start {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("regress: released step start holds a non-finite value")
+			}
+		}
+		if r.Form == IRLSFormPreconditioned && r.Warm == nil {
+			return fmt.Errorf("regress: released preconditioned-form objective without its warm start")
+		}
+	default:
+		return fmt.Errorf("regress: released objective of unknown DP-IRLS form %q", r.Form)
 	}
 	if w := r.Warm; w != nil {
 		if r.Kind != Robust {
@@ -210,7 +238,20 @@ func (plan IRLSPlan) released(n int64, lam float64) *Released {
 	}
 	r := &Released{Kind: Robust, N: n, Objective: plan.last, Ridge: lam, MinEigen: TrimFraction * lam,
 		VarLambda1: 4 * v1, VarLambda2: plan.SigmaB * plan.SigmaB, Noise1: plan.FirstMoment, Noise2: "gaussian",
-		ResidualFloor: plan.ResidualFloor, Iterations: plan.Iterations}
+		ResidualFloor: plan.ResidualFloor, Iterations: plan.Iterations, Form: plan.Form}
+	if plan.Form != IRLSFormMoments {
+		if plan.lastStep == nil || len(plan.lastStep.Start) != plan.D {
+			return nil // a step whose start was not recorded: no inference rather than a wrong one
+		}
+		r.Start = plan.lastStep.Start
+	}
+	if plan.Form == IRLSFormPreconditioned {
+		// Λ2 = G̃/scale with scale = η/m̃: G̃'s noise and the fit's ridge
+		// (lam = the warm start's λ_FM) scale by 1/scale.
+		sc := plan.lastStep.Scale
+		r.VarLambda2 = plan.FMTau2 * plan.FMTau2 / (sc * sc)
+		r.Ridge, r.MinEigen = lam/sc, TrimFraction*lam/sc
+	}
 	if plan.WarmStart > 0 {
 		if plan.warm == nil || plan.warm.Objective == nil {
 			return nil // a warm start whose release was not recorded: no inference rather than a wrong one

@@ -77,8 +77,11 @@ func TestReleasedIRLSWarmStart(t *testing.T) {
 		name  string
 		warm  float64
 		iters int
-	}{{"default warm start", 0, DefaultWarmIRLSIterations}, {"cold start", -1, DefaultIRLSIterations}} {
-		cfg := Config{Kind: Robust, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(5), IRLS: IRLSOptions{WarmStart: c.warm}}
+		form  string
+	}{{"default warm start", 0, GradientIRLSIterations(IRLSFormPreconditioned, 3000, 3, 1), ""},
+		{"moments warm start", 0, DefaultWarmIRLSIterations, IRLSFormMoments},
+		{"cold start", -1, DefaultIRLSIterations, ""}} {
+		cfg := Config{Kind: Robust, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(5), IRLS: IRLSOptions{WarmStart: c.warm, Form: c.form}}
 		res, err := est.Fit(context.Background(), data, cfg)
 		if err != nil {
 			t.Fatal(err)
