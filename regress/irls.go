@@ -712,6 +712,9 @@ func (irlsWishart) Fit(ctx context.Context, data Data, cfg Config) (*Result, err
 		return nil, fmt.Errorf("irls-wishart: %w", err)
 	}
 	seed := cfg.IRLS
+	if seed.Form != "" && seed.Form != IRLSFormMoments {
+		return nil, fmt.Errorf("irls-wishart: reproduces the seed's moments form only, not the %q form", seed.Form)
+	}
 	seed.WarmStart = -1 // the seed's algorithm: cold start
 	plan, err := seed.withDefaults(data.Stats.N(), data.Stats.K()-1, cfg.Epsilon)
 	if err != nil {

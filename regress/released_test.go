@@ -21,14 +21,19 @@ func TestReleasedRecordsTheNoise(t *testing.T) {
 		kind   Kind
 		noises [2]string
 		vars   func(p []float64) (float64, float64) // from the report's scales
+		form   string                               // DP-IRLS form
 	}{
-		{"fm", Linear, [2]string{"laplace", "laplace"}, func(s []float64) (float64, float64) { return 2 * s[0] * s[0], 2 * s[0] * s[0] }},
-		{"relaxed-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[0] * s[0] }},
-		{"gaussian-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[1] * s[1] }},
-		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[1] * s[1] }},
+		{"fm", Linear, [2]string{"laplace", "laplace"}, func(s []float64) (float64, float64) { return 2 * s[0] * s[0], 2 * s[0] * s[0] }, ""},
+		{"relaxed-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[0] * s[0] }, ""},
+		{"gaussian-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[1] * s[1] }, ""},
+		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[1] * s[1] }, IRLSFormMoments},
+		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[1] * s[1] }, IRLSFormGradient},
+		// Preconditioned: Λ2 = G̃/scale, so its noise is the warm start's Λ2
+		// noise (the fourth release) over scale, and so is the ridge.
+		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[3] * s[3] }, ""},
 	} {
 		est, _ := New(c.mech)
-		res, err := est.Fit(context.Background(), data, Config{Kind: c.kind, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(2)})
+		res, err := est.Fit(context.Background(), data, Config{Kind: c.kind, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(2), IRLS: IRLSOptions{Form: c.form}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,16 +46,28 @@ func TestReleasedRecordsTheNoise(t *testing.T) {
 			scales = append(scales, r.Scale)
 		}
 		v1, v2 := c.vars(scales)
-		if rel.Noise1 != c.noises[0] || rel.Noise2 != c.noises[1] || rel.VarLambda1 != v1 || rel.VarLambda2 != v2 || rel.N != 3000 {
-			t.Errorf("%s: recorded %+v, want noises %v and variances %v, %v", c.mech, rel, c.noises, v1, v2)
+		tol := 0.0 // bitwise
+		if rel.Form == IRLSFormPreconditioned {
+			scale := DefaultLambdaFactor * scales[3] / rel.Ridge // the fit's ridge is λ_FM/scale
+			v2 /= scale * scale
+			tol = 1e-12
+		}
+		if rel.Noise1 != c.noises[0] || rel.Noise2 != c.noises[1] || rel.VarLambda1 != v1 || math.Abs(rel.VarLambda2-v2) > tol*v2 || rel.N != 3000 {
+			t.Errorf("%s %s: recorded %+v, want noises %v and variances %v, %v", c.mech, rel.Form, rel, c.noises, v1, v2)
 		}
 		w, _, err := rel.Objective.Minimize(NoisyPostProcess(rel.Ridge))
 		if err != nil {
 			t.Fatal(err)
 		}
+		if (rel.Start != nil) != (c.mech == "irls" && rel.Form != IRLSFormMoments) {
+			t.Errorf("%s %s: recorded step start %v", c.mech, rel.Form, rel.Start)
+		}
 		for i := range w {
-			if w[i] != res.Coef[i] {
-				t.Errorf("%s: the recorded objective's minimiser %v is not the fit %v", c.mech, w, res.Coef)
+			if rel.Start != nil {
+				w[i] += rel.Start[i]
+			}
+			if math.Abs(w[i]-res.Coef[i]) > tol*(1+math.Abs(res.Coef[i])) {
+				t.Errorf("%s %s: the recorded objective's minimiser (plus the step start) %v is not the fit %v", c.mech, rel.Form, w, res.Coef)
 				break
 			}
 		}
