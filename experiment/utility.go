@@ -26,19 +26,19 @@ var utilityRanges = []float64{1, 2, 3, 4, 5, 6, 8}
 
 // Series names.
 const (
-	uTaylor  = "taylor (seed)"
-	uCheb    = "chebyshev"
-	uLSQ     = "least-squares"
-	uNonPriv = "nonprivate"
-	uGFMTay  = "gaussian-fm, taylor (before)"
-	uGFMCheb = "gaussian-fm, chebyshev R=4 (after)"
-	uLAD     = "LAD (nonprivate)"
-	uLS      = "least squares (nonprivate)"
-	uGFM     = "gaussian-fm"
+	uTaylor   = "taylor (seed)"
+	uCheb     = "chebyshev"
+	uLSQ      = "least-squares"
+	uNonPriv  = "nonprivate"
+	uGFMTay   = "gaussian-fm, taylor (before)"
+	uGFMCheb  = "gaussian-fm, chebyshev R=4 (after)"
+	uLAD      = "LAD (nonprivate)"
+	uLS       = "least squares (nonprivate)"
+	uGFM      = "gaussian-fm"
 	uIRLSOld  = "irls (seed: cold start, A and B)"
 	uIRLSWarm = "irls (before: warm start, A and B)"
 	uIRLSNew  = "irls (after: preconditioned g)"
-	uBall    = "gaussian-fm in ball R=√d"
+	uBall     = "gaussian-fm in ball R=√d"
 )
 
 // utilityOutlierShare is the share of training rows whose target is

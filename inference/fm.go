@@ -227,7 +227,10 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 	model := func(float64) (float64, float64, float64) {
 		return kappa, kappa * m0, inflate
 	}
-	ex := &extrapolation{gain: c, start: start}
+	// The gradient forms release the last step, not the last iterate: the
+	// iterate is the released step start plus the objective's minimiser
+	// (regress.Released.Start); the step's noise is the minimiser's.
+	ex := &extrapolation{gain: c, start: start, offset: rel.Start}
 	if b := rs.NoiseScale; b > 0 {
 		ex.drawGain = func(rng *rand.Rand) float64 {
 			lap := func() float64 { return (rng.ExpFloat64() - rng.ExpFloat64()) * b } // seeded bootstrap draw of the public noise law on released values: post-processing, not privacy noise
@@ -255,20 +258,26 @@ func iterations(rel *regress.Released) int {
 }
 
 // extrapolation maps the minimiser w of the last released objective to the
-// estimate (w − gain·start)/(1 − gain) (DP-IRLS's fixed point; see IRLS).
+// estimate (offset + w − gain·start)/(1 − gain) (DP-IRLS's fixed point; see
+// IRLS), offset being the step start of the gradient forms (nil: 0).
 // drawGain, when set, draws the gain as estimated from a replicate of the
 // noisy summary it comes from.
 type extrapolation struct {
 	gain     float64
 	start    []float64
+	offset   []float64
 	drawGain func(*rand.Rand) float64
 }
 
-// at returns the estimate (w − g·start)/(1 − g) for the gain g.
+// at returns the estimate (offset + w − g·start)/(1 − g) for the gain g.
 func (ex *extrapolation) at(w []float64, g float64) []float64 {
 	out := make([]float64, len(w))
 	for i := range out {
-		out[i] = (w[i] - g*ex.start[i]) / (1 - g)
+		v := w[i]
+		if ex.offset != nil {
+			v += ex.offset[i]
+		}
+		out[i] = (v - g*ex.start[i]) / (1 - g)
 	}
 	return out
 }
