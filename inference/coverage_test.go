@@ -31,7 +31,7 @@ func (c coverageCase) label() string {
 	if c.mechanism != "irls" {
 		return c.mechanism
 	}
-	l := "irls (warm start, default)"
+	l := "irls (preconditioned form after a warm start, default)"
 	if c.warm < 0 {
 		l = "irls (cold start)"
 	}
