@@ -55,7 +55,7 @@ var (
 
 func utilitySpec() spec {
 	return spec{
-		name: "utility", title: "Closer to non-private: logistic approximation, DP-IRLS warm start, public tuning rules",
+		name: "utility", title: "Closer to non-private: logistic approximation, DP-IRLS that pays off, public tuning rules",
 		paper: "issue 16 (no paper figure)", runs: 20, quickRuns: 2,
 		build: buildCloser,
 	}
