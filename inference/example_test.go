@@ -91,7 +91,7 @@ func ExampleIRLS() {
 	fmt.Printf("%s form, warm start: %v, J = %d; slope: 95%% interval contains 0.5: %v; SE within [0.001, 0.01]: %v\n",
 		fit.Released.Form, fit.Released.Warm != nil, fit.Released.Iterations, c.Lower < 0.5 && 0.5 < c.Upper, c.SE > 0.001 && c.SE < 0.01)
 	// Output:
-	// preconditioned form, warm start: true, J = 8; slope: 95% interval contains 0.5: true; SE within [0.001, 0.01]: true
+	// preconditioned form, warm start: true, J = 12; slope: 95% interval contains 0.5: true; SE within [0.001, 0.01]: true
 }
 
 // ExampleNoiseForecast forecasts the noise of a fit before it runs, from

@@ -198,10 +198,11 @@ const (
 // directions the iteration contracts slowly; so J grows with the signal to
 // noise ratio N·ε/d:
 //
-//	J = min(8, max(1, ⌊2·ln(N·ε/d)⌋))   (preconditioned),   3 (gradient).
+//	J = min(12, max(1, ⌊2·ln(N·ε/d)⌋))   (preconditioned),   3 (gradient).
 //
-// CPS1988 (N·ε/d ≥ 250) gets 8; diabetes (N ≈ 350, d = 11) 6 at ε = 1, 5 at
-// ε = 0.5 and 2 at ε = 0.1 (docs/mechanisms.md, "Public tuning rules").
+// CPS1988 (N·ε/d ≥ 250) gets 11 at ε = 0.1 and 12 at ε ≥ 0.5; diabetes
+// (N ≈ 350, d = 11) 6 at ε = 1, 5 at ε = 0.5 and 2 at ε = 0.1
+// (docs/mechanisms.md, "Public tuning rules").
 func GradientIRLSIterations(form string, n int64, d int, epsilon float64) int {
 	if form != IRLSFormPreconditioned {
 		return 3
@@ -210,7 +211,7 @@ func GradientIRLSIterations(form string, n int64, d int, epsilon float64) int {
 		return 1
 	}
 	j := math.Floor(2 * math.Log(float64(n)*epsilon/float64(d)))
-	return int(math.Min(8, math.Max(1, j)))
+	return int(math.Min(12, math.Max(1, j)))
 }
 
 // GradientIRLSResidualFloor is the default residual floor of the gradient

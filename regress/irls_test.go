@@ -535,7 +535,7 @@ func ExamplePlanIRLS() {
 	// Output:
 	// J = 2, ε = 0.900 by gaussian-dp (zCDP conversion of the same noise: 1.198), σ_A = 0.00821, σ_B = 0.00581
 	// moments: warm share 0.2, J = 1, η = 0.30, ε = 0.900, σ_A = 0.00433, σ_B = 0.00306
-	// preconditioned: warm share 0.3, J = 8, η = 0.10, ε = 0.900, σ_g = 0.0031, σ_m = 0.0031
+	// preconditioned: warm share 0.3, J = 12, η = 0.10, ε = 0.900, σ_g = 0.0038, σ_m = 0.0038
 }
 
 // --- DP-IRLS error vs N (DPLEARN_LONG_TESTS=1) ---

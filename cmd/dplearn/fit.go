@@ -120,7 +120,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	f.Float64Var(&o.noisygd.BatchRate, "batch-rate", 0, "noisygd: Poisson sampling rate q of mini-batches (0 or 1: full batch)")
 	f.Float64Var(&o.noisygd.LearningRate, "learning-rate", 0, "noisygd: step size (0: 1/L, L the smoothness bound)")
 	f.Float64Var(&o.noisygd.Lambda, "gd-ridge", 0, "noisygd: data-independent ridge added to the objective")
-	f.IntVar(&o.irls.Iterations, "irls-iterations", 0, "irls: iterations J (0: default: min(8, max(1, ⌊2 ln(Nε/d)⌋)) preconditioned, 3 gradient, 1 moments after a warm start, 2 cold)")
+	f.IntVar(&o.irls.Iterations, "irls-iterations", 0, "irls: iterations J (0: default: min(12, max(1, ⌊2 ln(Nε/d)⌋)) preconditioned, 3 gradient, 1 moments after a warm start, 2 cold)")
 	f.Float64Var(&o.irls.ResidualFloor, "residual-floor", 0, "irls: floor η in the weights 1/max(η, |r|), encoded target scale (0: default: min(1, max(0.1, 1.5√(d/(Nε)))) for the gradient forms, min(1, max(0.3, 3√(d/(Nε)))) moments after a warm start, 0.2 cold)")
 	f.Float64Var(&o.irls.WarmStart, "irls-warm-start", 0, "irls: share of the budget for a Gaussian FM least-squares warm start (0: default 0.3 preconditioned, 0.2 otherwise; negative: the seed's cold start from ω = 0)")
 	f.StringVar(&o.irls.Form, "irls-form", "", "irls: what each iteration releases: preconditioned (g = (1/N)Σψ_η(r)x and m; the default after a warm start), gradient (g and B) or moments (the seed's A and B; the default cold)")
