@@ -243,7 +243,11 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 		if rel.Warm != nil {
 			from = "the warm start (its released fit)"
 		}
-		iv.Method += fmt.Sprintf("; fixed point extrapolated from %s and the last of J = %d iteration(s) with gain f^J = %.3g (f = 1 − share/(η·mean weight), released residual summary)", from, int(j), c)
+		form := rel.Form
+		if form == "" {
+			form = regress.IRLSFormMoments
+		}
+		iv.Method += fmt.Sprintf("; %s form; fixed point extrapolated from %s and the last of J = %d iteration(s) with gain f^J = %.3g (f = 1 − share/(η·mean weight), released residual summary)", form, from, int(j), c)
 	}
 	return iv, err
 }
