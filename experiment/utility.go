@@ -340,7 +340,7 @@ func utilityTuningJob(cps *table) job {
 		refMSE, refMAE := evaluate(regress.Linear, ls, test), meanAbsErr(lad, test)
 		var out []obs
 		for _, eps := range utilityEps {
-			gs, is := epsName(eps), epsName(eps)
+			gs := epsName(eps)
 			gfm := func(panel string, x float64, mod func(*regress.Config)) error {
 				cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
 				mod(&cfg)
@@ -352,13 +352,11 @@ func utilityTuningJob(cps *table) job {
 				return nil
 			}
 			irls := func(panel string, x float64, mod func(*regress.IRLSOptions)) error {
-				cfg := regress.Config{Kind: regress.Robust, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
-				mod(&cfg.IRLS)
-				w, err := fitWith(ctx, "irls", train, cfg)
+				o, err := irlsSweepPoint(ctx, train, test, refMAE, eps, src, panel, x, mod)
 				if err != nil {
 					return err
 				}
-				out = append(out, obs{panel: panel, xname: panel, x: x, series: is, metric: "mae_ratio", v: meanAbsErr(w, test) / refMAE})
+				out = append(out, o)
 				return nil
 			}
 			for _, f := range []float64{1, 2, 4, 8, 16} {
@@ -401,6 +399,19 @@ func utilityTuningJob(cps *table) job {
 	}
 }
 
+// irlsSweepPoint fits DP-IRLS at ε with the options mod makes from the
+// defaults and returns its test MAE ÷ ref as the point (x, series ε) of a
+// sweep panel.
+func irlsSweepPoint(ctx context.Context, train, test *table, ref, eps float64, src noise.Source, panel string, x float64, mod func(*regress.IRLSOptions)) (obs, error) {
+	cfg := regress.Config{Kind: regress.Robust, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
+	mod(&cfg.IRLS)
+	w, err := fitWith(ctx, "irls", train, cfg)
+	if err != nil {
+		return obs{}, err
+	}
+	return obs{panel: panel, xname: panel, x: x, series: epsName(eps), metric: "mae_ratio", v: meanAbsErr(w, test) / ref}, nil
+}
+
 // utilityIRLSRulesJob sweeps DP-IRLS's floor and iteration count on one
 // split of diabetes, the small table (N ≈ 350, d = 11) where the rules of
 // regress.GradientIRLSResidualFloor and GradientIRLSIterations depart from
@@ -416,13 +427,11 @@ func utilityIRLSRulesJob(dia *table) job {
 		var out []obs
 		for _, eps := range utilityEps {
 			irls := func(panel string, x float64, mod func(*regress.IRLSOptions)) error {
-				cfg := regress.Config{Kind: regress.Robust, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
-				mod(&cfg.IRLS)
-				w, err := fitWith(ctx, "irls", train, cfg)
+				o, err := irlsSweepPoint(ctx, train, test, ref, eps, src, panel, x, mod)
 				if err != nil {
 					return err
 				}
-				out = append(out, obs{panel: panel, xname: panel, x: x, series: epsName(eps), metric: "mae_ratio", v: meanAbsErr(w, test) / ref})
+				out = append(out, o)
 				return nil
 			}
 			for _, eta := range []float64{0.01, 0.1, 0.2, 0.3, 0.5, 1} {

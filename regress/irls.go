@@ -479,17 +479,26 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 // moments returns A = (1/N)Σ s_i y_i x_i and the upper triangle of
 // B = (1/N)Σ s_i x_i x_iᵀ (packed as Quadratic.Upper) at the iterate w.
 func irlsMoments(rows []float64, k int, w []float64, floor float64) (a, upper []float64) {
+	return irlsFirstAndB(rows, k, w, floor, func(_, y, den float64) float64 { return (1 / den) * y })
+}
+
+// irlsFirstAndB returns (1/N)Σ c_i x_i and the upper triangle of B at the
+// iterate w in one pass, with c_i = coef(r_i, y_i, max(η, |r_i|)): s_i·y_i
+// for A, ψ_η(r_i) for g.
+func irlsFirstAndB(rows []float64, k int, w []float64, floor float64, coef func(res, y, den float64) float64) (first, upper []float64) {
 	d := k - 1
 	n := len(rows) / k
-	a = make([]float64, d)
+	first = make([]float64, d)
 	full := make([]float64, d*d)
 	for i := 0; i < n; i++ {
 		r := rows[i*k : (i+1)*k]
 		x := r[:d]
-		s := 1 / math.Max(floor, math.Abs(r[d]-dot(x, w)))
-		sy := s * r[d]
+		res := r[d] - dot(x, w)
+		den := math.Max(floor, math.Abs(res))
+		c := coef(res, r[d], den)
+		s := 1 / den
 		for p := 0; p < d; p++ {
-			a[p] += sy * x[p]
+			first[p] += c * x[p]
 			sp := s * x[p]
 			for q := p; q < d; q++ {
 				full[p*d+q] += sp * x[q]
@@ -499,12 +508,12 @@ func irlsMoments(rows []float64, k int, w []float64, floor float64) (a, upper []
 	N := float64(n)
 	upper = make([]float64, 0, d*(d+1)/2)
 	for p := 0; p < d; p++ {
-		a[p] /= N
+		first[p] /= N
 		for q := p; q < d; q++ {
 			upper = append(upper, full[p*d+q]/N)
 		}
 	}
-	return a, upper
+	return first, upper
 }
 
 // irlsStep returns the minimiser of ωᵀB̃ω − 2Ãᵀω after ridge and trimming.

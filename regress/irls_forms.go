@@ -108,34 +108,7 @@ func irlsGradient(rows []float64, k int, w []float64, floor float64) (g []float6
 // irlsGradientMoments returns g (irlsGradient) and the upper triangle of B
 // (irlsMoments) at w in one pass.
 func irlsGradientMoments(rows []float64, k int, w []float64, floor float64) (g, upper []float64) {
-	d := k - 1
-	n := len(rows) / k
-	g = make([]float64, d)
-	full := make([]float64, d*d)
-	for i := 0; i < n; i++ {
-		r := rows[i*k : (i+1)*k]
-		x := r[:d]
-		res := r[d] - dot(x, w)
-		den := math.Max(floor, math.Abs(res))
-		psi := res / den
-		s := 1 / den
-		for p := 0; p < d; p++ {
-			g[p] += psi * x[p]
-			sp := s * x[p]
-			for q := p; q < d; q++ {
-				full[p*d+q] += sp * x[q]
-			}
-		}
-	}
-	N := float64(n)
-	upper = make([]float64, 0, d*(d+1)/2)
-	for p := 0; p < d; p++ {
-		g[p] /= N
-		for q := p; q < d; q++ {
-			upper = append(upper, full[p*d+q]/N)
-		}
-	}
-	return g, upper
+	return irlsFirstAndB(rows, k, w, floor, func(res, _, den float64) float64 { return res / den })
 }
 
 // preconditionedScale post-processes the released m̃ into the public range

@@ -20,17 +20,7 @@ import (
 func TestIRLSFormSensitivities(t *testing.T) {
 	const d = 3
 	rng := rand.New(rand.NewPCG(3, 4))
-	unit := func() []float64 {
-		v := make([]float64, d)
-		for j := range v {
-			v[j] = rng.NormFloat64()
-		}
-		s := math.Pow(rng.Float64(), 0.2) / math.Sqrt(dot(v, v))
-		for j := range v {
-			v[j] *= s
-		}
-		return v
-	}
+	unit := func() []float64 { return ballPoint(rng, d) }
 	diffs := func(r1, r2, w []float64, eta float64) (g2, g1, m, b2 float64) {
 		g, mv := irlsGradient(r1, d+1, w, eta)
 		h, mw := irlsGradient(r2, d+1, w, eta)
@@ -325,4 +315,18 @@ func TestIRLSFormErrors(t *testing.T) {
 	if p, err := PlanIRLS(1, 1e-5, 100, 3, IRLSOptions{WarmStart: -1}); err != nil || p.Form != IRLSFormMoments {
 		t.Errorf("cold start: form %q, %v", p.Form, err)
 	}
+}
+
+// ballPoint returns a random point of the unit ball in d dimensions, its
+// radius skewed toward 1 (the sensitivity bounds are reached on the sphere).
+func ballPoint(rng *rand.Rand, d int) []float64 {
+	v := make([]float64, d)
+	for j := range v {
+		v[j] = rng.NormFloat64()
+	}
+	s := math.Pow(rng.Float64(), 0.2) / math.Sqrt(dot(v, v))
+	for j := range v {
+		v[j] *= s
+	}
+	return v
 }

@@ -24,17 +24,7 @@ import (
 func TestIRLSSensitivities(t *testing.T) {
 	const d = 3
 	rng := rand.New(rand.NewPCG(1, 2))
-	unit := func() []float64 {
-		v := make([]float64, d)
-		for j := range v {
-			v[j] = rng.NormFloat64()
-		}
-		s := math.Pow(rng.Float64(), 0.2) / math.Sqrt(dot(v, v))
-		for j := range v {
-			v[j] *= s
-		}
-		return v
-	}
+	unit := func() []float64 { return ballPoint(rng, d) }
 	diffs := func(r1, r2, w []float64, eta float64) (a2, a1, b2 float64) {
 		a, ua := irlsMoments(r1, d+1, w, eta)
 		c, uc := irlsMoments(r2, d+1, w, eta)
