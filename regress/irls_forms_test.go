@@ -330,3 +330,28 @@ func ballPoint(rng *rand.Rand, d int) []float64 {
 	}
 	return v
 }
+
+// BenchmarkIRLSPass measures one data pass of an iteration of each form on
+// a CPS1988-sized table (N = 22,500, d = 9): the moments and gradient forms
+// accumulate the d×d matrix B, the preconditioned form only g and m. Compare
+// the sub-benchmarks' ns/op (the moments pass is the reference).
+func BenchmarkIRLSPass(b *testing.B) {
+	const n, d = 22500, 9
+	rows, _ := xpRows(Linear, n, d, 3)
+	w := make([]float64, d)
+	w[0] = 0.1
+	for _, c := range []struct {
+		name string
+		pass func()
+	}{
+		{IRLSFormMoments, func() { irlsMoments(rows, d+1, w, 0.1) }},
+		{IRLSFormGradient, func() { irlsGradientMoments(rows, d+1, w, 0.1) }},
+		{IRLSFormPreconditioned, func() { irlsGradient(rows, d+1, w, 0.1) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				c.pass()
+			}
+		})
+	}
+}
