@@ -536,7 +536,7 @@ func validateRobust(data Data, cfg Config, private bool) error {
 	return c.validate(data, private)
 }
 
-// irlsEstimator is DP-IRLS with symmetric Gaussian noise on B and zCDP.
+// irlsEstimator is DP-IRLS with Gaussian noise (symmetric on B), calibrated by exact composition.
 type irlsEstimator struct{}
 
 func (irlsEstimator) Name() string        { return "irls" }
@@ -586,7 +586,7 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	}
 	nameFirst, nameSecond, nSecond, normSecond := plan.releaseNames()
 	p := report.Privacy{
-		Mechanism: fmt.Sprintf("irls (DP-IRLS for L1 regression, Park & Welling, with symmetric Gaussian noise on B and zCDP: PRIVACY-NOTES items 10-11; %s form, J = %d, residual floor η = %s)",
+		Mechanism: fmt.Sprintf("irls (DP-IRLS for L1 regression, Park & Welling, with Gaussian noise (symmetric on B) and exact composition: PRIVACY-NOTES items 10-11; %s form, J = %d, residual floor η = %s)",
 			plan.Form, plan.Iterations, fmtG(plan.ResidualFloor)),
 		Private:      true,
 		Epsilon:      plan.Epsilon,
