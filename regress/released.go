@@ -280,25 +280,32 @@ func (plan IRLSPlan) recordWarm(q *Quadratic, n int64, lam float64) {
 //
 //	MeanWeight = (1/N)Σ s_i,  Inside = (1/N)Σ 1{|r_i| < η},  MeanPsi2 = (1/N)Σ ψ_i².
 //
-// NoiseScale is the Laplace scale b of the noise on each of the three
-// (public: the sensitivity over the ε spent), so inference can account for
-// it; 0 when unknown.
+// The mean weight is released as the mean of η·s_i ∈ (0, 1] and divided by
+// η afterwards (post-processing), so all three released means lie in
+// [0, 1]. NoiseScale is the Laplace scale b of the noise on Inside and
+// MeanPsi2, and b/η is that on MeanWeight (public: the sensitivity over the
+// ε spent), so inference can account for it; 0 when unknown.
 type RobustScale struct {
 	MeanWeight, Inside, MeanPsi2 float64
 	NoiseScale                   float64
 }
 
 // RobustScaleSensitivity returns the L1 sensitivity of the three released
-// means under replace-one neighbours: s ∈ (0, 1/η] moves its mean by at most
-// 1/(ηN); the indicator and ψ² ∈ [0, 1] by at most 1/N each; plus twice the
-// floating-point error of a plain-loop mean per entry (rounding.go).
+// means under replace-one neighbours: η·s ∈ (0, 1], the indicator and
+// ψ² ∈ [0, 1] each move their mean by at most 1/N, so 3/N (approached by
+// a residual of 0 against one of 1: (1 − η) + 1 + 1), plus twice the
+// floating-point error of a plain-loop mean per entry (rounding.go). It
+// does not depend on η: releasing the mean of η·s instead of s (1/η times
+// less noise on the mean weight than its own sensitivity 1/(ηN) would need)
+// keeps the summary usable at the small floors of the gradient forms. The
+// floor argument is validated only.
 func RobustScaleSensitivity(n int64, floor float64) (float64, error) {
 	if n < 1 || !(floor > 0) {
 		return 0, fmt.Errorf("regress: robust scale needs N ≥ 1 and η > 0, got N=%d η=%v", n, floor)
 	}
 	N := float64(n)
-	e := loopSumError(n, 1/floor, N)
-	return roundedSensitivity((1/floor+2)/N, 8, 3, e, true), nil
+	e := loopSumError(n, 1, N)
+	return roundedSensitivity(3/N, 8, 3, e, true), nil
 }
 
 // ReleaseRobustScale computes RobustScale on the encoded rows (K per row,
@@ -325,12 +332,12 @@ func ReleaseRobustScale(rows []float64, k int, w []float64, floor, epsilon float
 	for i := 0; i < int(n); i++ {
 		r := rows[i*k : (i+1)*k]
 		res := r[k-1] - dot(r[:k-1], w)
-		s := 1 / math.Max(floor, math.Abs(res))
-		s0 += s
+		den := math.Max(floor, math.Abs(res))
+		s0 += floor / den // η·s ∈ (0, 1]
 		if math.Abs(res) < floor {
 			s1++
 		}
-		psi := res * s
+		psi := res / den
 		s2 += psi * psi
 	}
 	v := []float64{s0 / float64(n), s1 / float64(n), s2 / float64(n)}
@@ -342,7 +349,7 @@ func ReleaseRobustScale(rows []float64, k int, w []float64, floor, epsilon float
 	if err := noise.AddLaplace(src, v, b); err != nil {
 		return RobustScale{}, report.Release{}, fmt.Errorf("regress: robust scale: add noise: %w", err)
 	}
-	return RobustScale{MeanWeight: v[0], Inside: v[1], MeanPsi2: v[2], NoiseScale: b},
-		report.Release{Name: "residual summary at the fitted ω: mean weight, share within η, mean ψ² (for the standard errors of the confidence intervals)",
+	return RobustScale{MeanWeight: v[0] / floor, Inside: v[1], MeanPsi2: v[2], NoiseScale: b},
+		report.Release{Name: "residual summary at the fitted ω: mean of η·weight, share within η, mean ψ² (for the standard errors of the confidence intervals)",
 			Entries: 3, Norm: "L1", Sensitivity: sens, Noise: "laplace", Scale: b}, nil
 }

@@ -186,8 +186,8 @@ func TestExtraReleaseSensitivities(t *testing.T) {
 	if diff > sens || sens < 1.0/n || sens > 1.0/n*(1+1e-8) {
 		t.Errorf("target moment: neighbour difference %v, sensitivity %v (exact 1/N = %v)", diff, sens, 1.0/n)
 	}
-	// Robust scale at w = 0, η = 0.2: a residual of 0 (s = 1/η, inside, ψ² = 0)
-	// against one of 1 (s = 1, outside, ψ² = 1).
+	// Robust scale at w = 0, η = 0.2: a residual of 0 (η·s = 1, inside, ψ² = 0)
+	// against one of 1 (η·s = η, outside, ψ² = 1).
 	const eta = 0.2
 	a[3], b[3] = 0, 1
 	w := []float64{0, 0, 0}
@@ -196,7 +196,7 @@ func TestExtraReleaseSensitivities(t *testing.T) {
 		for i := 0; i < n; i++ {
 			res := r[i*4+3]
 			sw := 1 / math.Max(eta, math.Abs(res))
-			m0 += sw
+			m0 += eta * sw
 			if math.Abs(res) < eta {
 				m1++
 			}
@@ -208,14 +208,14 @@ func TestExtraReleaseSensitivities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exact := (1/eta + 2) / n
+	exact := 3.0 / n
 	pa, pb := means(a), means(b)
 	l1 := 0.0
 	for i := range pa {
 		l1 += math.Abs(pa[i] - pb[i])
 	}
-	// This pair attains (1/η − 1) + 1 + 1 = 1/η + 1 of the bound 1/η + 2.
-	if l1 > rs || math.Abs(l1-(1/eta+1)/n) > 1e-12 || rs < exact || rs > exact*(1+1e-8) {
+	// This pair attains (1 − η) + 1 + 1 = 3 − η of the bound 3.
+	if l1 > rs || math.Abs(l1-(3-eta)/n) > 1e-12 || rs < exact || rs > exact*(1+1e-8) {
 		t.Errorf("robust scale: neighbour L1 difference %v, sensitivity %v (exact bound %v)", l1, rs, exact)
 	}
 	// The releases run and refuse bad input.
