@@ -234,7 +234,7 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 	if b := rs.NoiseScale; b > 0 {
 		ex.drawGain = func(rng *rand.Rand) float64 {
 			lap := func() float64 { return (rng.ExpFloat64() - rng.ExpFloat64()) * b } // seeded bootstrap draw of the public noise law on released values: post-processing, not privacy noise
-			return math.Pow(contraction(rs.Inside+lap(), rs.MeanWeight+lap()/eta), j) // MeanWeight = (released mean of η·s)/η
+			return math.Pow(contraction(rs.Inside+lap(), rs.MeanWeight+lap()/eta), j)  // MeanWeight = (released mean of η·s)/η
 		}
 	}
 	iv, err := bootstrap(rel, model, EstimandRobust, opt, ex)
