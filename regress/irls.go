@@ -586,8 +586,9 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	}
 	nameFirst, nameSecond, nSecond, normSecond := plan.releaseNames()
 	p := report.Privacy{
-		Mechanism: fmt.Sprintf("irls (DP-IRLS for L1 regression, Park & Welling, with %s noise%s and exact composition: PRIVACY-NOTES items 10-11; %s form, J = %d, residual floor η = %s)",
-			plan.FirstMoment, map[bool]string{true: " (Gaussian, symmetric, on B)", false: ""}[plan.Form != IRLSFormPreconditioned], plan.Form, plan.Iterations, fmtG(plan.ResidualFloor)),
+		Mechanism: fmt.Sprintf("irls (DP-IRLS for L1 regression, Park & Welling, with %s noise on the first release%s, calibrated by %s: PRIVACY-NOTES items 10-11; %s form, J = %d, residual floor η = %s)",
+			plan.FirstMoment, map[bool]string{true: " and symmetric Gaussian noise on B", false: " and Gaussian noise on m"}[plan.Form != IRLSFormPreconditioned],
+			map[string]string{"gaussian-dp": "exact Gaussian-DP composition", "zcdp-improved": "zCDP"}[plan.Accountant], plan.Form, plan.Iterations, fmtG(plan.ResidualFloor)),
 		Private:      true,
 		Epsilon:      plan.Epsilon,
 		Delta:        plan.Delta,
