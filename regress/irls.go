@@ -78,10 +78,15 @@ import (
 // sensitivities 4/N and √2/N (SensitivitiesFor, rounding included), whose
 // ridge-regularised, trimmed minimiser is the first iterate. Both releases
 // are Gaussian, so they enter the same exact composition (μ² adds; ρ adds),
-// and the plan is calibrated so the total meets (ε, δ). From that start one
-// iteration (DefaultWarmIRLSIterations) with the floor of
-// WarmIRLSResidualFloor(N, d, ε) did best (docs/mechanisms.md, "DP-IRLS").
-// WarmStart < 0 gives the seed's cold start with J = 2 and η = 0.2.
+// and the plan is calibrated so the total meets (ε, δ). What each iteration
+// then releases is IRLSOptions.Form (irls_forms.go): by default the
+// preconditioned form, g = (1/N)Σψ_η(r)x and a scalar per iteration, with
+// the warm start's Gram matrix as preconditioner, J and η by the public
+// rules GradientIRLSIterations and GradientIRLSResidualFloor; with the
+// seed's moments form one iteration (DefaultWarmIRLSIterations) with the
+// floor of WarmIRLSResidualFloor(N, d, ε) did best (docs/mechanisms.md,
+// "DP-IRLS that pays off"). WarmStart < 0 gives the seed's cold start
+// (moments form, J = 2, η = 0.2).
 //
 // # Wishart reproduction ("irls-wishart"): NOT differentially private
 //
@@ -101,11 +106,14 @@ type IRLSOptions struct {
 	ResidualFloor float64
 	// FirstMoment is the noise on A: "gaussian" (default) or "laplace".
 	FirstMoment string
-	// Split is the share of each iteration's ρ given to A; 0 means 0.5.
+	// Split is the share of each iteration's budget given to its first
+	// release (A or g); 0 means DefaultPreconditionedSplit for the
+	// preconditioned form and 0.5 otherwise.
 	Split float64
 	// WarmStart is the share of the budget (of μ² for Gaussian A, of ρ for
 	// Laplace A) spent on a Gaussian FM least-squares fit that replaces
-	// ω = 0 as the first iterate; 0 means DefaultIRLSWarmStart, a negative
+	// ω = 0 as the first iterate; 0 means DefaultPreconditionedWarmStart for
+	// the preconditioned form and DefaultIRLSWarmStart otherwise, a negative
 	// value a cold start from ω = 0 (the seed's).
 	WarmStart float64
 	// Form names what each iteration releases (irls_forms.go):
