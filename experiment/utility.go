@@ -26,33 +26,36 @@ var utilityRanges = []float64{1, 2, 3, 4, 5, 6, 8}
 
 // Series names.
 const (
-	uTaylor  = "taylor (seed)"
-	uCheb    = "chebyshev"
-	uLSQ     = "least-squares"
-	uNonPriv = "nonprivate"
-	uGFMTay  = "gaussian-fm, taylor (before)"
-	uGFMCheb = "gaussian-fm, chebyshev R=4 (after)"
-	uLAD     = "LAD (nonprivate)"
-	uLS      = "least squares (nonprivate)"
-	uGFM     = "gaussian-fm"
-	uIRLSOld = "irls (before: cold start)"
-	uIRLSNew = "irls (after: warm start)"
-	uBall    = "gaussian-fm in ball R=√d"
+	uTaylor   = "taylor (seed)"
+	uCheb     = "chebyshev"
+	uLSQ      = "least-squares"
+	uNonPriv  = "nonprivate"
+	uGFMTay   = "gaussian-fm, taylor (before)"
+	uGFMCheb  = "gaussian-fm, chebyshev R=4 (after)"
+	uLAD      = "LAD (nonprivate)"
+	uLS       = "least squares (nonprivate)"
+	uGFM      = "gaussian-fm"
+	uIRLSOld  = "irls (seed: cold start, A and B)"
+	uIRLSWarm = "irls (before: warm start, A and B)"
+	uIRLSNew  = "irls (after: preconditioned g)"
+	uBall     = "gaussian-fm in ball R=√d"
 )
 
 // utilityOutlierShare is the share of training rows whose target is
 // replaced by the largest encoded value, +1 (gross outliers, one-sided).
 const utilityOutlierShare = 0.1
 
-// IRLS configurations compared ("before" is the seed's cold start).
+// IRLS configurations compared: the seed's cold start, the warm-started
+// moments form (the default before the gradient forms) and the defaults.
 var (
-	irlsBefore = regress.IRLSOptions{WarmStart: -1}
+	irlsSeed   = regress.IRLSOptions{WarmStart: -1}
+	irlsBefore = regress.IRLSOptions{Form: regress.IRLSFormMoments}
 	irlsAfter  = regress.IRLSOptions{}
 )
 
 func utilitySpec() spec {
 	return spec{
-		name: "utility", title: "Closer to non-private: logistic approximation, DP-IRLS warm start, public tuning rules",
+		name: "utility", title: "Closer to non-private: logistic approximation, DP-IRLS that pays off, public tuning rules",
 		paper: "issue 16 (no paper figure)", runs: 20, quickRuns: 2,
 		build: buildCloser,
 	}
@@ -78,7 +81,7 @@ func buildCloser(ctx context.Context, e *env) (*plan, error) {
 		for _, n := range robust {
 			jobs = append(jobs, utilityRobustJob(n, tables[n], strings.HasSuffix(n, "+outliers")))
 		}
-		jobs = append(jobs, utilityTuningJob(tables["cps1988"]), utilityRadiusJob(tables["cps1988"], tables["smokeban"]))
+		jobs = append(jobs, utilityTuningJob(tables["cps1988"]), utilityRadiusJob(tables["cps1988"], tables["smokeban"]), utilityIRLSRulesJob(tables["diabetes"]))
 	}
 	var p1, p2 []panel
 	// Every panel of a figure lists the figure's full series list, so a
@@ -98,7 +101,7 @@ func buildCloser(ctx context.Context, e *env) (*plan, error) {
 	}
 	for _, n := range robust {
 		p2 = append(p2, panel{id: "robust " + n, title: n + ": test MAE / LAD's", xlabel: "ε", ylabel: "test MAE ÷ exact LAD's", logX: true,
-			metric: "mae_ratio", series: []string{uLS, uIRLSNew, uGFM, uIRLSOld}})
+			metric: "mae_ratio", series: []string{uLS, uIRLSNew, uGFM, uIRLSWarm, uIRLSOld}})
 	}
 	p3 := []panel{
 		{id: "ridge", title: "CPS1988 gaussian-fm: ridge factor", xlabel: "λ / τ2", ylabel: "test MSE ÷ non-private", logX: true, metric: "mse_ratio",
@@ -107,13 +110,17 @@ func buildCloser(ctx context.Context, e *env) (*plan, error) {
 			series: tuneSeries},
 		{id: "ball", title: "CPS1988 gaussian-fm: solving ball", xlabel: "R / √d (0: no ball)", ylabel: "test MSE ÷ non-private", metric: "mse_ratio",
 			series: tuneSeries},
-		{id: "floor", title: "CPS1988 DP-IRLS (warm): residual floor η", xlabel: "η", ylabel: "test MAE ÷ exact LAD's", logX: true, metric: "mae_ratio",
+		{id: "floor", title: "CPS1988 DP-IRLS: residual floor η", xlabel: "η", ylabel: "test MAE ÷ exact LAD's", logX: true, metric: "mae_ratio",
 			series: tuneSeries},
-		{id: "warm", title: "CPS1988 DP-IRLS: warm-start share", xlabel: "share of μ² (0: cold start)", ylabel: "test MAE ÷ exact LAD's", metric: "mae_ratio",
+		{id: "warm", title: "CPS1988 DP-IRLS: warm-start share", xlabel: "share of μ²", ylabel: "test MAE ÷ exact LAD's", metric: "mae_ratio",
 			series: tuneSeries},
-		{id: "iters", title: "CPS1988 DP-IRLS (warm): iterations J", xlabel: "J", ylabel: "test MAE ÷ exact LAD's", metric: "mae_ratio",
+		{id: "iters", title: "CPS1988 DP-IRLS: iterations J", xlabel: "J", ylabel: "test MAE ÷ exact LAD's", logX: true, metric: "mae_ratio",
 			series: tuneSeries},
-		{id: "irls-split", title: "CPS1988 DP-IRLS (warm): share of A", xlabel: "share of each iteration's μ² to A", ylabel: "test MAE ÷ exact LAD's", metric: "mae_ratio",
+		{id: "irls-split", title: "CPS1988 DP-IRLS: share of g", xlabel: "share of each iteration's μ² to g", ylabel: "test MAE ÷ exact LAD's", metric: "mae_ratio",
+			series: tuneSeries},
+		{id: "floor diabetes", title: "diabetes DP-IRLS: residual floor η", xlabel: "η (0.01: the rule's)", ylabel: "test MAE ÷ exact LAD's", logX: true, metric: "mae_ratio",
+			series: tuneSeries},
+		{id: "iters diabetes", title: "diabetes DP-IRLS: iterations J", xlabel: "J (0.5: the rule's)", ylabel: "test MAE ÷ exact LAD's", logX: true, metric: "mae_ratio",
 			series: tuneSeries},
 		{id: "radius objpert", title: "CPS1988 objpert: parameter ball", xlabel: "R / √d", ylabel: "test MSE ÷ non-private", logX: true, metric: "mse_ratio",
 			series: tuneSeries},
@@ -125,13 +132,13 @@ func buildCloser(ctx context.Context, e *env) (*plan, error) {
 	figs := []figure{
 		{cols: 2, panels: p1, caption: "Logistic approximation (regress/logapprox.go). Left: noise-free fits on the whole table, relative coefficient error against the exact MLE (SmokeBan, CPS1988 wage > $500/week) or, for breast_cancer, whose MLE does not exist (the classes are separable), test log-loss; Taylor does not depend on R. Right: gaussian-fm test log-loss, mean ± sd over 80/20 splits."},
 		{cols: 3, panels: p2, caption: fmt.Sprintf("Robust regression: test mean absolute error divided by the exact LAD fit's on the same split (mean ± sd). cps1988+outliers replaces the target of %.0f%% of the training rows by +1 (the test rows are clean).", 100*utilityOutlierShare)},
-		{cols: 3, panels: p3, caption: "Sweeps behind the public tuning rules (docs/mechanisms.md), CPS1988 log wage, mean ± sd over 80/20 splits. Defaults: ridge factor 4, share 0.5, no ball; DP-IRLS warm share 0.2, J = 1, η = max(0.3, 3√(d/(Nε))) (0.3 here); objpert and noisygd R = √d/2 (linear), noisygd 2√d (logistic)."},
+		{cols: 3, panels: p3, caption: "Sweeps behind the public tuning rules (docs/mechanisms.md), CPS1988 log wage unless named, mean ± sd over 80/20 splits. Defaults: ridge factor 4, share 0.5, no ball; DP-IRLS (preconditioned form) warm share 0.3, share of g 0.8, J = min(12, max(1, ⌊2 ln(Nε/d)⌋)) (11-12 on CPS1988), η = min(1, max(0.1, 1.5√(d/(Nε)))) (0.1 on CPS1988); objpert and noisygd R = √d/2 (linear), noisygd 2√d (logistic)."},
 	}
 	return &plan{jobs: jobs, figures: figs, claims: utilityClaims, notes: []string{
 		"A symmetric-range quadratic keeps a1 = ½, so the chebyshev and least-squares fits are the Taylor fit rescaled by 1/(8·a2) (regress/logapprox.go): accuracy is unchanged, coefficients and probabilities change.",
 		"Gaussian FM and DP-IRLS at (ε, 1e-5); the exact LAD and MLE fits are non-private references.",
-		fmt.Sprintf("irls before: the seed's cold start from ω = 0, J = %d, η = %g. irls after: the defaults, a Gaussian FM warm start with the share %g of μ², then J = %d iteration(s) with η = regress.WarmIRLSResidualFloor(N, d, ε) = min(1, max(0.3, 3√(d/(Nε)))).", regress.DefaultIRLSIterations, regress.DefaultResidualFloor, regress.DefaultIRLSWarmStart, regress.DefaultWarmIRLSIterations),
-		"The sweeps vary one parameter at a time around the defaults (DP-IRLS sweeps with the warm start; the floor and iteration sweeps keep the warm share 0.2).",
+		fmt.Sprintf("irls seed: the seed's cold start from ω = 0, J = %d, η = %g, releasing A and B. irls before: the moments form after a Gaussian FM warm start with the share %g of μ², J = %d, η = regress.WarmIRLSResidualFloor(N, d, ε) = min(1, max(0.3, 3√(d/(Nε)))). irls after: the defaults, the preconditioned form (releases g = (1/N)Σψ_η(r)x and m = (1/N)Σ η/max(η, |r|) per iteration, steps with the warm start's Gram matrix) after a warm start with the share %g, J = regress.GradientIRLSIterations, η = regress.GradientIRLSResidualFloor.", regress.DefaultIRLSIterations, regress.DefaultResidualFloor, regress.DefaultIRLSWarmStart, regress.DefaultWarmIRLSIterations, regress.DefaultPreconditionedWarmStart),
+		"The sweeps vary one parameter at a time around the defaults of the preconditioned form.",
 	}}, nil
 }
 
@@ -304,7 +311,7 @@ func utilityRobustJob(name string, t *table, outliers bool) job {
 			for _, c := range []struct {
 				series string
 				opt    regress.IRLSOptions
-			}{{uIRLSOld, irlsBefore}, {uIRLSNew, irlsAfter}} {
+			}{{uIRLSOld, irlsSeed}, {uIRLSWarm, irlsBefore}, {uIRLSNew, irlsAfter}} {
 				w, err := fitWith(ctx, "irls", train, regress.Config{Kind: regress.Robust, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src, IRLS: c.opt})
 				if err != nil {
 					return nil, err
@@ -333,7 +340,7 @@ func utilityTuningJob(cps *table) job {
 		refMSE, refMAE := evaluate(regress.Linear, ls, test), meanAbsErr(lad, test)
 		var out []obs
 		for _, eps := range utilityEps {
-			gs, is := epsName(eps), epsName(eps)
+			gs := epsName(eps)
 			gfm := func(panel string, x float64, mod func(*regress.Config)) error {
 				cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
 				mod(&cfg)
@@ -345,13 +352,11 @@ func utilityTuningJob(cps *table) job {
 				return nil
 			}
 			irls := func(panel string, x float64, mod func(*regress.IRLSOptions)) error {
-				cfg := regress.Config{Kind: regress.Robust, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
-				mod(&cfg.IRLS)
-				w, err := fitWith(ctx, "irls", train, cfg)
+				o, err := irlsSweepPoint(ctx, train, test, refMAE, eps, src, panel, x, mod)
 				if err != nil {
 					return err
 				}
-				out = append(out, obs{panel: panel, xname: panel, x: x, series: is, metric: "mae_ratio", v: meanAbsErr(w, test) / refMAE})
+				out = append(out, o)
 				return nil
 			}
 			for _, f := range []float64{1, 2, 4, 8, 16} {
@@ -374,23 +379,76 @@ func utilityTuningJob(cps *table) job {
 					return nil, err
 				}
 			}
-			for _, ws := range []float64{0, 0.2, 0.4, 0.6} {
-				if err := irls("warm", ws, func(o *regress.IRLSOptions) {
-					o.WarmStart = ws
-					if ws == 0 {
-						o.WarmStart = -1
+			for _, ws := range []float64{0.1, 0.2, 0.3, 0.5, 0.7} {
+				if err := irls("warm", ws, func(o *regress.IRLSOptions) { o.WarmStart = ws }); err != nil {
+					return nil, err
+				}
+			}
+			for _, sp := range []float64{0.5, 0.8, 0.9, 0.95} {
+				if err := irls("irls-split", sp, func(o *regress.IRLSOptions) { o.Split = sp }); err != nil {
+					return nil, err
+				}
+			}
+			for _, j := range []int{1, 2, 3, 5, 8, 12} {
+				if err := irls("iters", float64(j), func(o *regress.IRLSOptions) { o.Iterations = j }); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return out, nil
+	}
+}
+
+// irlsSweepPoint fits DP-IRLS at ε with the options mod makes from the
+// defaults and returns its test MAE ÷ ref as the point (x, series ε) of a
+// sweep panel.
+func irlsSweepPoint(ctx context.Context, train, test *table, ref, eps float64, src noise.Source, panel string, x float64, mod func(*regress.IRLSOptions)) (obs, error) {
+	cfg := regress.Config{Kind: regress.Robust, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
+	mod(&cfg.IRLS)
+	w, err := fitWith(ctx, "irls", train, cfg)
+	if err != nil {
+		return obs{}, err
+	}
+	return obs{panel: panel, xname: panel, x: x, series: epsName(eps), metric: "mae_ratio", v: meanAbsErr(w, test) / ref}, nil
+}
+
+// utilityIRLSRulesJob sweeps DP-IRLS's floor and iteration count on one
+// split of diabetes, the small table (N ≈ 350, d = 11) where the rules of
+// regress.GradientIRLSResidualFloor and GradientIRLSIterations depart from
+// CPS1988's values; x = 0.01 (η) and 0.5 (J) mark the rule's own choice.
+func utilityIRLSRulesJob(dia *table) job {
+	return func(ctx context.Context, src noise.Source, rng *rand.Rand) ([]obs, error) {
+		train, test := dia.split(rng, 0.2, 0)
+		lad, err := fitWith(ctx, "nonprivate", train, regress.Config{Kind: regress.Robust})
+		if err != nil {
+			return nil, err
+		}
+		ref := meanAbsErr(lad, test)
+		var out []obs
+		for _, eps := range utilityEps {
+			irls := func(panel string, x float64, mod func(*regress.IRLSOptions)) error {
+				o, err := irlsSweepPoint(ctx, train, test, ref, eps, src, panel, x, mod)
+				if err != nil {
+					return err
+				}
+				out = append(out, o)
+				return nil
+			}
+			for _, eta := range []float64{0.01, 0.1, 0.2, 0.3, 0.5, 1} {
+				if err := irls("floor diabetes", eta, func(o *regress.IRLSOptions) {
+					if eta != 0.01 {
+						o.ResidualFloor = eta
 					}
 				}); err != nil {
 					return nil, err
 				}
 			}
-			for _, sp := range []float64{0.3, 0.5, 0.7} {
-				if err := irls("irls-split", sp, func(o *regress.IRLSOptions) { o.Split = sp }); err != nil {
-					return nil, err
-				}
-			}
-			for _, j := range []int{1, 2, 3, 4} {
-				if err := irls("iters", float64(j), func(o *regress.IRLSOptions) { o.Iterations = j }); err != nil {
+			for _, j := range []float64{0.5, 1, 2, 3, 5, 8, 12} {
+				if err := irls("iters diabetes", j, func(o *regress.IRLSOptions) {
+					if j >= 1 {
+						o.Iterations = int(j)
+					}
+				}); err != nil {
 					return nil, err
 				}
 			}

@@ -50,7 +50,7 @@ func TestUtilityExperiment(t *testing.T) {
 			if v := get("robust "+ds, uLAD, "mae_ratio", eps); v != 1 {
 				t.Errorf("%s: LAD's ratio to itself is %v", ds, v)
 			}
-			for _, s := range []string{uGFM, uIRLSOld, uIRLSNew, uLS} {
+			for _, s := range []string{uGFM, uIRLSOld, uIRLSWarm, uIRLSNew, uLS} {
 				if v := get("robust "+ds, s, "mae_ratio", eps); !(v > 0.8 && v < 5) {
 					t.Errorf("%s %s ε=%v: MAE ratio %v out of any plausible range", ds, s, eps, v)
 				}
@@ -59,6 +59,11 @@ func TestUtilityExperiment(t *testing.T) {
 	}
 	for _, p := range []string{"ridge", "split", "ball"} {
 		get(p, epsName(0.1), "mse_ratio", map[string]float64{"ridge": 4, "split": 0.5, "ball": 0}[p])
+	}
+	// The DP-IRLS sweeps around the defaults, and the rules' own points on
+	// diabetes.
+	for p, x := range map[string]float64{"floor": 0.1, "warm": 0.3, "iters": 8, "irls-split": 0.8, "floor diabetes": 0.01, "iters diabetes": 0.5} {
+		get(p, epsName(1), "mae_ratio", x)
 	}
 	claims := 0
 	for _, c := range r.Claims {

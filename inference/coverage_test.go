@@ -24,6 +24,8 @@ type coverageCase struct {
 	// wide selects irls's wide-error design (wideRobustDesign) instead of
 	// defaultRobustDesign.
 	wide bool
+	// form is irls's IRLSOptions.Form ("" the default).
+	form string
 }
 
 // label names the case's mechanism in the table.
@@ -31,7 +33,10 @@ func (c coverageCase) label() string {
 	if c.mechanism != "irls" {
 		return c.mechanism
 	}
-	l := "irls (warm start, default)"
+	l := "irls (preconditioned form after a warm start, default)"
+	if c.form != "" {
+		l = "irls (" + c.form + " form after a warm start)"
+	}
 	if c.warm < 0 {
 		l = "irls (cold start)"
 	}
@@ -166,7 +171,8 @@ func binomialTwoSided(n, lo, hi int, p float64) float64 {
 // with the warm start and the cold start (robust; rows simulated, so the
 // slowest part), 1000 datasets each, acceptance [930, 970] per coefficient
 // (false alarm 0.31% per check at 95% true coverage), and prints the table;
-// DPLEARN_COVERAGE_ONLY=irls restricts the table to the irls rows.
+// DPLEARN_COVERAGE_ONLY=irls restricts the table to the irls rows,
+// DPLEARN_COVERAGE_ONLY=irls-gradient to the gradient form's (an option).
 func TestCoverage(t *testing.T) {
 	if fa := binomialTwoSided(400, 366, 394, 0.95); fa > 0.0012 {
 		t.Fatalf("stated false-alarm rate of the quick check is wrong: %v", fa)
@@ -178,16 +184,16 @@ func TestCoverage(t *testing.T) {
 		t.Fatalf("stated false-alarm rate of the table check is wrong: %v", fa)
 	}
 	cases := []coverageCase{
-		{"gaussian-fm", regress.Linear, 1, 10000, 0, false},
-		{"fm", regress.Logistic, 2, 100000, 0, false},
-		{"relaxed-fm", regress.Linear, 0.5, 100000, 0, false},
-		{"gaussian-fm", regress.Logistic, 0.5, 10000, 0, false},
+		{"gaussian-fm", regress.Linear, 1, 10000, 0, false, ""},
+		{"fm", regress.Logistic, 2, 100000, 0, false, ""},
+		{"relaxed-fm", regress.Linear, 0.5, 100000, 0, false, ""},
+		{"gaussian-fm", regress.Logistic, 0.5, 10000, 0, false, ""},
 	}
 	reps, boot, lo, hi := 400, 600, 366, 394
 	table := os.Getenv("DPLEARN_COVERAGE_TABLE") == "1"
 	only := os.Getenv("DPLEARN_COVERAGE_ONLY")
-	if only != "" && only != "irls" {
-		t.Fatalf("DPLEARN_COVERAGE_ONLY must be irls or unset, got %q", only)
+	if only != "" && only != "irls" && only != "irls-gradient" {
+		t.Fatalf("DPLEARN_COVERAGE_ONLY must be irls, irls-gradient or unset, got %q", only)
 	}
 	if table {
 		cases = nil
@@ -197,7 +203,7 @@ func TestCoverage(t *testing.T) {
 		}{{"gaussian-fm", regress.Linear}, {"fm", regress.Linear}, {"relaxed-fm", regress.Linear}, {"gaussian-fm", regress.Logistic}, {"fm", regress.Logistic}} {
 			for _, n := range []int64{10000, 100000} {
 				for _, eps := range []float64{0.5, 1, 2} {
-					cases = append(cases, coverageCase{m.mech, m.kind, eps, n, 0, false})
+					cases = append(cases, coverageCase{m.mech, m.kind, eps, n, 0, false, ""})
 				}
 			}
 		}
@@ -206,14 +212,24 @@ func TestCoverage(t *testing.T) {
 		fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	}
 	if table {
-		if only == "irls" {
+		if only != "" {
 			cases = nil
 		}
+		variants := []struct {
+			warm float64
+			form string
+		}{{0, ""}, {-1, ""}}
+		if only == "irls-gradient" { // the gradient form (an option), after a warm start
+			variants = []struct {
+				warm float64
+				form string
+			}{{0, regress.IRLSFormGradient}}
+		}
 		for _, wide := range []bool{false, true} {
-			for _, warm := range []float64{0, -1} {
+			for _, v := range variants {
 				for _, n := range []int64{10000, 100000} {
 					for _, eps := range []float64{0.5, 1, 2} {
-						cases = append(cases, coverageCase{"irls", regress.Robust, eps, n, warm, wide})
+						cases = append(cases, coverageCase{"irls", regress.Robust, eps, n, v.warm, wide, v.form})
 					}
 				}
 			}
@@ -223,13 +239,13 @@ func TestCoverage(t *testing.T) {
 		cases = cases[:2]
 	} else {
 		for _, wide := range []bool{false, true} {
-			cases = append(cases, coverageCase{"irls", regress.Robust, 1, 10000, 0, wide}, coverageCase{"irls", regress.Robust, 1, 10000, -1, wide})
+			cases = append(cases, coverageCase{"irls", regress.Robust, 1, 10000, 0, wide, ""}, coverageCase{"irls", regress.Robust, 1, 10000, -1, wide, ""})
 		}
 	}
 	for ci, c := range cases {
 		var r coverageResult
 		if c.kind == regress.Robust {
-			r = runCoverageIRLS(t, c.robustDesign(), c.warm, c.epsilon, c.n, reps, boot, uint64(ci)+11)
+			r = runCoverageIRLS(t, c.robustDesign(), regress.IRLSOptions{WarmStart: c.warm, Form: c.form}, c.epsilon, c.n, reps, boot, uint64(ci)+11)
 		} else {
 			r = runCoverage(t, c, reps, boot, uint64(ci)+11)
 		}

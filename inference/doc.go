@@ -14,7 +14,14 @@
 // releases, at its last iteration, Ã and B̃ with the same structure (Λ1 =
 // −2Ã, Λ2 = B̃), and, with its default warm start (issue 16), the warm
 // start's Gaussian FM least-squares objective (regress.Released.Warm, noise
-// σ = FMTau1, FMTau2); the number of iterations J is public. Anything computed from these values and the public
+// σ = FMTau1, FMTau2); the number of iterations J is public. Its gradient
+// forms (regress.IRLSFormGradient, IRLSFormPreconditioned, the default)
+// release the last step instead: ω_J = ω_{J−1} + the minimiser of δᵀΛ2δ +
+// Λ1ᵀδ with Λ1 = −2g̃ and Λ2 = B̃ (gradient) or (m̃/η)·G̃ (preconditioned, G̃
+// the warm start's noisy Gram matrix, whose noise and ridge scale by m̃/η),
+// ω_{J−1} released as regress.Released.Start; the bootstrap perturbs that
+// step and adds the start, and everything below applies with Λ2 ≈ B
+// (B ≈ (m/η)·S when the residuals are independent of x). Anything computed from these values and the public
 // parameters is post-processing and costs no privacy. Nothing here reads the
 // data; the two summaries that the sampling variance needs and the fits do
 // not release are released separately with their own budget
@@ -69,8 +76,9 @@
 //     Each noise replicate gets an independent normal draw z_b with this
 //     covariance.
 //
-//     DP-IRLS runs only J iterations (J = 1 after the default warm start,
-//     J = 2 from the seed's cold start ω = 0), so its last iterate is not
+//     DP-IRLS runs only J iterations (regress.GradientIRLSIterations after
+//     the default warm start, 1 for the moments form's, J = 2 from the
+//     seed's cold start ω = 0), so its last iterate is not
 //     the fixed point: near it the IRLS map ω ↦ B(ω)⁻¹A(ω) is linear with
 //     Jacobian f·I, f = 1 − P(|r|<η)/(η·m₀) (residuals independent of x),
 //     and ω_J ≈ β + f^J(ω_s − β) + Σ_{j<J} f^j(e_{J−j} + u) for the start
@@ -113,7 +121,8 @@
 // coefficients 0) and simulates the noise, so the noise scales, the ridge and
 // the trimming are those of the real fit. It needs only the mechanism, ε, δ,
 // N and the schema, and warns when the noise will swamp the signal. For
-// DP-IRLS the reference fixes the residuals too (uniform on [−2η, 2η]) and
+// DP-IRLS the reference fixes the residuals too (uniform on [−c, c], c =
+// max(2η, ReferenceResidualSpread)) and
 // uses regress.PlanIRLS's calibration; the forecast is of the fit's
 // coefficients, so it adds the warm start's noise carried into the last
 // iterate with gain f^J (simulated on the reference least-squares objective

@@ -59,7 +59,8 @@ func ExampleFM() {
 	// slope: 95% interval contains 0.5: true; SE within [0.001, 0.01]: true
 }
 
-// ExampleIRLS fits DP-IRLS (robust regression) with its default warm start on
+// ExampleIRLS fits DP-IRLS (robust regression) with its defaults (the
+// preconditioned form after a Gaussian FM warm start) on
 // 50,000 rows and computes 95% confidence intervals from the released
 // objectives (the warm start's and the last iteration's) and a released
 // residual summary (5% of the budget, at the floor η the fit used).
@@ -87,10 +88,10 @@ func ExampleIRLS() {
 		panic(err)
 	}
 	c := iv.Coefficients[1]
-	fmt.Printf("warm start: %v, J = %d; slope: 95%% interval contains 0.5: %v; SE within [0.001, 0.01]: %v\n",
-		fit.Released.Warm != nil, fit.Released.Iterations, c.Lower < 0.5 && 0.5 < c.Upper, c.SE > 0.001 && c.SE < 0.01)
+	fmt.Printf("%s form, warm start: %v, J = %d; slope: 95%% interval contains 0.5: %v; SE within [0.001, 0.01]: %v\n",
+		fit.Released.Form, fit.Released.Warm != nil, fit.Released.Iterations, c.Lower < 0.5 && 0.5 < c.Upper, c.SE > 0.001 && c.SE < 0.01)
 	// Output:
-	// warm start: true, J = 1; slope: 95% interval contains 0.5: true; SE within [0.001, 0.01]: true
+	// preconditioned form, warm start: true, J = 12; slope: 95% interval contains 0.5: true; SE within [0.001, 0.01]: true
 }
 
 // ExampleNoiseForecast forecasts the noise of a fit before it runs, from

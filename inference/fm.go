@@ -227,11 +227,34 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 	model := func(float64) (float64, float64, float64) {
 		return kappa, kappa * m0, inflate
 	}
-	ex := &extrapolation{gain: c, start: start}
+	// The gradient forms release the last step, not the last iterate: the
+	// iterate is the released step start plus the objective's minimiser
+	// (regress.Released.Start); the step's noise is the minimiser's.
+	ex := &extrapolation{f: f, j: j, start: start, offset: rel.Start}
+	if rel.Start != nil {
+		// Their steps solve with the ridge λ added to Λ2 ≈ m₀·S: the map
+		// ω ↦ ω + (Λ2 + λI)⁻¹g(ω) has Jacobian I − (1 − f)(Λ2 + λI)⁻¹Λ2,
+		// so along Λ2's eigen-direction k (eigenvalue μ_k) it contracts by
+		// f_k = 1 − (1 − f)·μ_k/(μ_k + λ) ≥ f: the ridge slows the
+		// iteration most where Λ2 is smallest, and the extrapolation and
+		// the noise inflation use f_k there (no ridge bias: the ridge only
+		// shortens steps toward the same fixed point).
+		vals, vecs, err := eigenLambda2(rel.Objective, true)
+		if err != nil {
+			return nil, err
+		}
+		ex.vecs, ex.damp = vecs, make([]float64, len(vals))
+		for k, mu := range vals {
+			if mu > 0 {
+				ex.damp[k] = mu / (mu + rel.Ridge)
+			}
+		}
+		model = func(float64) (float64, float64, float64) { return kappa, kappa * m0, 1 } // inflation per direction: ex.scale
+	}
 	if b := rs.NoiseScale; b > 0 {
-		ex.drawGain = func(rng *rand.Rand) float64 {
+		ex.drawF = func(rng *rand.Rand) float64 {
 			lap := func() float64 { return (rng.ExpFloat64() - rng.ExpFloat64()) * b } // seeded bootstrap draw of the public noise law on released values: post-processing, not privacy noise
-			return math.Pow(contraction(rs.Inside+lap(), rs.MeanWeight+lap()), j)
+			return contraction(rs.Inside+lap(), rs.MeanWeight+lap()/eta)               // MeanWeight = (released mean of η·s)/η
 		}
 	}
 	iv, err := bootstrap(rel, model, EstimandRobust, opt, ex)
@@ -240,7 +263,11 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 		if rel.Warm != nil {
 			from = "the warm start (its released fit)"
 		}
-		iv.Method += fmt.Sprintf("; fixed point extrapolated from %s and the last of J = %d iteration(s) with gain f^J = %.3g (f = 1 − share/(η·mean weight), released residual summary)", from, int(j), c)
+		form := rel.Form
+		if form == "" {
+			form = regress.IRLSFormMoments
+		}
+		iv.Method += fmt.Sprintf("; %s form; fixed point extrapolated from %s and the last of J = %d iteration(s) with gain f^J = %.3g (f = 1 − share/(η·mean weight), released residual summary)", form, from, int(j), c)
 	}
 	return iv, err
 }
@@ -255,22 +282,83 @@ func iterations(rel *regress.Released) int {
 }
 
 // extrapolation maps the minimiser w of the last released objective to the
-// estimate (w − gain·start)/(1 − gain) (DP-IRLS's fixed point; see IRLS).
-// drawGain, when set, draws the gain as estimated from a replicate of the
-// noisy summary it comes from.
+// estimate (offset + w − G·start)/(1 − G) (DP-IRLS's fixed point; see
+// IRLS) with the gain G = f^J of J iterations contracting by f, offset
+// being the step start of the gradient forms (nil: 0). With damp set (the
+// gradient forms' ridge), the contraction along the eigenvector k of the
+// released Λ2 (column k of vecs) is f_k = 1 − (1 − f)·damp_k and the map
+// is applied per direction. drawF, when set, draws f as estimated from a
+// replicate of the noisy summary it comes from.
 type extrapolation struct {
-	gain     float64
-	start    []float64
-	drawGain func(*rand.Rand) float64
+	f, j   float64
+	start  []float64
+	offset []float64
+	damp   []float64
+	vecs   *mat.Dense
+	drawF  func(*rand.Rand) float64
 }
 
-// at returns the estimate (w − g·start)/(1 − g) for the gain g.
-func (ex *extrapolation) at(w []float64, g float64) []float64 {
-	out := make([]float64, len(w))
-	for i := range out {
-		out[i] = (w[i] - g*ex.start[i]) / (1 - g)
+// contractions returns f_k per direction for the contraction f (one value,
+// f itself, without damp).
+func (ex *extrapolation) contractions(f float64) []float64 {
+	if ex.damp == nil {
+		return []float64{f}
+	}
+	out := make([]float64, len(ex.damp))
+	for k, dk := range ex.damp {
+		out[k] = math.Min(0.99, 1-(1-f)*dk)
 	}
 	return out
+}
+
+// rotate returns Vᵀv (toEigen) or Vv for the eigenvectors V of the
+// released Λ2, or v itself without damp.
+func (ex *extrapolation) rotate(v []float64, toEigen bool) []float64 {
+	if ex.damp == nil {
+		return append([]float64(nil), v...)
+	}
+	out := make([]float64, len(v))
+	for i := range out {
+		for k := range v {
+			if toEigen {
+				out[i] += ex.vecs.At(k, i) * v[k]
+			} else {
+				out[i] += ex.vecs.At(i, k) * v[k]
+			}
+		}
+	}
+	return out
+}
+
+// at returns the estimate (offset + w − G·start)/(1 − G) for the
+// contraction f (G = f^J, per direction with damp).
+func (ex *extrapolation) at(w []float64, f float64) []float64 {
+	v := append([]float64(nil), w...)
+	for i := range v {
+		if ex.offset != nil {
+			v[i] += ex.offset[i]
+		}
+	}
+	a, s := ex.rotate(v, true), ex.rotate(ex.start, true)
+	fs := ex.contractions(f)
+	for k := range a {
+		g := math.Pow(fs[min(k, len(fs)-1)], ex.j)
+		a[k] = (a[k] - g*s[k]) / (1 - g)
+	}
+	return ex.rotate(a, false)
+}
+
+// scale returns the last iteration's noise deviation dev scaled to the
+// estimate's, √((1 − f_k^{2J})/(1 − f_k²))/(1 − f_k^J) per direction (used
+// with damp; without it the model's scalar inflation applies).
+func (ex *extrapolation) scale(dev []float64) []float64 {
+	a := ex.rotate(dev, true)
+	fs := ex.contractions(ex.f)
+	for k := range a {
+		fk := fs[min(k, len(fs)-1)]
+		a[k] *= math.Sqrt((1-math.Pow(fk, 2*ex.j))/(1-fk*fk)) / (1 - math.Pow(fk, ex.j))
+	}
+	return ex.rotate(a, false)
 }
 
 // irlsFitNoise models, for the forecast of a DP-IRLS fit's coefficients,
@@ -413,16 +501,23 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 
 	center := w0
 	if ex != nil {
-		center = ex.at(w0, ex.gain)
+		center = ex.at(w0, ex.f)
 	}
 	// Pass 2: total deviations δ = (noise draw + sampling draw) − w0.
 	devs := make([][]float64, len(noiseDraws))
 	ndevs := make([][]float64, len(noiseDraws))
 	xi := make([]float64, d)
 	for b, w := range noiseDraws {
-		var gainDev []float64
-		if ex != nil && ex.drawGain != nil {
-			gainDev = ex.at(w0, ex.drawGain(rng))
+		var gainDev, scaled []float64
+		if ex != nil && ex.drawF != nil {
+			gainDev = ex.at(w0, ex.drawF(rng))
+		}
+		if ex != nil && ex.damp != nil {
+			diff := make([]float64, d)
+			for i := range diff {
+				diff[i] = w[i] - w0[i]
+			}
+			scaled = ex.scale(diff)
 		}
 		for k := range xi {
 			xi[k] = rng.NormFloat64() * sampSD[k] // seeded bootstrap draw of the public noise law on released values: post-processing, not privacy noise
@@ -434,6 +529,9 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 				z += vecs.At(i, k) * xi[k]
 			}
 			nv[i] = (w[i] - w0[i]) * inflate
+			if scaled != nil {
+				nv[i] = scaled[i]
+			}
 			if gainDev != nil {
 				nv[i] += gainDev[i] - center[i]
 			}

@@ -189,11 +189,16 @@ func fmReference(mechanism string, cfg regress.Config, s *schema.Schema, n int64
 
 // irlsReference is DP-IRLS's reference release: the calibration of
 // regress.PlanIRLS (public), and B = E[s·xxᵀ] = m₀·S₀ on the reference
-// design with residuals independent of x and uniform on [−2η, 2η] (half of
-// them inside the floor η, the regime the default η was chosen for; a wider
-// spread gives smaller weights and more noise): m₀ = E[1/max(η, |r|)] =
-// (1 + ln 2)/(2η) and P(|r| < η) = ½. The noise of earlier iterations is
-// carried into the last one as in IRLS (irlsFitNoise), f = 1 − ½/(η·m₀); with
+// design with residuals independent of x and uniform on [−c, c],
+// c = max(2η, ReferenceResidualSpread): m₀ = E[1/max(η, |r|)] =
+// (1 + ln(c/η))/c and P(|r| < η) = η/c. With c = 2η (the moments form's
+// floor, at least 0.3, sits at the residuals' scale) half of them are inside
+// the floor; the gradient forms' floor (0.1 on large tables) sits below the
+// typical residual, where the noise grows with the residuals' spread (a
+// wider spread gives smaller weights), which a forecast cannot know: the
+// reference assumes a spread of at least ReferenceResidualSpread on the
+// encoded target's scale. The noise of earlier iterations is carried into
+// the last one as in IRLS (irlsFitNoise), f = 1 − P(|r| < η)/(η·m₀); with
 // the warm start, its noise is simulated on the reference design's expected
 // least-squares objective with the public FMTau1, FMTau2 and its ridge.
 func irlsReference(cfg regress.Config, s *schema.Schema, n int64) (*regress.Quadratic, *regress.Released, float64, noiseTerm, error) {
@@ -204,7 +209,8 @@ func irlsReference(cfg regress.Config, s *schema.Schema, n int64) (*regress.Quad
 		return nil, nil, 0, nil, fmt.Errorf("inference: forecast: %w", err)
 	}
 	eta := plan.ResidualFloor
-	m0, inside := (1+math.Ln2)/(2*eta), 0.5
+	c := math.Max(2*eta, ReferenceResidualSpread)
+	m0, inside := (1+math.Log(c/eta))/c, eta/c
 	q0, err := regress.Objective(regress.Linear, st)
 	if err != nil {
 		return nil, nil, 0, nil, fmt.Errorf("inference: forecast: %w", err)
@@ -223,6 +229,19 @@ func irlsReference(cfg regress.Config, s *schema.Schema, n int64) (*regress.Quad
 	rel := &regress.Released{Kind: regress.Robust, N: n, Objective: q0, Ridge: lam, MinEigen: regress.TrimFraction * lam,
 		VarLambda1: 4 * v1, VarLambda2: plan.SigmaB * plan.SigmaB, Noise1: plan.FirstMoment, Noise2: "gaussian", ResidualFloor: eta,
 		Iterations: plan.Iterations}
+	if plan.Form != regress.IRLSFormMoments {
+		// The gradient forms release the step from the previous iterate;
+		// its noise is the same minimiser's (the start only shifts it).
+		rel.Form, rel.Start = plan.Form, make([]float64, d)
+	}
+	if plan.Form == regress.IRLSFormPreconditioned {
+		// The step's quadratic is (m/η)·G̃ = m₀·G̃, G̃ the warm start's noisy
+		// Gram matrix with its ridge: both scale by m₀ (m's own noise, of
+		// relative size σ_m/m, is neglected).
+		lw := ridge(cfg, plan.FMTau2)
+		rel.VarLambda2 = m0 * m0 * plan.FMTau2 * plan.FMTau2
+		rel.Ridge, rel.MinEigen = m0*lw, regress.TrimFraction*m0*lw
+	}
 	if plan.WarmStart > 0 {
 		qw, err := regress.Objective(regress.Linear, st)
 		if err != nil {
@@ -375,3 +394,8 @@ func shrinkage(q *regress.Quadratic, lambda float64) (float64, error) {
 	}
 	return worst, nil
 }
+
+// ReferenceResidualSpread is the smallest half-width c of irlsReference's
+// residuals (encoded target scale, where |y| ≤ 1): a public assumption of
+// the forecast, not a property of any data (see irlsReference).
+const ReferenceResidualSpread = 0.3

@@ -23,10 +23,11 @@ func defaultRobustDesign() robustDesign {
 	return robustDesign{beta: []float64{0.1, 0.4, -0.3}, b: 0.05}
 }
 
-// wideRobustDesign has Laplace errors of scale 0.6, twice the default
-// warm-start floor η = 0.3 (and three times the cold start's 0.2): a third
-// of the residuals lie outside the floor, so the IRLS map contracts by only
-// f ≈ 0.4 and an iterate keeps that share of its start's error. The target
+// wideRobustDesign has Laplace errors of scale 0.6, six times the default
+// floor η = 0.1 of the preconditioned form at N = 10⁴ (three times the cold
+// start's 0.2): most residuals lie outside the floor, so the IRLS map
+// contracts by only f ≈ 0.6 (0.4 at η = 0.2) and an iterate keeps that
+// share of its start's error. The target
 // is clipped to [−1, 1], which changes only residuals beyond 0.7 > η
 // without changing their sign, so ψ and the estimand β are unchanged.
 func wideRobustDesign() robustDesign {
@@ -76,14 +77,15 @@ func rowMoments(t testing.TB, rows []float64) *suffstat.Moments {
 	return m
 }
 
-// runCoverageIRLS fits reps datasets of design rd with DP-IRLS (warm: the
-// IRLSOptions.WarmStart share; 0 the default warm start, −1 the seed's cold
-// start) and counts the intervals covering β.
-func runCoverageIRLS(t testing.TB, rd robustDesign, warm, epsilon float64, n int64, reps, boot int, seed uint64) coverageResult {
+// runCoverageIRLS fits reps datasets of design rd with DP-IRLS (opt: its
+// options; WarmStart 0 the default warm start, −1 the seed's cold start)
+// and counts the intervals covering β.
+func runCoverageIRLS(t testing.TB, rd robustDesign, opt regress.IRLSOptions, epsilon float64, n int64, reps, boot int, seed uint64) coverageResult {
+	warm := opt.WarmStart
 	d := len(rd.beta)
 	res := coverageResult{covered: make([]int, d), total: make([]int, d), width: make([]float64, d), npWidth: make([]float64, d)}
 	fitEps := epsilon * (1 - testShare)
-	plan, err := regress.PlanIRLS(fitEps, 1e-6, n, d, regress.IRLSOptions{WarmStart: warm})
+	plan, err := regress.PlanIRLS(fitEps, 1e-6, n, d, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +97,7 @@ func runCoverageIRLS(t testing.TB, rd robustDesign, warm, epsilon float64, n int
 	est, _ := regress.New("irls")
 	for r := 0; r < reps; r++ {
 		rows := rd.rows(rng, int(n))
-		cfg := regress.Config{Kind: regress.Robust, Epsilon: fitEps, Delta: 1e-6, Lambda: -1, Source: src, IRLS: regress.IRLSOptions{WarmStart: warm}}
+		cfg := regress.Config{Kind: regress.Robust, Epsilon: fitEps, Delta: 1e-6, Lambda: -1, Source: src, IRLS: opt}
 		fit, err := est.Fit(context.Background(), regress.Data{Stats: rowMoments(t, rows), Rows: rows}, cfg)
 		if err != nil {
 			res.failed++

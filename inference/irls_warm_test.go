@@ -32,13 +32,13 @@ func TestIRLSFitNoiseWarmStart(t *testing.T) {
 	src := noise.NewInsecureSeeded(23)
 	est, _ := regress.New("irls")
 	fit, err := est.Fit(context.Background(), regress.Data{Stats: rowMoments(t, rows), Rows: rows},
-		regress.Config{Kind: regress.Robust, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: src})
+		regress.Config{Kind: regress.Robust, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: src, IRLS: regress.IRLSOptions{Form: regress.IRLSFormMoments}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rel := fit.Released
 	if rel.Warm == nil || rel.Iterations != 1 {
-		t.Fatalf("default fit recorded warm start %v, J = %d", rel.Warm != nil, rel.Iterations)
+		t.Fatalf("warm-started moments fit recorded warm start %v, J = %d", rel.Warm != nil, rel.Iterations)
 	}
 	eta := rel.ResidualFloor
 	rs, _, err := regress.ReleaseRobustScale(rows, 4, fit.Coef, eta, 10, src)

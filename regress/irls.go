@@ -78,10 +78,15 @@ import (
 // sensitivities 4/N and √2/N (SensitivitiesFor, rounding included), whose
 // ridge-regularised, trimmed minimiser is the first iterate. Both releases
 // are Gaussian, so they enter the same exact composition (μ² adds; ρ adds),
-// and the plan is calibrated so the total meets (ε, δ). From that start one
-// iteration (DefaultWarmIRLSIterations) with the floor of
-// WarmIRLSResidualFloor(N, d, ε) did best (docs/mechanisms.md, "DP-IRLS").
-// WarmStart < 0 gives the seed's cold start with J = 2 and η = 0.2.
+// and the plan is calibrated so the total meets (ε, δ). What each iteration
+// then releases is IRLSOptions.Form (irls_forms.go): by default the
+// preconditioned form, g = (1/N)Σψ_η(r)x and a scalar per iteration, with
+// the warm start's Gram matrix as preconditioner, J and η by the public
+// rules GradientIRLSIterations and GradientIRLSResidualFloor; with the
+// seed's moments form one iteration (DefaultWarmIRLSIterations) with the
+// floor of WarmIRLSResidualFloor(N, d, ε) did best (docs/mechanisms.md,
+// "DP-IRLS that pays off"). WarmStart < 0 gives the seed's cold start
+// (moments form, J = 2, η = 0.2).
 //
 // # Wishart reproduction ("irls-wishart"): NOT differentially private
 //
@@ -101,13 +106,22 @@ type IRLSOptions struct {
 	ResidualFloor float64
 	// FirstMoment is the noise on A: "gaussian" (default) or "laplace".
 	FirstMoment string
-	// Split is the share of each iteration's ρ given to A; 0 means 0.5.
+	// Split is the share of each iteration's budget given to its first
+	// release (A or g); 0 means DefaultPreconditionedSplit for the
+	// preconditioned form and 0.5 otherwise.
 	Split float64
 	// WarmStart is the share of the budget (of μ² for Gaussian A, of ρ for
 	// Laplace A) spent on a Gaussian FM least-squares fit that replaces
-	// ω = 0 as the first iterate; 0 means DefaultIRLSWarmStart, a negative
+	// ω = 0 as the first iterate; 0 means DefaultPreconditionedWarmStart for
+	// the preconditioned form and DefaultIRLSWarmStart otherwise, a negative
 	// value a cold start from ω = 0 (the seed's).
 	WarmStart float64
+	// Form names what each iteration releases (irls_forms.go):
+	// IRLSFormMoments (the seed's A and B), IRLSFormGradient (g and B) or
+	// IRLSFormPreconditioned (g and the scalar m, with the warm start's
+	// Gram matrix as preconditioner); "" means DefaultIRLSForm after a warm
+	// start and the seed's moments after a cold start.
+	Form string
 }
 
 // Defaults of DP-IRLS. Measured with TestIRLSErrorVsN (seed design, d = 10,
@@ -131,14 +145,18 @@ const (
 type IRLSPlan struct {
 	N             int64
 	D             int
+	Form          string
 	Iterations    int
 	ResidualFloor float64
 	FirstMoment   string
 	Split         float64
-	// SensA is the L2 (Gaussian) or L1 (Laplace) sensitivity of A; SensB
-	// the L2 sensitivity of B's upper triangle.
+	// SensA is the L2 (Gaussian) or L1 (Laplace) sensitivity of the first
+	// release of an iteration (A, or g in the gradient forms); SensB the L2
+	// sensitivity of the second (B's upper triangle, or the scalar m of
+	// the preconditioned form).
 	SensA, SensB float64
-	// ScaleA is the Gaussian σ or Laplace b of A's noise; SigmaB B's σ.
+	// ScaleA is the Gaussian σ or Laplace b of the first release's noise;
+	// SigmaB the second's σ.
 	ScaleA, SigmaB float64
 	// RhoA and RhoB are the per-iteration zCDP costs (grid slack included).
 	RhoA, RhoB float64
@@ -161,8 +179,11 @@ type IRLSPlan struct {
 	// Mu is that μ (Gaussian A only).
 	Mu float64
 	// last, when set, receives the last iteration's released objective
-	// (for inference from released values; released.go).
-	last *Quadratic
+	// (for inference from released values; released.go), and lastStep
+	// the iterate the last step started from (gradient forms, whose last
+	// iterate is that start plus the released objective's minimiser).
+	last     *Quadratic
+	lastStep *irlsLastStep
 	// warm, when set, receives the warm start's released objective with
 	// its noise law, ridge and trimming (released.go).
 	warm *Released
@@ -227,17 +248,34 @@ func (opt IRLSOptions) withDefaults(n int64, d int, epsilon float64) (IRLSOption
 	if math.IsNaN(opt.WarmStart) || opt.WarmStart >= 1 {
 		return opt, fmt.Errorf("irls: warm-start share must be < 1 (negative for none), got %v", opt.WarmStart)
 	}
-	switch {
-	case opt.WarmStart == 0:
-		opt.WarmStart = DefaultIRLSWarmStart
-	case opt.WarmStart < 0:
+	cold := opt.WarmStart < 0
+	if cold {
 		opt.WarmStart = 0
+	}
+	if opt.Form == "" {
+		opt.Form = DefaultIRLSForm
+		if cold {
+			opt.Form = IRLSFormMoments // the seed's algorithm
+		}
+	}
+	if opt.WarmStart == 0 && !cold {
+		opt.WarmStart = DefaultIRLSWarmStart
+		if opt.Form == IRLSFormPreconditioned {
+			opt.WarmStart = DefaultPreconditionedWarmStart
+		}
+	}
+	if err := validateForm(opt); err != nil {
+		return opt, err
 	}
 	warm := opt.WarmStart > 0
 	if opt.Iterations == 0 {
-		opt.Iterations = DefaultIRLSIterations
-		if warm {
+		switch {
+		case !warm:
+			opt.Iterations = DefaultIRLSIterations
+		case opt.Form == IRLSFormMoments:
 			opt.Iterations = DefaultWarmIRLSIterations
+		default:
+			opt.Iterations = GradientIRLSIterations(opt.Form, n, d, epsilon)
 		}
 	}
 	if opt.Iterations < 1 || opt.Iterations > 1000 {
@@ -247,9 +285,13 @@ func (opt IRLSOptions) withDefaults(n int64, d int, epsilon float64) (IRLSOption
 		return opt, fmt.Errorf("irls: residual floor must be finite and > 0, got %v", opt.ResidualFloor)
 	}
 	if opt.ResidualFloor == 0 {
-		opt.ResidualFloor = DefaultResidualFloor
-		if warm {
+		switch {
+		case !warm:
+			opt.ResidualFloor = DefaultResidualFloor
+		case opt.Form == IRLSFormMoments:
 			opt.ResidualFloor = WarmIRLSResidualFloor(n, d, epsilon)
+		default:
+			opt.ResidualFloor = GradientIRLSResidualFloor(n, d, epsilon)
 		}
 	}
 	switch opt.FirstMoment {
@@ -264,6 +306,9 @@ func (opt IRLSOptions) withDefaults(n int64, d int, epsilon float64) (IRLSOption
 	}
 	if opt.Split == 0 {
 		opt.Split = 0.5
+		if opt.Form == IRLSFormPreconditioned {
+			opt.Split = DefaultPreconditionedSplit
+		}
 	}
 	return opt, nil
 }
@@ -307,16 +352,17 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 	if !(delta > 0 && delta < 1) {
 		return p, fmt.Errorf("irls: δ must be in (0, 1), got %v", delta)
 	}
-	p.Iterations, p.ResidualFloor, p.FirstMoment, p.Split, p.WarmStart = opt.Iterations, opt.ResidualFloor, opt.FirstMoment, opt.Split, opt.WarmStart
+	p.Form, p.Iterations, p.ResidualFloor, p.FirstMoment, p.Split, p.WarmStart = opt.Form, opt.Iterations, opt.ResidualFloor, opt.FirstMoment, opt.Split, opt.WarmStart
 	N, J := float64(n), float64(p.Iterations)
-	sMax := 1 / p.ResidualFloor
 	nb := d * (d + 1) / 2
-	// Sensitivities of the computed moments (rounding.go): each row's term
-	// is s·y·x_p or s·x_p·x_q with |·| ≤ s ≤ 1/η up to four roundings, summed
-	// over the N rows in a plain loop and divided by N.
-	termBound := sMax * (1 + gamma(4))
+	// Sensitivities of the computed releases (rounding.go): each row's term
+	// is s·y·x_p, s·x_p·x_q, ψ·x_p or η·s with |·| ≤ the form's bound (1/η
+	// or 1) up to four roundings, summed over the N rows in a plain loop
+	// and divided by N (irls_forms.go derives the forms' bounds).
+	sensFirst, sensSecond, nSecond, bound := irlsFormSensitivities(p.Form, n, d, p.ResidualFloor, p.FirstMoment == "laplace")
+	termBound := bound * (1 + gamma(4))
 	e := loopSumError(n, termBound, N)
-	p.SensB = roundedSensitivity(math.Sqrt2*sMax/N, 4, nb, e, false)
+	p.SensB = roundedSensitivity(sensSecond, 4, nSecond, e, false)
 	r := noise.GridSlackRatio / 2 // GaussianGridSlack(σ, ·) ≤ r·σ
 	// gaussSigma returns σ with GaussianCalibrationSensitivity(sens, σ, m)/σ ≤ mu.
 	gaussSigma := func(sens, mu float64, m int) (float64, error) {
@@ -370,20 +416,20 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 		m2 := noise.GaussianCalibrationSensitivity(p.FMSens2, p.FMTau2, nb) / p.FMTau2
 		rhoFM = (m1*m1 + m2*m2) / 2
 	}
-	if p.SigmaB, err = gaussSigma(p.SensB, math.Sqrt(muB2), nb); err != nil {
+	if p.SigmaB, err = gaussSigma(p.SensB, math.Sqrt(muB2), nSecond); err != nil {
 		return p, err
 	}
-	sb := noise.GaussianCalibrationSensitivity(p.SensB, p.SigmaB, nb)
+	sb := noise.GaussianCalibrationSensitivity(p.SensB, p.SigmaB, nSecond)
 	p.RhoB = sb * sb / (2 * p.SigmaB * p.SigmaB)
 	if p.FirstMoment == "gaussian" {
-		p.SensA = roundedSensitivity(2*sMax/N, 4, d, e, false)
+		p.SensA = roundedSensitivity(sensFirst, 4, d, e, false)
 		if p.ScaleA, err = gaussSigma(p.SensA, math.Sqrt(muA2), d); err != nil {
 			return p, err
 		}
 		sa := noise.GaussianCalibrationSensitivity(p.SensA, p.ScaleA, d)
 		p.RhoA = sa * sa / (2 * p.ScaleA * p.ScaleA)
 	} else {
-		p.SensA = roundedSensitivity(2*math.Sqrt(float64(d))*sMax/N, 4, d, e, true)
+		p.SensA = roundedSensitivity(sensFirst, 4, d, e, true)
 		epsA := math.Sqrt(muA2)
 		if p.ScaleA, err = accounting.LaplaceScale(epsA, p.SensA); err != nil {
 			return p, fmt.Errorf("irls: calibrate Laplace noise: %w", err)
@@ -441,17 +487,26 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 // moments returns A = (1/N)Σ s_i y_i x_i and the upper triangle of
 // B = (1/N)Σ s_i x_i x_iᵀ (packed as Quadratic.Upper) at the iterate w.
 func irlsMoments(rows []float64, k int, w []float64, floor float64) (a, upper []float64) {
+	return irlsFirstAndB(rows, k, w, floor, func(_, y, den float64) float64 { return (1 / den) * y })
+}
+
+// irlsFirstAndB returns (1/N)Σ c_i x_i and the upper triangle of B at the
+// iterate w in one pass, with c_i = coef(r_i, y_i, max(η, |r_i|)): s_i·y_i
+// for A, ψ_η(r_i) for g.
+func irlsFirstAndB(rows []float64, k int, w []float64, floor float64, coef func(res, y, den float64) float64) (first, upper []float64) {
 	d := k - 1
 	n := len(rows) / k
-	a = make([]float64, d)
+	first = make([]float64, d)
 	full := make([]float64, d*d)
 	for i := 0; i < n; i++ {
 		r := rows[i*k : (i+1)*k]
 		x := r[:d]
-		s := 1 / math.Max(floor, math.Abs(r[d]-dot(x, w)))
-		sy := s * r[d]
+		res := r[d] - dot(x, w)
+		den := math.Max(floor, math.Abs(res))
+		c := coef(res, r[d], den)
+		s := 1 / den
 		for p := 0; p < d; p++ {
-			a[p] += sy * x[p]
+			first[p] += c * x[p]
 			sp := s * x[p]
 			for q := p; q < d; q++ {
 				full[p*d+q] += sp * x[q]
@@ -461,12 +516,12 @@ func irlsMoments(rows []float64, k int, w []float64, floor float64) (a, upper []
 	N := float64(n)
 	upper = make([]float64, 0, d*(d+1)/2)
 	for p := 0; p < d; p++ {
-		a[p] /= N
+		first[p] /= N
 		for q := p; q < d; q++ {
 			upper = append(upper, full[p*d+q]/N)
 		}
 	}
-	return a, upper
+	return first, upper
 }
 
 // irlsStep returns the minimiser of ωᵀB̃ω − 2Ãᵀω after ridge and trimming.
@@ -489,7 +544,7 @@ func validateRobust(data Data, cfg Config, private bool) error {
 	return c.validate(data, private)
 }
 
-// irlsEstimator is DP-IRLS with symmetric Gaussian noise on B and zCDP.
+// irlsEstimator is DP-IRLS with Gaussian noise (symmetric on B), calibrated by exact composition.
 type irlsEstimator struct{}
 
 func (irlsEstimator) Name() string        { return "irls" }
@@ -515,22 +570,33 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	}
 	lam := cfg.lambda(plan.SigmaB)
 	plan.last = &Quadratic{}
+	plan.lastStep = &irlsLastStep{}
 	plan.warm = &Released{}
 	var w0 []float64
 	var lamFM float64
+	var gram *Quadratic
 	if plan.WarmStart > 0 {
 		lamFM = cfg.lambda(plan.FMTau2)
-		if w0, err = plan.warmStart(data.Stats, cfg.Source, lamFM); err != nil {
+		if w0, gram, err = plan.warmStart(data.Stats, cfg.Source, lamFM); err != nil {
 			return nil, err
 		}
 	}
-	w, trimmed, err := plan.run(ctx, rows, k, w0, cfg.Source, lam)
+	var w []float64
+	var trimmed int
+	if plan.Form == IRLSFormPreconditioned {
+		lam = lamFM // the step solves with the warm start's ridged Gram matrix
+		w, trimmed, err = plan.runPreconditioned(ctx, rows, k, w0, gram, cfg.Source, lamFM)
+	} else {
+		w, trimmed, err = plan.run(ctx, rows, k, w0, cfg.Source, lam)
+	}
 	if err != nil {
 		return nil, err
 	}
+	nameFirst, nameSecond, nSecond, normSecond := plan.releaseNames()
 	p := report.Privacy{
-		Mechanism: fmt.Sprintf("irls (DP-IRLS for L1 regression, Park & Welling, with symmetric Gaussian noise on B and zCDP: PRIVACY-NOTES items 10-11; J = %d, residual floor η = %s)",
-			plan.Iterations, fmtG(plan.ResidualFloor)),
+		Mechanism: fmt.Sprintf("irls (DP-IRLS for L1 regression, Park & Welling, with %s noise on the first release%s, calibrated by %s: PRIVACY-NOTES items 10-11; %s form, J = %d, residual floor η = %s)",
+			plan.FirstMoment, map[bool]string{true: " and symmetric Gaussian noise on B", false: " and Gaussian noise on m"}[plan.Form != IRLSFormPreconditioned],
+			map[string]string{"gaussian-dp": "exact Gaussian-DP composition", "zcdp-improved": "zCDP"}[plan.Accountant], plan.Form, plan.Iterations, fmtG(plan.ResidualFloor)),
 		Private:      true,
 		Epsilon:      plan.Epsilon,
 		Delta:        plan.Delta,
@@ -538,17 +604,13 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 		Neighbouring: report.Neighbouring,
 		Accountant:   plan.accountantText(),
 		Releases: []report.Release{
-			{Name: fmt.Sprintf("A = (1/N)Σ s·y·x, each of %d iterations", plan.Iterations), Entries: d,
+			{Name: nameFirst, Entries: d,
 				Norm: map[string]string{"gaussian": "L2", "laplace": "L1"}[plan.FirstMoment], Sensitivity: plan.SensA, Noise: plan.FirstMoment, Scale: plan.ScaleA},
-			{Name: fmt.Sprintf("B = (1/N)Σ s·x·xᵀ upper triangle, each of %d iterations", plan.Iterations), Entries: d * (d + 1) / 2,
-				Norm: "L2 (Frobenius)", Sensitivity: plan.SensB, Noise: "gaussian", Scale: plan.SigmaB},
+			{Name: nameSecond, Entries: nSecond,
+				Norm: normSecond, Sensitivity: plan.SensB, Noise: "gaussian", Scale: plan.SigmaB},
 		},
-		PostProcessing: []string{
-			"B noised on its upper triangle and mirrored (symmetric)",
-			fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy B (data-independent)", fmtG(lam)),
-			fmt.Sprintf("spectral trimming of the noisy B (last iteration: %d of %d directions removed); ω = B̃⁻¹Ã in the kept space", trimmed, d),
-		},
-		Notes: plan.secondaryFigures(),
+		PostProcessing: plan.stepPostProcessing(lam, trimmed),
+		Notes:          plan.secondaryFigures(),
 	}
 	if plan.WarmStart > 0 {
 		nb := d * (d + 1) / 2
@@ -562,24 +624,25 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 }
 
 // warmStart releases the Gaussian FM least-squares objective with the
-// plan's warm-start noise and returns its regularised minimiser.
-func (plan IRLSPlan) warmStart(st Stats, src noise.Source, lam float64) ([]float64, error) {
+// plan's warm-start noise and returns its regularised minimiser and the
+// released objective (whose Λ2 is the noisy Gram matrix (1/N)Σ x xᵀ).
+func (plan IRLSPlan) warmStart(st Stats, src noise.Source, lam float64) ([]float64, *Quadratic, error) {
 	q, err := Objective(Linear, st)
 	if err != nil {
-		return nil, fmt.Errorf("irls: warm start: %w", err)
+		return nil, nil, fmt.Errorf("irls: warm start: %w", err)
 	}
 	if err := noise.AddGaussian(src, q.Lambda1, plan.FMTau1); err != nil {
-		return nil, fmt.Errorf("irls: warm start: noise on Λ1: %w", err)
+		return nil, nil, fmt.Errorf("irls: warm start: noise on Λ1: %w", err)
 	}
 	if err := noise.AddGaussian(src, q.Upper, plan.FMTau2); err != nil {
-		return nil, fmt.Errorf("irls: warm start: noise on Λ2: %w", err)
+		return nil, nil, fmt.Errorf("irls: warm start: noise on Λ2: %w", err)
 	}
 	plan.recordWarm(q, st.N(), lam)
 	w, _, err := q.Minimize(NoisyPostProcess(lam))
 	if err != nil {
-		return nil, fmt.Errorf("irls: warm start: %w", err)
+		return nil, nil, fmt.Errorf("irls: warm start: %w", err)
 	}
-	return w, nil
+	return w, q, nil
 }
 
 // accountantText describes the headline accountant.
@@ -613,7 +676,12 @@ func (plan IRLSPlan) run(ctx context.Context, rows []float64, k int, w0 []float6
 		if err := ctx.Err(); err != nil {
 			return nil, 0, fmt.Errorf("irls: %w", err)
 		}
-		a, upper := irlsMoments(rows, k, w, plan.ResidualFloor)
+		var a, upper []float64
+		if plan.Form == IRLSFormGradient {
+			a, upper = irlsGradientMoments(rows, k, w, plan.ResidualFloor)
+		} else {
+			a, upper = irlsMoments(rows, k, w, plan.ResidualFloor)
+		}
 		var err error
 		if plan.FirstMoment == "gaussian" {
 			err = noise.AddGaussian(src, a, plan.ScaleA)
@@ -629,6 +697,14 @@ func (plan IRLSPlan) run(ctx context.Context, rows []float64, k int, w0 []float6
 		next, tr, err := irlsStep(a, upper, lam)
 		if err != nil {
 			return nil, 0, fmt.Errorf("irls: iteration %d: %w", j+1, err)
+		}
+		if plan.Form == IRLSFormGradient { // next is the step B̃⁻¹g̃
+			if plan.lastStep != nil {
+				plan.lastStep.Start = append([]float64(nil), w...)
+			}
+			for i := range next {
+				next[i] += w[i]
+			}
 		}
 		w, trimmed = next, tr
 		if plan.last != nil {
@@ -654,6 +730,9 @@ func (irlsWishart) Fit(ctx context.Context, data Data, cfg Config) (*Result, err
 		return nil, fmt.Errorf("irls-wishart: %w", err)
 	}
 	seed := cfg.IRLS
+	if seed.Form != "" && seed.Form != IRLSFormMoments {
+		return nil, fmt.Errorf("irls-wishart: reproduces the seed's moments form only, not the %q form", seed.Form)
+	}
 	seed.WarmStart = -1 // the seed's algorithm: cold start
 	plan, err := seed.withDefaults(data.Stats.N(), data.Stats.K()-1, cfg.Epsilon)
 	if err != nil {

@@ -24,17 +24,7 @@ import (
 func TestIRLSSensitivities(t *testing.T) {
 	const d = 3
 	rng := rand.New(rand.NewPCG(1, 2))
-	unit := func() []float64 {
-		v := make([]float64, d)
-		for j := range v {
-			v[j] = rng.NormFloat64()
-		}
-		s := math.Pow(rng.Float64(), 0.2) / math.Sqrt(dot(v, v))
-		for j := range v {
-			v[j] *= s
-		}
-		return v
-	}
+	unit := func() []float64 { return ballPoint(rng, d) }
 	diffs := func(r1, r2, w []float64, eta float64) (a2, a1, b2 float64) {
 		a, ua := irlsMoments(r1, d+1, w, eta)
 		c, uc := irlsMoments(r2, d+1, w, eta)
@@ -48,11 +38,11 @@ func TestIRLSSensitivities(t *testing.T) {
 		return math.Sqrt(a2), a1, math.Sqrt(b2)
 	}
 	for _, eta := range []float64{0.05, 0.5} {
-		p, err := PlanIRLS(1, 1e-5, 1, d, IRLSOptions{ResidualFloor: eta})
+		p, err := PlanIRLS(1, 1e-5, 1, d, IRLSOptions{ResidualFloor: eta, Form: IRLSFormMoments})
 		if err != nil {
 			t.Fatal(err)
 		}
-		pl, err := PlanIRLS(1, 1e-5, 1, d, IRLSOptions{ResidualFloor: eta, FirstMoment: "laplace"})
+		pl, err := PlanIRLS(1, 1e-5, 1, d, IRLSOptions{ResidualFloor: eta, FirstMoment: "laplace", Form: IRLSFormMoments})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +103,7 @@ func TestPlanIRLS(t *testing.T) {
 		warm float64
 	}{{"gaussian", -1}, {"laplace", -1}, {"gaussian", 0.3}, {"laplace", 0.3}} {
 		fm := c.fm
-		p, err := PlanIRLS(0.9, 1e-5, 1000, 10, IRLSOptions{FirstMoment: fm, Iterations: 5, ResidualFloor: 0.2, Split: 0.3, WarmStart: c.warm})
+		p, err := PlanIRLS(0.9, 1e-5, 1000, 10, IRLSOptions{FirstMoment: fm, Iterations: 5, ResidualFloor: 0.2, Split: 0.3, WarmStart: c.warm, Form: IRLSFormMoments})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -407,7 +397,7 @@ func TestIRLSConverges(t *testing.T) {
 		}
 	}
 	warm, err := irlsEstimator{}.Fit(context.Background(), data, Config{Kind: Robust, Epsilon: 1e5, Delta: 1e-5, Lambda: -1,
-		Source: noise.NewInsecureSeeded(2), IRLS: IRLSOptions{Iterations: 2, ResidualFloor: eta, WarmStart: 0.3}})
+		Source: noise.NewInsecureSeeded(2), IRLS: IRLSOptions{Iterations: 2, ResidualFloor: eta, WarmStart: 0.3, Form: IRLSFormMoments}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -514,18 +504,28 @@ func ExamplePlanIRLS() {
 	}
 	fmt.Printf("J = %d, ε = %.3f by %s (zCDP conversion of the same noise: %.3f), σ_A = %.3g, σ_B = %.3g\n",
 		p.Iterations, p.Epsilon, p.Accountant, p.EpsilonZCDP, p.ScaleA, p.SigmaB)
-	// The defaults: a Gaussian FM warm start with a fifth of the budget,
-	// then one iteration with the floor of WarmIRLSResidualFloor.
+	// The moments form after a Gaussian FM warm start with a fifth of the
+	// budget: one iteration with the floor of WarmIRLSResidualFloor.
+	p, err = PlanIRLS(0.9, 1e-5, 10000, 10, IRLSOptions{Form: IRLSFormMoments})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%s: warm share %.1f, J = %d, η = %.2f, ε = %.3f, σ_A = %.3g, σ_B = %.3g\n",
+		p.Form, p.WarmStart, p.Iterations, p.ResidualFloor, p.Epsilon, p.ScaleA, p.SigmaB)
+	// The defaults: the preconditioned form, releasing g and m at each of
+	// J iterations after a warm start with 0.3 of the budget.
 	p, err = PlanIRLS(0.9, 1e-5, 10000, 10, IRLSOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Printf("warm share %.1f, J = %d, η = %.2f, ε = %.3f, σ_A = %.3g, σ_B = %.3g\n",
-		p.WarmStart, p.Iterations, p.ResidualFloor, p.Epsilon, p.ScaleA, p.SigmaB)
+	fmt.Printf("%s: warm share %.1f, J = %d, η = %.2f, ε = %.3f, σ_g = %.3g, σ_m = %.3g\n",
+		p.Form, p.WarmStart, p.Iterations, p.ResidualFloor, p.Epsilon, p.ScaleA, p.SigmaB)
 	// Output:
 	// J = 2, ε = 0.900 by gaussian-dp (zCDP conversion of the same noise: 1.198), σ_A = 0.00821, σ_B = 0.00581
-	// warm share 0.2, J = 1, η = 0.30, ε = 0.900, σ_A = 0.00433, σ_B = 0.00306
+	// moments: warm share 0.2, J = 1, η = 0.30, ε = 0.900, σ_A = 0.00433, σ_B = 0.00306
+	// preconditioned: warm share 0.3, J = 12, η = 0.10, ε = 0.900, σ_g = 0.0038, σ_m = 0.0038
 }
 
 // --- DP-IRLS error vs N (DPLEARN_LONG_TESTS=1) ---

@@ -50,6 +50,14 @@ type Released struct {
 	// warm start's ridge and trimming floor), so inference can propagate
 	// the warm start's noise through the iterations; nil for a cold start.
 	Warm *Released
+	// Form is DP-IRLS's IRLSOptions.Form ("" read as the seed's moments).
+	// Start, for the gradient forms, is the (released) iterate the last
+	// step began from: the fit's last iterate is Start plus a minimiser of
+	// Objective, whose Λ1 = −2g̃ and Λ2 = B̃ (gradient) or (m̃/η)·G̃
+	// (preconditioned, G̃ the warm start's Gram matrix, whose noise
+	// VarLambda2 then carries scaled by (m̃/η)²).
+	Form  string
+	Start []float64
 }
 
 // releasedFrom records the released objective of an FM-family fit. The
@@ -155,6 +163,26 @@ func (r *Released) Validate() error {
 	if r.Iterations < 0 {
 		return fmt.Errorf("regress: released objective with %d iterations", r.Iterations)
 	}
+	switch r.Form {
+	case "", IRLSFormMoments:
+		if r.Start != nil {
+			return fmt.Errorf("regress: a released objective of the moments form has no step start")
+		}
+	case IRLSFormGradient, IRLSFormPreconditioned:
+		if r.Kind != Robust || len(r.Start) != q.D {
+			return fmt.Errorf("regress: released %s-form objective needs a robust fit and its step start of length %d, got model %q and %d values", r.Form, q.D, r.Kind, len(r.Start))
+		}
+		for _, v := range r.Start {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("regress: released step start holds a non-finite value")
+			}
+		}
+		if r.Form == IRLSFormPreconditioned && r.Warm == nil {
+			return fmt.Errorf("regress: released preconditioned-form objective without its warm start")
+		}
+	default:
+		return fmt.Errorf("regress: released objective of unknown DP-IRLS form %q", r.Form)
+	}
 	if w := r.Warm; w != nil {
 		if r.Kind != Robust {
 			return fmt.Errorf("regress: only a robust (DP-IRLS) fit has a released warm start, not a %q fit", r.Kind)
@@ -242,7 +270,20 @@ func (plan IRLSPlan) released(n int64, lam float64) *Released {
 	}
 	r := &Released{Kind: Robust, N: n, Objective: plan.last, Ridge: lam, MinEigen: TrimFraction * lam,
 		VarLambda1: 4 * v1, VarLambda2: plan.SigmaB * plan.SigmaB, Noise1: plan.FirstMoment, Noise2: "gaussian",
-		ResidualFloor: plan.ResidualFloor, Iterations: plan.Iterations}
+		ResidualFloor: plan.ResidualFloor, Iterations: plan.Iterations, Form: plan.Form}
+	if plan.Form != IRLSFormMoments {
+		if plan.lastStep == nil || len(plan.lastStep.Start) != plan.D {
+			return nil // a step whose start was not recorded: no inference rather than a wrong one
+		}
+		r.Start = plan.lastStep.Start
+	}
+	if plan.Form == IRLSFormPreconditioned {
+		// Λ2 = G̃/scale with scale = η/m̃: G̃'s noise and the fit's ridge
+		// (lam = the warm start's λ_FM) scale by 1/scale.
+		sc := plan.lastStep.Scale
+		r.VarLambda2 = plan.FMTau2 * plan.FMTau2 / (sc * sc)
+		r.Ridge, r.MinEigen = lam/sc, TrimFraction*lam/sc
+	}
 	if plan.WarmStart > 0 {
 		if plan.warm == nil || plan.warm.Objective == nil {
 			return nil // a warm start whose release was not recorded: no inference rather than a wrong one
@@ -271,25 +312,32 @@ func (plan IRLSPlan) recordWarm(q *Quadratic, n int64, lam float64) {
 //
 //	MeanWeight = (1/N)Σ s_i,  Inside = (1/N)Σ 1{|r_i| < η},  MeanPsi2 = (1/N)Σ ψ_i².
 //
-// NoiseScale is the Laplace scale b of the noise on each of the three
-// (public: the sensitivity over the ε spent), so inference can account for
-// it; 0 when unknown.
+// The mean weight is released as the mean of η·s_i ∈ (0, 1] and divided by
+// η afterwards (post-processing), so all three released means lie in
+// [0, 1]. NoiseScale is the Laplace scale b of the noise on Inside and
+// MeanPsi2, and b/η is that on MeanWeight (public: the sensitivity over the
+// ε spent), so inference can account for it; 0 when unknown.
 type RobustScale struct {
 	MeanWeight, Inside, MeanPsi2 float64
 	NoiseScale                   float64
 }
 
 // RobustScaleSensitivity returns the L1 sensitivity of the three released
-// means under replace-one neighbours: s ∈ (0, 1/η] moves its mean by at most
-// 1/(ηN); the indicator and ψ² ∈ [0, 1] by at most 1/N each; plus twice the
-// floating-point error of a plain-loop mean per entry (rounding.go).
+// means under replace-one neighbours: η·s ∈ (0, 1], the indicator and
+// ψ² ∈ [0, 1] each move their mean by at most 1/N, so 3/N (approached by
+// a residual of 0 against one of 1: (1 − η) + 1 + 1), plus twice the
+// floating-point error of a plain-loop mean per entry (rounding.go). It
+// does not depend on η: releasing the mean of η·s instead of s (1/η times
+// less noise on the mean weight than its own sensitivity 1/(ηN) would need)
+// keeps the summary usable at the small floors of the gradient forms. The
+// floor argument is validated only.
 func RobustScaleSensitivity(n int64, floor float64) (float64, error) {
 	if n < 1 || !(floor > 0) {
 		return 0, fmt.Errorf("regress: robust scale needs N ≥ 1 and η > 0, got N=%d η=%v", n, floor)
 	}
 	N := float64(n)
-	e := loopSumError(n, 1/floor, N)
-	return roundedSensitivity((1/floor+2)/N, 8, 3, e, true), nil
+	e := loopSumError(n, 1, N)
+	return roundedSensitivity(3/N, 8, 3, e, true), nil
 }
 
 // ReleaseRobustScale computes RobustScale on the encoded rows (K per row,
@@ -316,12 +364,12 @@ func ReleaseRobustScale(rows []float64, k int, w []float64, floor, epsilon float
 	for i := 0; i < int(n); i++ {
 		r := rows[i*k : (i+1)*k]
 		res := r[k-1] - dot(r[:k-1], w)
-		s := 1 / math.Max(floor, math.Abs(res))
-		s0 += s
+		den := math.Max(floor, math.Abs(res))
+		s0 += floor / den // η·s ∈ (0, 1]
 		if math.Abs(res) < floor {
 			s1++
 		}
-		psi := res * s
+		psi := res / den
 		s2 += psi * psi
 	}
 	v := []float64{s0 / float64(n), s1 / float64(n), s2 / float64(n)}
@@ -333,7 +381,7 @@ func ReleaseRobustScale(rows []float64, k int, w []float64, floor, epsilon float
 	if err := noise.AddLaplace(src, v, b); err != nil {
 		return RobustScale{}, report.Release{}, fmt.Errorf("regress: robust scale: add noise: %w", err)
 	}
-	return RobustScale{MeanWeight: v[0], Inside: v[1], MeanPsi2: v[2], NoiseScale: b},
-		report.Release{Name: "residual summary at the fitted ω: mean weight, share within η, mean ψ² (for the standard errors of the confidence intervals)",
+	return RobustScale{MeanWeight: v[0] / floor, Inside: v[1], MeanPsi2: v[2], NoiseScale: b},
+		report.Release{Name: "residual summary at the fitted ω: mean of η·weight, share within η, mean ψ² (for the standard errors of the confidence intervals)",
 			Entries: 3, Norm: "L1", Sensitivity: sens, Noise: "laplace", Scale: b}, nil
 }

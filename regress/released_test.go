@@ -21,14 +21,19 @@ func TestReleasedRecordsTheNoise(t *testing.T) {
 		kind   Kind
 		noises [2]string
 		vars   func(p []float64) (float64, float64) // from the report's scales
+		form   string                               // DP-IRLS form
 	}{
-		{"fm", Linear, [2]string{"laplace", "laplace"}, func(s []float64) (float64, float64) { return 2 * s[0] * s[0], 2 * s[0] * s[0] }},
-		{"relaxed-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[0] * s[0] }},
-		{"gaussian-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[1] * s[1] }},
-		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[1] * s[1] }},
+		{"fm", Linear, [2]string{"laplace", "laplace"}, func(s []float64) (float64, float64) { return 2 * s[0] * s[0], 2 * s[0] * s[0] }, ""},
+		{"relaxed-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[0] * s[0] }, ""},
+		{"gaussian-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[1] * s[1] }, ""},
+		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[1] * s[1] }, IRLSFormMoments},
+		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[1] * s[1] }, IRLSFormGradient},
+		// Preconditioned: Λ2 = G̃/scale, so its noise is the warm start's Λ2
+		// noise (the fourth release) over scale, and so is the ridge.
+		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[3] * s[3] }, ""},
 	} {
 		est, _ := New(c.mech)
-		res, err := est.Fit(context.Background(), data, Config{Kind: c.kind, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(2)})
+		res, err := est.Fit(context.Background(), data, Config{Kind: c.kind, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(2), IRLS: IRLSOptions{Form: c.form}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,16 +46,28 @@ func TestReleasedRecordsTheNoise(t *testing.T) {
 			scales = append(scales, r.Scale)
 		}
 		v1, v2 := c.vars(scales)
-		if rel.Noise1 != c.noises[0] || rel.Noise2 != c.noises[1] || rel.VarLambda1 != v1 || rel.VarLambda2 != v2 || rel.N != 3000 {
-			t.Errorf("%s: recorded %+v, want noises %v and variances %v, %v", c.mech, rel, c.noises, v1, v2)
+		tol := 0.0 // bitwise
+		if rel.Form == IRLSFormPreconditioned {
+			scale := DefaultLambdaFactor * scales[3] / rel.Ridge // the fit's ridge is λ_FM/scale
+			v2 /= scale * scale
+			tol = 1e-12
+		}
+		if rel.Noise1 != c.noises[0] || rel.Noise2 != c.noises[1] || rel.VarLambda1 != v1 || math.Abs(rel.VarLambda2-v2) > tol*v2 || rel.N != 3000 {
+			t.Errorf("%s %s: recorded %+v, want noises %v and variances %v, %v", c.mech, rel.Form, rel, c.noises, v1, v2)
 		}
 		w, _, err := rel.Objective.Minimize(NoisyPostProcess(rel.Ridge))
 		if err != nil {
 			t.Fatal(err)
 		}
+		if (rel.Start != nil) != (c.mech == "irls" && rel.Form != IRLSFormMoments) {
+			t.Errorf("%s %s: recorded step start %v", c.mech, rel.Form, rel.Start)
+		}
 		for i := range w {
-			if w[i] != res.Coef[i] {
-				t.Errorf("%s: the recorded objective's minimiser %v is not the fit %v", c.mech, w, res.Coef)
+			if rel.Start != nil {
+				w[i] += rel.Start[i]
+			}
+			if math.Abs(w[i]-res.Coef[i]) > tol*(1+math.Abs(res.Coef[i])) {
+				t.Errorf("%s %s: the recorded objective's minimiser (plus the step start) %v is not the fit %v", c.mech, rel.Form, w, res.Coef)
 				break
 			}
 		}
@@ -77,8 +94,11 @@ func TestReleasedIRLSWarmStart(t *testing.T) {
 		name  string
 		warm  float64
 		iters int
-	}{{"default warm start", 0, DefaultWarmIRLSIterations}, {"cold start", -1, DefaultIRLSIterations}} {
-		cfg := Config{Kind: Robust, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(5), IRLS: IRLSOptions{WarmStart: c.warm}}
+		form  string
+	}{{"default warm start", 0, GradientIRLSIterations(IRLSFormPreconditioned, 3000, 3, 1), ""},
+		{"moments warm start", 0, DefaultWarmIRLSIterations, IRLSFormMoments},
+		{"cold start", -1, DefaultIRLSIterations, ""}} {
+		cfg := Config{Kind: Robust, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(5), IRLS: IRLSOptions{WarmStart: c.warm, Form: c.form}}
 		res, err := est.Fit(context.Background(), data, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -166,8 +186,8 @@ func TestExtraReleaseSensitivities(t *testing.T) {
 	if diff > sens || sens < 1.0/n || sens > 1.0/n*(1+1e-8) {
 		t.Errorf("target moment: neighbour difference %v, sensitivity %v (exact 1/N = %v)", diff, sens, 1.0/n)
 	}
-	// Robust scale at w = 0, η = 0.2: a residual of 0 (s = 1/η, inside, ψ² = 0)
-	// against one of 1 (s = 1, outside, ψ² = 1).
+	// Robust scale at w = 0, η = 0.2: a residual of 0 (η·s = 1, inside, ψ² = 0)
+	// against one of 1 (η·s = η, outside, ψ² = 1).
 	const eta = 0.2
 	a[3], b[3] = 0, 1
 	w := []float64{0, 0, 0}
@@ -176,7 +196,7 @@ func TestExtraReleaseSensitivities(t *testing.T) {
 		for i := 0; i < n; i++ {
 			res := r[i*4+3]
 			sw := 1 / math.Max(eta, math.Abs(res))
-			m0 += sw
+			m0 += eta * sw
 			if math.Abs(res) < eta {
 				m1++
 			}
@@ -188,14 +208,14 @@ func TestExtraReleaseSensitivities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exact := (1/eta + 2) / n
+	exact := 3.0 / n
 	pa, pb := means(a), means(b)
 	l1 := 0.0
 	for i := range pa {
 		l1 += math.Abs(pa[i] - pb[i])
 	}
-	// This pair attains (1/η − 1) + 1 + 1 = 1/η + 1 of the bound 1/η + 2.
-	if l1 > rs || math.Abs(l1-(1/eta+1)/n) > 1e-12 || rs < exact || rs > exact*(1+1e-8) {
+	// This pair attains (1 − η) + 1 + 1 = 3 − η of the bound 3.
+	if l1 > rs || math.Abs(l1-(3-eta)/n) > 1e-12 || rs < exact || rs > exact*(1+1e-8) {
 		t.Errorf("robust scale: neighbour L1 difference %v, sensitivity %v (exact bound %v)", l1, rs, exact)
 	}
 	// The releases run and refuse bad input.

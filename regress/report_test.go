@@ -2,6 +2,7 @@ package regress
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"regexp"
 	"strings"
@@ -118,7 +119,10 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 		reps       int
 		opt        func(*Config)
 	}{
-		{"irls", Robust, lin, 1, 1e-5, 1, nil}, // warm start, J = 1
+		{"irls", Robust, lin, 1, 1e-5, 0, nil},                                               // the default preconditioned form, J from the release names
+		{"irls", Robust, lin, 1, 1e-5, 1, func(c *Config) { c.IRLS.Form = IRLSFormMoments }}, // warm start, J = 1
+		{"irls", Robust, lin, 0.5, 1e-6, 3, func(c *Config) { c.IRLS.Form = IRLSFormGradient; c.IRLS.Iterations = 3 }},
+		{"irls", Robust, lin, 0.5, 1e-6, 4, func(c *Config) { c.IRLS.Iterations = 4; c.IRLS.Split = 0.6; c.IRLS.WarmStart = 0.5 }},
 		{"irls", Robust, lin, 1, 1e-5, 2, func(c *Config) { c.IRLS.WarmStart = -1 }},
 		{"irls", Robust, lin, 0.3, 1e-6, 5, func(c *Config) { c.IRLS.Iterations = 5; c.IRLS.Split = 0.2; c.IRLS.WarmStart = -1 }},
 		{"noisygd", Linear, lin, 1, 1e-5, 100, nil},
@@ -150,6 +154,11 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 				sc := r.Scale * scaleFactor
 				e := noise.GaussianCalibrationSensitivity(r.Sensitivity, sc, r.Entries) / sc
 				reps := c.reps
+				if i := strings.Index(r.Name, "each of "); reps == 0 && i >= 0 { // "each of J iterations"
+					if _, err := fmt.Sscanf(r.Name[i:], "each of %d iterations", &reps); err != nil {
+						t.Fatalf("%s: release %q: %v", c.mech, r.Name, err)
+					}
+				}
 				if strings.HasSuffix(r.Name, "(once)") {
 					reps = 1
 				}

@@ -38,7 +38,7 @@ var mechanismUses = map[string]mechanismUse{
 	"gaussian-fm":  {kinds: linLog, epsilon: true, delta: 1, flags: append([]string{"split"}, fmFlags...)},
 	"objpert":      {kinds: linLog, epsilon: true, delta: 1, flags: []string{"objpert-lambda", "radius", "objpert-tolerance", "objpert-output-share"}},
 	"noisygd":      {kinds: linLog, epsilon: true, delta: 1, flags: []string{"radius", "iterations", "sigma", "batch-rate", "learning-rate", "gd-ridge"}},
-	"irls":         {kinds: irlsOnly, epsilon: true, delta: 1, flags: []string{"irls-iterations", "residual-floor", "laplace-first-moment", "irls-split", "irls-warm-start", "lambda", "lambda-factor"}},
+	"irls":         {kinds: irlsOnly, epsilon: true, delta: 1, flags: []string{"irls-iterations", "residual-floor", "laplace-first-moment", "irls-split", "irls-warm-start", "irls-form", "lambda", "lambda-factor"}},
 	"irls-wishart": {kinds: irlsOnly, epsilon: true, delta: 2, flags: []string{"irls-iterations", "residual-floor", "laplace-first-moment"}},
 }
 
