@@ -398,4 +398,4 @@ func shrinkage(q *regress.Quadratic, lambda float64) (float64, error) {
 // ReferenceResidualSpread is the smallest half-width c of irlsReference's
 // residuals (encoded target scale, where |y| ≤ 1): a public assumption of
 // the forecast, not a property of any data (see irlsReference).
-const ReferenceResidualSpread = 0.3
+const ReferenceResidualSpread = 0.33

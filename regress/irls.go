@@ -190,9 +190,14 @@ type IRLSPlan struct {
 	// WarmStart is the share of the budget spent on the Gaussian FM warm
 	// start (0: cold start). FMSens1, FMSens2 are the L2 sensitivities of
 	// its Λ1 and Λ2's upper triangle (SensitivitiesFor, linear), FMTau1,
-	// FMTau2 their noise, each block getting half of the share.
+	// FMTau2 their noise, calibrated jointly (GaussianFMJointScalesMu,
+	// split DefaultGaussianFMSplit).
 	WarmStart                        float64
 	FMSens1, FMSens2, FMTau1, FMTau2 float64
+	// FMWhitened is the warm start's Gaussian-DP μ: the L2 sensitivity of
+	// (Λ1/FMTau1, upper(Λ2)/FMTau2) by the joint supremum of joint.go,
+	// grid slack and discrete-Gaussian margin included.
+	FMWhitened float64
 }
 
 // RhoForEpsilon returns the largest ρ with ρ + 2√(ρ ln(1/δ)) ≤ ε.
@@ -354,7 +359,6 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 	}
 	p.Form, p.Iterations, p.ResidualFloor, p.FirstMoment, p.Split, p.WarmStart = opt.Form, opt.Iterations, opt.ResidualFloor, opt.FirstMoment, opt.Split, opt.WarmStart
 	N, J := float64(n), float64(p.Iterations)
-	nb := d * (d + 1) / 2
 	// Sensitivities of the computed releases (rounding.go): each row's term
 	// is s·y·x_p, s·x_p·x_q, ψ·x_p or η·s with |·| ≤ the form's bound (1/η
 	// or 1) up to four roundings, summed over the N rows in a plain loop
@@ -405,16 +409,15 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 			return p, err
 		}
 		p.FMSens1, p.FMSens2 = sens.Lambda1, sens.Lambda2
-		half := math.Sqrt(p.WarmStart * total2 / 2)
-		if p.FMTau1, err = gaussSigma(p.FMSens1, half, d); err != nil {
-			return p, err
+		// The two blocks are calibrated as one Gaussian mechanism by the
+		// supremum of their whitened change (joint.go), as gaussian-fm is:
+		// Gaussian DP μ_FM = √(WarmStart·μ²), split evenly.
+		js, err := GaussianFMJointScalesMu(Linear, d, n, TaylorQuadratic, math.Sqrt(p.WarmStart*total2), DefaultGaussianFMSplit)
+		if err != nil {
+			return p, fmt.Errorf("irls: warm start: %w", err)
 		}
-		if p.FMTau2, err = gaussSigma(p.FMSens2, half, nb); err != nil {
-			return p, err
-		}
-		m1 := noise.GaussianCalibrationSensitivity(p.FMSens1, p.FMTau1, d) / p.FMTau1
-		m2 := noise.GaussianCalibrationSensitivity(p.FMSens2, p.FMTau2, nb) / p.FMTau2
-		rhoFM = (m1*m1 + m2*m2) / 2
+		p.FMTau1, p.FMTau2, p.FMWhitened = js.Tau1, js.Tau2, js.Sensitivity
+		rhoFM = js.Sensitivity * js.Sensitivity / 2
 	}
 	if p.SigmaB, err = gaussSigma(p.SensB, math.Sqrt(muB2), nSecond); err != nil {
 		return p, err
@@ -453,9 +456,7 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 			ratios = append(ratios, math.Sqrt(2*p.RhoA), math.Sqrt(2*p.RhoB))
 		}
 		if p.WarmStart > 0 {
-			ratios = append(ratios,
-				noise.GaussianCalibrationSensitivity(p.FMSens1, p.FMTau1, d)/p.FMTau1,
-				noise.GaussianCalibrationSensitivity(p.FMSens2, p.FMTau2, nb)/p.FMTau2)
+			ratios = append(ratios, p.FMWhitened)
 		}
 		if p.Mu, err = accounting.GDPMu(ratios...); err != nil {
 			return p, fmt.Errorf("irls: %w", err)
@@ -614,9 +615,13 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	}
 	if plan.WarmStart > 0 {
 		nb := d * (d + 1) / 2
-		p.Releases = append(p.Releases,
-			report.Release{Name: "warm start: Gaussian FM least-squares Λ1 = −(2/N)Σ y·x (once)", Entries: d, Norm: "L2", Sensitivity: plan.FMSens1, Noise: "gaussian", Scale: plan.FMTau1},
-			report.Release{Name: "warm start: Gaussian FM Λ2 = (1/N)Σ x·xᵀ upper triangle (once)", Entries: nb, Norm: "L2 (Frobenius)", Sensitivity: plan.FMSens2, Noise: "gaussian", Scale: plan.FMTau2})
+		// The warm start comes first (it is released first); its two
+		// blocks are one jointly calibrated Gaussian mechanism.
+		p.Releases = append([]report.Release{
+			{Name: "warm start: Gaussian FM least-squares Λ1 = −(2/N)Σ y·x (once)", Entries: d, Norm: "L2", Sensitivity: plan.FMSens1, Noise: "gaussian", Scale: plan.FMTau1},
+			{Name: "warm start: Gaussian FM Λ2 = (1/N)Σ x·xᵀ upper triangle (once)", Entries: nb, Norm: "L2 (Frobenius)", Sensitivity: plan.FMSens2, Noise: "gaussian", Scale: plan.FMTau2},
+		}, p.Releases...)
+		p.WhitenedSensitivity, p.WhitenedReleases = plan.FMWhitened, 2
 		p.PostProcessing = append([]string{fmt.Sprintf("first iterate: the Gaussian FM least-squares fit (share %.2f of the budget; ridge λ = %s, trimming as gaussian-fm) instead of ω = 0", plan.WarmStart, fmtG(lamFM))}, p.PostProcessing...)
 	}
 	p.Randomness, p.Insecure = randomness(cfg.Source)

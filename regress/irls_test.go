@@ -112,9 +112,20 @@ func TestPlanIRLS(t *testing.T) {
 		if c.warm > 0 {
 			s1 := noise.GaussianCalibrationSensitivity(p.FMSens1, p.FMTau1, 10) / p.FMTau1
 			s2 := noise.GaussianCalibrationSensitivity(p.FMSens2, p.FMTau2, 55) / p.FMTau2
-			warm2 = s1*s1 + s2*s2
-			if p.WarmStart != c.warm || math.Abs(s1*s1-s2*s2) > 1e-5*warm2 { // σ is rounded up by up to 1e-9 per grid step
+			sep := s1*s1 + s2*s2
+			if p.WarmStart != c.warm || math.Abs(s1*s1-s2*s2) > 1e-5*sep { // σ is rounded up by up to 1e-9 per grid step
 				t.Errorf("warm start: share %v, μ² of Λ1 %v and Λ2 %v not equal halves", p.WarmStart, s1*s1, s2*s2)
+			}
+			// The two blocks are one mechanism calibrated by the joint
+			// supremum (joint.go): recomputed from the scales, and at the
+			// equal split J² = 1.5625/2 of the separate bound's μ².
+			j, err := JointCalibrationSensitivity(Linear, 10, 1000, TaylorQuadratic, p.FMTau1, p.FMTau2)
+			if err != nil || j != p.FMWhitened {
+				t.Fatalf("warm start: whitened μ %v, recomputed %v (%v)", p.FMWhitened, j, err)
+			}
+			warm2 = j * j
+			if r := warm2 / sep; math.Abs(r-1.5625/2) > 1e-3 {
+				t.Errorf("warm start: joint μ² is %v of the separate bound's, want 0.78125", r)
 			}
 		} else if p.WarmStart != 0 || p.FMTau1 != 0 {
 			t.Errorf("cold start asked, plan has warm share %v", p.WarmStart)

@@ -26,11 +26,13 @@ func TestReleasedRecordsTheNoise(t *testing.T) {
 		{"fm", Linear, [2]string{"laplace", "laplace"}, func(s []float64) (float64, float64) { return 2 * s[0] * s[0], 2 * s[0] * s[0] }, ""},
 		{"relaxed-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[0] * s[0] }, ""},
 		{"gaussian-fm", Linear, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return s[0] * s[0], s[1] * s[1] }, ""},
-		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[1] * s[1] }, IRLSFormMoments},
-		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[1] * s[1] }, IRLSFormGradient},
+		// DP-IRLS lists the warm start's two releases first (they come
+		// first), then the iterations' first and second moments.
+		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[2] * s[2], s[3] * s[3] }, IRLSFormMoments},
+		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[2] * s[2], s[3] * s[3] }, IRLSFormGradient},
 		// Preconditioned: Λ2 = G̃/scale, so its noise is the warm start's Λ2
-		// noise (the fourth release) over scale, and so is the ridge.
-		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[0] * s[0], s[3] * s[3] }, ""},
+		// noise (the second release) over scale, and so is the ridge.
+		{"irls", Robust, [2]string{"gaussian", "gaussian"}, func(s []float64) (float64, float64) { return 4 * s[2] * s[2], s[1] * s[1] }, ""},
 	} {
 		est, _ := New(c.mech)
 		res, err := est.Fit(context.Background(), data, Config{Kind: c.kind, Epsilon: 1, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(2), IRLS: IRLSOptions{Form: c.form}})
@@ -48,7 +50,7 @@ func TestReleasedRecordsTheNoise(t *testing.T) {
 		v1, v2 := c.vars(scales)
 		tol := 0.0 // bitwise
 		if rel.Form == IRLSFormPreconditioned {
-			scale := DefaultLambdaFactor * scales[3] / rel.Ridge // the fit's ridge is λ_FM/scale
+			scale := DefaultLambdaFactor * scales[1] / rel.Ridge // the fit's ridge is λ_FM/scale
 			v2 /= scale * scale
 			tol = 1e-12
 		}
