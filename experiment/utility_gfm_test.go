@@ -28,13 +28,7 @@ func TestUtilityGFMExperiment(t *testing.T) {
 	r := res[0]
 	get := func(panel, series, metric string, x float64) float64 {
 		t.Helper()
-		for _, row := range r.Rows {
-			if row.Panel == panel && row.Series == series && row.Metric == metric && row.X == x {
-				return row.Mean
-			}
-		}
-		t.Fatalf("no row %s / %s / %s at %v", panel, series, metric, x)
-		return 0
+		return rowMean(t, r, panel, series, metric, x)
 	}
 	for _, eps := range gfmEps {
 		before, after := get("cps gaussian-fm", gBefore, "mse_ratio", eps), get("cps gaussian-fm", gAfter, "mse_ratio", eps)

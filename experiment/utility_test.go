@@ -27,13 +27,7 @@ func TestUtilityExperiment(t *testing.T) {
 	r := res[0]
 	get := func(panel, series, metric string, x float64) float64 {
 		t.Helper()
-		for _, row := range r.Rows {
-			if row.Panel == panel && row.Series == series && row.Metric == metric && row.X == x {
-				return row.Mean
-			}
-		}
-		t.Fatalf("no row %s / %s / %s at %v", panel, series, metric, x)
-		return 0
+		return rowMean(t, r, panel, series, metric, x)
 	}
 	for _, ds := range []string{"smokeban", "cps1988-highwage"} {
 		tay, cheb := get("range "+ds, uTaylor, "relerr", 4), get("range "+ds, uCheb, "relerr", 4)
@@ -79,4 +73,17 @@ func TestUtilityExperiment(t *testing.T) {
 			t.Errorf("missing output %s", f)
 		}
 	}
+}
+
+// rowMean returns the mean of the result's row at (panel, series, metric,
+// x), failing the test when there is none.
+func rowMean(t testing.TB, r *Result, panel, series, metric string, x float64) float64 {
+	t.Helper()
+	for _, row := range r.Rows {
+		if row.Panel == panel && row.Series == series && row.Metric == metric && row.X == x {
+			return row.Mean
+		}
+	}
+	t.Fatalf("no row %s / %s / %s at %v", panel, series, metric, x)
+	return 0
 }
