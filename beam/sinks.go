@@ -139,6 +139,10 @@ type FitSpec struct {
 	Lambda       float64 // ridge λ; negative: the mechanism's default
 	LambdaFactor float64 // λ = this × the noise std when Lambda < 0
 	Split        float64 // gaussian-fm's budget share of Λ1
+	// NoStructure turns off the projection of the released Λ2 onto the
+	// identities the schema's encoding implies (regress.GramStructureFor),
+	// which `dplearn fit` applies by default (--no-schema-structure).
+	NoStructure bool
 	// Seeded selects the deterministic INSECURE generator with Seed
 	// (experiments only; the report says so). Otherwise the noise comes
 	// from crypto/rand on the worker that runs the step.
@@ -189,6 +193,11 @@ func FitModel(ctx context.Context, s *schema.Schema, m *suffstat.Moments, spec F
 	}
 	cfg := regress.Config{Kind: kind, Epsilon: spec.Epsilon, Delta: spec.Delta, Lambda: spec.Lambda,
 		LambdaFactor: spec.LambdaFactor, Split: spec.Split, Source: src}
+	if !spec.NoStructure {
+		if cfg.Structure, err = regress.GramStructureFor(s); err != nil {
+			return nil, err
+		}
+	}
 	res, err := est.Fit(ctx, regress.Data{Stats: m}, cfg)
 	if err != nil {
 		return nil, err

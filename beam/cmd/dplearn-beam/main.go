@@ -95,7 +95,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&o.spec.Delta, "delta", 0, "fit: privacy parameter δ for Gaussian mechanisms")
 	fs.Float64Var(&o.spec.Lambda, "lambda", -1, "fit: ridge λ added to the noisy Λ2; negative: the mechanism's default")
 	fs.Float64Var(&o.spec.LambdaFactor, "lambda-factor", regress.DefaultLambdaFactor, "fit: when --lambda is negative, λ = this × the per-entry noise std of Λ2")
-	fs.Float64Var(&o.spec.Split, "split", 0.5, "fit: gaussian-fm's share of the budget given to Λ1")
+	fs.Float64Var(&o.spec.Split, "split", regress.DefaultGaussianFMSplit, "fit: gaussian-fm's share of the budget given to Λ1")
+	fs.BoolVar(&o.spec.NoStructure, "no-schema-structure", false, "fit: do not project the released Λ2 onto the identities the schema's encoding implies (known intercept and indicator entries), as dplearn fit --no-schema-structure")
 	fs.Uint64Var(&o.spec.Seed, "seed", 0, "fit: deterministic INSECURE noise with this seed (experiments only; the report says so)")
 	verbose := fs.Bool("verbose", false, "show the runner's progress log (Prism logs every stage at INFO)")
 	if err := fs.Parse(args); err != nil {
