@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 )
@@ -165,19 +163,10 @@ func ridgeFit(q *regress.Quadratic, tau2, f float64, st *regress.GramStructure) 
 // eigenvalue.
 func idealShrink(exact, rel *regress.Quadratic, s2 float64) ([]float64, error) {
 	d := exact.D
-	sym := mat.NewSymDense(d, nil)
-	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			sym.SetSym(i, j, exact.At(i, j))
-		}
+	vals, vecs, err := exact.Eigen(0, true)
+	if err != nil {
+		return nil, fmt.Errorf("experiment: %w", err)
 	}
-	var eig mat.EigenSym
-	if !eig.Factorize(sym, true) {
-		return nil, fmt.Errorf("experiment: eigendecomposition failed")
-	}
-	vals := eig.Values(nil)
-	var vecs mat.Dense
-	eig.VectorsTo(&vecs)
 	w := make([]float64, d)
 	for k, mu := range vals {
 		if mu <= 0 {

@@ -239,7 +239,7 @@ func IRLS(rel *regress.Released, rs regress.RobustScale, opt Options) (*Interval
 		// iteration most where Λ2 is smallest, and the extrapolation and
 		// the noise inflation use f_k there (no ridge bias: the ridge only
 		// shortens steps toward the same fixed point).
-		vals, vecs, err := eigenLambda2(rel.Objective, true)
+		vals, vecs, err := rel.Objective.Eigen(0, true)
 		if err != nil {
 			return nil, err
 		}
@@ -451,7 +451,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	}
 
 	// Eigen-decomposition of the released Λ2 for the sampling part.
-	vals, vecs, err := eigenLambda2(q, true)
+	vals, vecs, err := q.Eigen(0, true)
 	if err != nil {
 		return nil, err
 	}
@@ -612,27 +612,6 @@ func perturb(rng *rand.Rand, q, star *regress.Quadratic, rel *regress.Released) 
 	for i, v := range q.Upper {
 		star.Upper[i] = v + draw(rng, rel.Noise2, sd2)
 	}
-}
-
-// eigenLambda2 returns the eigenvalues (ascending) of q's Λ2 and, if asked,
-// its eigenvectors as columns.
-func eigenLambda2(q *regress.Quadratic, vectors bool) ([]float64, *mat.Dense, error) {
-	d := q.D
-	sym := mat.NewSymDense(d, nil)
-	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			sym.SetSym(i, j, q.At(i, j))
-		}
-	}
-	var eig mat.EigenSym
-	if !eig.Factorize(sym, vectors) {
-		return nil, nil, errors.New("inference: eigendecomposition of Λ2 did not converge")
-	}
-	var vecs mat.Dense
-	if vectors {
-		eig.VectorsTo(&vecs)
-	}
-	return eig.Values(nil), &vecs, nil
 }
 
 func draw(rng *rand.Rand, kind string, sd float64) float64 {

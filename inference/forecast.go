@@ -381,7 +381,7 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 // shrinkage returns max_k 1 − μ_k/(μ_k + λ) over the eigenvalues μ_k of the
 // reference Λ2.
 func shrinkage(q *regress.Quadratic, lambda float64) (float64, error) {
-	vals, _, err := eigenLambda2(q, false)
+	vals, _, err := q.Eigen(0, false)
 	if err != nil {
 		return 0, fmt.Errorf("inference: forecast: %w", err)
 	}

@@ -28,6 +28,33 @@ func (q *Quadratic) At(i, j int) float64 {
 	return q.Upper[packedIndex(q.D, i, j)]
 }
 
+// Eigen returns the eigenvalues (ascending) of Λ2 + shift·I and, when
+// vectors is set, its eigenvectors as the columns of a matrix (nil
+// otherwise).
+func (q *Quadratic) Eigen(shift float64, vectors bool) ([]float64, *mat.Dense, error) {
+	d := q.D
+	sym := mat.NewSymDense(d, nil)
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			v := q.At(i, j)
+			if i == j {
+				v += shift
+			}
+			sym.SetSym(i, j, v)
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(sym, vectors) {
+		return nil, nil, fmt.Errorf("regress: eigendecomposition of Λ2 did not converge")
+	}
+	if !vectors {
+		return eig.Values(nil), nil, nil
+	}
+	var vecs mat.Dense
+	eig.VectorsTo(&vecs)
+	return eig.Values(nil), &vecs, nil
+}
+
 // Eval returns f(ω).
 func (q *Quadratic) Eval(w []float64) float64 {
 	f := q.Lambda0
@@ -137,23 +164,10 @@ func (q *Quadratic) Minimize(pp PostProcess) ([]float64, int, error) {
 		q = p
 	}
 	d := q.D
-	sym := mat.NewSymDense(d, nil)
-	for i := 0; i < d; i++ {
-		for j := i; j < d; j++ {
-			v := q.At(i, j)
-			if i == j {
-				v += pp.Lambda
-			}
-			sym.SetSym(i, j, v)
-		}
+	vals, vecs, err := q.Eigen(pp.Lambda, true)
+	if err != nil {
+		return nil, 0, err
 	}
-	var eig mat.EigenSym
-	if !eig.Factorize(sym, true) {
-		return nil, 0, fmt.Errorf("regress: eigendecomposition of Λ2 did not converge")
-	}
-	vals := eig.Values(nil)
-	var vecs mat.Dense
-	eig.VectorsTo(&vecs)
 	maxAbs := 0.0
 	for _, v := range vals {
 		maxAbs = math.Max(maxAbs, math.Abs(v))
