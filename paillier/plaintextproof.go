@@ -172,6 +172,8 @@ func (e *Encryptor) EncryptWithProof(m *big.Int, context []byte) (*Ciphertext, *
 
 // provePlaintext proves knowledge of (m, r) with c = (1+n)^m r^n mod n^2.
 func (pk *PublicKey) provePlaintext(random io.Reader, c, m, r *big.Int, context []byte) (*PlaintextProof, error) {
+	m = new(big.Int).Mod(m, pk.n)
+	r = new(big.Int).Mod(r, pk.n)
 	s, rho, err := pk.plaintextNonce(random, c, m, r, context)
 	if err != nil {
 		return nil, err
