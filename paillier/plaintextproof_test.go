@@ -579,7 +579,9 @@ func TestPlaintextChallengeLength(t *testing.T) {
 // plaintext guesses the challenge, computes a = (1+n)^z1 z2^n c^-e for
 // random z1, z2 and wins if the hash hits its guess. 4096 attempts at
 // guesses in [0, 16) succeed with probability 4096 2^-128 at the
-// implemented length, and almost surely for a challenge of 8 bits or less.
+// implemented length, and almost surely for a challenge of 8 bits or less;
+// the first guess is the challenge computed with a = 1, right if the hash
+// ignored the commitment.
 func TestPlaintextProofGuessingAttack(t *testing.T) {
 	fx := newPPFixture(t, 256)
 	pk := fx.pk
@@ -588,6 +590,10 @@ func TestPlaintextProofGuessingAttack(t *testing.T) {
 	context := []byte("victim")
 	for i := range 4096 {
 		guess := big.NewInt(int64(i % 16))
+		if i == 0 {
+			// A challenge that ignored a would be this one.
+			guess = pk.plaintextChallenge(context, target.c, bigOne)
+		}
 		z1, _ := rand.Int(rng, pk.n)
 		z2, _ := pk.randomUnit(rng)
 		ce := new(big.Int).Exp(target.c, guess, pk.nSquared)
@@ -662,5 +668,184 @@ func TestPlaintextProofEncoding(t *testing.T) {
 	}
 	if _, err := (&PlaintextProof{}).MarshalBinary(); err == nil {
 		t.Error("incomplete proof encoded")
+	}
+}
+
+// zeroReader is a broken random source that returns only zeros.
+type zeroReader struct{}
+
+func (zeroReader) Read(b []byte) (int, error) { clear(b); return len(b), nil }
+
+// TestPlaintextProofRepeatingRandomness: with a random source that repeats
+// (all zeros), proofs of the same ciphertext and witness for two contexts
+// still use different nonces (the nonce is hedged with the statement), so
+// the two transcripts do not share a commitment and the extractor cannot be
+// run on them; with a nonce from the source alone they would reveal m.
+func TestPlaintextProofRepeatingRandomness(t *testing.T) {
+	fx := newPPFixture(t, 512)
+	pk := fx.pk
+	m := big.NewInt(4242)
+	r, _ := pk.randomUnit(testRand(t, 1))
+	ct := pk.encryptWithNonce(m, r)
+	p1, err := pk.provePlaintext(zeroReader{}, ct.c, m, r, ctx("s", 1, 1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p2, err := pk.provePlaintext(zeroReader{}, ct.c, m, r, ctx("s", 2, 1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1.a.Cmp(p2.a) == 0 {
+		e1 := pk.plaintextChallenge(ctx("s", 1, 1, 0), ct.c, p1.a)
+		e2 := pk.plaintextChallenge(ctx("s", 2, 1, 0), ct.c, p2.a)
+		got, _ := extract(pk, ct.c, e1, p1.z1, p1.z2, e2, p2.z1, p2.z2)
+		t.Fatalf("nonce repeated across contexts: the two proofs reveal m = %v", got)
+	}
+	// A different witness for the same ciphertext cannot exist, but a
+	// different ciphertext of the same m must also get a fresh nonce.
+	ct2 := pk.encryptWithNonce(m, new(big.Int).Add(r, bigOne))
+	p3, err := pk.provePlaintext(zeroReader{}, ct2.c, m, new(big.Int).Add(r, bigOne), ctx("s", 1, 1, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p3.a.Cmp(p1.a) == 0 {
+		t.Fatal("nonce repeated across ciphertexts")
+	}
+}
+
+// TestPlaintextProofHidesWitness: the responses are masked: z1 - e m mod n
+// (= s) and z2 r^-e mod n (= rho) are neither 0/1 nor repeated across 32
+// proofs of the same plaintext, and the top byte of z1 is spread over its
+// range (a chi-square test of the 16 high-nibble values of z1/n with 15
+// degrees of freedom over 320 proofs, false alarm 1e-4 at 44.3).
+func TestPlaintextProofHidesWitness(t *testing.T) {
+	fx := newPPFixture(t, 512)
+	pk := fx.pk
+	rng := testRand(t, 3)
+	m := big.NewInt(7)
+	seenS := map[string]bool{}
+	seenRho := map[string]bool{}
+	var counts [16]int
+	const proofs = 320
+	for k := range proofs {
+		r, _ := pk.randomUnit(rng)
+		ct := pk.encryptWithNonce(m, r)
+		context := ctx("s", k, 0, 0)
+		p, err := pk.provePlaintext(rng, ct.c, m, r, context)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := pk.plaintextChallenge(context, ct.c, p.a)
+		s := new(big.Int).Sub(p.z1, new(big.Int).Mul(e, m))
+		s.Mod(s, pk.n)
+		rho := new(big.Int).Exp(r, e, pk.n)
+		rho.ModInverse(rho, pk.n)
+		rho.Mul(rho, p.z2)
+		rho.Mod(rho, pk.n)
+		if k < 32 {
+			if s.Sign() == 0 || rho.Cmp(bigOne) == 0 || seenS[s.String()] || seenRho[rho.String()] {
+				t.Fatalf("proof %d: mask s or rho is trivial or repeated", k)
+			}
+			seenS[s.String()] = true
+			seenRho[rho.String()] = true
+		}
+		nib := new(big.Int).Lsh(p.z1, 4)
+		nib.Quo(nib, pk.n)
+		counts[nib.Int64()]++
+	}
+	chi := 0.0
+	for _, c := range counts {
+		d := float64(c) - proofs/16.0
+		chi += d * d / (proofs / 16.0)
+	}
+	if chi > 44.3 {
+		t.Fatalf("z1 is not spread over [0, n): chi-square %.1f over 15 degrees of freedom (counts %v)", chi, counts)
+	}
+}
+
+// TestPlaintextBatchEquation: the batch equation itself holds on honest
+// claims (if it did not, VerifyPlaintextProofs would still give correct
+// verdicts through bisection, at the cost of one single check per claim,
+// so only this test sees it) and fails when any one claim is forged in a
+// (a, c, z1 or z2) or carries another claim's challenge.
+func TestPlaintextBatchEquation(t *testing.T) {
+	fx := newPPFixture(t, 512)
+	pk := fx.pk
+	const k = 40
+	claims := make([]PlaintextClaim, k)
+	es := make([]*big.Int, k)
+	idx := make([]int, k)
+	for j := range claims {
+		v := honestVote(t, pk, uint64(j), int64(j), ctx("s", 1, j, 0))
+		claims[j] = PlaintextClaim{v.ct, v.proof, v.context}
+		es[j] = pk.plaintextChallenge(v.context, v.ct.c, v.proof.a)
+		idx[j] = j
+	}
+	w, _ := drawWeights(testRand(t, 1), k)
+	if !pk.plaintextBatchHolds(claims, es, idx, w) {
+		t.Fatal("batch equation fails on honest claims")
+	}
+	onePlusN := new(big.Int).Add(pk.n, bigOne)
+	mulMod := func(x, y, m *big.Int) *big.Int { z := new(big.Int).Mul(x, y); return z.Mod(z, m) }
+	for name, f := range map[string]func(c PlaintextClaim) PlaintextClaim{
+		"a": func(c PlaintextClaim) PlaintextClaim {
+			p := *c.Proof
+			p.a = mulMod(p.a, onePlusN, pk.nSquared)
+			c.Proof = &p
+			return c
+		},
+		"c": func(c PlaintextClaim) PlaintextClaim {
+			c.Ciphertext = &Ciphertext{c: mulMod(c.Ciphertext.c, onePlusN, pk.nSquared), pk: pk}
+			return c
+		},
+		"z1": func(c PlaintextClaim) PlaintextClaim {
+			p := *c.Proof
+			p.z1 = new(big.Int).Mod(new(big.Int).Add(p.z1, bigOne), pk.n)
+			c.Proof = &p
+			return c
+		},
+		"z2": func(c PlaintextClaim) PlaintextClaim {
+			p := *c.Proof
+			p.z2 = mulMod(p.z2, big.NewInt(2), pk.n)
+			c.Proof = &p
+			return c
+		},
+	} {
+		forged := append([]PlaintextClaim(nil), claims...)
+		forged[17] = f(forged[17])
+		if pk.plaintextBatchHolds(forged, es, idx, w) {
+			t.Errorf("batch equation holds with %s forged", name)
+		}
+	}
+	swapped := append([]*big.Int(nil), es...)
+	swapped[3], swapped[4] = es[4], es[3]
+	if pk.plaintextBatchHolds(claims, swapped, idx, w) {
+		t.Error("batch equation holds with two challenges swapped")
+	}
+}
+
+// TestAttackPlaintextBatchOfForgers: eight colluders submit rogue
+// ciphertexts (functions of an honest vote) with "proofs" that ignore the
+// ciphertext (a = (1+n)^z1 z2^n, or a c^e dropped from the equation for a
+// random c), or that are valid for the statement with e = 0, and the batch
+// verifier sees only their claims, so no honest claim forces bisection
+// down to single checks: every one is named.
+func TestAttackPlaintextBatchOfForgers(t *testing.T) {
+	fx := newPPFixture(t, 1024)
+	pk := fx.pk
+	rng := testRand(t, 21)
+	honest := honestVote(t, pk, 1, 5, ctx("s", 1, 0, 0))
+	var claims []PlaintextClaim
+	for j := range 8 {
+		rogue := new(big.Int).Exp(honest.ct.c, big.NewInt(int64(j+2)), pk.nSquared)
+		z1, _ := rand.Int(rng, pk.n)
+		z2, _ := pk.randomUnit(rng)
+		a := pk.combine(z1, new(big.Int).Exp(z2, pk.n, pk.nSquared)).c
+		claims = append(claims, PlaintextClaim{&Ciphertext{c: rogue, pk: pk}, &PlaintextProof{pk: pk, a: a, z1: z1, z2: z2}, ctx("s", 1, 10+j, 0)})
+	}
+	for k, err := range pk.verifyPlaintextProofs(rng, claims) {
+		if err == nil {
+			t.Errorf("forged claim %d accepted by the batch verifier", k)
+		}
 	}
 }
