@@ -37,8 +37,10 @@ const (
 // amplifies it), because it knows neither plaintext; nor can it copy an
 // honest party's proof, which is bound to that party's context.
 //
-// Protocol (the Sigma-protocol for Paillier plaintext knowledge, e.g.
-// Damgard-Jurik PKC 2001 section 5, with the Fiat-Shamir transform).
+// Protocol (the standard Sigma-protocol for knowledge of a Paillier
+// plaintext, as in Cramer, Damgard and Nielsen, "Multiparty computation from
+// threshold homomorphic encryption", EUROCRYPT 2001, made non-interactive
+// with the Fiat-Shamir transform).
 // Statement: c in Z*_{n^2}. Witness: m in Z_n and r in Z*_n with
 // c = (1+n)^m r^n mod n^2 (every c in Z*_{n^2} has exactly one such pair,
 // the map (m, r) -> (1+n)^m r^n being a bijection Z_n x Z*_n -> Z*_{n^2}).
