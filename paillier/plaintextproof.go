@@ -61,12 +61,12 @@ const (
 //
 // Special soundness (what a valid proof proves). Let X^2 = 1. Every element
 // of order at most 2 is an n-th power (n is odd, so X = X^n = (X mod n)^n),
-// hence z2' = z2 (X mod n)^-1 mod n gives the exact equation
-// (1+n)^z1 z2'^n = a c^e with the same a, e, z1. From two such transcripts
-// with the same a and challenges e != e': (1+n)^(z1-z1') (z2'/z2”)^n =
-// c^d with d = e - e', 0 < |d| < 2^128 < p, q, so d is invertible modulo n;
-// let u d = 1 + k n. Then c = c^(u d) c^(-k n) =
-// (1+n)^(u (z1-z1')) ((z2'/z2”)^u c^-k)^n, an opening of c, and by the
+// hence y = z2 (X mod n)^-1 mod n gives the exact equation
+// (1+n)^z1 y^n = a c^e with the same a, e, z1. From two such exact
+// transcripts (a, e, z1, y) and (a, e', z1', y') with e != e':
+// (1+n)^(z1-z1') (y/y')^n = c^d with d = e - e', 0 < |d| < 2^128 < p, q, so
+// d is invertible modulo n; let u d = 1 + k n. Then c = c^(u d) c^(-k n) =
+// (1+n)^(u (z1-z1')) ((y/y')^u c^-k)^n, an opening of c, and by the
 // uniqueness of the decomposition
 //
 //	m = (z1 - z1') (e - e')^-1 mod n.
