@@ -635,9 +635,12 @@ func fftConvolve(a, b []float64) ([]float64, float64) {
 	pa := make([]float64, n)
 	copy(pa, a)
 	ca := f.Coefficients(nil, pa)
-	pb := make([]float64, n)
-	copy(pb, b)
-	cb := f.Coefficients(nil, pb)
+	cb := ca
+	if len(a) != len(b) || &a[0] != &b[0] { // squaring needs one transform
+		pb := make([]float64, n)
+		copy(pb, b)
+		cb = f.Coefficients(nil, pb)
+	}
 	for i := range ca {
 		ca[i] *= cb[i]
 	}
