@@ -446,6 +446,12 @@ func TestPLDInfMass(t *testing.T) {
 	if d := mustDelta(t, g, 30); math.Abs(d-0.2) > 1e-12 {
 		t.Errorf("δ(30) = %v, want the P-mass 0.2 where Q = 0", d)
 	}
+	// mass of P the caller did not list (a truncated pmf) is counted at +∞
+	lp2 := []float64{math.Log(0.49), math.Log(0.3), math.Log(0.2)}
+	m := mustPLD(t)(PLDFromLogPMFs(lp2, lq, 0.01, 0, PLDOptions{}))
+	if d := mustDelta(t, m, 30); math.Abs(d-0.21) > 1e-12 {
+		t.Errorf("δ(30) = %v, want 0.2 + the missing 0.01", d)
+	}
 }
 
 // PLDFromLogPMFs on the explicit product space of one binomial histogram
@@ -686,4 +692,29 @@ func BenchmarkPLDDGauss100Queries(b *testing.B) {
 		size = c.GridSize()
 	}
 	b.ReportMetric(float64(size), "grid-points")
+}
+
+// ε(δ) is the smallest ε the accountant accepts: Delta(Epsilon(δ)) ≤ δ as
+// evaluated, and Delta at 10⁻⁹ less is above δ (no slack is given away).
+func TestPLDEpsilonDeltaRoundTrip(t *testing.T) {
+	pls := map[string]*PLD{
+		"binomial-224x3": mustSelf(t, mustPLD(t)(BinomialHistogramPLD(224, PLDOptions{})), 3),
+		"binomial-61":    mustPLD(t)(BinomialHistogramPLD(61, PLDOptions{})),
+		"dgauss-2x3":     mustSelf(t, mustPLD(t)(DGaussSumHistogramPLD(2, 3, PLDOptions{})), 2),
+		"gauss-1.5x4":    mustSelf(t, mustPLD(t)(GaussianPLD(1.5, 1, PLDOptions{})), 4),
+	}
+	for name, p := range pls {
+		for _, delta := range []float64{1e-2, 3e-3, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10} {
+			e := mustEpsilon(t, p, delta)
+			if e == 0 {
+				continue
+			}
+			if d := mustDelta(t, p, e); d > delta {
+				t.Errorf("%s: Delta(Epsilon(%v) = %v) = %v > δ", name, delta, e, d)
+			}
+			if d := mustDelta(t, p, e-1e-9*math.Max(1, e)); d <= delta {
+				t.Errorf("%s: Epsilon(%v) = %v is not the smallest: Delta just below is %v", name, delta, e, d)
+			}
+		}
+	}
 }
