@@ -9,68 +9,6 @@ import (
 	"gonum.org/v1/gonum/dsp/fourier"
 )
 
-// # Privacy-loss distributions (PLD)
-//
-// For a pair of output distributions (P, Q) of a mechanism on neighbouring
-// inputs, the privacy loss of an outcome y is L(y) = ln P(y) − ln Q(y)
-// (+∞ where Q(y) = 0 < P(y)), and the privacy-loss distribution (PLD) is the
-// law of L(Y) for Y ~ P. The hockey-stick divergence — the exact δ of the pair
-// at ε — is a function of the PLD alone: with Q(y) = P(y)e^{−L(y)},
-//
-//	δ(ε) = Σ_y (P(y) − e^ε Q(y))₊ = Σ_{l>ε} p(l)(1 − e^{ε−l}) + p(∞).      (1)
-//
-// Composition. For independent releases the losses add, so the PLD of a
-// composition is the convolution of the PLDs, and the +∞ masses combine as
-// 1 − Π(1 − p_i(∞)). Under adaptive composition the same holds for dominating
-// pairs (Zhu, Dong & Wang 2022, Theorem 10): if every release's pair of
-// output laws, whatever was released before, has hockey-stick divergence at
-// most that of (P_i, Q_i) at every ε ∈ ℝ, the composition is dominated by the
-// product (Π P_i, Π Q_i). Both directions (P‖Q and Q‖P) must be covered; δ is
-// their maximum.
-//
-// Pessimistic discretisation. (1) is non-decreasing in every loss value l
-// (1 − e^{ε−l} grows with l), so replacing each loss by a larger one can only
-// increase δ(ε), for every ε and after any number of compositions (the
-// composed loss is a sum of per-release losses, each larger). The accountant
-// therefore rounds every loss UP to the grid Δℤ (index ⌈(l + s)/Δ⌉ with
-// s = 10⁻¹⁰·max(1, |l|) covering the float error of l), moves the mass of
-// truncated low-loss tails UP onto the lowest kept grid point, and moves
-// truncated high-loss tails and truncated outcomes to +∞. Every such step
-// raises losses pointwise, so the reported δ(ε) is ≥ the true δ(ε) and the
-// reported ε(δ) is ≥ the true ε(δ).
-//
-// Error bound (derived). Let L be the true composed loss of k releases and
-// L̃ the accountant's. Each release's loss is rounded up once, by less than
-// Δ + s, and grid sums are exact, so L̃ ≤ L + k(Δ + s) except on the event
-// that some truncation applied, whose P-probability is at most τ, the sum
-// of all truncated masses (union bound). Hence, by (1),
-//
-//	δ_true(ε) ≤ δ̃(ε) ≤ δ_true(ε − k(Δ+s)) + τ + η,
-//
-// where η bounds the numerical error of the FFT convolutions (below). In
-// terms of ε: ε_true(δ) ≤ ε̃(δ) ≤ ε_true(δ − τ − η) + k(Δ + s).
-// PLD.ErrorBound reports k(Δ + s) and τ + η; with the default grid Δ = 10⁻⁴
-// and τ = 10⁻¹⁵ per truncation, 100 releases are over-charged by at most
-// 0.01 in ε and ~10⁻¹³ in δ.
-//
-// Numerical error. Convolutions of short vectors are direct (relative error
-// below 10⁻¹³, covered by the relative factor applied to δ); long ones use a
-// real FFT of length N = 2^m. The computed convolution of non-negative a, b
-// (‖a‖₁, ‖b‖₁ ≤ 1) is within c·u·log₂N·(‖a‖₂ + ‖b‖₂) in ℓ2 of the exact
-// one (forward-error bound of the Cooley-Tukey FFT, Higham 2002 §24.1, with
-// u = 2⁻⁵³ and accurately computed twiddles; c = 30 is generous and checked
-// against direct convolution by TestPLDFFTErrorBound), hence within
-// √N times that in ℓ1. Negative outputs are clamped to 0 (moving towards the
-// true non-negative value). Errors propagate through later convolutions with
-// non-negative vectors of mass ≤ 1 without growth in ℓ1, so the ℓ1 bounds add:
-// η = Σ over convolutions. Since the weights of (1) lie in [0, 1], η bounds
-// the error of δ, and it is added to the reported δ.
-//
-// Optimistic mode (PLDOptions.Optimistic) mirrors every step — losses
-// rounded down, truncated masses dropped, η subtracted — and gives a LOWER
-// bound on the true δ(ε) and ε(δ). It is for checking brackets only and must
-// never be printed as a guarantee.
-
 // DefaultPLDGrid is the default width Δ of the loss grid.
 const DefaultPLDGrid = 1e-4
 
@@ -134,10 +72,73 @@ type lossPMF struct {
 
 // PLD is a discretised privacy-loss distribution, pessimistic unless built
 // with PLDOptions.Optimistic: Delta and Epsilon never report less than the
-// truth (see the error bound in the package comment of pld.go and in
-// docs/accounting.md). It holds one direction when the mechanism is
-// symmetric (the Q‖P loss has the same law as the P‖Q loss) and both
-// otherwise. A PLD is immutable; Compose and SelfCompose return new ones.
+// truth. It holds one direction when the mechanism is symmetric (the Q‖P
+// loss has the same law as the P‖Q loss) and both otherwise. A PLD is
+// immutable; Compose and SelfCompose return new ones. docs/accounting.md
+// has the known answers and a usage guide.
+//
+// For a pair of output distributions (P, Q) of a mechanism on neighbouring
+// inputs, the privacy loss of an outcome y is L(y) = ln P(y) − ln Q(y)
+// (+∞ where Q(y) = 0 < P(y)), and the privacy-loss distribution (PLD) is the
+// law of L(Y) for Y ~ P. The hockey-stick divergence — the exact δ of the pair
+// at ε — is a function of the PLD alone: with Q(y) = P(y)e^{−L(y)},
+//
+//	δ(ε) = Σ_y (P(y) − e^ε Q(y))₊ = Σ_{l>ε} p(l)(1 − e^{ε−l}) + p(∞).      (1)
+//
+// Composition. For independent releases the losses add, so the PLD of a
+// composition is the convolution of the PLDs, and the +∞ masses combine as
+// 1 − Π(1 − p_i(∞)). Under adaptive composition the same holds for dominating
+// pairs (Zhu, Dong & Wang 2022, Theorem 10): if every release's pair of
+// output laws, whatever was released before, has hockey-stick divergence at
+// most that of (P_i, Q_i) at every ε ∈ ℝ, the composition is dominated by the
+// product (Π P_i, Π Q_i). Both directions (P‖Q and Q‖P) must be covered; δ is
+// their maximum.
+//
+// Pessimistic discretisation. (1) is non-decreasing in every loss value l
+// (1 − e^{ε−l} grows with l), so replacing each loss by a larger one can only
+// increase δ(ε), for every ε and after any number of compositions (the
+// composed loss is a sum of per-release losses, each larger). The accountant
+// therefore rounds every loss UP to the grid Δℤ (index ⌈(l + s)/Δ⌉ with
+// s = 10⁻¹⁰·max(1, |l|) covering the float error of l), moves the mass of
+// truncated low-loss tails UP onto the lowest kept grid point, and moves
+// truncated high-loss tails and truncated outcomes to +∞. Every such step
+// raises losses pointwise, so the reported δ(ε) is ≥ the true δ(ε) and the
+// reported ε(δ) is ≥ the true ε(δ).
+//
+// Error bound (derived). Let L be the true composed loss of k releases and
+// L̃ the accountant's. Each release's loss is rounded up once, by less than
+// Δ + s, and grid sums are exact, so L̃ ≤ L + k(Δ + s) except on the event
+// that some truncation applied, whose P-probability is at most τ, the sum
+// of all truncated masses (union bound). Hence, by (1),
+//
+//	δ_true(ε) ≤ δ̃(ε) ≤ δ_true(ε − k(Δ+s)) + τ + η,
+//
+// where η bounds the numerical error of the FFT convolutions (below). In
+// terms of ε: ε_true(δ) ≤ ε̃(δ) ≤ ε_true(δ − τ − η) + k(Δ + s).
+// PLD.ErrorBound reports k(Δ + s) and τ + η; with the default grid Δ = 10⁻⁴
+// and τ = 10⁻¹⁵ per truncation, 100 releases are over-charged by at most
+// 0.01 in ε and ~10⁻¹³ in δ.
+//
+// Numerical error. Convolutions of short vectors are direct (relative error
+// below 10⁻¹³, covered by the relative factor applied to δ); long ones use a
+// real FFT of length N = 2^m. The computed convolution of non-negative a, b
+// (‖a‖₁, ‖b‖₁ ≤ 1) is within c·u·log₂N·(‖a‖₂ + ‖b‖₂) in ℓ2 of the exact
+// one: by the forward-error bound of the Cooley-Tukey FFT (Higham 2002,
+// Theorem 24.2: relative ℓ2 error ≤ log₂N·(μ + γ₄(√2 + μ)) ≈ 6.7u·log₂N
+// with u = 2⁻⁵³ and twiddles accurate to μ ≈ u) applied to the two forward
+// transforms, the product and the inverse transform, c ≈ 10; c = 30 is used,
+// and TestPLDFFTErrorBound checks it against direct convolution (the
+// measured error is ~100× below), hence within
+// √N times that in ℓ1. Negative outputs are clamped to 0 (moving towards the
+// true non-negative value). Errors propagate through later convolutions with
+// non-negative vectors of mass ≤ 1 without growth in ℓ1, so the ℓ1 bounds add:
+// η = Σ over convolutions. Since the weights of (1) lie in [0, 1], η bounds
+// the error of δ, and it is added to the reported δ.
+//
+// Optimistic mode (PLDOptions.Optimistic) mirrors every step — losses
+// rounded down, truncated masses dropped, η subtracted — and gives a LOWER
+// bound on the true δ(ε) and ε(δ). It is for checking brackets only and must
+// never be printed as a guarantee.
 type PLD struct {
 	opts PLDOptions
 	dirs []lossPMF // 1 (symmetric) or 2 (P‖Q, Q‖P)
@@ -513,7 +514,7 @@ func DGaussSumHistogramPLD(sigma float64, shares int, opts PLDOptions) (*PLD, er
 }
 
 // Compose returns the PLD of the composition of p and q (their releases in
-// either order, adaptively chosen or not: see the package comment on
+// either order, adaptively chosen or not: see the PLD doc comment on
 // dominating pairs). Both must use the same options.
 func (p *PLD) Compose(q *PLD) (*PLD, error) {
 	if p.opts != q.opts {
@@ -624,7 +625,7 @@ func convolve(a, b []float64) ([]float64, float64) {
 
 // fftConvolve convolves by a real FFT of length N = 2^⌈log₂ m⌉ and returns
 // the ℓ1 error bound η = 30·u·log₂N·√N·(‖a‖₂ + ‖b‖₂) derived in the
-// package comment.
+// PLD doc comment.
 func fftConvolve(a, b []float64) ([]float64, float64) {
 	m := len(a) + len(b) - 1
 	n := 1

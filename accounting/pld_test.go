@@ -718,3 +718,16 @@ func TestPLDEpsilonDeltaRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPLDConvolveReference is the unit of cost of the benchmarks
+// above: one FFT convolution of two 2^18-point vectors (FFT length 2^19).
+func BenchmarkPLDConvolveReference(b *testing.B) {
+	a := make([]float64, 1<<18)
+	for i := range a {
+		d := float64(i-len(a)/2) / 2e4
+		a[i] = math.Exp(-d * d / 2)
+	}
+	for b.Loop() {
+		fftConvolve(a, a)
+	}
+}
