@@ -151,21 +151,27 @@ type atom struct {
 
 // discretise puts finite atoms on the grid; inf is the +∞ mass (already
 // including truncated masses in pessimistic mode), trunc the truncated mass.
-func discretise(atoms []atom, inf, trunc float64, o PLDOptions) lossPMF {
+func discretise(atoms []atom, inf, trunc float64, o PLDOptions) (lossPMF, error) {
 	if len(atoms) == 0 {
-		return lossPMF{lo: 0, probs: []float64{0}, inf: inf, trunc: trunc, steps: 1}
+		return lossPMF{lo: 0, probs: []float64{0}, inf: inf, trunc: trunc, steps: 1}, nil
 	}
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, a := range atoms {
 		i := o.index(a.loss)
 		lo, hi = min(lo, i), max(hi, i)
 	}
+	if hi-lo >= maxGrid {
+		return lossPMF{}, fmt.Errorf("accounting: PLD losses span %d grid points (more than 2^26); use a coarser grid", hi-lo+1)
+	}
 	probs := make([]float64, hi-lo+1)
 	for _, a := range atoms {
 		probs[o.index(a.loss)-lo] += a.p
 	}
-	return lossPMF{lo: lo, probs: probs, inf: inf, trunc: trunc, steps: 1}
+	return lossPMF{lo: lo, probs: probs, inf: inf, trunc: trunc, steps: 1}, nil
 }
+
+// maxGrid is the largest number of grid points of one release's PLD.
+const maxGrid = 1 << 26
 
 // PLDFromLogPMFs returns the PLD of the pair (P, Q) given on a common finite
 // support: logP[i], logQ[i] are ln P(i), ln Q(i) (−Inf for probability 0).
@@ -192,7 +198,7 @@ func PLDFromLogPMFs(logP, logQ []float64, missP, missQ float64, opts PLDOptions)
 			return nil, fmt.Errorf("accounting: PLD log-probability %d is invalid (ln P = %v, ln Q = %v)", i, logP[i], logQ[i])
 		}
 	}
-	dir := func(a, b []float64, miss float64) lossPMF {
+	dir := func(a, b []float64, miss float64) (lossPMF, error) {
 		var atoms []atom
 		var inf float64
 		for i := range a {
@@ -213,7 +219,15 @@ func PLDFromLogPMFs(logP, logQ []float64, missP, missQ float64, opts PLDOptions)
 		}
 		return discretise(atoms, math.Min(inf, 1), trunc, o)
 	}
-	return &PLD{opts: o, dirs: []lossPMF{dir(logP, logQ, missP), dir(logQ, logP, missQ)}}, nil
+	pq, err := dir(logP, logQ, missP)
+	if err != nil {
+		return nil, err
+	}
+	qp, err := dir(logQ, logP, missQ)
+	if err != nil {
+		return nil, err
+	}
+	return &PLD{opts: o, dirs: []lossPMF{pq, qp}}, nil
 }
 
 // GaussianPLD returns the PLD of the Gaussian mechanism with noise σ and L2
@@ -257,7 +271,7 @@ func GaussianPLD(sigma, sens float64, opts PLDOptions) (*PLD, error) {
 	iLo := int64(math.Floor((mu - z*sd) / g))
 	iHi := int64(math.Ceil((mu + z*sd) / g))
 	n := iHi - iLo + 1
-	if n > 1<<26 {
+	if n > maxGrid {
 		return nil, fmt.Errorf("accounting: Gaussian PLD needs %d grid points; use a coarser grid", n)
 	}
 	probs := make([]float64, n)
@@ -332,6 +346,9 @@ func pairPLD(a, b []atom, ainf, binf, trunc float64, o PLDOptions) (lossPMF, err
 	}
 	lo := o.index(a[0].loss + b[0].loss)
 	hi := o.index(a[len(a)-1].loss + b[len(b)-1].loss)
+	if hi-lo >= maxGrid {
+		return lossPMF{}, fmt.Errorf("accounting: histogram PLD losses span %d grid points (more than 2^26); use a coarser grid", hi-lo+1)
+	}
 	probs := make([]float64, hi-lo+1)
 	for _, x := range a {
 		for _, y := range b {
@@ -363,8 +380,8 @@ func BinomialHistogramPLD(n int64, opts PLDOptions) (*PLD, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n < 1 || n > 1<<40 {
-		return nil, fmt.Errorf("accounting: binomial coins must be in [1, 2^40], got %d", n)
+	if n < 1 || n > 1<<32 {
+		return nil, fmt.Errorf("accounting: binomial coins must be in [1, 2^32], got %d", n)
 	}
 	fn := float64(n)
 	w := int64(math.Ceil(10 * math.Sqrt(fn)))
@@ -373,10 +390,7 @@ func BinomialHistogramPLD(n int64, opts PLDOptions) (*PLD, error) {
 	if lo > 0 || hi < n {
 		miss = 2 * math.Exp(-200)
 	}
-	p := make([]float64, hi-lo+1)
-	for i := range p {
-		p[i] = math.Exp(logBinom(fn, float64(lo+int64(i))) - fn*math.Ln2)
-	}
+	p := binomialWindow(n, lo, hi)
 	// count a: Q moves it by −1, loss ln b(y)/b(y+1) = ln((y+1)/(n−y)).
 	la := func(i int) float64 {
 		y := float64(lo + int64(i))
@@ -394,6 +408,32 @@ func BinomialHistogramPLD(n int64, opts PLDOptions) (*PLD, error) {
 		return math.Log((fn - y + 1) / y)
 	}
 	return histogramPLD(p, la, lb, miss, o)
+}
+
+// binomialWindow returns B(n, ½)(y) for y = lo..hi by the ratio recurrence
+// b(y+1)/b(y) = (n−y)/(y+1) from the mode, normalised by the window's sum:
+// each value has relative error ≤ (hi − lo + 2)·2u (≤ 3·10⁻¹⁰ for
+// n ≤ 2³²), unlike lgamma differences whose absolute error grows with
+// ln n! (the mass outside the window, ≤ 2e⁻²⁰⁰, is also spread over it,
+// which only raises P).
+func binomialWindow(n, lo, hi int64) []float64 {
+	p := make([]float64, hi-lo+1)
+	m := n / 2
+	p[m-lo] = 1
+	for y := m; y < hi; y++ {
+		p[y+1-lo] = p[y-lo] * float64(n-y) / float64(y+1)
+	}
+	for y := m; y > lo; y-- { // b(y−1) = b(y)·y/(n−y+1)
+		p[y-1-lo] = p[y-lo] * float64(y) / float64(n-y+1)
+	}
+	var sum float64
+	for _, x := range p {
+		sum += x
+	}
+	for i := range p {
+		p[i] /= sum
+	}
+	return p
 }
 
 func histogramPLD(p []float64, la, lb func(int) float64, miss float64, o PLDOptions) (*PLD, error) {
@@ -670,9 +710,11 @@ func norm2(x []float64) float64 {
 }
 
 // sumSafety is the relative factor covering the float rounding of the sum
-// (1) over n terms in [0, 1]: n·2⁻⁵² plus the relative error of the
-// direct convolutions and pmfs (≤ 10⁻¹²).
-func sumSafety(n int) float64 { return float64(n)*0x1p-52 + 1e-12 }
+// (1) over n terms in [0, 1] (n·2⁻⁵²) plus the relative error of the pmfs
+// (binomial recurrence ≤ 3·10⁻¹⁰, discrete Gaussian convolution ≤
+// shares·(2T+1)·u ≤ 10⁻⁹ within DGaussSumPMF's size limit) and of the direct
+// convolutions (≤ 2048·u each, ≤ 10⁻¹¹ over a composition): 10⁻⁹ in all.
+func sumSafety(n int) float64 { return float64(n)*0x1p-52 + 1e-9 }
 
 // rawDelta is (1) for one direction without safety terms.
 func (d *lossPMF) rawDelta(eps, g float64) float64 {
