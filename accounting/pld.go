@@ -275,7 +275,16 @@ func GaussianPLD(sigma, sens float64, opts PLDOptions) (*PLD, error) {
 		return nil, fmt.Errorf("accounting: Gaussian PLD needs %d grid points; use a coarser grid", n)
 	}
 	probs := make([]float64, n)
-	d := lossPMF{lo: iLo, probs: probs, steps: 1}
+	// Each cell is a difference F(b) − F(a) of the normal CDF (or of its
+	// upper tail above μ), each value within ε_F ≤ 10⁻¹⁶ of the truth
+	// (Erfc to about an ulp, its argument to a relative u). The error vector
+	// is then a difference sequence E_i − E_{i−1} with |E_i| ≤ ε_F on each
+	// side of μ, plus u·p_i for the subtraction; convolving with
+	// non-negative vectors of mass ≤ 1 keeps that form, and against the
+	// non-decreasing weights of (1), which lie in [0, 1], summation by parts
+	// bounds its effect on δ by 2ε_F per side. So 4ε_F + u ≤ 10⁻¹⁵ bounds the
+	// effect on δ of these errors, for this release and any composition.
+	d := lossPMF{lo: iLo, probs: probs, steps: 1, err: 1e-15}
 	if o.Optimistic {
 		for i := iLo; i <= iHi; i++ { // [iΔ, (i+1)Δ) → i
 			probs[i-iLo] = mass(float64(i)*g, float64(i+1)*g)
@@ -446,6 +455,9 @@ func histogramPLD(p []float64, la, lb func(int) float64, miss float64, o PLDOpti
 	return &PLD{opts: o, dirs: []lossPMF{d}}, nil
 }
 
+// dgaussWindow returns T = ⌈12σ⌉ + 1, the truncation of one share.
+func dgaussWindow(sigma float64) int { return int(math.Ceil(12*sigma)) + 1 }
+
 // dgaussTail returns an upper bound on the mass of N_ℤ(0, σ²) outside
 // [−T, T] relative to the unnormalised mass inside: with
 // z² ≥ (T+1)² + 2(T+1)(z−T−1) for z ≥ T+1,
@@ -472,7 +484,7 @@ func DGaussSumPMF(sigma float64, shares int) (lo int, p []float64, missing float
 	if shares < 1 || shares > 1e5 {
 		return 0, nil, 0, fmt.Errorf("accounting: shares must be in [1, 1e5], got %d", shares)
 	}
-	t := int(math.Ceil(12*sigma)) + 1
+	t := dgaussWindow(sigma)
 	cost := float64(shares) * math.Sqrt(float64(shares)) * float64(2*t+1) * float64(2*t+1) * 1.3
 	if cost > 4e9 {
 		return 0, nil, 0, fmt.Errorf("accounting: sum of %d discrete Gaussians of σ = %v is too large to enumerate", shares, sigma)
@@ -484,13 +496,16 @@ func DGaussSumPMF(sigma float64, shares int) (lo int, p []float64, missing float
 		one[i] = math.Exp(-x * x / (2 * sigma * sigma))
 		z += one[i]
 	}
+	// Normalise by the window's mass plus the tail bound, which is ≥ the
+	// true normaliser: the listed pmf is then ≤ the true one pointwise (a
+	// restriction of the true law to "every share within ±T"), as the
+	// bound in PLDFromLogPMFs needs; the mass of the event "some share
+	// outside" is ≤ H·tail/z.
+	tail := dgaussTail(sigma, t)
 	for i := range one {
-		one[i] /= z
+		one[i] /= z + tail
 	}
-	// Truncation: TV(share, truncated share) ≤ tail/(z) ≤ m; the sum of
-	// H shares is within H·m in TV, and the trimming below adds its mass.
-	m := dgaussTail(sigma, t) / z
-	missing = float64(shares) * m
+	missing = float64(shares) * tail / z
 	lo = -t
 	p = one
 	for h := 1; h < shares; h++ {
@@ -542,11 +557,19 @@ func DGaussSumHistogramPLD(sigma float64, shares int, opts PLDOptions) (*PLD, er
 	if err != nil {
 		return nil, err
 	}
+	// Each entry of p is a sum of products of positive numbers, H−1
+	// convolutions deep, so its relative error is at most
+	// r = shares·(2T+1)·u; a log-ratio of two entries is then off by at
+	// most 2r, which is added to (optimistic: subtracted from) every loss.
+	r := float64(shares) * float64(2*dgaussWindow(sigma)+1) * 0x1p-53
+	if o.Optimistic {
+		r = -r
+	}
 	ratio := func(i, j int) float64 {
 		if j < 0 || j >= len(p) || p[j] == 0 {
 			return math.Inf(1)
 		}
-		return math.Log(p[i]) - math.Log(p[j])
+		return math.Log(p[i]) - math.Log(p[j]) + 2*r
 	}
 	la := func(i int) float64 { return ratio(i, i+1) }
 	lb := func(i int) float64 { return ratio(i, i-1) }
