@@ -68,6 +68,13 @@ type lossPMF struct {
 	trunc float64 // τ: total truncated mass (union bound)
 	err   float64 // η: ℓ1 bound on the numerical error of probs
 	steps int     // releases composed, each rounded once
+	shift float64 // Σ over releases of the largest upward shift of a loss
+}
+
+// roundShift returns the largest upward shift of a loss of magnitude ≤ m by
+// index (pessimistic): less than Δ + s(m).
+func (o PLDOptions) roundShift(m float64) float64 {
+	return o.Grid + pldSlack*math.Max(1, m)
 }
 
 // PLD is a discretised privacy-loss distribution, pessimistic unless built
@@ -107,7 +114,9 @@ type lossPMF struct {
 //
 // Error bound (derived). Let L be the true composed loss of k releases and
 // L̃ the accountant's. Each release's loss is rounded up once, by less than
-// Δ + s, and grid sums are exact, so L̃ ≤ L + k(Δ + s) except on the event
+// Δ + s (s for its largest |l|; for the discrete Gaussian plus the float
+// slack of its log-ratios), and grid sums are exact, so L̃ ≤ L + k(Δ + s)
+// except on the event
 // that some truncation applied, whose P-probability is at most τ, the sum
 // of all truncated masses (union bound). Hence, by (1),
 //
@@ -120,20 +129,19 @@ type lossPMF struct {
 // 0.01 in ε and ~10⁻¹³ in δ.
 //
 // Numerical error. Convolutions of short vectors are direct (relative error
-// below 10⁻¹³, covered by the relative factor applied to δ); long ones use a
-// real FFT of length N = 2^m. The computed convolution of non-negative a, b
-// (‖a‖₁, ‖b‖₁ ≤ 1) is within c·u·log₂N·(‖a‖₂ + ‖b‖₂) in ℓ2 of the exact
-// one: by the forward-error bound of the Cooley-Tukey FFT (Higham 2002,
-// Theorem 24.2: relative ℓ2 error ≤ log₂N·(μ + γ₄(√2 + μ)) ≈ 6.7u·log₂N
-// with u = 2⁻⁵³ and twiddles accurate to μ ≈ u) applied to the two forward
-// transforms, the product and the inverse transform, c ≈ 10; c = 30 is used,
-// and TestPLDFFTErrorBound checks it against direct convolution (the
-// measured error is ~100× below), hence within
-// √N times that in ℓ1. Negative outputs are clamped to 0 (moving towards the
-// true non-negative value). Errors propagate through later convolutions with
-// non-negative vectors of mass ≤ 1 without growth in ℓ1, so the ℓ1 bounds add:
-// η = Σ over convolutions. Since the weights of (1) lie in [0, 1], η bounds
-// the error of δ, and it is added to the reported δ.
+// below 10⁻¹¹ over a composition, covered by the relative factor applied to
+// δ, see sumSafety); long ones use a real FFT of length N = 2^m. For
+// non-negative a, b (‖a‖₁, ‖b‖₁ ≤ 1) the computed convolution is within
+// c·u·log₂N·(‖a‖₂ + ‖b‖₂) of the exact one in ℓ2, hence within √N times that
+// in ℓ1: Higham 2002, Theorem 24.2, bounds the relative ℓ2 error of a
+// Cooley-Tukey FFT by log₂N·(μ + γ₄(√2 + μ)) ≈ 6.7u·log₂N (u = 2⁻⁵³,
+// twiddles accurate to μ ≈ u); two forward transforms, the product and the
+// inverse transform give c ≈ 10, and c = 30 is used (TestPLDFFTErrorBound
+// measures the actual error against direct convolution: ~100× below).
+// Negative outputs are clamped to 0 (towards the true non-negative value).
+// Error vectors convolved later with non-negative vectors of mass ≤ 1 do not
+// grow in ℓ1, so the bounds add over the convolutions: η. The weights of (1)
+// lie in [0, 1], so η bounds the error of δ; it is added to the reported δ.
 //
 // Optimistic mode (PLDOptions.Optimistic) mirrors every step — losses
 // rounded down, truncated masses dropped, η subtracted — and gives a LOWER
@@ -153,7 +161,7 @@ type atom struct {
 // including truncated masses in pessimistic mode), trunc the truncated mass.
 func discretise(atoms []atom, inf, trunc float64, o PLDOptions) (lossPMF, error) {
 	if len(atoms) == 0 {
-		return lossPMF{lo: 0, probs: []float64{0}, inf: inf, trunc: trunc, steps: 1}, nil
+		return lossPMF{lo: 0, probs: []float64{0}, inf: inf, trunc: trunc, steps: 1, shift: o.Grid}, nil
 	}
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, a := range atoms {
@@ -167,7 +175,11 @@ func discretise(atoms []atom, inf, trunc float64, o PLDOptions) (lossPMF, error)
 	for _, a := range atoms {
 		probs[o.index(a.loss)-lo] += a.p
 	}
-	return lossPMF{lo: lo, probs: probs, inf: inf, trunc: trunc, steps: 1}, nil
+	m := 0.0
+	for _, a := range atoms {
+		m = math.Max(m, math.Abs(a.loss))
+	}
+	return lossPMF{lo: lo, probs: probs, inf: inf, trunc: trunc, steps: 1, shift: o.roundShift(m)}, nil
 }
 
 // maxGrid is the largest number of grid points of one release's PLD.
@@ -284,7 +296,7 @@ func GaussianPLD(sigma, sens float64, opts PLDOptions) (*PLD, error) {
 	// non-decreasing weights of (1), which lie in [0, 1], summation by parts
 	// bounds its effect on δ by 2ε_F per side. So 4ε_F + u ≤ 10⁻¹⁵ bounds the
 	// effect on δ of these errors, for this release and any composition.
-	d := lossPMF{lo: iLo, probs: probs, steps: 1, err: 1e-15}
+	d := lossPMF{lo: iLo, probs: probs, steps: 1, err: 1e-15, shift: g}
 	if o.Optimistic {
 		for i := iLo; i <= iHi; i++ { // [iΔ, (i+1)Δ) → i
 			probs[i-iLo] = mass(float64(i)*g, float64(i+1)*g)
@@ -343,7 +355,10 @@ func scalarAtoms(p []float64, loss func(i int) float64, miss float64, o PLDOptio
 // losses add: every pair of atoms is rounded once, so a histogram release
 // is rounded once per release (the error bound counts k roundings for k
 // releases).
-func pairPLD(a, b []atom, ainf, binf, trunc float64, o PLDOptions) (lossPMF, error) {
+//
+// extra is an upward shift already added to every scalar loss (for float
+// error; it is counted in the release's shift twice, once per count).
+func pairPLD(a, b []atom, ainf, binf, trunc, extra float64, o PLDOptions) (lossPMF, error) {
 	if len(a)*len(b) > 1<<27 {
 		return lossPMF{}, fmt.Errorf("accounting: histogram PLD has %d×%d loss atoms, too many", len(a), len(b))
 	}
@@ -351,7 +366,7 @@ func pairPLD(a, b []atom, ainf, binf, trunc float64, o PLDOptions) (lossPMF, err
 	sort.Slice(b, func(i, j int) bool { return b[i].loss < b[j].loss })
 	inf := 1 - (1-ainf)*(1-binf)
 	if len(a) == 0 || len(b) == 0 {
-		return lossPMF{probs: []float64{0}, inf: 1, trunc: trunc, steps: 1}, nil
+		return lossPMF{probs: []float64{0}, inf: 1, trunc: trunc, steps: 1, shift: o.Grid}, nil
 	}
 	lo := o.index(a[0].loss + b[0].loss)
 	hi := o.index(a[len(a)-1].loss + b[len(b)-1].loss)
@@ -364,7 +379,8 @@ func pairPLD(a, b []atom, ainf, binf, trunc float64, o PLDOptions) (lossPMF, err
 			probs[o.index(x.loss+y.loss)-lo] += x.p * y.p
 		}
 	}
-	return lossPMF{lo: lo, probs: probs, inf: inf, trunc: trunc, steps: 1}, nil
+	m := math.Max(math.Abs(a[0].loss+b[0].loss), math.Abs(a[len(a)-1].loss+b[len(b)-1].loss))
+	return lossPMF{lo: lo, probs: probs, inf: inf, trunc: trunc, steps: 1, shift: o.roundShift(m) + 2*math.Abs(extra)}, nil
 }
 
 // BinomialHistogramPLD returns the PLD of one release of the DPPP binomial
@@ -416,7 +432,7 @@ func BinomialHistogramPLD(n int64, opts PLDOptions) (*PLD, error) {
 		}
 		return math.Log((fn - y + 1) / y)
 	}
-	return histogramPLD(p, la, lb, miss, o)
+	return histogramPLD(p, la, lb, miss, 0, o)
 }
 
 // binomialWindow returns B(n, ½)(y) for y = lo..hi by the ratio recurrence
@@ -445,10 +461,10 @@ func binomialWindow(n, lo, hi int64) []float64 {
 	return p
 }
 
-func histogramPLD(p []float64, la, lb func(int) float64, miss float64, o PLDOptions) (*PLD, error) {
+func histogramPLD(p []float64, la, lb func(int) float64, miss, extra float64, o PLDOptions) (*PLD, error) {
 	a, ainf, ta := scalarAtoms(p, la, miss, o)
 	b, binf, tb := scalarAtoms(p, lb, miss, o)
-	d, err := pairPLD(a, b, math.Min(ainf, 1), math.Min(binf, 1), ta+tb, o)
+	d, err := pairPLD(a, b, math.Min(ainf, 1), math.Min(binf, 1), ta+tb, extra, o)
 	if err != nil {
 		return nil, err
 	}
@@ -573,7 +589,7 @@ func DGaussSumHistogramPLD(sigma float64, shares int, opts PLDOptions) (*PLD, er
 	}
 	la := func(i int) float64 { return ratio(i, i+1) }
 	lb := func(i int) float64 { return ratio(i, i-1) }
-	return histogramPLD(p, la, lb, miss, o)
+	return histogramPLD(p, la, lb, miss, 2*r, o)
 }
 
 // Compose returns the PLD of the composition of p and q (their releases in
@@ -631,6 +647,7 @@ func composeLoss(a, b *lossPMF, o PLDOptions) lossPMF {
 		trunc: a.trunc + b.trunc,
 		err:   a.err + b.err + a.err*b.err + eta,
 		steps: a.steps + b.steps,
+		shift: a.shift + b.shift,
 	}
 	out.truncate(o)
 	return out
@@ -871,7 +888,9 @@ func (p *PLD) Options() PLDOptions { return p.opts }
 type PLDErrorBound struct {
 	// Releases is k, the number of releases composed (each rounded once).
 	Releases int
-	// EpsilonSlack is k(Δ + s), the largest upward shift of the loss.
+	// EpsilonSlack bounds the upward shift of the composed loss: the sum over
+	// the releases of Δ + s(max |l|) (+ the float slack of computed
+	// log-ratios), about kΔ.
 	EpsilonSlack float64
 	// Truncated is τ, the total mass moved by truncations.
 	Truncated float64
@@ -888,8 +907,8 @@ func (p *PLD) ErrorBound() PLDErrorBound {
 		b.Releases = max(b.Releases, d.steps)
 		b.Truncated = math.Max(b.Truncated, d.trunc)
 		b.Numerical = math.Max(b.Numerical, d.err)
+		b.EpsilonSlack = math.Max(b.EpsilonSlack, d.shift)
 	}
-	b.EpsilonSlack = float64(b.Releases) * p.opts.Grid * (1 + pldSlack)
 	b.DeltaSlack = b.Truncated + b.Numerical
 	return b
 }
