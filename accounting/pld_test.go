@@ -775,3 +775,59 @@ func TestPLDVersusPrintedComposition(t *testing.T) {
 		t.Logf("n=%d coins, %d queries: printed (KOV) %.2f, PLD %.4f (%.1f× tighter)", n, c.k, kov, pess, kov/pess)
 	}
 }
+
+// Random asymmetric pmf pairs (some outcomes with P = 0 or Q = 0), composed
+// with themselves and with each other: the accountant brackets the exact
+// hockey-stick divergence of the product (both directions, by enumeration).
+func TestPLDRandomPairs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 2))
+	randPMF := func(n int, zeroAt int) []float64 {
+		p := make([]float64, n)
+		var s float64
+		for i := range p {
+			if i != zeroAt {
+				p[i] = math.Pow(rng.Float64(), 3) + 1e-3
+				s += p[i]
+			}
+		}
+		for i := range p {
+			p[i] /= s
+		}
+		return p
+	}
+	logs := func(p []float64) []float64 {
+		l := make([]float64, len(p))
+		for i, x := range p {
+			l[i] = math.Log(x) // log 0 = −Inf
+		}
+		return l
+	}
+	eps := []float64{-0.5, 0, 0.2, 1, 3}
+	for trial := range 12 {
+		n := 3 + trial%4
+		zp, zq := -1, -1
+		if trial%3 == 1 {
+			zq = rng.IntN(n)
+		}
+		if trial%3 == 2 {
+			zp, zq = 0, n-1
+		}
+		p, q := randPMF(n, zp), randPMF(n, zq)
+		one := make([]exactPair, n)
+		for i := range one {
+			one[i] = exactPair{p[i], q[i]}
+		}
+		pess := mustPLD(t)(PLDFromLogPMFs(logs(p), logs(q), 0, 0, PLDOptions{Grid: 1e-3}))
+		opt := mustPLD(t)(PLDFromLogPMFs(logs(p), logs(q), 0, 0, PLDOptions{Grid: 1e-3, Optimistic: true}))
+		for k := 1; k <= 3; k++ {
+			exact := exactDeltas(one, k, eps)
+			cp, co := mustSelf(t, pess, k), mustSelf(t, opt, k)
+			for i, e := range eps {
+				dp, do := mustDelta(t, cp, e), mustDelta(t, co, e)
+				if !(do <= exact[i]*(1+1e-12) && exact[i] <= dp && dp <= exact[i]+0.01) {
+					t.Errorf("trial %d k=%d ε=%v: want opt %v ≤ exact %v ≤ pess %v", trial, k, e, do, exact[i], dp)
+				}
+			}
+		}
+	}
+}
