@@ -426,7 +426,7 @@ func TestFitLedger(t *testing.T) {
 	}
 	m := &regress.Model{Kind: regress.Linear, Schema: &schema.Schema{Target: schema.Target{Name: "wage"}},
 		Privacy: report.Privacy{Private: true, Epsilon: 1e-3, Delta: 3e-6}}
-	err = chargeFit(context.Background(), l, fitOptions{ledger: ledger, mechanism: "gaussian-fm", data: data, out: third}, m)
+	_, err = chargeFit(context.Background(), l, fitOptions{ledger: ledger, mechanism: "gaussian-fm", data: data, out: third}, m)
 	if !errors.Is(err, accounting.ErrOverBudget) || !strings.Contains(err.Error(), "no model written") {
 		t.Fatalf("exact charge: %v", err)
 	}

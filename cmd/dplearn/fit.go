@@ -214,6 +214,10 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if o.schemaPath == "-" && o.data == "-" {
 		return fmt.Errorf("--schema - and --data - cannot both read standard input")
 	}
+	if err := refuseSameFile([]fileFlag{{"--out", o.out}},
+		[]fileFlag{{"--data", o.data}, {"--stats", o.stats}, {"--schema", o.schemaPath}, {"--ledger", o.ledger}}); err != nil {
+		return err
+	}
 	s, err := loadSchemaFlag(o.schemaPath, cmd.InOrStdin())
 	if err != nil {
 		return err
@@ -319,14 +323,9 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err := ctx.Err(); err != nil {
 		return err // interrupted: write nothing
 	}
-	if ledger != nil {
-		if err := chargeFit(ctx, ledger, o, model); err != nil {
-			return err // over budget: the model is not written
-		}
-	}
-	committed = true // saveModel commits or discards
-	if err := saveModel(model, out); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	committed = true // publishModel commits or discards
+	if err := publishModel(ctx, model, out, ledger, o); err != nil {
+		return err
 	}
 	w := cmd.OutOrStdout()
 	if toStdout(o.out) {

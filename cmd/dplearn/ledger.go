@@ -80,6 +80,9 @@ Example:
 		if err := requireFlags(c, "name"); err != nil {
 			return err
 		}
+		if err := checkFlagRules(c, nonEmptyStringFlag("name")); err != nil {
+			return err
+		}
 		if c.Flags().Changed("rho") && (c.Flags().Changed("epsilon") || c.Flags().Changed("delta")) {
 			return fmt.Errorf("--rho with --epsilon/--delta: a ledger holds one kind of budget, (--epsilon, --delta) or --rho (zCDP)")
 		}
@@ -112,6 +115,9 @@ Example:
 		}
 		if err := requireFlags(c, "label"); err != nil {
 			return err
+		}
+		if err := checkFlagRules(c, nonEmptyStringFlag("label")); err != nil {
+			return err // a charge nobody can tell from the others
 		}
 		l, err := openLedgerFile(file)
 		if err != nil {
