@@ -63,6 +63,10 @@ Mechanisms:
   irls         DP-IRLS robust L1 regression (Park & Welling), --model robust:
                symmetric Gaussian noise on the moments, zCDP accounting
   irls-wishart the seed's Wishart variant: NOT DP, for reproducing its figure only
+  dpme         DPME (Lei 2011): Laplace histogram on the schema's public grid,
+               the model fitted on weighted synthetic cells: ε-DP (a baseline)
+  filter-priority  Filter-Priority (Cormode et al. 2012): geometric noise, a
+               threshold and priority sampling on the same grid: ε-DP (a baseline)
 
 --model robust fits least-absolute-deviations (L1) regression of a continuous
 target; use it with nonprivate or irls.
