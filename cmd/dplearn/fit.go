@@ -77,11 +77,12 @@ INSECURE generator for reproducible experiments, and the report says so.
 
 Input: CSV with a header row (quoted fields, \r\n, .gz by extension, any
 --delimiter) or Parquet; --data - reads standard input. A bad value stops the
-fit with file:line:column and the reason, unless --skip-bad-rows is given: the
-count is then printed on this console only (it depends on the data, so it is
-never written to the model file or its report), and the report notes that the
-guarantee treats the remaining N as public, which holds only if the number of
-bad rows is public knowledge.
+fit with file:line:column and the reason, unless --skip-bad-rows is given:
+each bad record then enters the fit as an all-zero row, as a dropped record
+does (below), so N stays the number of records read and no sensitivity
+depends on how many were bad; their count is printed on this console only
+(it depends on the data, so it is never written to the model file or its
+report).
 
 Missing values follow each column's "missing" policy in the schema: "error"
 (default), "impute" (a declared public value) or "drop". A dropped record
@@ -248,7 +249,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			out.Abort()
 		}
 	}()
-	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, Progress: stderrProgress(cmd),
+	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, KeepBadRows: o.skipBadRows, Progress: stderrProgress(cmd),
 		Delimiter: sep, Stdin: cmd.InOrStdin(), KeepDropped: true}
 	data, sum, err := regress.Data{}, dataset.Summary{}, error(nil)
 	if o.stats != "" {
@@ -309,8 +310,12 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		// The note depends only on the flag, never on whether or how many
 		// rows were skipped: that count is data-dependent (PRIVACY-NOTES
 		// item 23) and stays on the local console.
-		res.Privacy.Notes = append(res.Privacy.Notes,
-			"fitted with --skip-bad-rows: the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered")
+		note := "fitted with --skip-bad-rows: each record that could not be read or encoded entered the fit as an all-zero row, as a dropped record does, which changes none of the statistics the mechanism uses; N is the number of records read and stays public as the neighbouring relation requires; the number of bad records is not released"
+		if o.stats != "" {
+			// A statistics file computed with skipping left the bad rows out.
+			note = "fitted on statistics computed with --skip-bad-rows: the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered"
+		}
+		res.Privacy.Notes = append(res.Privacy.Notes, note)
 	}
 	if est.Private() && dropsMissing(s) {
 		// Depends only on the schema, never on how many were dropped.
@@ -366,7 +371,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 func printFitText(w io.Writer, m *regress.Model, path string, skipped int64) error {
 	fmt.Fprintf(w, "Fitted %s regression of %q on %s", m.Kind, m.Schema.Target.Name, dataset.Plural(m.Training.Rows, "row"))
 	if skipped > 0 {
-		fmt.Fprintf(w, " (%s skipped; this count is shown on this console only)", dataset.Plural(skipped, "bad row"))
+		fmt.Fprintf(w, " (%s entered as zero rows; this count is shown on this console only)", dataset.Plural(skipped, "bad row"))
 	}
 
 	if path == "-" {
