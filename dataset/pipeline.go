@@ -183,6 +183,11 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 		workers = runtime.GOMAXPROCS(0)
 	}
 	p.workers = workers
+	if p.moments {
+		if err := CheckWidth(p.width, workers, 0); err != nil {
+			return sum, fmt.Errorf("%s: %w", p.path, err)
+		}
+	}
 	if p.width > maxWorkerWidth {
 		// Per-chunk accumulators would cost O(workers·K²) memory and a
 		// K² merge per chunk: hand the rows to the consumer instead.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -189,6 +190,15 @@ func loadFitInput(ctx context.Context, path string, s *schema.Schema, est regres
 	return regress.Data{Stats: m, Rows: t.Rows}, sum, nil
 }
 
+// fitWorkers is the number of goroutines that accumulate statistics for
+// --workers n (0: all cores).
+func fitWorkers(n int) int {
+	if n <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return n
+}
+
 // checkModelTarget verifies that the schema's target suits the model.
 func checkModelTarget(kind regress.Kind, s *schema.Schema) error {
 	switch {
@@ -229,6 +239,9 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	}
 	if err := checkModelTarget(kind, s); err != nil {
 		return err
+	}
+	if err := dataset.CheckWidth(s.Dim()+1, fitWorkers(o.workers), 0); err != nil {
+		return fmt.Errorf("--schema %s: %w", o.schemaPath, err) // before anything is allocated
 	}
 	est = regress.WithSchema(est, s) // the histogram baselines' public grid
 	var ledger *accounting.Ledger
