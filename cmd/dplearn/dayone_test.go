@@ -515,7 +515,7 @@ func TestPlurals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "(1 bad row skipped;") || !strings.Contains(out, "education  0        0        0                    0                       1") {
+	if !strings.Contains(out, "(1 bad row entered as a zero row;") || !strings.Contains(out, "education  0        0        0                    0                       1") {
 		t.Fatalf("fit output:\n%s", out)
 	}
 	one := writeFile(t, dir, "one.csv", "education,ethnicity\n12,cauc\n")

@@ -326,7 +326,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		note := "fitted with --skip-bad-rows: each record that could not be read or encoded entered the fit as an all-zero row, as a dropped record does, which changes none of the statistics the mechanism uses; N is the number of records read and stays public as the neighbouring relation requires; the number of bad records is not released"
 		if o.stats != "" {
 			// A statistics file computed with skipping left the bad rows out.
-			note = "fitted on statistics computed with --skip-bad-rows: the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered"
+			note = "fitted with --skip-bad-rows (in the statistics file, which left the bad rows out): the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered"
 		}
 		res.Privacy.Notes = append(res.Privacy.Notes, note)
 	}
@@ -384,7 +384,11 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 func printFitText(w io.Writer, m *regress.Model, path string, skipped int64) error {
 	fmt.Fprintf(w, "Fitted %s regression of %q on %s", m.Kind, m.Schema.Target.Name, dataset.Plural(m.Training.Rows, "row"))
 	if skipped > 0 {
-		fmt.Fprintf(w, " (%s entered as zero rows; this count is shown on this console only)", dataset.Plural(skipped, "bad row"))
+		as := "zero rows"
+		if skipped == 1 {
+			as = "a zero row"
+		}
+		fmt.Fprintf(w, " (%s entered as %s; this count is shown on this console only)", dataset.Plural(skipped, "bad row"), as)
 	}
 
 	if path == "-" {
