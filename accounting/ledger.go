@@ -103,12 +103,15 @@ func (s LedgerState) spentExact() (eps, delta, rho *big.Rat) {
 // would replace the link and fork the budget). A ledger with more than one
 // hard link is refused (every read, under the lock, checks the link count):
 // the rename gives the new state to one name only, so two names of one file
-// would become two budgets. The check cannot see a hard link made during
-// the few milliseconds of a write, whose rename then leaves the link on the
-// old state: do not hard-link ledgers.
+// would become two budgets. A hard link made during the few milliseconds
+// of a write, after the check, is left by the rename on the old state; the
+// write then empties that old state (every read refuses an empty ledger),
+// so the link cannot be spent as a second budget either.
 type Ledger struct {
 	path string // the real file: symbolic links resolved
 	name string // the path as given, for messages
+
+	beforeRename func() // tests: runs between the temporary file and the rename
 }
 
 // resolveLedger returns the real path of a ledger: path with every symbolic
@@ -290,6 +293,9 @@ func (l *Ledger) read() (LedgerState, error) {
 	if err != nil {
 		return LedgerState{}, fmt.Errorf("accounting: read ledger: %w", err)
 	}
+	if len(b) == 0 {
+		return LedgerState{}, fmt.Errorf("accounting: ledger %s is empty: not a ledger (a hard link made to a ledger while it was being charged is emptied, so that it cannot be spent as a second budget)", l.name)
+	}
 	var st LedgerState
 	if err := json.Unmarshal(b, &st); err != nil {
 		return LedgerState{}, fmt.Errorf("accounting: parse ledger %s: %w", l.path, err)
@@ -335,12 +341,34 @@ func (l *Ledger) write(st LedgerState) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("accounting: close ledger: %w", err)
 	}
+	// The state being replaced, held open across the rename: if another
+	// name was linked to it meanwhile, that name must not keep a budget.
+	old, _ := os.OpenFile(l.path, os.O_RDWR, 0)
+	if old != nil {
+		defer old.Close()
+	}
+	if l.beforeRename != nil {
+		l.beforeRename()
+	}
 	if err := os.Rename(name, l.path); err != nil {
 		return fmt.Errorf("accounting: replace ledger: %w", err)
 	}
 	if d, err := os.Open(dir); err == nil {
 		d.Sync()
 		d.Close()
+	}
+	if old != nil {
+		// After the rename the old state has no name left, unless a hard
+		// link was made to it during this write (every read refuses a
+		// file with two links, but not one linked between the read and
+		// the rename). Empty it then, so that the other name cannot be
+		// charged as a second budget: every read refuses an empty ledger.
+		if n, err := linkCount(old); err == nil && n > 0 {
+			if err := old.Truncate(0); err != nil {
+				return fmt.Errorf("accounting: ledger %s: a hard link to its previous state appeared during this write and could not be emptied: %w", l.name, err)
+			}
+			old.Sync()
+		}
 	}
 	return nil
 }

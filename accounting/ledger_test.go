@@ -445,3 +445,36 @@ func TestLedgerRemovesStaleTemporaries(t *testing.T) {
 		t.Fatalf("stale temporaries left: %v", left)
 	}
 }
+
+// TestLedgerHardLinkDuringCharge: a hard link made to the ledger between a
+// charge's read (which refuses two links) and its rename is left on the old
+// state; that state is emptied, so a charge through the link is refused
+// instead of spending a second budget.
+func TestLedgerHardLinkDuringCharge(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "budget.json")
+	l, err := CreateLedger(ctx, path, "site", Budget{Epsilon: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	l.beforeRename = func() {
+		if err := os.Link(path, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Charge(ctx, "first", Charge{Epsilon: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ll, err := OpenLedger(link)
+	if err == nil {
+		_, err = ll.Charge(ctx, "second", Charge{Epsilon: 1})
+	}
+	if err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Fatalf("a charge through a link made during the first charge: %v (the budget was forked)", err)
+	}
+	if st, err := l.State(ctx); err != nil || len(st.Charges) != 1 {
+		t.Fatalf("the ledger: %d charges, %v", len(st.Charges), err)
+	}
+}
