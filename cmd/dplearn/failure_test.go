@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -340,4 +342,83 @@ func TestStaleTemporariesRemoved(t *testing.T) {
 			t.Errorf("%s: exists %v, want %v", filepath.Base(p), err == nil, want)
 		}
 	}
+}
+
+// TestFitKilledAtRandomInstants runs fit --ledger in a child process and
+// kills it (SIGKILL) at uniformly random instants over a fit's duration,
+// 40 times. After every run: a model on disk was charged (nothing released
+// unpaid), and a charge without a model leaves the complete, paid-for model
+// in the output's temporary file (the one instant between charge and
+// rename; issue 23 item 7).
+func TestFitKilledAtRandomInstants(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns and kills 40 processes")
+	}
+	dir := t.TempDir()
+	data := writeWageData(t, dir, 3000)
+	sch := writeFile(t, dir, "schema.json", wageSchema)
+	ledger := filepath.Join(dir, "L.json")
+	if _, err := runCLI(t, "ledger", "create", ledger, "--name", "x", "--epsilon", "1000", "--delta", "1e-3"); err != nil {
+		t.Fatal(err)
+	}
+	run := func(k int, kill time.Duration) {
+		cmd := exec.Command(os.Args[0], "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm",
+			"--epsilon", "0.5", "--delta", "1e-6", "--ledger", ledger, "--out", filepath.Join(dir, fmt.Sprintf("m%d.json", k)))
+		cmd.Env = append(os.Environ(), capeChildEnv+"=1")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if kill > 0 {
+			time.AfterFunc(kill, func() { cmd.Process.Kill() })
+		}
+		cmd.Wait()
+	}
+	start := time.Now()
+	run(0, 0)
+	full := time.Since(start)
+	rng := rand.New(rand.NewPCG(7, 7))
+	const runs = 40
+	for k := 1; k <= runs; k++ {
+		run(k, time.Duration(rng.Float64()*1.2*float64(full)))
+	}
+	l, err := accounting.OpenLedger(ledger)
+	if err != nil {
+		t.Fatalf("ledger after kills: %v", err)
+	}
+	st, err := l.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models, charged, paidTemps int
+	for k := 0; k <= runs; k++ {
+		name := fmt.Sprintf("m%d.json", k)
+		c := 0
+		for _, ch := range st.Charges {
+			if strings.HasSuffix(ch.Label, "→ "+name) {
+				c++
+			}
+		}
+		_, merr := os.Stat(filepath.Join(dir, name))
+		temps, _ := filepath.Glob(filepath.Join(dir, "."+name+".tmp*"))
+		switch {
+		case c > 1:
+			t.Errorf("%s charged %d times", name, c)
+		case merr == nil && c == 0:
+			t.Errorf("%s was written without a charge", name)
+		case merr != nil && c == 1:
+			if len(temps) != 1 {
+				t.Errorf("%s charged, no model and %d temporary files", name, len(temps))
+				continue
+			}
+			if _, err := loadModel(temps[0], nil); err != nil {
+				t.Errorf("%s charged; its temporary file does not hold the model: %v", name, err)
+			}
+			paidTemps++
+		}
+		if merr == nil {
+			models++
+		}
+		charged += c
+	}
+	t.Logf("%d runs (a full fit %v): %d models, %d charges, %d charges whose model is in the temporary file", runs+1, full.Round(time.Millisecond), models, charged, paidTemps)
 }
