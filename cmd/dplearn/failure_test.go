@@ -94,6 +94,9 @@ func TestOutputSameAsInputRefused(t *testing.T) {
 			"--model", "linear", "--epsilon", "1", "--delta", "1e-5", "--join-timeout", "1s", "--out", sch}, "--schema"},
 		{"dppp serve queries", []string{"dppp", "serve", "--insecure", "--listen", "127.0.0.1:0", "--teachers", "a,b,c",
 			"--public-key", filepath.Join(dir, "pub.pem"), "--schema", sch, "--queries", data, "--out", data}, "--queries"},
+		{"dppp train data", []string{"dppp", "train", "--data", data, "--schema", sch, "--model", "softmax", "--out", data}, "--data"},
+		{"dppp student labels", []string{"dppp", "student", "--queries", data, "--labels", model, "--schema", sch, "--out", model}, "--labels"},
+		{"cape simulate data", []string{"cape", "simulate", "--data", data, "--schema", sch, "--model", "linear", "--epsilon", "1", "--delta", "1e-5", "--out", data}, "--data"},
 		{"dppp serve ledger", []string{"dppp", "serve", "--insecure", "--listen", "127.0.0.1:0", "--teachers", "a,b,c",
 			"--public-key", filepath.Join(dir, "pub.pem"), "--schema", sch, "--queries", data, "--ledger", filepath.Join(dir, "q.csv.privacy.json"), "--out", filepath.Join(dir, "q.csv")}, "--ledger"},
 	}

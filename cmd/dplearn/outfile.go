@@ -7,9 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/regress"
@@ -496,4 +500,33 @@ func fileFlags(flag string, paths []string) []fileFlag {
 		fs[i] = fileFlag{flag, strings.TrimSpace(p)}
 	}
 	return fs
+}
+
+// refuseSameFileFlags is refuseSameFile for a command whose inputs are its
+// other flags: every other string or list flag given on the command line
+// counts as a possible input file, so a file flag added later is covered
+// without a change here. (A value that names no file, such as --model
+// softmax, only matters if an output is literally the same path.)
+func refuseSameFileFlags(cmd *cobra.Command, outputFlags ...string) error {
+	var outs, ins []fileFlag
+	fl := cmd.Flags()
+	for _, name := range outputFlags {
+		if v, err := fl.GetString(name); err == nil && v != "" {
+			outs = append(outs, fileFlag{"--" + name, v})
+		}
+	}
+	fl.Visit(func(f *pflag.Flag) {
+		if slices.Contains(outputFlags, f.Name) {
+			return
+		}
+		switch f.Value.Type() {
+		case "string":
+			ins = append(ins, fileFlag{"--" + f.Name, f.Value.String()})
+		case "stringSlice":
+			if vs, err := fl.GetStringSlice(f.Name); err == nil {
+				ins = append(ins, fileFlags("--"+f.Name, vs)...)
+			}
+		}
+	})
+	return refuseSameFile(outs, ins)
 }
