@@ -425,3 +425,41 @@ func TestFitKilledAtRandomInstants(t *testing.T) {
 	}
 	t.Logf("%d runs (a full fit %v): %d models, %d charges, %d charges whose model is in the temporary file", runs+1, full.Round(time.Millisecond), models, charged, paidTemps)
 }
+
+// TestFitLedgerThroughSymlink: two ε = 1 fits against a budget of ε = 1,
+// once through link.json and once through real/budget.json: the second is
+// refused and writes no model (issue 23 item 2: both passed).
+func TestFitLedgerThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	data := writeWageData(t, dir, 500)
+	sch := writeFile(t, dir, "schema.json", wageSchema)
+	if err := os.Mkdir(filepath.Join(dir, "real"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	realPath := filepath.Join(dir, "real", "budget.json")
+	if _, err := runCLI(t, "ledger", "create", realPath, "--name", "x", "--epsilon", "1", "--delta", "1e-5"); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(realPath, link); err != nil {
+		t.Fatal(err)
+	}
+	fit := func(ledger, out string) error {
+		_, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "fm",
+			"--epsilon", "1", "--ledger", ledger, "--out", filepath.Join(dir, out))
+		return err
+	}
+	if err := fit(link, "a.json"); err != nil {
+		t.Fatal(err)
+	}
+	err := fit(realPath, "b.json")
+	if err == nil || !strings.Contains(err.Error(), "spent ε = 1 of 1") {
+		t.Fatalf("second ε = 1 fit through the real path: %v (the budget was spent twice)", err)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "b.json")); serr == nil {
+		t.Fatal("the refused fit wrote a model")
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("link.json is no longer a symbolic link: %v", err)
+	}
+}
