@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -92,10 +94,52 @@ func (s LedgerState) spentExact() (eps, delta, rho *big.Rat) {
 // state to a temporary file in the same directory, fsyncs it, renames it over
 // the ledger and fsyncs the directory. A process dying at any point leaves
 // either the old or the new state, never a partial one, and a charge that
-// returned nil is on disk.
+// returned nil is on disk. Temporary files a killed writer left behind
+// (<path>.tmp-*) are removed by the next write, under the lock.
+//
+// One file, one lock: the path is resolved through its symbolic links when
+// the ledger is opened, so a charge through a link and one through the real
+// name take the same lock and replace the same file (renaming over a link
+// would replace the link and fork the budget). A ledger with more than one
+// hard link is refused (every read, under the lock, checks the link count):
+// the rename gives the new state to one name only, so two names of one file
+// would become two budgets. A hard link made during the few milliseconds
+// of a write, after the check, is left by the rename on the old state; the
+// write then empties that old state (every read refuses an empty ledger),
+// so the link cannot be spent as a second budget either.
 type Ledger struct {
-	path string
+	path string // the real file: symbolic links resolved
+	name string // the path as given, for messages
+
+	beforeRename func() // tests: runs between the temporary file and the rename
 }
+
+// resolveLedger returns the real path of a ledger: path with every symbolic
+// link resolved, or, for a file not created yet, its resolved directory
+// joined with its name. A symbolic link to a missing file is refused.
+func resolveLedger(path string) (*Ledger, error) {
+	if path == "" {
+		return nil, errors.New("accounting: ledger path is empty")
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err == nil {
+		return &Ledger{path: real, name: path}, nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("accounting: ledger %s: %w", path, err)
+	}
+	if st, lerr := os.Lstat(path); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
+		return nil, fmt.Errorf("accounting: ledger %s is a symbolic link to a missing file", path)
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("accounting: ledger %s: %w", path, err)
+	}
+	return &Ledger{path: filepath.Join(dir, filepath.Base(path)), name: path}, nil
+}
+
+// Path returns the ledger's real file (symbolic links resolved).
+func (l *Ledger) Path() string { return l.path }
 
 // CreateLedger creates a new ledger file with the given name and budget; it
 // fails if the file exists.
@@ -103,13 +147,16 @@ func CreateLedger(ctx context.Context, path, name string, b Budget) (*Ledger, er
 	if err := b.validate(); err != nil {
 		return nil, err
 	}
-	l := &Ledger{path: path}
+	l, err := resolveLedger(path)
+	if err != nil {
+		return nil, err
+	}
 	unlock, err := l.lock(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if _, err := os.Stat(path); err == nil {
+	if _, err := os.Lstat(l.path); err == nil {
 		return nil, fmt.Errorf("accounting: ledger %s already exists", path)
 	}
 	if err := l.write(LedgerState{Name: name, Budget: b, Charges: []Charge{}}); err != nil {
@@ -120,7 +167,10 @@ func CreateLedger(ctx context.Context, path, name string, b Budget) (*Ledger, er
 
 // OpenLedger opens an existing ledger file.
 func OpenLedger(path string) (*Ledger, error) {
-	l := &Ledger{path: path}
+	l, err := resolveLedger(path)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := l.read(); err != nil {
 		return nil, err
 	}
@@ -229,9 +279,22 @@ func (l *Ledger) lock(ctx context.Context) (func(), error) {
 }
 
 func (l *Ledger) read() (LedgerState, error) {
-	b, err := os.ReadFile(l.path)
+	f, err := os.Open(l.path)
 	if err != nil {
 		return LedgerState{}, fmt.Errorf("accounting: read ledger: %w", err)
+	}
+	defer f.Close()
+	if n, err := linkCount(f); err != nil {
+		return LedgerState{}, fmt.Errorf("accounting: read ledger %s: %w", l.name, err)
+	} else if n > 1 {
+		return LedgerState{}, fmt.Errorf("accounting: ledger %s has %d hard links: a charge through one name would not be seen through the others (each write replaces the file under one name), so the budget could be spent twice; keep one name (find the others with: find / -samefile %s) and remove the rest", l.name, n, l.path)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return LedgerState{}, fmt.Errorf("accounting: read ledger: %w", err)
+	}
+	if len(b) == 0 {
+		return LedgerState{}, fmt.Errorf("accounting: ledger %s is empty: not a ledger (a hard link made to a ledger while it was being charged is emptied, so that it cannot be spent as a second budget)", l.name)
 	}
 	var st LedgerState
 	if err := json.Unmarshal(b, &st); err != nil {
@@ -254,6 +317,13 @@ func (l *Ledger) write(st LedgerState) error {
 		return fmt.Errorf("accounting: encode ledger: %w", err)
 	}
 	dir := filepath.Dir(l.path)
+	// Under the lock no other writer of this ledger is running: any
+	// temporary file left is a killed writer's.
+	if stale, _ := filepath.Glob(filepath.Join(dir, globEscape(filepath.Base(l.path))+".tmp-*")); len(stale) > 0 {
+		for _, p := range stale {
+			os.Remove(p)
+		}
+	}
 	tmp, err := os.CreateTemp(dir, filepath.Base(l.path)+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("accounting: write ledger: %w", err)
@@ -271,6 +341,15 @@ func (l *Ledger) write(st LedgerState) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("accounting: close ledger: %w", err)
 	}
+	// The state being replaced, held open across the rename: if another
+	// name was linked to it meanwhile, that name must not keep a budget.
+	old, _ := os.OpenFile(l.path, os.O_RDWR, 0)
+	if old != nil {
+		defer old.Close()
+	}
+	if l.beforeRename != nil {
+		l.beforeRename()
+	}
 	if err := os.Rename(name, l.path); err != nil {
 		return fmt.Errorf("accounting: replace ledger: %w", err)
 	}
@@ -278,5 +357,35 @@ func (l *Ledger) write(st LedgerState) error {
 		d.Sync()
 		d.Close()
 	}
+	if old != nil {
+		// After the rename the old state has no name left, unless a hard
+		// link was made to it during this write (every read refuses a
+		// file with two links, but not one linked between the read and
+		// the rename). Empty it then, so that the other name cannot be
+		// charged as a second budget: every read refuses an empty ledger.
+		if n, err := linkCount(old); err == nil && n > 0 {
+			if err := old.Truncate(0); err != nil {
+				return fmt.Errorf("accounting: ledger %s: a hard link to its previous state appeared during this write and could not be emptied: %w", l.name, err)
+			}
+			old.Sync()
+		}
+	}
 	return nil
+}
+
+// linkCount returns the number of hard links of an open file.
+func linkCount(f *os.File) (uint64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return uint64(sys.Nlink), nil
+	}
+	return 1, nil
+}
+
+// globEscape quotes the pattern characters of a file name for filepath.Glob.
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(s)
 }

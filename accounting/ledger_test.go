@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -352,4 +353,128 @@ func FuzzOpenLedger(f *testing.F) {
 			t.Fatalf("negative spend from %q", data)
 		}
 	})
+}
+
+// TestLedgerLinksShareOneBudget charges ε = 1 twice against a budget of 1,
+// once through each name of one ledger: a symbolic link to the file, a
+// symbolic link to its directory, or a hard link. The second charge must be
+// refused (symbolic links resolve to one file and one lock) or, for a hard
+// link, every charge is refused: the rename would give the new state to one
+// name only, forking the budget.
+func TestLedgerLinksShareOneBudget(t *testing.T) {
+	ctx := context.Background()
+	for _, kind := range []string{"symlink", "dir-symlink", "hardlink"} {
+		t.Run(kind, func(t *testing.T) {
+			root := t.TempDir()
+			realDir := filepath.Join(root, "real")
+			if err := os.Mkdir(realDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			realPath := filepath.Join(realDir, "budget.json")
+			if _, err := CreateLedger(ctx, realPath, "site", Budget{Epsilon: 1, Delta: 1e-5}); err != nil {
+				t.Fatal(err)
+			}
+			var link string
+			var err error
+			switch kind {
+			case "symlink":
+				link = filepath.Join(root, "link.json")
+				err = os.Symlink(realPath, link)
+			case "dir-symlink":
+				err = os.Symlink(realDir, filepath.Join(root, "alias"))
+				link = filepath.Join(root, "alias", "budget.json")
+			case "hardlink":
+				link = filepath.Join(root, "link.json")
+				err = os.Link(realPath, link)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			charge := func(p string) error {
+				l, err := OpenLedger(p)
+				if err != nil {
+					return err
+				}
+				_, err = l.Charge(ctx, "fit", Charge{Epsilon: 1})
+				return err
+			}
+			first, second := charge(link), charge(realPath)
+			if kind == "hardlink" {
+				if first == nil || second == nil || !strings.Contains(first.Error(), "hard links") {
+					t.Fatalf("a hard-linked ledger was charged: %v, %v", first, second)
+				}
+				return
+			}
+			if first != nil {
+				t.Fatalf("first charge through the link: %v", first)
+			}
+			if !errors.Is(second, ErrOverBudget) {
+				t.Fatalf("second ε = 1 charge against a budget of 1 through the other name: %v (the budget was forked)", second)
+			}
+			if st, err := os.Lstat(link); err != nil || (kind == "symlink" && st.Mode()&os.ModeSymlink == 0) {
+				t.Fatalf("the link was replaced by a file: %v", err)
+			}
+			l, _ := OpenLedger(realPath)
+			st, err := l.State(ctx)
+			if err != nil || len(st.Charges) != 1 {
+				t.Fatalf("real file holds %d charges, %v", len(st.Charges), err)
+			}
+		})
+	}
+}
+
+// TestLedgerRemovesStaleTemporaries: temporary files of a killed writer are
+// removed by the next charge.
+func TestLedgerRemovesStaleTemporaries(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "L.json")
+	l, err := CreateLedger(ctx, path, "x", Budget{Epsilon: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		if err := os.WriteFile(fmt.Sprintf("%s.tmp-%d", path, i), []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Charge(ctx, "a", Charge{Epsilon: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(path + ".tmp-*"); len(left) != 0 {
+		t.Fatalf("stale temporaries left: %v", left)
+	}
+}
+
+// TestLedgerHardLinkDuringCharge: a hard link made to the ledger between a
+// charge's read (which refuses two links) and its rename is left on the old
+// state; that state is emptied, so a charge through the link is refused
+// instead of spending a second budget.
+func TestLedgerHardLinkDuringCharge(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "budget.json")
+	l, err := CreateLedger(ctx, path, "site", Budget{Epsilon: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	l.beforeRename = func() {
+		if err := os.Link(path, link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Charge(ctx, "first", Charge{Epsilon: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ll, err := OpenLedger(link)
+	if err == nil {
+		_, err = ll.Charge(ctx, "second", Charge{Epsilon: 1})
+	}
+	if err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Fatalf("a charge through a link made during the first charge: %v (the budget was forked)", err)
+	}
+	if st, err := l.State(ctx); err != nil || len(st.Charges) != 1 {
+		t.Fatalf("the ledger: %d charges, %v", len(st.Charges), err)
+	}
 }

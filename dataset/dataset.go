@@ -84,6 +84,13 @@ type Options struct {
 	// no longer a public constant: a mechanism that treats N as public
 	// (bounded DP) must say so in its report.
 	SkipBadRows bool
+	// KeepBadRows, with SkipBadRows, keeps each skipped record as an
+	// all-zero encoded row, as KeepDropped keeps a dropped one: it is
+	// counted in Summary.Rows (and in Summary.Skipped), so the number of
+	// rows is the number of records read, a public constant, whatever the
+	// number of bad ones (the fit's choice). A record cut off by an
+	// unterminated quote still stops the read (where it ends is unknown).
+	KeepBadRows bool
 	// Progress, when non-nil, receives a progress line (rows, MB/s, ETA)
 	// a few times a second and a final line. The CLI passes stderr only
 	// when it is a terminal.
@@ -125,7 +132,7 @@ type Options struct {
 // Summary describes a completed read.
 type Summary struct {
 	Rows    int64 // records encoded
-	Skipped int64 // records skipped (SkipBadRows)
+	Skipped int64 // records skipped (SkipBadRows), kept as zero rows with KeepBadRows
 	Bytes   int64 // bytes read from the file (compressed size for .gz)
 	// HasTarget is false when Options.TargetOptional let the target column
 	// be absent (its slot in every row is then 0).

@@ -193,3 +193,43 @@ func TestReadHeader(t *testing.T) {
 		t.Errorf("directory: %v", err)
 	}
 }
+
+// TestKeepBadRows: with SkipBadRows and KeepBadRows a bad record (a value
+// that is not a number, a wrong number of fields) is an all-zero row: N is
+// the number of records read and the sums are those of the good records,
+// through Moments, Load and StreamBatches alike.
+func TestKeepBadRows(t *testing.T) {
+	s := mustSchema(t, testSchema)
+	bad := writeFile(t, "bad.csv", []byte("id,a,b,y\nr1,1,u,2\nr2,abc,v,3\nr3,4,v,5\nr4,5,w\nr5,6,w,7\n"))
+	good := writeFile(t, "good.csv", []byte("id,a,b,y\nr1,1,u,2\nr3,4,v,5\nr5,6,w,7\n"))
+	_, want := momentsOf(t, good, s, Options{})
+	opt := Options{SkipBadRows: true, KeepBadRows: true}
+	n, got := momentsOf(t, bad, s, opt)
+	if n != 5 || !equalRows(got, want) {
+		t.Fatalf("Moments: N = %d (want 5 records read), sums equal %v", n, equalRows(got, want))
+	}
+	tab, sum, err := Load(context.Background(), bad, s, opt)
+	if err != nil || sum.Rows != 5 || sum.Skipped != 2 || len(tab.Rows) != 5*tab.K {
+		t.Fatalf("Load: %+v, %d values, %v", sum, len(tab.Rows), err)
+	}
+	for _, i := range []int{1, 3} {
+		for _, v := range tab.Rows[i*tab.K : (i+1)*tab.K] {
+			if v != 0 {
+				t.Fatalf("bad record %d encoded as %v", i+1, tab.Rows[i*tab.K:(i+1)*tab.K])
+			}
+		}
+	}
+	var ids []string
+	if _, err := StreamBatches(context.Background(), bad, s, Options{SkipBadRows: true, KeepBadRows: true, KeepDropped: true, Keep: []string{"id"}}, func(b Batch) error {
+		ids = append(ids, b.Keep...)
+		if len(b.Dropped) != len(b.Keep) {
+			t.Fatalf("%d flags for %d rows", len(b.Dropped), len(b.Keep))
+		}
+		return nil
+	}); err != nil || len(ids) != 5 {
+		t.Fatalf("StreamBatches: %d rows, %v", len(ids), err)
+	}
+	if n, _ := momentsOf(t, bad, s, Options{SkipBadRows: true}); n != 3 {
+		t.Fatalf("SkipBadRows alone: N = %d, want 3", n)
+	}
+}

@@ -183,6 +183,11 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 		workers = runtime.GOMAXPROCS(0)
 	}
 	p.workers = workers
+	if p.moments {
+		if err := CheckWidth(p.width, workers, 0); err != nil {
+			return sum, fmt.Errorf("%s: %w", p.path, err)
+		}
+	}
 	if p.width > maxWorkerWidth {
 		// Per-chunk accumulators would cost O(workers·K²) memory and a
 		// K² merge per chunk: hand the rows to the consumer instead.
@@ -479,6 +484,9 @@ func (w *worker) emit(r *result, fields [][]byte, line int) bool {
 func (w *worker) bad(r *result, e *RowError) bool {
 	if w.p.opt.SkipBadRows && !errors.Is(e.Err, ErrUnterminated) {
 		r.skipped++
+		if w.p.opt.KeepBadRows {
+			w.zeroRow(r)
+		}
 		name := e.ColumnName
 		if name == "" {
 			name = "(whole record)"
@@ -491,6 +499,25 @@ func (w *worker) bad(r *result, e *RowError) bool {
 	}
 	r.err = e
 	return false
+}
+
+// zeroRow appends an all-zero encoded row for a bad record that is kept
+// (Options.KeepBadRows), with the bookkeeping of an encoded row.
+func (w *worker) zeroRow(r *result) {
+	p := w.p
+	zero := make([]float64, p.width)
+	if p.moments {
+		w.rows = append(w.rows, zero...)
+	} else {
+		r.rows = append(r.rows, zero...)
+	}
+	r.n++
+	if p.opt.KeepDropped && !p.moments {
+		r.flags = append(r.flags, true)
+	}
+	for range p.keepIdx {
+		r.kept = append(r.kept, "")
+	}
 }
 
 func (w *worker) process(c *chunk, r *result) {

@@ -63,7 +63,9 @@ func NewDPME(opt HistogramOptions) Estimator { return dpmeEstimator{opt: opt} }
 // Privacy: the count vector has L1 sensitivity 2 under replace-one
 // (synth.HistogramSensitivity), the Laplace scale is
 // accounting.LaplaceScale(ε, 2) (grid slack included), so the histogram is
-// pure ε-DP and everything after it is post-processing.
+// pure ε-DP and everything after it is post-processing. An all-zero row (a
+// record dropped for a missing value) falls in no cell and is not counted
+// (withoutZeroRows): the sensitivity is unchanged.
 //
 // Grid: synth.LeiBins, about N/ln N cells (Lei's bandwidth; see its doc).
 // Cost: Θ(cells) time and memory for the noise, which grows as bins^p in
@@ -173,7 +175,49 @@ func histogramInput(data Data, cfg Config, opt HistogramOptions, bins func(n int
 	if dom.Width() != k {
 		return nil, nil, nil, fmt.Errorf("the grid covers %d columns but the rows have %d", dom.Width(), k)
 	}
-	return data.Rows, dom, warns, nil
+	return withoutZeroRows(data.Rows, k), dom, warns, nil
+}
+
+// withoutZeroRows returns the rows (width k) that are not all zero: rows
+// unchanged when none is.
+//
+// An all-zero row is a record dropped for a missing value ("missing":
+// "drop", or a bad row with --skip-bad-rows): the reader keeps it so that N
+// stays the number of records read (see the schema package doc). Its
+// intercept slot is 0, which is no level of the grid's intercept axis, so
+// it has no cell; before, synth.Build then refused the whole table, and
+// whether a model existed depended on one record. Such a row belongs to a
+// null cell that is neither counted nor synthesised. Privacy: each row is
+// mapped to a cell or to the null cell by itself, so replacing one record
+// still changes at most two counts by one each (L1 sensitivity 2, as
+// synth.HistogramSensitivity states), N is the public number of records,
+// and nothing counts the null cell. Utility: an all-zero row adds nothing
+// to Σ x xᵀ or Σ y x and a constant to the logistic loss, so leaving it out
+// changes neither synthetic objective's minimiser.
+func withoutZeroRows(rows []float64, k int) []float64 {
+	zero := func(r []float64) bool {
+		for _, v := range r {
+			if v != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	var out []float64
+	for i := 0; i+k <= len(rows); i += k {
+		r := rows[i : i+k]
+		switch {
+		case !zero(r) && out != nil:
+			out = append(out, r...)
+		case zero(r) && out == nil:
+			out = make([]float64, i, len(rows)-k)
+			copy(out, rows[:i])
+		}
+	}
+	if out == nil {
+		return rows
+	}
+	return out
 }
 
 // withBins returns a copy of d whose binned axes with Bins = 0 get the

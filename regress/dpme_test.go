@@ -3,12 +3,14 @@ package regress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/synth"
 )
 
@@ -223,5 +225,59 @@ func TestUnitBallDefaultWarns(t *testing.T) {
 		if WithSchema(est, nil) == nil || WithSchema(fmEstimator{}, nil) != (fmEstimator{}) {
 			t.Error("WithSchema changed a non-histogram estimator")
 		}
+	}
+}
+
+// TestHistogramBaselinesDroppedRecord fits dpme and filter-priority on two
+// neighbouring tables from a schema (intercept and categorical axes with
+// declared levels): one where the last record was dropped for a missing
+// value (the all-zero row the reader keeps) and one where it is a real
+// record. Both must give a model: before, the zero row had no cell and the
+// first table was refused, so whether a model existed depended on one
+// record.
+func TestHistogramBaselinesDroppedRecord(t *testing.T) {
+	s, err := schema.Parse([]byte(`{"target": {"name": "y", "range": [0, 1]},
+	 "features": [{"name": "x", "range": [0, 1]}, {"name": "g", "categories": ["a", "b"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := s.Dim() + 1
+	enc, err := s.NewEncoder([]string{"y", "x", "g"}, schema.EncoderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	encode := func(y, x float64, g string) []float64 {
+		dst := make([]float64, k)
+		if err := enc.Encode([][]byte{[]byte(fmt.Sprint(y)), []byte(fmt.Sprint(x)), []byte(g)}, dst); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	var rows []float64
+	for i := 0; i < 400; i++ {
+		x := float64(i%10) / 10
+		g := []string{"a", "b"}[i%2]
+		rows = append(rows, encode((x+float64(i%2))/2, x, g)...)
+	}
+	real := append(append([]float64(nil), rows...), encode(0.25, 0.5, "a")...)
+	dropped := append(append([]float64(nil), rows...), make([]float64, k)...)
+	for _, mech := range []string{"dpme", "filter-priority"} {
+		for name, rs := range map[string][]float64{"real record": real, "dropped record": dropped} {
+			est, _ := New(mech)
+			est = WithSchema(est, s)
+			res, err := est.Fit(context.Background(), xpData(t, rs, k), Config{Kind: Linear, Epsilon: 1, Source: noise.NewInsecureSeeded(1)})
+			if err != nil {
+				t.Fatalf("%s on the table with a %s: %v", mech, name, err)
+			}
+			if len(res.Coef) != k-1 {
+				t.Fatalf("%s: %d coefficients", mech, len(res.Coef))
+			}
+		}
+	}
+	if got := withoutZeroRows(dropped, k); len(got) != len(rows) {
+		t.Fatalf("withoutZeroRows kept %d values, want %d", len(got), len(rows))
+	}
+	if got := withoutZeroRows(rows, k); &got[0] != &rows[0] {
+		t.Fatal("withoutZeroRows copied rows that have no zero row")
 	}
 }

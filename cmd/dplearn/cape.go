@@ -282,6 +282,9 @@ loopback address only, for tests, and says so loudly.`,
 		if err := requireFlags(cmd, req...); err != nil {
 			return err
 		}
+		if err := checkCapeServeFlags(cmd); err != nil {
+			return err
+		}
 		return runCapeServe(cmd.Context(), cmd, o, fm)
 	}
 	return cmd
@@ -314,6 +317,11 @@ func runCapeServe(ctx context.Context, cmd *cobra.Command, o capeServeOptions, f
 		}
 		roster[i] = capefm.SiteInfo{Name: name, ID: uint32(i + 1)}
 	}
+	out, err := openCheckedOutput("--out", o.out, cmd.OutOrStdout(), append(certFiles("--certs", o.certDir), fileFlag{"--schema", o.fit.schemaPath})...)
+	if err != nil {
+		return err // before listening: a bad --out costs no site anything
+	}
+	defer out.Abort() // no-op after saveModel
 	template := capefm.Params{Mechanism: mech, Kind: kind, Schema: fp, D: d, Epsilon: o.fit.epsilon, Delta: o.fit.deltaFor(mech),
 		Split: o.fit.split, Sites: roster, Colluders: o.fit.colluders, MinSites: minSites, NoiseRatio: o.fit.ratio(mech)}
 	stderr := cmd.ErrOrStderr()
@@ -364,8 +372,8 @@ func runCapeServe(ctx context.Context, cmd *cobra.Command, o capeServeOptions, f
 	if err != nil {
 		return err
 	}
-	if err := model.Save(o.out); err != nil {
-		return err
+	if err := saveModel(model, out); err != nil {
+		return fmt.Errorf("--out: %w (the sites were charged for this fit)", err)
 	}
 	return printCapeModel(cmd.OutOrStdout(), format, model, o.out, res)
 }

@@ -81,6 +81,9 @@ No certificates or other setup are needed. It prints the per-round log
 		if err := requireFlags(cmd, "data", "schema", "model", "epsilon"); err != nil {
 			return err
 		}
+		if err := checkOutputs([]fileFlag{{"--out", o.out}}, []fileFlag{{"--data", o.data}, {"--schema", o.fit.schemaPath}}); err != nil {
+			return err
+		}
 		o.seeded = cmd.Flags().Changed("seed")
 		return runCapeSimulate(cmd.Context(), cmd, o, fm)
 	}

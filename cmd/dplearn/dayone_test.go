@@ -426,7 +426,7 @@ func TestFitLedger(t *testing.T) {
 	}
 	m := &regress.Model{Kind: regress.Linear, Schema: &schema.Schema{Target: schema.Target{Name: "wage"}},
 		Privacy: report.Privacy{Private: true, Epsilon: 1e-3, Delta: 3e-6}}
-	err = chargeFit(context.Background(), l, fitOptions{ledger: ledger, mechanism: "gaussian-fm", data: data, out: third}, m)
+	_, err = chargeFit(context.Background(), l, fitOptions{ledger: ledger, mechanism: "gaussian-fm", data: data, out: third}, m)
 	if !errors.Is(err, accounting.ErrOverBudget) || !strings.Contains(err.Error(), "no model written") {
 		t.Fatalf("exact charge: %v", err)
 	}
@@ -515,7 +515,7 @@ func TestPlurals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "(1 bad row skipped;") || !strings.Contains(out, "education  0        0        0                    0                       1") {
+	if !strings.Contains(out, "(1 bad row entered as a zero row;") || !strings.Contains(out, "education  0        0        0                    0                       1") {
 		t.Fatalf("fit output:\n%s", out)
 	}
 	one := writeFile(t, dir, "one.csv", "education,ethnicity\n12,cauc\n")

@@ -242,7 +242,7 @@ func writeLabelsMeta(path string, p *dppp.Params, k int) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path+".privacy.json", append(out, '\n'), 0o644)
+	return writeOutput(path+".privacy.json", os.Stdout, append(out, '\n'))
 }
 
 // readLabelsMeta reads LABELS.csv.privacy.json and returns the parameters

@@ -194,6 +194,9 @@ address only, for tests.`,
 		if err := in.check(cmd); err != nil {
 			return err
 		}
+		if err := checkLabelsOutput(out, append(certFiles("--certs", certDir), fileFlag{"--queries", queries}, fileFlag{"--schema", in.spec}, fileFlag{"--public-key", pub}, fileFlag{"--ledger", ledgerAt})...); err != nil {
+			return err
+		}
 		ctx := cmd.Context()
 		stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the transport and the protocol log here concurrently
 		logf := lineLogger(stderr, "")
@@ -340,6 +343,9 @@ past the budget is refused.`,
 		if err := in.check(cmd); err != nil {
 			return err
 		}
+		if err := checkLabelsOutput(out, append(certFiles("--certs", certDir), fileFlag{"--data", data}, fileFlag{"--schema", in.spec})...); err != nil {
+			return err
+		}
 		input, rows, err := in.load(ctx, data)
 		if err != nil {
 			return err
@@ -407,7 +413,7 @@ func lineLogger(w io.Writer, prefix string) func(string, ...any) {
 // vote counts per class, and beside it the labels' privacy record
 // (writeLabelsMeta) of deployment p.
 func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bool, p *dppp.Params) error {
-	f, err := os.Create(path)
+	f, err := createOutput(path, os.Stdout) // atomic: a temporary file renamed by Commit
 	if err != nil {
 		return err
 	}
@@ -433,10 +439,10 @@ func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bo
 	}
 	w.Flush()
 	if err := w.Error(); err != nil {
-		f.Close()
+		f.Abort()
 		return err
 	}
-	if err := f.Close(); err != nil {
+	if err := f.Commit(); err != nil {
 		return err
 	}
 	return writeLabelsMeta(path, p, len(res.Labels))

@@ -95,6 +95,9 @@ on stdout.`,
 		if err := requireFlags(cmd, "models", "queries", "out"); err != nil {
 			return err
 		}
+		if err := checkLabelsOutput(out, append(fileFlags("--models", models), fileFlag{"--queries", queries}, fileFlag{"--schema", in.spec})...); err != nil {
+			return err
+		}
 		if err := in.check(cmd); err != nil {
 			return err
 		}

@@ -89,6 +89,9 @@ printed.`,
 		if err := requireFlags(cmd, "queries", "labels", "out"); err != nil {
 			return err
 		}
+		if err := refuseSameFileFlags(cmd, "out"); err != nil {
+			return err
+		}
 		if err := o.in.check(cmd); err != nil {
 			return err
 		}

@@ -131,6 +131,9 @@ nothing.`,
 		if err := requireFlags(cmd, "model", "out"); err != nil {
 			return err
 		}
+		if err := refuseSameFileFlags(cmd, "out"); err != nil {
+			return err
+		}
 		return runDPPPTrain(cmd.Context(), cmd, o, fm)
 	}
 	return cmd

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -63,6 +64,10 @@ Mechanisms:
   irls         DP-IRLS robust L1 regression (Park & Welling), --model robust:
                symmetric Gaussian noise on the moments, zCDP accounting
   irls-wishart the seed's Wishart variant: NOT DP, for reproducing its figure only
+  dpme         DPME (Lei 2011): Laplace histogram on the schema's public grid,
+               the model fitted on weighted synthetic cells: ε-DP (a baseline)
+  filter-priority  Filter-Priority (Cormode et al. 2012): geometric noise, a
+               threshold and priority sampling on the same grid: ε-DP (a baseline)
 
 --model robust fits least-absolute-deviations (L1) regression of a continuous
 target; use it with nonprivate or irls.
@@ -73,11 +78,12 @@ INSECURE generator for reproducible experiments, and the report says so.
 
 Input: CSV with a header row (quoted fields, \r\n, .gz by extension, any
 --delimiter) or Parquet; --data - reads standard input. A bad value stops the
-fit with file:line:column and the reason, unless --skip-bad-rows is given: the
-count is then printed on this console only (it depends on the data, so it is
-never written to the model file or its report), and the report notes that the
-guarantee treats the remaining N as public, which holds only if the number of
-bad rows is public knowledge.
+fit with file:line:column and the reason, unless --skip-bad-rows is given:
+each bad record then enters the fit as an all-zero row, as a dropped record
+does (below), so N stays the number of records read and no sensitivity
+depends on how many were bad; their count is printed on this console only
+(it depends on the data, so it is never written to the model file or its
+report).
 
 Missing values follow each column's "missing" policy in the schema: "error"
 (default), "impute" (a declared public value) or "drop". A dropped record
@@ -184,6 +190,15 @@ func loadFitInput(ctx context.Context, path string, s *schema.Schema, est regres
 	return regress.Data{Stats: m, Rows: t.Rows}, sum, nil
 }
 
+// fitWorkers is the number of goroutines that accumulate statistics for
+// --workers n (0: all cores).
+func fitWorkers(n int) int {
+	if n <= 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return n
+}
+
 // checkModelTarget verifies that the schema's target suits the model.
 func checkModelTarget(kind regress.Kind, s *schema.Schema) error {
 	switch {
@@ -214,12 +229,19 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if o.schemaPath == "-" && o.data == "-" {
 		return fmt.Errorf("--schema - and --data - cannot both read standard input")
 	}
+	if err := refuseSameFile([]fileFlag{{"--out", o.out}},
+		[]fileFlag{{"--data", o.data}, {"--stats", o.stats}, {"--schema", o.schemaPath}, {"--ledger", o.ledger}}); err != nil {
+		return err
+	}
 	s, err := loadSchemaFlag(o.schemaPath, cmd.InOrStdin())
 	if err != nil {
 		return err
 	}
 	if err := checkModelTarget(kind, s); err != nil {
 		return err
+	}
+	if err := dataset.CheckWidth(s.Dim()+1, fitWorkers(o.workers), 0); err != nil {
+		return fmt.Errorf("--schema %s: %w", o.schemaPath, err) // before anything is allocated
 	}
 	est = regress.WithSchema(est, s) // the histogram baselines' public grid
 	var ledger *accounting.Ledger
@@ -240,7 +262,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			out.Abort()
 		}
 	}()
-	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, Progress: stderrProgress(cmd),
+	opt := dataset.Options{Workers: o.workers, SkipBadRows: o.skipBadRows, KeepBadRows: o.skipBadRows, Progress: stderrProgress(cmd),
 		Delimiter: sep, Stdin: cmd.InOrStdin(), KeepDropped: true}
 	data, sum, err := regress.Data{}, dataset.Summary{}, error(nil)
 	if o.stats != "" {
@@ -301,8 +323,12 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		// The note depends only on the flag, never on whether or how many
 		// rows were skipped: that count is data-dependent (PRIVACY-NOTES
 		// item 23) and stays on the local console.
-		res.Privacy.Notes = append(res.Privacy.Notes,
-			"fitted with --skip-bad-rows: the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered")
+		note := "fitted with --skip-bad-rows: each record that could not be read or encoded entered the fit as an all-zero row, as a dropped record does, which changes none of the statistics the mechanism uses; N is the number of records read and stays public as the neighbouring relation requires; the number of bad records is not released"
+		if o.stats != "" {
+			// A statistics file computed with skipping left the bad rows out.
+			note = "fitted with --skip-bad-rows (in the statistics file, which left the bad rows out): the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered"
+		}
+		res.Privacy.Notes = append(res.Privacy.Notes, note)
 	}
 	if est.Private() && dropsMissing(s) {
 		// Depends only on the schema, never on how many were dropped.
@@ -319,14 +345,9 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err := ctx.Err(); err != nil {
 		return err // interrupted: write nothing
 	}
-	if ledger != nil {
-		if err := chargeFit(ctx, ledger, o, model); err != nil {
-			return err // over budget: the model is not written
-		}
-	}
-	committed = true // saveModel commits or discards
-	if err := saveModel(model, out); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	committed = true // publishModel commits or discards
+	if err := publishModel(ctx, model, out, ledger, o); err != nil {
+		return err
 	}
 	w := cmd.OutOrStdout()
 	if toStdout(o.out) {
@@ -363,7 +384,11 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 func printFitText(w io.Writer, m *regress.Model, path string, skipped int64) error {
 	fmt.Fprintf(w, "Fitted %s regression of %q on %s", m.Kind, m.Schema.Target.Name, dataset.Plural(m.Training.Rows, "row"))
 	if skipped > 0 {
-		fmt.Fprintf(w, " (%s skipped; this count is shown on this console only)", dataset.Plural(skipped, "bad row"))
+		as := "zero rows"
+		if skipped == 1 {
+			as = "a zero row"
+		}
+		fmt.Fprintf(w, " (%s entered as %s; this count is shown on this console only)", dataset.Plural(skipped, "bad row"), as)
 	}
 
 	if path == "-" {

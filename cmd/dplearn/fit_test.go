@@ -343,11 +343,14 @@ func TestFitEveryMechanism(t *testing.T) {
 	}
 }
 
-// TestSkipBadRowsCaveat checks that a private fit with --skip-bad-rows says
-// in its privacy report that N is treated as public, that the number of
-// skipped rows (data-dependent, PRIVACY-NOTES item 23) reaches the local
-// console but never the model file, and that the model file is the same
-// whether a bad row was skipped or not (the note depends on the flag only).
+// TestSkipBadRowsCaveat checks that --skip-bad-rows keeps N the number of
+// records read (issue 23 item 10): a bad record enters the fit as a zero
+// row, so the table with one bad record and its neighbour where that record
+// is valid have the same N and the same sensitivities and noise scales
+// (before, the bad row was left out and N, every sensitivity and every
+// noise scale depended on how many rows were bad). The number of bad rows
+// (data-dependent, PRIVACY-NOTES item 23) reaches the local console but
+// never the model file, whose note depends on the flag only.
 func TestSkipBadRowsCaveat(t *testing.T) {
 	dir := t.TempDir()
 	sch := writeFile(t, dir, "schema.json", wageSchema)
@@ -356,9 +359,8 @@ func TestSkipBadRowsCaveat(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		fmt.Fprintf(&b, "%d,%d,cauc\n", 100+i, i%19)
 	}
-	clean := writeFile(t, dir, "clean.csv", b.String())
-	b.WriteString("100,NaN,cauc\n")
-	data := writeFile(t, dir, "d.csv", b.String())
+	clean := writeFile(t, dir, "clean.csv", b.String()+"100,3,cauc\n")
+	data := writeFile(t, dir, "d.csv", b.String()+"100,NaN,cauc\n")
 	fit := func(in, out string) (skipped int64, model string) {
 		args := []string{"fit", "--data", in, "--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm",
 			"--epsilon", "1", "--delta", "1e-6", "--out", out, "--format", "json", "--seed", "1", "--skip-bad-rows"}
@@ -382,14 +384,28 @@ func TestSkipBadRowsCaveat(t *testing.T) {
 	if skipped != 1 {
 		t.Fatalf("console says %d rows skipped, want 1", skipped)
 	}
-	if !strings.Contains(withBad, "treats the number of encoded rows N as public") {
-		t.Fatalf("model lacks the caveat:\n%s", withBad)
+	if !strings.Contains(withBad, "entered the fit as an all-zero row") {
+		t.Fatalf("model lacks the note:\n%s", withBad)
 	}
 	if strings.Contains(withBad, "skipped_rows") {
 		t.Fatalf("model file records the skipped count:\n%s", withBad)
 	}
-	if _, clean := fit(clean, filepath.Join(dir, "c.json")); clean != withBad {
-		t.Errorf("model files differ between a table with a skipped bad row and the same table without it:\n%s\n---\n%s", withBad, clean)
+	fit(clean, filepath.Join(dir, "c.json"))
+	mb, err := loadModel(filepath.Join(dir, "m.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg, err := loadModel(filepath.Join(dir, "c.json"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mb.Training.Rows != 301 || mg.Training.Rows != 301 {
+		t.Fatalf("N = %d with a bad record, %d with it valid; want 301 records read in both", mb.Training.Rows, mg.Training.Rows)
+	}
+	rb, _ := json.Marshal(mb.Privacy.Releases)
+	rg, _ := json.Marshal(mg.Privacy.Releases)
+	if len(mb.Privacy.Releases) == 0 || string(rb) != string(rg) {
+		t.Fatalf("the releases (sensitivities, noise scales) depend on whether a record was bad:\n%s\n%s", rb, rg)
 	}
 	if _, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm",
 		"--epsilon", "1", "--delta", "1e-6", "--out", filepath.Join(dir, "m2.json")); err == nil {

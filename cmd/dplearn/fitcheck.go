@@ -40,6 +40,10 @@ var mechanismUses = map[string]mechanismUse{
 	"noisygd":      {kinds: linLog, epsilon: true, delta: 1, flags: []string{"radius", "iterations", "sigma", "batch-rate", "learning-rate", "gd-ridge"}},
 	"irls":         {kinds: irlsOnly, epsilon: true, delta: 1, flags: []string{"irls-iterations", "residual-floor", "laplace-first-moment", "irls-split", "irls-warm-start", "irls-form", "lambda", "lambda-factor"}},
 	"irls-wishart": {kinds: irlsOnly, epsilon: true, delta: 2, flags: []string{"irls-iterations", "residual-floor", "laplace-first-moment"}},
+	// The histogram baselines: pure ε-DP on the schema's public grid
+	// (regress.WithSchema), no options of their own on the command line.
+	"dpme":            {kinds: linLog, epsilon: true},
+	"filter-priority": {kinds: linLog, epsilon: true},
 }
 
 // mechanismFlags lists every mechanism-specific flag.

@@ -12,6 +12,7 @@ import (
 	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/report"
 	"github.com/dplearn/dplearn/schema"
 )
 
@@ -80,20 +81,77 @@ func openFitLedger(ctx context.Context, o fitOptions, est regress.Estimator) (*a
 
 // chargeFit charges the model's guarantee (the computed ε, δ, or ρ for a
 // zCDP ledger when the accountant reports one) to the ledger; an error
-// means the model must not be written.
-func chargeFit(ctx context.Context, l *accounting.Ledger, o fitOptions, m *regress.Model) error {
+// means nothing was charged and the model must not be written. It returns
+// the charge in words, for messages.
+func chargeFit(ctx context.Context, l *accounting.Ledger, o fitOptions, m *regress.Model) (string, error) {
 	p := m.Privacy
 	st, err := l.State(ctx)
 	if err != nil {
-		return fmt.Errorf("--ledger %s: %w", o.ledger, err)
+		return "", fmt.Errorf("--ledger %s: %w", o.ledger, err)
 	}
 	c := accounting.Charge{Epsilon: p.Epsilon, Delta: p.Delta}
+	spent := fmt.Sprintf("ε = %s, δ = %s", report.Up(p.Epsilon), report.Up(p.Delta))
 	if st.Budget.IsZCDP() && p.Rho > 0 {
 		c = accounting.Charge{Rho: p.Rho}
+		spent = fmt.Sprintf("ρ = %s", report.Up(p.Rho))
 	}
 	label := fmt.Sprintf("dplearn fit --mechanism %s --model %s of %q on %s (%s) → %s", o.mechanism, m.Kind, m.Schema.Target.Name, displayPath(o.data), dataset.Plural(m.Training.Rows, "row"), displayPath(o.out))
 	if _, err := l.Charge(ctx, label, c); err != nil {
-		return fmt.Errorf("--ledger %s: the fit was refused and no model written: %w", o.ledger, err)
+		return "", fmt.Errorf("--ledger %s: the fit was refused and no model written: %w", o.ledger, err)
+	}
+	return fmt.Sprintf("%s (charge %q)", spent, label), nil
+}
+
+// publishModel writes the model and charges it, in the order that never
+// leaves a charge without a model except on a crash in one instant:
+//
+//  1. write the model to the output's temporary file and fsync it (a full
+//     disk fails here: nothing charged, the temporary file removed);
+//  2. charge the ledger (over budget: nothing charged, the temporary file
+//     removed);
+//  3. rename the temporary file into place and fsync the directory.
+//
+// Only a crash between 2 and 3 leaves a charge without a model (the model
+// is then in the temporary file .NAME.tmp*, until a later run for the same
+// --out removes it); a rename that fails keeps the temporary file and the
+// message names it and what was charged. An output that cannot be renamed
+// into place (standard output, a pipe, a device) is charged first and
+// written after, so that nothing is released unpaid; a failed write then
+// says what was charged.
+func publishModel(ctx context.Context, m *regress.Model, out *outputFile, l *accounting.Ledger, o fitOptions) error {
+	if !out.atomic() {
+		spent := ""
+		if l != nil {
+			var err error
+			if spent, err = chargeFit(ctx, l, o, m); err != nil {
+				out.Abort()
+				return err
+			}
+		}
+		if err := saveModel(m, out); err != nil {
+			if l != nil {
+				return fmt.Errorf("--out: %w; the ledger %s was charged %s for this model", err, o.ledger, spent)
+			}
+			return fmt.Errorf("--out: %w", err)
+		}
+		return nil
+	}
+	if err := writeModel(m, out); err != nil {
+		if l != nil {
+			return fmt.Errorf("--out: %w; nothing was charged to the ledger %s", err, o.ledger)
+		}
+		return fmt.Errorf("--out: %w", err)
+	}
+	if l == nil {
+		return out.Commit()
+	}
+	spent, err := chargeFit(ctx, l, o, m)
+	if err != nil {
+		out.Abort()
+		return err
+	}
+	if err := out.commitKeep(); err != nil {
+		return fmt.Errorf("--out: %w; the ledger %s was charged %s for this model", err, o.ledger, spent)
 	}
 	return nil
 }

@@ -25,7 +25,10 @@ func newLedgerCmd(prefix string) *cobra.Command {
 charged against it. Charges are atomic and safe across processes (file lock,
 write to a temporary file, fsync, rename); a charge that would exceed the
 budget is refused and not recorded (exit status 1). 'dplearn fit --ledger
-FILE' charges each fit's guarantee before writing its model.
+FILE' charges each fit's guarantee once its model is on disk, just before
+renaming it into place. A ledger reached through a symbolic link is the file
+it points to (one lock, one budget); a ledger with more than one hard link
+is refused, since each write would leave the other names on an old state.
 
 A budget is either (ε, δ), composed by adding ε's and δ's, or ρ (zCDP),
 composed by adding ρ's; pure ε charges on a ρ budget count ε²/2 (rounded up).
@@ -80,6 +83,9 @@ Example:
 		if err := requireFlags(c, "name"); err != nil {
 			return err
 		}
+		if err := checkFlagRules(c, nonEmptyStringFlag("name")); err != nil {
+			return err
+		}
 		if c.Flags().Changed("rho") && (c.Flags().Changed("epsilon") || c.Flags().Changed("delta")) {
 			return fmt.Errorf("--rho with --epsilon/--delta: a ledger holds one kind of budget, (--epsilon, --delta) or --rho (zCDP)")
 		}
@@ -112,6 +118,9 @@ Example:
 		}
 		if err := requireFlags(c, "label"); err != nil {
 			return err
+		}
+		if err := checkFlagRules(c, nonEmptyStringFlag("label")); err != nil {
+			return err // a charge nobody can tell from the others
 		}
 		l, err := openLedgerFile(file)
 		if err != nil {

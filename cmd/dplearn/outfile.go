@@ -7,7 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/regress"
@@ -19,14 +25,26 @@ import (
 // standard output; a device, a FIFO, a socket or anything reached through
 // /dev or /proc (/dev/stdout, /dev/fd/N) is written through, never replaced.
 // A symbolic link to a regular file keeps the link and replaces its target.
+//
+// Temporary files are named .<name>.tmp<random> beside the target and hold
+// an exclusive flock while their writer lives. A writer killed before
+// Commit or Abort (kill -9, power loss) leaves its temporary file behind;
+// the next createOutput for the same target removes every such file that
+// is unlocked and older than staleTemp (the age covers the instant between
+// a writer creating its file and locking it).
 type outputFile struct {
-	name  string    // for messages: the path, or "standard output"
-	w     io.Writer // where Write goes
-	f     *os.File  // the open file (temporary or written-through), or nil for stdout
-	tmp   string    // the temporary file, renamed to final by Commit
-	final string
-	perm  os.FileMode
+	name     string    // for messages: the path, or "standard output"
+	w        io.Writer // where Write goes
+	f        *os.File  // the open file (temporary or written-through), or nil for stdout
+	tmp      string    // the temporary file, renamed to final by Commit
+	final    string
+	perm     os.FileMode
+	prepared bool // Prepare succeeded: the content is on disk under tmp
 }
+
+// staleTemp is the age past which an unlocked temporary file of an output
+// is a dead writer's.
+const staleTemp = time.Minute
 
 // createOutput opens the destination path ("-": stdout).
 func createOutput(path string, stdout io.Writer) (*outputFile, error) {
@@ -48,11 +66,45 @@ func createOutput(path string, stdout io.Writer) (*outputFile, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("write %s: directory %s does not exist", path, dir)
 	}
+	removeStaleTemps(target)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp*")
 	if err != nil {
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
+	// Held until Commit or Abort, and dropped by the kernel if this process
+	// dies: an unlocked temporary file has no writer.
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("write %s: lock temporary file: %w", path, err)
+	}
 	return &outputFile{name: path, w: f, f: f, tmp: f.Name(), final: target, perm: perm}, nil
+}
+
+// removeStaleTemps removes the temporary files of target that killed
+// writers left: unlocked and older than staleTemp.
+func removeStaleTemps(target string) {
+	pattern := filepath.Join(filepath.Dir(target), globEscape("."+filepath.Base(target)+".tmp")+"*")
+	names, _ := filepath.Glob(pattern)
+	for _, name := range names {
+		st, err := os.Lstat(name)
+		if err != nil || !st.Mode().IsRegular() || time.Since(st.ModTime()) < staleTemp {
+			continue
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.Remove(name)
+		}
+		f.Close()
+	}
+}
+
+// globEscape quotes the pattern characters of a file name for filepath.Glob.
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(s)
 }
 
 // resolveOutput follows path's symbolic links. It returns the regular file
@@ -102,30 +154,67 @@ func isSpecialTree(p string) bool {
 
 func (o *outputFile) Write(p []byte) (int, error) { return o.w.Write(p) }
 
+// atomic reports whether the output is a temporary file that Commit renames
+// into place (false: standard output or written through).
+func (o *outputFile) atomic() bool { return o.tmp != "" }
+
+// Prepare makes the written content durable under the temporary name
+// (fsync, final permissions) without publishing it; Commit then only
+// renames. On error the temporary file is removed. For an output written
+// through, Prepare does nothing: what was written is already out.
+func (o *outputFile) Prepare() error {
+	if o.tmp == "" || o.prepared {
+		return nil
+	}
+	err := o.f.Sync()
+	if err == nil {
+		err = os.Chmod(o.tmp, o.perm)
+	}
+	if err != nil {
+		o.Abort()
+		return fmt.Errorf("write %s: %w", o.name, err)
+	}
+	o.prepared = true
+	return nil
+}
+
 // Commit finishes the output: it syncs and renames a temporary file into
-// place, or closes a written-through one.
+// place, or closes a written-through one. On error the temporary file is
+// removed (see commitKeep).
 func (o *outputFile) Commit() error {
+	if err := o.commitKeep(); err != nil {
+		o.Abort()
+		return err
+	}
+	return nil
+}
+
+// commitKeep is Commit that leaves the temporary file (and says where it
+// is) when the rename fails: for content already paid for by a ledger.
+func (o *outputFile) commitKeep() error {
 	if o.f == nil {
 		return nil
 	}
 	if o.tmp == "" {
 		return o.f.Close()
 	}
-	err := o.f.Sync()
-	if cerr := o.f.Close(); err == nil {
-		err = cerr
+	if err := o.Prepare(); err != nil {
+		return err
 	}
-	if err == nil {
-		err = os.Chmod(o.tmp, o.perm)
+	if err := os.Rename(o.tmp, o.final); err != nil {
+		return fmt.Errorf("write %s: %w (the content is in %s)", o.name, err, o.tmp)
 	}
-	if err == nil {
-		err = os.Rename(o.tmp, o.final)
+	o.tmp = ""
+	syncDir(filepath.Dir(o.final))
+	return o.f.Close() // releases the lock
+}
+
+// syncDir fsyncs a directory so that a rename in it is durable.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
 	}
-	if err != nil {
-		os.Remove(o.tmp)
-		return fmt.Errorf("write %s: %w", o.name, err)
-	}
-	return nil
 }
 
 // Abort discards a temporary file; a written-through destination keeps what
@@ -134,10 +223,11 @@ func (o *outputFile) Abort() {
 	if o.f == nil {
 		return
 	}
-	o.f.Close()
 	if o.tmp != "" {
 		os.Remove(o.tmp)
+		o.tmp = ""
 	}
+	o.f.Close()
 }
 
 // writeOutput writes data to path ("-": stdout) as createOutput does.
@@ -156,6 +246,16 @@ func writeOutput(path string, stdout io.Writer, data []byte) error {
 // saveModel writes the model as indented JSON into an output opened by
 // createOutput and commits it; on error the output is discarded.
 func saveModel(m *regress.Model, o *outputFile) error {
+	if err := writeModel(m, o); err != nil {
+		return err
+	}
+	return o.Commit()
+}
+
+// writeModel writes the model as indented JSON into o and, for a temporary
+// file, makes it durable (Prepare) without publishing it; on error the
+// output is discarded.
+func writeModel(m *regress.Model, o *outputFile) error {
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err == nil {
 		_, err = o.Write(append(data, '\n'))
@@ -164,7 +264,7 @@ func saveModel(m *regress.Model, o *outputFile) error {
 		o.Abort()
 		return fmt.Errorf("write %s: %w", o.name, err)
 	}
-	return o.Commit()
+	return o.Prepare()
 }
 
 // readInput reads a whole file, or standard input for "-".
@@ -250,4 +350,183 @@ func toStdout(path string) bool {
 		return true
 	}
 	return false
+}
+
+// fileFlag is one file a command reads or writes, named by its flag.
+type fileFlag struct{ flag, path string }
+
+// fileIdentity identifies a file: its device and inode when it exists, and
+// its absolute path with every symbolic link resolved (for a file not
+// created yet: its resolved directory and its name).
+type fileIdentity struct {
+	info os.FileInfo // nil when the file does not exist
+	path string
+}
+
+func identify(path string) (fileIdentity, bool) {
+	if path == "" || path == "-" {
+		return fileIdentity{}, false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fileIdentity{}, false
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	} else if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(dir, filepath.Base(abs))
+	}
+	id := fileIdentity{path: abs}
+	if st, err := os.Stat(path); err == nil {
+		id.info = st
+	}
+	return id, true
+}
+
+func (a fileIdentity) same(b fileIdentity) bool {
+	if a.info != nil && b.info != nil {
+		return os.SameFile(a.info, b.info)
+	}
+	return a.path == b.path
+}
+
+// refuseSameFile refuses, before anything is read, written or spent, any
+// output that is the same file as an input (a table, a schema, a model, a
+// key, a ledger) or as another output: same device and inode, or, for a
+// file not created yet, the same resolved path. Writing it would replace
+// what the command reads (a private table by a model, a ledger by a model:
+// the budget reset). Standard streams ("-") and outputs under /dev or /proc
+// (written through, never replaced) are not files to compare; an empty
+// path is a flag not given.
+func refuseSameFile(outputs, inputs []fileFlag) error {
+	type seen struct {
+		fileFlag
+		id fileIdentity
+	}
+	var ins []seen
+	for _, in := range inputs {
+		if id, ok := identify(in.path); ok {
+			ins = append(ins, seen{in, id})
+		}
+	}
+	var outs []seen
+	for _, out := range outputs {
+		if out.path == "" || out.path == "-" || isSpecialTree(out.path) {
+			continue
+		}
+		id, ok := identify(out.path)
+		if !ok {
+			continue
+		}
+		for _, in := range ins {
+			if id.same(in.id) {
+				return fmt.Errorf("%s %s is the same file as %s %s: writing it would replace what this command reads; choose another output path", out.flag, out.path, in.flag, in.path)
+			}
+		}
+		for _, o := range outs {
+			if id.same(o.id) {
+				return fmt.Errorf("%s %s and %s %s are the same file; give each output its own path", o.flag, o.path, out.flag, out.path)
+			}
+		}
+		outs = append(outs, seen{out, id})
+	}
+	return nil
+}
+
+// checkOutputs refuses outputs that are the same file as an input or as
+// each other (refuseSameFile) and checks that each can be written, by
+// creating its temporary file and discarding it: for commands that spend a
+// budget (or make other parties spend theirs) before they write, so that a
+// bad --out costs nothing. It cannot foresee a disk filling up later.
+func checkOutputs(outputs, inputs []fileFlag) error {
+	if err := refuseSameFile(outputs, inputs); err != nil {
+		return err
+	}
+	for _, o := range outputs {
+		if o.path == "" || o.path == "-" {
+			continue
+		}
+		f, err := createOutput(o.path, io.Discard)
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.flag, err)
+		}
+		f.Abort()
+	}
+	return nil
+}
+
+// openCheckedOutput is checkOutputs for one output that stays open: the
+// caller writes it with saveModel (or Write and Commit) at the end and
+// calls Abort on every other path.
+func openCheckedOutput(flag, path string, stdout io.Writer, inputs ...fileFlag) (*outputFile, error) {
+	if err := refuseSameFile([]fileFlag{{flag, path}}, inputs); err != nil {
+		return nil, err
+	}
+	o, err := createOutput(path, stdout)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	return o, nil
+}
+
+// certFiles names the files of a party's certificate directory, as inputs
+// an output must not replace.
+func certFiles(flag, dir string) []fileFlag {
+	if dir == "" {
+		return nil
+	}
+	var fs []fileFlag
+	for _, n := range []string{"party.crt", "party.key", "ca.crt"} {
+		fs = append(fs, fileFlag{flag, filepath.Join(dir, n)})
+	}
+	return fs
+}
+
+// checkLabelsOutput is checkOutputs for DPPP's labels (--out LABELS.csv and
+// the privacy record LABELS.csv.privacy.json beside it), called before any
+// query is answered or charged. No --out (a serve for --clients only) is
+// nothing to check.
+func checkLabelsOutput(out string, inputs ...fileFlag) error {
+	if out == "" {
+		return nil
+	}
+	return checkOutputs([]fileFlag{{"--out", out}, {"--out (its privacy record)", out + ".privacy.json"}}, inputs)
+}
+
+// fileFlags names several files of one flag (--models a,b,c).
+func fileFlags(flag string, paths []string) []fileFlag {
+	fs := make([]fileFlag, len(paths))
+	for i, p := range paths {
+		fs[i] = fileFlag{flag, strings.TrimSpace(p)}
+	}
+	return fs
+}
+
+// refuseSameFileFlags is refuseSameFile for a command whose inputs are its
+// other flags: every other string or list flag given on the command line
+// counts as a possible input file, so a file flag added later is covered
+// without a change here. (A value that names no file, such as --model
+// softmax, only matters if an output is literally the same path.)
+func refuseSameFileFlags(cmd *cobra.Command, outputFlags ...string) error {
+	var outs, ins []fileFlag
+	fl := cmd.Flags()
+	for _, name := range outputFlags {
+		if v, err := fl.GetString(name); err == nil && v != "" {
+			outs = append(outs, fileFlag{"--" + name, v})
+		}
+	}
+	fl.Visit(func(f *pflag.Flag) {
+		if slices.Contains(outputFlags, f.Name) {
+			return
+		}
+		switch f.Value.Type() {
+		case "string":
+			ins = append(ins, fileFlag{"--" + f.Name, f.Value.String()})
+		case "stringSlice":
+			if vs, err := fl.GetStringSlice(f.Name); err == nil {
+				ins = append(ins, fileFlags("--"+f.Name, vs)...)
+			}
+		}
+	})
+	return refuseSameFile(outs, ins)
 }

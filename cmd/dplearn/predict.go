@@ -72,6 +72,9 @@ func runPredict(cmd *cobra.Command, o predictOptions) (err error) {
 	if o.model == "-" && o.data == "-" {
 		return fmt.Errorf("--model - and --data - cannot both read standard input")
 	}
+	if err := refuseSameFile([]fileFlag{{"--out", o.out}}, []fileFlag{{"--model", o.model}, {"--data", o.data}}); err != nil {
+		return err
+	}
 	sep, err := parseDelimiter(o.delimiter)
 	if err != nil {
 		return err

@@ -49,6 +49,9 @@ not want (identifiers), delete the "todo" keys, then fit.`,
 			if err := requireFlags(cmd, "data"); err != nil {
 				return err
 			}
+			if err := refuseSameFile([]fileFlag{{"--out", out}}, []fileFlag{{"--data", data}}); err != nil {
+				return err
+			}
 			sep, err := parseDelimiter(delimiter)
 			if err != nil {
 				return err
