@@ -33,7 +33,7 @@ type Calibration struct {
 	// 6 significant digits (noise.GaussianCalibrationSensitivity; the
 	// margin covers the lattice, see the package documentation, Lattice).
 	Sensitivity float64
-	Tau, TauG    float64 // std of ê_s and of g_s per whitened coordinate (capeFM)
+	Tau, TauG   float64 // std of ê_s and of g_s per whitened coordinate (capeFM)
 	// NoiseRatio is R = Var ê_s / Var g_s ≤ (τ/τ_g)² (capeFM).
 	NoiseRatio float64
 	// Kappa is κ(R) = S(S_H + R)/(S_H(R + 1)) rounded up
@@ -41,15 +41,15 @@ type Calibration struct {
 	// central Gaussian FM's on the pooled data at the same (ε, δ), up to the
 	// 6-digit rounding of τ (VarianceRatio is the ratio of the calibrated
 	// scales themselves).
-	Kappa       float64
+	Kappa float64
 	// Mu and Eta are this attempt's CAPE μ = max(CoalitionMu, LoneSiteMu)
 	// and η = √(2μ) (capeFM): CoalitionMu is the view of the aggregator
 	// with S_C colluders, LoneSiteMu that of any one site reading the model
 	// (accounting.CAPEParams, steps 1-7).
 	Mu, Eta                 float64
 	CoalitionMu, LoneSiteMu float64
-	SiteDelta   float64 // δ(ε) of this attempt for a record at any honest site
-	ComposedEta float64 // η over Prior and this attempt (capeFM)
+	SiteDelta               float64 // δ(ε) of this attempt for a record at any honest site
+	ComposedEta             float64 // η over Prior and this attempt (capeFM)
 	// ComposedEpsilon and ComposedDelta are the guarantee the report
 	// prints: (ε, SiteDelta) for one attempt; with earlier releases
 	// (Prior), the smallest ε at the target δ for η = ComposedEta.
