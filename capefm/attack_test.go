@@ -13,6 +13,7 @@ import (
 	"math"
 	mrand "math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/dplearn/dplearn/regress"
@@ -193,7 +194,10 @@ func TestAttackCapeLoneSite(t *testing.T) {
 				f := newFixture(t, split(rows, d+1, sizes), d, fixtureOptions{seed: uint64(1000*S + run)})
 				type parts struct{ snapped, e, g []int64 }
 				got := map[uint32]parts{}
+				var mu sync.Mutex // the sites release concurrently
 				testHookRelease = func(site uint32, snapped, e, g []int64) {
+					mu.Lock()
+					defer mu.Unlock()
 					got[site] = parts{slices.Clone(snapped), slices.Clone(e), slices.Clone(g)}
 				}
 				var releases [][]int64
@@ -304,11 +308,12 @@ func TestAttackCapeColludersShrink(t *testing.T) {
 		f := newFixture(t, parts, d, fixtureOptions{seed: 61})
 		res, err := f.run(t, RunOptions{Drop: map[string]Round{"site-4": RoundMaskedInput}})
 		if err != nil {
-			var ref *RefusedError
-			if errors.As(err, &ref) && contains(ref.Reason, "colluders S_C") {
-				return // refused: the attack fails
-			}
-			t.Fatal(err)
+			// A refusal would stop the attack, but an honest Serve must
+			// not need one: it keeps S_C, and the redo succeeds.
+			t.Fatalf("the honest redo failed: %v", err)
+		}
+		if res.Params.Colluders < colluders {
+			t.Errorf("Serve's redo at S = %d assumes S_C = %d, fewer than the first roster's %d", len(res.Params.Sites), res.Params.Colluders, colluders)
 		}
 		if res.Params.Attempt != 2 || len(res.Params.Sites) != 3 {
 			t.Fatalf("want the model from attempt 2 with 3 sites, got attempt %d with %d", res.Params.Attempt, len(res.Params.Sites))

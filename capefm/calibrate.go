@@ -121,6 +121,17 @@ func tauG(tau, ratio float64) float64 {
 	}
 }
 
+// releaseSensitivity returns Δ_h, the per-site whitened sensitivity the
+// CAPE curve is evaluated with: the largest per-site joint sensitivity
+// hmax, plus the grid slack of the release grid noise.GaussianGrid(τ_g, L),
+// times the lattice margin 1 + noise.DiscreteGaussianMargin
+// (noise.GaussianCalibrationSensitivity; proof in the package
+// documentation, Lattice), rounded up to 6 significant digits so that the
+// printed figure is the one used.
+func releaseSensitivity(hmax, tauG float64, L int) float64 {
+	return roundUp6(noise.GaussianCalibrationSensitivity(hmax, tauG, L))
+}
+
 // fracBits returns F with grid = 2^−F, or 0 for a grid ≥ 1 (then grid
 // points are integers).
 func fracBits(grid float64) uint {
@@ -213,7 +224,7 @@ func (p *Params) Calibrate() error {
 	for range 64 {
 		tauR := roundUp6(tau)
 		cp.Tau = tauR
-		cp.Sensitivity = roundUp6(noise.GaussianCalibrationSensitivity(hmax, tauG(tauR, p.NoiseRatio), L))
+		cp.Sensitivity = releaseSensitivity(hmax, tauG(tauR, p.NoiseRatio), L)
 		d, err := accounting.CAPEDeltaExact(cp, p.Epsilon)
 		if err != nil {
 			return fmt.Errorf("capefm: calibrate: %w", err)
@@ -283,7 +294,7 @@ func (c *Calibration) capeFM(p *Params) error {
 	c.Slack = noise.GaussianGridSlack(c.TauG, c.L)
 	// The lattice margin (package documentation, Lattice): the curves below
 	// are the continuous Gaussians', applied to sums of discrete Gaussians.
-	c.Sensitivity = roundUp6(noise.GaussianCalibrationSensitivity(hmax, c.TauG, c.L))
+	c.Sensitivity = releaseSensitivity(hmax, c.TauG, c.L)
 	if err := c.checkLattice(); err != nil {
 		return err
 	}
