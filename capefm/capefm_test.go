@@ -109,19 +109,18 @@ func measureNoise(t *testing.T, tc noiseCase, runs int) noiseStats {
 // minus the exact pooled objective is Gaussian with the per-entry variance
 // the calibration states (χ² test at α = 1e-3), the zero-sum parts cancel
 // exactly, and that variance is κ(R) × central Gaussian FM's on the pooled
-// data, κ(R) = S(S_H + R)/(S_H(R + 1)) (the 99.9% interval of the measured
-// ratio contains κ):
+// data, κ(R) = S·max((S_H + R)/(S_H(R + 1)), 1/(S − 1)) (the 99.9% interval
+// of the measured ratio contains κ):
 //
 //   - R = 100 (the default), S = 5, S_C = 1: κ = 1.287, near the floor
 //     S/S_H = 1.25; equal and unequal sizes;
 //   - the seed's split R = S = 5, S_C = 1: κ = 1.875 (ratio 1 is rejected:
 //     with the exact CAPE accounting the seed's "same noise as pooled" does
 //     not hold for its split);
-//   - S_C = 0, R = 100, S = 3: κ = 103/101 = 1.0198, within 2% of pooled
-//     Gaussian FM: the seed's Lemma 1 is nearly restored. (With S = 5,
-//     which sites only run with S_C ≥ 1, S_C = 0 would give
-//     κ = 105/101 = 1.040; within 2% needs R ≥ 199 there: see
-//     TestKappaFormula.)
+//   - S_C = 0, R = 100, S = 3: κ = S/(S − 1) = 1.5, the lone-site floor
+//     (a site that reads the model knows its own g_s; the coalition view
+//     alone would give 103/101 = 1.0198, which issue 22 showed is not a
+//     guarantee for the sites themselves).
 func TestAggregateNoiseVariance(t *testing.T) {
 	runs := 200
 	if testing.Short() {
