@@ -199,6 +199,11 @@
 // noise.GaussianCalibrationSensitivity applies to the lattice Gaussian on
 // bℤ of parameter √(S − 1)·τ_g ≥ 2^21·b, with ρ₀ρ in place of its ρ. ∎
 //
+// TestLatticePoissonStep checks step A on exact convolutions at a coarse
+// grid (σ of one step, where the factor is 10⁻⁴ and measurable: it reaches
+// half the bound), TestCapeLatticeMargin that the margin is applied, and
+// TestCheckLattice the hypotheses.
+//
 // The seed's Lemma 1, corrected. The model's whitened noise Σ_s g_s has
 // variance S·τ_g² = Sτ²/R. Central Gaussian FM on the pooled data at the
 // same (ε, δ) needs τ_pool = 1/μ* (whitened sensitivity 1, μ* =

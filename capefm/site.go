@@ -312,9 +312,17 @@ func (s *Site) Releases() int {
 	return s.nrel
 }
 
-// Check compares offered Params with what the site agreed to and returns a
+// Check compares offered Params with what the site agreed to (and with
+// the earlier attempts of the fit it accepted) and returns a
 // *MismatchError naming the first field that differs, or nil.
 func (s *Site) Check(p *Params) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.check(p)
+}
+
+// check is Check with s.mu held.
+func (s *Site) check(p *Params) error {
 	mis := func(field, want, got string) error {
 		return &MismatchError{Site: s.cfg.Name, Field: field, Want: want, Got: got}
 	}
@@ -512,7 +520,7 @@ func (s *Site) offer(o *Offer) (Message, error) {
 		}
 		return &Refuse{Session: p.Session, From: id, Name: s.cfg.Name, Reason: err.Error()}, err
 	}
-	if err := s.Check(&p); err != nil {
+	if err := s.check(&p); err != nil {
 		return refuse(err)
 	}
 	cal, err := p.Calibration()
