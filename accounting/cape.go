@@ -88,8 +88,34 @@ import (
 //     the colluders' g_c are known to the adversary. CAPEModelVarianceRatio
 //     computes κ.
 //
+//  7. The lone-site view (issue 22 item 5). Every site is curious too, and
+//     a site that reads the published model (whose noise is Σ_s g_s) knows
+//     its own g_s: what it cannot remove is Σ_{s′≠s} g_{s′}, of variance
+//     (S − 1)τ²/R. Its other knowledge (its own ê_s, its data, Q) is
+//     independent of the other sites' g given the data, so its view of a
+//     record at another site is one Gaussian mechanism:
+//
+//     μ_lone = Δ_h² R / (2τ² (S − 1)).
+//
+//     The view of the aggregator together with that site contains it (the
+//     model is the sum of the releases), so μ_lone ≤ μ_h(S_C) whenever
+//     S_C ≥ 1: (R + S_H)/(S_H(R + 1)) ≥ 1/S_H ≥ 1/(S − 1). With S_C = 0 it
+//     is not covered by the coalition formula, and dominates it once
+//     R > S² − 2S (e.g. S = 3, R = 100: μ_lone/μ_h = 1.471, ε = 1.24 for a
+//     printed 1 at δ = 10⁻⁵ if ignored). The trust model's adversaries are
+//     the aggregator with any S_C sites, and any one site on its own, so
+//     the guarantee is the larger of the two:
+//
+//     μ = max(μ_h, μ_lone),   κ(R) = S·max((S_H + R)/(S_H(R + 1)), 1/(S − 1)),
+//
+//     the floor of κ being S/(S − 1) even without colluders. CAPEMu,
+//     CAPEGDPMu, CAPEDeltaExact, CAPETau and CAPEModelVarianceRatio use the
+//     maximum; CAPECoalitionMu and CAPELoneSiteMu return the two views
+//     separately. A coalition of sites without the aggregator is covered
+//     the same way: k ≤ S_C sites see less than the aggregator with them.
+//
 // Checks: S_H = 1 (everyone else colludes) gives μ = Δ²S/(2τ²), the local
-// noise g_h alone (variance τ²/S); S_C = 0 gives μ = Δ²S/(τ²(S + 1)). The
+// noise g_h alone (variance τ²/S); S_C = 0 gives μ_h = Δ²S/(τ²(S + 1)). The
 // seed's Theorem 1 has, for S_C = 0, μ_z = Δ²(S + 2)/(2τ²(S + 1)) with its
 // Δ = S/N: smaller than the exact μ by the factor (S + 2)/(2S) for S > 2,
 // besides its wrong σ_z. The test TestCAPEConditionalCovariance builds the
@@ -111,10 +137,11 @@ import (
 // slack of dplearn's samplers is included: add it to Δ_h (as GaussianSigma
 // does) for noise drawn with noise.AddGaussian.
 //
-// Trust model. The curve assumes honest-but-curious parties and a secure
-// aggregation that hides the individual ê_s from the aggregator and any
-// S_C sites; without it the zero-sum noise gives no privacy. The formula
-// holds for every 0 ≤ S_C ≤ S − 1; dplearn's secure aggregation
+// Trust model. The curve assumes honest-but-curious parties (the
+// aggregator with up to S_C sites, or any one site alone, step 7) and a
+// secure aggregation that hides the individual ê_s from the aggregator and
+// any S_C sites; without it the zero-sum noise gives no privacy. The
+// formula holds for every 0 ≤ S_C ≤ S − 1; dplearn's secure aggregation
 // (secagg.DefaultThreshold) covers S_C ≤ ⌈S/3⌉ − 1 = CAPEColluders(S), the
 // seed's assumption.
 type CAPEParams struct {
@@ -164,32 +191,50 @@ func (p CAPEParams) ratio() *big.Rat {
 	return new(big.Rat).SetFloat64(p.NoiseRatio)
 }
 
-// CAPEModelVarianceRatio returns κ = S(S_H + R)/(S_H(R + 1)) (step 6 of the
-// derivation), rounded up: the variance of the CAPE model's noise divided by
-// that of one Gaussian mechanism on the pooled data with the same
-// sensitivity and the same Gaussian-DP μ as each honest site's release. The
-// seed's Lemma 1 claims 1.
+// CAPEModelVarianceRatio returns κ = S·max((S_H + R)/(S_H(R + 1)), 1/(S − 1))
+// (steps 6 and 7 of the derivation), rounded up: the variance of the CAPE
+// model's noise divided by that of one Gaussian mechanism on the pooled data
+// with the same sensitivity and the same Gaussian-DP μ as each honest site's
+// release. The seed's Lemma 1 claims 1.
 func CAPEModelVarianceRatio(p CAPEParams) (float64, error) {
 	q := p
 	q.Tau, q.Sensitivity = 1, 1
 	if err := q.Validate(); err != nil {
 		return 0, err
 	}
-	R := q.ratio()
-	S, H := big.NewRat(int64(p.Sites), 1), big.NewRat(int64(p.Sites-p.Colluders), 1)
-	num := new(big.Rat).Add(H, R)
-	num.Mul(num, S)
-	den := new(big.Rat).Add(R, big.NewRat(1, 1))
-	den.Mul(den, H)
-	return ratUp(num.Quo(num, den)), nil
+	// With Δ = τ = 1, 2μ = R·m where m is the view's factor; the model's
+	// variance is S/R and the pooled one 1/(2μ): κ = (S/R)·2μ = S·m.
+	k := q.twoMuRat()
+	k.Mul(k, big.NewRat(int64(p.Sites), 1))
+	return ratUp(k.Quo(k, q.ratio())), nil
 }
 
 // CAPEColluders returns the default number of colluding sites tolerated by
 // CAPE and by dplearn's secure aggregation, S_C = ⌈S/3⌉ − 1.
 func CAPEColluders(sites int) int { return (sites+2)/3 - 1 }
 
-// twoMuRat returns 2μ_h = Δ²R(R + S_H)/(τ² S_H (R + 1)) exactly.
+// twoMuRat returns 2μ = max(2μ_h, 2μ_lone) exactly (steps 6 and 7).
 func (p CAPEParams) twoMuRat() *big.Rat {
+	c, l := p.twoMuCoalitionRat(), p.twoMuLoneRat()
+	if l.Cmp(c) > 0 {
+		return l
+	}
+	return c
+}
+
+// twoMuLoneRat returns 2μ_lone = Δ²R/(τ²(S − 1)) exactly (step 7).
+func (p CAPEParams) twoMuLoneRat() *big.Rat {
+	d := new(big.Rat).SetFloat64(p.Sensitivity)
+	t := new(big.Rat).SetFloat64(p.Tau)
+	num := new(big.Rat).Mul(d, d)
+	num.Mul(num, p.ratio())
+	den := new(big.Rat).Mul(t, t)
+	den.Mul(den, big.NewRat(int64(p.Sites-1), 1))
+	return num.Quo(num, den)
+}
+
+// twoMuCoalitionRat returns 2μ_h = Δ²R(R + S_H)/(τ² S_H (R + 1)) exactly.
+func (p CAPEParams) twoMuCoalitionRat() *big.Rat {
 	R := p.ratio()
 	H := big.NewRat(int64(p.Sites-p.Colluders), 1)
 	d := new(big.Rat).SetFloat64(p.Sensitivity)
@@ -203,16 +248,37 @@ func (p CAPEParams) twoMuRat() *big.Rat {
 	return num.Quo(num, den)
 }
 
-// CAPEMu returns μ_h = Δ_h² R (R + S_H) / (2 τ² S_H (R + 1)) (R = S by
-// default), the mean of the
-// privacy loss of a record at an honest site (whose variance is 2μ_h), rounded
-// up. It is the quantity the seed calls μ_z, computed from the adversary's
-// whole view (see the derivation above).
+// CAPEMu returns μ = max(μ_h, μ_lone) rounded up, with μ_h = Δ_h² R (R + S_H)
+// / (2 τ² S_H (R + 1)) (R = S by default) the mean of the privacy loss of a
+// record at an honest site against the aggregator with S_C colluders (whose
+// variance is 2μ_h; the quantity the seed calls μ_z, computed from the
+// adversary's whole view) and μ_lone = Δ_h²R/(2τ²(S − 1)) that against any
+// one site reading the model (step 7 of the derivation above).
 func CAPEMu(p CAPEParams) (float64, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
 	m := p.twoMuRat()
+	return ratUp(m.Mul(m, big.NewRat(1, 2))), nil
+}
+
+// CAPECoalitionMu returns μ_h, rounded up: the view of the aggregator with
+// S_C colluding sites alone (steps 1-6).
+func CAPECoalitionMu(p CAPEParams) (float64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	m := p.twoMuCoalitionRat()
+	return ratUp(m.Mul(m, big.NewRat(1, 2))), nil
+}
+
+// CAPELoneSiteMu returns μ_lone = Δ_h²R/(2τ²(S − 1)), rounded up: the view
+// of one site that reads the model and removes its own local noise (step 7).
+func CAPELoneSiteMu(p CAPEParams) (float64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	m := p.twoMuLoneRat()
 	return ratUp(m.Mul(m, big.NewRat(1, 2))), nil
 }
 
@@ -250,8 +316,8 @@ func CAPEEpsilonExact(p CAPEParams, delta float64) (float64, error) {
 // CAPETau returns the smallest τ (relative precision about 1e-12, rounded
 // up) for which one CAPE release with S sites, S_C colluders and per-site
 // sensitivity Δ is (ε, δ)-DP by the exact curve; CAPEDeltaExact ≤ δ is
-// verified on the returned τ. Since η = √(2μ) = Δ·√(S(S+S_H)/(S_H(S+1)))/τ,
-// τ = Δ·√(S(S+S_H)/(S_H(S+1)))/μ_max where μ_max = GDPMuFor(ε, δ) is the
+// verified on the returned τ. Since η = √(2μ) is η₁/τ (η₁ its value at τ = 1),
+// τ = η₁/μ_max where μ_max = GDPMuFor(ε, δ) is the
 // largest Gaussian-DP μ meeting the target, found by bisection.
 func CAPETau(epsilon, delta float64, sites, colluders int, sensitivity float64) (float64, error) {
 	return CAPETauFor(CAPEParams{Sites: sites, Colluders: colluders, Sensitivity: sensitivity}, epsilon, delta)
@@ -268,7 +334,7 @@ func CAPETauFor(p CAPEParams, epsilon, delta float64) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	// At τ = 1 the release is η₁-GDP with η₁ = Δ·√(S(S+S_H)/(S_H(S+1))), and
+	// At τ = 1 the release is η₁-GDP (η₁ = √(2μ) at τ = 1, both views), and
 	// η scales as 1/τ: τ = η₁/μ_max.
 	p.Tau = ratioUp(sqrtUp(p.twoMuRat()), muMax)
 	for i := 0; ; i++ {

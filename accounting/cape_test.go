@@ -178,9 +178,9 @@ func TestCAPEConditionalCovariance(t *testing.T) {
 			}
 		}
 		sens := 0.03
-		mu, err := CAPEMu(CAPEParams{Sites: c.S, Colluders: len(c.colluding), Tau: tau, Sensitivity: sens})
+		mu, err := CAPECoalitionMu(CAPEParams{Sites: c.S, Colluders: len(c.colluding), Tau: tau, Sensitivity: sens})
 		if err != nil || !near(mu, sens*sens*wantInv/2, 1e-12) {
-			t.Fatalf("S=%d: CAPEMu = %v (%v), want %v", c.S, mu, err, sens*sens*wantInv/2)
+			t.Fatalf("S=%d: CAPECoalitionMu = %v (%v), want %v", c.S, mu, err, sens*sens*wantInv/2)
 		}
 	}
 }
@@ -543,16 +543,24 @@ func TestCAPENoiseRatio(t *testing.T) {
 				t.Fatalf("S=%d R=%v: [Σ⁻¹]_hh = %v, want %v", c.S, R, inv.At(0, 0), want)
 			}
 			p := CAPEParams{Sites: c.S, Colluders: len(c.colluding), Tau: tau, Sensitivity: sens, NoiseRatio: R}
-			mu, err := CAPEMu(p)
+			mu, err := CAPECoalitionMu(p)
 			if err != nil || !near(mu, sens*sens*inv.At(0, 0)/2, 1e-9) {
-				t.Fatalf("S=%d R=%v: CAPEMu = %v (%v), want %v", c.S, R, mu, err, sens*sens*inv.At(0, 0)/2)
+				t.Fatalf("S=%d R=%v: CAPECoalitionMu = %v (%v), want %v", c.S, R, mu, err, sens*sens*inv.At(0, 0)/2)
+			}
+			// With the lone-site view (variance (S−1)τ²/R of the other
+			// sites' local noise), [Σ⁻¹]_hh is replaced by the larger of
+			// the two precisions.
+			prec := math.Max(inv.At(0, 0), R/(tau*tau*float64(c.S-1)))
+			if all, err := CAPEMu(p); err != nil || !near(all, sens*sens*prec/2, 1e-9) {
+				t.Fatalf("S=%d R=%v: CAPEMu = %v (%v), want %v", c.S, R, all, err, sens*sens*prec/2)
 			}
 			kappa, err := CAPEModelVarianceRatio(p)
-			if direct := float64(c.S) * tau * tau / R * inv.At(0, 0); err != nil || !near(kappa, direct, 1e-9) {
+			if direct := float64(c.S) * tau * tau / R * prec; err != nil || !near(kappa, direct, 1e-9) {
 				t.Fatalf("S=%d R=%v: κ = %v (%v), direct %v", c.S, R, kappa, err, direct)
 			}
-			if kappa >= prevKappa || kappa < float64(c.S)/SH {
-				t.Fatalf("S=%d R=%v: κ = %v not decreasing towards S/S_H = %v", c.S, R, kappa, float64(c.S)/SH)
+			floor := math.Max(float64(c.S)/SH, float64(c.S)/float64(c.S-1))
+			if kappa > prevKappa || kappa < floor*(1-1e-12) {
+				t.Fatalf("S=%d R=%v: κ = %v not decreasing towards max(S/S_H, S/(S−1)) = %v", c.S, R, kappa, floor)
 			}
 			prevKappa = kappa
 		}
@@ -566,5 +574,73 @@ func TestCAPENoiseRatio(t *testing.T) {
 	// ratio.
 	if k, _ := CAPEModelVarianceRatio(CAPEParams{Sites: 5, Colluders: 1, Tau: 1, Sensitivity: 1}); !near(k, 1.875, 1e-12) {
 		t.Fatalf("κ(S=5, S_C=1, R=S) = %v, want 1.875", k)
+	}
+}
+
+// TestCAPELoneSiteView builds the view of one site that reads the published
+// model (every release summed: noise Σ_s g_s) and knows its own ê_s, g_s
+// and Q, computes the privacy loss of a record at another site numerically
+// (½dᵀC⁺d over the degenerate Gaussian view), and compares it with
+// CAPELoneSiteMu = Δ²R/(2τ²(S − 1)); then CAPEMu is the larger of the two
+// views, and with S_C ≥ 1 the coalition's always.
+func TestCAPELoneSiteView(t *testing.T) {
+	const tau, sens = 0.37, 0.03
+	for _, S := range []int{2, 3, 4, 5, 10} {
+		for _, R := range []float64{0.5, float64(S), 100, 1000} {
+			m := newCAPEModel(S, nil, tau)
+			m.R = R
+			n := 2 * S
+			// The site is 0. Rows: the model's noise Σ_s (e_s + g_s) =
+			// Σ_s g_s, then ê_0, g_0 and Q.
+			model, e0, g0, q := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+			for s := 0; s < S; s++ {
+				r := m.releaseRow(s)
+				for j := range model {
+					model[j] += r[j]
+				}
+				q[s] = 1
+			}
+			e0[0], g0[S] = 1, 1
+			A := stack([][]float64{model, e0, g0, q}, n)
+			var t1, C mat.Dense
+			t1.Mul(A, m.covZ())
+			C.Mul(&t1, A.T())
+			P := pinv(t, &C)
+			d := mat.NewVecDense(4, []float64{sens, 0, 0, 0}) // a record at site 1 moves the model only
+			var av, back mat.VecDense
+			av.MulVec(P, d)
+			back.MulVec(&C, &av)
+			for i := 0; i < 4; i++ {
+				if math.Abs(back.AtVec(i)-d.AtVec(i)) > 1e-9*sens {
+					t.Fatalf("S=%d R=%v: shift not in the range of the view", S, R)
+				}
+			}
+			numeric := mat.Dot(d, &av) / 2
+			p := CAPEParams{Sites: S, Tau: tau, Sensitivity: sens, NoiseRatio: R}
+			lone, err := CAPELoneSiteMu(p)
+			if err != nil || !near(lone, numeric, 1e-9) {
+				t.Fatalf("S=%d R=%v: CAPELoneSiteMu = %v (%v), numeric %v", S, R, lone, err, numeric)
+			}
+			coal, _ := CAPECoalitionMu(p)
+			all, _ := CAPEMu(p)
+			if all != math.Max(lone, coal) {
+				t.Fatalf("S=%d R=%v: CAPEMu = %v, views %v and %v", S, R, all, coal, lone)
+			}
+			if S >= 3 {
+				p.Colluders = 1
+				coal, _ := CAPECoalitionMu(p)
+				if all, _ := CAPEMu(p); all != coal || lone > coal {
+					t.Fatalf("S=%d R=%v S_C=1: the aggregator with one site (μ %v) must cover the lone site (μ %v); CAPEMu %v", S, R, coal, lone, all)
+				}
+			}
+		}
+	}
+	// The attack of issue 22 item 5: S = 3, S_C = 0, R = 100 calibrated by
+	// the coalition view alone leaves the lone site 1.47 times the μ.
+	p := CAPEParams{Sites: 3, Tau: 1, Sensitivity: 1, NoiseRatio: 100}
+	coal, _ := CAPECoalitionMu(p)
+	lone, _ := CAPELoneSiteMu(p)
+	if r := lone / coal; !near(r, 3.0*101/(2*103), 1e-12) {
+		t.Fatalf("μ_lone/μ_h = %v, want 303/206", r)
 	}
 }

@@ -29,8 +29,11 @@ type Calibration struct {
 	C1, C2       float64 // whitening scales c_j = Δ_j·√(J²(w)/w_j) (w_1 = split, w_2 = 1 − split, J² = regress.JointFactor)
 	SiteSens     []float64
 	Slack        float64 // grid slack of the whitened release (capeFM)
-	Sensitivity  float64 // Δ_h: max SiteSens + Slack, rounded up to 6 significant digits (capeFM)
-	Tau, TauG    float64 // std of ê_s and of g_s per whitened coordinate (capeFM)
+	// Sensitivity is Δ_h = (max SiteSens + Slack)·(1 + 2^−32) rounded up to
+	// 6 significant digits (noise.GaussianCalibrationSensitivity; the
+	// margin covers the lattice, see the package documentation, Lattice).
+	Sensitivity float64
+	Tau, TauG   float64 // std of ê_s and of g_s per whitened coordinate (capeFM)
 	// NoiseRatio is R = Var ê_s / Var g_s ≤ (τ/τ_g)² (capeFM).
 	NoiseRatio float64
 	// Kappa is κ(R) = S(S_H + R)/(S_H(R + 1)) rounded up
@@ -38,10 +41,15 @@ type Calibration struct {
 	// central Gaussian FM's on the pooled data at the same (ε, δ), up to the
 	// 6-digit rounding of τ (VarianceRatio is the ratio of the calibrated
 	// scales themselves).
-	Kappa       float64
-	Mu, Eta     float64 // CAPE μ_h and η = √(2μ_h) of this attempt (capeFM)
-	SiteDelta   float64 // δ(ε) of this attempt for a record at any honest site
-	ComposedEta float64 // η over Prior and this attempt (capeFM)
+	Kappa float64
+	// Mu and Eta are this attempt's CAPE μ = max(CoalitionMu, LoneSiteMu)
+	// and η = √(2μ) (capeFM): CoalitionMu is the view of the aggregator
+	// with S_C colluders, LoneSiteMu that of any one site reading the model
+	// (accounting.CAPEParams, steps 1-7).
+	Mu, Eta                 float64
+	CoalitionMu, LoneSiteMu float64
+	SiteDelta               float64 // δ(ε) of this attempt for a record at any honest site
+	ComposedEta             float64 // η over Prior and this attempt (capeFM)
 	// ComposedEpsilon and ComposedDelta are the guarantee the report
 	// prints: (ε, SiteDelta) for one attempt; with earlier releases
 	// (Prior), the smallest ε at the target δ for η = ComposedEta.
@@ -68,10 +76,12 @@ type Calibration struct {
 	FracBits  uint
 }
 
-// VarianceRatioFormula returns κ(R) = S(S_H + R)/(S_H(R + 1)) (R = S when
-// ratio is 0, the seed's split): the variance of capeFM's aggregate noise
-// over that of Gaussian FM on the pooled data at the same (ε, δ) under the
-// exact CAPE accounting, for ê_s ~ N(0, τ²) and g_s ~ N(0, τ²/R). It is
+// VarianceRatioFormula returns κ(R) = S·max((S_H + R)/(S_H(R + 1)),
+// 1/(S − 1)) (R = S when ratio is 0, the seed's split): the variance of
+// capeFM's aggregate noise over that of Gaussian FM on the pooled data at
+// the same (ε, δ) under the exact CAPE accounting of both views (the
+// aggregator with S_C colluders; any one site reading the model), for
+// ê_s ~ N(0, τ²) and g_s ~ N(0, τ²/R). It is
 // accounting.CAPEModelVarianceRatio in float64 arithmetic (for tests and
 // printing). See the package documentation.
 func VarianceRatioFormula(sites, colluders int, ratio float64) float64 {
@@ -79,7 +89,7 @@ func VarianceRatioFormula(sites, colluders int, ratio float64) float64 {
 	if R == 0 {
 		R = S
 	}
-	return S * (H + R) / (H * (R + 1))
+	return S * math.Max((H+R)/(H*(R+1)), 1/(S-1))
 }
 
 // roundUp6 returns the float64 that report.Up(x) prints: ≥ x, with 6
@@ -109,6 +119,17 @@ func tauG(tau, ratio float64) float64 {
 		}
 		t = math.Nextafter(t, math.Inf(1))
 	}
+}
+
+// releaseSensitivity returns Δ_h, the per-site whitened sensitivity the
+// CAPE curve is evaluated with: the largest per-site joint sensitivity
+// hmax, plus the grid slack of the release grid noise.GaussianGrid(τ_g, L),
+// times the lattice margin 1 + noise.DiscreteGaussianMargin
+// (noise.GaussianCalibrationSensitivity; proof in the package
+// documentation, Lattice), rounded up to 6 significant digits so that the
+// printed figure is the one used.
+func releaseSensitivity(hmax, tauG float64, L int) float64 {
+	return roundUp6(noise.GaussianCalibrationSensitivity(hmax, tauG, L))
 }
 
 // fracBits returns F with grid = 2^−F, or 0 for a grid ≥ 1 (then grid
@@ -203,7 +224,7 @@ func (p *Params) Calibrate() error {
 	for range 64 {
 		tauR := roundUp6(tau)
 		cp.Tau = tauR
-		cp.Sensitivity = roundUp6(hmax + noise.GaussianGridSlack(tauG(tauR, p.NoiseRatio), L))
+		cp.Sensitivity = releaseSensitivity(hmax, tauG(tauR, p.NoiseRatio), L)
 		d, err := accounting.CAPEDeltaExact(cp, p.Epsilon)
 		if err != nil {
 			return fmt.Errorf("capefm: calibrate: %w", err)
@@ -271,13 +292,24 @@ func (c *Calibration) capeFM(p *Params) error {
 	c.Tau, c.NoiseRatio = p.Tau, p.NoiseRatio
 	c.TauG = tauG(c.Tau, c.NoiseRatio)
 	c.Slack = noise.GaussianGridSlack(c.TauG, c.L)
-	c.Sensitivity = roundUp6(hmax + c.Slack)
+	// The lattice margin (package documentation, Lattice): the curves below
+	// are the continuous Gaussians', applied to sums of discrete Gaussians.
+	c.Sensitivity = releaseSensitivity(hmax, c.TauG, c.L)
+	if err := c.checkLattice(); err != nil {
+		return err
+	}
 	cp := accounting.CAPEParams{Sites: c.S, Colluders: c.Colluders, Tau: c.Tau, NoiseRatio: c.NoiseRatio, Sensitivity: c.Sensitivity}
 	var err error
 	if c.Kappa, err = accounting.CAPEModelVarianceRatio(cp); err != nil {
 		return err
 	}
 	if c.Mu, err = accounting.CAPEMu(cp); err != nil {
+		return err
+	}
+	if c.CoalitionMu, err = accounting.CAPECoalitionMu(cp); err != nil {
+		return err
+	}
+	if c.LoneSiteMu, err = accounting.CAPELoneSiteMu(cp); err != nil {
 		return err
 	}
 	if c.Eta, err = accounting.CAPEGDPMu(cp); err != nil {
@@ -300,9 +332,11 @@ func (c *Calibration) capeFM(p *Params) error {
 		}
 		c.ComposedDelta = p.Delta
 	}
-	// The model alone: Σ_s snap(v_s) + Σ_s g_s, a Gaussian mechanism with
-	// sensitivity Δ_h and noise √S·τ_g per whitened coordinate (rounded
-	// down by a relative 1e-12 to cover the float64 arithmetic).
+	// The model alone, for an outsider: Σ_s snap(v_s) + Σ_s g_s, a
+	// Gaussian mechanism with sensitivity Δ_h (lattice margin included) and
+	// noise √S·τ_g per whitened coordinate (rounded down by a relative
+	// 1e-12 to cover the float64 arithmetic). A site reading the model is
+	// covered by LoneSiteMu instead, the aggregator by CoalitionMu.
 	if c.ModelEta, err = accounting.GDPMu(c.Sensitivity / (math.Sqrt(float64(c.S)) * c.TauG * (1 - 1e-12))); err != nil {
 		return err
 	}
@@ -364,5 +398,39 @@ func (c *Calibration) gaussianFMLocal(p *Params) error {
 	c.ComposedEpsilon, c.ComposedDelta = p.Epsilon, c.SiteDelta
 	c.Noise1, c.Noise2 = math.Sqrt(v1), math.Sqrt(v2)
 	c.VarianceRatio = (c.Noise1 / c.Pooled1) * (c.Noise1 / c.Pooled1)
+	return nil
+}
+
+// checkLattice verifies the conditions of the lattice proof (package
+// documentation, Lattice) for this calibration: the release grid b =
+// Grid and the zero-sum grid a = noise.GaussianGrid(τ, L) are powers of two
+// with b ≤ a (so b divides a); τ_g/b ≥ noise.MinGridScale; the Gaussian sums over the cosets
+// of the views' lattices have parameter at least 8√S grid steps of their
+// lattice (s = ττ_g/√(τ² + τ_g²) against a for the coalition view, τ_g
+// against b for a lone site and the model); and S·L noisy coordinates are
+// within noise.MaxMarginEntries. GaussianGrid makes every one of them hold
+// for the parameters Params accept; the check keeps the proof's hypotheses
+// explicit in the code.
+func (c *Calibration) checkLattice() error {
+	a, err := noise.GaussianGrid(c.Tau, c.L)
+	if err != nil {
+		return err
+	}
+	b, err := noise.GaussianGrid(c.TauG, c.L)
+	if err != nil {
+		return err
+	}
+	S := float64(c.S)
+	s := c.Tau * c.TauG / math.Hypot(c.Tau, c.TauG)
+	switch {
+	case b > a:
+		return fmt.Errorf("capefm: the release grid %g is coarser than the zero-sum grid %g", b, a)
+	case c.TauG/b < noise.MinGridScale:
+		return fmt.Errorf("capefm: local noise τ_g = %g is %g grid steps, below %g", c.TauG, c.TauG/b, noise.MinGridScale)
+	case s/(a*math.Sqrt(S)) < 8*(1+1e-9) || c.TauG/(b*math.Sqrt(S)) < 8*(1+1e-9):
+		return fmt.Errorf("capefm: the noise is too coarse for the lattice proof (τ = %g on %g, τ_g = %g on %g, S = %d)", c.Tau, a, c.TauG, b, c.S)
+	case float64(c.S)*float64(c.L) > noise.MaxMarginEntries:
+		return fmt.Errorf("capefm: %d × %d noisy coordinates exceed the lattice proof's %d", c.S, c.L, int64(noise.MaxMarginEntries))
+	}
 	return nil
 }

@@ -109,19 +109,18 @@ func measureNoise(t *testing.T, tc noiseCase, runs int) noiseStats {
 // minus the exact pooled objective is Gaussian with the per-entry variance
 // the calibration states (χ² test at α = 1e-3), the zero-sum parts cancel
 // exactly, and that variance is κ(R) × central Gaussian FM's on the pooled
-// data, κ(R) = S(S_H + R)/(S_H(R + 1)) (the 99.9% interval of the measured
-// ratio contains κ):
+// data, κ(R) = S·max((S_H + R)/(S_H(R + 1)), 1/(S − 1)) (the 99.9% interval
+// of the measured ratio contains κ):
 //
 //   - R = 100 (the default), S = 5, S_C = 1: κ = 1.287, near the floor
 //     S/S_H = 1.25; equal and unequal sizes;
 //   - the seed's split R = S = 5, S_C = 1: κ = 1.875 (ratio 1 is rejected:
 //     with the exact CAPE accounting the seed's "same noise as pooled" does
 //     not hold for its split);
-//   - S_C = 0, R = 100, S = 3: κ = 103/101 = 1.0198, within 2% of pooled
-//     Gaussian FM: the seed's Lemma 1 is nearly restored. (With S = 5,
-//     which sites only run with S_C ≥ 1, S_C = 0 would give
-//     κ = 105/101 = 1.040; within 2% needs R ≥ 199 there: see
-//     TestKappaFormula.)
+//   - S_C = 0, R = 100, S = 3: κ = S/(S − 1) = 1.5, the lone-site floor
+//     (a site that reads the model knows its own g_s; the coalition view
+//     alone would give 103/101 = 1.0198, which issue 22 showed is not a
+//     guarantee for the sites themselves).
 func TestAggregateNoiseVariance(t *testing.T) {
 	runs := 200
 	if testing.Short() {
@@ -173,8 +172,8 @@ func TestAggregateNoiseVariance(t *testing.T) {
 			if kappa > 1.5 && pPool >= alpha {
 				t.Errorf("variance equal to pooled Gaussian FM not rejected (p = %.3g): expected ratio κ = %.3f", pPool, kappa)
 			}
-			if sc == 0 && !(kappa < 1.02) {
-				t.Errorf("S_C = 0, R = %g: κ = %.4f not within 2%% of pooled", R, kappa)
+			if want := float64(S) / float64(S-1); sc == 0 && R >= float64(S*S) && math.Abs(kappa-want) > 1e-12 {
+				t.Errorf("S_C = 0, R = %g: κ = %.4f, want S/(S−1) = %.4f (a site knows its own local noise)", R, kappa, want)
 			}
 		})
 	}
@@ -189,7 +188,10 @@ func TestKappaFormula(t *testing.T) {
 		want  float64
 	}{
 		{5, 1, 5, 1.875}, {5, 1, 100, 520.0 / 404}, {5, 1, 1000, 5020.0 / 4004},
-		{5, 0, 5, 10.0 / 6}, {5, 0, 100, 105.0 / 101}, {5, 0, 199, 204.0 / 200}, {3, 0, 100, 103.0 / 101},
+		// Without colluders the lone-site view (a site removes its own g_s
+		// from the model) sets the floor S/(S − 1) once R > S² − 2S.
+		{5, 0, 5, 10.0 / 6}, {5, 0, 100, 5.0 / 4}, {5, 0, 199, 5.0 / 4}, {3, 0, 100, 3.0 / 2},
+		{3, 0, 3, 3.0 / 2}, {2, 0, 100, 2}, {4, 1, 100, 4.0 * 103 / (3 * 101)},
 		{20, 6, 100, 20.0 * 114 / (14 * 101)},
 	} {
 		got := VarianceRatioFormula(tc.S, tc.SC, tc.R)
@@ -204,8 +206,10 @@ func TestKappaFormula(t *testing.T) {
 	if k := VarianceRatioFormula(5, 1, DefaultNoiseRatio); math.Abs(k-1.287) > 5e-4 {
 		t.Errorf("default κ = %v, documented 1.287", k)
 	}
-	if k := VarianceRatioFormula(5, 0, 199); k > 1.02 {
-		t.Errorf("S = 5, S_C = 0, R = 199: κ = %v", k)
+	for S := 2; S <= 10; S++ {
+		if k := VarianceRatioFormula(S, 0, 1e6); k < float64(S)/float64(S-1)*(1-1e-12) {
+			t.Errorf("S = %d, S_C = 0: κ = %v below the lone-site floor S/(S−1)", S, k)
+		}
 	}
 }
 

@@ -62,86 +62,206 @@
 // the unequal sizes live in the released scale (the sum over the pooled N),
 // not in the noise.
 //
-// Privacy per site (item 18, accounting.CAPEParams). Against the aggregator
-// colluding with up to S_C sites (S_H = S − S_C honest), seeing every site's
-// release, Q, and the colluders' data and noise, the honest sites' noise
-// given that view has covariance τ²[(1 + 1/R)I − 11ᵀ/S_H], and a record at
-// an honest site has privacy loss N(μ, 2μ) with
+// Privacy per site (item 18, accounting.CAPEParams). Two kinds of party
+// look at a site's data, and the guarantee covers both:
 //
-//	μ = Δ_h²·R(R + S_H) / (2τ²·S_H(R + 1)),
+//   - The aggregator colluding with up to S_C sites (S_H = S − S_C honest),
+//     seeing every site's release, Q, and the colluders' data and noise.
+//     The honest sites' noise given that view has covariance
+//     τ²[(1 + 1/R)I − 11ᵀ/S_H], and a record at an honest site has privacy
+//     loss N(μ_h, 2μ_h) with μ_h = Δ_h²·R(R + S_H)/(2τ²·S_H(R + 1))
+//     (derivation steps 1-6 in accounting/cape.go).
+//   - Any one site on its own (item 5 of issue 22). Every site is curious
+//     too and reads the published model, whose noise is Σ_s g_s; it knows
+//     its own g_s, so the noise it cannot remove is Σ_{s′≠s} g_{s′}, of
+//     variance (S − 1)τ²/R: μ_lone = Δ_h²·R/(2τ²(S − 1)) (step 7). With
+//     S_C ≥ 1 the aggregator-with-that-site view contains it; with S_C = 0
+//     it is not covered by μ_h and dominates it for R > S² − 2S (at S = 3,
+//     R = 100, ignoring it gave ε = 1.24 for a printed 1; 1.46 at S = 2).
 //
-// i.e. the release is √(2μ)-Gaussian-DP with the exact δ(ε) of
-// accounting.CAPEDeltaExact (derivation steps 1-6 in accounting/cape.go).
-// Δ_h is the per-site whitened sensitivity, 1, plus the grid slack below,
-// rounded up to 6 significant digits; τ is the smallest value with
-// δ(ε) ≤ δ (accounting.CAPETauFor), rounded up to 6 significant digits
-// (Params.Calibrate), so the printed R, τ and Δ_h are exactly the ones used
-// and recomputing δ from them (TestNoDataInReport) gives the printed
-// guarantee. A g_s with variance above τ²/R only lowers μ. Each site
-// recomputes the calibration from the Params it is offered (R included:
-// it is agreed, part of the canonical encoding and its hash) and refuses a
-// τ that does not meet its (ε, δ) or an R other than its own.
+// The release is √(2μ)-Gaussian-DP, μ = max(μ_h, μ_lone), with the exact
+// δ(ε) of accounting.CAPEDeltaExact. Δ_h is the per-site whitened
+// sensitivity, 1, plus the grid slack, times the lattice margin 1 + 2^−32
+// (see Lattice below), rounded up to 6 significant digits; τ is the
+// smallest value with δ(ε) ≤ δ (accounting.CAPETauFor), rounded up to 6
+// significant digits (Params.Calibrate), so the printed R, τ and Δ_h are
+// exactly the ones used and recomputing δ from them (TestNoDataInReport)
+// gives the printed guarantee; TestCapeExactViews recomputes each view's
+// privacy from the implemented noise by numerical conditioning, for
+// S ∈ {2, 3, 4, 5, 10}. A g_s with variance above τ²/R only lowers μ.
+// Each site recomputes the calibration from the Params it is offered (R
+// included: it is agreed, part of the canonical encoding and its hash) and
+// refuses a τ that does not meet its (ε, δ) or an R other than its own.
 //
 // Grid and fixed point. The release is snap_G(W(·)) + g_s with
 // G = noise.GaussianGrid(τ_g, L) and g_s drawn by noise.AddGaussian on that
 // grid (together exactly AddGaussian applied to the statistic), plus e_s,
 // which lies on ê's grid, a multiple of G, and depends on no data. Snapping
 // adds at most noise.GaussianGridSlack(τ_g, L) ≤ 2^−21·τ_g to the
-// sensitivity (included in Δ_h); the discrete Gaussian on a grid that fine
-// has the continuous profile to the precision discussed at
-// accounting.GaussianSigma. A site sends its L values as int64 multiples of
-// 2^−FracBits (Calibration.FracBits; ê's resolution EFracBits ≤ FracBits),
-// and a public bound on |(N_s/N)·Λ| checked before anything is spent keeps
-// every value and the sum of S of them below 2^52 and 2^62, with ê_s up to
-// 128τ (so a large R, whose τ is about √(R/S_H) times the pooled scale, is
-// covered: every R up to MaxNoiseRatio fits at N = 5·10⁶, D = 100;
-// TestFixedPointRange). Problems that do not fit are refused by
-// Params.Calibration, on the aggregator and at every site when offered,
-// before anything is drawn or spent.
+// sensitivity (included in Δ_h); that the discrete noise is covered by the
+// continuous curve is proved below (Lattice). A site sends its L values as
+// int64 multiples of 2^−FracBits (Calibration.FracBits; ê's resolution
+// EFracBits ≤ FracBits), and a public bound on |(N_s/N)·Λ| checked before
+// anything is spent keeps every value and the sum of S of them below 2^52
+// and 2^62, with ê_s up to 128τ (so a large R, whose τ is about √(R/S_H)
+// times the pooled scale, is covered: every R up to MaxNoiseRatio fits at
+// N = 5·10⁶, D = 100; TestFixedPointRange). Problems that do not fit are
+// refused by Params.Calibration, on the aggregator and at every site when
+// offered, before anything is drawn or spent.
+//
+// # Lattice
+//
+// The CAPE curve is computed for continuous Gaussians; the implementation
+// draws exact discrete Gaussians on grids, and every view is a sum of
+// several of them, which is not a discrete Gaussian (PRIVACY-NOTES item
+// 13). The difference between the discrete and the continuous privacy
+// profiles is not a smoothing error (exponentially small in (σ/step)²): it
+// is polynomial in (step/σ)² (package noise measures about 3·10⁻¹³
+// relative for one discrete Gaussian at its grids, in either direction).
+// It is covered by calibrating with Δ_h′ = (Δ + slack)·(1 + 2^−32), the
+// margin of noise.GaussianCalibrationSensitivity (releaseSensitivity).
+//
+// Theorem. Let b = noise.GaussianGrid(τ_g, L) (the release grid) and
+// a = noise.GaussianGrid(τ, L) (ê's grid), both powers of two with b ≤ a, so
+// aℤ ⊆ bℤ; τ_g/b ≥ 2^21; s/(a√S) ≥ 8 and τ_g/(b√S) ≥ 8 with
+// s = ττ_g/√(τ² + τ_g²); S·L ≤ noise.MaxMarginEntries (Calibration.
+// checkLattice verifies all of them). If the continuous curve satisfies
+// f(ε; η′) ≤ δ, δ ∈ [2^−1074, 0.42), where η′ is η of a view computed at the
+// sensitivity Δ_h′, then the implemented view's δ(ε) is at most δ. This
+// holds for the three views: the aggregator with S_C colluders, one site
+// alone, an outsider seeing the model. (f(ε; η) = Φ(η/2 − ε/η) −
+// e^ε Φ(−η/2 − ε/η).)
+//
+// Proof, step A (each view is a lattice Gaussian up to 1 ± ε₀: Poisson
+// summation). Work per whitened coordinate; the L coordinates are
+// independent and the bounds multiply. Coalition view, honest set H,
+// k = |H|: as in accounting's step 1 the view is a bijective function of
+// (u_H, Q_H, ê_C, g_C), u_h = r_h − snap(f_h) + m_h(Q) = ê_h + g_h, where
+// m_h(Q) is the integer share of Q that cape.ZeroSumSite.Finish subtracts
+// (a function of Q and the public IDs), and (Q_H, ê_C, g_C) has a law that
+// does not depend on the data. Neighbours move u_h by w = snap(f_h′) −
+// snap(f_h) ∈ bℤ. For u ∈ bℤ^k and Q ∈ aℤ,
+//
+//	P(u, Q) ∝ Σ_{x ∈ aℤ^k, Σx = Q} exp(−‖x‖²/2τ² − ‖u − x‖²/2τ_g²).
+//
+// On the plane {Σx = Q} the exponent is −‖x − c‖²/2s² − ψ(u, Q) with
+// c = c(u, Q) in the plane, and e^{−ψ(u,Q)} is proportional to the density
+// p(u, Q) of the continuous model (whose integral over the plane is
+// (√(2π)s)^{k−1}e^{−ψ} times a constant). The sum runs over a coset
+// x₀ + M of M = {x ∈ aℤ^k: Σx = 0}, of rank k − 1, with x₀ − c ⊥ 1, so by
+// Poisson summation it is (√(2π)s)^{k−1}/det M times
+// Σ_{y∈M*} e^{−2π²s²‖y‖²}e^{2πi⟨y, x₀ − c⟩}. The dual M* is the orthogonal
+// projection of a⁻¹ℤ^k onto 1^⊥; the projection is injective on the
+// vectors with last entry 0, and shrinks them at most to ‖z‖/√k
+// (‖z‖² − (Σz)²/k ≥ ‖z‖²/k by Cauchy–Schwarz over k − 1 entries). So the
+// terms y ≠ 0 sum to at most ε₀ = (1 + θ)^{k−1} − 1 in absolute value, with
+// θ = 2Σ_{m≥1} e^{−2π²m²s²/(ka²)} ≤ 2Σ_{m≥1} e^{−128π²m²} < 10^−548
+// (s/(a√k) ≥ 8); ε₀ = 0 for k = 1. Hence P(u, Q) = C·p(u, Q)·(1 + e(u, Q)),
+// |e| ≤ ε₀, and since p(u, Q) = p(Q)·N(u; m(Q), Σ) (accounting's step 2;
+// here Σ = τ²(I − 11ᵀ/k) + τ_g²I with the implemented τ_g² ≥ τ²/R),
+//
+//	K_Q(u)·(1 − ε₀)/(1 + ε₀) ≤ P(u | Q) ≤ K_Q(u)·(1 + ε₀)/(1 − ε₀),
+//
+// K_Q the lattice Gaussian on bℤ^k, K_Q(u) ∝ N(u; m(Q), Σ). The neighbour's
+// P(· | Q) and K_Q are both the translates by w. Over the L coordinates the
+// factor is ρ₀ = ((1 + ε₀)/(1 − ε₀))^L. A lone site s sees, besides what is
+// independent of the other sites' noise given the data (its data, ê_s,
+// g_s, Q), t = Σ_{s′≠s}(snap(f_{s′}) + g_{s′}); the sum over
+// {g ∈ bℤ^{S−1}: Σg = t − Σ snap f} is the same computation with parameter
+// τ_g on bℤ (τ_g/(b√S) ≥ 8), giving the lattice Gaussian on bℤ with
+// parameter √(S − 1)·τ_g up to the same kind of factor; an outsider's
+// view, with S in place of S − 1.
+//
+// Step B (coupling on the whitened lattice). Whitening by Σ^{−1/2} turns
+// K_Q into the lattice Gaussian of parameter 1 on B = Σ^{−1/2}(bℤ^k) (n =
+// kL dimensions over all coordinates), and the shift into one of norm η,
+// η² = wᵀΣ⁻¹w, at most the accounting's 2μ_h for ‖w‖ ≤ Δ + slack. Run
+// step 1 of the proof at noise.GaussianCalibrationSensitivity on B: take
+// s₂ = 8b/τ_g (τ_g² is Σ's smallest eigenvalue) and s₁ = √(1 − s₂²); let
+// X ~ N(c, s₁²I) and, given X, Y the lattice Gaussian of parameter s₂ on B
+// centred at X. Its normaliser θ(x) = Σ_{z∈B} e^{−‖z − x‖²/2s₂²} is, by
+// Poisson summation, ((√(2π)s₂)^n/det B)·Σ_{y∈B*} e^{−2π²s₂²‖y‖²}e^{2πi⟨y,x⟩},
+// with B* = Σ^{1/2}(b⁻¹ℤ^n) and ‖Σ^{1/2}z/b‖ ≥ (τ_g/b)‖z‖, so its relative
+// variation is at most τ_n = (1 + τ₀)^n − 1, τ₀ = 2Σ_{m≥1} e^{−128π²m²}
+// < 10^−548, the constant of package noise. Since s₁² + s₂² = 1, Gaussian
+// convolution makes θ(x)·(law of Y given X = x), integrated over X,
+// proportional to K_Q; bounding 1/θ by its extremes as there gives, for
+// the laws K⁰ and K^w of Y (one post-processing of N(c, s₁²I) and of
+// N(c + Σ^{−1/2}w, s₁²I)), pointwise P(y) ≤ ρ₀ρ·K⁰(y) and
+// P′(y) ≥ K^w(y)/(ρ₀ρ), with ρ = (1 + τ_n)/(1 − τ_n). Steps 2 and 3 of that proof then hold as
+// written with ρ₀ρ in place of ρ (the additive term A = 4(ρ₀ρ − 1) is below
+// 10^−530 for S·L ≤ 2^40), and μ₁ = η/s₁ ≤ η(1 + s₂²) = η(1 + 64(b/τ_g)²)
+// ≤ η(1 + 2^−36) since τ_g/b ≥ 2^21: so f(ε; (1 + 2^−32)η) ≤ δ implies the
+// bound, conditionally on every Q and hence overall (Q's law does not
+// depend on the data). η is linear in the sensitivity, so (1 + 2^−32)η is
+// η at Δ_h′. The lone-site and outsider views are the one-dimensional case
+// (per coordinate): after step A, the theorem of
+// noise.GaussianCalibrationSensitivity applies to the lattice Gaussian on
+// bℤ of parameter √(S − 1)·τ_g ≥ 2^21·b, with ρ₀ρ in place of its ρ. ∎
+//
+// TestLatticePoissonStep checks step A on exact convolutions at a coarse
+// grid (σ of one step, where the factor is 10⁻⁴ and measurable: it reaches
+// half the bound), TestCapeLatticeMargin that the margin is applied, and
+// TestCheckLattice the hypotheses.
 //
 // The seed's Lemma 1, corrected. The model's whitened noise Σ_s g_s has
 // variance S·τ_g² = Sτ²/R. Central Gaussian FM on the pooled data at the
 // same (ε, δ) needs τ_pool = 1/μ* (whitened sensitivity 1, μ* =
-// accounting.GDPMuFor(ε, δ)); capeFM needs τ = √(R(R+S_H)/(S_H(R+1)))/μ*.
-// So
+// accounting.GDPMuFor(ε, δ)); capeFM needs τ = √(R·m)/μ* with
+// m = max((R + S_H)/(S_H(R + 1)), 1/(S − 1)) (the two views above). So
 //
-//	Var(capeFM) / Var(pooled Gaussian FM) = κ(R) = S(S_H + R) / (S_H(R + 1))
+//	Var(capeFM) / Var(pooled Gaussian FM) = κ(R) = S·max((S_H + R)/(S_H(R + 1)), 1/(S − 1))
 //
 // (accounting.CAPEModelVarianceRatio, Calibration.Kappa). At the seed's
-// R = S it is S(S + S_H)/(S_H(S + 1)): 1.875 for S = 5, S_C = 1, and
-// 2S/(S + 1) without colluders: never 1. The seed's Lemma 1 gets 1 by
+// R = S it is S(S + S_H)/(S_H(S + 1)) for S ≥ 3: 1.875 for S = 5, S_C = 1,
+// and 2S/(S + 1) without colluders: never 1. The seed's Lemma 1 gets 1 by
 // calibrating τ as if site s's release were an ordinary Gaussian mechanism
 // of variance τ², which ignores that the adversary also sees Q and every
 // release: the flaw of its Theorem 1. κ(R) falls as R grows, towards the
-// floor S/S_H (the colluders' own g_c are known to the adversary, so only
-// the honest sites' local noise protects): κ(100) = 1.287 for S = 5,
-// S_C = 1 (floor 1.25). The zero-sum part cancels in the model, so a large
-// R costs nothing there; it only makes ê_s larger, which the fixed point
-// holds (see Grid and fixed point). Without colluders κ(100) = (S+100)/101:
-// 1.020 for S = 3 (within 2% of pooled: the seed's Lemma 1 nearly
-// restored), 1.040 for S = 5 (within 2% from R = 199).
-// Calibration.VarianceRatio is the ratio of the calibrated scales,
-// TestAggregateNoiseVariance measures it on the protocol. The conventional
-// scheme (GaussianFMLocal) has ratio exactly S for any sizes:
-// Σ_s (N_s/N)²·(k/N_s)² = S·k²/N².
+// floor max(S/S_H, S/(S − 1)): the colluders' own g_c are known to the
+// adversary, and a lone site knows its own g_s, so only the other sites'
+// local noise protects. κ(100) = 1.287 for S = 5, S_C = 1 (floor 1.25).
+// Without colluders the lone site sets the floor S/(S − 1), reached for
+// R ≥ S² − 2S: κ(100) = 1.5 for S = 3, 2 for S = 2, 1.25 for S = 5 (the
+// earlier 1.020 at S = 3 ignored the lone site and was not a guarantee).
+// The zero-sum part cancels in the model, so a large R costs nothing
+// there; it only makes ê_s larger, which the fixed point holds (see Grid
+// and fixed point). Calibration.VarianceRatio is the ratio of the
+// calibrated scales, TestAggregateNoiseVariance measures it on the
+// protocol. The conventional scheme (GaussianFMLocal) has ratio exactly S
+// for any sizes: Σ_s (N_s/N)²·(k/N_s)² = S·k²/N².
 //
-// The released model alone (for anyone who sees the model but not the
-// sites' releases) is one Gaussian mechanism with sensitivity Δ_h and noise
-// √S·τ_g per whitened coordinate: (Δ_h/(√S·τ_g))-Gaussian-DP, stronger than
-// each site's guarantee by the factor √κ; the report prints it as a note.
+// The released model alone, for an outsider (anyone who sees the model
+// but is neither a site nor the aggregator), is one Gaussian mechanism
+// with sensitivity Δ_h and noise √S·τ_g per whitened coordinate:
+// (Δ_h/(√S·τ_g))-Gaussian-DP; the report prints it as a note, naming whom
+// it is for. A site reading the model is covered by μ_lone, the aggregator
+// by μ_h, not by that line.
 //
-// Trust model (item 8). Honest-but-curious sites and aggregator, at most
-// S_C sites colluding with the aggregator (default
-// accounting.CAPEColluders(S) = ⌈S/3⌉ − 1; Params refuses S_C at or above
-// secagg.DefaultThreshold(S), beyond which secure aggregation no longer
-// hides the ê_s), authenticated channels binding each message to its site
-// (the transport's job), and secure aggregation hiding every ê_s. Without
-// it the zero-sum noise gives no privacy. The seed's Theorem 1 figure is not
-// printed. Secure aggregation's keys travel through the aggregator, so
-// authenticated channels alone would let it substitute them: every site
-// signs its advertised keys with its certificate and verifies every other
-// site's before deriving any key (KeySigner, SiteConfig.Signer), and a
-// failed check names the site and abandons the attempt.
+// Trust model (item 8; issue 22). Honest-but-curious sites and
+// aggregator. The adversary is the aggregator together with at most S_C
+// sites (default accounting.CAPEColluders(S) = ⌈S/3⌉ − 1 at the first
+// roster; Params refuses S_C at or above secagg.DefaultThreshold(S),
+// beyond which secure aggregation no longer hides the ê_s), or any one
+// site on its own; what is protected is every record at a site outside
+// the adversary, in that site's release and in the model. Any number of
+// sites may drop out before the noise is fixed (the fit is redone while
+// MinSites remain); S_C is frozen at the first roster (Serve keeps it, and
+// a Site refuses an attempt with fewer colluders than one it accepted,
+// naming the field "colluders S_C"), so dropping sites, or an aggregator
+// declaring them dropped, never lowers the protection against the same
+// colluders (issue 22 item 6). Authenticated channels bind each message to
+// its site (the transport's job), and secure aggregation hides every ê_s;
+// without it the zero-sum noise gives no privacy. The seed's Theorem 1
+// figure is not printed. Secure aggregation's keys travel through the
+// aggregator, so authenticated channels alone would let it substitute
+// them: every site signs its advertised keys with its certificate and
+// verifies every other site's before deriving any key (KeySigner,
+// SiteConfig.Signer), and a failed check names the site and abandons the
+// attempt. Not protected: integrity. The aggregator can abort, choose
+// which sites count as dropped, or publish a wrong model (the sum is not
+// verifiable), and a site can send a wrong release; none of this weakens
+// the privacy of the other sites' records.
 //
 // # Rounds
 //
@@ -178,7 +298,8 @@
 // and public N_s, model, schema fingerprint, D, ε, δ, split, S_C, noise
 // ratio R, minimum sites, attempt number, fresh session, τ) and offers
 // it. A site compares it with its own configuration (Site.Check: every field it configured, its
-// name and N_s in the roster, S_C ≥ max(its minimum, ⌈S/3⌉ − 1), the
+// name and N_s in the roster, S_C ≥ max(its minimum, ⌈S/3⌉ − 1, the S_C of
+// any earlier attempt of the fit it accepted), the
 // attempt number, and that every capeFM release it made earlier in the fit
 // is listed in Params.Prior), recomputes the calibration, asks its ledger
 // whether it can pay (LedgerChecker), and answers Hello (its name, schema
@@ -199,9 +320,10 @@
 // A site lost before the noise is fixed (in rounds 0-4, including a
 // Unmasking that aborts because secagg needs all S sites) ends the attempt
 // with a recoverable *AbortError: nothing was released, and a new attempt
-// starts without it (fresh session, τ recalibrated for the new S, fresh ê
-// and g: cape and secagg make every draw single use, and a Site refuses any
-// session or attempt number it has seen) while at least MinSites remain. A
+// starts without it (fresh session, τ recalibrated for the new S with the
+// same S_C, fresh ê and g: cape and secagg make every draw single use, and
+// a Site refuses any session or attempt number it has seen) while at least
+// MinSites remain. A
 // site lost after the SumBroadcast (noise fixed) makes the sum's noise not
 // cancel: the aggregator never publishes (cape.CheckContributors), and the
 // *AbortError names the site. The releases that did arrive were seen, so

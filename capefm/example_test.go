@@ -79,6 +79,6 @@ func Example() {
 	// Output:
 	// attempts: 1
 	// coefficients: 2
-	// guarantee per site: (1, 9.99954e-06)-DP
-	// noise ratio R = 100, model noise variance vs pooled Gaussian FM: κ = 1.020
+	// guarantee per site: (1, 9.99946e-06)-DP
+	// noise ratio R = 100, model noise variance vs pooled Gaussian FM: κ = 1.500
 }

@@ -136,9 +136,16 @@ type Event struct {
 // per-round deadlines, dropouts and retries. template holds the fit's
 // public parameters: Mechanism, Kind, Schema, D, Epsilon, Delta, Split,
 // Sites (the roster), MinSites, Colluders (a negative value means
-// accounting.CAPEColluders(S) for each attempt's S), NoiseRatio (capeFM; 0
-// means DefaultNoiseRatio) and Prior (usually empty); Session, Attempt and
-// Tau are set per attempt.
+// accounting.CAPEColluders(S) for the first attempt's S), NoiseRatio
+// (capeFM; 0 means DefaultNoiseRatio) and Prior (usually empty); Session,
+// Attempt and Tau are set per attempt.
+//
+// S_C is frozen at the first attempt's roster: a redo after a dropout keeps
+// it (a smaller roster never assumes fewer colluders, or an aggregator could
+// drop a site to redo the fit against the same colluder at a smaller S_C;
+// issue 22 item 6), and every Site refuses an offer with fewer colluders than
+// one it accepted before. If secure aggregation of the smaller roster cannot
+// hide the noise from that many colluders, the fit stops.
 //
 // A site lost before the noise is fixed starts a new attempt without it
 // (fresh session and noise, τ recalibrated) while at least MinSites remain
@@ -162,13 +169,16 @@ func Serve(ctx context.Context, template Params, hub Hub, opt ServeOptions) (*Ru
 	}
 	live := slices.Clone(template.Sites)
 	prior := slices.Clone(template.Prior)
+	// S_C, frozen at the first roster (see above).
+	colluders := template.Colluders
+	if colluders < 0 {
+		colluders = accounting.CAPEColluders(len(live))
+	}
 	var logs []AttemptLog
 	for attempt := uint32(1); ; attempt++ {
 		p := template.Clone()
 		p.Sites, p.Attempt, p.Prior = slices.Clone(live), attempt, slices.Clone(prior)
-		if template.Colluders < 0 {
-			p.Colluders = accounting.CAPEColluders(len(live))
-		}
+		p.Colluders = colluders
 		if p.Mechanism == CapeFM && p.NoiseRatio == 0 {
 			p.NoiseRatio = DefaultNoiseRatio
 		}
@@ -177,6 +187,9 @@ func Serve(ctx context.Context, template Params, hub Hub, opt ServeOptions) (*Ru
 			return nil, fmt.Errorf("capefm: serve: session: %w", err)
 		}
 		if err := p.Calibrate(); err != nil {
+			if attempt > 1 {
+				return nil, fmt.Errorf("capefm: attempt %d with %d sites: S_C = %d colluders was fixed at the first roster and may not fall: %w", attempt, len(live), colluders, err)
+			}
 			return nil, err
 		}
 		agg, err := NewAggregator(p)

@@ -54,7 +54,8 @@ type SiteConfig struct {
 	// agrees to (0 means DefaultNoiseRatio); ignored by the baselines.
 	NoiseRatio float64
 	// MinColluders: the site refuses capeFM Params that assume fewer than
-	// max(MinColluders, accounting.CAPEColluders(S)) colluding sites.
+	// max(MinColluders, accounting.CAPEColluders(S), S_C of any earlier
+	// attempt of the fit it accepted) colluding sites.
 	MinColluders int
 	// MinSites: the site refuses a roster of fewer sites (0 means 2).
 	MinSites int
@@ -116,6 +117,12 @@ type Site struct {
 	att      *siteAttempt
 	released []float64 // η of the capeFM attempts this site released in
 	nrel     int       // releases sent, all mechanisms
+	// frozenSC is the largest S_C of a capeFM attempt this site accepted
+	// (−1: none yet), frozenAt that attempt: a later attempt assuming fewer
+	// colluders is refused (issue 22 item 6: dropping a site must not lower
+	// the protection against the same colluders).
+	frozenSC int
+	frozenAt uint32
 }
 
 type siteState int
@@ -193,7 +200,7 @@ func NewSite(cfg SiteConfig, data regress.Data) (*Site, error) {
 		}
 	}
 	return &Site{cfg: cfg, data: data, n: data.Stats.N(), d: data.Stats.K() - 1,
-		sessions: make(map[[32]byte]bool)}, nil
+		sessions: make(map[[32]byte]bool), frozenSC: -1}, nil
 }
 
 // encTol is the tolerance on the encoding bounds (as regress's row checks).
@@ -305,9 +312,17 @@ func (s *Site) Releases() int {
 	return s.nrel
 }
 
-// Check compares offered Params with what the site agreed to and returns a
+// Check compares offered Params with what the site agreed to (and with
+// the earlier attempts of the fit it accepted) and returns a
 // *MismatchError naming the first field that differs, or nil.
 func (s *Site) Check(p *Params) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.check(p)
+}
+
+// check is Check with s.mu held.
+func (s *Site) check(p *Params) error {
 	mis := func(field, want, got string) error {
 		return &MismatchError{Site: s.cfg.Name, Field: field, Want: want, Got: got}
 	}
@@ -353,6 +368,9 @@ func (s *Site) Check(p *Params) error {
 		}
 		if want := max(c.MinColluders, accounting.CAPEColluders(len(p.Sites))); p.Colluders < want {
 			return mis("colluders S_C", fmt.Sprintf("≥ %d", want), strconv.Itoa(p.Colluders))
+		}
+		if s.frozenSC >= 0 && p.Colluders < s.frozenSC {
+			return mis("colluders S_C", fmt.Sprintf("≥ %d (fixed when this site accepted attempt %d; a later attempt may not assume fewer colluders)", s.frozenSC, s.frozenAt), strconv.Itoa(p.Colluders))
 		}
 	}
 	maxAtt := c.MaxAttempts
@@ -502,7 +520,7 @@ func (s *Site) offer(o *Offer) (Message, error) {
 		}
 		return &Refuse{Session: p.Session, From: id, Name: s.cfg.Name, Reason: err.Error()}, err
 	}
-	if err := s.Check(&p); err != nil {
+	if err := s.check(&p); err != nil {
 		return refuse(err)
 	}
 	cal, err := p.Calibration()
@@ -524,6 +542,9 @@ func (s *Site) offer(o *Offer) (Message, error) {
 	// and can never be used again (cape and secagg make draws single use).
 	s.att = nil
 	s.last = p.Attempt
+	if p.Mechanism == CapeFM && p.Colluders > s.frozenSC {
+		s.frozenSC, s.frozenAt = p.Colluders, p.Attempt
+	}
 	a := &siteAttempt{p: p, hash: hash, cal: cal, id: me.ID}
 	if p.Mechanism == CapeFM {
 		zs, err := cape.NewZeroSumSite(cal.ZeroSum, me.ID, s.cfg.Source)

@@ -182,6 +182,13 @@ var quiet = slog.New(slog.DiscardHandler)
 // options. It returns Serve's result and each party's Join error.
 func memoryFit(t *testing.T, f *fitSetup, opt ServeOptions, dial func(i int) string, joinOpt func(i int, conn transport.Conn, o *JoinOptions)) (*capefm.RunResult, error, []error, *eventLog) {
 	t.Helper()
+	return memoryFitWrapped(t, f, opt, nil, dial, joinOpt)
+}
+
+// memoryFitWrapped is memoryFit with the aggregator's hub wrapped (a
+// misbehaving aggregator's transport), if wrap is not nil.
+func memoryFitWrapped(t *testing.T, f *fitSetup, opt ServeOptions, wrap func(transport.Hub) transport.Hub, dial func(i int) string, joinOpt func(i int, conn transport.Conn, o *JoinOptions)) (*capefm.RunResult, error, []error, *eventLog) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cfg := HubConfig(f.names(), f.d)
@@ -222,7 +229,11 @@ func memoryFit(t *testing.T, f *fitSetup, opt ServeOptions, dial func(i int) str
 			_, errs[i] = Join(ctx, conn, p.site, o)
 		}()
 	}
-	res, serr := Serve(ctx, hub, f.template, opt)
+	var aggHub transport.Hub = hub
+	if wrap != nil {
+		aggHub = wrap(hub)
+	}
+	res, serr := Serve(ctx, aggHub, f.template, opt)
 	wg.Wait()
 	return res, serr, errs, log
 }

@@ -302,11 +302,13 @@ const pairedSuffix = "_minus_pooled"
 // impliedNoiseRatio returns the noise ratio R = Var ê_s / Var g_s that
 // gives capeFM the variance ratio κ with S sites and S_H honest ones
 // (inverting κ(R) = S(S_H + R)/(S_H(R + 1))), or 0 when κ does not
-// determine it (S_H = 1, or κ at the limit S/S_H).
+// determine it (S_H = 1, κ at the limit S/S_H, or κ at the lone-site floor
+// S/(S − 1), where κ(R) = S·max((S_H + R)/(S_H(R + 1)), 1/(S − 1)) is flat:
+// accounting.CAPEModelVarianceRatio).
 func impliedNoiseRatio(kappa float64, S, honest int) float64 {
 	s, h := float64(S), float64(honest)
 	den := kappa*h - s
-	if honest <= 1 || !(den > 0) {
+	if honest <= 1 || !(den > 0) || S < 2 || kappa <= s/(s-1)*(1+1e-9) {
 		return 0
 	}
 	return h * (s - kappa) / den

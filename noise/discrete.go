@@ -113,6 +113,17 @@ const MaxMarginEntries = 1 << 40
 // every i, so steps 2-3 apply to μ = √(Σ μᵢ²). Hence: calibrate with
 // μᵢ = GaussianCalibrationSensitivity(Δᵢ, σᵢ, nᵢ)/σᵢ.
 //
+// Sums and linear views of several discrete Gaussians (package capefm's
+// CAPE views: the aggregator's view of u_h = ê_h + g_h given Σ ê, a site's
+// view of the other sites' Σ g) are not discrete Gaussians. Poisson
+// summation over the lattice of the sum's fibre shows that their pmf is a
+// lattice Gaussian (a discrete Gaussian with the view's covariance on its
+// lattice) up to a factor 1 ± e^{−2π²(σ/step)²}-small, and step 1 above
+// runs unchanged on the whitened lattice Σ^{−1/2}(gℤⁿ), whose dual lattice
+// has minimum λ_min(Σ)^{1/2}/g, with s₂ = 8g/λ_min(Σ)^{1/2}: the same
+// margin covers them when λ_min(Σ)^{1/2}/g ≥ 2^21 (capefm package
+// documentation, Lattice; capefm.TestLatticePoissonStep).
+//
 // zCDP and Rényi accounting of the unsampled discrete Gaussian need no
 // margin: its Rényi divergence is at most α‖κ‖²/2s² exactly (Canonne,
 // Kamath & Steinke 2020 prove it for one coordinate; Rényi divergences of

@@ -69,7 +69,7 @@ func (f *capeFitFlags) register(cmd *cobra.Command) {
 	fl.Float64Var(&f.epsilon, "epsilon", 0, "per-site privacy parameter ε (> 0)")
 	fl.Float64Var(&f.delta, "delta", 0, "per-site privacy parameter δ (e.g. 1e-5; keep it well below 1/N)")
 	fl.Float64Var(&f.split, "split", regress.DefaultGaussianFMSplit, "share of the squared sensitivity given to Λ1 (the rest to Λ2)")
-	fl.Float64Var(&f.noiseRatio, "noise-ratio", capefm.DefaultNoiseRatio, "capefm: R = Var(zero-sum noise) / Var(local noise); the model's noise variance is κ(R) = S(S_H+R)/(S_H(R+1)) × central gaussian-fm's (100: κ = 1.287 at S = 5, S_C = 1; the seed's R = S: 1.875)")
+	fl.Float64Var(&f.noiseRatio, "noise-ratio", capefm.DefaultNoiseRatio, "capefm: R = Var(zero-sum noise) / Var(local noise); the model's noise variance is κ(R) = S·max((S_H+R)/(S_H(R+1)), 1/(S−1)) × central gaussian-fm's (100: κ = 1.287 at S = 5, S_C = 1, 1.5 at S = 3, S_C = 0; the seed's R = S: 1.875 at S = 5, S_C = 1)")
 }
 
 // parsed returns the kind, mechanism and schema with its fingerprint.
@@ -227,19 +227,24 @@ name in its certificate), then:
     the model with its privacy report to --out.
 
 Dropouts: a site lost before the zero-sum noise is fixed (rounds 0-4) is left
-out and the attempt redone with fresh noise and τ recalibrated for the new S,
-while at least --min-sites remain and --max-attempts allows; a site lost after
+out and the attempt redone with fresh noise and τ recalibrated for the new S
+(S_C stays as fixed at the first roster: a redo never assumes fewer
+colluders, and the sites refuse one that does), while at least --min-sites
+remain and --max-attempts allows; a site lost after
 it (round 6) makes the noise not cancel: nothing is published, the fit aborts
 naming the site, and the sites that released in that attempt have spent their
 budget (with --redo-after-release a new attempt composes the lost one into the
 guarantee instead). A site whose connection closes counts as lost unless it
 reconnects within --reconnect-grace.
 
-The report gives the guarantee per site (for a record at an honest site,
-against the aggregator colluding with up to S_C sites: the exact CAPE
-accounting), the trust model (honest-but-curious parties, at most S_C
-colluders, secure aggregation), and κ, the model's noise variance relative to
-central gaussian-fm on the pooled data.
+The report gives the guarantee per site (for a record at a site outside the
+adversary, against the aggregator colluding with up to S_C sites and against
+any one site that reads the model and removes its own noise: the exact CAPE
+accounting, with the lattice margin of the discrete noise), the trust model
+(honest-but-curious parties, the aggregator with at most S_C colluders or any
+one site alone, secure aggregation; privacy, not integrity), what the model
+alone gives an outsider, and κ, the model's noise variance relative to central
+gaussian-fm on the pooled data.
 
 Mechanisms: capefm (default), or the seed's conventional baselines, in which
 every site releases its own result with the full noise and the aggregator
@@ -259,7 +264,7 @@ loopback address only, for tests, and says so loudly.`,
 	f.StringVar(&o.listen, "listen", "127.0.0.1:7443", "address to listen on (HOST:PORT; port 0 picks a free one)")
 	f.StringVar(&o.certDir, "certs", "", "the aggregator's certificate directory from 'dplearn certs' (party.crt, party.key, ca.crt)")
 	f.StringSliceVar(&o.sites, "sites", nil, "the expected site names, comma-separated (their certificates' names); IDs follow this order")
-	f.IntVar(&o.fit.colluders, "colluders", -1, "S_C: sites that may collude with the aggregator (-1: ⌈S/3⌉−1 for each attempt's S, the most secure aggregation tolerates)")
+	f.IntVar(&o.fit.colluders, "colluders", -1, "S_C: sites that may collude with the aggregator (-1: ⌈S/3⌉−1 for the first roster's S, the most secure aggregation tolerates); a redo after a dropout keeps it")
 	f.IntVar(&o.minSites, "min-sites", 0, "fewest sites the fit may run with after dropouts or missing sites (≥ 2; 0: all of --sites)")
 	f.IntVar(&o.maxAttempts, "max-attempts", capefm.DefaultMaxAttempts, "attempts before giving up (each redo after a dropout is one)")
 	f.DurationVar(&o.roundTimeout, "round-timeout", 30*time.Second, "how long each round waits for the sites")
@@ -454,7 +459,9 @@ When the aggregator offers the fit's parameters, the site checks every one
 against its own flags before anything is drawn or spent: mechanism, model,
 schema fingerprint, number of features, ε, δ, budget split, noise ratio R, its
 own name and N_s in the roster, at least --min-sites sites, a colluder bound
-S_C of at least max(--colluders, ⌈S/3⌉−1), the attempt number (at most
+S_C of at least max(--colluders, ⌈S/3⌉−1, the S_C of any earlier attempt of
+this fit it accepted: a redo may not assume fewer colluders), the attempt
+number (at most
 --max-attempts), and that τ meets (ε, δ) by its own calibration; it also asks
 its ledger whether it can pay. On any difference it refuses, naming the field
 ("parameter epsilon: offered 2, want 1"), and the aggregator's fit stops.

@@ -220,9 +220,12 @@ its release, at most C sites colluding with the aggregator.
 The adversary sees every site's release, the sum of the ê_s and everything
 the colluders hold. For a record at an honest site whose release has L2
 sensitivity Δ, the privacy loss is N(μ, 2μ) with
-  μ = Δ² S (S + S_H) / (2 τ² S_H (S + 1)),   S_H = S − C,
-and δ(ε) = Φ(√(μ/2) − ε/√(2μ)) − e^ε Φ(−√(μ/2) − ε/√(2μ)), for every ε > 0
-(PRIVACY-NOTES item 18; derivation in accounting.CAPEParams).
+  μ_h = Δ² S (S + S_H) / (2 τ² S_H (S + 1)),   S_H = S − C;
+any one site alone, which reads the model and knows its own g_s, sees
+  μ_lone = Δ² S / (2 τ² (S − 1));
+μ is the larger of the two, and δ(ε) = Φ(√(μ/2) − ε/√(2μ)) −
+e^ε Φ(−√(μ/2) − ε/√(2μ)), for every ε > 0 (PRIVACY-NOTES item 18;
+derivation in accounting.CAPEParams, steps 1-7).
 
 The per-site sensitivity: give it with --sensitivity (the L2 sensitivity of
 ONE site's release, after whitening if it has several blocks), or with
@@ -235,8 +238,9 @@ also printed, labelled "as published": it is NOT a guarantee (it understates
 Give --tau for δ at ε, or --delta instead to get the smallest τ (rounded up)
 that makes the release (ε, δ)-DP.
 
-Trust model: honest-but-curious parties, C ≤ ⌈S/3⌉ − 1 colluders (the
-default; dplearn's secure aggregation tolerates no more) and a secure
+Trust model: honest-but-curious parties, the aggregator with C ≤ ⌈S/3⌉ − 1
+colluders (the default; dplearn's secure aggregation tolerates no more) or
+any one site alone, and a secure
 aggregation that hides individual noise shares; without secure aggregation
 the zero-sum noise gives no privacy. Printed δ, μ and calibrated τ are rounded
 up; no grid slack of dplearn's samplers is included in Δ.
