@@ -1,16 +1,23 @@
 package transport
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/transport/transportpb"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
 )
 
 // TestRefusalLogLimited: 1,000 refused envelopes from one party cost the
@@ -190,5 +197,212 @@ func TestCallCapPerParty(t *testing.T) {
 	}
 }
 
-var _ = fmt.Sprint
-var _ sync.Mutex
+// procStats samples a process's open descriptors (/proc/PID/fd) and peak
+// resident memory (VmHWM in /proc/PID/status).
+type procStats struct {
+	maxFDs  int
+	peakRSS int64 // bytes
+}
+
+func sampleProc(pid int, st *procStats) {
+	if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
+		st.maxFDs = max(st.maxFDs, len(ents))
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				st.peakRSS = max(st.peakRSS, kb<<10)
+			}
+		}
+	}
+}
+
+// floodResult is what one run of floodHub measured.
+type floodResult struct {
+	procStats
+	logBytes int64
+	refused  map[string]int // by reason, at the attacker
+	calls    int
+	summary  bool // the log has a summary line
+	took     time.Duration
+}
+
+// floodHub runs a hub process (with its default limits, or unlimited as
+// the reference) and attacks it from this process with site-1's valid
+// certificate: 8 goroutines send refused envelopes (replays of seq 1,
+// accepted once) for 6 s or 10,000 calls, while 300 more gRPC
+// connections are opened and held; then everything is closed and the
+// hub exits. It samples the hub's descriptors and memory every 20 ms.
+func floodHub(t *testing.T, pkiDir string, unlimited bool) floodResult {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "hub.log")
+	env := []string{childEnv + "=floodhub", "DPLEARN_CERTS=" + filepath.Join(pkiDir, "aggregator"), "DPLEARN_LOG=" + logPath}
+	if unlimited {
+		env = append(env, "DPLEARN_UNLIMITED=1")
+	}
+	hub := startChildStdin(t, "floodhub", env...)
+	var addr string
+	select {
+	case l := <-hub.lines:
+		addr = strings.TrimPrefix(l, "listening ")
+	case <-hub.done:
+		t.Fatalf("hub exited: %v\n%s", hub.err, hub.errText())
+	case <-time.After(20 * time.Second):
+		t.Fatal("hub did not listen")
+	}
+	pid := hub.cmd.Process.Pid
+	var res floodResult
+	res.refused = map[string]int{}
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			sampleProc(pid, &res.procStats)
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	id, err := certs.LoadParty(filepath.Join(pkiDir, "site-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := id.ClientTLS("aggregator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func() *grpc.ClientConn {
+		cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(credentials.NewTLS(tc)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cc
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+	defer cancel()
+	flood := dial()
+	rc := transportpb.NewRelayClient(flood)
+	env1 := &transportpb.Envelope{Protocol: testSession.Protocol, Session: testSession.ID, Type: "x", Sender: "site-1", Recipient: "aggregator", Seq: 1}
+	if _, err := rc.Send(ctx, env1); err != nil {
+		t.Fatalf("first envelope: %v", err)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	const callsMax = 10000
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				mu.Lock()
+				if res.calls >= callsMax {
+					mu.Unlock()
+					return
+				}
+				res.calls++
+				mu.Unlock()
+				_, err := rc.Send(ctx, env1)
+				reason := "accepted"
+				if err != nil {
+					reason = status.Code(err).String()
+					if st, ok := status.FromError(err); ok {
+						for _, d := range st.Details() {
+							if ei, ok := d.(*errdetails.ErrorInfo); ok {
+								reason = ei.GetReason()
+							}
+						}
+					}
+				}
+				mu.Lock()
+				res.refused[reason]++
+				mu.Unlock()
+			}
+		}()
+	}
+	var held []*grpc.ClientConn
+	for range 300 {
+		cc := dial()
+		cc.Connect()
+		held = append(held, cc)
+	}
+	wg.Wait()
+	res.took = time.Since(start)
+	for _, cc := range held {
+		cc.Close()
+	}
+	flood.Close()
+	hub.stdin.Close()
+	select {
+	case <-hub.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("hub did not exit")
+	}
+	close(stop)
+	<-sampled
+	st, err := os.Stat(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.logBytes = st.Size()
+	b, _ := os.ReadFile(logPath)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, "more refusals from site-1") {
+			res.summary = true
+			t.Logf("summary line: %s", l)
+		}
+	}
+	return res
+}
+
+// TestFloodLoad (issue 23 item 5): one valid certificate (site-1) floods
+// a hub process on 127.0.0.1 with refused envelopes from 8 concurrent
+// calls (10,000 calls or 6 s) while opening and holding 300 more
+// connections. With the default limits the hub stays under stated bounds
+// whatever the number of refusals: log under 16 KiB (one line per refusal
+// is about 300 bytes), open descriptors under 64 (300 connections need
+// 300), peak RSS under 96 MiB (384 MiB under the race detector); the log
+// has the summary line. The same
+// load on a hub without limits (the reference, skipped with -short; what
+// the hub of 42fe189 did) is reported beside it, as ratios.
+func TestFloodLoad(t *testing.T) {
+	dir := t.TempDir()
+	pkiDir := filepath.Join(dir, "pki")
+	if _, err := certs.Create(pkiDir, append([]string{"aggregator"}, roster3...), certs.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		maxLog = 16 << 10
+		maxFDs = 64
+	)
+	maxRSS := int64(96 << 20)
+	if raceEnabled {
+		maxRSS *= 4 // the hub process is the race-instrumented test binary
+	}
+	got := floodHub(t, pkiDir, false)
+	t.Logf("limited hub: %d calls in %v (%v), log %d bytes, at most %d descriptors, peak RSS %.1f MiB",
+		got.calls, got.took.Round(time.Millisecond), got.refused, got.logBytes, got.maxFDs, float64(got.peakRSS)/(1<<20))
+	if got.logBytes > maxLog || got.maxFDs > maxFDs || got.peakRSS > maxRSS {
+		t.Errorf("over the bounds: log %d (max %d) bytes, %d (max %d) descriptors, peak RSS %d (max %d)", got.logBytes, maxLog, got.maxFDs, maxFDs, got.peakRSS, maxRSS)
+	}
+	if !got.summary || got.refused["replay"] <= DefaultRefusalLogBurst {
+		t.Errorf("want more refusals than the burst and a summary line: %v, summary %v", got.refused, got.summary)
+	}
+	if testing.Short() {
+		return
+	}
+	ref := floodHub(t, pkiDir, true)
+	t.Logf("reference (no limits): %d calls in %v (%v), log %d bytes, at most %d descriptors, peak RSS %.1f MiB",
+		ref.calls, ref.took.Round(time.Millisecond), ref.refused, ref.logBytes, ref.maxFDs, float64(ref.peakRSS)/(1<<20))
+	t.Logf("ratios limited/reference: log %.4f, descriptors %.3f, peak RSS %.3f, calls %.3f",
+		float64(got.logBytes)/float64(ref.logBytes), float64(got.maxFDs)/float64(ref.maxFDs), float64(got.peakRSS)/float64(ref.peakRSS), float64(got.calls)/float64(ref.calls))
+}

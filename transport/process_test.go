@@ -29,6 +29,8 @@ func TestMain(m *testing.M) {
 		os.Exit(childHub())
 	case "party":
 		os.Exit(childParty())
+	case "floodhub":
+		os.Exit(childFloodHub())
 	}
 	os.Exit(m.Run())
 }
@@ -57,6 +59,47 @@ func childHub() int {
 		time.Sleep(20 * time.Millisecond)
 		_ = s.SendTo(ctx, env.Sender, Envelope{Type: "echo", Payload: env.Payload})
 	}
+	return 0
+}
+
+// childFloodHub serves a hub for site-1..site-3 with the identity in
+// DPLEARN_CERTS and its default flood limits (or, with DPLEARN_UNLIMITED=1,
+// limits too high to matter: the reference), logging at Info level to the
+// file DPLEARN_LOG; it prints its address, accepts whatever arrives in its
+// inbox, and closes the hub (summarising the refusals it counted) and exits
+// when its standard input closes.
+func childFloodHub() int {
+	id, err := certs.LoadParty(os.Getenv("DPLEARN_CERTS"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	logf, err := os.Create(os.Getenv("DPLEARN_LOG"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	defer logf.Close()
+	cfg := ServerConfig{
+		HubConfig: HubConfig{Session: testSession, Roster: roster3, Logger: slog.New(slog.NewTextHandler(logf, nil))},
+		Address:   "127.0.0.1:0",
+		Identity:  id,
+	}
+	if os.Getenv("DPLEARN_UNLIMITED") == "1" {
+		cfg.RefusalLogBurst, cfg.MaxConnsPerParty, cfg.MaxCallsPerParty, cfg.MaxHandshakes = 1<<30, 1<<30, 1<<30, 1<<20
+	}
+	s, err := Listen(context.Background(), cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	go func() {
+		for range s.Inbox() {
+		}
+	}()
+	fmt.Printf("listening %s\n", s.Addr())
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	s.Close()
 	return 0
 }
 
@@ -103,13 +146,26 @@ type child struct {
 	done   chan struct{}
 	err    error
 	exited time.Time
+	stdin  io.WriteCloser
 }
 
 func startChild(t *testing.T, name string, env ...string) *child {
 	t.Helper()
+	return startChildWith(t, name, false, env...)
+}
+
+func startChildWith(t *testing.T, name string, withStdin bool, env ...string) *child {
+	t.Helper()
 	c := &child{name: name, lines: make(chan string, 16), done: make(chan struct{})}
 	c.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	c.cmd.Env = append(os.Environ(), env...)
+	if withStdin {
+		in, err := c.cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.stdin = in
+	}
 	c.cmd.Stderr = lockedWriter{&c.mu, &c.stderr}
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
@@ -135,6 +191,12 @@ func startChild(t *testing.T, name string, env ...string) *child {
 		close(c.done)
 	}()
 	return c
+}
+
+// startChildStdin is startChild with a pipe to the child's standard input.
+func startChildStdin(t *testing.T, name string, env ...string) *child {
+	t.Helper()
+	return startChildWith(t, name, true, env...)
 }
 
 func (c *child) errText() string {

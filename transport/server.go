@@ -74,6 +74,13 @@ type ServerConfig struct {
 	// each); in Insecure mode, where names are only claimed, only the
 	// per-connection limit applies.
 	MaxConnsPerParty, MaxCallsPerParty int
+	// MaxHandshakes caps the connections accepted and not yet through their
+	// TLS handshake: the hub accepts no more until one finishes, and the
+	// rest wait in the kernel's queue, costing the hub no descriptor. With
+	// the caps above, the hub's connections are bounded by MaxHandshakes +
+	// MaxConnsPerParty × (len(Roster) + 1): names from the CA that are not
+	// in the roster share one cap. Default DefaultMaxHandshakes (32).
+	MaxHandshakes int
 }
 
 // Server is a Hub served over gRPC with mutual TLS 1.3.
@@ -118,8 +125,11 @@ func Listen(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.MaxCallsPerParty == 0 {
 		cfg.MaxCallsPerParty = DefaultMaxCallsPerParty
 	}
-	if cfg.MaxConnsPerParty < 0 || cfg.MaxCallsPerParty < 0 {
-		return nil, fmt.Errorf("transport: negative MaxConnsPerParty %d or MaxCallsPerParty %d", cfg.MaxConnsPerParty, cfg.MaxCallsPerParty)
+	if cfg.MaxHandshakes == 0 {
+		cfg.MaxHandshakes = DefaultMaxHandshakes
+	}
+	if cfg.MaxConnsPerParty < 0 || cfg.MaxCallsPerParty < 0 || cfg.MaxHandshakes < 0 {
+		return nil, fmt.Errorf("transport: negative MaxConnsPerParty %d, MaxCallsPerParty %d or MaxHandshakes %d", cfg.MaxConnsPerParty, cfg.MaxCallsPerParty, cfg.MaxHandshakes)
 	}
 	if cfg.KeepaliveTime < time.Second || cfg.KeepaliveTimeout < 0 {
 		return nil, fmt.Errorf("transport: keepalive time %v (at least 1 s) or timeout %v invalid", cfg.KeepaliveTime, cfg.KeepaliveTimeout)
@@ -143,12 +153,14 @@ func Listen(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		}
 		h.log.Warn("transport: INSECURE hub: plaintext, no certificates, party names are claimed not proven; for local tests only", "address", lis.Addr().String())
 	}
-	pl := &partyLimits{maxConns: cfg.MaxConnsPerParty, maxCalls: cfg.MaxCallsPerParty, conns: map[string]int{}, calls: map[string]int{}}
+	pl := &partyLimits{maxConns: cfg.MaxConnsPerParty, maxCalls: cfg.MaxCallsPerParty, conns: map[string]int{}, calls: map[string]int{}, roster: h.parties}
 	var creds credentials.TransportCredentials
 	if cfg.Insecure {
 		creds = insecureCreds()
 	} else {
-		creds = loggingCreds{TransportCredentials: credentials.NewTLS(cfg.Identity.ServerTLS()), h: h, limits: pl}
+		hl := newHandshakeLimiter(lis, cfg.MaxHandshakes)
+		lis = hl
+		creds = loggingCreds{TransportCredentials: credentials.NewTLS(cfg.Identity.ServerTLS()), h: h, limits: pl, handshakes: hl}
 	}
 	limit := h.cfg.MaxPayload + envelopeOverhead
 	gs := grpc.NewServer(
@@ -339,12 +351,14 @@ func reasonCode(r Reason) codes.Code {
 // closes a connection over its party's cap (partyLimits).
 type loggingCreds struct {
 	credentials.TransportCredentials
-	h      *hub
-	limits *partyLimits
+	h          *hub
+	limits     *partyLimits
+	handshakes *handshakeLimiter
 }
 
 func (c loggingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	nc, ai, err := c.TransportCredentials.ServerHandshake(conn)
+	c.handshakes.handshaken(conn)
 	if err != nil {
 		logLimited(c.h.warnings, c.h.log, "(TLS handshakes)", "handshake-refused", "transport: TLS handshake refused", "remote", conn.RemoteAddr().String(), "err", err.Error())
 		return nc, ai, err
@@ -368,12 +382,13 @@ func (c loggingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.Auth
 }
 
 func (c loggingCreds) Clone() credentials.TransportCredentials {
-	return loggingCreds{TransportCredentials: c.TransportCredentials.Clone(), h: c.h, limits: c.limits}
+	return loggingCreds{TransportCredentials: c.TransportCredentials.Clone(), h: c.h, limits: c.limits, handshakes: c.handshakes}
 }
 
 // partyLimits counts the connections and calls open per party name.
 type partyLimits struct {
 	maxConns, maxCalls int
+	roster             map[string]*partyState // names outside it share one count
 
 	mu    sync.Mutex
 	conns map[string]int
@@ -383,6 +398,9 @@ type partyLimits struct {
 // conn counts one more connection of name; ok false (with the number
 // open) if that would pass the cap. release undoes it.
 func (l *partyLimits) conn(name string) (release func(), open int, ok bool) {
+	if l.roster[name] == nil {
+		name = "(names not in the roster)"
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if n := l.conns[name]; n >= l.maxConns {
@@ -459,4 +477,50 @@ func requireLoopback(addr string) error {
 		return nil
 	}
 	return fmt.Errorf("transport: insecure mode refuses address %q: plaintext is allowed on loopback only (127.0.0.1, ::1, localhost)", addr)
+}
+
+// DefaultMaxHandshakes is ServerConfig.MaxHandshakes's default.
+const DefaultMaxHandshakes = 32
+
+// handshakeLimiter accepts a connection only while fewer than cap(slots)
+// accepted connections are in their TLS handshake. The connection itself
+// is returned as is (gRPC sets socket options on a *net.TCPConn);
+// loggingCreds frees its slot when the handshake ends.
+type handshakeLimiter struct {
+	net.Listener
+	slots     chan struct{}
+	pending   sync.Map // net.Conn → struct{}: accepted, handshake not ended
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func newHandshakeLimiter(lis net.Listener, n int) *handshakeLimiter {
+	return &handshakeLimiter{Listener: lis, slots: make(chan struct{}, n), closed: make(chan struct{})}
+}
+
+func (l *handshakeLimiter) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	l.pending.Store(c, struct{}{})
+	return c, nil
+}
+
+// handshaken frees the slot of conn, once.
+func (l *handshakeLimiter) handshaken(conn net.Conn) {
+	if _, ok := l.pending.LoadAndDelete(conn); ok {
+		<-l.slots
+	}
+}
+
+func (l *handshakeLimiter) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
 }
