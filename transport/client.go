@@ -443,10 +443,13 @@ func (c *Client) fail(err error) {
 
 // noteNet records a network error for the message of a HubGoneError.
 func (c *Client) noteNet(err error) {
-	if err == nil || isRefusal(err) {
+	if err == nil {
 		return
 	}
 	if st, ok := status.FromError(err); ok {
+		if st.Code() != codes.Unavailable {
+			return // a refusal, a deadline: not the network
+		}
 		err = errors.New(st.Message())
 	}
 	c.mu.Lock()
@@ -507,7 +510,9 @@ func (c *Client) watch() {
 // Send delivers env to the hub (see Conn). A Send over a failing connection
 // is retried, with the same sequence number, up to cfg.Attempts; if an
 // earlier try did reach the hub, the retry's replay refusal counts as
-// success.
+// success. Waiting for a hub that cannot be reached is bounded by
+// cfg.PeerTimeout whatever ctx allows: the Send then returns the
+// *HubGoneError (the envelope may or may not have arrived).
 func (c *Client) Send(ctx context.Context, env Envelope) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
