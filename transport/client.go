@@ -64,6 +64,11 @@ type ClientConfig struct {
 	// KeepaliveTime + KeepaliveTimeout + PeerTimeout. Default
 	// DefaultPeerTimeout.
 	PeerTimeout time.Duration
+	// AckTimeout bounds one Send: a hub that is connected but does not
+	// acknowledge the envelope within it (its protocol has stopped taking
+	// messages) makes Send fail saying so, whatever the caller's context.
+	// Default DefaultAckTimeout (10 min, the CLI's --idle-timeout).
+	AckTimeout time.Duration
 	// KeepaliveTime and KeepaliveTimeout: the party pings an idle hub after
 	// KeepaliveTime (gRPC's minimum and the default: 10 s) and drops the
 	// connection if no answer comes within KeepaliveTimeout (default 5 s).
@@ -108,6 +113,9 @@ type Client struct {
 // DefaultPeerTimeout is ClientConfig.PeerTimeout's default: how long a
 // party waits for a hub it cannot reach before it gives up.
 const DefaultPeerTimeout = 20 * time.Second
+
+// DefaultAckTimeout is ClientConfig.AckTimeout's default.
+const DefaultAckTimeout = 10 * time.Minute
 
 // HubGoneError is returned by a party's Send and Recv once its hub has been
 // unreachable for ClientConfig.PeerTimeout, or re-attaching to it failed
@@ -258,6 +266,9 @@ func (cfg *ClientConfig) normalize() error {
 	}
 	if cfg.PeerTimeout <= 0 {
 		cfg.PeerTimeout = DefaultPeerTimeout
+	}
+	if cfg.AckTimeout <= 0 {
+		cfg.AckTimeout = DefaultAckTimeout
 	}
 	if cfg.KeepaliveTime <= 0 {
 		cfg.KeepaliveTime = DefaultClientKeepaliveTime
@@ -511,8 +522,9 @@ func (c *Client) watch() {
 // is retried, with the same sequence number, up to cfg.Attempts; if an
 // earlier try did reach the hub, the retry's replay refusal counts as
 // success. Waiting for a hub that cannot be reached is bounded by
-// cfg.PeerTimeout whatever ctx allows: the Send then returns the
-// *HubGoneError (the envelope may or may not have arrived).
+// cfg.PeerTimeout whatever ctx allows (the Send then returns the
+// *HubGoneError), and waiting for the acknowledgement of a connected hub by
+// cfg.AckTimeout; either way the envelope may or may not have arrived.
 func (c *Client) Send(ctx context.Context, env Envelope) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
@@ -542,7 +554,7 @@ func (c *Client) Send(ctx context.Context, env Envelope) error {
 	// The call also ends when the connection ends for good (the hub is
 	// gone for PeerTimeout, re-attaching failed, the hub closed, Close):
 	// waiting for the hub to be ready is bounded by that, not only by ctx.
-	sctx, cancel := context.WithCancel(ctx)
+	sctx, cancel := context.WithTimeout(ctx, c.cfg.AckTimeout)
 	defer cancel()
 	go func() {
 		select {
@@ -556,8 +568,11 @@ func (c *Client) Send(ctx context.Context, env Envelope) error {
 		case <-c.dead:
 			return fmt.Errorf("%w (the send of seq %d was not acknowledged)", c.deadErr, env.Seq)
 		default:
-			return nil
 		}
+		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("transport: %s: the hub %s at %s did not acknowledge envelope %d (%s) within %v: its protocol has stopped taking messages", c.cfg.Name, c.cfg.Server, c.cfg.Address, env.Seq, env.Type, c.cfg.AckTimeout)
+		}
+		return nil
 	}
 	delay := c.cfg.Backoff
 	for attempt := 1; ; attempt++ {

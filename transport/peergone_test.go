@@ -165,3 +165,41 @@ func TestHubFrozen(t *testing.T) {
 		t.Fatal("Send still waiting after 60 s")
 	}
 }
+
+// TestSendAckTimeout: a hub that is connected but whose protocol stopped
+// taking messages (inbox full, never read) holds a Send no longer than
+// AckTimeout (300 ms here), even under a context without a deadline; the
+// error says so. On 42fe189 the Send waited for its context.
+func TestSendAckTimeout(t *testing.T) {
+	pki := newPKI(t)
+	var logs logBuffer
+	hub := startHub(t, pki, &logs, func(c *ServerConfig) { c.InboxSize = 1; c.AllowRepeats = true })
+	cfg := clientCfg(hub.Addr().String(), pki.parties["site-1"], &logs)
+	cfg.AckTimeout = 300 * time.Millisecond
+	c, err := Dial(testCtx(t, 10*time.Second), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := testCtx(t, 30*time.Second)
+	if err := c.Send(ctx, Envelope{Type: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = c.Send(ctx, Envelope{Type: "b"})
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "did not acknowledge envelope 2 (b) within 300ms") || took > 3*time.Second {
+		t.Fatalf("Send to a hub not taking messages: %v after %v", err, took)
+	}
+	// The connection is fine: once the protocol reads, Sends go through
+	// (the timed-out envelope may still have been accepted a moment later,
+	// as with any deadline: see TestSendDeadline).
+	recvInbox(t, hub, time.Second)
+	select {
+	case <-hub.Inbox():
+	case <-time.After(300 * time.Millisecond):
+	}
+	if err := c.Send(ctx, Envelope{Type: "c"}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -580,7 +580,7 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 		Message: fmt.Sprintf("read and validated %s of %s (%d features) as %s; %s", dataset.Plural(int64(site.N()), "row"), o.data+o.stats, site.D(), name, ledgerNote)})
 	d := len(s.FeatureNames())
 	ccfg := transport.ClientConfig{Address: o.server, Server: o.serverName, Identity: id, Insecure: o.insecure, Session: capenet.Session(),
-		Attempts: o.connectAttempts, PeerTimeout: o.peerTimeout,
+		Attempts: o.connectAttempts, PeerTimeout: o.peerTimeout, AckTimeout: o.idle,
 		MaxPayload: max(transport.DefaultMaxPayload, capenet.MaxPayload(d, 4096)), Logger: slog.New(capenet.SlogHandler(sink))}
 	if o.insecure {
 		ccfg.Name = name

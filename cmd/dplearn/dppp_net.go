@@ -347,7 +347,7 @@ past the budget is refused.`,
 		}
 		logf := lineLogger(stderr, name+": ")
 		ccfg := transport.ClientConfig{Address: server, Server: serverName, Identity: id, Insecure: insecure, Session: dpppnet.Session(),
-			Attempts: attempts, PeerTimeout: peerTimeout, MaxPayload: transport.DefaultMaxPayload,
+			Attempts: attempts, PeerTimeout: peerTimeout, AckTimeout: timeout, MaxPayload: transport.DefaultMaxPayload,
 			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 		if insecure {
 			ccfg.Name = name
@@ -586,7 +586,7 @@ runs).`,
 		logf := lineLogger(stderr, name+": ")
 		logf("model %s (%d classes, %d features); %s", model, pred.Classes(), pred.Features(), note)
 		ccfg := transport.ClientConfig{Address: server, Server: serverName, Identity: id, Insecure: insecure, Session: dpppnet.Session(),
-			Attempts: attempts, PeerTimeout: peerTimeout, MaxPayload: transport.DefaultMaxPayload,
+			Attempts: attempts, PeerTimeout: peerTimeout, AckTimeout: idle, MaxPayload: transport.DefaultMaxPayload,
 			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 		if insecure {
 			ccfg.Name = name
