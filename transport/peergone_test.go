@@ -160,7 +160,7 @@ func TestHubFrozen(t *testing.T) {
 	px.lis.Close() // and no new connections
 	select {
 	case err := <-errc:
-		wantGone(t, "Send", err, time.Since(start), DefaultClientKeepaliveTime+DefaultClientKeepaliveTimeout+cfg.PeerTimeout+3*time.Second)
+		wantGone(t, "Send", err, time.Since(start), DefaultClientKeepaliveTime+DefaultClientKeepaliveTimeout+cfg.PeerTimeout+6*time.Second)
 	case <-ctx.Done():
 		t.Fatal("Send still waiting after 60 s")
 	}
