@@ -554,7 +554,8 @@ func (c *Client) Send(ctx context.Context, env Envelope) error {
 	// The call also ends when the connection ends for good (the hub is
 	// gone for PeerTimeout, re-attaching failed, the hub closed, Close):
 	// waiting for the hub to be ready is bounded by that, not only by ctx.
-	sctx, cancel := context.WithTimeout(ctx, c.cfg.AckTimeout)
+	ackBy := time.Now().Add(c.cfg.AckTimeout)
+	sctx, cancel := context.WithDeadline(ctx, ackBy)
 	defer cancel()
 	go func() {
 		select {
@@ -563,13 +564,17 @@ func (c *Client) Send(ctx context.Context, env Envelope) error {
 		case <-sctx.Done():
 		}
 	}()
-	ended := func() error {
+	ended := func(err error) error {
 		select {
 		case <-c.dead:
 			return fmt.Errorf("%w (the send of seq %d was not acknowledged)", c.deadErr, env.Seq)
 		default:
 		}
-		if errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		// The deadline that passed is AckTimeout's unless the caller's came
+		// first. (gRPC sends the deadline along: the hub's side may report
+		// it a moment before this side's context does.)
+		d, callerDeadline := ctx.Deadline()
+		if (errors.Is(sctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded) && (!callerDeadline || d.After(ackBy)) {
 			return fmt.Errorf("transport: %s: the hub %s at %s did not acknowledge envelope %d (%s) within %v: its protocol has stopped taking messages", c.cfg.Name, c.cfg.Server, c.cfg.Address, env.Seq, env.Type, c.cfg.AckTimeout)
 		}
 		return nil
@@ -581,7 +586,7 @@ func (c *Client) Send(ctx context.Context, env Envelope) error {
 			return nil
 		}
 		if ctx.Err() == nil {
-			if e := ended(); e != nil {
+			if e := ended(err); e != nil {
 				return e
 			}
 		}
@@ -595,7 +600,7 @@ func (c *Client) Send(ctx context.Context, env Envelope) error {
 		}
 		c.log.Warn("transport: send failed; retrying", "party", c.cfg.Name, "seq", env.Seq, "attempt", attempt, "err", err.Error())
 		if !sleep(sctx, c.life, jitter(delay)) {
-			if e := ended(); e != nil && ctx.Err() == nil {
+			if e := ended(nil); e != nil && ctx.Err() == nil {
 				return e
 			}
 			return conv
