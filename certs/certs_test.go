@@ -389,3 +389,116 @@ func TestTLSMutualAuthentication(t *testing.T) {
 		t.Error("a client without a certificate was accepted")
 	}
 }
+
+// TestLoadRefusesWritablePlaces: LoadParty and LoadCA apply ssh's rule to
+// the trust material they read. A party directory, certificate or CA
+// certificate that group or others can write to is refused (another local
+// user could swap ca.crt for their own CA's and pose as the aggregator), as
+// is a key they can read, a file reached through a symbolic link into a
+// writable directory, and a CA directory open to writing; each error names
+// the chmod that fixes it. The modes the writers produce, and a 0755
+// directory, are accepted.
+func TestLoadRefusesWritablePlaces(t *testing.T) {
+	root := t.TempDir()
+	if _, err := Create(filepath.Join(root, "pki"), []string{"site-1"}, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		target string // relative to the copied pki directory
+		mode   os.FileMode
+		link   bool // replace target by a symlink to a copy in a 0777 directory
+		want   string
+	}{
+		{name: "as written", target: ""},
+		{name: "party dir 0755", target: "site-1", mode: 0o755},
+		{name: "party dir 0777", target: "site-1", mode: 0o777, want: "chmod 700 {dir}"},
+		{name: "party dir 0770", target: "site-1", mode: 0o770, want: "chmod 700 {dir}"},
+		{name: "party dir 0702", target: "site-1", mode: 0o702, want: "chmod 700 {dir}"},
+		{name: "ca.crt 0666", target: "site-1/ca.crt", mode: 0o666, want: "chmod go-w {file}"},
+		{name: "ca.crt 0664", target: "site-1/ca.crt", mode: 0o664, want: "chmod go-w {file}"},
+		{name: "party.crt 0666", target: "site-1/party.crt", mode: 0o666, want: "chmod go-w {file}"},
+		{name: "party.key 0640", target: "site-1/party.key", mode: 0o640, want: "chmod 600 {file}"},
+		{name: "party.key 0620", target: "site-1/party.key", mode: 0o620, want: "chmod 600 {file}"},
+		{name: "ca.crt via a link into a 0777 dir", target: "site-1/ca.crt", link: true, want: "chmod 700"},
+		{name: "CA dir 0777", target: "ca", mode: 0o777, want: "chmod 700 {dir}"},
+		{name: "CA key 0644", target: "ca/ca.key", mode: 0o644, want: "chmod 600 {file}"},
+		{name: "CA cert 0646", target: "ca/ca.crt", mode: 0o646, want: "chmod go-w {file}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pki := filepath.Join(t.TempDir(), "pki")
+			copyTree(t, filepath.Join(root, "pki"), pki)
+			target := filepath.Join(pki, tc.target)
+			if tc.link {
+				open := filepath.Join(t.TempDir(), "open")
+				if err := os.Mkdir(open, 0o700); err != nil {
+					t.Fatal(err)
+				}
+				moved := filepath.Join(open, filepath.Base(target))
+				if err := os.Rename(target, moved); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(moved, target); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chmod(open, 0o777); err != nil {
+					t.Fatal(err)
+				}
+			} else if tc.target != "" {
+				if err := os.Chmod(target, tc.mode); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var err error
+			if strings.HasPrefix(tc.target, "ca") {
+				_, err = LoadCA(filepath.Join(pki, "ca"))
+			} else {
+				_, err = LoadParty(filepath.Join(pki, "site-1"))
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			want := strings.NewReplacer("{dir}", target, "{file}", target).Replace(tc.want)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("error %v; want one naming %q", err, want)
+			}
+		})
+	}
+}
+
+// copyTree copies the regular files and directories under src to dst,
+// keeping their modes.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		out := filepath.Join(dst, rel)
+		st, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if err := os.MkdirAll(out, 0o700); err != nil {
+				return err
+			}
+			return os.Chmod(out, st.Mode().Perm())
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, b, 0o600); err != nil {
+			return err
+		}
+		return os.Chmod(out, st.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

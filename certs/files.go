@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/dplearn/dplearn/internal/fileperm"
 )
 
 // File names of the layout (see the package documentation).
@@ -147,20 +149,32 @@ func Add(dir, name string, opt Options) (*Written, error) {
 	}, nil
 }
 
-// LoadCA reads a CA from caDir (ca.crt and ca.key). It refuses a key file
-// readable by group or others.
-func LoadCA(caDir string) (*CA, error) {
-	certPEM, err := os.ReadFile(filepath.Join(caDir, CACertFile))
+// maxPEMFile bounds a certificate or key file (a few KiB in practice).
+const maxPEMFile = 1 << 20
+
+// readTrusted reads one file of the layout by the loaders' rule (package
+// internal/fileperm, as ssh does): the file and its directory must not be
+// writable by group or others nor owned by another user, and a private key
+// must not be readable by them either; the error names the fix.
+func readTrusted(path string, private bool) ([]byte, error) {
+	b, err := fileperm.ReadFile(path, private, maxPEMFile)
 	if err != nil {
-		return nil, fmt.Errorf("certs: %w", err)
+		return nil, fmt.Errorf("certs: refusing %s: %w", path, err)
 	}
-	keyPath := filepath.Join(caDir, CAKeyFile)
-	if err := checkPrivate(keyPath); err != nil {
+	return b, nil
+}
+
+// LoadCA reads a CA from caDir (ca.crt and ca.key). Like LoadParty it
+// refuses a directory or file that group or others can write to, or a key
+// file they can read.
+func LoadCA(caDir string) (*CA, error) {
+	certPEM, err := readTrusted(filepath.Join(caDir, CACertFile), false)
+	if err != nil {
 		return nil, err
 	}
-	keyPEM, err := os.ReadFile(keyPath)
+	keyPEM, err := readTrusted(filepath.Join(caDir, CAKeyFile), true)
 	if err != nil {
-		return nil, fmt.Errorf("certs: %w", err)
+		return nil, err
 	}
 	ca, err := ParseCA(certPEM, keyPEM)
 	if err != nil {
@@ -170,25 +184,26 @@ func LoadCA(caDir string) (*CA, error) {
 }
 
 // LoadParty reads a party's identity from its directory (party.crt,
-// party.key, ca.crt; see the package documentation). It refuses a key file
-// readable by group or others, and a certificate that is expired, not yet
-// valid, not signed by the CA, or without a party name.
+// party.key, ca.crt; see the package documentation). As ssh does with its
+// keys, it refuses a directory or file that group or others can write to
+// (they could swap ca.crt, the trust anchor, for their own CA's and pose as
+// the aggregator, or replace the party's certificate and key), one owned by
+// another user (not root), and a key file group or others can read, each
+// with the fix in the error (chmod 700 DIR, chmod go-w FILE, chmod 600
+// KEY). It also refuses a certificate that is expired, not yet valid, not
+// signed by the CA, or without a party name.
 func LoadParty(dir string) (*Party, error) {
-	certPEM, err := os.ReadFile(filepath.Join(dir, PartyCertFile))
+	certPEM, err := readTrusted(filepath.Join(dir, PartyCertFile), false)
 	if err != nil {
-		return nil, fmt.Errorf("certs: %w", err)
-	}
-	keyPath := filepath.Join(dir, PartyKeyFile)
-	if err := checkPrivate(keyPath); err != nil {
 		return nil, err
 	}
-	keyPEM, err := os.ReadFile(keyPath)
+	keyPEM, err := readTrusted(filepath.Join(dir, PartyKeyFile), true)
 	if err != nil {
-		return nil, fmt.Errorf("certs: %w", err)
+		return nil, err
 	}
-	caPEM, err := os.ReadFile(filepath.Join(dir, CACertFile))
+	caPEM, err := readTrusted(filepath.Join(dir, CACertFile), false)
 	if err != nil {
-		return nil, fmt.Errorf("certs: %w", err)
+		return nil, err
 	}
 	p, err := NewParty(certPEM, keyPEM, caPEM)
 	if err != nil {
@@ -283,19 +298,6 @@ func writeNew(path string, data []byte, mode os.FileMode) (err error) {
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync() // best effort: make the new name durable
 		d.Close()
-	}
-	return nil
-}
-
-// checkPrivate refuses a private key file that group or others may read
-// (on systems with Unix permissions).
-func checkPrivate(path string) error {
-	st, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("certs: %w", err)
-	}
-	if runtime.GOOS != "windows" && st.Mode().Perm()&0o077 != 0 {
-		return fmt.Errorf("certs: %s has mode %04o; a private key must be readable by its owner only (chmod 600 %s)", path, st.Mode().Perm(), path)
 	}
 	return nil
 }

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/dplearn/dplearn/internal/fileperm"
 )
 
 // PEM block types of the key files. The block body is the binary encoding
@@ -106,6 +108,11 @@ const MaxKeyFileBytes = 4 << 20
 // MaxKeyFileBytes bytes and, if private, that group and others have no
 // permission on it.
 func readKeyFile(path string, private bool) ([]byte, error) {
+	// The directory holding the file must not be open to writing either
+	// (the loaders' rule, shared with certs: internal/fileperm).
+	if err := fileperm.CheckDirsOf(path); err != nil {
+		return nil, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -118,8 +125,8 @@ func readKeyFile(path string, private bool) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file (%v)", path, st.Mode().Type())
 	}
-	if perm := st.Mode().Perm(); private && perm&0o077 != 0 {
-		return nil, fmt.Errorf("%s has permissions %#o; it must be private (chmod 600)", path, perm)
+	if err := fileperm.CheckFile(path, st, private); err != nil {
+		return nil, err
 	}
 	if st.Size() > MaxKeyFileBytes {
 		return nil, fmt.Errorf("%s has %d bytes, more than the %d of any key file", path, st.Size(), MaxKeyFileBytes)

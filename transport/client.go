@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
@@ -51,6 +52,23 @@ type ClientConfig struct {
 	// Backoff is the delay after the first failed attempt, doubled (with
 	// ±20% jitter) up to MaxBackoff. Defaults 200 ms and 5 s.
 	Backoff, MaxBackoff time.Duration
+	// PeerTimeout bounds every wait on a hub that cannot be reached: once
+	// the connection to the hub has been down (closed, refused, not
+	// answering keepalive pings) for this long without coming back, the
+	// party gives up: every Send in progress or to come and every Recv
+	// returns a *HubGoneError ("the hub H at A is gone: no answer for
+	// 20s"), whatever the caller's context. Re-attaching also gives up
+	// after Attempts attempts, whichever comes first. A hub that froze
+	// without closing its connections is noticed by the keepalive first
+	// (KeepaliveTime + KeepaliveTimeout), so the bound is then
+	// KeepaliveTime + KeepaliveTimeout + PeerTimeout. Default
+	// DefaultPeerTimeout.
+	PeerTimeout time.Duration
+	// AckTimeout bounds one Send: a hub that is connected but does not
+	// acknowledge the envelope within it (its protocol has stopped taking
+	// messages) makes Send fail saying so, whatever the caller's context.
+	// Default DefaultAckTimeout (10 min, the CLI's --idle-timeout).
+	AckTimeout time.Duration
 	// KeepaliveTime and KeepaliveTimeout: the party pings an idle hub after
 	// KeepaliveTime (gRPC's minimum and the default: 10 s) and drops the
 	// connection if no answer comes within KeepaliveTimeout (default 5 s).
@@ -83,12 +101,48 @@ type Client struct {
 	hubPayload int // the hub's cap, from the Receive header
 	closed     bool
 
-	ds      downstream // owned by the receiving goroutine (and Dial before it starts)
-	items   chan item
-	dead    chan struct{}
-	deadErr error
-	wg      sync.WaitGroup
+	ds       downstream // owned by the receiving goroutine (and Dial before it starts)
+	items    chan item
+	dead     chan struct{} // closed when the connection ended for good; deadErr says why
+	deadErr  error
+	deadOnce sync.Once
+	lastNet  error // last network error seen by Send or attach (guarded by mu)
+	wg       sync.WaitGroup
 }
+
+// DefaultPeerTimeout is ClientConfig.PeerTimeout's default: how long a
+// party waits for a hub it cannot reach before it gives up.
+const DefaultPeerTimeout = 20 * time.Second
+
+// DefaultAckTimeout is ClientConfig.AckTimeout's default.
+const DefaultAckTimeout = 10 * time.Minute
+
+// HubGoneError is returned by a party's Send and Recv once its hub has been
+// unreachable for ClientConfig.PeerTimeout, or re-attaching to it failed
+// ClientConfig.Attempts times: the hub process died or its machine or the
+// network is gone, and the party gives up rather than wait forever.
+type HubGoneError struct {
+	Party, Hub, Address string
+	// For is how long the party had no answer from the hub.
+	For time.Duration
+	// Detail says how the party noticed (peer timeout, failed attempts).
+	Detail string
+	// Err is the last network error seen, if any.
+	Err error
+}
+
+func (e *HubGoneError) Error() string {
+	msg := fmt.Sprintf("transport: %s: the hub %s at %s is gone: no answer for %v", e.Party, e.Hub, e.Address, e.For.Round(100*time.Millisecond))
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	if e.Err != nil {
+		msg += "; last error: " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *HubGoneError) Unwrap() error { return e.Err }
 
 type item struct {
 	env Envelope
@@ -167,8 +221,9 @@ func Dial(ctx context.Context, cfg ClientConfig) (*Client, error) {
 		return nil, err
 	}
 	log.Info("transport: attached to hub", "party", cfg.Name, "hub", cfg.Server, "address", cfg.Address)
-	c.wg.Add(1)
+	c.wg.Add(2)
 	go c.receive(stream, cancel)
+	go c.watch()
 	return c, nil
 }
 
@@ -208,6 +263,12 @@ func (cfg *ClientConfig) normalize() error {
 	}
 	if cfg.MaxBackoff < cfg.Backoff {
 		cfg.MaxBackoff = cfg.Backoff
+	}
+	if cfg.PeerTimeout <= 0 {
+		cfg.PeerTimeout = DefaultPeerTimeout
+	}
+	if cfg.AckTimeout <= 0 {
+		cfg.AckTimeout = DefaultAckTimeout
 	}
 	if cfg.KeepaliveTime <= 0 {
 		cfg.KeepaliveTime = DefaultClientKeepaliveTime
@@ -260,6 +321,7 @@ func (c *Client) attach(ctx context.Context) (grpc.ServerStreamingClient[transpo
 		}
 		cancel()
 		lastErr = c.convert(err, "attach to")
+		c.noteNet(err)
 		if !retryable(err) || ctx.Err() != nil || c.life.Err() != nil || attempt >= c.cfg.Attempts {
 			if _, refused := RefusalReason(lastErr); refused {
 				return nil, nil, lastErr
@@ -298,6 +360,7 @@ func (c *Client) receive(stream grpc.ServerStreamingClient[transportpb.Envelope]
 	for {
 		start := time.Now()
 		got, err := c.pump(stream)
+		lost := time.Now()
 		cancel()
 		if c.life.Err() != nil {
 			c.fail(fmt.Errorf("transport: %s: connection closed", c.cfg.Name))
@@ -326,10 +389,14 @@ func (c *Client) receive(stream grpc.ServerStreamingClient[transportpb.Envelope]
 		}
 		stream, cancel, err = c.attach(c.life)
 		if err != nil {
-			if c.life.Err() != nil {
+			switch {
+			case c.life.Err() != nil:
 				c.fail(fmt.Errorf("transport: %s: connection closed", c.cfg.Name))
-			} else {
+			case isRefusal(err):
 				c.fail(err)
+			default:
+				c.fail(&HubGoneError{Party: c.cfg.Name, Hub: c.cfg.Server, Address: c.cfg.Address, For: time.Since(lost),
+					Detail: fmt.Sprintf("the connection was lost and %d attempt(s) to re-attach failed", c.cfg.Attempts), Err: c.lastNetErr()})
 			}
 			return
 		}
@@ -376,15 +443,88 @@ func (c *Client) push(it item) bool {
 	}
 }
 
+// fail ends the connection for good with err (the first call wins): Recv
+// and Send return err from now on, and a Send in progress is cancelled.
 func (c *Client) fail(err error) {
-	c.deadErr = err
-	close(c.dead)
+	c.deadOnce.Do(func() {
+		c.deadErr = err
+		close(c.dead)
+	})
+}
+
+// noteNet records a network error for the message of a HubGoneError.
+func (c *Client) noteNet(err error) {
+	if err == nil {
+		return
+	}
+	if st, ok := status.FromError(err); ok {
+		if st.Code() != codes.Unavailable {
+			return // a refusal, a deadline: not the network
+		}
+		err = errors.New(st.Message())
+	}
+	c.mu.Lock()
+	c.lastNet = err
+	c.mu.Unlock()
+}
+
+func (c *Client) lastNetErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastNet
+}
+
+// watch follows the connection to the hub: once it has been down (not
+// READY) for PeerTimeout without a break, the hub is gone and the client
+// fails with a *HubGoneError, ending every wait. It returns when the client
+// closes or fails.
+func (c *Client) watch() {
+	defer c.wg.Done()
+	// end is done when the client closes or fails.
+	end, endNow := context.WithCancel(c.life)
+	defer endNow()
+	go func() {
+		select {
+		case <-c.dead:
+			endNow()
+		case <-end.Done():
+		}
+	}()
+	var downSince time.Time
+	for end.Err() == nil {
+		st := c.cc.GetState()
+		if st == connectivity.Shutdown {
+			return
+		}
+		if st == connectivity.Ready {
+			downSince = time.Time{}
+			c.cc.WaitForStateChange(end, st)
+			continue
+		}
+		if downSince.IsZero() {
+			downSince = time.Now()
+		}
+		left := c.cfg.PeerTimeout - time.Since(downSince)
+		if left <= 0 {
+			c.fail(&HubGoneError{Party: c.cfg.Name, Hub: c.cfg.Server, Address: c.cfg.Address, For: time.Since(downSince),
+				Detail: fmt.Sprintf("the connection has been down for the peer timeout of %v", c.cfg.PeerTimeout), Err: c.lastNetErr()})
+			c.log.Warn("transport: the hub is gone; giving up", "party", c.cfg.Name, "hub", c.cfg.Server, "address", c.cfg.Address, "peer_timeout", c.cfg.PeerTimeout.String())
+			c.stop()
+			return
+		}
+		wctx, cancel := context.WithTimeout(end, left)
+		c.cc.WaitForStateChange(wctx, st)
+		cancel()
+	}
 }
 
 // Send delivers env to the hub (see Conn). A Send over a failing connection
 // is retried, with the same sequence number, up to cfg.Attempts; if an
 // earlier try did reach the hub, the retry's replay refusal counts as
-// success.
+// success. Waiting for a hub that cannot be reached is bounded by
+// cfg.PeerTimeout whatever ctx allows (the Send then returns the
+// *HubGoneError), and waiting for the acknowledgement of a connected hub by
+// cfg.AckTimeout; either way the envelope may or may not have arrived.
 func (c *Client) Send(ctx context.Context, env Envelope) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
@@ -411,12 +551,46 @@ func (c *Client) Send(ctx context.Context, env Envelope) error {
 		return &Refusal{Reason: ReasonOversized, msg: fmt.Sprintf("transport: %s: payload of %d bytes exceeds %s's cap of %d bytes; not sent", c.cfg.Name, len(env.Payload), c.cfg.Server, hubCap)}
 	}
 	m := env.toPB()
+	// The call also ends when the connection ends for good (the hub is
+	// gone for PeerTimeout, re-attaching failed, the hub closed, Close):
+	// waiting for the hub to be ready is bounded by that, not only by ctx.
+	ackBy := time.Now().Add(c.cfg.AckTimeout)
+	sctx, cancel := context.WithDeadline(ctx, ackBy)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.dead:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
+	ended := func(err error) error {
+		select {
+		case <-c.dead:
+			return fmt.Errorf("%w (the send of seq %d was not acknowledged)", c.deadErr, env.Seq)
+		default:
+		}
+		// The deadline that passed is AckTimeout's unless the caller's came
+		// first. (gRPC sends the deadline along: the hub's side may report
+		// it a moment before this side's context does.)
+		d, callerDeadline := ctx.Deadline()
+		if (errors.Is(sctx.Err(), context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded) && (!callerDeadline || d.After(ackBy)) {
+			return fmt.Errorf("transport: %s: the hub %s at %s did not acknowledge envelope %d (%s) within %v: its protocol has stopped taking messages", c.cfg.Name, c.cfg.Server, c.cfg.Address, env.Seq, env.Type, c.cfg.AckTimeout)
+		}
+		return nil
+	}
 	delay := c.cfg.Backoff
 	for attempt := 1; ; attempt++ {
-		_, err := c.rpc.Send(ctx, m, grpc.WaitForReady(true))
+		_, err := c.rpc.Send(sctx, m, grpc.WaitForReady(true))
 		if err == nil {
 			return nil
 		}
+		if ctx.Err() == nil {
+			if e := ended(err); e != nil {
+				return e
+			}
+		}
+		c.noteNet(err)
 		conv := c.convert(err, "send to")
 		if r, ok := RefusalReason(conv); ok && r == ReasonReplay && attempt > 1 {
 			return nil // an earlier try was accepted; its acknowledgement was lost
@@ -425,7 +599,10 @@ func (c *Client) Send(ctx context.Context, env Envelope) error {
 			return conv
 		}
 		c.log.Warn("transport: send failed; retrying", "party", c.cfg.Name, "seq", env.Seq, "attempt", attempt, "err", err.Error())
-		if !sleep(ctx, c.life, jitter(delay)) {
+		if !sleep(sctx, c.life, jitter(delay)) {
+			if e := ended(nil); e != nil && ctx.Err() == nil {
+				return e
+			}
 			return conv
 		}
 		delay = min(2*delay, c.cfg.MaxBackoff)

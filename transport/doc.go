@@ -70,6 +70,21 @@
 // a Detached event within about 10 s; a killed process (closed socket) is
 // noticed at once. Parties ping the hub every 10 s (gRPC's minimum).
 //
+// A party never waits for a dead hub without a bound: once its connection
+// has been down for ClientConfig.PeerTimeout (default 20 s), or re-attaching
+// failed Attempts times, every Send (also one in progress) and Recv returns
+// a *HubGoneError ("the hub aggregator at A is gone: no answer for 20s").
+//
+// # Floods
+//
+// What a party with a valid certificate can cost the hub is bounded: the
+// first HubConfig.RefusalLogBurst (5) refusals per party per
+// RefusalLogInterval (10 s) are logged and reported one by one, the rest
+// summarised in one line and one event (ReasonSummary); a party may hold
+// ServerConfig.MaxConnsPerParty (4) connections and MaxCallsPerParty (4)
+// calls in progress (more: ReasonTooMany); at most MaxHandshakes (32)
+// connections are in their TLS handshake at once.
+//
 // # Insecure mode
 //
 // ServerConfig.Insecure and ClientConfig.Insecure run plaintext without

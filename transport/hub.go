@@ -43,6 +43,17 @@ type HubConfig struct {
 	// are kept to be resent if it re-attaches having missed them. Default
 	// 16.
 	Resend int
+	// RefusalLogBurst and RefusalLogInterval bound what a flood of
+	// refused envelopes costs the hub: of one party's refusals, the first
+	// RefusalLogBurst in each RefusalLogInterval are logged and reported as
+	// Refused events one by one; the rest are counted and summarised, when
+	// the interval ends, in one line and one Refused event whose reason is
+	// ReasonSummary ("1234 more refusals from site-1 in the last 10s
+	// (replay 1200, wrong-round 34)"). Defaults DefaultRefusalLogBurst (5)
+	// and DefaultRefusalLogInterval (10 s). Every refusal is still returned
+	// to its sender.
+	RefusalLogBurst    int
+	RefusalLogInterval time.Duration
 	// Logger receives attachments (Info), refusals (Warn) and accepted
 	// envelopes (Debug). nil means slog.Default().
 	Logger *slog.Logger
@@ -71,7 +82,7 @@ func (c *HubConfig) normalize() error {
 		}
 		seen[n] = true
 	}
-	if c.MaxPayload < 0 || c.InboxSize < 0 || c.QueueSize < 0 || c.Resend < 0 {
+	if c.MaxPayload < 0 || c.InboxSize < 0 || c.QueueSize < 0 || c.Resend < 0 || c.RefusalLogBurst < 0 || c.RefusalLogInterval < 0 {
 		return errors.New("transport: negative limit in HubConfig")
 	}
 	if c.MaxPayload == 0 {
@@ -85,6 +96,12 @@ func (c *HubConfig) normalize() error {
 	}
 	if c.Resend == 0 {
 		c.Resend = 16
+	}
+	if c.RefusalLogBurst == 0 {
+		c.RefusalLogBurst = DefaultRefusalLogBurst
+	}
+	if c.RefusalLogInterval == 0 {
+		c.RefusalLogInterval = DefaultRefusalLogInterval
 	}
 	c.Session.ID = bytes.Clone(c.Session.ID)
 	c.Roster = slices.Clone(c.Roster)
@@ -110,6 +127,11 @@ type hub struct {
 	gate    func(Envelope) error
 	changed chan struct{} // closed and replaced when the attached set changes
 	dropped int           // events dropped because Events was full
+
+	// refusals limits the refusal lines and events per party; warnings
+	// limits the hub's other peer-triggered warnings (refused handshakes,
+	// dropped events).
+	refusals, warnings *refusalLimiter
 }
 
 type partyState struct {
@@ -159,6 +181,15 @@ func newHub(cfg HubConfig) (*hub, error) {
 	for _, n := range cfg.Roster {
 		h.parties[n] = &partyState{name: n, seen: map[roundType]bool{}, notify: make(chan struct{})}
 	}
+	burst, every := cfg.RefusalLogBurst, cfg.RefusalLogInterval
+	h.refusals = newRefusalLimiter(burst, every, func(party string, n int, reasons map[string]int, interval time.Duration) {
+		msg := summaryText("refusals", party, n, reasons, interval, burst)
+		h.log.Warn(msg, "party", party, "reason", string(ReasonSummary), "refused", n)
+		h.emit(Event{Party: party, Kind: Refused, Err: &Refusal{Reason: ReasonSummary, msg: msg}})
+	})
+	h.warnings = newRefusalLimiter(burst, every, func(key string, n int, reasons map[string]int, interval time.Duration) {
+		h.log.Warn(summaryText("warnings", key, n, reasons, interval, burst), "refused", n)
+	})
 	return h, nil
 }
 
@@ -186,12 +217,16 @@ func (h *hub) SetGate(gate func(Envelope) error) {
 // closeHub marks the hub closed and wakes every waiter.
 func (h *hub) closeHub() bool {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return false
 	}
 	h.closed = true
 	close(h.done)
+	h.mu.Unlock()
+	// Summarise the refusals counted and not yet reported.
+	h.refusals.close()
+	h.warnings.close()
 	return true
 }
 
@@ -201,7 +236,7 @@ func (h *hub) emit(ev Event) {
 	select {
 	case h.events <- ev:
 	default:
-		h.log.Warn("transport: events channel full; event dropped", "party", ev.Party, "event", ev.Kind.String())
+		logLimited(h.warnings, h.log, "(events channel)", "event-dropped", "transport: events channel full; event dropped", "party", ev.Party, "event", ev.Kind.String())
 	}
 }
 
@@ -215,10 +250,14 @@ func (h *hub) wakeChanged() {
 	h.changed = make(chan struct{})
 }
 
-// refused logs and reports a refusal and returns it.
+// refused logs and reports a refusal (the first RefusalLogBurst of the
+// party per RefusalLogInterval; the rest are counted and summarised) and
+// returns it.
 func (h *hub) refused(party string, r *Refusal) *Refusal {
-	h.log.Warn(r.Error(), "party", party, "reason", string(r.Reason))
-	h.emit(Event{Party: party, Kind: Refused, Err: r})
+	if h.refusals.allow(party, string(r.Reason)) {
+		h.log.Warn(r.Error(), "party", party, "reason", string(r.Reason))
+		h.emit(Event{Party: party, Kind: Refused, Err: r})
+	}
 	return r
 }
 

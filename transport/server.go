@@ -64,6 +64,23 @@ type ServerConfig struct {
 	// the hub waits for the answer before it closes the connection (default
 	// 5 s).
 	KeepaliveTime, KeepaliveTimeout time.Duration
+	// MaxConnsPerParty caps the connections open at once under one party
+	// name (from its certificate): one more is closed right after the TLS
+	// handshake, with a (rate-limited) log line. MaxCallsPerParty caps the
+	// calls in progress at once from one party over all its connections:
+	// one more is refused (ReasonTooMany, gRPC ResourceExhausted). Each
+	// connection also carries at most 8 calls (gRPC's stream limit).
+	// Defaults DefaultMaxConnsPerParty and DefaultMaxCallsPerParty (4
+	// each); in Insecure mode, where names are only claimed, only the
+	// per-connection limit applies.
+	MaxConnsPerParty, MaxCallsPerParty int
+	// MaxHandshakes caps the connections accepted and not yet through their
+	// TLS handshake: the hub accepts no more until one finishes, and the
+	// rest wait in the kernel's queue, costing the hub no descriptor. With
+	// the caps above, the hub's connections are bounded by MaxHandshakes +
+	// MaxConnsPerParty × (len(Roster) + 1): names from the CA that are not
+	// in the roster share one cap. Default DefaultMaxHandshakes (32).
+	MaxHandshakes int
 }
 
 // Server is a Hub served over gRPC with mutual TLS 1.3.
@@ -102,6 +119,18 @@ func Listen(ctx context.Context, cfg ServerConfig) (*Server, error) {
 	if cfg.KeepaliveTimeout == 0 {
 		cfg.KeepaliveTimeout = DefaultServerKeepaliveTimeout
 	}
+	if cfg.MaxConnsPerParty == 0 {
+		cfg.MaxConnsPerParty = DefaultMaxConnsPerParty
+	}
+	if cfg.MaxCallsPerParty == 0 {
+		cfg.MaxCallsPerParty = DefaultMaxCallsPerParty
+	}
+	if cfg.MaxHandshakes == 0 {
+		cfg.MaxHandshakes = DefaultMaxHandshakes
+	}
+	if cfg.MaxConnsPerParty < 0 || cfg.MaxCallsPerParty < 0 || cfg.MaxHandshakes < 0 {
+		return nil, fmt.Errorf("transport: negative MaxConnsPerParty %d, MaxCallsPerParty %d or MaxHandshakes %d", cfg.MaxConnsPerParty, cfg.MaxCallsPerParty, cfg.MaxHandshakes)
+	}
 	if cfg.KeepaliveTime < time.Second || cfg.KeepaliveTimeout < 0 {
 		return nil, fmt.Errorf("transport: keepalive time %v (at least 1 s) or timeout %v invalid", cfg.KeepaliveTime, cfg.KeepaliveTimeout)
 	}
@@ -124,18 +153,37 @@ func Listen(ctx context.Context, cfg ServerConfig) (*Server, error) {
 		}
 		h.log.Warn("transport: INSECURE hub: plaintext, no certificates, party names are claimed not proven; for local tests only", "address", lis.Addr().String())
 	}
+	pl := &partyLimits{maxConns: cfg.MaxConnsPerParty, maxCalls: cfg.MaxCallsPerParty, conns: map[string]int{}, calls: map[string]int{}, roster: h.parties}
 	var creds credentials.TransportCredentials
 	if cfg.Insecure {
 		creds = insecureCreds()
 	} else {
-		creds = loggingCreds{TransportCredentials: credentials.NewTLS(cfg.Identity.ServerTLS()), h: h}
+		hl := newHandshakeLimiter(lis, cfg.MaxHandshakes)
+		lis = hl
+		creds = loggingCreds{TransportCredentials: credentials.NewTLS(cfg.Identity.ServerTLS()), h: h, limits: pl, handshakes: hl}
 	}
 	limit := h.cfg.MaxPayload + envelopeOverhead
 	gs := grpc.NewServer(
 		grpc.Creds(creds),
 		grpc.MaxRecvMsgSize(limit),
 		grpc.MaxSendMsgSize(limit),
-		grpc.MaxConcurrentStreams(16),
+		grpc.MaxConcurrentStreams(maxStreamsPerConn),
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			release, err := pl.call(ctx, h, cfg.Insecure)
+			if err != nil {
+				return nil, err
+			}
+			defer release()
+			return handler(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+			release, err := pl.call(ss.Context(), h, cfg.Insecure)
+			if err != nil {
+				return err
+			}
+			defer release()
+			return handler(srv, ss)
+		}),
 		grpc.ConnectionTimeout(10*time.Second),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: cfg.KeepaliveTime, Timeout: cfg.KeepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minClientPing, PermitWithoutStream: true}),
@@ -288,7 +336,7 @@ func reasonCode(r Reason) codes.Code {
 		return codes.PermissionDenied
 	case ReasonReplay, ReasonDuplicate:
 		return codes.AlreadyExists
-	case ReasonOversized:
+	case ReasonOversized, ReasonTooMany:
 		return codes.ResourceExhausted
 	case ReasonMalformed:
 		return codes.InvalidArgument
@@ -299,22 +347,120 @@ func reasonCode(r Reason) codes.Code {
 }
 
 // loggingCreds logs refused TLS handshakes (a certificate from another CA,
-// no certificate, TLS < 1.3), which never reach the Relay service.
+// no certificate, TLS < 1.3), which never reach the Relay service, and
+// closes a connection over its party's cap (partyLimits).
 type loggingCreds struct {
 	credentials.TransportCredentials
-	h *hub
+	h          *hub
+	limits     *partyLimits
+	handshakes *handshakeLimiter
 }
 
 func (c loggingCreds) ServerHandshake(conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	nc, ai, err := c.TransportCredentials.ServerHandshake(conn)
+	c.handshakes.handshaken(conn)
 	if err != nil {
-		c.h.log.Warn("transport: TLS handshake refused", "remote", conn.RemoteAddr().String(), "err", err.Error())
+		logLimited(c.h.warnings, c.h.log, "(TLS handshakes)", "handshake-refused", "transport: TLS handshake refused", "remote", conn.RemoteAddr().String(), "err", err.Error())
+		return nc, ai, err
 	}
-	return nc, ai, err
+	ti, ok := ai.(credentials.TLSInfo)
+	if !ok {
+		return nc, ai, err
+	}
+	name, perr := certs.PeerName(ti.State)
+	if perr != nil {
+		return nc, ai, err // refused later, with the reason, by identity
+	}
+	release, n, ok := c.limits.conn(name)
+	if !ok {
+		nc.Close()
+		r := &Refusal{Reason: ReasonTooMany, msg: fmt.Sprintf("transport: connection from %s (%s) closed: it already has %d connections open, the cap per party", name, conn.RemoteAddr(), n)}
+		c.h.refused(name, r)
+		return nil, nil, r
+	}
+	return &countedConn{Conn: nc, release: release}, ai, nil
 }
 
 func (c loggingCreds) Clone() credentials.TransportCredentials {
-	return loggingCreds{TransportCredentials: c.TransportCredentials.Clone(), h: c.h}
+	return loggingCreds{TransportCredentials: c.TransportCredentials.Clone(), h: c.h, limits: c.limits, handshakes: c.handshakes}
+}
+
+// partyLimits counts the connections and calls open per party name.
+type partyLimits struct {
+	maxConns, maxCalls int
+	roster             map[string]*partyState // names outside it share one count
+
+	mu    sync.Mutex
+	conns map[string]int
+	calls map[string]int
+}
+
+// conn counts one more connection of name; ok false (with the number
+// open) if that would pass the cap. release undoes it.
+func (l *partyLimits) conn(name string) (release func(), open int, ok bool) {
+	if l.roster[name] == nil {
+		name = "(names not in the roster)"
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := l.conns[name]; n >= l.maxConns {
+		return nil, n, false
+	}
+	l.conns[name]++
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.conns[name]--; l.conns[name] <= 0 {
+			delete(l.conns, name)
+		}
+	}, 0, true
+}
+
+// call counts one more call of the party proven by ctx's certificate; it
+// refuses it (ReasonTooMany, logged by the hub's limiter) past the cap.
+func (l *partyLimits) call(ctx context.Context, h *hub, insecure bool) (release func(), err error) {
+	if insecure {
+		return func() {}, nil
+	}
+	pr, ok := peer.FromContext(ctx)
+	if !ok {
+		return func() {}, nil
+	}
+	ti, ok := pr.AuthInfo.(credentials.TLSInfo)
+	if !ok {
+		return func() {}, nil
+	}
+	name, err := certs.PeerName(ti.State)
+	if err != nil {
+		return func() {}, nil // refused by the handler, with the reason
+	}
+	l.mu.Lock()
+	n := l.calls[name]
+	if n >= l.maxCalls {
+		l.mu.Unlock()
+		return nil, toStatus(h.refused(name, &Refusal{Reason: ReasonTooMany, msg: fmt.Sprintf("transport: call from %s refused: it already has %d calls in progress, the cap per party", name, n)}))
+	}
+	l.calls[name]++
+	l.mu.Unlock()
+	return func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.calls[name]--; l.calls[name] <= 0 {
+			delete(l.calls, name)
+		}
+	}, nil
+}
+
+// countedConn releases its count in partyLimits when closed.
+type countedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
 }
 
 // requireLoopback refuses an address whose host is not a loopback IP or
@@ -331,4 +477,50 @@ func requireLoopback(addr string) error {
 		return nil
 	}
 	return fmt.Errorf("transport: insecure mode refuses address %q: plaintext is allowed on loopback only (127.0.0.1, ::1, localhost)", addr)
+}
+
+// DefaultMaxHandshakes is ServerConfig.MaxHandshakes's default.
+const DefaultMaxHandshakes = 32
+
+// handshakeLimiter accepts a connection only while fewer than cap(slots)
+// accepted connections are in their TLS handshake. The connection itself
+// is returned as is (gRPC sets socket options on a *net.TCPConn);
+// loggingCreds frees its slot when the handshake ends.
+type handshakeLimiter struct {
+	net.Listener
+	slots     chan struct{}
+	pending   sync.Map // net.Conn → struct{}: accepted, handshake not ended
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+func newHandshakeLimiter(lis net.Listener, n int) *handshakeLimiter {
+	return &handshakeLimiter{Listener: lis, slots: make(chan struct{}, n), closed: make(chan struct{})}
+}
+
+func (l *handshakeLimiter) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	l.pending.Store(c, struct{}{})
+	return c, nil
+}
+
+// handshaken frees the slot of conn, once.
+func (l *handshakeLimiter) handshaken(conn net.Conn) {
+	if _, ok := l.pending.LoadAndDelete(conn); ok {
+		<-l.slots
+	}
+}
+
+func (l *handshakeLimiter) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return l.Listener.Close()
 }

@@ -434,7 +434,7 @@ type capeJoinOptions struct {
 	budgetEpsilon, budgetDelta        float64
 	minSites, maxAttempts, workers    int
 	connectAttempts                   int
-	idle                              time.Duration
+	idle, peerTimeout                 time.Duration
 	insecure, seeded                  bool
 	seed                              uint64
 	part                              string
@@ -499,6 +499,7 @@ exit status is 0 only when the aggregator reports a published model.`,
 	f.Float64Var(&o.budgetDelta, "budget-delta", 0, "with --ledger: the δ budget of a new ledger")
 	f.DurationVar(&o.idle, "idle-timeout", 10*time.Minute, "give up when the aggregator sends nothing for this long")
 	f.IntVar(&o.connectAttempts, "connect-attempts", 8, "connection attempts before giving up (backoff from 0.2 s doubling to 5 s: about 16 s in all), also after a lost connection")
+	f.DurationVar(&o.peerTimeout, "peer-timeout", transport.DefaultPeerTimeout, "give up when the connection to the aggregator has been down this long (it died or is unreachable)")
 	f.BoolVar(&o.insecure, "insecure", false, "no TLS, no certificates, no key signatures, loopback only: for tests on this machine")
 	f.StringVar(&o.name, "name", "", "with --insecure: this site's name")
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE noise generator with this seed (experiments only; the model's report says so)")
@@ -594,7 +595,7 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 		Message: fmt.Sprintf("read and validated %s of %s (%d features) as %s; %s", dataset.Plural(int64(site.N()), "row"), o.data+o.stats, site.D(), name, ledgerNote)})
 	d := len(s.FeatureNames())
 	ccfg := transport.ClientConfig{Address: o.server, Server: o.serverName, Identity: id, Insecure: o.insecure, Session: capenet.Session(),
-		Attempts:   o.connectAttempts,
+		Attempts: o.connectAttempts, PeerTimeout: o.peerTimeout, AckTimeout: o.idle,
 		MaxPayload: max(transport.DefaultMaxPayload, capenet.MaxPayload(d, 4096)), Logger: slog.New(capenet.SlogHandler(sink))}
 	if o.insecure {
 		ccfg.Name = name

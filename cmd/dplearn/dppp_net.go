@@ -284,7 +284,7 @@ func newDPPPQueryCmd() *cobra.Command {
 		in                                           dpppInputFlags
 		server, serverName, certDir, name, data, out string
 		hist, insecure                               bool
-		timeout                                      time.Duration
+		timeout, peerTimeout                         time.Duration
 		attempts                                     int
 	)
 	cmd := &cobra.Command{
@@ -328,6 +328,7 @@ past the budget is refused.`,
 	f.BoolVar(&hist, "histogram", false, "also ask for and write the noisy vote counts")
 	f.DurationVar(&timeout, "timeout", 10*time.Minute, "how long to wait for each answer")
 	f.IntVar(&attempts, "connect-attempts", 8, "connection attempts before giving up")
+	f.DurationVar(&peerTimeout, "peer-timeout", transport.DefaultPeerTimeout, "give up when the connection to the aggregator has been down this long (it died or is unreachable)")
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", "", "with --insecure: this client's name")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -352,7 +353,7 @@ past the budget is refused.`,
 		}
 		logf := lineLogger(stderr, name+": ")
 		ccfg := transport.ClientConfig{Address: server, Server: serverName, Identity: id, Insecure: insecure, Session: dpppnet.Session(),
-			Attempts: attempts, MaxPayload: transport.DefaultMaxPayload,
+			Attempts: attempts, PeerTimeout: peerTimeout, AckTimeout: timeout, MaxPayload: transport.DefaultMaxPayload,
 			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 		if insecure {
 			ccfg.Name = name
@@ -493,7 +494,7 @@ func newDPPPTeachCmd() *cobra.Command {
 		server, serverName, certDir, model, share, ledgerAt string
 		name                                                string
 		insecure                                            bool
-		idle                                                time.Duration
+		idle, peerTimeout                                   time.Duration
 		attempts                                            int
 		exitAfterVote, noiseSeed                            uint64
 	)
@@ -543,6 +544,7 @@ runs).`,
 	f.StringVar(&ledgerAt, "ledger", "", "privacy budget ledger file; each answered query is charged before decrypting")
 	f.DurationVar(&idle, "idle-timeout", 10*time.Minute, "give up when the aggregator sends nothing for this long")
 	f.IntVar(&attempts, "connect-attempts", 8, "connection attempts before giving up")
+	f.DurationVar(&peerTimeout, "peer-timeout", transport.DefaultPeerTimeout, "give up when the connection to the aggregator has been down this long (it died or is unreachable)")
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", "", "with --insecure: this teacher's name")
 	f.Uint64Var(&exitAfterVote, "test-exit-after-vote", 0, "test hook: exit after voting on this batch")
@@ -590,7 +592,7 @@ runs).`,
 		logf := lineLogger(stderr, name+": ")
 		logf("model %s (%d classes, %d features); %s", model, pred.Classes(), pred.Features(), note)
 		ccfg := transport.ClientConfig{Address: server, Server: serverName, Identity: id, Insecure: insecure, Session: dpppnet.Session(),
-			Attempts: attempts, MaxPayload: transport.DefaultMaxPayload,
+			Attempts: attempts, PeerTimeout: peerTimeout, AckTimeout: idle, MaxPayload: transport.DefaultMaxPayload,
 			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 		if insecure {
 			ccfg.Name = name

@@ -1,0 +1,6 @@
+//go:build race
+
+package transport
+
+// raceEnabled: the race detector multiplies memory use (about 5x).
+const raceEnabled = true
