@@ -625,4 +625,4 @@ func exactBinomialPairDelta(n int64, eps float64) float64 {
 var ln2 = math.Ln2
 
 func lgamma(x float64) (float64, int) { return math.Lgamma(x) }
-func expf(x float64) float64         { return math.Exp(x) }
+func expf(x float64) float64          { return math.Exp(x) }

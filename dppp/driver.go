@@ -234,6 +234,13 @@ func (d *Driver) collect(ctx context.Context, batch uint64, what string, pending
 	pctx, cancel := context.WithTimeout(ctx, d.opt.RoundTimeout)
 	defer cancel()
 	var gone []uint32
+	for id := range pending {
+		if d.dead[id] {
+			d.logf("batch %d: %s lost before its %s", batch, d.p.TeacherName(id), what)
+			gone = append(gone, id)
+			delete(pending, id)
+		}
+	}
 	for len(pending) > 0 {
 		in, err := d.next(pctx)
 		if err != nil {

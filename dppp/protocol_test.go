@@ -60,7 +60,9 @@ func TestDeadAfterVote(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config(Binomial)
 	rows := f.Rows[:5]
-	// f = N − t = 4 teachers vanish after voting: still answered.
+	// A = N − t = 4 teachers vanish after voting: they cannot sign the
+	// contributor set, the batch is abandoned and voted again by the 6
+	// others (N − A = 6): answered.
 	d := f.deploy(t, cfg, nil)
 	kill := map[string]bool{"teacher01": true, "teacher02": true, "teacher03": true, "teacher04": true}
 	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, rows, RunOptions{Faults: Faults{KillAfterVote: kill}})
@@ -68,15 +70,22 @@ func TestDeadAfterVote(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.checkReference(t, res)
-	if n := len(res.Batches[0].Contributors); n != 10 {
-		t.Errorf("%d contributors, want all 10 votes", n)
+	if n := len(res.Batches[0].Contributors); n != 6 || res.Batches[0].Batch != 2 {
+		t.Errorf("batch %d with %d contributors, want batch 2 (1 abandoned) with the 6 live votes", res.Batches[0].Batch, n)
 	}
-	// f = N − t + 1 = 5: a clear refusal.
+	// Every teacher that voted twice was charged twice (the abandoned
+	// batch too: its vote was sent).
+	for _, tt := range d.teachers[4:] {
+		if tt.Answered() != 2*len(rows) {
+			t.Errorf("%s charged %d, want %d", tt.Name(), tt.Answered(), 2*len(rows))
+		}
+	}
+	// A + 1 = 5: a clear refusal.
 	d = f.deploy(t, cfg, nil)
 	kill["teacher05"] = true
 	_, err = Run(context.Background(), d.p, f.TPK, d.teachers, rows, RunOptions{Faults: Faults{KillAfterVote: kill}})
-	if !errors.Is(err, ErrTooFewDecryptors) {
-		t.Fatalf("err = %v, want ErrTooFewDecryptors", err)
+	if !errors.Is(err, ErrTooFewContributors) {
+		t.Fatalf("err = %v, want ErrTooFewContributors", err)
 	}
 	t.Log(err)
 }
@@ -115,14 +124,18 @@ func TestForgedPartial(t *testing.T) {
 func TestTooFewContributors(t *testing.T) {
 	f := getFixture(t)
 	d := f.deploy(t, f.config(Binomial), nil)
-	dead := map[string]bool{"teacher07": true, "teacher08": true, "teacher09": true, "teacher10": true}
+	dead := map[string]bool{"teacher06": true, "teacher07": true, "teacher08": true, "teacher09": true, "teacher10": true}
 	_, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:3], RunOptions{Faults: Faults{DeadBeforeVote: dead}})
 	if !errors.Is(err, ErrTooFewContributors) {
 		t.Fatalf("err = %v", err)
 	}
 	for _, tt := range d.teachers {
-		if tt.Answered() != 0 {
+		if tt.Decrypted() != 0 {
 			t.Errorf("teacher %s decrypted", tt.Name())
+		}
+		// Charged at vote time (the vote was sent), nothing else.
+		if want := map[bool]int{true: 0, false: 3}[dead[tt.Name()]]; tt.Answered() != want {
+			t.Errorf("teacher %s charged %d queries, want %d", tt.Name(), tt.Answered(), want)
 		}
 	}
 }
@@ -148,37 +161,34 @@ func TestPastBudgetRefusedByTeachers(t *testing.T) {
 	cfg := f.config(Binomial)
 	cfg.QueriesPerCiphertext = 2
 	cfg.BudgetEpsilon, cfg.BudgetDelta = 2, 2e-5 // two queries
-	d := f.deploy(t, cfg, nil)
-	if d.p.MaxQueries != 2 {
-		t.Fatalf("MaxQueries = %d", d.p.MaxQueries)
-	}
-	// The aggregator's own ledger refuses the second batch.
-	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:4], RunOptions{})
-	if err == nil || !errors.Is(err, ErrBudget) || len(res.Batches) != 1 {
-		t.Fatalf("err = %v, batches %d", err, len(res.Batches))
-	}
-	t.Log(res.Status)
-	// A malicious aggregator that ignores its ledger: the teachers refuse.
-	d = f.deploy(t, cfg, nil)
-	res, err = Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:4], RunOptions{Aggregator: AggregatorOptions{IgnoreBudget: true}})
-	if !errors.Is(err, ErrTooFewDecryptors) || len(res.Batches) != 1 {
-		t.Fatalf("err = %v", err)
-	}
-	n := 0
-	for _, rs := range res.Refusals {
-		for _, r := range rs {
-			if strings.Contains(r, "budget") {
-				n++
+	for _, opt := range []AggregatorOptions{{}, {IgnoreBudget: true}} {
+		// An honest aggregator, and one that ignores its own ledger: the
+		// teachers refuse to vote past their budget (charged at vote time).
+		d := f.deploy(t, cfg, nil)
+		if d.p.MaxQueries != 2 {
+			t.Fatalf("MaxQueries = %d", d.p.MaxQueries)
+		}
+		res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:4], RunOptions{Aggregator: opt})
+		if !errors.Is(err, ErrTooFewContributors) || len(res.Batches) != 1 {
+			t.Fatalf("err = %v, batches %d", err, len(res.Batches))
+		}
+		n := 0
+		for _, rs := range res.Refusals {
+			for _, r := range rs {
+				if strings.Contains(r, "budget") {
+					n++
+				}
 			}
 		}
-	}
-	if n < 5 {
-		t.Errorf("%d budget refusals: %v", n, res.Refusals)
-	}
-	for _, tt := range d.teachers {
-		if tt.Answered() > 2 {
-			t.Errorf("teacher %s answered %d", tt.Name(), tt.Answered())
+		if n != 10 {
+			t.Errorf("%d budget refusals: %v", n, res.Refusals)
 		}
+		for _, tt := range d.teachers {
+			if tt.Answered() != 2 {
+				t.Errorf("teacher %s answered %d", tt.Name(), tt.Answered())
+			}
+		}
+		t.Log(res.Status)
 	}
 }
 

@@ -425,3 +425,11 @@ func (t *Teacher) Answered() int {
 	defer t.mu.Unlock()
 	return t.answered
 }
+
+// Decrypted returns the number of batches this teacher partially
+// decrypted.
+func (t *Teacher) Decrypted() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.decrypted)
+}
