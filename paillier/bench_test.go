@@ -279,3 +279,92 @@ func BenchmarkBatchRatio(b *testing.B) {
 	b.ReportMetric(ms(naive), "naive-interp-ms")
 	b.ReportMetric(ms(multi), "multiexp-interp-ms")
 }
+
+// BenchmarkPlaintextProof measures, in the same loop (same machine load),
+// at 2048 bits on the fixture primes: the references PublicKey.Encrypt
+// (one plain encryption) and VerifyPartial for a (5, 3) and for DPPP's
+// (250, 167) threshold key (the proof of a partial decryption grows with
+// |N!|), then Encryptor.EncryptWithProof (encryption and proof),
+// VerifyPlaintextProof on one proof, and VerifyPlaintextProofs on 250
+// proofs (one ciphertext's contributors at N = 250). Metrics are time
+// ratios against the references; run with -cpu 1 so that wall time is CPU
+// time (the batch verifier uses GOMAXPROCS goroutines).
+func BenchmarkPlaintextProof(b *testing.B) {
+	const N = 250
+	p, q := testPrimePair(2048)
+	small, smallShares, err := DealThreshold(rand.Reader, p, q, 5, 3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tpk, shares, err := DealThreshold(rand.Reader, p, q, N, 167)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pk := tpk.Public()
+	enc, err := NewEncryptor(pk, rand.Reader)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ct, _ := tpk.Encrypt(rand.Reader, big.NewInt(77))
+	pdSmall, _ := smallShares[0].Decrypt(rand.Reader, ct)
+	pdBig, _ := shares[0].Decrypt(rand.Reader, ct)
+	m := big.NewInt(123456)
+	claims := make([]PlaintextClaim, N)
+	for k := range claims {
+		context := fmt.Appendf(nil, "session|batch 1|teacher %d|index 0", k)
+		c, pr, err := enc.EncryptWithProof(m, context)
+		if err != nil {
+			b.Fatal(err)
+		}
+		claims[k] = PlaintextClaim{c, pr, context}
+	}
+	var encT, vpSmall, vpBig, prove, verify, batch time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := pk.Encrypt(rand.Reader, m); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := small.VerifyPartial(ct, pdSmall); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		if err := tpk.VerifyPartial(ct, pdBig); err != nil {
+			b.Fatal(err)
+		}
+		t3 := time.Now()
+		if _, _, err := enc.EncryptWithProof(m, claims[0].Context); err != nil {
+			b.Fatal(err)
+		}
+		t4 := time.Now()
+		if err := pk.VerifyPlaintextProof(claims[0].Ciphertext, claims[0].Proof, claims[0].Context); err != nil {
+			b.Fatal(err)
+		}
+		t5 := time.Now()
+		for _, err := range pk.VerifyPlaintextProofs(claims) {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		t6 := time.Now()
+		encT += t1.Sub(t0)
+		vpSmall += t2.Sub(t1)
+		vpBig += t3.Sub(t2)
+		prove += t4.Sub(t3)
+		verify += t5.Sub(t4)
+		batch += t6.Sub(t5)
+	}
+	r := func(x, y time.Duration) float64 { return float64(x) / float64(y) }
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
+	b.ReportMetric(ms(encT), "encrypt-ms")
+	b.ReportMetric(ms(vpSmall), "verifypartial-N5-ms")
+	b.ReportMetric(ms(vpBig), "verifypartial-N250-ms")
+	b.ReportMetric(r(prove, encT), "prove/encrypt")
+	b.ReportMetric(r(prove, vpSmall), "prove/verifypartialN5")
+	b.ReportMetric(r(verify, encT), "verify/encrypt")
+	b.ReportMetric(r(verify, vpSmall), "verify/verifypartialN5")
+	b.ReportMetric(r(batch, encT), "batch250/encrypt")
+	b.ReportMetric(r(batch, vpSmall), "batch250/verifypartialN5")
+	b.ReportMetric(r(batch, vpBig), "batch250/verifypartialN250")
+	b.ReportMetric(r(batch, verify)/N, "batch-per-proof/verify")
+}

@@ -68,6 +68,17 @@
 // number of honest teachers whose noise the calibration assumes
 // (PRIVACY-NOTES item 24).
 //
+// Nor can a holder tell whether a contributor knows what it encrypted: a
+// colluding contributor shown the others' ciphertexts can submit
+// E(0) prod_{h != victim} v_h^-1 (the sum then decrypts to the victim's
+// vote) or v_old^a E(x) built from a public vote of an earlier query.
+// PlaintextProof closes this: Encryptor.EncryptWithProof and
+// PublicKey.EncryptWithProof attach a zero-knowledge proof of knowledge of
+// the plaintext bound to a context (session, query, sender, index), which
+// VerifyPlaintextProof and, batched, VerifyPlaintextProofs check; a sum of
+// ciphertexts with valid proofs decrypts to the honest plaintexts plus
+// values the other provers know.
+//
 // What the proofs add: against a malicious share holder who sends a wrong
 // partial decryption (to corrupt the result, or to bias it by a chosen
 // amount), the proof of correct partial decryption makes the forgery
@@ -121,6 +132,7 @@
 //	kind 3  threshold public key  u16 L | n (L) | u16 N | u16 t | v (W) | v_1..v_N (W each)
 //	kind 4  key share             u32 K | threshold public key (K bytes) | u16 i | s_i (W)
 //	kind 6  partial decryption    threshold key ID (32) | u16 i | c_i (W) | a (W) | b (W) | z (Z)
+//	kind 7  plaintext proof       key ID (32) | a (W) | z1 (V) | z2 (V)
 //
 // Kind 5 was a partial decryption whose proof was (e, z); it is no longer
 // read, because batch verification needs the commitments a and b (Proof).
@@ -128,6 +140,8 @@
 // The key ID of a public key is SHA-256 of its encoding (kind 1); that of a
 // threshold public key is SHA-256 of its kind-3 encoding. Z =
 // ceil((B+1)/8) with B = bitlen(n^2) + 256 + bitlen(N!) + 128 (see Proof).
+// V = ceil(bitlen(n)/8); a plaintext proof carries the key ID of the
+// Paillier public key (kind 1), also for a threshold key.
 //
 // # Key files
 //

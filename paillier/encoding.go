@@ -33,6 +33,7 @@ const (
 	// proof, which batch verification cannot use; it is no longer read.
 	kindPartialDecryptionEZ byte = 5
 	kindPartialDecryption   byte = 6
+	kindPlaintextProof      byte = 7
 )
 
 var kindNames = map[byte]string{
@@ -42,6 +43,7 @@ var kindNames = map[byte]string{
 	kindKeyShare:            "key share",
 	kindPartialDecryptionEZ: "partial decryption with an (e, z) proof (an older format, no longer read)",
 	kindPartialDecryption:   "partial decryption",
+	kindPlaintextProof:      "plaintext proof",
 }
 
 func header(kind byte) []byte {

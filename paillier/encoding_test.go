@@ -24,7 +24,12 @@ type encodingFixture struct {
 	shares []*KeyShare
 	ct     *Ciphertext
 	pd     *PartialDecryption
+	ppCt   *Ciphertext     // a ciphertext with a plaintext proof
+	pp     *PlaintextProof // under context ppContext
 }
+
+// ppContext is the context of the fixture's plaintext proof.
+var ppContext = []byte("fixture")
 
 // newEncodingFixture returns the shared fixture, built once per test binary
 // (dealing a 2048-bit key costs about half a second); tests only read it.
@@ -54,7 +59,11 @@ func buildEncodingFixture() (*encodingFixture, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &encodingFixture{tpk: tpk, shares: shares, ct: ct, pd: pd}, nil
+	ppCt, pp, err := tpk.EncryptWithProof(rng, big.NewInt(77), ppContext)
+	if err != nil {
+		return nil, err
+	}
+	return &encodingFixture{tpk: tpk, shares: shares, ct: ct, pd: pd, ppCt: ppCt, pp: pp}, nil
 }
 
 func mustMarshal(t testing.TB, m interface{ MarshalBinary() ([]byte, error) }) []byte {

@@ -137,3 +137,41 @@ func ExampleThresholdPublicKey_VerifyPartials() {
 	// 4 false
 	// 5 true
 }
+
+// Proof of plaintext knowledge: a teacher encrypts its vote and proves it
+// knows what it encrypted, bound to the session, batch, its ID and the
+// ciphertext index; the decryptors verify the proofs of all contributors in
+// one batch check. A proof does not transfer to another context, and a
+// ciphertext built from other parties' ciphertexts (here: the product of
+// two votes) has no proof its maker could produce.
+func ExampleEncryptor_EncryptWithProof() {
+	p, q := testPrimePair(2048)
+	tpk, _, err := DealThreshold(rand.Reader, p, q, 3, 2)
+	if err != nil {
+		panic(err)
+	}
+	enc, err := NewEncryptor(tpk.Public(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	var claims []PlaintextClaim
+	for teacher, vote := range []int64{1, 0, 1} {
+		context := fmt.Appendf(nil, "session 7|batch 3|teacher %d|index 0", teacher)
+		ct, proof, err := enc.EncryptWithProof(big.NewInt(vote), context)
+		if err != nil {
+			panic(err)
+		}
+		claims = append(claims, PlaintextClaim{Ciphertext: ct, Proof: proof, Context: context})
+	}
+	fmt.Println(tpk.VerifyPlaintextProofs(claims))
+	// Replayed to another batch:
+	other := []byte("session 7|batch 4|teacher 0|index 0")
+	fmt.Println(tpk.VerifyPlaintextProof(claims[0].Ciphertext, claims[0].Proof, other) != nil)
+	// A rogue ciphertext with a copied proof:
+	rogue, _ := tpk.Add(claims[0].Ciphertext, claims[2].Ciphertext)
+	fmt.Println(tpk.VerifyPlaintextProof(rogue, claims[0].Proof, claims[0].Context) != nil)
+	// Output:
+	// [<nil> <nil> <nil>]
+	// true
+	// true
+}

@@ -61,6 +61,7 @@ type Encryptor struct {
 	pk      *PublicKey
 	random  io.Reader    // a *lockedReader around the caller's source
 	expBits int          // l = ceil(|n|/2)
+	h       *big.Int     // h = -x^2 mod n, h_s = h^n mod n^2 (for EncryptWithProof)
 	table   [][]*big.Int // table[j][d-1] = h_s^(d * 2^(w*j)) mod n^2
 }
 
@@ -97,7 +98,7 @@ func NewEncryptor(pk *PublicKey, random io.Reader) (*Encryptor, error) {
 		base.Mod(base, pk.nSquared)
 	}
 	// Pool workers and foreground encryptions read concurrently.
-	return &Encryptor{pk: pk, random: &lockedReader{r: random}, expBits: l, table: table}, nil
+	return &Encryptor{pk: pk, random: &lockedReader{r: random}, expBits: l, h: h, table: table}, nil
 }
 
 // PublicKey returns the key the Encryptor encrypts under.
@@ -105,14 +106,21 @@ func (e *Encryptor) PublicKey() *PublicKey { return e.pk }
 
 // randomizer returns h_s^alpha for a fresh uniform alpha of expBits bits.
 func (e *Encryptor) randomizer() (*big.Int, error) {
+	_, rn, err := e.randomizerExp()
+	return rn, err
+}
+
+// randomizerExp returns a fresh uniform alpha of expBits bits and
+// h_s^alpha.
+func (e *Encryptor) randomizerExp() (alpha, rn *big.Int, err error) {
 	if e == nil || e.pk == nil || len(e.table) == 0 {
-		return nil, errors.New("nil or uninitialised Encryptor (use NewEncryptor)")
+		return nil, nil, errors.New("nil or uninitialised Encryptor (use NewEncryptor)")
 	}
-	alpha, err := rand.Int(e.random, new(big.Int).Lsh(bigOne, uint(e.expBits)))
+	alpha, err = rand.Int(e.random, new(big.Int).Lsh(bigOne, uint(e.expBits)))
 	if err != nil {
-		return nil, fmt.Errorf("reading randomness: %w", err)
+		return nil, nil, fmt.Errorf("reading randomness: %w", err)
 	}
-	return e.fixedBaseExp(alpha), nil
+	return alpha, e.fixedBaseExp(alpha), nil
 }
 
 // fixedBaseExp returns h_s^alpha for 0 <= alpha < 2^(w*len(table)).

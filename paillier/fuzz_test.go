@@ -92,6 +92,30 @@ func FuzzParsePartialDecryption(f *testing.F) {
 	})
 }
 
+func FuzzParsePlaintextProof(f *testing.F) {
+	fx := newEncodingFixture(f)
+	pk := fx.tpk.Public()
+	f.Add(mustMarshal(f, fx.pp))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := pk.ParsePlaintextProof(b)
+		if err != nil {
+			return
+		}
+		if err := pk.checkPlaintextProofShape(p); err != nil {
+			t.Fatalf("accepted a proof out of range: %v", err)
+		}
+		if !bytes.Equal(mustMarshal(t, p), b) {
+			t.Fatal("accepted a non-canonical plaintext proof encoding")
+		}
+		// Verification of arbitrary accepted input must not panic, and only
+		// the fixture's own proof verifies for its ciphertext and context.
+		err = pk.VerifyPlaintextProof(fx.ppCt, p, ppContext)
+		if (err == nil) != bytes.Equal(b, mustMarshal(t, fx.pp)) {
+			t.Fatalf("verdict %v on a fuzzed proof", err)
+		}
+	})
+}
+
 // TestWriteFuzzCorpus regenerates testdata/fuzz when
 // DPLEARN_WRITE_FUZZ_CORPUS=1; otherwise it checks that the committed
 // corpus exists and that its valid seeds still decode (so a format change
@@ -105,6 +129,7 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		"FuzzParseThresholdPublicKey": mustMarshal(t, fx.tpk),
 		"FuzzParseKeyShare":           mustMarshal(t, fx.shares[0]),
 		"FuzzParsePartialDecryption":  mustMarshal(t, fx.pd),
+		"FuzzParsePlaintextProof":     mustMarshal(t, fx.pp),
 	}
 	if os.Getenv("DPLEARN_WRITE_FUZZ_CORPUS") == "1" {
 		for name, b := range valid {
