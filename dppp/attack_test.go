@@ -251,7 +251,7 @@ func TestAttackRogueVote(t *testing.T) {
 		// colluder's context (of another ciphertext: the colluder does not
 		// know what the cancelling vote encrypts).
 		ownProof := func(q *Query) []byte {
-			_, pr, err := encryptVote(c.pk, rand.Reader, big.NewInt(5), VoteContext(c.d.p.Session, c.d.p.Hash(), q.Batch, colluder))
+			_, pr, err := encryptVote(c.pk, nil, rand.Reader, big.NewInt(5), VoteContext(c.d.p.Session, c.d.p.Hash(), q.Batch, colluder))
 			if err != nil {
 				t.Fatal(err)
 			}

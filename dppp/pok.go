@@ -1,8 +1,6 @@
 package dppp
 
 import (
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,38 +10,32 @@ import (
 	"github.com/dplearn/dplearn/paillier"
 )
 
-// Proofs of plaintext knowledge (PRIVACY-NOTES / issue 22, item 1).
+// Proofs of plaintext knowledge (issue 22, item 1).
 //
-// Every vote carries a non-interactive proof that its sender knows the
-// plaintext it encrypts, bound (Fiat-Shamir) to the context
-// VoteContext(session, params hash, batch, teacher ID). A vote built from
-// other teachers' votes (E(0)·Π v_h⁻¹, or a replay of a vote of another
-// teacher or batch) has no such proof unless its maker knows the plaintexts
-// it was built from, so the coalition's votes are independent of the
-// honest ones.
+// Every vote carries paillier's PlaintextProof, a non-interactive proof
+// that its sender knows the plaintext it encrypts, bound to the context
+// VoteContext(session, parameters' hash, batch, teacher ID). A vote built
+// from other teachers' votes (E(0)·Π v_h⁻¹, which cancels every vote but a
+// victim's, or a vote of another teacher or batch replayed or scaled) has
+// no such proof unless its maker knows the plaintexts it was built from, so
+// the coalition's votes are independent of the honest ones and a sum of
+// votes with valid proofs is "honest shares + values the coalition knows".
+// The aggregator checks the proofs at Close (one batch check,
+// VerifyPlaintextProofs; a failing vote is dropped and named) and every
+// decrypting teacher checks all listed contributors' proofs (one batch
+// check) before it helps.
 //
-// This file is the only place dppp touches the proof system: encryptVote
-// and verifyVotes. Until package paillier's proof of plaintext knowledge
-// is merged, they implement the textbook Σ-protocol for Paillier
-// (Damgård-Jurik, "A generalisation, a simplification and some
-// applications of Paillier's probabilistic public-key system", §5):
-//
-//	prover   x ∈ [0, n), s ∈ Z*_n, a = g^x s^n mod n²
-//	         e = H(context, n, c, a) ∈ [0, 2^128)
-//	         z = x + e·m mod n, w = s·r^e·g^⌊(x+e·m)/n⌋ mod n
-//	verifier g^z w^n = a c^e mod n², a, c, w units, z < n
-//
-// with g = 1+n (so g^(kn) = 1 mod n²). Special soundness: two accepting
-// transcripts (a, e, z, w), (a, e', z', w') with e ≠ e' give m =
-// (z − z')/(e − e') mod n, as e − e' < 2^128 is invertible mod n.
+// This file is the only place dppp touches the proof system.
 
-// voteProofDomain separates the Fiat-Shamir hash of vote proofs.
+// voteProofDomain separates DPPP vote contexts from other uses of the
+// proof.
 const voteProofDomain = "dplearn-dppp-vote-pok-v1"
 
 // VoteContext is the context a vote's proof is bound to: the session, the
-// parameters' hash, the batch and the teacher ID.
+// parameters' hash, the batch and the teacher ID (one ciphertext per
+// vote, so no index).
 func VoteContext(session, paramsHash [32]byte, batch uint64, from uint32) []byte {
-	b := make([]byte, 0, 64+12+len(voteProofDomain))
+	b := make([]byte, 0, len(voteProofDomain)+64+12)
 	b = append(b, voteProofDomain...)
 	b = append(b, session[:]...)
 	b = append(b, paramsHash[:]...)
@@ -59,105 +51,49 @@ type voteClaim struct {
 	context []byte
 }
 
-// encryptVote encrypts m under pk and proves knowledge of m, bound to ctx.
-func encryptVote(pk *paillier.PublicKey, random io.Reader, m *big.Int, ctx []byte) (*paillier.Ciphertext, []byte, error) {
-	if random == nil {
-		random = rand.Reader
+// encryptVote encrypts m and proves knowledge of m, bound to ctx, with the
+// fast Encryptor if there is one.
+func encryptVote(pk *paillier.PublicKey, enc *paillier.Encryptor, random io.Reader, m *big.Int, ctx []byte) (*paillier.Ciphertext, []byte, error) {
+	var ct *paillier.Ciphertext
+	var proof *paillier.PlaintextProof
+	var err error
+	if enc != nil {
+		ct, proof, err = enc.EncryptWithProof(m, ctx)
+	} else {
+		ct, proof, err = pk.EncryptWithProof(random, m, ctx)
 	}
-	n := pk.N()
-	unit := func() (*big.Int, error) {
-		g := new(big.Int)
-		for range 128 {
-			r, err := rand.Int(random, n)
-			if err != nil {
-				return nil, err
-			}
-			if r.Sign() != 0 && g.GCD(nil, nil, r, n).Cmp(bigOne) == 0 {
-				return r, nil
-			}
-		}
-		return nil, errors.New("dppp: the random source gives no units")
-	}
-	r, err := unit()
 	if err != nil {
 		return nil, nil, err
 	}
-	ct, err := pk.EncryptWithNonce(m, r)
+	b, err := proof.MarshalBinary()
 	if err != nil {
 		return nil, nil, err
 	}
-	x, err := rand.Int(random, n)
-	if err != nil {
-		return nil, nil, err
-	}
-	s, err := unit()
-	if err != nil {
-		return nil, nil, err
-	}
-	a, err := pk.EncryptWithNonce(x, s)
-	if err != nil {
-		return nil, nil, err
-	}
-	e := pokChallenge(ctx, n, ct.Value(), a.Value())
-	full := new(big.Int).Mul(e, m)
-	full.Add(full, x)
-	// z = x + e·m mod n; the quotient only multiplies w by g^⌊…⌋ mod n = 1.
-	_, z := new(big.Int).QuoRem(full, n, new(big.Int))
-	w := new(big.Int).Exp(r, e, n)
-	w.Mul(w, s)
-	w.Mod(w, n)
-	size := (n.BitLen() + 7) / 8
-	proof := make([]byte, 0, 4*size)
-	proof = append(proof, fixed(a.Value(), 2*size)...)
-	proof = append(proof, fixed(z, size)...)
-	proof = append(proof, fixed(w, size)...)
-	return ct, proof, nil
+	return ct, b, nil
 }
 
-func fixed(x *big.Int, size int) []byte { return x.FillBytes(make([]byte, size)) }
-
-// pokChallenge is the Fiat-Shamir challenge, 128 bits.
-func pokChallenge(ctx []byte, n, c, a *big.Int) *big.Int {
-	h := sha256.New()
-	for _, p := range [][]byte{ctx, n.Bytes(), c.Bytes(), a.Bytes()} {
-		var l [4]byte
-		binary.BigEndian.PutUint32(l[:], uint32(len(p)))
-		h.Write(l[:])
-		h.Write(p)
-	}
-	return new(big.Int).SetBytes(h.Sum(nil)[:16])
-}
-
-// verifyVotes checks every claim's proof; errs[i] is nil for a valid one.
+// verifyVotes checks every claim's proof in one batch; errs[i] is nil for
+// a valid one.
 func verifyVotes(pk *paillier.PublicKey, claims []voteClaim) []error {
 	errs := make([]error, len(claims))
-	n, n2 := pk.N(), pk.NSquared()
-	size := (n.BitLen() + 7) / 8
+	var batch []paillier.PlaintextClaim
+	var at []int
 	for i, c := range claims {
-		if c.ct == nil || len(c.proof) != 4*size {
-			errs[i] = fmt.Errorf("dppp: proof of plaintext knowledge of %d bytes, want %d", len(c.proof), 4*size)
+		if c.ct == nil {
+			errs[i] = errors.New("no ciphertext")
 			continue
 		}
-		a := new(big.Int).SetBytes(c.proof[:2*size])
-		z := new(big.Int).SetBytes(c.proof[2*size : 3*size])
-		w := new(big.Int).SetBytes(c.proof[3*size:])
-		g := new(big.Int)
-		if a.Sign() == 0 || a.Cmp(n2) >= 0 || g.GCD(nil, nil, a, n).Cmp(bigOne) != 0 ||
-			w.Sign() == 0 || w.Cmp(n) >= 0 || g.GCD(nil, nil, w, n).Cmp(bigOne) != 0 || z.Cmp(n) >= 0 {
-			errs[i] = errors.New("dppp: proof of plaintext knowledge out of range")
-			continue
-		}
-		e := pokChallenge(c.context, n, c.ct.Value(), a)
-		lhs, err := pk.EncryptWithNonce(z, w)
+		pr, err := pk.ParsePlaintextProof(c.proof)
 		if err != nil {
-			errs[i] = err
+			errs[i] = fmt.Errorf("dppp: proof of plaintext knowledge: %w", err)
 			continue
 		}
-		rhs := new(big.Int).Exp(c.ct.Value(), e, n2)
-		rhs.Mul(rhs, a)
-		rhs.Mod(rhs, n2)
-		if lhs.Value().Cmp(rhs) != 0 {
-			errs[i] = errors.New("dppp: proof of plaintext knowledge does not verify (the sender does not know what its vote encrypts, or the vote is of another teacher, batch or session)")
+		batch = append(batch, paillier.PlaintextClaim{Ciphertext: c.ct, Proof: pr, Context: c.context})
+		at = append(at, i)
+	}
+	for k, err := range pk.VerifyPlaintextProofs(batch) {
+		if err != nil {
+			errs[at[k]] = fmt.Errorf("dppp: proof of plaintext knowledge does not verify (the sender does not know what its vote encrypts, or the vote is of another teacher, batch or session): %w", err)
 		}
 	}
 	return errs

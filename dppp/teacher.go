@@ -210,7 +210,7 @@ func (t *Teacher) HandleQuery(ctx context.Context, q *Query) (*Vote, error) {
 	if err != nil {
 		return nil, err
 	}
-	ct, proof, err := encryptVote(t.cfg.Key.PublicKey().Public(), t.cfg.Random, m, VoteContext(p.Session, t.hash, q.Batch, t.id))
+	ct, proof, err := encryptVote(t.cfg.Key.PublicKey().Public(), t.cfg.Encryptor, t.cfg.Random, m, VoteContext(p.Session, t.hash, q.Batch, t.id))
 	if err != nil {
 		return nil, err
 	}
