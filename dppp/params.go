@@ -237,32 +237,9 @@ func Calibrate(cfg Config, tpk *paillier.ThresholdPublicKey) (*Params, error) {
 		return nil, fmt.Errorf("dppp: the key must be an (N = %d, t = %d) threshold key", n, c.Threshold)
 	}
 	p := &Params{Config: c, Key: tpk.ID()}
-	cc, aa := c.Trust()
-	// Validate ensured C < t ≤ N − A and H ≥ 1, so MinContributors ≥ t ≥ 2.
-	p.MinContributors = n - aa
-	p.Honest = n - aa - cc
-	var lo, hi int64
-	switch c.Noise {
-	case Binomial:
-		// Exact per coordinate; the two coordinates a changed vote moves
-		// compose basically: (ε/2, δ/2) each (PRIVACY-NOTES items 12, 14).
-		hn, err := accounting.BinomialExactN(c.Epsilon/2, c.Delta/2, 1)
-		if err != nil {
-			return nil, err
-		}
-		p.HistogramCoins = hn
-		h := int64(p.Honest)
-		p.Coins = (hn + h - 1) / h
-		p.NoiseBound = p.Coins
-		lo, hi = 0, p.Coins+1
-	case DGauss:
-		s, err := accounting.DDGSigma(c.Epsilon, c.Delta, p.ddg(0), nil)
-		if err != nil {
-			return nil, err
-		}
-		p.Sigma = s
-		p.NoiseBound = int64(math.Ceil(20 * s))
-		lo, hi = -p.NoiseBound, p.NoiseBound+1
+	lo, hi, err := p.calibrateNoise()
+	if err != nil {
+		return nil, err
 	}
 	pk := tpk.Public()
 	fit := paillier.MaxSlots(pk, lo, hi, n) / c.Classes
@@ -287,6 +264,41 @@ func Calibrate(cfg Config, tpk *paillier.ThresholdPublicKey) (*Params, error) {
 	}
 	p.MaxQueries = k
 	return p, nil
+}
+
+// calibrateNoise sets MinContributors = N − A, Honest = H = N − A − C and
+// the noise for H honest shares (p.Config has its defaults and is valid),
+// and returns the range of one share's slot values.
+func (p *Params) calibrateNoise() (lo, hi int64, err error) {
+	c := &p.Config
+	n := len(c.Teachers)
+	cc, aa := c.Trust()
+	// Validate ensured C < t ≤ N − A and H ≥ 1, so MinContributors ≥ t ≥ 2.
+	p.MinContributors = n - aa
+	p.Honest = n - aa - cc
+	switch c.Noise {
+	case Binomial:
+		// Exact per coordinate; the two coordinates a changed vote moves
+		// compose basically: (ε/2, δ/2) each (PRIVACY-NOTES items 12, 14).
+		hn, err := accounting.BinomialExactN(c.Epsilon/2, c.Delta/2, 1)
+		if err != nil {
+			return 0, 0, err
+		}
+		p.HistogramCoins = hn
+		h := int64(p.Honest)
+		p.Coins = (hn + h - 1) / h
+		p.NoiseBound = p.Coins
+		return 0, p.Coins + 1, nil
+	case DGauss:
+		s, err := accounting.DDGSigma(c.Epsilon, c.Delta, p.ddg(0), nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		p.Sigma = s
+		p.NoiseBound = int64(math.Ceil(20 * s))
+		return -p.NoiseBound, p.NoiseBound + 1, nil
+	}
+	return 0, 0, fmt.Errorf("dppp: unknown noise kind %v", c.Noise)
 }
 
 // NewSession returns p with a fresh random session ID.
