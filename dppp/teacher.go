@@ -111,6 +111,10 @@ func NewTeacher(cfg TeacherConfig) (*Teacher, error) {
 	return &Teacher{cfg: cfg, votes: map[uint64]*voteRecord{}, decrypted: map[uint64][32]byte{}, partials: map[uint64]*Partial{}, used: map[[32]byte]uint64{}}, nil
 }
 
+// Unsigned reports whether the teacher runs without set signatures
+// (TeacherConfig.Unsigned).
+func (t *Teacher) Unsigned() bool { return t.cfg.Unsigned }
+
 // Name returns the teacher's name.
 func (t *Teacher) Name() string { return t.cfg.Name }
 
