@@ -84,6 +84,16 @@ func TestDPPPSimulateRefusesMissingKeyChoice(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted one teacher")
 	}
+	// --gamma is refused: the trust model is --colluders and --absent.
+	if _, err := (&dpppDeployFlags{gamma: "2/3", colluders: -1, absent: -1}).config([]string{"a", "b", "c"}, 2, 1, [32]byte{}); err == nil || !strings.Contains(err.Error(), "--gamma was removed") {
+		t.Fatalf("--gamma: %v", err)
+	}
+	// --colluders 0 and --absent 0 mean none (dppp.NoneAssumed), -1 the
+	// defaults.
+	cfg, err := (&dpppDeployFlags{colluders: 0, absent: -1, noise: "binomial"}).config([]string{"a", "b", "c"}, 2, 1, [32]byte{})
+	if err != nil || cfg.Colluders != dppp.NoneAssumed || cfg.Absent != 0 {
+		t.Fatalf("--colluders 0: %+v, %v", cfg, err)
+	}
 	if _, _, err := runDPPP(t, "serve", "--teachers", "a,b"); err == nil || !strings.Contains(err.Error(), "--public-key") {
 		t.Fatalf("serve without flags: %v", err)
 	}
