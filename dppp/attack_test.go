@@ -260,12 +260,14 @@ func TestAttackRogueVote(t *testing.T) {
 		for i, proof := range []struct {
 			name  string
 			proof func(q *Query) []byte
+			copy  bool // the colluder's vote is the victim's ciphertext itself
 		}{
-			{"own proof of another ciphertext", ownProof},
-			{"its honest vote's proof", func(q *Query) []byte { return c.votes[q.Batch][colluder].Proof }},
-			{"the victim's proof", func(q *Query) []byte { return c.votes[q.Batch][victim].Proof }},
-			{"a proof of another batch", func(*Query) []byte { return c.votes[q0.Batch][colluder].Proof }},
-			{"no proof", func(*Query) []byte { return []byte{0} }},
+			{"the victim's vote copied", func(q *Query) []byte { return c.votes[q.Batch][victim].Proof }, true},
+			{"own proof of another ciphertext", ownProof, false},
+			{"its honest vote's proof", func(q *Query) []byte { return c.votes[q.Batch][colluder].Proof }, false},
+			{"the victim's proof", func(q *Query) []byte { return c.votes[q.Batch][victim].Proof }, false},
+			{"a proof of another batch", func(*Query) []byte { return c.votes[q0.Batch][colluder].Proof }, false},
+			{"no proof", func(*Query) []byte { return []byte{0} }, false},
 		} {
 			t.Run(kind.String()+"/"+proof.name, func(t *testing.T) {
 				q, _ := c.vote(f.Rows[i:i+1], ids(1, 10))
@@ -274,6 +276,12 @@ func TestAttackRogueVote(t *testing.T) {
 					votes[id] = v
 				}
 				votes[colluder] = &Vote{Session: q.Session, Batch: q.Batch, From: colluder, Ciphertext: forge(q), Proof: proof.proof(q)}
+				if proof.copy {
+					// The victim's vote counted twice (its share doubled,
+					// the others' intact): the proof is bound to the
+					// victim's ID.
+					votes[colluder].Ciphertext = c.votes[q.Batch][victim].Ciphertext
+				}
 				d := c.request(q.Batch, votes)
 				if r := c.sign(d, []uint32{colluder}); len(r) != 0 {
 					t.Fatal(r)
@@ -287,6 +295,7 @@ func TestAttackRogueVote(t *testing.T) {
 		}
 		q, _ := c.vote(f.Rows[10:13], ids(1, 10))
 		fb := forge(q)
+		_ = q0
 		// An honest aggregator's own check: the cancelling vote is dropped
 		// and named at Close.
 		for _, id := range ids(1, 9) {
