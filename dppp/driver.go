@@ -350,6 +350,17 @@ func (d *Driver) batch(ctx context.Context, rows [][]float64) (*BatchResult, err
 		}
 		return nil, err
 	}
+	var empty []uint32
+	for i, id := range req.Contributors {
+		if len(req.Sigs[i]) == 0 {
+			empty = append(empty, id)
+		}
+	}
+	if len(empty) > 0 {
+		d.logf("batch %d: WARNING: %s answered the consistency round UNSIGNED (--insecure or TeacherConfig.Unsigned): no set signature protects their votes from being in two decrypted sums (differencing); only their own memory does", q.Batch, d.idNames(empty))
+	} else {
+		d.logf("batch %d: contributor set of %d votes signed by every contributor", q.Batch, len(req.Contributors))
+	}
 	exclude := map[uint32]bool{}
 	for {
 		valid := d.agg.Ready(q.Batch)
