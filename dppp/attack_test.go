@@ -38,7 +38,12 @@ type coalition struct {
 
 func newCoalition(t *testing.T, f *fixture, cfg Config) *coalition {
 	t.Helper()
-	d := f.deploy(t, cfg, nil)
+	return newCoalitionWith(t, f, cfg, nil)
+}
+
+func newCoalitionWith(t *testing.T, f *fixture, cfg Config, tweak func(i int, tc *TeacherConfig)) *coalition {
+	t.Helper()
+	d := f.deploy(t, cfg, tweak)
 	agg, err := NewAggregator(d.p, f.TPK, AggregatorOptions{IgnoreBudget: true})
 	if err != nil {
 		t.Fatal(err)
@@ -635,3 +640,64 @@ var ln2 = math.Ln2
 
 func lgamma(x float64) (float64, int) { return math.Lgamma(x) }
 func expf(x float64) float64          { return math.Exp(x) }
+
+// TestUnsignedTeachersAreLabelled: a teacher needs a Signer or Unsigned,
+// not neither and not both; unsigned teachers run (in process), and the
+// differencing attack with split quorums then succeeds against them — what
+// the Unsigned option and --insecure say they give up.
+func TestUnsignedTeachersAreLabelled(t *testing.T) {
+	f := getFixture(t)
+	cfg := f.config(Binomial)
+	pred := func(context.Context, [][]float64) ([]int, error) { return nil, nil }
+	signers, _ := EphemeralSigners([]string{"teacher01"})
+	for _, tc := range []TeacherConfig{
+		{Name: "teacher01", Config: cfg, Key: f.Shares[0], Predict: pred},
+		{Name: "teacher01", Config: cfg, Key: f.Shares[0], Predict: pred, Signer: signers["teacher01"], Unsigned: true},
+	} {
+		if _, err := NewTeacher(tc); err == nil || !strings.Contains(err.Error(), "choose one") {
+			t.Errorf("Signer %v, Unsigned %v: %v", tc.Signer != nil, tc.Unsigned, err)
+		}
+	}
+	unsigned := func(_ int, tc *TeacherConfig) { tc.Signer, tc.Unsigned = nil, true }
+	d := f.deploy(t, cfg, unsigned)
+	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:3], RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkReference(t, res)
+	// Split quorums: honest 1, 2, 3, 7 "sign" A, 4, 5, 6 "sign" B.
+	c := newCoalitionWith(t, f, cfg, unsigned)
+	colluders := []uint32{8, 9, 10}
+	q, _ := c.vote(f.Rows[:3], ids(1, 10))
+	a := c.request(q.Batch, c.votes[q.Batch])
+	bv := map[uint32]*Vote{}
+	for id, v := range c.votes[q.Batch] {
+		if id != 7 {
+			bv[id] = v
+		}
+	}
+	b := c.request(q.Batch, bv)
+	for _, id := range []uint32{1, 2, 3, 7} {
+		if _, err := c.teacher(id).HandleSignSet(&SignSet{Session: a.Session, Batch: a.Batch, Set: a.Set()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []uint32{4, 5, 6} {
+		if _, err := c.teacher(id).HandleSignSet(&SignSet{Session: b.Session, Batch: b.Batch, Set: b.Set()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pa, _ := c.decrypt(a, []uint32{1, 2, 3}, colluders)
+	pb, _ := c.decrypt(b, []uint32{4, 5, 6}, colluders)
+	rawA, rawB := c.combine(a, pa, 10), c.combine(b, pb, 9)
+	if rawA == nil || rawB == nil {
+		t.Fatal("unsigned teachers refused the split quorums: the Unsigned caveat is stale")
+	}
+	diff := make([]int64, len(rawA))
+	for i := range diff {
+		diff[i] = rawA[i] - rawB[i]
+	}
+	if fmt.Sprint(diff) != fmt.Sprint(c.share(q.Batch, 7)) {
+		t.Error("A − B is not teacher07's share")
+	}
+}
