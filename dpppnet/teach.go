@@ -118,8 +118,9 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 			}
 			id = a.From
 			params = m.Params.Clone()
-			logf("accepted parameters %x… (N = %d, t = %d, min contributors %d, %s noise, ε = %g, δ = %g per query, at most %d queries)",
-				m.Params.Hash(), m.Params.N(), m.Params.Threshold, m.Params.MinContributors, m.Params.Noise, m.Params.Epsilon, m.Params.Delta, m.Params.MaxQueries)
+			cc, aa := m.Params.Trust()
+			logf("accepted parameters %x… (N = %d, t = %d, colluders C = %d, absent A = %d: min contributors N − A = %d, noise for H = %d honest shares; %s noise, ε = %g, δ = %g per query, at most %d queries)",
+				m.Params.Hash(), m.Params.N(), m.Params.Threshold, cc, aa, m.Params.MinContributors, m.Params.Honest, m.Params.Noise, m.Params.Epsilon, m.Params.Delta, m.Params.MaxQueries)
 			ans = a
 		case *dppp.Query:
 			var v *dppp.Vote
