@@ -55,8 +55,7 @@
 // # Deadlines and lost teachers
 //
 // Each phase of a batch (votes; set signatures; each round of decryption
-// requests) waits at
-// most RoundTimeout. A teacher that disconnects, or does not answer within
+// requests) waits at most RoundTimeout. A teacher that disconnects, or does not answer within
 // the phase, is lost for that phase: a missing vote leaves it out of the
 // sum (the batch is refused if fewer than N − A voted); a missing set
 // signature abandons the batch (nothing decrypted; its rows are voted again
