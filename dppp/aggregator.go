@@ -58,6 +58,13 @@ type AggregatorOptions struct {
 	// IgnoreBudget, a TEST HOOK (a malicious aggregator), sends decryption
 	// requests past its own budget.
 	IgnoreBudget bool
+	// Verifier, if set, checks every contributor's set signature on
+	// arrival (the aggregator's own identity from the deployment's CA): a
+	// bad one is refused and named, the contributor counts as not having
+	// signed, and the batch is abandoned and voted again without it,
+	// instead of being refused by every decrypting teacher. The teachers
+	// check the signatures whatever the aggregator does.
+	Verifier Signer
 }
 
 type batchState struct {
@@ -307,6 +314,12 @@ func (a *Aggregator) AddSetSignature(from uint32, m *SetSignature) error {
 	}
 	if _, ok := b.setSigs[from]; ok {
 		return ErrDuplicate
+	}
+	if a.opt.Verifier != nil {
+		name := a.p.TeacherName(from)
+		if err := a.opt.Verifier.Verify(name, m.Cert, m.Sig, SetDomain, SetStatement(a.p.Session, a.p.Hash(), m.Batch, b.set)...); err != nil {
+			return fmt.Errorf("dppp: teacher %s's signature of the contributor set of batch %d does not verify: %w", name, m.Batch, err)
+		}
 	}
 	b.setSigs[from] = m
 	return nil

@@ -332,7 +332,14 @@ func (d *Driver) batch(ctx context.Context, rows [][]float64) (*BatchResult, err
 		switch m := m.(type) {
 		case *SetSignature:
 			err := d.agg.AddSetSignature(from, m)
-			return err == nil || !(errors.Is(err, ErrDuplicate) || errors.Is(err, ErrStale))
+			if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrStale) {
+				return false
+			}
+			if err != nil {
+				d.logf("batch %d: %v", q.Batch, err)
+				d.res.Refusals[p.TeacherName(from)] = append(d.res.Refusals[p.TeacherName(from)], err.Error())
+			}
+			return true
 		case *Refuse:
 			if m.Batch == q.Batch {
 				d.refused(q.Batch, from, m.Reason)

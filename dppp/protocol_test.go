@@ -3,6 +3,8 @@ package dppp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -284,5 +286,60 @@ func TestTeacherChecks(t *testing.T) {
 			t.Fatalf("mismatch: %v, want field %s", err, tc.field)
 		}
 		t.Log(err)
+	}
+}
+
+// badSigner signs with a corrupted signature.
+type badSigner struct{ Signer }
+
+func (b badSigner) Sign(domain string, parts ...[]byte) ([]byte, []byte, error) {
+	cert, sig, err := b.Signer.Sign(domain, parts...)
+	if len(sig) > 0 {
+		sig = append([]byte(nil), sig...)
+		sig[0] ^= 1
+	}
+	return cert, sig, err
+}
+
+// TestAggregatorVerifiesSetSignatures: teacher02 signs contributor sets
+// with a corrupted signature. An aggregator with a Verifier refuses it on
+// arrival, naming teacher02; the batch is abandoned and voted again
+// without it. Without a Verifier every decrypting teacher refuses the sum
+// instead (the teachers' own check).
+func TestAggregatorVerifiesSetSignatures(t *testing.T) {
+	f := getFixture(t)
+	cfg := f.config(Binomial)
+	bad := func(i int, tc *TeacherConfig) {
+		if i == 1 {
+			tc.Signer = badSigner{tc.Signer}
+		}
+	}
+	d := f.deploy(t, cfg, bad)
+	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:3], RunOptions{Aggregator: AggregatorOptions{Verifier: d.signers["teacher01"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkReference(t, res)
+	if br := res.Batches[0]; br.Batch != 2 || len(br.Contributors) != 9 || slices.Contains(br.Contributors, 2) {
+		t.Errorf("batch %d with contributors %v, want batch 2 without teacher02", br.Batch, br.Contributors)
+	}
+	if r := fmt.Sprint(res.Refusals["teacher02"]); !strings.Contains(r, "does not verify") {
+		t.Errorf("teacher02's refusals: %s", r)
+	}
+	d = f.deploy(t, cfg, bad)
+	res, err = Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:3], RunOptions{})
+	if !errors.Is(err, ErrTooFewDecryptors) {
+		t.Fatalf("err = %v, want ErrTooFewDecryptors (every decryptor refuses)", err)
+	}
+	n := 0
+	for _, rs := range res.Refusals {
+		for _, r := range rs {
+			if strings.Contains(r, "contributor 2 (teacher02) did not sign this contributor set") {
+				n++
+			}
+		}
+	}
+	if n < 9 {
+		t.Errorf("%d decryptors refused naming teacher02: %v", n, res.Refusals)
 	}
 }

@@ -261,6 +261,15 @@ address only, for tests.`,
 		if len(clients) > 0 {
 			logf("answering requests of %s", strings.Join(clients, ", "))
 		}
+		if scfg.Identity != nil {
+			// Check the teachers' set signatures on arrival (the teachers
+			// check them anyway): a bad one abandons the batch at once.
+			if aopt.Verifier, err = certs.NewStatementSigner(scfg.Identity); err != nil {
+				return err
+			}
+		} else {
+			logf("WARNING: --insecure: no certificates, so no set signatures: neither the transport nor the consistency round protects this run against a malicious aggregator (differencing); tests only")
+		}
 		res, err := dpppnet.Serve(ctx, srv, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, JoinTimeout: joinTimeout, MinTeachers: minTeachers, Logf: logf,
 			Clients: clients, MaxRequests: maxRequests, Aggregator: aopt, Status: status, CanPay: canPay})
 		if res != nil && len(rows) > 0 && len(res.Labels) > 0 {
