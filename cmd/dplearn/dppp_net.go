@@ -290,6 +290,9 @@ address only, for tests.`,
 		}
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, res.Status)
+		if insecure {
+			fmt.Fprintln(w, "WARNING: --insecure run: no certificates, no set signatures; neither the transport nor the consistency round protected it against a malicious aggregator")
+		}
 		return nil
 	}
 	return cmd
