@@ -2,6 +2,7 @@ package dppp
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -124,5 +125,22 @@ func TestDecryptSharedPrefix(t *testing.T) {
 	d.writeAuth(w)
 	if _, err := Unmarshal(w.Bytes()); err == nil {
 		t.Error("whole blobs decoded where the shared prefix applies")
+	}
+}
+
+// TestOldWireVersionRefused: a payload of wire version 1 (before issue 22:
+// γ in the parameters, votes without proofs) is refused, never misread —
+// its parameters have as many fields as version 2's, so γ = 2/3 would read
+// as C = 2, A = 3.
+func TestOldWireVersionRefused(t *testing.T) {
+	for _, m := range sampleMessages() {
+		b, err := m.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[0] = 1
+		if _, err := Unmarshal(b); err == nil || !strings.Contains(err.Error(), "version 1, want 2") {
+			t.Errorf("%s of version 1: %v", m.Type(), err)
+		}
 	}
 }
