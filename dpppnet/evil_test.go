@@ -450,3 +450,54 @@ func mustCT(t *testing.T, pk *paillier.PublicKey, b []byte) *paillier.Ciphertext
 	}
 	return c
 }
+
+// TestNetAttackLedgerRotation: TestAttackLedgerRotation (package dppp)
+// through the transport. The deployment allows M = 2 queries; the
+// aggregator answers one-query batches holding teacher10's vote while
+// rotating the decryptors among the nine others so that teacher10 never
+// decrypts. Teacher10 is charged when it votes, so its ledger reads every
+// answered batch holding its vote, and it refuses to vote past M.
+func TestNetAttackLedgerRotation(t *testing.T) {
+	f := getFixture(t)
+	cfg := f.config()
+	cfg.QueriesPerCiphertext = 1
+	cfg.BudgetEpsilon, cfg.BudgetDelta = 2, 2e-5
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	e, d, wg := newEvil(t, ctx, f, cfg, dppp.AggregatorOptions{IgnoreBudget: true})
+	defer e.done(ctx, wg)
+	if d.p.MaxQueries != 2 {
+		t.Fatalf("MaxQueries = %d", d.p.MaxQueries)
+	}
+	const victim = 10
+	answered, next := 0, 0
+	for k := 0; k < 4; k++ {
+		batch, refused := e.vote(ctx, f.Rows[k:k+1])
+		if _, ok := e.votes[victim]; !ok {
+			if !strings.Contains(refused[victim], dppp.ErrBudget.Error()) {
+				t.Errorf("batch %d: teacher10 did not vote: %q", batch, refused[victim])
+			}
+			continue
+		}
+		req := e.request(batch, e.votes)
+		if r := e.sign(ctx, req, e.honest()); len(r) != 0 {
+			t.Fatal(r)
+		}
+		got := 0
+		for j := 0; j < 9 && got < d.p.Threshold; j++ {
+			id := uint32(next%9 + 1)
+			next++
+			if _, ok := e.ask(ctx, id, req).(*dppp.Partial); ok {
+				got++
+			}
+		}
+		if got >= d.p.Threshold {
+			answered++
+		}
+	}
+	charged := d.teachers[victim-1].Answered()
+	t.Logf("%d answered batches hold teacher10's vote; its ledger: %d of %d queries", answered, charged, d.p.MaxQueries)
+	if answered > charged || charged > d.p.MaxQueries || answered == 0 {
+		t.Errorf("%d answered batches hold teacher10's vote, its ledger reads %d of %d", answered, charged, d.p.MaxQueries)
+	}
+}
