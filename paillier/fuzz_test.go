@@ -107,11 +107,16 @@ func FuzzParsePlaintextProof(f *testing.F) {
 		if !bytes.Equal(mustMarshal(t, p), b) {
 			t.Fatal("accepted a non-canonical plaintext proof encoding")
 		}
-		// Verification of arbitrary accepted input must not panic, and only
-		// the fixture's own proof verifies for its ciphertext and context.
-		err = pk.VerifyPlaintextProof(fx.ppCt, p, ppContext)
-		if (err == nil) != bytes.Equal(b, mustMarshal(t, fx.pp)) {
-			t.Fatalf("verdict %v on a fuzzed proof", err)
+		// Verification of accepted input must not panic, and only the
+		// fixture's own proof verifies for its ciphertext and context. It
+		// costs an exponentiation, so only one accepted input in 16 (by its
+		// last byte) and the valid seed are verified, to keep fuzzing fast.
+		valid := bytes.Equal(b, mustMarshal(t, fx.pp))
+		if valid || b[len(b)-1]&15 == 0 {
+			err = pk.VerifyPlaintextProof(fx.ppCt, p, ppContext)
+			if (err == nil) != valid {
+				t.Fatalf("verdict %v on a fuzzed proof", err)
+			}
 		}
 	})
 }

@@ -849,3 +849,44 @@ func TestAttackPlaintextBatchOfForgers(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaintextProofConcurrent: one Encryptor proving from several
+// goroutines (with a source that is not safe for concurrent use) and
+// batch verifications running at the same time give valid proofs and
+// verdicts (run with -race).
+func TestPlaintextProofConcurrent(t *testing.T) {
+	fx := newPPFixture(t, 512)
+	pk := fx.pk
+	enc, err := NewEncryptor(pk, testRand(t, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 4, 6
+	claims := make([][]PlaintextClaim, workers)
+	errc := make(chan error, workers)
+	for w := range workers {
+		go func() {
+			for k := range each {
+				context := ctx("s", 1, w, k)
+				ct, p, err := enc.EncryptWithProof(big.NewInt(int64(k)), context)
+				if err != nil {
+					errc <- err
+					return
+				}
+				claims[w] = append(claims[w], PlaintextClaim{ct, p, context})
+			}
+			for _, err := range pk.VerifyPlaintextProofs(claims[w]) {
+				if err != nil {
+					errc <- err
+					return
+				}
+			}
+			errc <- nil
+		}()
+	}
+	for range workers {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
