@@ -152,12 +152,20 @@ func (c *Config) withDefaults() Config {
 	if out.Threshold == 0 {
 		out.Threshold = 2 * len(c.Teachers) / 3
 	}
+	// Defaults are stored as their values, and a value of none as
+	// NoneAssumed, so that applying the defaults again changes nothing and
+	// "none" has one encoding.
 	n := len(c.Teachers)
 	if out.Absent == 0 {
 		out.Absent = n - out.Threshold
 	}
 	if out.Colluders == 0 {
 		out.Colluders = (n+2)/3 - 1
+	}
+	for _, v := range []*int{&out.Absent, &out.Colluders} {
+		if *v == 0 {
+			*v = NoneAssumed
+		}
 	}
 	return out
 }

@@ -141,4 +141,17 @@ func TestTrustValidation(t *testing.T) {
 	if err := d.Validate(); err != nil {
 		t.Errorf("H = 1: %v", err)
 	}
+	// Defaults applied twice change nothing, and "none" has one encoding:
+	// at N = 3 the default C is none, as is an explicit NoneAssumed.
+	three := base
+	three.Teachers = names[:3]
+	def := three.withDefaults()
+	if again := def.withDefaults(); again.Colluders != def.Colluders || again.Absent != def.Absent {
+		t.Errorf("defaults not idempotent: %+v then %+v", def, again)
+	}
+	none := three
+	none.Colluders = NoneAssumed
+	if n := none.withDefaults(); n.Colluders != def.Colluders || def.Colluders != NoneAssumed {
+		t.Errorf("N = 3: default C %d, explicit none %d", def.Colluders, n.Colluders)
+	}
 }
