@@ -1,6 +1,7 @@
 package dppp
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/big"
@@ -23,6 +24,10 @@ var (
 	ErrDuplicate = errors.New("dppp: duplicate message")
 	// ErrStale: a message of another session or of a batch not open.
 	ErrStale = errors.New("dppp: message of another session or batch")
+	// ErrUnsigned: a contributor did not sign the batch's contributor set;
+	// the batch is abandoned (nothing decrypted) and its rows are voted
+	// again in a new batch.
+	ErrUnsigned = errors.New("dppp: contributor set not signed by every contributor")
 )
 
 // Verification selects how the aggregator checks partial decryptions.
@@ -53,11 +58,22 @@ type AggregatorOptions struct {
 	// IgnoreBudget, a TEST HOOK (a malicious aggregator), sends decryption
 	// requests past its own budget.
 	IgnoreBudget bool
+	// Verifier, if set, checks every contributor's set signature on
+	// arrival (the aggregator's own identity from the deployment's CA): a
+	// bad one is refused and named, the contributor counts as not having
+	// signed, and the batch is abandoned and voted again without it,
+	// instead of being refused by every decrypting teacher. The teachers
+	// check the signatures whatever the aggregator does.
+	Verifier Signer
 }
 
 type batchState struct {
 	rows     int
 	votes    map[uint32][]byte
+	proofs   map[uint32][]byte
+	set      []SetEntry
+	setSigs  map[uint32]*SetSignature
+	badVotes map[uint32]string
 	cts      map[uint32]*paillier.Ciphertext
 	closed   bool
 	contrib  []uint32
@@ -138,7 +154,7 @@ func (a *Aggregator) NewBatch(rows [][]float64) (*Query, error) {
 	defer a.mu.Unlock()
 	id := a.next
 	a.next++
-	a.batches[id] = &batchState{rows: len(rows), votes: map[uint32][]byte{}, cts: map[uint32]*paillier.Ciphertext{}, asked: map[uint32]bool{}, partials: map[uint32]*paillier.PartialDecryption{}, rejected: map[uint32]string{}}
+	a.batches[id] = &batchState{rows: len(rows), votes: map[uint32][]byte{}, proofs: map[uint32][]byte{}, setSigs: map[uint32]*SetSignature{}, badVotes: map[uint32]string{}, cts: map[uint32]*paillier.Ciphertext{}, asked: map[uint32]bool{}, partials: map[uint32]*paillier.PartialDecryption{}, rejected: map[uint32]string{}}
 	return &Query{Session: a.p.Session, Batch: id, Rows: rows}, nil
 }
 
@@ -184,9 +200,27 @@ func (a *Aggregator) AddVote(from uint32, v *Vote) error {
 			return fmt.Errorf("dppp: teacher %s sent teacher %s's vote", a.p.TeacherName(from), a.p.TeacherName(id))
 		}
 	}
+	if len(v.Proof) == 0 {
+		return fmt.Errorf("dppp: teacher %s's vote has no proof of plaintext knowledge", a.p.TeacherName(from))
+	}
 	b.votes[from] = v.Ciphertext
+	b.proofs[from] = v.Proof
 	b.cts[from] = ct
 	return nil
+}
+
+// BadVotes returns the teachers whose votes of a closed batch were dropped
+// because their proofs of plaintext knowledge failed, and why.
+func (a *Aggregator) BadVotes(batch uint64) map[uint32]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[uint32]string{}
+	if b, ok := a.batches[batch]; ok {
+		for id, r := range b.badVotes {
+			out[id] = r
+		}
+	}
+	return out
 }
 
 // Votes returns the number of votes received for a batch.
@@ -199,11 +233,14 @@ func (a *Aggregator) Votes(batch uint64) int {
 	return 0
 }
 
-// Close ends vote collection for a batch and returns the decryption request
-// for its contributors. It refuses (ErrTooFewContributors, nothing to
-// decrypt) below MinContributors, and refuses past the aggregator's budget
-// (its ledger is charged here, before anything is decrypted).
-func (a *Aggregator) Close(batch uint64) (*Decrypt, error) {
+// Close ends vote collection for a batch and returns the consistency
+// round's request (SignSet) for its contributors. It first verifies every
+// vote's proof of plaintext knowledge in one batch and drops (and names,
+// BadVotes) the votes whose proofs fail; it refuses
+// (ErrTooFewContributors, nothing to decrypt) below MinContributors, and
+// refuses past the aggregator's budget (its ledger is charged here, before
+// anything is decrypted).
+func (a *Aggregator) Close(batch uint64) (*SignSet, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	b, err := a.batch(a.p.Session, batch)
@@ -211,8 +248,27 @@ func (a *Aggregator) Close(batch uint64) (*Decrypt, error) {
 		return nil, err
 	}
 	if !b.closed {
+		var ids []uint32
+		for id := range b.votes {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		hash := a.p.Hash()
+		claims := make([]voteClaim, len(ids))
+		for i, id := range ids {
+			claims[i] = voteClaim{ct: b.cts[id], proof: b.proofs[id], context: VoteContext(a.p.Session, hash, batch, id)}
+		}
+		for i, err := range verifyVotes(a.tpk.Public(), claims) {
+			if err != nil {
+				id := ids[i]
+				b.badVotes[id] = err.Error()
+				delete(b.votes, id)
+				delete(b.cts, id)
+				delete(b.proofs, id)
+			}
+		}
 		if len(b.votes) < a.p.MinContributors {
-			return nil, fmt.Errorf("%w: batch %d has %d votes, the noise calibration needs %d (PRIVACY-NOTES item 24); nothing decrypted", ErrTooFewContributors, batch, len(b.votes), a.p.MinContributors)
+			return nil, fmt.Errorf("%w: batch %d has %d valid votes, the noise calibration needs N − A = %d (PRIVACY-NOTES item 24); nothing decrypted", ErrTooFewContributors, batch, len(b.votes), a.p.MinContributors)
 		}
 		if !a.opt.IgnoreBudget {
 			for q := 0; q < b.rows; q++ {
@@ -228,6 +284,7 @@ func (a *Aggregator) Close(batch uint64) (*Decrypt, error) {
 		cts := make([]*paillier.Ciphertext, len(b.contrib))
 		for i, id := range b.contrib {
 			cts[i] = b.cts[id]
+			b.set = append(b.set, SetEntry{From: id, Ciphertext: sha256.Sum256(b.votes[id]), Proof: sha256.Sum256(b.proofs[id])})
 		}
 		sum, err := a.tpk.Public().Sum(cts...)
 		if err != nil {
@@ -239,9 +296,82 @@ func (a *Aggregator) Close(batch uint64) (*Decrypt, error) {
 		}
 		b.closed = true
 	}
-	d := &Decrypt{Session: a.p.Session, Batch: batch, Sum: b.sumBytes, Contributors: append([]uint32(nil), b.contrib...)}
+	return &SignSet{Session: a.p.Session, Batch: batch, Set: append([]SetEntry(nil), b.set...)}, nil
+}
+
+// AddSetSignature records a contributor's signature of a closed batch's
+// set (from is the authenticated sender). The aggregator does not verify
+// it: the decrypting teachers do.
+func (a *Aggregator) AddSetSignature(from uint32, m *SetSignature) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b, err := a.batch(m.Session, m.Batch)
+	if err != nil {
+		return err
+	}
+	if from != m.From || !b.closed || b.votes[from] == nil {
+		return fmt.Errorf("%w: set signature of batch %d from teacher %d, not a contributor", ErrStale, m.Batch, from)
+	}
+	if _, ok := b.setSigs[from]; ok {
+		return ErrDuplicate
+	}
+	if a.opt.Verifier != nil {
+		name := a.p.TeacherName(from)
+		if err := a.opt.Verifier.Verify(name, m.Cert, m.Sig, SetDomain, SetStatement(a.p.Session, a.p.Hash(), m.Batch, b.set)...); err != nil {
+			return fmt.Errorf("dppp: teacher %s's signature of the contributor set of batch %d does not verify: %w", name, m.Batch, err)
+		}
+	}
+	b.setSigs[from] = m
+	return nil
+}
+
+// Unsigned returns the contributors of a closed batch whose set signature
+// is missing.
+func (a *Aggregator) Unsigned(batch uint64) []uint32 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b, ok := a.batches[batch]
+	if !ok {
+		return nil
+	}
+	var out []uint32
 	for _, id := range b.contrib {
+		if b.setSigs[id] == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// DecryptRequest returns the decryption request of a closed batch once
+// every contributor signed its set (else ErrUnsigned, naming the
+// missing ones: the batch must be abandoned). It carries the sum, every
+// listed vote with its proof, and every contributor's set signature.
+func (a *Aggregator) DecryptRequest(batch uint64) (*Decrypt, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	b, err := a.batch(a.p.Session, batch)
+	if err != nil {
+		return nil, err
+	}
+	if !b.closed {
+		return nil, fmt.Errorf("dppp: batch %d is not closed", batch)
+	}
+	d := &Decrypt{Session: a.p.Session, Batch: batch, Sum: b.sumBytes, Contributors: append([]uint32(nil), b.contrib...)}
+	var missing []string
+	for _, id := range b.contrib {
+		s := b.setSigs[id]
+		if s == nil {
+			missing = append(missing, a.p.TeacherName(id))
+			continue
+		}
 		d.Ciphertexts = append(d.Ciphertexts, b.votes[id])
+		d.Proofs = append(d.Proofs, b.proofs[id])
+		d.Certs = append(d.Certs, s.Cert)
+		d.Sigs = append(d.Sigs, s.Sig)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%w: batch %d: no signature from %v; the batch is abandoned, nothing decrypted", ErrUnsigned, batch, missing)
 	}
 	return d, nil
 }
@@ -259,7 +389,7 @@ func (a *Aggregator) SingleVoteRequest(batch uint64, victim uint32) (*Decrypt, e
 	if !ok {
 		return nil, fmt.Errorf("dppp: no vote of %d", victim)
 	}
-	return &Decrypt{Session: a.p.Session, Batch: batch, Sum: v, Contributors: []uint32{victim}, Ciphertexts: [][]byte{v}}, nil
+	return &Decrypt{Session: a.p.Session, Batch: batch, Sum: v, Contributors: []uint32{victim}, Ciphertexts: [][]byte{v}, Proofs: [][]byte{b.proofs[victim]}, Certs: [][]byte{nil}, Sigs: [][]byte{nil}}, nil
 }
 
 // Ask returns up to k contributors not yet asked to decrypt (lowest IDs

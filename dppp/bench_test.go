@@ -103,9 +103,13 @@ func BenchmarkProtocol(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			signers, err := EphemeralSigners(names)
+			if err != nil {
+				b.Fatal(err)
+			}
 			ts := make([]*Teacher, n)
 			for i := range ts {
-				ts[i], err = NewTeacher(TeacherConfig{Name: names[i], Config: cfg, Key: bigShares[i], Encryptor: enc,
+				ts[i], err = NewTeacher(TeacherConfig{Name: names[i], Config: cfg, Key: bigShares[i], Encryptor: enc, Signer: signers[names[i]],
 					Noise: noise.NewInsecureSeeded(uint64(i)), Ledger: nopLedger{},
 					Predict: func(_ context.Context, rows [][]float64) ([]int, error) { return make([]int, len(rows)), nil }})
 				if err != nil {
@@ -168,7 +172,43 @@ func BenchmarkProtocol(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				d, err := agg.Close(q.Batch)
+				set, err := agg.Close(q.Batch)
+				if err != nil {
+					b.Fatal(err)
+				}
+				sb, err := set.MarshalBinary()
+				if err != nil {
+					b.Fatal(err)
+				}
+				c25 := processCPU()
+				aggCPU += c25 - c2
+				// The consistency round: every contributor signs the set.
+				sigs := make([][]byte, n)
+				parallel(b, n, func(i int) error {
+					m, err := Unmarshal(sb)
+					if err != nil {
+						return err
+					}
+					sm, err := ts[i].HandleSignSet(m.(*SignSet))
+					if err != nil {
+						return err
+					}
+					sigs[i], err = sm.MarshalBinary()
+					return err
+				})
+				c26 := processCPU()
+				teacherCPU += c26 - c25
+				for i, sg := range sigs {
+					bytes += len(sb) + len(sg)
+					m, err := Unmarshal(sg)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if err := agg.AddSetSignature(uint32(i+1), m.(*SetSignature)); err != nil {
+						b.Fatal(err)
+					}
+				}
+				d, err := agg.DecryptRequest(q.Batch)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -178,7 +218,7 @@ func BenchmarkProtocol(b *testing.B) {
 					b.Fatal(err)
 				}
 				c3 := processCPU()
-				aggCPU += c3 - c2
+				aggCPU += c3 - c26
 				partials := make([][]byte, len(ask))
 				parallel(b, len(ask), func(k int) error {
 					m, err := Unmarshal(db)

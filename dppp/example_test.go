@@ -19,16 +19,20 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	cfg := dppp.Config{Teachers: []string{"a", "b", "c", "d"}, Threshold: 2, GammaNum: 1, GammaDen: 1,
+	cfg := dppp.Config{Teachers: []string{"a", "b", "c", "d"}, Threshold: 2, Colluders: dppp.NoneAssumed, Absent: dppp.NoneAssumed,
 		Classes: 3, Features: 1, Noise: dppp.Binomial, Epsilon: 30, Delta: 1e-5, BudgetEpsilon: 300, BudgetDelta: 1e-4}
 	p, err := dppp.Calibrate(cfg, tpk)
 	if err != nil {
 		panic(err)
 	}
 	p, _ = p.NewSession()
+	signers, err := dppp.EphemeralSigners(cfg.Teachers) // a per-run PKI
+	if err != nil {
+		panic(err)
+	}
 	var teachers []*dppp.Teacher
 	for i, name := range cfg.Teachers {
-		t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: shares[i], Noise: noise.NewInsecureSeeded(uint64(100 + i)),
+		t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: shares[i], Noise: noise.NewInsecureSeeded(uint64(100 + i)), Signer: signers[name],
 			Predict: func(_ context.Context, rows [][]float64) ([]int, error) {
 				out := make([]int, len(rows))
 				for j, r := range rows {

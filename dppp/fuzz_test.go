@@ -2,21 +2,25 @@ package dppp
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
 func sampleMessages() []Message {
 	var s [32]byte
 	s[0] = 9
-	p := Params{Session: s, Config: Config{Teachers: []string{"a", "b"}, Threshold: 2, GammaNum: 2, GammaDen: 3, Classes: 3, Features: 2, Noise: Binomial, Epsilon: 1, Delta: 1e-5, BudgetEpsilon: 2, BudgetDelta: 1e-4}, MinContributors: 2, Coins: 5, QPC: 2, SlotBits: 4, MaxQueries: 3}
+	p := Params{Session: s, Config: Config{Teachers: []string{"a", "b"}, Threshold: 2, Colluders: NoneAssumed, Absent: NoneAssumed, Classes: 3, Features: 2, Noise: Binomial, Epsilon: 1, Delta: 1e-5, BudgetEpsilon: 2, BudgetDelta: 1e-4}, MinContributors: 2, Honest: 2, Coins: 5, QPC: 2, SlotBits: 4, MaxQueries: 3}
 	return []Message{
 		&Offer{Params: p},
 		&Accept{Session: s, From: 1, Hash: p.Hash()},
 		&Query{Session: s, Batch: 3, Rows: [][]float64{{1, 2}, {3, 4.5}}},
-		&Vote{Session: s, Batch: 3, From: 2, Ciphertext: []byte{1, 2, 3}},
-		&Decrypt{Session: s, Batch: 3, Sum: []byte{4}, Contributors: []uint32{1, 2}, Ciphertexts: [][]byte{{5}, {6, 7}}},
-		&Decrypt{Session: s, Batch: 3, Sum: []byte{1, 2, 3, 4}, Contributors: []uint32{1, 2}, Ciphertexts: [][]byte{{1, 2, 9, 9}, {1, 2, 3, 5}}},
-		&Decrypt{Session: s, Batch: 3, Sum: []byte{1, 2}, Contributors: []uint32{2}, Ciphertexts: [][]byte{{1, 2}}},
+		&Vote{Session: s, Batch: 3, From: 2, Ciphertext: []byte{1, 2, 3}, Proof: []byte{4}},
+		&SignSet{Session: s, Batch: 3, Set: []SetEntry{{From: 1, Ciphertext: [32]byte{1}, Proof: [32]byte{2}}, {From: 3}}},
+		&SetSignature{Session: s, Batch: 3, From: 2, Cert: []byte{1, 2}, Sig: []byte{3}},
+		&SetSignature{Session: s, Batch: 3, From: 2},
+		&Decrypt{Session: s, Batch: 3, Sum: []byte{4}, Contributors: []uint32{1, 2}, Ciphertexts: [][]byte{{5}, {6, 7}}, Proofs: [][]byte{{1}, {2}}, Certs: [][]byte{{3}, {}}, Sigs: [][]byte{{4}, {}}},
+		&Decrypt{Session: s, Batch: 3, Sum: []byte{1, 2, 3, 4}, Contributors: []uint32{1, 2}, Ciphertexts: [][]byte{{1, 2, 9, 9}, {1, 2, 3, 5}}, Proofs: [][]byte{{1}, {2}}, Certs: [][]byte{{3}, {5}}, Sigs: [][]byte{{4}, {6}}},
+		&Decrypt{Session: s, Batch: 3, Sum: []byte{1, 2}, Contributors: []uint32{2}, Ciphertexts: [][]byte{{1, 2}}, Proofs: [][]byte{{7}}, Certs: [][]byte{{}}, Sigs: [][]byte{{}}},
 		&Partial{Session: s, Batch: 3, From: 1, Share: []byte{8, 9}},
 		&Refuse{Session: s, Batch: 3, From: 2, Reason: "no"},
 		&Request{Session: s, ID: 4, Rows: [][]float64{{0, 1}}, Histogram: true},
@@ -79,12 +83,13 @@ func TestDecryptSharedPrefix(t *testing.T) {
 	var s [32]byte
 	sum := bytes.Repeat([]byte{7}, 100)
 	cts := [][]byte{append(bytes.Repeat([]byte{7}, 40), bytes.Repeat([]byte{1}, 60)...), append(bytes.Repeat([]byte{7}, 38), bytes.Repeat([]byte{2}, 62)...)}
-	d := &Decrypt{Session: s, Batch: 1, Sum: sum, Contributors: []uint32{3, 4}, Ciphertexts: cts}
+	d := &Decrypt{Session: s, Batch: 1, Sum: sum, Contributors: []uint32{3, 4}, Ciphertexts: cts,
+		Proofs: [][]byte{{1}, {2}}, Certs: [][]byte{{}, {}}, Sigs: [][]byte{{}, {}}}
 	b, err := d.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	whole := 2 + 32 + 8 + 4 + 100 + 4 + 1 + 2*(4+4+100)
+	whole := 2 + 32 + 8 + 4 + 100 + 4 + 1 + 2*(4+4+100) + 2*(4+1+4+4)
 	if want := whole - 2*(4+38) + 2; len(b) != want {
 		t.Fatalf("%d bytes, want %d (the whole-blob layout takes %d)", len(b), want, whole)
 	}
@@ -117,7 +122,25 @@ func TestDecryptSharedPrefix(t *testing.T) {
 		w.U32(d.Contributors[i])
 		w.Blob(c)
 	}
+	d.writeAuth(w)
 	if _, err := Unmarshal(w.Bytes()); err == nil {
 		t.Error("whole blobs decoded where the shared prefix applies")
+	}
+}
+
+// TestOldWireVersionRefused: a payload of wire version 1 (before issue 22:
+// γ in the parameters, votes without proofs) is refused, never misread —
+// its parameters have as many fields as version 2's, so γ = 2/3 would read
+// as C = 2, A = 3.
+func TestOldWireVersionRefused(t *testing.T) {
+	for _, m := range sampleMessages() {
+		b, err := m.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b[0] = 1
+		if _, err := Unmarshal(b); err == nil || !strings.Contains(err.Error(), "version 1, want 2") {
+			t.Errorf("%s of version 1: %v", m.Type(), err)
+		}
 	}
 }

@@ -30,6 +30,7 @@ func (f *fixture) config(kind NoiseKind) Config {
 // deployment is one set of teachers with a plaintext record of their shares.
 type deployment struct {
 	p        *Params
+	signers  map[string]Signer
 	teachers []*Teacher
 	mu       sync.Mutex
 	shares   map[uint64]map[string][]int64
@@ -46,6 +47,11 @@ func (f *fixture) deploy(t testing.TB, cfg Config, tweak func(i int, tc *Teacher
 		t.Fatal(err)
 	}
 	d := &deployment{p: p, shares: map[uint64]map[string][]int64{}}
+	signers, err := EphemeralSigners(f.Names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.signers = signers
 	for i, name := range f.Names {
 		m := f.Models[i]
 		name := name
@@ -58,7 +64,8 @@ func (f *fixture) deploy(t testing.TB, cfg Config, tweak func(i int, tc *Teacher
 				}
 				return out, nil
 			},
-			Noise: noise.NewInsecureSeeded(uint64(1000 + i)),
+			Noise:  noise.NewInsecureSeeded(uint64(1000 + i)),
+			Signer: signers[name],
 			RevealShares: func(batch uint64, v []int64) {
 				d.mu.Lock()
 				defer d.mu.Unlock()

@@ -1,6 +1,7 @@
 package dppp
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math"
 )
@@ -17,6 +18,8 @@ const (
 	typeRefuse  = 8
 	typeRequest = 9
 	typeAnswer  = 10
+	typeSet     = 11
+	typeSetSig  = 12
 )
 
 // Message is implemented by every protocol message.
@@ -53,16 +56,63 @@ type Vote struct {
 	Batch      uint64
 	From       uint32
 	Ciphertext []byte // paillier ciphertext encoding
+	// Proof proves knowledge of the plaintext, bound to
+	// VoteContext(session, params hash, batch, From).
+	Proof []byte
+}
+
+// SetEntry is one contributor of a closed batch: its ID and the SHA-256 of
+// its vote's ciphertext and proof.
+type SetEntry struct {
+	From       uint32
+	Ciphertext [32]byte
+	Proof      [32]byte
+}
+
+// SignSet (aggregator → every contributor of a closed batch) asks the
+// contributor to sign the batch's contributor set (the consistency round):
+// ascending IDs, each with its vote's hashes.
+type SignSet struct {
+	Session [32]byte
+	Batch   uint64
+	Set     []SetEntry
+}
+
+// SetSignature (teacher → aggregator) is a contributor's signature of the
+// set of a SignSet (SetStatement), with its certificate; both are empty
+// for a teacher run with TeacherConfig.Unsigned.
+type SetSignature struct {
+	Session [32]byte
+	Batch   uint64
+	From    uint32
+	Cert    []byte
+	Sig     []byte
 }
 
 // Decrypt (aggregator → a teacher) asks for a partial decryption of Sum,
-// the product of the listed contributors' votes.
+// the product of the listed contributors' votes, with every listed vote's
+// proof and every contributor's signature of the set.
 type Decrypt struct {
 	Session      [32]byte
 	Batch        uint64
 	Sum          []byte
 	Contributors []uint32
 	Ciphertexts  [][]byte
+	Proofs       [][]byte
+	Certs, Sigs  [][]byte
+}
+
+// Set returns the contributor set a Decrypt lists (the hashes of its
+// ciphertexts and proofs), or nil if the lists' lengths differ.
+func (m *Decrypt) Set() []SetEntry {
+	if len(m.Contributors) != len(m.Ciphertexts) || len(m.Proofs) != len(m.Ciphertexts) {
+		return nil
+	}
+	out := make([]SetEntry, len(m.Contributors))
+	for i, id := range m.Contributors {
+		out[i] = SetEntry{From: id, Ciphertext: sha256.Sum256(m.Ciphertexts[i]), Proof: sha256.Sum256(m.Proofs[i])}
+	}
+	return out
 }
 
 // Partial (teacher → aggregator) is a partial decryption with its proof.
@@ -107,6 +157,10 @@ func (*Partial) Type() string { return "partial" }
 func (*Refuse) Type() string  { return "refuse" }
 func (*Request) Type() string { return "request" }
 func (*Answer) Type() string  { return "answer" }
+func (*SignSet) Type() string { return "sign-set" }
+func (*SetSignature) Type() string {
+	return "set-signature"
+}
 
 func (m *Offer) SessionID() [32]byte   { return m.Params.Session }
 func (m *Accept) SessionID() [32]byte  { return m.Session }
@@ -117,6 +171,10 @@ func (m *Partial) SessionID() [32]byte { return m.Session }
 func (m *Refuse) SessionID() [32]byte  { return m.Session }
 func (m *Request) SessionID() [32]byte { return m.Session }
 func (m *Answer) SessionID() [32]byte  { return m.Session }
+func (m *SignSet) SessionID() [32]byte { return m.Session }
+func (m *SetSignature) SessionID() [32]byte {
+	return m.Session
+}
 
 func header(t uint8) *writer {
 	w := &writer{}
@@ -226,6 +284,55 @@ func (m *Vote) MarshalBinary() ([]byte, error) {
 	w.U64(m.Batch)
 	w.U32(m.From)
 	w.Blob(m.Ciphertext)
+	if err := checkBlob(m.Proof, "proof"); err != nil {
+		return nil, err
+	}
+	w.Blob(m.Proof)
+	return w.Bytes(), nil
+}
+
+func writeSet(w *writer, set []SetEntry) error {
+	if len(set) > MaxTeachers {
+		return fmt.Errorf("dppp: %d contributors", len(set))
+	}
+	w.U32(uint32(len(set)))
+	for _, e := range set {
+		w.U32(e.From)
+		w.Raw(e.Ciphertext[:])
+		w.Raw(e.Proof[:])
+	}
+	return nil
+}
+
+func readSet(r *reader) []SetEntry {
+	n := r.Count("set", MaxTeachers, 68)
+	out := make([]SetEntry, 0, n)
+	for i := 0; i < n && r.Err() == nil; i++ {
+		out = append(out, SetEntry{From: r.U32("from"), Ciphertext: r.Fixed32("ciphertext hash"), Proof: r.Fixed32("proof hash")})
+	}
+	return out
+}
+
+func (m *SignSet) MarshalBinary() ([]byte, error) {
+	w := header(typeSet)
+	w.Raw(m.Session[:])
+	w.U64(m.Batch)
+	if err := writeSet(w, m.Set); err != nil {
+		return nil, err
+	}
+	return w.Bytes(), nil
+}
+
+func (m *SetSignature) MarshalBinary() ([]byte, error) {
+	if len(m.Cert) > maxBlob || len(m.Sig) > maxBlob {
+		return nil, fmt.Errorf("dppp: set signature of %d + %d bytes", len(m.Cert), len(m.Sig))
+	}
+	w := header(typeSetSig)
+	w.Raw(m.Session[:])
+	w.U64(m.Batch)
+	w.U32(m.From)
+	w.Blob(m.Cert)
+	w.Blob(m.Sig)
 	return w.Bytes(), nil
 }
 
@@ -266,8 +373,17 @@ func (m *Decrypt) MarshalBinary() ([]byte, error) {
 	if err := checkBlob(m.Sum, "sum"); err != nil {
 		return nil, err
 	}
-	if len(m.Contributors) != len(m.Ciphertexts) || len(m.Contributors) > MaxTeachers {
-		return nil, fmt.Errorf("dppp: %d contributors, %d ciphertexts", len(m.Contributors), len(m.Ciphertexts))
+	if len(m.Contributors) != len(m.Ciphertexts) || len(m.Contributors) > MaxTeachers ||
+		len(m.Proofs) != len(m.Contributors) || len(m.Certs) != len(m.Contributors) || len(m.Sigs) != len(m.Contributors) {
+		return nil, fmt.Errorf("dppp: %d contributors, %d ciphertexts, %d proofs, %d signatures", len(m.Contributors), len(m.Ciphertexts), len(m.Proofs), len(m.Sigs))
+	}
+	for i := range m.Proofs {
+		if err := checkBlob(m.Proofs[i], "proof"); err != nil {
+			return nil, err
+		}
+		if len(m.Certs[i]) > maxBlob || len(m.Sigs[i]) > maxBlob {
+			return nil, fmt.Errorf("dppp: set signature of %d + %d bytes", len(m.Certs[i]), len(m.Sigs[i]))
+		}
 	}
 	for _, c := range m.Ciphertexts {
 		if err := checkBlob(c, "ciphertext"); err != nil {
@@ -286,6 +402,7 @@ func (m *Decrypt) MarshalBinary() ([]byte, error) {
 			w.U32(c)
 			w.Blob(m.Ciphertexts[i])
 		}
+		m.writeAuth(w)
 		return w.Bytes(), nil
 	}
 	w.U8(decryptSharedPrefix)
@@ -296,7 +413,26 @@ func (m *Decrypt) MarshalBinary() ([]byte, error) {
 	for _, c := range m.Ciphertexts {
 		w.Raw(c[prefix:])
 	}
+	m.writeAuth(w)
 	return w.Bytes(), nil
+}
+
+// writeAuth writes the proofs and set signatures after the ciphertexts.
+func (m *Decrypt) writeAuth(w *writer) {
+	for i := range m.Contributors {
+		w.Blob(m.Proofs[i])
+		w.Blob(m.Certs[i])
+		w.Blob(m.Sigs[i])
+	}
+}
+
+// readAuth reads what writeAuth wrote for n contributors.
+func (m *Decrypt) readAuth(r *reader, n int) {
+	for i := 0; i < n && r.Err() == nil; i++ {
+		m.Proofs = append(m.Proofs, readBlob(r, "proof"))
+		m.Certs = append(m.Certs, r.Blob("certificate", maxBlob))
+		m.Sigs = append(m.Sigs, r.Blob("signature", maxBlob))
+	}
 }
 
 // readDecrypt decodes the body of a Decrypt message.
@@ -310,6 +446,7 @@ func readDecrypt(r *reader) *Decrypt {
 			d.Contributors = append(d.Contributors, r.U32("contributor"))
 			d.Ciphertexts = append(d.Ciphertexts, readBlob(r, "ciphertext"))
 		}
+		d.readAuth(r, n)
 		if r.Err() == nil && sharedPrefix(d.Sum, d.Ciphertexts) != 0 {
 			r.Fail("decrypt: ciphertexts sent whole where they share a prefix with the sum")
 		}
@@ -326,7 +463,7 @@ func readDecrypt(r *reader) *Decrypt {
 			return d
 		}
 		tail := len(d.Sum) - p
-		if uint64(n)*uint64(tail) != uint64(r.Len()) {
+		if uint64(n)*uint64(tail) > uint64(r.Len()) {
 			r.Fail("decrypt: %d ciphertext tails of %d bytes, %d bytes left", n, tail, r.Len())
 			return d
 		}
@@ -335,6 +472,7 @@ func readDecrypt(r *reader) *Decrypt {
 			c = append(c, d.Sum[:p]...)
 			d.Ciphertexts = append(d.Ciphertexts, append(c, r.Take(tail, "ciphertext")...))
 		}
+		d.readAuth(r, n)
 		if sharedPrefix(d.Sum, d.Ciphertexts) != p {
 			r.Fail("decrypt: prefix of %d bytes is not the longest shared one", p)
 		}
@@ -444,7 +582,17 @@ func Unmarshal(b []byte) (Message, error) {
 	case typeVote:
 		v := &Vote{Session: r.Fixed32("session"), Batch: r.U64("batch"), From: r.U32("from")}
 		v.Ciphertext = readBlob(r, "ciphertext")
+		v.Proof = readBlob(r, "proof")
 		m = v
+	case typeSet:
+		q := &SignSet{Session: r.Fixed32("session"), Batch: r.U64("batch")}
+		q.Set = readSet(r)
+		m = q
+	case typeSetSig:
+		q := &SetSignature{Session: r.Fixed32("session"), Batch: r.U64("batch"), From: r.U32("from")}
+		q.Cert = r.Blob("certificate", maxBlob)
+		q.Sig = r.Blob("signature", maxBlob)
+		m = q
 	case typeDecrypt:
 		m = readDecrypt(r)
 	case typePartial:

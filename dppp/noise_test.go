@@ -83,7 +83,7 @@ func TestPrintedGuarantee(t *testing.T) {
 	report := strings.Join(p.Report(), "\n")
 	t.Log(report)
 	// n = 223 printed: exact δ of (ε/2) on each of the two moved counts.
-	h := int64(p.MinContributors)
+	h := int64(p.Honest)
 	d, err := accounting.BinomialExactDelta(h*p.Coins, p.Epsilon/2, 1)
 	if err != nil || 2*d > p.Delta {
 		t.Fatalf("honest coins %d: 2·δ = %v > %v", h*p.Coins, 2*d, p.Delta)
@@ -107,7 +107,7 @@ func TestPrintedGuarantee(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _ := accounting.DDGRDP(accounting.DDGParams{Sigma: q.Sigma, Parties: q.MinContributors, Dim: 10, L1: 2, L2: math.Sqrt2}, accounting.DefaultOrders())
+	r, _ := accounting.DDGRDP(accounting.DDGParams{Sigma: q.Sigma, Parties: q.Honest, Dim: 10, L1: 2, L2: math.Sqrt2}, accounting.DefaultOrders())
 	e, _, _ := r.Epsilon(q.Delta)
 	if e > q.Epsilon {
 		t.Errorf("dgauss σ %v gives ε %v > %v", q.Sigma, e, q.Epsilon)

@@ -69,10 +69,18 @@ type Config struct {
 	Teachers []string
 	// Threshold t of the Paillier key (0: ⌊2N/3⌋, the seed's default).
 	Threshold int
-	// GammaNum/GammaDen is γ, the fraction of teachers assumed honest
-	// (0/0: 2/3). Each honest share is sized so that ⌈γN⌉ honest shares
-	// carry the whole calibrated noise.
-	GammaNum, GammaDen int
+	// Colluders is C, the number of teachers that may collude with the
+	// aggregator (0: the default ⌈N/3⌉ − 1; NoneAssumed: none). The
+	// coalition sees everything the aggregator sees and holds these
+	// teachers' key shares and noise shares.
+	Colluders int
+	// Absent is A, the number of teachers that may be absent from a batch
+	// (0: the default N − t; NoneAssumed: none). A batch is decrypted only
+	// with at least N − A contributors, so it holds at least
+	// H = N − A − C honest noise shares, and each share is sized so that H
+	// of them carry the whole calibrated noise. C < t ≤ N − A and H ≥ 1 are
+	// required.
+	Absent int
 	// Classes K and Features (the length of a query row).
 	Classes, Features int
 	Noise             NoiseKind
@@ -98,13 +106,16 @@ type Params struct {
 	Config
 	// Key is the threshold public key's ID (SHA-256 of its encoding).
 	Key [32]byte
-	// MinContributors is ⌈γN⌉: no sum with fewer contributors is ever
-	// decrypted (PRIVACY-NOTES item 24), and it is the number of honest
-	// shares the noise calibration assumes.
+	// MinContributors is N − A: no sum with fewer contributors is ever
+	// decrypted (PRIVACY-NOTES item 24; every contributor signs the set).
 	MinContributors int
+	// Honest is H = N − A − C, the number of honest noise shares every
+	// decrypted sum holds at least, and the number the noise calibration
+	// assumes.
+	Honest int
 	// HistogramCoins is n, the binomial coins the histogram needs in total
-	// (exact accountant); Coins = ⌈n / MinContributors⌉ is one teacher's
-	// share (binomial only).
+	// (exact accountant); Coins = ⌈n / Honest⌉ is one teacher's share
+	// (binomial only).
 	HistogramCoins, Coins int64
 	// Sigma is one teacher's discrete Gaussian σ (dgauss only) and
 	// NoiseBound the public bound on |noise| of one share (dgauss: ⌈20σ⌉,
@@ -141,10 +152,31 @@ func (c *Config) withDefaults() Config {
 	if out.Threshold == 0 {
 		out.Threshold = 2 * len(c.Teachers) / 3
 	}
-	if out.GammaNum == 0 && out.GammaDen == 0 {
-		out.GammaNum, out.GammaDen = 2, 3
+	// Defaults are stored as their values, and a value of none as
+	// NoneAssumed, so that applying the defaults again changes nothing and
+	// "none" has one encoding.
+	n := len(c.Teachers)
+	if out.Absent == 0 {
+		out.Absent = n - out.Threshold
+	}
+	if out.Colluders == 0 {
+		out.Colluders = (n+2)/3 - 1
+	}
+	for _, v := range []*int{&out.Absent, &out.Colluders} {
+		if *v == 0 {
+			*v = NoneAssumed
+		}
 	}
 	return out
+}
+
+// NoneAssumed, as Config.Colluders or Config.Absent, assumes no colluding
+// (or no absent) teacher at all: 0 in those fields means the default.
+const NoneAssumed = -1
+
+// Trust returns C and A as assumed (NoneAssumed read as 0).
+func (c *Config) Trust() (colluders, absent int) {
+	return max(c.Colluders, 0), max(c.Absent, 0)
 }
 
 // Validate checks a configuration (defaults applied).
@@ -166,8 +198,18 @@ func (c *Config) Validate() error {
 	if c.Threshold < 2 || c.Threshold > n {
 		return fmt.Errorf("dppp: threshold t = %d must be in [2, N = %d]", c.Threshold, n)
 	}
-	if c.GammaNum <= 0 || c.GammaDen <= 0 || c.GammaNum > c.GammaDen || c.GammaDen > 1<<15 {
-		return fmt.Errorf("dppp: γ = %d/%d must be in (0, 1]", c.GammaNum, c.GammaDen)
+	if c.Colluders < NoneAssumed || c.Absent < NoneAssumed {
+		return fmt.Errorf("dppp: colluders C = %d and absent A = %d must be ≥ 0", c.Colluders, c.Absent)
+	}
+	cc, aa := c.Trust()
+	if c.Threshold <= cc {
+		return fmt.Errorf("dppp: threshold t = %d must exceed the colluders C = %d (else the coalition decrypts single votes)", c.Threshold, cc)
+	}
+	if c.Threshold > n-aa {
+		return fmt.Errorf("dppp: threshold t = %d must be at most N − A = %d − %d (else the present teachers cannot decrypt)", c.Threshold, n, aa)
+	}
+	if n-aa-cc < 1 {
+		return fmt.Errorf("dppp: N − A − C = %d − %d − %d = %d honest shares: at least 1 is needed", n, aa, cc, n-aa-cc)
 	}
 	if c.Classes < 2 || c.Classes > MaxClasses {
 		return fmt.Errorf("dppp: classes K = %d must be in [2, %d]", c.Classes, MaxClasses)
@@ -203,37 +245,9 @@ func Calibrate(cfg Config, tpk *paillier.ThresholdPublicKey) (*Params, error) {
 		return nil, fmt.Errorf("dppp: the key must be an (N = %d, t = %d) threshold key", n, c.Threshold)
 	}
 	p := &Params{Config: c, Key: tpk.ID()}
-	p.MinContributors = (c.GammaNum*n + c.GammaDen - 1) / c.GammaDen
-	if p.MinContributors < 2 {
-		p.MinContributors = 2
-	}
-	if p.MinContributors < c.Threshold {
-		// A sum is decrypted by t of its contributors (each decrypts only
-		// sums holding its own vote), so fewer than t never decrypt.
-		p.MinContributors = c.Threshold
-	}
-	var lo, hi int64
-	switch c.Noise {
-	case Binomial:
-		// Exact per coordinate; the two coordinates a changed vote moves
-		// compose basically: (ε/2, δ/2) each (PRIVACY-NOTES items 12, 14).
-		hn, err := accounting.BinomialExactN(c.Epsilon/2, c.Delta/2, 1)
-		if err != nil {
-			return nil, err
-		}
-		p.HistogramCoins = hn
-		h := int64(p.MinContributors)
-		p.Coins = (hn + h - 1) / h
-		p.NoiseBound = p.Coins
-		lo, hi = 0, p.Coins+1
-	case DGauss:
-		s, err := accounting.DDGSigma(c.Epsilon, c.Delta, p.ddg(0), nil)
-		if err != nil {
-			return nil, err
-		}
-		p.Sigma = s
-		p.NoiseBound = int64(math.Ceil(20 * s))
-		lo, hi = -p.NoiseBound, p.NoiseBound+1
+	lo, hi, err := p.calibrateNoise()
+	if err != nil {
+		return nil, err
 	}
 	pk := tpk.Public()
 	fit := paillier.MaxSlots(pk, lo, hi, n) / c.Classes
@@ -258,6 +272,41 @@ func Calibrate(cfg Config, tpk *paillier.ThresholdPublicKey) (*Params, error) {
 	}
 	p.MaxQueries = k
 	return p, nil
+}
+
+// calibrateNoise sets MinContributors = N − A, Honest = H = N − A − C and
+// the noise for H honest shares (p.Config has its defaults and is valid),
+// and returns the range of one share's slot values.
+func (p *Params) calibrateNoise() (lo, hi int64, err error) {
+	c := &p.Config
+	n := len(c.Teachers)
+	cc, aa := c.Trust()
+	// Validate ensured C < t ≤ N − A and H ≥ 1, so MinContributors ≥ t ≥ 2.
+	p.MinContributors = n - aa
+	p.Honest = n - aa - cc
+	switch c.Noise {
+	case Binomial:
+		// Exact per coordinate; the two coordinates a changed vote moves
+		// compose basically: (ε/2, δ/2) each (PRIVACY-NOTES items 12, 14).
+		hn, err := accounting.BinomialExactN(c.Epsilon/2, c.Delta/2, 1)
+		if err != nil {
+			return 0, 0, err
+		}
+		p.HistogramCoins = hn
+		h := int64(p.Honest)
+		p.Coins = (hn + h - 1) / h
+		p.NoiseBound = p.Coins
+		return 0, p.Coins + 1, nil
+	case DGauss:
+		s, err := accounting.DDGSigma(c.Epsilon, c.Delta, p.ddg(0), nil)
+		if err != nil {
+			return 0, 0, err
+		}
+		p.Sigma = s
+		p.NoiseBound = int64(math.Ceil(20 * s))
+		return -p.NoiseBound, p.NoiseBound + 1, nil
+	}
+	return 0, 0, fmt.Errorf("dppp: unknown noise kind %v", c.Noise)
 }
 
 // NewSession returns p with a fresh random session ID.
@@ -310,7 +359,7 @@ func (p *Params) packing(pk *paillier.PublicKey) (*paillier.Packing, error) {
 }
 
 func (p *Params) ddg(sigma float64) accounting.DDGParams {
-	return accounting.DDGParams{Sigma: sigma, Parties: p.MinContributors, Dim: p.Classes, L1: SensitivityL1, L2: SensitivityL2}
+	return accounting.DDGParams{Sigma: sigma, Parties: p.Honest, Dim: p.Classes, L1: SensitivityL1, L2: SensitivityL2}
 }
 
 // Guarantee is a composed (ε, δ) with the accountant that proved it.
@@ -344,7 +393,7 @@ func fmtUp(x float64) string {
 //     the tightest bound for arbitrary (ε, δ)-DP mechanisms, or by basic
 //     composition (kε, kδ) when that gives the smaller ε.
 //   - dgauss: the RDP curve of the distributed discrete Gaussian
-//     (accounting.DDGRDP with ⌈γN⌉ honest parties) is multiplied by k and
+//     (accounting.DDGRDP with H = N − A − C honest parties) is multiplied by k and
 //     converted at the budget's δ (improved conversion).
 func (p *Params) Composed(k int) (Guarantee, error) {
 	if k <= 0 {
@@ -415,9 +464,10 @@ func (p *Params) maxQueries() (int, error) {
 // seed's Theorem 1 and cpSGD figures as secondary lines, the budget.
 func (p *Params) Report() []string {
 	n := p.N()
-	h := p.MinContributors
+	h := p.Honest
+	cc, aa := p.Trust()
 	lines := []string{
-		fmt.Sprintf("teachers N = %d, threshold t = %d, γ = %d/%d: every decrypted sum has ≥ %d contributors; the noise assumes ≥ %d honest shares in it", n, p.Threshold, p.GammaNum, p.GammaDen, h, h),
+		fmt.Sprintf("teachers N = %d, threshold t = %d, colluders C = %d, absent A = %d: every decrypted sum has ≥ N − A = %d contributors, each signing the set; the noise assumes ≥ H = N − A − C = %d honest shares in it", n, p.Threshold, cc, aa, p.MinContributors, h),
 		fmt.Sprintf("histogram of K = %d classes, sensitivity L1 %d, L2 √2, L∞ %d (PRIVACY-NOTES item 12)", p.Classes, SensitivityL1, SensitivityLInf),
 	}
 	switch p.Noise {
@@ -458,7 +508,8 @@ func (p *Params) Check(teacher string, want *Params) error {
 	}
 	for _, x := range []f{
 		{"threshold", p.Threshold, want.Threshold},
-		{"gamma", fmt.Sprintf("%d/%d", p.GammaNum, p.GammaDen), fmt.Sprintf("%d/%d", want.GammaNum, want.GammaDen)},
+		{"colluders", p.Colluders, want.Colluders},
+		{"absent", p.Absent, want.Absent},
 		{"classes", p.Classes, want.Classes},
 		{"features", p.Features, want.Features},
 		{"noise", p.Noise, want.Noise},
@@ -470,6 +521,7 @@ func (p *Params) Check(teacher string, want *Params) error {
 		{"model", fmt.Sprintf("%x", p.Model[:8]), fmt.Sprintf("%x", want.Model[:8])},
 		{"key", fmt.Sprintf("%x", p.Key[:8]), fmt.Sprintf("%x", want.Key[:8])},
 		{"min-contributors", p.MinContributors, want.MinContributors},
+		{"honest", p.Honest, want.Honest},
 		{"histogram-coins", p.HistogramCoins, want.HistogramCoins},
 		{"coins", p.Coins, want.Coins},
 		{"sigma", math.Float64bits(p.Sigma), math.Float64bits(want.Sigma)},
@@ -506,9 +558,11 @@ func (p *Params) write(w *writer) {
 	for _, t := range p.Teachers {
 		w.Str16(t)
 	}
-	for _, v := range []int{p.Threshold, p.GammaNum, p.GammaDen, p.Classes, p.Features} {
-		w.U32(uint32(v))
-	}
+	w.U32(uint32(p.Threshold))
+	w.U32(uint32(int32(p.Colluders)))
+	w.U32(uint32(int32(p.Absent)))
+	w.U32(uint32(p.Classes))
+	w.U32(uint32(p.Features))
 	w.U8(uint8(p.Noise))
 	for _, v := range []float64{p.Epsilon, p.Delta, p.BudgetEpsilon, p.BudgetDelta} {
 		w.F64(v)
@@ -517,6 +571,7 @@ func (p *Params) write(w *writer) {
 	w.Raw(p.Model[:])
 	w.Raw(p.Key[:])
 	w.U32(uint32(p.MinContributors))
+	w.U32(uint32(p.Honest))
 	w.U64(uint64(p.HistogramCoins))
 	w.U64(uint64(p.Coins))
 	w.F64(p.Sigma)
@@ -533,14 +588,16 @@ func readParams(r *reader) *Params {
 	for i := 0; i < n && r.Err() == nil; i++ {
 		p.Teachers = append(p.Teachers, r.Str16("teacher", maxName))
 	}
-	ints := []*int{&p.Threshold, &p.GammaNum, &p.GammaDen, &p.Classes, &p.Features}
-	for _, v := range ints {
-		x := r.U32("int")
-		if x > 1<<20 {
-			r.Fail("integer parameter %d too large", x)
+	p.Threshold = small(r, "threshold")
+	for _, v := range []*int{&p.Colluders, &p.Absent} {
+		x := int32(r.U32("trust"))
+		if x < NoneAssumed || x > 1<<20 {
+			r.Fail("colluders or absent %d out of range", x)
 		}
 		*v = int(x)
 	}
+	p.Classes = small(r, "classes")
+	p.Features = small(r, "features")
 	p.Noise = NoiseKind(r.U8("noise"))
 	for _, v := range []*float64{&p.Epsilon, &p.Delta, &p.BudgetEpsilon, &p.BudgetDelta} {
 		*v = r.Finite("float")
@@ -549,6 +606,7 @@ func readParams(r *reader) *Params {
 	p.Model = r.Fixed32("model")
 	p.Key = r.Fixed32("key")
 	p.MinContributors = small(r, "min")
+	p.Honest = small(r, "honest")
 	p.HistogramCoins = i62(r, "coins")
 	p.Coins = i62(r, "coins")
 	p.Sigma = r.Finite("sigma")

@@ -3,6 +3,8 @@ package dppp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -60,7 +62,9 @@ func TestDeadAfterVote(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config(Binomial)
 	rows := f.Rows[:5]
-	// f = N − t = 4 teachers vanish after voting: still answered.
+	// A = N − t = 4 teachers vanish after voting: they cannot sign the
+	// contributor set, the batch is abandoned and voted again by the 6
+	// others (N − A = 6): answered.
 	d := f.deploy(t, cfg, nil)
 	kill := map[string]bool{"teacher01": true, "teacher02": true, "teacher03": true, "teacher04": true}
 	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, rows, RunOptions{Faults: Faults{KillAfterVote: kill}})
@@ -68,15 +72,22 @@ func TestDeadAfterVote(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.checkReference(t, res)
-	if n := len(res.Batches[0].Contributors); n != 10 {
-		t.Errorf("%d contributors, want all 10 votes", n)
+	if n := len(res.Batches[0].Contributors); n != 6 || res.Batches[0].Batch != 2 {
+		t.Errorf("batch %d with %d contributors, want batch 2 (1 abandoned) with the 6 live votes", res.Batches[0].Batch, n)
 	}
-	// f = N − t + 1 = 5: a clear refusal.
+	// Every teacher that voted twice was charged twice (the abandoned
+	// batch too: its vote was sent).
+	for _, tt := range d.teachers[4:] {
+		if tt.Answered() != 2*len(rows) {
+			t.Errorf("%s charged %d, want %d", tt.Name(), tt.Answered(), 2*len(rows))
+		}
+	}
+	// A + 1 = 5: a clear refusal.
 	d = f.deploy(t, cfg, nil)
 	kill["teacher05"] = true
 	_, err = Run(context.Background(), d.p, f.TPK, d.teachers, rows, RunOptions{Faults: Faults{KillAfterVote: kill}})
-	if !errors.Is(err, ErrTooFewDecryptors) {
-		t.Fatalf("err = %v, want ErrTooFewDecryptors", err)
+	if !errors.Is(err, ErrTooFewContributors) {
+		t.Fatalf("err = %v, want ErrTooFewContributors", err)
 	}
 	t.Log(err)
 }
@@ -115,32 +126,35 @@ func TestForgedPartial(t *testing.T) {
 func TestTooFewContributors(t *testing.T) {
 	f := getFixture(t)
 	d := f.deploy(t, f.config(Binomial), nil)
-	dead := map[string]bool{"teacher07": true, "teacher08": true, "teacher09": true, "teacher10": true}
+	dead := map[string]bool{"teacher06": true, "teacher07": true, "teacher08": true, "teacher09": true, "teacher10": true}
 	_, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:3], RunOptions{Faults: Faults{DeadBeforeVote: dead}})
 	if !errors.Is(err, ErrTooFewContributors) {
 		t.Fatalf("err = %v", err)
 	}
 	for _, tt := range d.teachers {
-		if tt.Answered() != 0 {
+		if tt.Decrypted() != 0 {
 			t.Errorf("teacher %s decrypted", tt.Name())
+		}
+		// Charged at vote time (the vote was sent), nothing else.
+		if want := map[bool]int{true: 0, false: 3}[dead[tt.Name()]]; tt.Answered() != want {
+			t.Errorf("teacher %s charged %d queries, want %d", tt.Name(), tt.Answered(), want)
 		}
 	}
 }
 
+// TestSingleVoteRefused: a malicious aggregator asks every other
+// contributor to decrypt one teacher's vote alone (the single-vote
+// request): each refuses (fewer than N − A contributors), and nothing is
+// decrypted.
 func TestSingleVoteRefused(t *testing.T) {
 	f := getFixture(t)
-	d := f.deploy(t, f.config(Binomial), nil)
-	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:3], RunOptions{Faults: Faults{SingleVote: "teacher03"}})
-	if err == nil || !strings.Contains(err.Error(), "0 teachers decrypted") {
-		t.Fatalf("err = %v", err)
-	}
-	if len(res.Refusals) != 9 {
-		t.Errorf("%d teachers refused, want 9: %v", len(res.Refusals), res.Refusals)
-	}
-	for _, tt := range d.teachers {
-		if tt.Answered() != 0 {
-			t.Errorf("teacher %s spent budget", tt.Name())
-		}
+	c := newCoalition(t, f, f.config(Binomial))
+	q, _ := c.vote(f.Rows[:3], ids(1, 10))
+	d := c.request(q.Batch, map[uint32]*Vote{3: c.votes[q.Batch][3]})
+	_, refused := c.decrypt(d, []uint32{1, 2, 4, 5, 6, 7, 8, 9, 10}, nil)
+	allRefused(t, refused, []uint32{1, 2, 4, 5, 6, 7, 8, 9, 10}, "")
+	if len(refused) != 9 {
+		t.Errorf("%d teachers refused, want 9", len(refused))
 	}
 }
 
@@ -149,37 +163,34 @@ func TestPastBudgetRefusedByTeachers(t *testing.T) {
 	cfg := f.config(Binomial)
 	cfg.QueriesPerCiphertext = 2
 	cfg.BudgetEpsilon, cfg.BudgetDelta = 2, 2e-5 // two queries
-	d := f.deploy(t, cfg, nil)
-	if d.p.MaxQueries != 2 {
-		t.Fatalf("MaxQueries = %d", d.p.MaxQueries)
-	}
-	// The aggregator's own ledger refuses the second batch.
-	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:4], RunOptions{})
-	if err == nil || !errors.Is(err, ErrBudget) || len(res.Batches) != 1 {
-		t.Fatalf("err = %v, batches %d", err, len(res.Batches))
-	}
-	t.Log(res.Status)
-	// A malicious aggregator that ignores its ledger: the teachers refuse.
-	d = f.deploy(t, cfg, nil)
-	res, err = Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:4], RunOptions{Aggregator: AggregatorOptions{IgnoreBudget: true}})
-	if !errors.Is(err, ErrTooFewDecryptors) || len(res.Batches) != 1 {
-		t.Fatalf("err = %v", err)
-	}
-	n := 0
-	for _, rs := range res.Refusals {
-		for _, r := range rs {
-			if strings.Contains(r, "budget") {
-				n++
+	for _, opt := range []AggregatorOptions{{}, {IgnoreBudget: true}} {
+		// An honest aggregator, and one that ignores its own ledger: the
+		// teachers refuse to vote past their budget (charged at vote time).
+		d := f.deploy(t, cfg, nil)
+		if d.p.MaxQueries != 2 {
+			t.Fatalf("MaxQueries = %d", d.p.MaxQueries)
+		}
+		res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:4], RunOptions{Aggregator: opt})
+		if !errors.Is(err, ErrTooFewContributors) || len(res.Batches) != 1 {
+			t.Fatalf("err = %v, batches %d", err, len(res.Batches))
+		}
+		n := 0
+		for _, rs := range res.Refusals {
+			for _, r := range rs {
+				if strings.Contains(r, "budget") {
+					n++
+				}
 			}
 		}
-	}
-	if n < 5 {
-		t.Errorf("%d budget refusals: %v", n, res.Refusals)
-	}
-	for _, tt := range d.teachers {
-		if tt.Answered() > 2 {
-			t.Errorf("teacher %s answered %d", tt.Name(), tt.Answered())
+		if n != 10 {
+			t.Errorf("%d budget refusals: %v", n, res.Refusals)
 		}
+		for _, tt := range d.teachers {
+			if tt.Answered() != 2 {
+				t.Errorf("teacher %s answered %d", tt.Name(), tt.Answered())
+			}
+		}
+		t.Log(res.Status)
 	}
 }
 
@@ -199,96 +210,136 @@ func TestReplays(t *testing.T) {
 }
 
 // Teacher-level refusals without a run: another sum for the same batch, a
-// vote reused in another batch's sum, a wrong session, other parameters.
+// vote reused in another batch's sum, a wrong product, a wrong session,
+// other parameters.
 func TestTeacherChecks(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config(Binomial)
-	d := f.deploy(t, cfg, nil)
-	agg, err := NewAggregator(d.p, f.TPK, AggregatorOptions{})
-	if err != nil {
-		t.Fatal(err)
+	c := newCoalition(t, f, cfg)
+	q1, _ := c.vote(f.Rows[:1], ids(1, 10))
+	q2, _ := c.vote(f.Rows[1:2], ids(1, 10))
+	d1 := c.request(q1.Batch, c.votes[q1.Batch])
+	if r := c.sign(d1, nil); len(r) != 0 {
+		t.Fatal(r)
 	}
-	ctx := context.Background()
-	for _, tt := range d.teachers {
-		if _, err := tt.Accept(agg.Offer()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	q1, _ := agg.NewBatch(f.Rows[:1])
-	q2, _ := agg.NewBatch(f.Rows[1:2])
-	for _, q := range []*Query{q1, q2} {
-		for i, tt := range d.teachers {
-			v, err := tt.HandleQuery(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := agg.AddVote(uint32(i+1), v); err != nil {
-				t.Fatal(err)
-			}
-			if err := agg.AddVote(uint32(i+1), v); !errors.Is(err, ErrDuplicate) {
-				t.Fatalf("replayed vote: %v", err)
-			}
-		}
-	}
-	d1, err := agg.Close(q1.Batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t1 := d.teachers[0]
+	t1 := c.teacher(1)
+	charged := t1.Answered()
 	if _, err := t1.HandleDecrypt(d1); err != nil {
 		t.Fatal(err)
 	}
-	// Same sum again: same answer, not charged twice.
-	if _, err := t1.HandleDecrypt(d1); err != nil || t1.Answered() != 1 {
-		t.Fatalf("replay: %v, answered %d", err, t1.Answered())
+	// Same sum again: same answer, nothing charged at decryption.
+	if _, err := t1.HandleDecrypt(d1); err != nil || t1.Answered() != charged || charged != 2 {
+		t.Fatalf("replay: %v, answered %d (charged %d at vote time)", err, t1.Answered(), charged)
 	}
 	// Another sum for batch 1 (drop the last contributor).
-	pk := f.TPK.Public()
-	sub := &Decrypt{Session: d1.Session, Batch: d1.Batch, Contributors: d1.Contributors[:9], Ciphertexts: d1.Ciphertexts[:9]}
-	var cts = make([]*paillierCT, 9)
-	for i := range cts {
-		cts[i], _ = pk.ParseCiphertext(sub.Ciphertexts[i])
+	sub := map[uint32]*Vote{}
+	for id, v := range c.votes[q1.Batch] {
+		if id != 10 {
+			sub[id] = v
+		}
 	}
-	s, _ := pk.Sum(cts...)
-	sub.Sum, _ = s.MarshalBinary()
-	if _, err := t1.HandleDecrypt(sub); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "another sum") {
+	d1b := c.request(q1.Batch, sub)
+	if _, err := t1.HandleDecrypt(d1b); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "another sum") {
 		t.Fatalf("second sum: %v", err)
 	}
-	// Batch 2's request padded with a ciphertext of batch 1 → refused.
-	d2, _ := agg.Close(q2.Batch)
-	bad := &Decrypt{Session: d2.Session, Batch: d2.Batch, Contributors: append([]uint32(nil), d2.Contributors...), Ciphertexts: append([][]byte(nil), d2.Ciphertexts...)}
-	bad.Ciphertexts[9] = d1.Ciphertexts[9]
-	for i := range cts {
-		cts[i], _ = pk.ParseCiphertext(bad.Ciphertexts[i])
+	// Batch 2's request padded with a vote of batch 1: the set is refused.
+	pad := map[uint32]*Vote{}
+	for id, v := range c.votes[q2.Batch] {
+		pad[id] = v
 	}
-	all := append([]*paillierCT(nil), cts...)
-	last, _ := pk.ParseCiphertext(bad.Ciphertexts[9])
-	all = append(all, last)
-	s, _ = pk.Sum(all...)
-	bad.Sum, _ = s.MarshalBinary()
-	if _, err := t1.HandleDecrypt(bad); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "at most one sum") {
-		t.Fatalf("reused vote: %v", err)
+	pad[10] = c.votes[q1.Batch][10]
+	bad := c.request(q2.Batch, pad)
+	if _, err := c.teacher(10).HandleSignSet(&SignSet{Session: bad.Session, Batch: bad.Batch, Set: bad.Set()}); err == nil || !strings.Contains(err.Error(), "not the one it sent") {
+		t.Fatalf("padded set: %v", err)
+	}
+	d2 := c.request(q2.Batch, c.votes[q2.Batch])
+	if r := c.sign(d2, nil); len(r) != 0 {
+		t.Fatal(r)
 	}
 	// Product mismatch.
 	wrong := *d2
 	wrong.Sum = d2.Ciphertexts[0]
-	if _, err := d.teachers[1].HandleDecrypt(&wrong); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "not the product") {
+	if _, err := c.teacher(2).HandleDecrypt(&wrong); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "not the product") {
 		t.Fatalf("product: %v", err)
 	}
 	// Stale session.
 	stale := *d2
 	stale.Session[0] ^= 1
-	if _, err := d.teachers[1].HandleDecrypt(&stale); !errors.Is(err, ErrRefused) {
+	if _, err := c.teacher(2).HandleDecrypt(&stale); !errors.Is(err, ErrRefused) {
 		t.Fatalf("stale: %v", err)
 	}
 	// Parameters the teacher did not agree to: the field is named.
-	other := cfg
-	other.Epsilon = 2
-	tt, _ := NewTeacher(TeacherConfig{Name: "teacher01", Config: other, Key: f.Shares[0], Predict: d.teachers[0].cfg.Predict})
-	_, err = tt.Accept(agg.Offer())
-	var mm *MismatchError
-	if !errors.As(err, &mm) || mm.Field != "epsilon" {
-		t.Fatalf("mismatch: %v", err)
+	for _, tc := range []struct {
+		field string
+		tweak func(*Config)
+	}{
+		{"epsilon", func(c *Config) { c.Epsilon = 2 }},
+		{"colluders", func(c *Config) { c.Colluders = 1 }},
+		{"absent", func(c *Config) { c.Absent = 2 }},
+	} {
+		other := cfg
+		tc.tweak(&other)
+		tt, _ := NewTeacher(TeacherConfig{Name: "teacher01", Config: other, Key: f.Shares[0], Predict: c.teacher(1).cfg.Predict, Unsigned: true})
+		_, err := tt.Accept(c.agg.Offer())
+		var mm *MismatchError
+		if !errors.As(err, &mm) || mm.Field != tc.field {
+			t.Fatalf("mismatch: %v, want field %s", err, tc.field)
+		}
+		t.Log(err)
 	}
-	t.Log(err)
+}
+
+// badSigner signs with a corrupted signature.
+type badSigner struct{ Signer }
+
+func (b badSigner) Sign(domain string, parts ...[]byte) ([]byte, []byte, error) {
+	cert, sig, err := b.Signer.Sign(domain, parts...)
+	if len(sig) > 0 {
+		sig = append([]byte(nil), sig...)
+		sig[0] ^= 1
+	}
+	return cert, sig, err
+}
+
+// TestAggregatorVerifiesSetSignatures: teacher02 signs contributor sets
+// with a corrupted signature. An aggregator with a Verifier refuses it on
+// arrival, naming teacher02; the batch is abandoned and voted again
+// without it. Without a Verifier every decrypting teacher refuses the sum
+// instead (the teachers' own check).
+func TestAggregatorVerifiesSetSignatures(t *testing.T) {
+	f := getFixture(t)
+	cfg := f.config(Binomial)
+	bad := func(i int, tc *TeacherConfig) {
+		if i == 1 {
+			tc.Signer = badSigner{tc.Signer}
+		}
+	}
+	d := f.deploy(t, cfg, bad)
+	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:3], RunOptions{Aggregator: AggregatorOptions{Verifier: d.signers["teacher01"]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.checkReference(t, res)
+	if br := res.Batches[0]; br.Batch != 2 || len(br.Contributors) != 9 || slices.Contains(br.Contributors, 2) {
+		t.Errorf("batch %d with contributors %v, want batch 2 without teacher02", br.Batch, br.Contributors)
+	}
+	if r := fmt.Sprint(res.Refusals["teacher02"]); !strings.Contains(r, "does not verify") {
+		t.Errorf("teacher02's refusals: %s", r)
+	}
+	d = f.deploy(t, cfg, bad)
+	res, err = Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:3], RunOptions{})
+	if !errors.Is(err, ErrTooFewDecryptors) {
+		t.Fatalf("err = %v, want ErrTooFewDecryptors (every decryptor refuses)", err)
+	}
+	n := 0
+	for _, rs := range res.Refusals {
+		for _, r := range rs {
+			if strings.Contains(r, "contributor 2 (teacher02) did not sign this contributor set") {
+				n++
+			}
+		}
+	}
+	if n < 9 {
+		t.Errorf("%d decryptors refused naming teacher02: %v", n, res.Refusals)
+	}
 }

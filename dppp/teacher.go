@@ -31,9 +31,22 @@ type TeacherConfig struct {
 	// Predict labels query rows.
 	Predict PredictFunc
 	// Ledger is the teacher's own budget ledger (nil: a Budget of the
-	// agreed Params). It is charged once per query, before the teacher
-	// partially decrypts.
+	// agreed Params). It is charged once per query of a batch before the
+	// teacher sends its vote on the batch (a vote enters at most one
+	// decrypted sum, so this covers every answer the vote is in, whoever
+	// decrypts it); the teacher never votes in a batch it cannot pay for.
 	Ledger Ledger
+	// Signer signs the contributor sets this teacher agrees to and
+	// verifies the other contributors' signatures before it decrypts
+	// (required unless Unsigned).
+	Signer Signer
+	// Unsigned runs the teacher WITHOUT set signatures: it signs nothing
+	// and checks no other contributor's signature, so it relies on its own
+	// memory (one sum per batch) only, and a malicious aggregator can have
+	// two different sums holding its vote decrypted by two quorums
+	// (differencing). For tests and --insecure runs only; NewTeacher
+	// refuses Signer and Unsigned together, and neither.
+	Unsigned bool
 	// Noise is the noise source (nil: noise.NewSecure()).
 	Noise noise.Source
 	// Random feeds encryption and proof nonces (nil: crypto/rand).
@@ -55,6 +68,11 @@ type voteRecord struct {
 	count int
 	vote  *Vote
 	ct    []byte
+	entry SetEntry
+	// set is the contributor set this teacher signed for the batch (nil:
+	// none yet) and sig its answer.
+	set []SetEntry
+	sig *SetSignature
 }
 
 // Teacher is one teacher's state machine: no network code. Methods are
@@ -64,6 +82,7 @@ type Teacher struct {
 	id     uint32
 	mu     sync.Mutex
 	p      *Params
+	hash   [32]byte
 	pack   *paillier.Packing
 	ledger Ledger
 	votes  map[uint64]*voteRecord
@@ -80,6 +99,9 @@ func NewTeacher(cfg TeacherConfig) (*Teacher, error) {
 	if cfg.Key == nil || cfg.Predict == nil {
 		return nil, fmt.Errorf("dppp: teacher %s needs a key share and a predictor", cfg.Name)
 	}
+	if (cfg.Signer == nil) == !cfg.Unsigned {
+		return nil, fmt.Errorf("dppp: teacher %s needs a Signer (set signatures), or Unsigned explicitly: choose one", cfg.Name)
+	}
 	if cfg.Noise == nil {
 		cfg.Noise = noise.NewSecure()
 	}
@@ -88,6 +110,10 @@ func NewTeacher(cfg TeacherConfig) (*Teacher, error) {
 	}
 	return &Teacher{cfg: cfg, votes: map[uint64]*voteRecord{}, decrypted: map[uint64][32]byte{}, partials: map[uint64]*Partial{}, used: map[[32]byte]uint64{}}, nil
 }
+
+// Unsigned reports whether the teacher runs without set signatures
+// (TeacherConfig.Unsigned).
+func (t *Teacher) Unsigned() bool { return t.cfg.Unsigned }
 
 // Name returns the teacher's name.
 func (t *Teacher) Name() string { return t.cfg.Name }
@@ -121,7 +147,7 @@ func (t *Teacher) Accept(o *Offer) (*Accept, error) {
 	if t.p != nil && t.p.Session != p.Session {
 		return nil, t.refuse("already serving session %x", t.p.Session[:6])
 	}
-	t.p, t.pack, t.id = p, pack, id
+	t.p, t.pack, t.id, t.hash = p, pack, id, p.Hash()
 	t.ledger = t.cfg.Ledger
 	if t.ledger == nil {
 		t.ledger = NewBudget(p)
@@ -135,9 +161,12 @@ func hashRows(rows [][]float64) [32]byte {
 	return sha256.Sum256(w.Bytes())
 }
 
-// HandleQuery labels a batch and returns the encrypted packed noisy vote.
-// A replayed query (same batch, same rows) gets the same vote; the same
-// batch with other rows is refused (one vote per batch).
+// HandleQuery labels a batch and returns the encrypted packed noisy vote
+// with its proof of plaintext knowledge. The teacher charges its budget
+// (its count against MaxQueries and its Ledger) for the batch's queries
+// before it returns the vote, and refuses a batch it cannot pay for. A
+// replayed query (same batch, same rows) gets the same vote, charged once;
+// the same batch with other rows is refused (one vote per batch).
 func (t *Teacher) HandleQuery(ctx context.Context, q *Query) (*Vote, error) {
 	t.mu.Lock()
 	p := t.p
@@ -156,6 +185,10 @@ func (t *Teacher) HandleQuery(ctx context.Context, q *Query) (*Vote, error) {
 			return nil, t.refuse("batch %d asked again with other rows", q.Batch)
 		}
 		return rec.vote, nil
+	}
+	if t.answered+len(q.Rows) > p.MaxQueries {
+		t.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w: teacher %s answered %d of %d queries", ErrRefused, ErrBudget, t.cfg.Name, t.answered, p.MaxQueries)
 	}
 	t.mu.Unlock()
 	if len(q.Rows) == 0 || len(q.Rows) > p.QPC {
@@ -181,12 +214,7 @@ func (t *Teacher) HandleQuery(ctx context.Context, q *Query) (*Vote, error) {
 	if err != nil {
 		return nil, err
 	}
-	var ct *paillier.Ciphertext
-	if t.cfg.Encryptor != nil {
-		ct, err = t.cfg.Encryptor.Encrypt(m)
-	} else {
-		ct, err = t.cfg.Key.PublicKey().Public().Encrypt(t.cfg.Random, m)
-	}
+	ct, proof, err := encryptVote(t.cfg.Key.PublicKey().Public(), t.cfg.Encryptor, t.cfg.Random, m, VoteContext(p.Session, t.hash, q.Batch, t.id))
 	if err != nil {
 		return nil, err
 	}
@@ -194,28 +222,107 @@ func (t *Teacher) HandleQuery(ctx context.Context, q *Query) (*Vote, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Vote{Session: p.Session, Batch: q.Batch, From: t.id, Ciphertext: b}
+	v := &Vote{Session: p.Session, Batch: q.Batch, From: t.id, Ciphertext: b, Proof: proof}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if rec, ok := t.votes[q.Batch]; ok { // a concurrent replay won
 		return rec.vote, nil
 	}
-	t.votes[q.Batch] = &voteRecord{rows: h, count: len(q.Rows), vote: v, ct: b}
+	// Charge before the vote leaves (issue 22, item 4).
+	if t.answered+len(q.Rows) > p.MaxQueries {
+		return nil, fmt.Errorf("%w: %w: teacher %s answered %d of %d queries", ErrRefused, ErrBudget, t.cfg.Name, t.answered, p.MaxQueries)
+	}
+	for i := range q.Rows {
+		if err := t.ledger.Charge(fmt.Sprintf("dppp %x batch %d query %d", p.Session[:6], q.Batch, i), p.Epsilon, p.Delta); err != nil {
+			return nil, fmt.Errorf("%w: %s: ledger: %w", ErrRefused, t.cfg.Name, err)
+		}
+	}
+	t.answered += len(q.Rows)
+	t.votes[q.Batch] = &voteRecord{rows: h, count: len(q.Rows), vote: v, ct: b,
+		entry: SetEntry{From: t.id, Ciphertext: sha256.Sum256(b), Proof: sha256.Sum256(proof)}}
 	if t.cfg.RevealShares != nil {
 		t.cfg.RevealShares(q.Batch, values)
 	}
 	return v, nil
 }
 
+// checkSet checks a contributor set: ascending distinct roster IDs, at
+// least MinContributors, this teacher's own vote in it byte for byte.
+func (t *Teacher) checkSet(p *Params, batch uint64, rec *voteRecord, set []SetEntry) error {
+	if len(set) < p.MinContributors {
+		return t.refuse("batch %d: %d contributors, the noise calibration needs at least N − A = %d (PRIVACY-NOTES item 24)", batch, len(set), p.MinContributors)
+	}
+	own := false
+	for i, e := range set {
+		if p.TeacherName(e.From) == "" || (i > 0 && e.From <= set[i-1].From) {
+			return t.refuse("batch %d: contributor %d unknown, repeated or out of order", batch, e.From)
+		}
+		if e.From == t.id {
+			if e != rec.entry {
+				return t.refuse("batch %d: the vote listed as its own is not the one it sent", batch)
+			}
+			own = true
+		}
+	}
+	if !own {
+		return t.refuse("batch %d: its own vote is not in the set", batch)
+	}
+	return nil
+}
+
+// HandleSignSet answers the consistency round of a batch: it signs the
+// contributor set if the teacher voted in the batch, its own vote is in the
+// set byte for byte, the set has at least MinContributors distinct roster
+// teachers in ascending order, and it has signed no other set for this
+// batch (the identical set again gets the same signature). An Unsigned
+// teacher answers with an empty signature after the same checks.
+func (t *Teacher) HandleSignSet(m *SignSet) (*SetSignature, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.p
+	if p == nil {
+		return nil, t.refuse("no agreed parameters")
+	}
+	if m.Session != p.Session {
+		return nil, t.refuse("set of session %x, serving %x", m.Session[:6], p.Session[:6])
+	}
+	rec, ok := t.votes[m.Batch]
+	if !ok {
+		return nil, t.refuse("batch %d: asked to sign the set of a batch it did not vote in", m.Batch)
+	}
+	if rec.set != nil {
+		if setEqual(rec.set, m.Set) {
+			return rec.sig, nil
+		}
+		return nil, t.refuse("batch %d: already signed another contributor set for this batch (one set per batch: a second set would let two different sums holding its vote be decrypted)", m.Batch)
+	}
+	if err := t.checkSet(p, m.Batch, rec, m.Set); err != nil {
+		return nil, err
+	}
+	out := &SetSignature{Session: p.Session, Batch: m.Batch, From: t.id}
+	if t.cfg.Signer != nil {
+		cert, sig, err := t.cfg.Signer.Sign(SetDomain, SetStatement(p.Session, t.hash, m.Batch, m.Set)...)
+		if err != nil {
+			return nil, fmt.Errorf("dppp: teacher %s: signing the set: %w", t.cfg.Name, err)
+		}
+		out.Cert, out.Sig = cert, sig
+	}
+	rec.set = append([]SetEntry(nil), m.Set...)
+	rec.sig = out
+	return out, nil
+}
+
 // HandleDecrypt partially decrypts a batch's sum after checking, in order:
-// the session; that the teacher voted in the batch and its own vote is
-// among the contributors byte for byte; at least MinContributors distinct
-// roster teachers; that it has not decrypted another sum for this batch
-// (the same sum again gets the same answer, charged once) nor another sum
-// sharing a contributor ciphertext; that the sum is the product of the
-// listed ciphertexts; its own record of answered queries and its ledger
-// (charged here, before decrypting); then paillier's DecryptSum, which
-// re-checks product and minimum.
+// the session; that the teacher voted in the batch; that the request
+// lists exactly the contributor set it signed for this batch (so its own
+// vote byte for byte, at least MinContributors distinct roster teachers);
+// that every other listed contributor signed that set (Signer); that every
+// listed vote's proof of plaintext knowledge verifies in its own context
+// (session, parameters, batch, contributor); that the sum is the product of
+// the listed ciphertexts; then paillier's DecryptSum, which re-checks
+// product and minimum. The budget was charged when the teacher voted;
+// decrypting charges nothing more. The same request again gets the same
+// answer.
 func (t *Teacher) HandleDecrypt(d *Decrypt) (*Partial, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -237,40 +344,48 @@ func (t *Teacher) HandleDecrypt(d *Decrypt) (*Partial, error) {
 		}
 		return nil, t.refuse("batch %d: already decrypted another sum for this batch (one sum per query)", d.Batch)
 	}
-	if len(d.Contributors) != len(d.Ciphertexts) {
-		return nil, t.refuse("batch %d: %d contributors, %d ciphertexts", d.Batch, len(d.Contributors), len(d.Ciphertexts))
+	set := d.Set()
+	if set == nil || len(d.Certs) != len(set) || len(d.Sigs) != len(set) {
+		return nil, t.refuse("batch %d: %d contributors, %d ciphertexts, %d proofs, %d signatures", d.Batch, len(d.Contributors), len(d.Ciphertexts), len(d.Proofs), len(d.Sigs))
 	}
-	if len(d.Contributors) < p.MinContributors {
-		return nil, t.refuse("batch %d: %d contributors, the noise calibration needs at least %d (PRIVACY-NOTES item 24)", d.Batch, len(d.Contributors), p.MinContributors)
+	if err := t.checkSet(p, d.Batch, rec, set); err != nil {
+		return nil, err
 	}
-	seen := map[uint32]bool{}
-	own := false
+	if rec.set == nil {
+		return nil, t.refuse("batch %d: asked to decrypt before it signed the batch's contributor set", d.Batch)
+	}
+	if !setEqual(rec.set, set) {
+		return nil, t.refuse("batch %d: the sum is not of the contributor set it signed (one set per batch)", d.Batch)
+	}
 	pk := t.cfg.Key.PublicKey().Public()
 	cts := make([]*paillier.Ciphertext, len(d.Ciphertexts))
-	hashes := make([][32]byte, len(d.Ciphertexts))
+	claims := make([]voteClaim, len(d.Ciphertexts))
 	for i, id := range d.Contributors {
-		if p.TeacherName(id) == "" || seen[id] {
-			return nil, t.refuse("batch %d: contributor %d unknown or repeated", d.Batch, id)
-		}
-		seen[id] = true
-		if id == t.id {
-			if string(d.Ciphertexts[i]) != string(rec.ct) {
-				return nil, t.refuse("batch %d: the ciphertext listed as its own vote is not the one it sent", d.Batch)
-			}
-			own = true
-		}
 		ct, err := pk.ParseCiphertext(d.Ciphertexts[i])
 		if err != nil {
 			return nil, t.refuse("batch %d: contributor %d: %v", d.Batch, id, err)
 		}
 		cts[i] = ct
-		hashes[i] = sha256.Sum256(d.Ciphertexts[i])
-		if b, ok := t.used[hashes[i]]; ok && b != d.Batch {
+		claims[i] = voteClaim{ct: ct, proof: d.Proofs[i], context: VoteContext(p.Session, t.hash, d.Batch, id)}
+		if b, ok := t.used[set[i].Ciphertext]; ok && b != d.Batch {
 			return nil, t.refuse("batch %d: contributor %d's ciphertext was already in the sum of batch %d (each vote in at most one sum)", d.Batch, id, b)
 		}
 	}
-	if !own {
-		return nil, t.refuse("batch %d: its own vote is not in the sum", d.Batch)
+	if t.cfg.Signer != nil {
+		st := SetStatement(p.Session, t.hash, d.Batch, set)
+		for i, id := range d.Contributors {
+			if id == t.id {
+				continue
+			}
+			if err := t.cfg.Signer.Verify(p.TeacherName(id), d.Certs[i], d.Sigs[i], SetDomain, st...); err != nil {
+				return nil, t.refuse("batch %d: contributor %d (%s) did not sign this contributor set (%v): refusing a sum that another quorum could be asked to decrypt with other contributors", d.Batch, id, p.TeacherName(id), err)
+			}
+		}
+	}
+	for i, err := range verifyVotes(pk, claims) {
+		if err != nil {
+			return nil, t.refuse("batch %d: the vote of contributor %d (%s) has no valid proof of plaintext knowledge: %v", d.Batch, d.Contributors[i], p.TeacherName(d.Contributors[i]), err)
+		}
 	}
 	sum, err := pk.ParseCiphertext(d.Sum)
 	if err != nil {
@@ -280,15 +395,6 @@ func (t *Teacher) HandleDecrypt(d *Decrypt) (*Partial, error) {
 	if err != nil || prod.Value().Cmp(sum.Value()) != 0 {
 		return nil, t.refuse("batch %d: the ciphertext is not the product of the listed votes", d.Batch)
 	}
-	if t.answered+rec.count > p.MaxQueries {
-		return nil, fmt.Errorf("%w: %w: teacher %s answered %d of %d queries", ErrRefused, ErrBudget, t.cfg.Name, t.answered, p.MaxQueries)
-	}
-	for q := 0; q < rec.count; q++ {
-		if err := t.ledger.Charge(fmt.Sprintf("dppp %x batch %d query %d", p.Session[:6], d.Batch, q), p.Epsilon, p.Delta); err != nil {
-			return nil, fmt.Errorf("%w: %s: ledger: %w", ErrRefused, t.cfg.Name, err)
-		}
-	}
-	t.answered += rec.count
 	target := sum
 	if t.cfg.ForgePartial {
 		one, _ := pk.Encrypt(t.cfg.Random, bigOne)
@@ -310,16 +416,24 @@ func (t *Teacher) HandleDecrypt(d *Decrypt) (*Partial, error) {
 	out := &Partial{Session: p.Session, Batch: d.Batch, From: t.id, Share: b}
 	t.decrypted[d.Batch] = sumHash
 	t.partials[d.Batch] = out
-	for _, h := range hashes {
-		t.used[h] = d.Batch
+	for _, e := range set {
+		t.used[e.Ciphertext] = d.Batch
 	}
 	return out, nil
 }
 
-// Answered returns the number of queries this teacher has partially
-// decrypted (its own record).
+// Answered returns the number of queries this teacher has charged to its
+// budget: the queries of every batch it voted in.
 func (t *Teacher) Answered() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.answered
+}
+
+// Decrypted returns the number of batches this teacher partially
+// decrypted.
+func (t *Teacher) Decrypted() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.decrypted)
 }

@@ -30,8 +30,12 @@ const (
 	maxBlob = 1 << 14
 )
 
-// wireVersion is the version byte that starts every payload.
-const wireVersion = 1
+// wireVersion is the version byte that starts every payload. Version 2
+// (issue 22): Params carry Colluders, Absent and Honest in place of γ, a
+// Vote its proof of plaintext knowledge, a Decrypt the proofs and set
+// signatures; SignSet and SetSignature are new. A version-1 payload (or
+// privacy record) is refused, never misread.
+const wireVersion = 2
 
 // writer and reader are the shared strict encoding of package wire; every
 // decoding error wraps ErrMalformed.

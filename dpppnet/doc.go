@@ -1,7 +1,10 @@
 // Package dpppnet runs DPPP (package dppp) between separate processes over
 // package transport: gRPC with mutual TLS 1.3, or the in-memory hub with the
-// same checks. dppp stays free of network code; this package carries its
-// binary messages and adds deadlines, lost-party handling and logs.
+// same checks. dppp stays free of network code and holds the protocol's one
+// aggregator loop (dppp.Driver) and every check; this package is a thin
+// adapter: it carries dppp's binary messages as envelopes (a dppp.Link over
+// a transport.Hub), gates the hub to the current round and session, serves
+// the clients' requests and tells the teachers when the run is over.
 //
 //	aggregator  Serve(ctx, hub, params, key, rows, opts)  → labels, histograms
 //	teacher     Teach(ctx, conn, teacher, opts)
@@ -10,8 +13,9 @@
 //
 // Two ways, both leaving the aggregator with what it learns anyway (the
 // noisy histogram of each query, from which labels are computed; never a
-// single teacher's vote: nothing is decrypted unless ≥ MinContributors
-// votes are in the sum, which every decrypting teacher checks):
+// single teacher's vote: nothing is decrypted unless ≥ N − A votes are in
+// the sum, every one signed into that one set by its teacher, which every
+// decrypting teacher checks):
 //
 //   - the aggregator is the client: Serve labels the rows it is given (the
 //     CLI's `serve --queries FILE --out LABELS.csv`);
@@ -36,24 +40,27 @@
 // and to payloads carrying the session. When the run ends the aggregator
 // sends every teacher a "done" envelope whose payload is a line of text.
 //
-// # Vote signatures
+// # Set signatures
 //
-// A teacher with an identity (TeachOptions.Identity: its certificate)
-// signs each vote and sends the signature (TypeVoteSignature) with it; the
-// aggregator relays the listed contributors' signatures (TypeVoteSignatures)
-// before each decryption request, and the teacher refuses to decrypt unless
-// every listed vote is signed by the certificate, from its own CA, of the
-// teacher it is listed for. Without this, a malicious aggregator could make
-// t teachers decrypt a single teacher's vote by listing forged ciphertexts
-// under the other contributors' IDs (see votesig.go).
+// Each teacher's dppp.Teacher holds a dppp.Signer: over the network a
+// *certs.StatementSigner with the teacher's certificate (the key of its
+// mutual TLS), so it signs the contributor set of each batch it voted in
+// (one set per batch) and, before decrypting, verifies every other listed
+// contributor's signature against its own CA and the roster name. The
+// signatures travel in dppp's own messages (SignSet, SetSignature,
+// Decrypt); this package adds nothing to them. A teacher without an
+// identity (--insecure) runs dppp.TeacherConfig.Unsigned and says so in
+// its log.
 //
 // # Deadlines and lost teachers
 //
-// Each phase of a batch (votes; each round of decryption requests) waits at
-// most RoundTimeout. A teacher that disconnects, or does not answer within
+// Each phase of a batch (votes; set signatures; each round of decryption
+// requests) waits at most RoundTimeout. A teacher that disconnects, or does not answer within
 // the phase, is lost for that phase: a missing vote leaves it out of the
-// sum (the batch is refused if fewer than MinContributors voted); a missing
-// partial decryption is recorded (Aggregator.Reject) and further
-// contributors are asked, so up to N − t lost teachers do not stop a batch.
-// A teacher that reconnects is sent the next batch again.
+// sum (the batch is refused if fewer than N − A voted); a missing set
+// signature abandons the batch (nothing decrypted; its rows are voted again
+// in a new batch, without that teacher); a missing partial decryption is
+// recorded (Aggregator.Reject) and further contributors are asked, so up
+// to N − t teachers lost after signing do not stop a batch. A teacher that
+// reconnects is sent the next batch again.
 package dpppnet

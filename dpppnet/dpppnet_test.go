@@ -58,6 +58,12 @@ func (f *fixture) deployConfig(t testing.TB, cfg dppp.Config, tweak ...func(i in
 		t.Fatal(err)
 	}
 	d := &deployment{p: p, shares: map[uint64]map[string][]int64{}}
+	// A per-run PKI for the set signatures (the network tests that sign
+	// with the TLS certificates set Signer in a tweak).
+	signers, err := dppp.EphemeralSigners(f.Names)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, name := range f.Names {
 		m := f.Models[i]
 		tc := dppp.TeacherConfig{
@@ -69,7 +75,8 @@ func (f *fixture) deployConfig(t testing.TB, cfg dppp.Config, tweak ...func(i in
 				}
 				return out, nil
 			},
-			Noise: noise.NewInsecureSeeded(uint64(1000 + i)),
+			Noise:  noise.NewInsecureSeeded(uint64(1000 + i)),
+			Signer: signers[name],
 			RevealShares: func(batch uint64, v []int64) {
 				d.mu.Lock()
 				defer d.mu.Unlock()

@@ -3,12 +3,15 @@ package dpppnet
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/transport"
@@ -16,46 +19,73 @@ import (
 
 // evilAggregator is a malicious aggregator built from the transport and
 // the dppp message types: it speaks the protocol to honest teachers
-// (Teach over gRPC with mutual TLS) but sends whatever decryption requests
-// it likes.
+// (Teach over gRPC with mutual TLS on 127.0.0.1, each signing contributor
+// sets with its TLS certificate's key) but sends whatever it likes. With
+// colluders it also holds those teachers' key shares and certificates.
 type evilAggregator struct {
 	t     *testing.T
 	n     *testNet
+	f     *fixture
 	agg   *dppp.Aggregator
 	p     *dppp.Params
 	round uint64
-	// sigs holds the teachers' vote signatures (relayed by ask).
-	sigs map[uint32]*voteSig
+	// votes[id] of the current batch.
+	votes map[uint32]*dppp.Vote
+	// signers are the colluders' (their certificates).
+	signers map[uint32]dppp.Signer
 }
 
-// newEvil starts the teachers of d (signing their votes if signed) and
-// agrees on the parameters with them.
-func newEvil(t *testing.T, ctx context.Context, d *deployment, f *fixture, opt dppp.AggregatorOptions, signed bool) (*evilAggregator, *sync.WaitGroup) {
+// newEvil deploys cfg's teachers over gRPC with mutual TLS, every teacher
+// but the colluders running Teach with its certificate as its Signer, and
+// agrees on the parameters with them. The colluders are not started: the
+// evil aggregator acts for them.
+func newEvil(t *testing.T, ctx context.Context, f *fixture, cfg dppp.Config, opt dppp.AggregatorOptions, colluders ...uint32) (*evilAggregator, *deployment, *sync.WaitGroup) {
 	t.Helper()
-	n := newNet(t, ctx, grpcNet, HubConfig(d.p))
+	p0, err := dppp.Calibrate(cfg, f.TPK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := newNet(t, ctx, grpcNet, HubConfig(p0))
+	signer := func(name string) dppp.Signer {
+		s, err := certs.NewStatementSigner(n.parties[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	d := f.deployConfig(t, cfg, func(i int, tc *dppp.TeacherConfig) { tc.Signer = signer(tc.Name) })
 	agg, err := dppp.NewAggregator(d.p, f.TPK, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &evilAggregator{t: t, n: n, agg: agg, p: d.p, sigs: map[uint32]*voteSig{}}
-	wg := startTeachers(t, ctx, n, d.teachers, func(_ string, o TeachOptions) TeachOptions {
-		if !signed {
-			o.Identity = nil
-		}
-		return o
-	}, nil)
-	// Offer, and collect every acceptance.
+	e := &evilAggregator{t: t, n: n, f: f, agg: agg, p: d.p, signers: map[uint32]dppp.Signer{}}
+	var skip []string
+	for _, c := range colluders {
+		skip = append(skip, d.p.TeacherName(c))
+		e.signers[c] = signer(d.p.TeacherName(c))
+	}
+	wg := startTeachers(t, ctx, n, d.teachers, nil, nil, skip...)
 	n.hub.SetRound(0)
-	for id := uint32(1); id <= uint32(d.p.N()); id++ {
+	for _, id := range e.honest() {
 		e.send(ctx, id, agg.Offer())
 	}
-	for range d.p.N() {
+	for range e.honest() {
 		from, m := e.recv(ctx)
 		if a, ok := m.(*dppp.Accept); !ok || agg.CheckAccept(a) != nil {
 			t.Fatalf("teacher %d answered the offer with %T", from, m)
 		}
 	}
-	return e, wg
+	return e, d, wg
+}
+
+func (e *evilAggregator) honest() []uint32 {
+	var out []uint32
+	for id := uint32(1); id <= uint32(e.p.N()); id++ {
+		if e.signers[id] == nil {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 func (e *evilAggregator) send(ctx context.Context, id uint32, m dppp.Message) {
@@ -69,34 +99,28 @@ func (e *evilAggregator) send(ctx context.Context, id uint32, m dppp.Message) {
 	}
 }
 
-// recv returns the next teacher message (within 20 s).
+// recv returns the next teacher message (within 30 s).
 func (e *evilAggregator) recv(ctx context.Context) (uint32, dppp.Message) {
 	e.t.Helper()
 	select {
 	case env := <-e.n.hub.Inbox():
-		if env.Type == TypeVoteSignature {
-			_, _, list, err := parseSigs(env.Payload, sigHeader)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			e.sigs[list[0].From] = list[0]
-			return e.recv(ctx)
-		}
 		m, err := dppp.Unmarshal(env.Payload)
 		if err != nil {
 			e.t.Fatalf("from %s: %v", env.Sender, err)
 		}
 		return e.p.TeacherID(env.Sender), m
-	case <-time.After(20 * time.Second):
-		e.t.Fatal("no message from the teachers within 20 s")
+	case <-time.After(30 * time.Second):
+		e.t.Fatal("no message from the teachers within 30 s")
 	case <-ctx.Done():
 		e.t.Fatal(ctx.Err())
 	}
 	return 0, nil
 }
 
-// vote sends a batch to every teacher and collects every vote.
-func (e *evilAggregator) vote(ctx context.Context, rows [][]float64) uint64 {
+// vote sends a batch to every honest teacher and collects the votes; the
+// colluders vote honestly too (their own encryptions, with proofs). It
+// returns the batch and the honest refusals.
+func (e *evilAggregator) vote(ctx context.Context, rows [][]float64) (uint64, map[uint32]string) {
 	e.t.Helper()
 	q, err := e.agg.NewBatch(rows)
 	if err != nil {
@@ -104,35 +128,90 @@ func (e *evilAggregator) vote(ctx context.Context, rows [][]float64) uint64 {
 	}
 	e.round = q.Batch
 	e.n.hub.SetRound(q.Batch)
-	for id := uint32(1); id <= uint32(e.p.N()); id++ {
+	e.votes = map[uint32]*dppp.Vote{}
+	refused := map[uint32]string{}
+	for _, id := range e.honest() {
 		e.send(ctx, id, q)
 	}
-	for range e.p.N() {
+	for range e.honest() {
 		from, m := e.recv(ctx)
-		v, ok := m.(*dppp.Vote)
-		if !ok {
+		switch m := m.(type) {
+		case *dppp.Vote:
+			e.votes[from] = m
+		case *dppp.Refuse:
+			refused[from] = m.Reason
+		default:
 			e.t.Fatalf("teacher %d answered the query with %T", from, m)
 		}
-		if err := e.agg.AddVote(from, v); err != nil {
-			e.t.Fatal(err)
-		}
 	}
-	return q.Batch
+	return q.Batch, refused
 }
 
-// ask sends d to teacher id, after the signatures of the listed
-// contributors' votes that it holds, and returns the teacher's answer.
-func (e *evilAggregator) ask(ctx context.Context, id uint32, d *dppp.Decrypt) dppp.Message {
+// request lists votes (ascending IDs) with their product as the sum.
+func (e *evilAggregator) request(batch uint64, votes map[uint32]*dppp.Vote) *dppp.Decrypt {
 	e.t.Helper()
-	var list []*voteSig
-	for _, c := range d.Contributors {
-		if v := e.sigs[c]; v != nil {
-			list = append(list, v)
-		}
+	pk := e.f.TPK.Public()
+	d := &dppp.Decrypt{Session: e.p.Session, Batch: batch}
+	var ids []uint32
+	for id := range votes {
+		ids = append(ids, id)
 	}
-	if err := e.n.hub.SendTo(ctx, e.p.TeacherName(id), transport.Envelope{Round: e.round, Type: TypeVoteSignatures, Payload: marshalVoteSigs(d.Session, d.Batch, list)}); err != nil {
+	slices.Sort(ids)
+	var cts []*paillier.Ciphertext
+	for _, id := range ids {
+		d.Contributors = append(d.Contributors, id)
+		d.Ciphertexts = append(d.Ciphertexts, votes[id].Ciphertext)
+		d.Proofs = append(d.Proofs, votes[id].Proof)
+		d.Certs, d.Sigs = append(d.Certs, nil), append(d.Sigs, nil)
+		cts = append(cts, mustCT(e.t, pk, votes[id].Ciphertext))
+	}
+	sum, err := pk.Sum(cts...)
+	if err != nil {
 		e.t.Fatal(err)
 	}
+	d.Sum, _ = sum.MarshalBinary()
+	return d
+}
+
+// sign asks the listed honest teachers in who to sign d's set over the
+// network (the colluders sign with their certificates); the signatures go
+// into d, the refusals are returned.
+func (e *evilAggregator) sign(ctx context.Context, d *dppp.Decrypt, who []uint32) map[uint32]string {
+	e.t.Helper()
+	set := d.Set()
+	refused := map[uint32]string{}
+	for i, id := range d.Contributors {
+		if s := e.signers[id]; s != nil {
+			var err error
+			d.Certs[i], d.Sigs[i], err = s.Sign(dppp.SetDomain, dppp.SetStatement(e.p.Session, e.p.Hash(), d.Batch, set)...)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			continue
+		}
+		if !slices.Contains(who, id) {
+			continue
+		}
+		e.send(ctx, id, &dppp.SignSet{Session: d.Session, Batch: d.Batch, Set: set})
+		from, m := e.recv(ctx)
+		switch m := m.(type) {
+		case *dppp.SetSignature:
+			if from != id {
+				e.t.Fatalf("answer from %d, asked %d", from, id)
+			}
+			d.Certs[i], d.Sigs[i] = m.Cert, m.Sig
+		case *dppp.Refuse:
+			refused[from] = m.Reason
+		default:
+			e.t.Fatalf("teacher %d answered with %T", from, m)
+		}
+	}
+	return refused
+}
+
+// ask sends d to teacher id and returns the teacher's answer.
+func (e *evilAggregator) ask(ctx context.Context, id uint32, d *dppp.Decrypt) dppp.Message {
+	e.t.Helper()
 	e.send(ctx, id, d)
 	from, m := e.recv(ctx)
 	if from != id {
@@ -143,100 +222,63 @@ func (e *evilAggregator) ask(ctx context.Context, id uint32, d *dppp.Decrypt) dp
 
 // done tells every teacher the run is over.
 func (e *evilAggregator) done(ctx context.Context, wg *sync.WaitGroup) {
-	for id := uint32(1); id <= uint32(e.p.N()); id++ {
+	for _, id := range e.honest() {
 		_ = e.n.hub.SendTo(ctx, e.p.TeacherName(id), transport.Envelope{Round: e.round, Type: TypeDone, Payload: []byte("done")})
 	}
 	wg.Wait()
 }
 
 // TestNetMaliciousAggregatorSingleVote: an aggregator that asks teacher01
-// to decrypt its own vote alone, or dressed up as a sum, is refused by the
-// teacher each time with the reason, and nothing is decrypted or charged.
+// to sign or decrypt its own vote alone, below N − A, or a set without its
+// vote, is refused each time with the reason; nothing is decrypted.
 func TestNetMaliciousAggregatorSingleVote(t *testing.T) {
 	f := getFixture(t)
-	d := f.deploy(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	e, wg := newEvil(t, ctx, d, f, dppp.AggregatorOptions{}, true)
+	e, d, wg := newEvil(t, ctx, f, f.config(), dppp.AggregatorOptions{})
 	defer e.done(ctx, wg)
-	batch := e.vote(ctx, f.Rows[:3])
-	honest, err := e.agg.Close(batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	single, err := e.agg.SingleVoteRequest(batch, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pk := f.TPK.Public()
-	ct := func(b []byte) *paillier.Ciphertext {
-		c, err := pk.ParseCiphertext(b)
-		if err != nil {
-			t.Fatal(err)
+	batch, _ := e.vote(ctx, f.Rows[:3])
+	pick := func(ids ...uint32) map[uint32]*dppp.Vote {
+		out := map[uint32]*dppp.Vote{}
+		for _, id := range ids {
+			out[id] = e.votes[id]
 		}
-		return c
+		return out
 	}
-	bytesOf := func(c *paillier.Ciphertext) []byte {
-		b, err := c.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	// The victim's vote with six other listed votes whose product is not
-	// the sum sent: the sum is the victim's vote alone.
-	padded := *honest
-	padded.Contributors = honest.Contributors[:7]
-	padded.Ciphertexts = honest.Ciphertexts[:7]
-	padded.Sum = single.Sum
-	// The honest sum of seven votes of which one is missing from the list
-	// (the sum of six, listed as six): below the minimum.
-	six := *honest
-	six.Contributors = honest.Contributors[:6]
-	six.Ciphertexts = honest.Ciphertexts[:6]
-	s6, err := pk.Sum(ct(six.Ciphertexts[0]), ct(six.Ciphertexts[1]), ct(six.Ciphertexts[2]), ct(six.Ciphertexts[3]), ct(six.Ciphertexts[4]), ct(six.Ciphertexts[5]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	six.Sum = bytesOf(s6)
-	// Teacher02's vote, sent to teacher01 as a sum of seven that does not
-	// list teacher01.
-	others := *honest
-	others.Contributors = honest.Contributors[1:8]
-	others.Ciphertexts = honest.Ciphertexts[1:8]
-	var cs []*paillier.Ciphertext
-	for _, b := range others.Ciphertexts {
-		cs = append(cs, ct(b))
-	}
-	so, err := pk.Sum(cs...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	others.Sum = bytesOf(so)
 	for _, c := range []struct {
 		name string
 		d    *dppp.Decrypt
 		want string
 	}{
-		{"its vote alone", single, "the noise calibration needs at least 7"},
-		{"its vote as the sum of seven", &padded, "not the product of the listed votes"},
-		{"a sum of six", &six, "the noise calibration needs at least 7"},
-		{"a sum without its vote", &others, "its own vote is not in the sum"},
+		{"its vote alone", e.request(batch, pick(1)), "needs at least N − A = 6"},
+		{"five votes", e.request(batch, pick(1, 2, 3, 4, 5)), "needs at least N − A = 6"},
+		{"a set without its vote", e.request(batch, pick(2, 3, 4, 5, 6, 7, 8)), "its own vote is not in the set"},
 	} {
+		e.send(ctx, 1, &dppp.SignSet{Session: c.d.Session, Batch: c.d.Batch, Set: c.d.Set()})
+		var r [2]string
+		if _, m := e.recv(ctx); true {
+			if rf, ok := m.(*dppp.Refuse); ok {
+				r[1] = rf.Reason
+			}
+		}
+		if !strings.Contains(r[1], c.want) {
+			t.Errorf("%s: signing refused with %q, want %q", c.name, r[1], c.want)
+		}
 		m := e.ask(ctx, 1, c.d)
-		r, ok := m.(*dppp.Refuse)
-		if !ok {
+		if rf, ok := m.(*dppp.Refuse); !ok {
 			t.Fatalf("%s: teacher01 answered with a %T", c.name, m)
+		} else {
+			t.Logf("%s: refused: %s", c.name, rf.Reason)
 		}
-		if !strings.Contains(r.Reason, c.want) {
-			t.Errorf("%s: refused with %q, want %q", c.name, r.Reason, c.want)
-		}
-		t.Logf("%s: refused: %s", c.name, r.Reason)
 	}
-	if got := d.teachers[0].Answered(); got != 0 {
-		t.Fatalf("teacher01 charged %d queries", got)
+	if got := d.teachers[0].Decrypted(); got != 0 {
+		t.Fatalf("teacher01 decrypted %d sums", got)
 	}
-	// The honest request is still answered (the refusals cost nothing).
+	// The honest request is still answered.
+	honest := e.request(batch, e.votes)
+	if r := e.sign(ctx, honest, e.honest()); len(r) != 0 {
+		t.Fatal(r)
+	}
 	if _, ok := e.ask(ctx, 1, honest).(*dppp.Partial); !ok {
 		t.Fatal("teacher01 refused the honest sum after the attacks")
 	}
@@ -244,40 +286,33 @@ func TestNetMaliciousAggregatorSingleVote(t *testing.T) {
 
 // TestNetMaliciousAggregatorPastBudget: an aggregator ignoring its own
 // budget (the deployment allows 3 queries; batches of 2) gets the first
-// batch decrypted, and every teacher refuses the second at its own ledger,
-// even though the aggregator asks all of them.
+// batch voted; every teacher refuses to vote in the second (it would pay
+// for it before voting), so there is nothing to decrypt.
 func TestNetMaliciousAggregatorPastBudget(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config()
 	cfg.QueriesPerCiphertext = 2
 	cfg.BudgetEpsilon = 3 // binomial, ε = 1 per query: 3 queries
-	d := f.deployConfig(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	e, d, wg := newEvil(t, ctx, f, cfg, dppp.AggregatorOptions{IgnoreBudget: true})
+	defer e.done(ctx, wg)
 	if d.p.MaxQueries != 3 {
 		t.Fatalf("the budget allows %d queries, want 3", d.p.MaxQueries)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	e, wg := newEvil(t, ctx, d, f, dppp.AggregatorOptions{IgnoreBudget: true}, true)
-	defer e.done(ctx, wg)
 	for b, rows := range [][][]float64{f.Rows[:2], f.Rows[2:4]} {
-		batch := e.vote(ctx, rows)
-		req, err := e.agg.Close(batch)
-		if err != nil {
-			t.Fatal(err)
+		_, refused := e.vote(ctx, rows)
+		if b == 0 && len(refused) != 0 {
+			t.Fatalf("batch 1 refused: %v", refused)
 		}
-		for id := uint32(1); id <= uint32(d.p.N()); id++ {
-			m := e.ask(ctx, id, req)
-			switch m := m.(type) {
-			case *dppp.Partial:
-				if b == 1 {
-					t.Errorf("teacher %d decrypted past its budget", id)
+		if b == 1 {
+			if len(refused) != d.p.N() {
+				t.Errorf("%d teachers refused to vote past their budget, want %d", len(refused), d.p.N())
+			}
+			for id, r := range refused {
+				if !strings.Contains(r, dppp.ErrBudget.Error()) {
+					t.Errorf("teacher %d refused: %s", id, r)
 				}
-			case *dppp.Refuse:
-				if b == 0 || !strings.Contains(m.Reason, dppp.ErrBudget.Error()) {
-					t.Errorf("batch %d: teacher %d refused: %s", batch, id, m.Reason)
-				}
-			default:
-				t.Fatalf("teacher %d answered with a %T", id, m)
 			}
 		}
 	}
@@ -288,93 +323,123 @@ func TestNetMaliciousAggregatorPastBudget(t *testing.T) {
 	}
 }
 
-// TestNetMaliciousAggregatorForgedContributors: a malicious aggregator
-// wants teacher02's vote alone. It asks each of t teachers j to decrypt
-// S = teacher02's vote, listing seven contributors: j's own vote (byte for
-// byte), the ciphertext S·v_j⁻¹ under another teacher's ID, and five fresh
-// encryptions of 0 under the others'. Every check a teacher can make on
-// its own passes (its vote is in, ⌈γN⌉ distinct contributors, the product
-// is S), so the teachers must refuse on something they cannot check today:
-// that the other listed ciphertexts are the votes those teachers sent.
-//
-// Without vote signatures every teacher decrypts (dppp alone cannot tell;
-// the subtest "unsigned" shows it): the aggregator would learn one
-// teacher's vote with 1/7 of the calibrated noise. With them (TeachOptions.
-// Identity) every teacher refuses, naming the contributor whose vote is
-// not signed by its teacher.
-func TestNetMaliciousAggregatorForgedContributors(t *testing.T) {
-	for _, signed := range []bool{true, false} {
-		t.Run(map[bool]string{true: "signed", false: "unsigned"}[signed], func(t *testing.T) {
-			forgedContributors(t, signed)
-		})
-	}
-}
-
-func forgedContributors(t *testing.T, signed bool) {
+// TestNetAttackRogueVote: TestAttackRogueVote (package dppp) through the
+// transport. Teacher10 colludes: the evil aggregator sends as its vote
+// E(0)·Π_{h≠victim} v_h⁻¹ with the colluder's own proof of another
+// ciphertext and signs the set with teacher10's certificate; the honest
+// teachers sign the set (their votes are in it) and every one of them
+// refuses to decrypt, naming teacher10's proof.
+func TestNetAttackRogueVote(t *testing.T) {
 	f := getFixture(t)
-	d := f.deploy(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	e, wg := newEvil(t, ctx, d, f, dppp.AggregatorOptions{}, signed)
+	const victim, colluder = 2, 10
+	e, d, wg := newEvil(t, ctx, f, f.config(), dppp.AggregatorOptions{}, colluder)
 	defer e.done(ctx, wg)
-	batch := e.vote(ctx, f.Rows[:3])
-	honest, err := e.agg.Close(batch)
+	batch, _ := e.vote(ctx, f.Rows[:3])
+	pk := f.TPK.Public()
+	var others []*paillier.Ciphertext
+	for id, v := range e.votes {
+		if id != victim {
+			others = append(others, mustCT(t, pk, v.Ciphertext))
+		}
+	}
+	prod, _ := pk.Sum(others...)
+	zero, _ := pk.Encrypt(rand.Reader, big.NewInt(0))
+	forged, _ := pk.NewCiphertext(new(big.Int).Mod(new(big.Int).Mul(new(big.Int).ModInverse(prod.Value(), pk.NSquared()), zero.Value()), pk.NSquared()))
+	fb, _ := forged.MarshalBinary()
+	_, proof, err := pk.EncryptWithProof(rand.Reader, big.NewInt(3), dppp.VoteContext(d.p.Session, d.p.Hash(), batch, colluder))
 	if err != nil {
 		t.Fatal(err)
 	}
-	pk := f.TPK.Public()
-	n2 := pk.NSquared()
-	victim := honest.Ciphertexts[1] // teacher02's vote
-	sv := new(big.Int).SetBytes(mustCT(t, pk, victim).Value().Bytes())
-	partials := 0
-	for j := uint32(3); j < 3+uint32(d.p.Threshold); j++ {
-		own := honest.Ciphertexts[j-1]
-		// Five fresh encryptions of 0, and x = S · own⁻¹ · (their product)⁻¹,
-		// so that the listed product is exactly S.
-		var zeros []*paillier.Ciphertext
-		x := new(big.Int).Mul(sv, new(big.Int).ModInverse(mustCT(t, pk, own).Value(), n2))
-		for range d.p.MinContributors - 2 {
-			z, err := pk.Encrypt(rand.Reader, big.NewInt(0))
-			if err != nil {
-				t.Fatal(err)
+	pb, _ := proof.MarshalBinary()
+	votes := map[uint32]*dppp.Vote{colluder: {Session: d.p.Session, Batch: batch, From: colluder, Ciphertext: fb, Proof: pb}}
+	for id, v := range e.votes {
+		votes[id] = v
+	}
+	req := e.request(batch, votes)
+	if r := e.sign(ctx, req, e.honest()); len(r) != 0 {
+		t.Fatalf("the honest teachers refused to sign: %v", r)
+	}
+	for _, id := range e.honest() {
+		switch m := e.ask(ctx, id, req).(type) {
+		case *dppp.Refuse:
+			if !strings.Contains(m.Reason, "teacher10") || !strings.Contains(m.Reason, "proof of plaintext knowledge") {
+				t.Errorf("teacher %d refused for another reason: %s", id, m.Reason)
 			}
-			zeros = append(zeros, z)
-			x.Mul(x, new(big.Int).ModInverse(z.Value(), n2))
+		default:
+			t.Errorf("teacher %d answered the cancelling sum with a %T", id, m)
 		}
-		xc, err := pk.NewCiphertext(x.Mod(x, n2))
+	}
+}
+
+// TestNetAttackDifferencing: TestAttackDifferencing (package dppp) through
+// the transport, with teachers 8, 9, 10 colluding (their certificates in
+// the aggregator's hands). The honest teachers sign sum A (all votes);
+// asked to sign B (all but teacher07's) they refuse, and asked to decrypt B
+// with the colluders' signatures and their own signatures of A they
+// refuse: only A can be decrypted.
+func TestNetAttackDifferencing(t *testing.T) {
+	f := getFixture(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	colluders := []uint32{8, 9, 10}
+	e, _, wg := newEvil(t, ctx, f, f.config(), dppp.AggregatorOptions{}, colluders...)
+	defer e.done(ctx, wg)
+	batch, _ := e.vote(ctx, f.Rows[:3])
+	// The colluders' votes, made by the aggregator for them with proofs.
+	pk := f.TPK.Public()
+	for _, c := range colluders {
+		ct, proof, err := pk.EncryptWithProof(rand.Reader, big.NewInt(int64(c)), dppp.VoteContext(e.p.Session, e.p.Hash(), batch, c))
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := &dppp.Decrypt{Session: honest.Session, Batch: batch, Sum: victim}
-		ids := []uint32{j}
-		cts := [][]byte{own}
-		for k, c := uint32(1), append([]*paillier.Ciphertext{xc}, zeros...); len(c) > 0; k++ {
-			if k == j {
-				continue
-			}
-			b, err := c[0].MarshalBinary()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids, cts, c = append(ids, k), append(cts, b), c[1:]
-		}
-		req.Contributors, req.Ciphertexts = ids, cts
-		switch m := e.ask(ctx, j, req).(type) {
-		case *dppp.Partial:
-			partials++
-		case *dppp.Refuse:
-			if !strings.Contains(m.Reason, "is not signed by that teacher") {
-				t.Errorf("teacher %d refused for another reason: %s", j, m.Reason)
-			}
-			t.Logf("teacher %d refused: %s", j, m.Reason)
+		cb, _ := ct.MarshalBinary()
+		pb, _ := proof.MarshalBinary()
+		e.votes[c] = &dppp.Vote{Session: e.p.Session, Batch: batch, From: c, Ciphertext: cb, Proof: pb}
+	}
+	a := e.request(batch, e.votes)
+	bv := map[uint32]*dppp.Vote{}
+	for id, v := range e.votes {
+		if id != 7 {
+			bv[id] = v
 		}
 	}
-	if signed && partials > 0 {
-		t.Errorf("%d teachers partially decrypted teacher02's vote alone", partials)
+	b := e.request(batch, bv)
+	if r := e.sign(ctx, a, e.honest()); len(r) != 0 {
+		t.Fatal(r)
 	}
-	if !signed && partials != d.p.Threshold {
-		t.Errorf("without signatures %d of t = %d teachers decrypted: the attack (and so this test) no longer works as documented", partials, d.p.Threshold)
+	rb := e.sign(ctx, b, []uint32{1, 2, 3, 4, 5, 6})
+	for _, id := range []uint32{1, 2, 3, 4, 5, 6} {
+		if !strings.Contains(rb[id], "another contributor set") {
+			t.Errorf("teacher %d asked to sign B: %q", id, rb[id])
+		}
 	}
+	for i := range b.Contributors {
+		for j := range a.Contributors {
+			if a.Contributors[j] == b.Contributors[i] && len(b.Sigs[i]) == 0 {
+				b.Certs[i], b.Sigs[i] = a.Certs[j], a.Sigs[j]
+			}
+		}
+	}
+	okA, okB := 0, 0
+	for _, id := range []uint32{1, 2, 3} {
+		if _, ok := e.ask(ctx, id, a).(*dppp.Partial); ok {
+			okA++
+		}
+	}
+	for _, id := range []uint32{4, 5, 6} {
+		m := e.ask(ctx, id, b)
+		if _, ok := m.(*dppp.Partial); ok {
+			okB++
+		} else {
+			t.Logf("teacher %d on B: %s", id, m.(*dppp.Refuse).Reason)
+		}
+	}
+	if okA != 3 || okB != 0 {
+		t.Errorf("honest partial decryptions: %d of A (want 3), %d of B (want 0)", okA, okB)
+	}
+	t.Log(fmt.Sprintf("with the 3 colluders' shares: A has %d ≥ t = %d, B %d < t", okA+3, e.p.Threshold, okB+3))
 }
 
 func mustCT(t *testing.T, pk *paillier.PublicKey, b []byte) *paillier.Ciphertext {
@@ -384,4 +449,55 @@ func mustCT(t *testing.T, pk *paillier.PublicKey, b []byte) *paillier.Ciphertext
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestNetAttackLedgerRotation: TestAttackLedgerRotation (package dppp)
+// through the transport. The deployment allows M = 2 queries; the
+// aggregator answers one-query batches holding teacher10's vote while
+// rotating the decryptors among the nine others so that teacher10 never
+// decrypts. Teacher10 is charged when it votes, so its ledger reads every
+// answered batch holding its vote, and it refuses to vote past M.
+func TestNetAttackLedgerRotation(t *testing.T) {
+	f := getFixture(t)
+	cfg := f.config()
+	cfg.QueriesPerCiphertext = 1
+	cfg.BudgetEpsilon, cfg.BudgetDelta = 2, 2e-5
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	e, d, wg := newEvil(t, ctx, f, cfg, dppp.AggregatorOptions{IgnoreBudget: true})
+	defer e.done(ctx, wg)
+	if d.p.MaxQueries != 2 {
+		t.Fatalf("MaxQueries = %d", d.p.MaxQueries)
+	}
+	const victim = 10
+	answered, next := 0, 0
+	for k := 0; k < 4; k++ {
+		batch, refused := e.vote(ctx, f.Rows[k:k+1])
+		if _, ok := e.votes[victim]; !ok {
+			if !strings.Contains(refused[victim], dppp.ErrBudget.Error()) {
+				t.Errorf("batch %d: teacher10 did not vote: %q", batch, refused[victim])
+			}
+			continue
+		}
+		req := e.request(batch, e.votes)
+		if r := e.sign(ctx, req, e.honest()); len(r) != 0 {
+			t.Fatal(r)
+		}
+		got := 0
+		for j := 0; j < 9 && got < d.p.Threshold; j++ {
+			id := uint32(next%9 + 1)
+			next++
+			if _, ok := e.ask(ctx, id, req).(*dppp.Partial); ok {
+				got++
+			}
+		}
+		if got >= d.p.Threshold {
+			answered++
+		}
+	}
+	charged := d.teachers[victim-1].Answered()
+	t.Logf("%d answered batches hold teacher10's vote; its ledger: %d of %d queries", answered, charged, d.p.MaxQueries)
+	if answered > charged || charged > d.p.MaxQueries || answered == 0 {
+		t.Errorf("%d answered batches hold teacher10's vote, its ledger reads %d of %d", answered, charged, d.p.MaxQueries)
+	}
 }

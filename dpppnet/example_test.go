@@ -17,8 +17,9 @@ import (
 
 // Three teachers label two queries over the in-memory transport (the same
 // code runs over gRPC with transport.Listen and transport.Dial). Each
-// teacher signs its votes with its certificate; any 2 of the 3 key shares
-// decrypt the noisy vote histograms.
+// teacher proves knowledge of its vote and signs the contributor set with
+// its certificate; any 2 of the 3 key shares decrypt the noisy vote
+// histograms.
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -52,7 +53,15 @@ func Example() {
 	}
 	var wg sync.WaitGroup
 	for i, name := range names {
-		t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: shares[i],
+		id, err := ca.IssueParty(name, certs.Options{})
+		if err != nil {
+			panic(err)
+		}
+		signer, err := certs.NewStatementSigner(id) // signs contributor sets
+		if err != nil {
+			panic(err)
+		}
+		t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: shares[i], Signer: signer,
 			Predict: func(_ context.Context, rows [][]float64) ([]int, error) {
 				labels := make([]int, len(rows))
 				for j, r := range rows {
@@ -65,10 +74,6 @@ func Example() {
 		if err != nil {
 			panic(err)
 		}
-		id, err := ca.IssueParty(name, certs.Options{})
-		if err != nil {
-			panic(err)
-		}
 		conn, err := hub.Dial(ctx, name)
 		if err != nil {
 			panic(err)
@@ -77,7 +82,7 @@ func Example() {
 		go func() {
 			defer wg.Done()
 			defer conn.Close()
-			if _, err := dpppnet.Teach(ctx, conn, t, dpppnet.TeachOptions{Identity: id}); err != nil {
+			if _, err := dpppnet.Teach(ctx, conn, t, dpppnet.TeachOptions{}); err != nil {
 				panic(err)
 			}
 		}()

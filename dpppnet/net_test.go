@@ -156,7 +156,7 @@ func (n *testNet) waitLog(t *testing.T, subs ...string) {
 var bothNets = []netKind{memoryNet, grpcNet}
 
 // startTeachers connects the teachers through n and runs Teach for each in
-// the background (with its certificate as Identity, options changed by opt
+// the background (options changed by opt
 // if not nil; the connection wrapped by
 // wrap if not nil; skip lists teachers left out). Teach's errors are
 // logged (a killed teacher's errKilled is expected); the test checks the
@@ -176,7 +176,7 @@ func startTeachers(t *testing.T, ctx context.Context, n *testNet, teachers []*dp
 		if wrap != nil {
 			conn = wrap(tt.Name(), conn)
 		}
-		o := TeachOptions{IdleTimeout: 30 * time.Second, Identity: n.parties[tt.Name()]}
+		o := TeachOptions{IdleTimeout: 30 * time.Second}
 		if opt != nil {
 			o = opt(tt.Name(), o)
 		}
@@ -195,10 +195,12 @@ func startTeachers(t *testing.T, ctx context.Context, n *testNet, teachers []*dp
 	return &wg
 }
 
-// TestNetKilledAfterVote: over gRPC with mutual TLS, f = N − t = 4
-// teachers that die after their vote arrived (the connection closed) do not
-// stop the batch, and the answer is the plaintext path's; f = N − t + 1 = 5
-// is a clear refusal (ErrTooFewDecryptors) and nothing is labelled.
+// TestNetKilledAfterVote: over gRPC with mutual TLS, A = N − t = 4
+// teachers that die after their vote arrived (the connection closed)
+// cannot sign the contributor set: the batch is abandoned, nothing
+// decrypted, and its rows voted again by the six others, whose answer is
+// the plaintext path's; A + 1 = 5 is a clear refusal
+// (ErrTooFewContributors) and nothing is labelled.
 func TestNetKilledAfterVote(t *testing.T) {
 	f := getFixture(t)
 	for _, nk := range []netKind{grpcNet} {
@@ -222,8 +224,8 @@ func TestNetKilledAfterVote(t *testing.T) {
 						t.Fatal(err)
 					}
 					d.checkReference(t, res)
-					if n := len(res.Batches[0].Contributors); n != 10 {
-						t.Errorf("%d contributors, want all 10 votes", n)
+					if n := len(res.Batches[0].Contributors); n != 6 || res.Batches[0].Batch != 2 {
+						t.Errorf("batch %d with %d contributors, want batch 2 (1 abandoned) with the 6 live votes", res.Batches[0].Batch, n)
 					}
 					for _, id := range res.Batches[0].Decryptors {
 						if id <= 4 {
@@ -232,13 +234,13 @@ func TestNetKilledAfterVote(t *testing.T) {
 					}
 					return
 				}
-				if !errors.Is(err, dppp.ErrTooFewDecryptors) {
-					t.Fatalf("err = %v, want ErrTooFewDecryptors", err)
+				if !errors.Is(err, dppp.ErrTooFewContributors) {
+					t.Fatalf("err = %v, want ErrTooFewContributors", err)
 				}
 				if len(res.Labels) != 0 {
 					t.Fatalf("labels %v after a refusal", res.Labels)
 				}
-				if !strings.Contains(err.Error(), "t = 6") {
+				if !strings.Contains(err.Error(), "5 valid votes") || !strings.Contains(err.Error(), "N − A = 6") {
 					t.Errorf("the refusal does not say what was missing: %v", err)
 				}
 			})
@@ -256,13 +258,14 @@ func (f *fixture) tpkIndex(name string) int {
 	return 0
 }
 
-// TestNetTooFewContributors: over each transport, 4 teachers die before
-// voting, so 6 votes arrive where the calibration needs ⌈γN⌉ = 7: the
-// batch is refused, nothing is decrypted and no teacher is charged.
+// TestNetTooFewContributors: over each transport, 5 teachers die before
+// voting, so 5 votes arrive where the calibration needs N − A = 6: the
+// batch is refused and nothing is decrypted; the voters were charged when
+// they voted (their votes were sent), the others not.
 func TestNetTooFewContributors(t *testing.T) {
 	f := getFixture(t)
 	hook := func(name string) func(dppp.Message) error {
-		if f.tpkIndex(name) > 4 {
+		if f.tpkIndex(name) > 5 {
 			return nil
 		}
 		return func(m dppp.Message) error {
@@ -282,9 +285,10 @@ func TestNetTooFewContributors(t *testing.T) {
 			if len(res.Labels) != 0 || len(res.Batches) != 0 {
 				t.Fatalf("labels %v", res.Labels)
 			}
-			for _, tt := range d.teachers {
-				if tt.Answered() != 0 {
-					t.Errorf("%s charged %d queries", tt.Name(), tt.Answered())
+			for i, tt := range d.teachers {
+				want := map[bool]int{true: 0, false: 5}[i < 5]
+				if tt.Answered() != want || tt.Decrypted() != 0 {
+					t.Errorf("%s charged %d queries (want %d), decrypted %d", tt.Name(), tt.Answered(), want, tt.Decrypted())
 				}
 			}
 		})

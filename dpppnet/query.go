@@ -85,7 +85,8 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 		}
 	}
 	p := res.Params
-	logf("parameters %x…: %d teachers, t = %d, %s noise, ε = %g, δ = %g per query, %d queries per batch", p.Hash(), p.N(), p.Threshold, p.Noise, p.Epsilon, p.Delta, p.QPC)
+	cc, aa := p.Trust()
+	logf("parameters %x…: %d teachers, t = %d, colluders C = %d, absent A = %d (noise for H = %d honest shares), %s noise, ε = %g, δ = %g per query, %d queries per batch", p.Hash(), p.N(), p.Threshold, cc, aa, p.Honest, p.Noise, p.Epsilon, p.Delta, p.QPC)
 	if opt.Model != ([32]byte{}) && opt.Model != p.Model {
 		return res, fmt.Errorf("dpppnet: the aggregator serves another input (fingerprint %x…, this client's %x…): another spec, image size or class list", p.Model[:6], opt.Model[:6])
 	}

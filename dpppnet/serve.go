@@ -35,11 +35,11 @@ func Session() transport.Session {
 
 // MaxPayload returns the payload cap for n teachers and batches of qpc rows
 // of features columns: the largest message is a Query (rows) or a Decrypt
-// (every contributor's ciphertext), or the vote signatures sent with a
-// Decrypt (a certificate and a signature per contributor), with room to
-// spare.
+// (per contributor its ciphertext, its proof of plaintext knowledge, and
+// its certificate and signature of the contributor set: about 3.5 KB at
+// 2048 bits, 6 KB at 3072), with room to spare.
 func MaxPayload(n, qpc, features int) int {
-	return 8*qpc*features + 16*qpc + 2200*(n+1) + 64<<10
+	return 8*qpc*features + 16*qpc + 8192*(n+1) + 64<<10
 }
 
 // TypeBudget is the envelope type of the aggregator's budget line to a
@@ -101,23 +101,18 @@ type ServeOptions struct {
 }
 
 // Serve runs the aggregator of one DPPP deployment over hub (configured
-// with HubConfig(p)): it offers p to the teachers, waits for their
-// acceptance, labels rows batch by batch (QPC rows per batch) and tells
-// every teacher when it is done. The first batch that cannot be answered
-// ends the run with an error; the result then holds the batches answered
-// before it.
+// with HubConfig(p)): dppp's Driver (the protocol's one loop, also behind
+// dppp.Run) over the hub. It offers p to the teachers, waits for their
+// acceptance, labels rows batch by batch (QPC rows per batch), then serves
+// the clients' requests, and tells every teacher when it is done. The
+// first batch that cannot be answered ends the run with an error; the
+// result then holds the batches answered before it.
 func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier.ThresholdPublicKey, rows [][]float64, opt ServeOptions) (*dppp.RunResult, error) {
 	if opt.RoundTimeout <= 0 {
 		opt.RoundTimeout = 30 * time.Second
 	}
-	if opt.JoinTimeout <= 0 {
-		opt.JoinTimeout = opt.RoundTimeout
-	}
 	if opt.FinishTimeout <= 0 {
 		opt.FinishTimeout = 5 * time.Second
-	}
-	if opt.MinTeachers < p.MinContributors {
-		opt.MinTeachers = p.MinContributors
 	}
 	logf := opt.Logf
 	if logf == nil {
@@ -133,16 +128,27 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if err != nil {
 		return nil, err
 	}
-	s := &server{hub: hub, p: p, agg: agg, logf: logf, opt: opt, dead: map[uint32]bool{}, members: map[uint32]bool{}, clients: map[string]bool{}, sigs: map[uint64]map[uint32]*voteSig{},
+	s := &server{hub: hub, p: p, agg: agg, logf: logf, opt: opt, clients: map[string]bool{},
 		res: &dppp.RunResult{BytesToTeacher: map[string]int{}, BytesFromTeacher: map[string]int{}, Refusals: map[string][]string{}}}
+	s.drv = dppp.NewDriver(agg, s, dppp.DriverOptions{RoundTimeout: opt.RoundTimeout, JoinTimeout: opt.JoinTimeout, MinTeachers: opt.MinTeachers, CanPay: opt.CanPay, Logf: logf}, s.res)
 	hub.SetRound(0)
 	hub.SetGate(sessionGate(p))
 	for _, c := range opt.Clients {
 		s.clients[c] = true
 	}
-	err = s.agree(ctx)
+	var offerTo []uint32
+	for _, name := range hub.Connected() {
+		if id := p.TeacherID(name); id != 0 {
+			offerTo = append(offerTo, id)
+		} else if s.clients[name] {
+			if b, err := agg.Offer().MarshalBinary(); err == nil {
+				s.sendClient(ctx, name, "offer", b) // again on its Attached event: the client takes the first
+			}
+		}
+	}
+	err = s.drv.Agree(ctx, offerTo)
 	if err == nil {
-		_, _, err = s.label(ctx, rows)
+		_, _, err = s.drv.Label(ctx, rows)
 	}
 	if err == nil && len(opt.Clients) > 0 {
 		err = s.serveRequests(ctx)
@@ -191,46 +197,24 @@ func sessionGate(p *dppp.Params) func(transport.Envelope) error {
 	}
 }
 
+// server is dppp's Link over a transport hub, plus the clients' requests.
 type server struct {
 	hub     transport.Hub
 	p       *dppp.Params
 	agg     *dppp.Aggregator
+	drv     *dppp.Driver
 	logf    func(string, ...any)
 	opt     ServeOptions
 	res     *dppp.RunResult
 	round   uint64
-	dead    map[uint32]bool // disconnected and not back
-	members map[uint32]bool // accepted the parameters
 	clients map[string]bool
 	// requests holds clients' requests not yet served.
 	requests []request
-	// sigs holds the teachers' vote signatures by batch, relayed with the
-	// decryption requests.
-	sigs map[uint64]map[uint32]*voteSig
 }
 
 type request struct {
 	client string
 	req    *dppp.Request
-}
-
-// label labels rows batch by batch, adding to the result.
-func (s *server) label(ctx context.Context, rows [][]float64) ([]int, [][]float64, error) {
-	var labels []int
-	var hist [][]float64
-	for start := 0; start < len(rows); start += s.p.QPC {
-		end := min(start+s.p.QPC, len(rows))
-		br, err := s.batch(ctx, rows[start:end])
-		if err != nil {
-			return labels, hist, err
-		}
-		s.res.Batches = append(s.res.Batches, br)
-		s.res.Labels = append(s.res.Labels, br.Labels...)
-		s.res.Hist = append(s.res.Hist, br.Hist...)
-		labels = append(labels, br.Labels...)
-		hist = append(hist, br.Hist...)
-	}
-	return labels, hist, nil
 }
 
 // serveRequests answers the clients' requests at round 0 (a request sent
@@ -239,8 +223,7 @@ func (s *server) label(ctx context.Context, rows [][]float64) ([]int, [][]float6
 func (s *server) serveRequests(ctx context.Context) error {
 	answered := 0
 	for s.opt.MaxRequests == 0 || answered < s.opt.MaxRequests {
-		s.round = 0
-		s.hub.SetRound(0)
+		s.SetRound(0)
 		for len(s.requests) == 0 {
 			if _, err := s.next(ctx); err != nil {
 				return err
@@ -260,9 +243,8 @@ func (s *server) serveRequests(ctx context.Context) error {
 			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
 			return err
 		}
-		labels, hist, err := s.label(ctx, r.req.Rows)
-		s.round = 0
-		s.hub.SetRound(0)
+		labels, hist, err := s.drv.Label(ctx, r.req.Rows)
+		s.SetRound(0)
 		if err != nil {
 			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
 			return err
@@ -307,12 +289,24 @@ func (s *server) sendClient(ctx context.Context, client, typ string, payload []b
 	}
 }
 
-// incoming is one thing that happened: a message, or a lost teacher.
-type incoming struct {
-	from uint32
-	msg  dppp.Message
-	lost bool
-	back bool // reconnected
+// SetRound sets the round of the envelopes sent and of the hub's gate.
+func (s *server) SetRound(round uint64) {
+	s.round = round
+	s.hub.SetRound(round)
+}
+
+// Send sends a dppp message to teacher id (dppp.Link).
+func (s *server) Send(ctx context.Context, id uint32, m dppp.Message) { s.send(ctx, id, m) }
+
+// Next returns the next teacher message or connection event (dppp.Link);
+// clients' requests are queued on the way.
+func (s *server) Next(ctx context.Context) (dppp.Incoming, error) {
+	for {
+		in, err := s.next(ctx)
+		if err != nil || in.Msg != nil || in.Lost || in.Back {
+			return in, err
+		}
+	}
 }
 
 func (s *server) send(ctx context.Context, id uint32, m dppp.Message) {
@@ -331,22 +325,10 @@ func (s *server) send(ctx context.Context, id uint32, m dppp.Message) {
 	s.res.BytesToTeacher[name] += len(b)
 }
 
-// sendRaw sends a payload of type typ to teacher id.
-func (s *server) sendRaw(ctx context.Context, id uint32, typ string, payload []byte) {
-	name := s.p.TeacherName(id)
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := s.hub.SendTo(sctx, name, transport.Envelope{Round: s.round, Type: typ, Payload: payload}); err != nil {
-		s.logf("sending %s to %s: %v", typ, name, err)
-		return
-	}
-	s.res.BytesToTeacher[name] += len(payload)
-}
-
 // next waits for the next message or connection event until ctx is done.
 // Messages already in the inbox come first: a teacher's envelope accepted
 // by the hub before it disconnected is read before its Detached event.
-func (s *server) next(ctx context.Context) (incoming, error) {
+func (s *server) next(ctx context.Context) (dppp.Incoming, error) {
 	for {
 		select {
 		case env := <-s.hub.Inbox():
@@ -358,9 +340,9 @@ func (s *server) next(ctx context.Context) (incoming, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return incoming{}, ctx.Err()
+			return dppp.Incoming{}, ctx.Err()
 		case <-s.hub.Done():
-			return incoming{}, errors.New("dpppnet: the hub closed")
+			return dppp.Incoming{}, errors.New("dpppnet: the hub closed")
 		case ev := <-s.hub.Events():
 			id := s.p.TeacherID(ev.Party)
 			if s.clients[ev.Party] {
@@ -376,14 +358,12 @@ func (s *server) next(ctx context.Context) (incoming, error) {
 			case transport.Attached:
 				s.logf("%s connected", ev.Party)
 				if id != 0 {
-					delete(s.dead, id)
-					return incoming{from: id, back: true}, nil
+					return dppp.Incoming{From: id, Back: true}, nil
 				}
 			case transport.Detached:
 				s.logf("%s disconnected (%v)", ev.Party, ev.Err)
 				if id != 0 {
-					s.dead[id] = true
-					return incoming{from: id, lost: true}, nil
+					return dppp.Incoming{From: id, Lost: true}, nil
 				}
 			case transport.Refused:
 				s.logf("refused a message from %s: %v", ev.Party, ev.Err)
@@ -396,23 +376,10 @@ func (s *server) next(ctx context.Context) (incoming, error) {
 	}
 }
 
-// envelope decodes one envelope (ok false: ignored, and logged; a vote
-// signature is recorded).
-func (s *server) envelope(env transport.Envelope) (incoming, bool) {
+// envelope decodes one envelope (ok false: ignored, and logged; a
+// client's request is queued and returned as an empty Incoming).
+func (s *server) envelope(env transport.Envelope) (dppp.Incoming, bool) {
 	id := s.p.TeacherID(env.Sender)
-	if env.Type == TypeVoteSignature && id != 0 {
-		session, batch, list, err := parseSigs(env.Payload, sigHeader)
-		if err != nil || session != s.p.Session || list[0].From != id || batch != s.round {
-			s.logf("ignored a vote signature from %s: %v", env.Sender, err)
-			return incoming{}, false
-		}
-		if s.sigs[batch] == nil {
-			s.sigs[batch] = map[uint32]*voteSig{}
-		}
-		s.sigs[batch][id] = list[0]
-		s.res.BytesFromTeacher[env.Sender] += len(env.Payload)
-		return incoming{}, false
-	}
 	m, err := dppp.Unmarshal(env.Payload)
 	if err == nil && m.Type() != env.Type {
 		err = fmt.Errorf("envelope says %q, payload is %q", env.Type, m.Type())
@@ -420,282 +387,17 @@ func (s *server) envelope(env transport.Envelope) (incoming, bool) {
 	if s.clients[env.Sender] {
 		if r, ok := m.(*dppp.Request); ok && err == nil && len(r.Rows) > 0 {
 			s.requests = append(s.requests, request{client: env.Sender, req: r})
-			return incoming{}, true // queued: wakes serveRequests
+			return dppp.Incoming{}, true // queued: wakes serveRequests
 		}
 		s.logf("ignored a message from client %s: %v", env.Sender, err)
-		return incoming{}, false
+		return dppp.Incoming{}, false
 	}
 	if err != nil || id == 0 {
 		s.logf("ignored a message from %s: %v", env.Sender, err)
-		return incoming{}, false
+		return dppp.Incoming{}, false
 	}
 	s.res.BytesFromTeacher[env.Sender] += len(env.Payload)
-	return incoming{from: id, msg: m}, true
-}
-
-// phase returns the context of one phase (its deadline).
-func (s *server) phase(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
-}
-
-func (s *server) agree(ctx context.Context) error {
-	pctx, cancel := s.phase(ctx, s.opt.JoinTimeout)
-	defer cancel()
-	offered := map[uint32]bool{}
-	offer := func(id uint32) {
-		if !offered[id] {
-			offered[id] = true
-			s.send(ctx, id, s.agg.Offer())
-		}
-	}
-	for _, name := range s.hub.Connected() {
-		if id := s.p.TeacherID(name); id != 0 {
-			offer(id)
-		} else if s.clients[name] {
-			if b, err := s.agg.Offer().MarshalBinary(); err == nil {
-				s.sendClient(ctx, name, "offer", b) // again on its Attached event: the client takes the first
-			}
-		}
-	}
-	refused := 0
-	for len(s.members)+refused < s.p.N() {
-		in, err := s.next(pctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				break
-			}
-			return err
-		}
-		switch m := in.msg.(type) {
-		case nil:
-			if in.back {
-				offer(in.from)
-			}
-		case *dppp.Accept:
-			if m.From != in.from || s.agg.CheckAccept(m) != nil {
-				s.logf("%s accepted other parameters: left out", s.p.TeacherName(in.from))
-				refused++
-				continue
-			}
-			if !s.members[in.from] {
-				s.members[in.from] = true
-				s.logf("%s accepted the parameters (%d of %d)", s.p.TeacherName(in.from), len(s.members), s.p.N())
-			}
-		case *dppp.Refuse:
-			s.logf("%s refused the parameters: %s", s.p.TeacherName(in.from), m.Reason)
-			s.res.Refusals[s.p.TeacherName(in.from)] = append(s.res.Refusals[s.p.TeacherName(in.from)], m.Reason)
-			refused++
-		}
-	}
-	if len(s.members) < s.opt.MinTeachers {
-		return fmt.Errorf("%w: %d teachers accepted the parameters within %v, need %d", dppp.ErrTooFewContributors, len(s.members), s.opt.JoinTimeout, s.opt.MinTeachers)
-	}
-	s.logf("%d of %d teachers agreed to parameters %x…", len(s.members), s.p.N(), s.p.Hash())
-	return nil
-}
-
-func (s *server) live() []uint32 {
-	var out []uint32
-	for id := range s.members {
-		if !s.dead[id] {
-			out = append(out, id)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func (s *server) refused(from uint32, reason string) {
-	name := s.p.TeacherName(from)
-	s.res.Refusals[name] = append(s.res.Refusals[name], reason)
-	s.logf("batch %d: %s refused: %s", s.round, name, reason)
-}
-
-func (s *server) batch(ctx context.Context, rows [][]float64) (*dppp.BatchResult, error) {
-	p := s.p
-	if s.opt.CanPay != nil {
-		if err := s.opt.CanPay(len(rows)); err != nil {
-			return nil, fmt.Errorf("%w: %d queries refused before anything was sent: %w", dppp.ErrBudget, len(rows), err)
-		}
-	}
-	q, err := s.agg.NewBatch(rows)
-	if err != nil {
-		return nil, err
-	}
-	s.round = q.Batch
-	s.hub.SetRound(q.Batch)
-	start := time.Now()
-	pending := map[uint32]bool{}
-	for _, id := range s.live() {
-		pending[id] = true
-		s.send(ctx, id, q)
-	}
-	pctx, cancel := s.phase(ctx, s.opt.RoundTimeout)
-	for len(pending) > 0 {
-		in, err := s.next(pctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				cancel()
-				return nil, ctx.Err()
-			}
-			if errors.Is(err, context.DeadlineExceeded) {
-				s.logf("batch %d: no vote within %v from %s", q.Batch, s.opt.RoundTimeout, s.names(pending))
-				break
-			}
-			cancel()
-			return nil, err
-		}
-		switch m := in.msg.(type) {
-		case nil:
-			if in.lost {
-				delete(pending, in.from)
-			}
-		case *dppp.Vote:
-			err := s.agg.AddVote(in.from, m)
-			switch {
-			case err == nil:
-				delete(pending, in.from)
-			case errors.Is(err, dppp.ErrDuplicate), errors.Is(err, dppp.ErrStale):
-			default:
-				s.logf("batch %d: %v", q.Batch, err)
-				delete(pending, in.from)
-			}
-		case *dppp.Refuse:
-			if m.Batch == q.Batch && pending[in.from] {
-				s.refused(in.from, m.Reason)
-				delete(pending, in.from)
-			}
-		}
-	}
-	cancel()
-	s.logf("batch %d: %d queries, %d of %d teachers voted (%.2f s)", q.Batch, len(rows), s.agg.Votes(q.Batch), p.N(), time.Since(start).Seconds())
-	d, err := s.agg.Close(q.Batch)
-	if err != nil {
-		s.logf("batch %d: refused, nothing decrypted: %v", q.Batch, err)
-		return nil, err
-	}
-	var list []*voteSig
-	for _, id := range d.Contributors {
-		if v := s.sigs[q.Batch][id]; v != nil {
-			list = append(list, v)
-		}
-	}
-	delete(s.sigs, q.Batch)
-	bundle := marshalVoteSigs(p.Session, q.Batch, list)
-	exclude := map[uint32]bool{}
-	for {
-		valid := s.agg.Ready(q.Batch)
-		if valid >= p.Threshold {
-			br, err := s.agg.Combine(q.Batch)
-			if err == nil {
-				s.logf("batch %d: answered: %d contributors, decrypted by %s, rejected %s (%.2f s)", q.Batch, len(br.Contributors), s.idNames(br.Decryptors), s.rejected(br.Rejected), time.Since(start).Seconds())
-				return br, nil
-			}
-			if !errors.Is(err, dppp.ErrTooFewDecryptors) || s.agg.Ready(q.Batch) >= valid {
-				return nil, err
-			}
-			continue
-		}
-		for id := range s.dead {
-			exclude[id] = true
-		}
-		ask := s.agg.Ask(q.Batch, p.Threshold-valid, exclude)
-		if len(ask) == 0 {
-			return nil, fmt.Errorf("%w: batch %d: %d valid of t = %d, no live contributor left to ask (refusals: %v)", dppp.ErrTooFewDecryptors, q.Batch, valid, p.Threshold, s.res.Refusals)
-		}
-		s.logf("batch %d: asking %s to decrypt (%d of t = %d valid so far)", q.Batch, s.idNames(ask), valid, p.Threshold)
-		pending := map[uint32]bool{}
-		for _, id := range ask {
-			pending[id] = true
-			s.sendRaw(ctx, id, TypeVoteSignatures, bundle)
-			s.send(ctx, id, d)
-		}
-		pctx, cancel := s.phase(ctx, s.opt.RoundTimeout)
-		for len(pending) > 0 {
-			in, err := s.next(pctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					cancel()
-					return nil, ctx.Err()
-				}
-				if errors.Is(err, context.DeadlineExceeded) {
-					for id := range pending {
-						s.logf("batch %d: no partial decryption within %v from %s", q.Batch, s.opt.RoundTimeout, p.TeacherName(id))
-						s.agg.Reject(q.Batch, id, "timed out")
-						exclude[id] = true
-					}
-					break
-				}
-				cancel()
-				return nil, err
-			}
-			switch m := in.msg.(type) {
-			case nil:
-				if in.lost && pending[in.from] {
-					s.logf("batch %d: %s lost before its partial decryption", q.Batch, p.TeacherName(in.from))
-					s.agg.Reject(q.Batch, in.from, "lost")
-					delete(pending, in.from)
-				}
-			case *dppp.Partial:
-				if m.Batch != q.Batch || !pending[in.from] {
-					continue
-				}
-				if err := s.agg.AddPartial(in.from, m); err != nil {
-					if errors.Is(err, dppp.ErrDuplicate) || errors.Is(err, dppp.ErrStale) {
-						continue
-					}
-					s.logf("batch %d: %v", q.Batch, err)
-				}
-				delete(pending, in.from)
-			case *dppp.Refuse:
-				if m.Batch == q.Batch && pending[in.from] {
-					s.refused(in.from, m.Reason)
-					s.agg.Reject(q.Batch, in.from, m.Reason)
-					delete(pending, in.from)
-				}
-			}
-		}
-		cancel()
-	}
-}
-
-func (s *server) names(ids map[uint32]bool) string {
-	var l []uint32
-	for id := range ids {
-		l = append(l, id)
-	}
-	slices.Sort(l)
-	return s.idNames(l)
-}
-
-func (s *server) idNames(ids []uint32) string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = s.p.TeacherName(id)
-	}
-	return fmt.Sprint(out)
-}
-
-func (s *server) rejected(m map[uint32]string) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	var ids []uint32
-	for id := range m {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	out := ""
-	for i, id := range ids {
-		if i > 0 {
-			out += ", "
-		}
-		out += s.p.TeacherName(id) + " (" + m[id] + ")"
-	}
-	return out
+	return dppp.Incoming{From: id, Msg: m}, true
 }
 
 // finish sends every member the last word and waits (up to FinishTimeout)
@@ -703,7 +405,7 @@ func (s *server) rejected(m map[uint32]string) string {
 func (s *server) finish(ctx context.Context, text string) {
 	s.hub.SetGate(func(transport.Envelope) error { return errors.New("dppp: the run is over") })
 	var names []string
-	for _, id := range s.live() {
+	for _, id := range s.drv.Live() {
 		name := s.p.TeacherName(id)
 		names = append(names, name)
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)

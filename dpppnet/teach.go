@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/transport"
 )
@@ -19,12 +18,6 @@ type TeachOptions struct {
 	IdleTimeout time.Duration
 	// Logf receives the teacher's log lines (nil: none).
 	Logf func(format string, args ...any)
-	// Identity is the teacher's certificate (from the deployment's CA): it
-	// signs the teacher's votes, and the teacher decrypts a sum only if
-	// every listed vote is signed by its teacher (see TypeVoteSignature).
-	// nil (--insecure): votes are not signed and the listed votes are not
-	// verified, so a malicious aggregator could substitute them.
-	Identity *certs.Party
 	// AfterSend is a TEST HOOK called after each message was sent; a
 	// non-nil error stops Teach with that error (the connection is left to
 	// the caller to close), as if the process died.
@@ -45,9 +38,10 @@ type TeachResult struct {
 // Teach runs one teacher over a connection to the aggregator's hub
 // (transport.Dial, or Memory.Dial in process): it answers the offer (the
 // state machine checks it against the teacher's own Config), votes on
-// every batch, partially decrypts only what the state machine allows
-// (minimum contributors, its own vote listed, its budget), and returns
-// when the aggregator says it is done.
+// every batch (charged first), signs the contributor set of each batch it
+// voted in (one set per batch), partially decrypts only what the state
+// machine allows (the set it signed, signed by every contributor, every
+// vote's proof valid), and returns when the aggregator says it is done.
 func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachOptions) (*TeachResult, error) {
 	if opt.IdleTimeout <= 0 {
 		opt.IdleTimeout = 10 * time.Minute
@@ -59,12 +53,8 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 	res := &TeachResult{}
 	var id uint32
 	var params *dppp.Params
-	var verifier *sigVerifier
-	sigs := map[uint64]map[uint32]*voteSig{}
-	if opt.Identity != nil {
-		verifier = newSigVerifier(opt.Identity)
-	} else {
-		logf("no identity: this teacher's votes are not signed and the votes listed in a decryption request are not verified (a malicious aggregator could substitute them)")
+	if t.Unsigned() {
+		logf("UNSIGNED: this teacher neither signs contributor sets nor checks the other contributors' signatures; a malicious aggregator can have two different sums holding its vote decrypted (differencing). Tests and --insecure runs only")
 	}
 	send := func(round uint64, m dppp.Message) error {
 		b, err := m.MarshalBinary()
@@ -109,24 +99,6 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 			logf("aggregator: %s", res.Done)
 			return res, nil
 		}
-		if env.Type == TypeVoteSignatures {
-			session, batch, list, err := parseSigs(env.Payload, bundleHeader)
-			if err != nil || params == nil || session != params.Session {
-				logf("ignored a vote signatures message: %v", err)
-				continue
-			}
-			byID := map[uint32]*voteSig{}
-			for _, v := range list {
-				byID[v.From] = v
-			}
-			sigs[batch] = byID
-			for b := range sigs {
-				if b+2 < batch {
-					delete(sigs, b)
-				}
-			}
-			continue
-		}
 		m, err := dppp.Unmarshal(env.Payload)
 		if err != nil {
 			logf("ignored a malformed %q message: %v", env.Type, err)
@@ -146,8 +118,9 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 			}
 			id = a.From
 			params = m.Params.Clone()
-			logf("accepted parameters %x… (N = %d, t = %d, min contributors %d, %s noise, ε = %g, δ = %g per query, at most %d queries)",
-				m.Params.Hash(), m.Params.N(), m.Params.Threshold, m.Params.MinContributors, m.Params.Noise, m.Params.Epsilon, m.Params.Delta, m.Params.MaxQueries)
+			cc, aa := m.Params.Trust()
+			logf("accepted parameters %x… (N = %d, t = %d, colluders C = %d, absent A = %d: min contributors N − A = %d, noise for H = %d honest shares; %s noise, ε = %g, δ = %g per query, at most %d queries)",
+				m.Params.Hash(), m.Params.N(), m.Params.Threshold, cc, aa, m.Params.MinContributors, m.Params.Honest, m.Params.Noise, m.Params.Epsilon, m.Params.Delta, m.Params.MaxQueries)
 			ans = a
 		case *dppp.Query:
 			var v *dppp.Vote
@@ -163,31 +136,28 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 				res.Refusals++
 				ans = &dppp.Refuse{Session: m.Session, Batch: m.Batch, From: id, Reason: err.Error()}
 			} else {
-				if opt.Identity != nil {
-					vs, err := signVote(opt.Identity, m.Session, m.Batch, id, v.Ciphertext)
-					if err != nil {
-						return res, err
-					}
-					if err := conn.Send(ctx, transport.Envelope{Round: env.Round, Type: TypeVoteSignature, Payload: marshalVoteSig(m.Session, m.Batch, vs)}); err != nil {
-						logf("batch %d: sending the vote's signature: %v", m.Batch, err)
-					}
-				}
-				logf("batch %d: voted on %d queries", m.Batch, len(m.Rows))
+				logf("batch %d: voted on %d queries (charged before voting: %d queries so far)", m.Batch, len(m.Rows), t.Answered())
 				res.Votes++
 				ans = v
 			}
-		case *dppp.Decrypt:
-			err := checkSigned(t.Name(), verifier, params, id, sigs[m.Batch], m)
-			var pd *dppp.Partial
-			if err == nil {
-				pd, err = t.HandleDecrypt(m)
+		case *dppp.SignSet:
+			sig, err := t.HandleSignSet(m)
+			if err != nil {
+				logf("batch %d: refused to sign the contributor set: %v", m.Batch, err)
+				res.Refusals++
+				ans = &dppp.Refuse{Session: m.Session, Batch: m.Batch, From: id, Reason: err.Error()}
+			} else {
+				logf("batch %d: signed the contributor set of %d votes", m.Batch, len(m.Set))
+				ans = sig
 			}
+		case *dppp.Decrypt:
+			pd, err := t.HandleDecrypt(m)
 			if err != nil {
 				logf("batch %d: refused to decrypt: %v", m.Batch, err)
 				res.Refusals++
 				ans = &dppp.Refuse{Session: m.Session, Batch: m.Batch, From: id, Reason: err.Error()}
 			} else {
-				logf("batch %d: partially decrypted the sum of %d contributors (%d queries charged so far)", m.Batch, len(m.Contributors), t.Answered())
+				logf("batch %d: partially decrypted the sum of %d contributors (every signature and proof checked)", m.Batch, len(m.Contributors))
 				res.Partials++
 				ans = pd
 			}
@@ -210,22 +180,4 @@ func quote(s string) string {
 		}
 	}
 	return s
-}
-
-// checkSigned checks that every vote listed in d but the teacher's own (own,
-// which dppp checks byte for byte) carries its teacher's signature (v nil:
-// no check).
-func checkSigned(name string, v *sigVerifier, p *dppp.Params, own uint32, sigs map[uint32]*voteSig, d *dppp.Decrypt) error {
-	if v == nil || p == nil || len(d.Contributors) != len(d.Ciphertexts) {
-		return nil // dppp refuses a mismatched request itself
-	}
-	for i, id := range d.Contributors {
-		if id == own {
-			continue
-		}
-		if err := v.verify(sigs[id], p.TeacherName(id), d.Session, d.Batch, id, d.Ciphertexts[i]); err != nil {
-			return fmt.Errorf("%w: %s: batch %d: the vote listed as contributor %d (%s) is not signed by that teacher (%v): refusing to decrypt a sum of votes whose senders are not proven", dppp.ErrRefused, name, d.Batch, id, p.TeacherName(id), err)
-		}
-	}
-	return nil
 }

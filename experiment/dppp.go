@@ -280,7 +280,17 @@ func (s *dpppSetup) calibrate(kind dppp.NoiseKind, gn, gd int, eps, delta float6
 	for i := range names {
 		names[i] = fmt.Sprintf("teacher%03d", i+1)
 	}
-	return dppp.Calibrate(dppp.Config{Teachers: names, Threshold: s.threshold, GammaNum: gn, GammaDen: gd,
+	// γ = gn/gd as the noise's honest shares H = ⌈γN⌉: no colluder and
+	// A = N − ⌈γN⌉ absent (dppp.Config replaced γ by C and A, issue 22;
+	// the calibration, and so the series, are unchanged).
+	trust := func(v int) int {
+		if v == 0 {
+			return dppp.NoneAssumed
+		}
+		return v
+	}
+	absent := s.teachers - (gn*s.teachers+gd-1)/gd
+	return dppp.Calibrate(dppp.Config{Teachers: names, Threshold: s.threshold, Colluders: dppp.NoneAssumed, Absent: trust(absent),
 		Classes: s.classes, Features: s.features, Noise: kind, Epsilon: eps, Delta: delta,
 		BudgetEpsilon: eps, BudgetDelta: delta, Model: sha256.Sum256([]byte(s.name))}, s.tpk)
 }

@@ -30,8 +30,10 @@ a model trained on its own data, label a client's query rows. Every teacher
 adds a share of noise to its one-hot vote and encrypts it under threshold
 Paillier; the aggregator, which is not trusted, multiplies the ciphertexts,
 and any t teachers decrypt only the noisy vote histogram, after checking that
-it sums at least ⌈γN⌉ votes including their own and that their budget allows
-it. The labels are differentially private with respect to the teachers'
+it sums at least N − A votes including their own, every one proven known to
+its sender and every contributor having signed that one set of the batch.
+The noise is sized for N − A − C honest shares (--colluders C, --absent A).
+The labels are differentially private with respect to the teachers'
 training data.
 
   keygen    trusted-dealer key generation: one public key, one share per teacher

@@ -30,6 +30,7 @@ import (
 type dpppDeployFlags struct {
 	teachers                   []string
 	threshold, qpc             int
+	colluders, absent          int
 	gamma, noise               string
 	epsilon, delta             float64
 	budgetEpsilon, budgetDelta float64
@@ -41,7 +42,10 @@ func (f *dpppDeployFlags) register(cmd *cobra.Command, withTeachers bool) {
 		fl.StringSliceVar(&f.teachers, "teachers", nil, "the roster: teacher names, comma-separated, in the order of their key shares (teacher i holds share i)")
 	}
 	fl.IntVar(&f.threshold, "threshold", 0, "t, shares needed to decrypt (0: ⌊2N/3⌋, the seed's default; must be the key's)")
-	fl.StringVar(&f.gamma, "gamma", "2/3", "γ, the fraction of teachers assumed honest (each share of noise is sized so that ⌈γN⌉ shares suffice): a fraction A/B or 1")
+	fl.IntVar(&f.colluders, "colluders", -1, "C, the teachers that may collude with the aggregator (-1: ⌈N/3⌉ − 1); C < t is required")
+	fl.IntVar(&f.absent, "absent", -1, "A, the teachers that may be absent from a batch (-1: N − t); a sum is decrypted only with ≥ N − A votes, and the noise is sized for N − A − C honest shares; t ≤ N − A is required")
+	fl.StringVar(&f.gamma, "gamma", "", "REMOVED: use --colluders and --absent (⌈γN⌉ contributors were not ⌈γN⌉ honest shares: issue 22)")
+	_ = fl.MarkHidden("gamma")
 	fl.StringVar(&f.noise, "noise", "binomial", "noise kind: binomial or dgauss")
 	fl.Float64Var(&f.epsilon, "epsilon", 1, "per-query ε")
 	fl.Float64Var(&f.delta, "delta", 1e-5, "per-query δ")
@@ -50,30 +54,31 @@ func (f *dpppDeployFlags) register(cmd *cobra.Command, withTeachers bool) {
 	fl.IntVar(&f.qpc, "queries-per-ciphertext", 0, "queries packed into one ciphertext (0: as many as fit)")
 }
 
-func parseGamma(s string) (num, den int, err error) {
-	a, b, ok := strings.Cut(strings.TrimSpace(s), "/")
-	if !ok {
-		b = "1"
+// trustFlag maps a --colluders/--absent value to dppp.Config's: -1 the
+// default (0 there), 0 none (dppp.NoneAssumed).
+func trustFlag(v int) int {
+	switch {
+	case v < 0:
+		return 0
+	case v == 0:
+		return dppp.NoneAssumed
 	}
-	num, err1 := strconv.Atoi(strings.TrimSpace(a))
-	den, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if err1 != nil || err2 != nil || num < 1 || den < 1 || num > den {
-		return 0, 0, fmt.Errorf("--gamma %q: want a fraction A/B with 0 < A ≤ B, or 1", s)
-	}
-	return num, den, nil
+	return v
 }
 
 // config builds the dppp.Config for the roster and an input spec.
 func (f *dpppDeployFlags) config(teachers []string, classes, features int, model [32]byte) (dppp.Config, error) {
-	num, den, err := parseGamma(f.gamma)
-	if err != nil {
-		return dppp.Config{}, err
+	if f.gamma != "" {
+		return dppp.Config{}, fmt.Errorf("--gamma was removed: say how many teachers may collude with the aggregator (--colluders C) and how many may be absent (--absent A); the noise is then sized for N − A − C honest shares (issue 22: ⌈γN⌉ contributors were not ⌈γN⌉ honest shares)")
+	}
+	if f.colluders < -1 || f.absent < -1 {
+		return dppp.Config{}, fmt.Errorf("--colluders %d, --absent %d: want ≥ 0, or -1 for the default", f.colluders, f.absent)
 	}
 	kind, err := dppp.ParseNoiseKind(f.noise)
 	if err != nil {
 		return dppp.Config{}, fmt.Errorf("--noise: %w", err)
 	}
-	cfg := dppp.Config{Teachers: teachers, Threshold: f.threshold, GammaNum: num, GammaDen: den, Classes: classes, Features: features,
+	cfg := dppp.Config{Teachers: teachers, Threshold: f.threshold, Colluders: trustFlag(f.colluders), Absent: trustFlag(f.absent), Classes: classes, Features: features,
 		Noise: kind, Epsilon: f.epsilon, Delta: f.delta, BudgetEpsilon: f.budgetEpsilon, BudgetDelta: f.budgetDelta,
 		QueriesPerCiphertext: f.qpc, Model: model}
 	return cfg, nil // Calibrate validates, with the defaults applied
@@ -102,17 +107,22 @@ through the input spec --schema, without labels), listens on --listen for the
 teachers named in --teachers (mutual TLS 1.3 with the certificate in --certs;
 only certificates from the same CA whose name is in --teachers get in), and:
 
- 1. offers the public parameters (roster, t, γ, noise kind and its calibration,
+ 1. offers the public parameters (roster, t, colluders C, absent A, noise kind
+    and its calibration,
     per-query ε and δ, the total budget and the number of queries it allows,
     the key and the spec's fingerprint); every teacher recomputes them from
     its own flags and key and refuses any difference, naming the field;
  2. sends the query rows in batches of as many queries as one ciphertext
-    holds; every teacher votes: its one-hot labels plus its share of noise,
-    packed and encrypted under the threshold key;
- 3. multiplies the votes once at least ⌈γN⌉ teachers voted (otherwise the
-    batch is refused and nothing is decrypted), and asks t contributors to
-    decrypt the sum; each checks the sum against the listed votes and its own
-    budget first. A teacher lost or silent for --round-timeout is replaced by
+    holds; every teacher charges its budget, then votes: its one-hot labels
+    plus its share of noise, packed and encrypted under the threshold key,
+    with a proof that it knows what it encrypted;
+ 3. checks the proofs, multiplies the votes once at least N − A teachers
+    voted (otherwise the batch is refused and nothing is decrypted), has
+    every contributor sign the contributor set (one set per batch; a
+    contributor lost before signing abandons the batch, whose queries are
+    voted again: new noise, charged again), and asks t contributors to
+    decrypt the sum; each checks every signature and proof and the sum
+    first. A teacher lost or silent for --round-timeout is replaced by
     another contributor, so up to N − t failures do not stop a batch;
  4. writes one line per query to --out: row, label (the class with the most
     noisy votes) and, with --histogram, the noisy vote counts; and beside it
@@ -171,7 +181,7 @@ address only, for tests.`,
 	f.StringVar(&ledgerAt, "ledger", "", "the aggregator's budget ledger file, kept across runs (created with --budget-epsilon and --budget-delta if it does not exist)")
 	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "how long each phase of a batch waits for the teachers")
 	f.DurationVar(&joinTimeout, "join-timeout", 0, "how long to wait for the teachers to connect and accept (0: --round-timeout)")
-	f.IntVar(&minTeachers, "min-teachers", 0, "fewest accepting teachers to start with (0 or less than ⌈γN⌉: ⌈γN⌉)")
+	f.IntVar(&minTeachers, "min-teachers", 0, "fewest accepting teachers to start with (0 or less than N − A: N − A)")
 	f.StringSliceVar(&clients, "clients", nil, "client parties allowed to send queries with 'dplearn dppp query' (their certificates' names)")
 	f.IntVar(&maxRequests, "max-requests", 0, "with --clients: stop after answering this many requests (0: serve until interrupted)")
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
@@ -254,6 +264,15 @@ address only, for tests.`,
 		if len(clients) > 0 {
 			logf("answering requests of %s", strings.Join(clients, ", "))
 		}
+		if scfg.Identity != nil {
+			// Check the teachers' set signatures on arrival (the teachers
+			// check them anyway): a bad one abandons the batch at once.
+			if aopt.Verifier, err = certs.NewStatementSigner(scfg.Identity); err != nil {
+				return err
+			}
+		} else {
+			logf("WARNING: --insecure: no certificates, so no set signatures: neither the transport nor the consistency round protects this run against a malicious aggregator (differencing); tests only")
+		}
 		res, err := dpppnet.Serve(ctx, srv, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, JoinTimeout: joinTimeout, MinTeachers: minTeachers, Logf: logf,
 			Clients: clients, MaxRequests: maxRequests, Aggregator: aopt, Status: status, CanPay: canPay})
 		if res != nil && len(rows) > 0 && len(res.Labels) > 0 {
@@ -274,6 +293,9 @@ address only, for tests.`,
 		}
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, res.Status)
+		if insecure {
+			fmt.Fprintln(w, "WARNING: --insecure run: no certificates, no set signatures; neither the transport nor the consistency round protected it against a malicious aggregator")
+		}
 		return nil
 	}
 	return cmd
@@ -451,15 +473,15 @@ func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bo
 
 // dpppTeacherFromModel builds a teacher from a model file and a key share.
 // src is the noise source (nil: secure).
-func dpppTeacherFromModel(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source) (*dppp.Teacher, classify.Predictor, error) {
-	t, pred, _, err := dpppTeacherParams(ctx, d, name, teachers, modelPath, key, ledger, src)
+func dpppTeacherFromModel(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source, id *certs.Party) (*dppp.Teacher, classify.Predictor, error) {
+	t, pred, _, err := dpppTeacherParams(ctx, d, name, teachers, modelPath, key, ledger, src, id)
 	return t, pred, err
 }
 
 // dpppTeacherParams is dpppTeacherFromModel that also returns the
 // parameters the teacher calibrated itself (session aside): the ones it
 // accepts.
-func dpppTeacherParams(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source) (*dppp.Teacher, classify.Predictor, *dppp.Params, error) {
+func dpppTeacherParams(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source, id *certs.Party) (*dppp.Teacher, classify.Predictor, *dppp.Params, error) {
 	mf, err := classify.Load(modelPath)
 	if err != nil {
 		return nil, nil, nil, err
@@ -480,7 +502,18 @@ func dpppTeacherParams(ctx context.Context, d *dpppDeployFlags, name string, tea
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch, Ledger: ledger, Noise: src})
+	tc := dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch, Ledger: ledger, Noise: src}
+	if id != nil {
+		// The teacher signs contributor sets with its certificate's key and
+		// checks the others' against the deployment's CA.
+		if tc.Signer, err = certs.NewStatementSigner(id); err != nil {
+			pred.Close()
+			return nil, nil, nil, err
+		}
+	} else {
+		tc.Unsigned = true // --insecure: no identities, so no set signatures
+	}
+	t, err := dppp.NewTeacher(tc)
 	if err != nil {
 		pred.Close()
 		return nil, nil, nil, err
@@ -506,18 +539,27 @@ and its threshold key share (--key-share, from 'dplearn dppp keygen'), connects
 to --server with mutual TLS 1.3 (its name is its certificate's and must be on
 --teachers, at the position of its share), and then:
 
-  - checks the offered parameters against its own flags (roster, t, γ, noise,
-    per-query ε and δ, total budget, the key, the model's input spec) and
-    refuses any difference, naming the field;
-  - votes on every batch: its model's labels as one-hot counts plus its share
-    of noise, packed and encrypted;
-  - partially decrypts a sum only if the sum is the product of the listed
-    votes, its own vote among them, at least ⌈γN⌉ contributors, no other sum
-    of that batch, and its budget allows the batch's queries: each query is
-    charged to its ledger (--ledger FILE, created with the --budget-epsilon
-    and --budget-delta it agrees to if it does not exist; without --ledger
-    the count is kept in memory) before it decrypts, and it refuses queries
-    past the budget even if the aggregator asks.
+  - checks the offered parameters against its own flags (roster, t,
+    --colluders, --absent, noise, per-query ε and δ, total budget, the key,
+    the model's input spec) and refuses any difference, naming the field;
+  - votes on every batch its budget allows: each query is charged to its
+    ledger (--ledger FILE, created with the --budget-epsilon and
+    --budget-delta it agrees to if it does not exist; without --ledger the
+    count is kept in memory) BEFORE it sends the vote, its model's labels as
+    one-hot counts plus its share of noise, packed and encrypted, with a
+    proof that it knows the plaintext; it refuses queries past the budget
+    even if the aggregator asks;
+  - signs the batch's contributor set (with its certificate's key) if its
+    own vote is in it byte for byte, it has at least N − A contributors, and
+    it signed no other set for that batch;
+  - partially decrypts a sum only if it is of the set it signed, every
+    listed contributor signed that set, every listed vote's proof holds,
+    and the sum is the product of the listed votes. Decrypting charges
+    nothing more: a vote is in at most one decrypted sum.
+
+With --insecure there are no certificates: the teacher signs no set and
+checks no signature (its log says so), so only its own memory keeps its
+vote out of a second sum; never outside tests.
 
 A model trained on a table (--data/--schema) takes part in deployments of
 that spec; one trained on IDX images (--idx-images) in deployments of IDX
@@ -584,7 +626,7 @@ runs).`,
 			fmt.Fprintf(stderr, "WARNING: --test-noise-seed: INSECURE reproducible noise, tests only\n")
 			src = noise.NewInsecureSeeded(noiseSeed)
 		}
-		t, pred, p0, err := dpppTeacherParams(ctx, &d, name, teachers, model, key, ledger, src)
+		t, pred, p0, err := dpppTeacherParams(ctx, &d, name, teachers, model, key, ledger, src, id)
 		if err != nil {
 			return err
 		}
@@ -603,7 +645,7 @@ runs).`,
 		}
 		defer conn.Close()
 		logf("connected to %s at %s", serverName, server)
-		topt := dpppnet.TeachOptions{IdleTimeout: idle, Logf: logf, Identity: id}
+		topt := dpppnet.TeachOptions{IdleTimeout: idle, Logf: logf}
 		if exitAfterVote > 0 {
 			topt.AfterSend = func(m dppp.Message) error {
 				if v, ok := m.(*dppp.Vote); ok && v.Batch == exitAfterVote {

@@ -84,6 +84,16 @@ func TestDPPPSimulateRefusesMissingKeyChoice(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted one teacher")
 	}
+	// --gamma is refused: the trust model is --colluders and --absent.
+	if _, err := (&dpppDeployFlags{gamma: "2/3", colluders: -1, absent: -1}).config([]string{"a", "b", "c"}, 2, 1, [32]byte{}); err == nil || !strings.Contains(err.Error(), "--gamma was removed") {
+		t.Fatalf("--gamma: %v", err)
+	}
+	// --colluders 0 and --absent 0 mean none (dppp.NoneAssumed), -1 the
+	// defaults.
+	cfg, err := (&dpppDeployFlags{colluders: 0, absent: -1, noise: "binomial"}).config([]string{"a", "b", "c"}, 2, 1, [32]byte{})
+	if err != nil || cfg.Colluders != dppp.NoneAssumed || cfg.Absent != 0 {
+		t.Fatalf("--colluders 0: %+v, %v", cfg, err)
+	}
 	if _, _, err := runDPPP(t, "serve", "--teachers", "a,b"); err == nil || !strings.Contains(err.Error(), "--public-key") {
 		t.Fatalf("serve without flags: %v", err)
 	}
@@ -171,10 +181,9 @@ func (p *dpppProc) wait(t *testing.T, d time.Duration) error {
 
 // TestDPPPRealProcesses: the aggregator and 10 teachers as separate
 // processes on 127.0.0.1 with mutual TLS, t = 6, 50 digits queries (3
-// batches). teacher01, the first to be asked to decrypt, exits after its
-// vote of batch 1: its vote still counts, it is not asked (or, if asked
-// before its exit is noticed, rejected as lost and replaced), and the later
-// batches run without it. The teachers draw reproducible noise
+// batches). teacher01 exits after its vote of batch 1: it cannot sign the
+// contributor set, so batch 1 is abandoned (nothing decrypted) and its
+// rows are voted again by the nine others, as are the later batches. The teachers draw reproducible noise
 // (--test-noise-seed), so the test recomputes every share in plaintext and
 // checks that the decrypted noisy histograms and labels are exactly the
 // plaintext path's.
@@ -220,7 +229,9 @@ func TestDPPPRealProcesses(t *testing.T) {
 	}
 	t.Logf("aggregator:\n%s\n%s", srv.stderr(), srv.stdout.String())
 	t.Logf("teacher02:\n%s\n%s", teachers[1].stderr(), teachers[1].stdout.String())
-	want := dpppPlaintextPath(t, ctx, dpppInputFlags{spec: f.spec}, f.queries, f.models, d.common, d.tpk(), func(batch, teacher int) bool { return teacher > 0 || batch == 0 })
+	// Batch 1 is abandoned (teacher01 never signs its set): every teacher drew
+	// its shares for it; its rows are voted again by the nine others.
+	want := dpppPlaintextPath(t, ctx, dpppInputFlags{spec: f.spec}, f.queries, f.models, d.common, d.tpk(), func(batch, teacher int) bool { return teacher > 0 || batch == 0 }, map[int]bool{0: true})
 	checkPlaintextPath(t, out, want)
 }
 
@@ -239,9 +250,11 @@ func checkPlaintextPath(t *testing.T, path, want string) {
 
 // dpppPlaintextPath recomputes the teachers' shares from their seeds and
 // models without encryption, sums those of the contributors of each batch
-// (contributed(batch, teacher), 0-based) and tallies them like the
-// aggregator: the lines "row,label,votes..." that serve writes.
-func dpppPlaintextPath(t *testing.T, ctx context.Context, in dpppInputFlags, queries string, models []string, common []string, tpk *paillier.ThresholdPublicKey, contributed func(batch, teacher int) bool) string {
+// (contributed(batch, teacher), 0-based; batches numbered as voted, the
+// abandoned ones included: their shares are drawn, then dropped and their
+// rows voted again) and tallies them like the aggregator: the lines
+// "row,label,votes..." that serve writes.
+func dpppPlaintextPath(t *testing.T, ctx context.Context, in dpppInputFlags, queries string, models []string, common []string, tpk *paillier.ThresholdPublicKey, contributed func(batch, teacher int) bool, abandoned map[int]bool) string {
 	t.Helper()
 	var d dpppDeployFlags
 	cmd := &cobra.Command{}
@@ -282,7 +295,7 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, in dpppInputFlags, que
 	}
 	names := input.classNames
 	var lines []string
-	for b, start := 0, 0; start < len(rows); b, start = b+1, start+p.QPC {
+	for b, start := 0, 0; start < len(rows); b++ {
 		end := min(start+p.QPC, len(rows))
 		raw := make([]int64, p.QPC*p.Classes)
 		contributors := 0
@@ -299,6 +312,9 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, in dpppInputFlags, que
 			}
 			contributors++
 		}
+		if abandoned[b] {
+			continue
+		}
 		hist, labels, err := p.Tally(raw, contributors, end-start)
 		if err != nil {
 			t.Fatal(err)
@@ -310,6 +326,7 @@ func dpppPlaintextPath(t *testing.T, ctx context.Context, in dpppInputFlags, que
 			}
 			lines = append(lines, strings.Join(rec, ","))
 		}
+		start += p.QPC
 	}
 	return strings.Join(lines, "\n")
 }

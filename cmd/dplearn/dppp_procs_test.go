@@ -232,7 +232,7 @@ func TestDPPPIDXTeachers(t *testing.T) {
 	// Labels and noisy histograms are exactly the plaintext path's for
 	// the same noise draws.
 	in := dpppInputFlags{idx: true, classNames: names}
-	checkPlaintextPath(t, labels, dpppPlaintextPath(t, ctx, in, qImages, models, d.common, d.tpk(), func(int, int) bool { return true }))
+	checkPlaintextPath(t, labels, dpppPlaintextPath(t, ctx, in, qImages, models, d.common, d.tpk(), func(int, int) bool { return true }, nil))
 	out := filepath.Join(dir, "student.json")
 	stdout, stderr, err := runDPPP(t, "student", "--idx", "--class-names", names, "--queries", qImages, "--labels", labels,
 		"--model", "softmax", "--solver", "sgd", "--epochs", "100", "--out", out, "--test-idx-images", teImages, "--test-idx-labels", teLabels)

@@ -28,7 +28,7 @@ import (
 // args returns the flags that reproduce f's deployment settings on another
 // party's command line (dppp teach), roster included.
 func (f *dpppDeployFlags) args(teachers []string) []string {
-	return []string{"--teachers", strings.Join(teachers, ","), "--threshold", strconv.Itoa(f.threshold), "--gamma", f.gamma, "--noise", f.noise,
+	return []string{"--teachers", strings.Join(teachers, ","), "--threshold", strconv.Itoa(f.threshold), "--colluders", strconv.Itoa(f.colluders), "--absent", strconv.Itoa(f.absent), "--noise", f.noise,
 		"--epsilon", fmtFloat(f.epsilon), "--delta", fmtFloat(f.delta), "--budget-epsilon", fmtFloat(f.budgetEpsilon),
 		"--budget-delta", fmtFloat(f.budgetDelta), "--queries-per-ciphertext", strconv.Itoa(f.qpc)}
 }
@@ -63,7 +63,7 @@ labelling --queries (read through --schema, or IDX images with --idx).
 It deals a fresh threshold key for the run: real safe primes of --bits bits
 (seconds to minutes), or, with --insecure-test-keys, shares dealt on
 dplearn's PUBLISHED test primes (instant; anyone can decrypt: for tests and
-demonstrations only). The deployment flags (--threshold, --gamma, --noise,
+demonstrations only). The deployment flags (--threshold, --colluders, --absent, --noise,
 --epsilon, --delta, --budget-epsilon, --budget-delta) are those of 'dppp
 serve' and 'dppp teach'. Output as 'dppp serve': LABELS.csv and
 LABELS.csv.privacy.json (for 'dppp student'), the spent and remaining budget
@@ -179,7 +179,7 @@ func simulateDPPPInProcess(ctx context.Context, stderr io.Writer, d *dpppDeployF
 		return nil, err
 	}
 	defer hub.Close()
-	// A CA for the run: the teachers sign their votes and check each
+	// A CA for the run: the teachers sign contributor sets and check each
 	// other's signatures, as over the network.
 	ca, err := certs.NewCA(certs.Options{})
 	if err != nil {
@@ -193,7 +193,7 @@ func simulateDPPPInProcess(ctx context.Context, stderr io.Writer, d *dpppDeployF
 		if err != nil {
 			return nil, err
 		}
-		tt, pred, err := dpppTeacherFromModel(ctx, d, name, p.Teachers, models[i], shares[i], nil, nil)
+		tt, pred, err := dpppTeacherFromModel(ctx, d, name, p.Teachers, models[i], shares[i], nil, nil, id)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
@@ -207,7 +207,7 @@ func simulateDPPPInProcess(ctx context.Context, stderr io.Writer, d *dpppDeployF
 			defer wg.Done()
 			defer conn.Close()
 			tlog := lineLogger(stderr, name+": ")
-			if _, err := dpppnet.Teach(ctx, conn, tt, dpppnet.TeachOptions{Logf: tlog, Identity: id}); err != nil && ctx.Err() == nil {
+			if _, err := dpppnet.Teach(ctx, conn, tt, dpppnet.TeachOptions{Logf: tlog}); err != nil && ctx.Err() == nil {
 				tlog("%v", err)
 			}
 		}()

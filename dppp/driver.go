@@ -1,0 +1,455 @@
+package dppp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Link is the aggregator's side of a transport as the Driver uses it: Run
+// provides an in-process one (channels), package dpppnet one over a
+// transport Hub (gRPC with mutual TLS, or its in-memory hub).
+type Link interface {
+	// Send sends m to teacher id, counting its bytes; failures are the
+	// link's to log (a lost teacher comes back as an Incoming with Lost).
+	Send(ctx context.Context, id uint32, m Message)
+	// Next returns the next message from a teacher or connection event,
+	// until ctx is done (its error then).
+	Next(ctx context.Context) (Incoming, error)
+	// SetRound announces the current round (0: agreement; a batch's ID
+	// while it runs): a transport refuses messages of other rounds.
+	SetRound(round uint64)
+}
+
+// Incoming is one thing that happened on a Link: a teacher's message, or
+// a teacher lost (disconnected) or back (reconnected).
+type Incoming struct {
+	From       uint32
+	Msg        Message
+	Lost, Back bool
+}
+
+// DriverOptions configure a Driver.
+type DriverOptions struct {
+	// RoundTimeout bounds each phase of a batch: votes, set signatures,
+	// each round of decryption requests (0: 30 s).
+	RoundTimeout time.Duration
+	// JoinTimeout bounds the agreement (0: RoundTimeout).
+	JoinTimeout time.Duration
+	// MinTeachers is the least number of accepting teachers to start with
+	// (and at least MinContributors).
+	MinTeachers int
+	// MaxAbandoned is the number of times the rows of one batch are voted
+	// again after a batch was abandoned because a contributor did not sign
+	// its set (0: 2; negative: never).
+	MaxAbandoned int
+	// CanPay, if set, is asked before each batch whether the aggregator's
+	// budget can pay for that many queries.
+	CanPay func(queries int) error
+	// Logf receives progress lines (nil: none).
+	Logf func(format string, args ...any)
+}
+
+// Driver runs the aggregator's side of DPPP over a Link: the one loop of
+// the protocol (agreement; per batch: query, votes, close, consistency
+// round, decryption requests until t valid partial decryptions, combine),
+// used by Run in process and by package dpppnet over a network.
+type Driver struct {
+	agg     *Aggregator
+	p       *Params
+	link    Link
+	opt     DriverOptions
+	logf    func(string, ...any)
+	res     *RunResult
+	members map[uint32]bool
+	dead    map[uint32]bool
+}
+
+// NewDriver returns a driver of agg over link; res collects the outcome
+// (labels, batches, refusals) as batches are answered.
+func NewDriver(agg *Aggregator, link Link, opt DriverOptions, res *RunResult) *Driver {
+	if opt.RoundTimeout <= 0 {
+		opt.RoundTimeout = 30 * time.Second
+	}
+	if opt.JoinTimeout <= 0 {
+		opt.JoinTimeout = opt.RoundTimeout
+	}
+	if opt.MaxAbandoned == 0 {
+		opt.MaxAbandoned = 2
+	}
+	p := agg.Params()
+	if opt.MinTeachers < p.MinContributors {
+		opt.MinTeachers = p.MinContributors
+	}
+	logf := opt.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if res.Refusals == nil {
+		res.Refusals = map[string][]string{}
+	}
+	return &Driver{agg: agg, p: p, link: link, opt: opt, logf: logf, res: res, members: map[uint32]bool{}, dead: map[uint32]bool{}}
+}
+
+// Result returns the outcome so far.
+func (d *Driver) Result() *RunResult { return d.res }
+
+// Live returns the teachers that accepted the parameters and are not lost,
+// ascending.
+func (d *Driver) Live() []uint32 {
+	var out []uint32
+	for id := range d.members {
+		if !d.dead[id] {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// next waits for the next event within pctx, tracking lost and returning
+// teachers.
+func (d *Driver) next(pctx context.Context) (Incoming, error) {
+	in, err := d.link.Next(pctx)
+	if err != nil {
+		return in, err
+	}
+	if in.Lost {
+		d.dead[in.From] = true
+	}
+	if in.Back {
+		delete(d.dead, in.From)
+	}
+	return in, nil
+}
+
+// timedOut reports whether err ends a phase (the phase's deadline) rather
+// than the run (ctx done, or the link closed).
+func timedOut(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded)
+}
+
+// Agree offers the parameters to connected is (every roster teacher the
+// link can reach) and waits until every teacher accepted or refused, or
+// JoinTimeout passed with at least MinTeachers accepting. offerTo lists
+// the teachers to offer to at once (others get the offer when they
+// connect: an Incoming with Back).
+func (d *Driver) Agree(ctx context.Context, offerTo []uint32) error {
+	d.link.SetRound(0)
+	pctx, cancel := context.WithTimeout(ctx, d.opt.JoinTimeout)
+	defer cancel()
+	offered := map[uint32]bool{}
+	offer := func(id uint32) {
+		if !offered[id] {
+			offered[id] = true
+			d.link.Send(ctx, id, d.agg.Offer())
+		}
+	}
+	for _, id := range offerTo {
+		offer(id)
+	}
+	refused := 0
+	for len(d.members)+refused < d.p.N() {
+		in, err := d.next(pctx)
+		if err != nil {
+			if timedOut(ctx, err) {
+				break
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return err
+		}
+		name := d.p.TeacherName(in.From)
+		switch m := in.Msg.(type) {
+		case nil:
+			if in.Back {
+				offer(in.From)
+			}
+		case *Accept:
+			if m.From != in.From || d.agg.CheckAccept(m) != nil {
+				d.logf("%s accepted other parameters: left out", name)
+				refused++
+				continue
+			}
+			if !d.members[in.From] {
+				d.members[in.From] = true
+				d.logf("%s accepted the parameters (%d of %d)", name, len(d.members), d.p.N())
+			}
+		case *Refuse:
+			d.logf("%s refused the parameters: %s", name, m.Reason)
+			d.res.Refusals[name] = append(d.res.Refusals[name], m.Reason)
+			refused++
+		}
+	}
+	if len(d.members) < d.opt.MinTeachers {
+		return fmt.Errorf("%w: %d teachers accepted the parameters within %v, need %d", ErrTooFewContributors, len(d.members), d.opt.JoinTimeout, d.opt.MinTeachers)
+	}
+	d.logf("%d of %d teachers agreed to parameters %x…", len(d.members), d.p.N(), d.p.Hash())
+	return nil
+}
+
+// Label labels rows batch by batch (QPC rows each), adding every answered
+// batch to the result; it returns the labels and histograms of these rows.
+// The first batch that cannot be answered ends it with an error.
+func (d *Driver) Label(ctx context.Context, rows [][]float64) ([]int, [][]float64, error) {
+	var labels []int
+	var hist [][]float64
+	for start := 0; start < len(rows); start += d.p.QPC {
+		end := min(start+d.p.QPC, len(rows))
+		var br *BatchResult
+		var err error
+		for try := 0; ; try++ {
+			br, err = d.batch(ctx, rows[start:end])
+			if !errors.Is(err, ErrUnsigned) || try >= d.opt.MaxAbandoned {
+				break
+			}
+			d.logf("%v; voting the %d queries again in a new batch (new noise, charged again)", err, end-start)
+		}
+		if err != nil {
+			return labels, hist, err
+		}
+		d.res.Batches = append(d.res.Batches, br)
+		d.res.Labels = append(d.res.Labels, br.Labels...)
+		d.res.Hist = append(d.res.Hist, br.Hist...)
+		labels = append(labels, br.Labels...)
+		hist = append(hist, br.Hist...)
+	}
+	return labels, hist, nil
+}
+
+func (d *Driver) refused(batch uint64, from uint32, reason string) {
+	name := d.p.TeacherName(from)
+	d.res.Refusals[name] = append(d.res.Refusals[name], reason)
+	d.logf("batch %d: %s refused: %s", batch, name, reason)
+}
+
+// collect waits (one RoundTimeout) until pending is empty; handle is
+// called with each message from a teacher and returns whether it ends the
+// teacher's wait. Teachers lost or silent are removed from pending and
+// returned.
+func (d *Driver) collect(ctx context.Context, batch uint64, what string, pending map[uint32]bool, handle func(from uint32, m Message) bool) ([]uint32, error) {
+	pctx, cancel := context.WithTimeout(ctx, d.opt.RoundTimeout)
+	defer cancel()
+	var gone []uint32
+	for id := range pending {
+		if d.dead[id] {
+			d.logf("batch %d: %s lost before its %s", batch, d.p.TeacherName(id), what)
+			gone = append(gone, id)
+			delete(pending, id)
+		}
+	}
+	for len(pending) > 0 {
+		in, err := d.next(pctx)
+		if err != nil {
+			if timedOut(ctx, err) {
+				for id := range pending {
+					d.logf("batch %d: no %s within %v from %s", batch, what, d.opt.RoundTimeout, d.p.TeacherName(id))
+					gone = append(gone, id)
+				}
+				clear(pending)
+				break
+			}
+			if ctx.Err() != nil {
+				return gone, ctx.Err()
+			}
+			return gone, err
+		}
+		if in.Msg == nil {
+			if in.Lost && pending[in.From] {
+				d.logf("batch %d: %s lost before its %s", batch, d.p.TeacherName(in.From), what)
+				gone = append(gone, in.From)
+				delete(pending, in.From)
+			}
+			continue
+		}
+		if pending[in.From] && handle(in.From, in.Msg) {
+			delete(pending, in.From)
+		}
+	}
+	slices.Sort(gone)
+	return gone, nil
+}
+
+func (d *Driver) batch(ctx context.Context, rows [][]float64) (*BatchResult, error) {
+	p := d.p
+	if d.opt.CanPay != nil {
+		if err := d.opt.CanPay(len(rows)); err != nil {
+			return nil, fmt.Errorf("%w: %d queries refused before anything was sent: %w", ErrBudget, len(rows), err)
+		}
+	}
+	q, err := d.agg.NewBatch(rows)
+	if err != nil {
+		return nil, err
+	}
+	d.link.SetRound(q.Batch)
+	start := time.Now()
+	pending := map[uint32]bool{}
+	for _, id := range d.Live() {
+		pending[id] = true
+		d.link.Send(ctx, id, q)
+	}
+	if _, err := d.collect(ctx, q.Batch, "vote", pending, func(from uint32, m Message) bool {
+		switch m := m.(type) {
+		case *Vote:
+			err := d.agg.AddVote(from, m)
+			if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrStale) {
+				return false
+			}
+			if err != nil {
+				d.logf("batch %d: %v", q.Batch, err)
+			}
+			return true
+		case *Refuse:
+			if m.Batch == q.Batch {
+				d.refused(q.Batch, from, m.Reason)
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		return nil, err
+	}
+	d.logf("batch %d: %d queries, %d of %d teachers voted (%.2f s)", q.Batch, len(rows), d.agg.Votes(q.Batch), p.N(), time.Since(start).Seconds())
+	set, err := d.agg.Close(q.Batch)
+	for id, why := range d.agg.BadVotes(q.Batch) {
+		d.logf("batch %d: dropped %s's vote: %s", q.Batch, p.TeacherName(id), why)
+		d.res.Refusals[p.TeacherName(id)] = append(d.res.Refusals[p.TeacherName(id)], "vote dropped: "+why)
+	}
+	if err != nil {
+		d.logf("batch %d: refused, nothing decrypted: %v", q.Batch, err)
+		return nil, err
+	}
+	// The consistency round: every contributor signs the set.
+	pending = map[uint32]bool{}
+	for _, e := range set.Set {
+		pending[e.From] = true
+		d.link.Send(ctx, e.From, set)
+	}
+	if _, err := d.collect(ctx, q.Batch, "set signature", pending, func(from uint32, m Message) bool {
+		switch m := m.(type) {
+		case *SetSignature:
+			err := d.agg.AddSetSignature(from, m)
+			if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrStale) {
+				return false
+			}
+			if err != nil {
+				d.logf("batch %d: %v", q.Batch, err)
+				d.res.Refusals[p.TeacherName(from)] = append(d.res.Refusals[p.TeacherName(from)], err.Error())
+			}
+			return true
+		case *Refuse:
+			if m.Batch == q.Batch {
+				d.refused(q.Batch, from, m.Reason)
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		return nil, err
+	}
+	req, err := d.agg.DecryptRequest(q.Batch)
+	if err != nil {
+		for _, id := range d.agg.Unsigned(q.Batch) {
+			d.dead[id] = true // left out of the next batches until it reconnects
+		}
+		return nil, err
+	}
+	var empty []uint32
+	for i, id := range req.Contributors {
+		if len(req.Sigs[i]) == 0 {
+			empty = append(empty, id)
+		}
+	}
+	if len(empty) > 0 {
+		d.logf("batch %d: WARNING: %s answered the consistency round UNSIGNED (--insecure or TeacherConfig.Unsigned): no set signature protects their votes from being in two decrypted sums (differencing); only their own memory does", q.Batch, d.idNames(empty))
+	} else {
+		d.logf("batch %d: contributor set of %d votes signed by every contributor", q.Batch, len(req.Contributors))
+	}
+	exclude := map[uint32]bool{}
+	for {
+		valid := d.agg.Ready(q.Batch)
+		if valid >= p.Threshold {
+			br, err := d.agg.Combine(q.Batch)
+			if err == nil {
+				d.logf("batch %d: answered: %d contributors, decrypted by %s, rejected %s (%.2f s)", q.Batch, len(br.Contributors), d.idNames(br.Decryptors), d.rejected(br.Rejected), time.Since(start).Seconds())
+				return br, nil
+			}
+			if !errors.Is(err, ErrTooFewDecryptors) || d.agg.Ready(q.Batch) >= valid {
+				return nil, err
+			}
+			continue
+		}
+		for id := range d.dead {
+			exclude[id] = true
+		}
+		ask := d.agg.Ask(q.Batch, p.Threshold-valid, exclude)
+		if len(ask) == 0 {
+			return nil, fmt.Errorf("%w: batch %d: %d valid of t = %d, no live contributor left to ask (refusals: %v)", ErrTooFewDecryptors, q.Batch, valid, p.Threshold, d.res.Refusals)
+		}
+		d.logf("batch %d: asking %s to decrypt (%d of t = %d valid so far)", q.Batch, d.idNames(ask), valid, p.Threshold)
+		pending := map[uint32]bool{}
+		for _, id := range ask {
+			pending[id] = true
+			d.link.Send(ctx, id, req)
+		}
+		gone, err := d.collect(ctx, q.Batch, "partial decryption", pending, func(from uint32, m Message) bool {
+			switch m := m.(type) {
+			case *Partial:
+				if m.Batch != q.Batch {
+					return false
+				}
+				if err := d.agg.AddPartial(from, m); err != nil {
+					if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrStale) {
+						return false
+					}
+					d.logf("batch %d: %v", q.Batch, err)
+				}
+				return true
+			case *Refuse:
+				if m.Batch == q.Batch {
+					d.refused(q.Batch, from, m.Reason)
+					d.agg.Reject(q.Batch, from, m.Reason)
+					return true
+				}
+			}
+			return false
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range gone {
+			d.agg.Reject(q.Batch, id, "lost or timed out")
+			exclude[id] = true
+		}
+	}
+}
+
+func (d *Driver) idNames(ids []uint32) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = d.p.TeacherName(id)
+	}
+	return fmt.Sprint(out)
+}
+
+func (d *Driver) rejected(m map[uint32]string) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var ids []uint32
+	for id := range m {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := ""
+	for i, id := range ids {
+		if i > 0 {
+			out += ", "
+		}
+		out += d.p.TeacherName(id) + " (" + m[id] + ")"
+	}
+	return out
+}
