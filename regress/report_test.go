@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,7 +96,7 @@ func TestReportedGuaranteeHolds(t *testing.T) {
 				// discrete margin), below the separate sum, and meet δ.
 				r1, r2 := p.Releases[0], p.Releases[1]
 				sl := math.Hypot(noise.GaussianGridSlack(r1.Scale, r1.Entries)/r1.Scale, noise.GaussianGridSlack(r2.Scale, r2.Entries)/r2.Scale)
-				joint := (maxF(r1.Sensitivity/r1.Scale, r2.Sensitivity/r2.Scale) + sl) * (1 + noise.DiscreteGaussianMargin)
+				joint := (exactJoint(t, r1.Sensitivity/r1.Scale, r2.Sensitivity/r2.Scale) + sl) * (1 + noise.DiscreteGaussianMargin)
 				if p.WhitenedReleases != 2 || p.WhitenedSensitivity < joint || p.WhitenedSensitivity >= mu {
 					t.Errorf("gaussian-fm: printed whitened sensitivity %v, recomputed joint %v, separate %v", p.WhitenedSensitivity, joint, mu)
 				}
@@ -185,14 +187,13 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 				t.Errorf("%s %s: release %q prints sensitivity %v, its formula gives %v", c.mech, c.kind, r.Name, r.Sensitivity, formula[i])
 			}
 		}
-		profile := func(scaleFactor float64) float64 {
+		profileMu := func(scaleFactor float64) float64 {
 			s2 := 0.0
 			releases, sens := p.Releases, formula
 			if k := p.WhitenedReleases; k > 0 {
 				// Jointly calibrated blocks (joint.go): one Gaussian
 				// mechanism whose whitened sensitivity the report prints;
-				// it must be at least the joint supremum (maxF, a grid
-				// search over t = |xᵀx′|) of the blocks' formula
+				// it must be at least the joint supremum (exactJoint) of the blocks' formula
 				// sensitivities over their printed scales, plus the grid
 				// slack and the discrete margin; the profile uses the
 				// larger of the two. Scaling every noise by f scales it
@@ -202,7 +203,7 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 				}
 				r1, r2 := releases[0], releases[1]
 				sl := math.Hypot(noise.GaussianGridSlack(r1.Scale, r1.Entries)/r1.Scale, noise.GaussianGridSlack(r2.Scale, r2.Entries)/r2.Scale)
-				joint := (maxF(sens[0]/r1.Scale, sens[1]/r2.Scale) + sl) * (1 + noise.DiscreteGaussianMargin)
+				joint := (exactJoint(t, sens[0]/r1.Scale, sens[1]/r2.Scale) + sl) * (1 + noise.DiscreteGaussianMargin)
 				if p.WhitenedSensitivity < joint*(1-1e-12) {
 					t.Errorf("%s: printed whitened sensitivity %v below the joint figure %v recomputed from the formulas", c.mech, p.WhitenedSensitivity, joint)
 				}
@@ -226,11 +227,27 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 				}
 				s2 += float64(reps) * e * e
 			}
-			d, err := accounting.AnalyticGaussianDelta(p.Epsilon, 1, math.Sqrt(s2))
+			return math.Sqrt(s2)
+		}
+		profile := func(scaleFactor float64) float64 {
+			d, err := accounting.AnalyticGaussianDelta(p.Epsilon, 1, profileMu(scaleFactor))
 			if err != nil {
 				t.Fatal(err)
 			}
 			return d
+		}
+		// The μ the accountant line prints must be at least the one
+		// recomputed here (a composition term left out of it fails).
+		if m := printedMu.FindStringSubmatch(p.Accountant); m != nil {
+			got, err := strconv.ParseFloat(m[1], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mu := profileMu(1); got < mu*(1-1e-9) {
+				t.Errorf("%s %s: the accountant prints μ = %v, the releases compose to μ = %v", c.mech, c.kind, got, mu)
+			}
+		} else if c.mech == "irls" {
+			t.Errorf("%s: no μ in the accountant line %q", c.mech, p.Accountant)
 		}
 		if d := profile(1); d > c.delta || d < 0.5*c.delta {
 			t.Errorf("%s %s (ε=%v, δ=%v, %+v): the printed noise with the formula sensitivities gives δ = %v at the printed ε = %v", c.mech, c.kind, c.eps, c.delta, cfg.IRLS, d, p.Epsilon)
@@ -240,6 +257,32 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 		}
 	}
 }
+
+// exactJoint is the supremum over one replaced record of the whitened
+// change √(p²(1+t)/2 + q²(1−t²)), t = |xᵀx′| ∈ [0, 1], of Gaussian FM's two
+// blocks with whitened sensitivities p and q (joint.go's model), derived
+// here: with a = p², b = q², f(t) = a(1+t)/2 + b(1−t²) is concave with
+// f′(t) = a/2 − 2bt, so its maximum on [0, 1] is at t* = a/(4b) when
+// a < 4b, f(t*) = a/2 + b + a²/(16b), and at t = 1, f = a, otherwise. It is
+// checked against maxF's grid search (which can only be below it).
+func exactJoint(t *testing.T, p, q float64) float64 {
+	t.Helper()
+	a, b := p*p, q*q
+	f := a
+	if a < 4*b {
+		ts := a / (4 * b)
+		f = a*(1+ts)/2 + b*(1-ts*ts)
+	}
+	j := math.Sqrt(f)
+	if g := maxF(p, q); g > j*(1+1e-12) || g < j*(1-1e-8) {
+		t.Fatalf("joint supremum %v, grid search %v", j, g)
+	}
+	return j
+}
+
+// printedMu reads the composed Gaussian-DP μ of an accountant line
+// ("μ = √(Σ μ_i²) = 0.53" for irls, "μ = √T/z = 0.53" for noisygd).
+var printedMu = regexp.MustCompile(`μ = (?:√\(Σ μ_i²\)|√T/z) = ([0-9.]+(?:e[-+]?[0-9]+)?)`)
 
 // fmSensitivityFormula is the published sensitivity of release i of an
 // FM-family report for d coefficients and N rows, with the logistic
