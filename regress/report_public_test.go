@@ -36,7 +36,9 @@ import (
 // placeholders, by field and with the reason, the three outputs must be
 // equal byte for byte. No other figure is masked: a count of rows, an
 // optimiser diagnostic or a clipping count anywhere in the output fails the
-// test (mutants/regress.txt reintroduces such lines).
+// test (mutants/regress.txt reintroduces such lines). The one released
+// figure the report text quotes, Result.Trimmed, is recomputed from the
+// released objective and its public post-processing alone.
 func TestReportIsPublic(t *testing.T) {
 	const n = 1500
 	lin := loadNeighbours(t, "CPS1988.csv", "cps1988", n, `8103.08,20,60,"afam","yes","west","yes"`)
@@ -204,6 +206,17 @@ func receive(est regress.Estimator, data regress.Data, cfg regress.Config, s *sc
 	res, err := est.Fit(context.Background(), data, cfg)
 	if err != nil {
 		return userOutput{}, err
+	}
+	// The one released figure the report quotes, Result.Trimmed, must be
+	// what the post-processing gives on the released objective alone.
+	if res.Released != nil {
+		_, tr, err := res.Released.Objective.Minimize(res.Released.PostProcess())
+		if err != nil {
+			return userOutput{}, err
+		}
+		if tr != res.Trimmed {
+			return userOutput{}, fmt.Errorf("Result.Trimmed = %d, but the released objective's post-processing trims %d: not a function of released values", res.Trimmed, tr)
+		}
 	}
 	// The coefficient table's intervals, as cmd/dplearn computes them
 	// (coeftable.go): a 5% release of Λ0 (linear FM family) or of the
