@@ -200,10 +200,9 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 				// it must be at least the joint supremum (exactJoint) of
 				// the blocks' sensitivities (from the formulas, and as
 				// printed with the floating-point allowance) over their
-				// printed scales, plus the grid
-				// slack and the discrete margin; the profile uses the
-				// larger of the two. Scaling every noise by f scales it
-				// by about 1/f.
+				// printed scales, plus the grid slack and the discrete
+				// margin; the profile uses the larger of the two.
+				// Scaling every noise by f scales it by about 1/f.
 				if c.mech != "irls" || k != 2 {
 					t.Fatalf("%s: unexpected whitened releases", c.mech)
 				}
