@@ -180,11 +180,23 @@ func TestObjPertPrintedProfile(t *testing.T) {
 			}
 			lambda := DefaultObjPertLambda(kind, 0.7, 3000)
 			r0, r1 := p.Releases[0], p.Releases[1]
-			d := indepObjPertDelta(t, kind, p.Epsilon, lambda, 3000, 5, r0.Scale, r1.Scale, r0.Sensitivity, r1.Sensitivity)
+			// The objective gradient's sensitivity from its formula, not
+			// the printed figure: ‖ℓ′(z)x − ℓ′(z′)x′‖ ≤ 2 (logistic,
+			// |ℓ′| ≤ 1), ‖2(xᵀω − y)x − …‖ ≤ 4 + 2R (linear, the default
+			// ball R = √d/2), both with ‖x‖, |y| up to 1 + 10⁻⁹ (the
+			// encoding tolerance).
+			g := 2.0
+			if kind == Linear {
+				g = 4 + 2*math.Sqrt(5)/2
+			}
+			if !(r0.Sensitivity >= g && r0.Sensitivity <= g*(1+1e-8)) {
+				t.Errorf("%s: printed gradient sensitivity %v, formula %v", kind, r0.Sensitivity, g)
+			}
+			d := indepObjPertDelta(t, kind, p.Epsilon, lambda, 3000, 5, r0.Scale, r1.Scale, g, r1.Sensitivity)
 			if d > p.Delta {
 				t.Errorf("%s: the printed noise gives δ = %v > printed δ = %v", kind, d, p.Delta)
 			}
-			if dh := indepObjPertDelta(t, kind, p.Epsilon, lambda, 3000, 5, r0.Scale/2, r1.Scale, r0.Sensitivity, r1.Sensitivity); dh <= p.Delta {
+			if dh := indepObjPertDelta(t, kind, p.Epsilon, lambda, 3000, 5, r0.Scale/2, r1.Scale, g, r1.Sensitivity); dh <= p.Delta {
 				t.Errorf("%s: half the objective noise gives δ = %v ≤ %v: no power", kind, dh, p.Delta)
 			}
 			var b strings.Builder

@@ -2,7 +2,9 @@ package suffstat
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -290,6 +292,19 @@ func TestUnmarshalRejects(t *testing.T) {
 		{"version", mut(func(b []byte) []byte { b[4] = 9; return b })},
 		{"width0", mut(func(b []byte) []byte { b[8] = 0; return b })},
 		{"checksum", mut(func(b []byte) []byte { b[25] ^= 1; return b })},
+		// Four rows of 0.5 claimed as one row: Σz = 2 > N = 1 while
+		// Σz² = 1 ≤ N, so only the bound on the sums can refuse it (a
+		// file that is no sum of N rows in [−1, 1] would break every
+		// sensitivity computed from N).
+		{"sum above N", func() []byte {
+			q := New(1)
+			_ = q.AddRows([]float64{0.5, 0.5, 0.5, 0.5})
+			b, _ := q.MarshalBinary()
+			binary.LittleEndian.PutUint64(b[12:], 1)
+			body := b[:len(b)-4]
+			binary.LittleEndian.PutUint32(b[len(b)-4:], crc32.Checksum(body, castagnoli))
+			return b
+		}()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got Moments
