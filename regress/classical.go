@@ -81,9 +81,9 @@ type ClassicalOptions struct {
 // covariance transforms as W·V·Wᵀ, and the statistics of the fit do not
 // change).
 type Classical struct {
-	Kind  Kind   `json:"kind"`
-	Cov   string `json:"cov_type"`
-	N     int64  `json:"nobs"`
+	Kind  Kind    `json:"kind"`
+	Cov   string  `json:"cov_type"`
+	N     int64   `json:"nobs"`
 	Level float64 `json:"level"`
 	// Coef are the coefficients (linear: solved here from XᵀX and Xᵀy;
 	// logistic: the MLE passed in) and Covariance their covariance.
