@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,7 +41,41 @@ type inferencePlan struct {
 	enabled           bool
 	// why, when set, says why intervals are off for this configuration.
 	why string
+	// cov is the reference fit's covariance (--cov) and dropped the number
+	// of records dropped for a missing value (zero rows to take out of the
+	// classical summary's n).
+	cov     string
+	dropped int64
 }
+
+// setClassical records --cov and the number of dropped records for the
+// reference fit's classical summary; --cov is only for nonprivate.
+func (p *inferencePlan) setClassical(cov string, dropped int64) error {
+	switch cov {
+	case "", regress.CovNonrobust:
+	case regress.CovHC1:
+		if p.mechanism != "nonprivate" {
+			return fmt.Errorf("--cov HC1 is for the classical summary of --mechanism nonprivate; the private fits' intervals come from their mechanism's noise (see docs/inference.md)")
+		}
+	default:
+		return fmt.Errorf("--cov must be nonrobust or HC1, got %q", cov)
+	}
+	p.cov, p.dropped = cov, dropped
+	return nil
+}
+
+// classicalRows makes the reference fit load the rows when its classical
+// summary needs them (linear with --cov HC1; logistic loads them anyway).
+func classicalRows(est regress.Estimator, mechanism, cov string) regress.Estimator {
+	if mechanism != "nonprivate" || cov != regress.CovHC1 {
+		return est
+	}
+	return rowsEstimator{est}
+}
+
+type rowsEstimator struct{ regress.Estimator }
+
+func (rowsEstimator) NeedsRows(regress.Kind) bool { return true }
 
 // planInference decides whether the fit gets confidence intervals and, for
 // linear FM-family fits, takes the target moment's share out of cfg.Epsilon
@@ -91,6 +126,11 @@ type coefRow struct {
 	// standard error and confidence interval.
 	Identified    bool    `json:"identified,omitempty"`
 	SE            float64 `json:"se,omitempty"`
+	// Stat and PValue are the classical t or z statistic for the
+	// original-units coefficient = 0 and its two-sided p-value (reference
+	// fit only).
+	Stat   *float64 `json:"stat,omitempty"`
+	PValue *float64 `json:"p_value,omitempty"`
 	Lower         float64 `json:"lower,omitempty"`
 	Upper         float64 `json:"upper,omitempty"`
 	OriginalSE    float64 `json:"original_se,omitempty"`
@@ -108,6 +148,89 @@ type coefReport struct {
 	TargetMoment *float64 `json:"target_moment,omitempty"`
 	// Unavailable says why there are no intervals.
 	Unavailable string `json:"unavailable,omitempty"`
+	// Classical is the reference fit's classical summary (nonprivate).
+	Classical *classicalSummary `json:"classical,omitempty"`
+}
+
+// classicalSummary is the fit-level part of statsmodels' summary for the
+// reference fit. The log-likelihood (and AIC, BIC) of a linear fit is that
+// of the target on its declared, transformed scale (log wage for a log
+// target), as statsmodels would report it fitted on that scale.
+type classicalSummary struct {
+	Cov      string  `json:"cov_type"`
+	Stat     string  `json:"statistic"` // "t" or "z"
+	Nobs     int64   `json:"nobs"`
+	DFModel  float64 `json:"df_model"`
+	DFResid  float64 `json:"df_resid"`
+	LogLik   float64 `json:"log_likelihood"`
+	AIC      float64 `json:"aic"`
+	BIC      float64 `json:"bic"`
+	R2       *float64 `json:"r_squared,omitempty"`
+	AdjR2    *float64 `json:"adj_r_squared,omitempty"`
+	F        *float64 `json:"f_statistic,omitempty"`
+	FPValue  *float64 `json:"f_pvalue,omitempty"`
+	Sigma    *float64 `json:"residual_sd,omitempty"`
+	LLNull   *float64 `json:"ll_null,omitempty"`
+	LLR      *float64 `json:"llr,omitempty"`
+	LLRP     *float64 `json:"llr_pvalue,omitempty"`
+	PseudoR2 *float64 `json:"pseudo_r_squared,omitempty"`
+	Deviance *float64 `json:"deviance,omitempty"`
+}
+
+func fp(v float64) *float64 { return &v }
+
+// classicalReport fills rep with the reference fit's classical summary, or
+// says why there is none.
+func (p *inferencePlan) classicalReport(ctx context.Context, rep *coefReport, data regress.Data, res *regress.Result, s *schema.Schema) {
+	if p.kind != regress.Linear && p.kind != regress.Logistic {
+		rep.Unavailable = "no classical summary for robust (L1) reference fits"
+		return
+	}
+	opt := regress.ClassicalOptions{Cov: p.cov, Dropped: p.dropped, HasIntercept: s.HasIntercept()}
+	if !s.Target.Binary() {
+		opt.TargetScale = (s.Target.Range[1] - s.Target.Range[0]) / 2
+	}
+	c, err := regress.ClassicalFit(ctx, p.kind, data, res.Coef, opt)
+	if err != nil {
+		rep.Unavailable = "no classical summary: " + err.Error()
+		return
+	}
+	rep.Level = c.Level
+	stat := "t"
+	if !c.UseT {
+		stat = "z"
+	}
+	covText := "model-based covariance (σ̂²(XᵀX)⁻¹)"
+	if p.kind == regress.Logistic {
+		covText = "model-based covariance (inverse Fisher information at the MLE)"
+	}
+	if c.Cov == regress.CovHC1 {
+		covText = "heteroskedasticity-robust covariance HC1 (White's sandwich × n/(n − k))"
+	}
+	rep.Method = fmt.Sprintf("classical inference for the non-private reference fit, as statsmodels' %s: %s; %s statistics", map[regress.Kind]string{regress.Linear: "OLS", regress.Logistic: "Logit"}[p.kind], covText, stat)
+	if p.kind == regress.Linear {
+		rep.Estimand = "population least-squares coefficients of the (transformed, clipped) target on the features in original units"
+	} else {
+		rep.Estimand = "logistic-regression coefficients (log-odds per unit, the maximum-likelihood estimand); exp(b) is an odds ratio"
+	}
+	sum := &classicalSummary{Cov: c.Cov, Stat: stat, Nobs: c.N, DFModel: c.DFModel, DFResid: c.DFResid, LogLik: c.LogLik, AIC: c.AIC, BIC: c.BIC}
+	if p.kind == regress.Linear {
+		sum.R2, sum.AdjR2, sum.F, sum.FPValue, sum.Sigma = fp(c.R2), fp(c.AdjR2), fp(c.F), fp(c.FPValue), fp(c.ScaleSigma)
+	} else {
+		sum.LLNull, sum.LLR, sum.LLRP, sum.PseudoR2, sum.Deviance = fp(c.LLNull), fp(c.LLR), fp(c.LLRPValue), fp(c.PseudoR2), fp(c.Deviance)
+	}
+	rep.Classical = sum
+	units := s.OriginalUnits()
+	for i, u := range units {
+		// Encoded-space statistics: the encoded coefficient's own row.
+		e := make([]float64, len(units))
+		e[i] = 1
+		_, seEnc, _, _, loEnc, hiEnc := c.Test(0, e)
+		est, se, st, pv, lo, hi := c.Test(u.Offset, u.Weights)
+		r := coefRow{Name: u.Name, Encoded: c.Coef[i], Original: est, Meaning: u.Meaning(est), Identified: true,
+			SE: seEnc, Lower: loEnc, Upper: hiEnc, OriginalSE: se, OriginalLower: lo, OriginalUpper: hi, Stat: fp(st), PValue: fp(pv)}
+		rep.Rows = append(rep.Rows, r)
+	}
 }
 
 // finish releases Λ0 if planned (composing its ε into the report), computes
@@ -116,6 +239,11 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 	rep := &coefReport{}
 	var iv *inference.Intervals
 	switch {
+	case p.mechanism == "nonprivate":
+		p.classicalReport(context.Background(), rep, data, res, s)
+		if rep.Classical != nil {
+			return rep, nil
+		}
 	case p.why != "":
 		rep.Unavailable = p.why
 	case !p.enabled && hasIntervals(p.mechanism):
@@ -246,6 +374,9 @@ func writeModelCoefTable(w io.Writer, m *regress.Model) error {
 
 // writeCoefTable prints the coefficient table for the local console.
 func writeCoefTable(w io.Writer, r *coefReport) error {
+	if r.Classical != nil {
+		return writeClassicalTable(w, r)
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	ci := "95% CI"
 	if r.Level > 0 {
@@ -359,4 +490,49 @@ func radiusWarning(coef []float64, radius float64) string {
 		return ""
 	}
 	return fmt.Sprintf("the fitted coefficients have ‖ω‖ = %.4g, on the boundary of the public ball R = %.4g: the radius probably cuts the fit short; refit with a larger --radius (this note is shown on this console only)", n, radius)
+}
+
+// writeClassicalTable prints the reference fit's table as statsmodels'
+// summary does: coefficient, SE, t or z, two-sided p, interval (original
+// units), then the fit's statistics.
+func writeClassicalTable(w io.Writer, r *coefReport) error {
+	c := r.Classical
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "coefficient\toriginal units\tSE\t%s\tP>|%s|\t%g%% CI (original units)\tencoded\tSE (encoded)\tmeaning\n", c.Stat, c.Stat, 100*r.Level)
+	for _, row := range r.Rows {
+		st, pv := math.NaN(), math.NaN()
+		if row.Stat != nil {
+			st = *row.Stat
+		}
+		if row.PValue != nil {
+			pv = *row.PValue
+		}
+		fmt.Fprintf(tw, "%s\t%+.5g\t%.4g\t%.3f\t%s\t[%.4g, %.4g]\t%+.5f\t%.4g\t%s\n", row.Name, row.Original, row.OriginalSE, st, fmtP(pv),
+			row.OriginalLower, row.OriginalUpper, row.Encoded, row.SE, row.Meaning)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "No. observations %d, df model %g, df residuals %g, covariance %s.\n", c.Nobs, c.DFModel, c.DFResid, c.Cov)
+	if c.R2 != nil {
+		fmt.Fprintf(w, "R² %.4f, adjusted R² %.4f, F %.4g (p %s), residual SD %.4g (target scale after its transform).\n", *c.R2, *c.AdjR2, *c.F, fmtP(*c.FPValue), *c.Sigma)
+		fmt.Fprintf(w, "Log-likelihood %.6g, AIC %.6g, BIC %.6g (Gaussian, target scale after its transform).\n", c.LogLik, c.AIC, c.BIC)
+	} else {
+		fmt.Fprintf(w, "Log-likelihood %.6g, LL-null %.6g, LLR %.4g (p %s), pseudo-R² (McFadden) %.4f, deviance %.6g, AIC %.6g, BIC %.6g.\n",
+			c.LogLik, *c.LLNull, *c.LLR, fmtP(*c.LLRP), *c.PseudoR2, *c.Deviance, c.AIC, c.BIC)
+	}
+	fmt.Fprintf(w, "Intervals: %s.\nEstimand: %s.\n", r.Method, r.Estimand)
+	return nil
+}
+
+// fmtP prints a p-value as statsmodels' summary does to three decimals,
+// with small ones in scientific notation rather than as 0.000.
+func fmtP(p float64) string {
+	if p == 0 {
+		return "<1e-300" // below float64's range
+	}
+	if p < 0.001 {
+		return fmt.Sprintf("%.2g", p)
+	}
+	return fmt.Sprintf("%.3f", p)
 }

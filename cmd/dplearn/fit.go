@@ -26,6 +26,7 @@ type fitOptions struct {
 	irls                                        regress.IRLSOptions
 	laplaceFirstMoment                          bool
 	ciShare                                     float64
+	cov                                         string
 	logisticApprox                              string
 	logisticRange, solveRadius                  float64
 	seed                                        uint64
@@ -114,6 +115,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	f.Float64Var(&o.objpert.Lambda, "objpert-lambda", 0, "objpert: regularisation strength Λ (0: the documented default)")
 	f.Float64Var(&o.objpert.Radius, "radius", 0, "objpert (linear) and noisygd: public bound R on the encoded ‖ω‖ (0: default √d/2 for linear, 2√d for noisygd logistic, d = number of encoded coefficients)")
 	f.Float64Var(&o.ciShare, "ci-share", defaultCIShare, "linear fm/relaxed-fm/gaussian-fm and irls: share of --epsilon spent on the target's second moment (irls: a residual summary) for confidence intervals (0: no intervals)")
+	f.StringVar(&o.cov, "cov", regress.CovNonrobust, "nonprivate: covariance of the classical summary: nonrobust or HC1 (heteroskedasticity-robust)")
 	f.Float64Var(&o.objpert.Tolerance, "objpert-tolerance", 0, "objpert: public bound γ on the optimiser's gradient norm, covered by the output noise (0: default 1e-9)")
 	f.Float64Var(&o.objpert.OutputShare, "objpert-output-share", 0, "objpert: share of the budget given to the output noise, in (0, 1) (0: default)")
 	f.IntVar(&o.noisygd.Iterations, "iterations", 0, "noisygd: number of steps T (0: default 100)")
@@ -249,7 +251,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			return err
 		}
 	} else {
-		data, sum, err = loadFitInput(ctx, o.data, s, est, kind, opt)
+		data, sum, err = loadFitInput(ctx, o.data, s, classicalRows(est, o.mechanism, o.cov), kind, opt)
 	}
 	if err != nil {
 		return readErr("--data", err)
@@ -273,6 +275,9 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	radius, radiusDefault, hasRadius := setupRadius(o.mechanism, &cfg, s.Dim())
 	plan, err := planInference(o.mechanism, &cfg, o.ciShare)
 	if err != nil {
+		return err
+	}
+	if err := plan.setClassical(o.cov, sum.Dropped); err != nil {
 		return err
 	}
 	forecastOut := cmd.OutOrStdout()
