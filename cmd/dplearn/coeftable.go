@@ -124,18 +124,18 @@ type coefRow struct {
 	Meaning  string  `json:"meaning"`
 	// The inference, when available: encoded-space and original-units
 	// standard error and confidence interval.
-	Identified    bool    `json:"identified,omitempty"`
-	SE            float64 `json:"se,omitempty"`
+	Identified bool    `json:"identified,omitempty"`
+	SE         float64 `json:"se,omitempty"`
 	// Stat and PValue are the classical t or z statistic for the
 	// original-units coefficient = 0 and its two-sided p-value (reference
 	// fit only).
-	Stat   *float64 `json:"stat,omitempty"`
-	PValue *float64 `json:"p_value,omitempty"`
-	Lower         float64 `json:"lower,omitempty"`
-	Upper         float64 `json:"upper,omitempty"`
-	OriginalSE    float64 `json:"original_se,omitempty"`
-	OriginalLower float64 `json:"original_lower,omitempty"`
-	OriginalUpper float64 `json:"original_upper,omitempty"`
+	Stat          *float64 `json:"stat,omitempty"`
+	PValue        *float64 `json:"p_value,omitempty"`
+	Lower         float64  `json:"lower,omitempty"`
+	Upper         float64  `json:"upper,omitempty"`
+	OriginalSE    float64  `json:"original_se,omitempty"`
+	OriginalLower float64  `json:"original_lower,omitempty"`
+	OriginalUpper float64  `json:"original_upper,omitempty"`
 }
 
 // coefReport is the "inference" section of a model file.
@@ -157,14 +157,14 @@ type coefReport struct {
 // of the target on its declared, transformed scale (log wage for a log
 // target), as statsmodels would report it fitted on that scale.
 type classicalSummary struct {
-	Cov      string  `json:"cov_type"`
-	Stat     string  `json:"statistic"` // "t" or "z"
-	Nobs     int64   `json:"nobs"`
-	DFModel  float64 `json:"df_model"`
-	DFResid  float64 `json:"df_resid"`
-	LogLik   float64 `json:"log_likelihood"`
-	AIC      float64 `json:"aic"`
-	BIC      float64 `json:"bic"`
+	Cov      string   `json:"cov_type"`
+	Stat     string   `json:"statistic"` // "t" or "z"
+	Nobs     int64    `json:"nobs"`
+	DFModel  float64  `json:"df_model"`
+	DFResid  float64  `json:"df_resid"`
+	LogLik   float64  `json:"log_likelihood"`
+	AIC      float64  `json:"aic"`
+	BIC      float64  `json:"bic"`
 	R2       *float64 `json:"r_squared,omitempty"`
 	AdjR2    *float64 `json:"adj_r_squared,omitempty"`
 	F        *float64 `json:"f_statistic,omitempty"`
