@@ -114,6 +114,9 @@ type Intervals struct {
 	// at ±∞, so a fragile fit gets wider intervals, never narrower).
 	Replicates int `json:"replicates"`
 	Failed     int `json:"failed_replicates"`
+	// Diagnosis, when some coefficient is not identified, says why and
+	// which directions (nil when every coefficient is identified).
+	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
 }
 
 // Estimands, as printed in reports.
@@ -447,6 +450,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		// Λ2 itself does not determine every direction: no coefficient
 		// is reported as identified.
 		out.Covariance = zeros(d)
+		out.Diagnosis = diagnose(q, rel, "trimmed")
 		return out, nil
 	}
 
@@ -562,6 +566,12 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 			Estimate: center[i] - med, SE: s,
 			Lower: center[i] - hi, Upper: center[i] - lo,
 			NoiseSE: ns, SamplingSE: math.Sqrt(sampVar[i])}
+	}
+	for _, c := range out.Coefficients {
+		if !c.Identified {
+			out.Diagnosis = diagnose(q, rel, "failed-replicates")
+			break
+		}
 	}
 	return out, nil
 }

@@ -136,6 +136,11 @@ type coefRow struct {
 	OriginalSE    float64  `json:"original_se,omitempty"`
 	OriginalLower float64  `json:"original_lower,omitempty"`
 	OriginalUpper float64  `json:"original_upper,omitempty"`
+	// FittedEncoded and FittedOriginal are the ridge-regularised fit the
+	// model predicts with, when the printed estimate is the interval's
+	// de-ridged point estimate instead.
+	FittedEncoded  *float64 `json:"fitted_encoded,omitempty"`
+	FittedOriginal *float64 `json:"fitted_original,omitempty"`
 }
 
 // coefReport is the "inference" section of a model file.
@@ -148,6 +153,15 @@ type coefReport struct {
 	TargetMoment *float64 `json:"target_moment,omitempty"`
 	// Unavailable says why there are no intervals.
 	Unavailable string `json:"unavailable,omitempty"`
+	// Replicates and Failed are the bootstrap's size and its replicates in
+	// which the noisy Λ2 lost a direction.
+	Replicates int `json:"replicates,omitempty"`
+	Failed     int `json:"failed_replicates,omitempty"`
+	// Diagnosis says why coefficients are unidentified and what would
+	// identify them.
+	Diagnosis string `json:"diagnosis,omitempty"`
+	// Note is a caveat on what the coefficients estimate.
+	Note string `json:"note,omitempty"`
 	// Classical is the reference fit's classical summary (nonprivate).
 	Classical *classicalSummary `json:"classical,omitempty"`
 }
@@ -287,12 +301,37 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 	z := 0.0
 	if iv != nil {
 		z = inference.NormalQuantile(0.5 + iv.Level/2)
+		rep.Replicates, rep.Failed = iv.Replicates, iv.Failed
+		if iv.Diagnosis != nil {
+			rep.Diagnosis = iv.Diagnosis.Explain(s.FeatureNames())
+		}
+	}
+	surrogate := p.kind == regress.Logistic && surrogateLogistic(p.mechanism)
+	if surrogate {
+		rep.Note = "the coefficients are those of the Functional Mechanism's quadratic surrogate of the logistic loss (Taylor-truncated unless --logistic-approx says otherwise), not log-odds: exp(b) is not an odds ratio (with no noise at all, --mechanism truncated, they can differ from the maximum-likelihood log-odds several-fold where |xᵀβ| is not small); for odds ratios use objpert or noisygd (penalised logistic maximum likelihood) or nonprivate as the reference"
+	}
+	// One estimator per row: where the coefficient has an interval, the
+	// printed estimate is the point estimate the interval is built around
+	// (inference.Coefficient.Estimate: the released objective's
+	// unregularised minimiser less the bootstrap's median bias), which lies
+	// between the interval's ends by construction (the median of the
+	// bootstrap deviations lies between their α/2 and 1 − α/2 quantiles).
+	// The ridge-regularised fit the model predicts with is kept as
+	// FittedEncoded/FittedOriginal.
+	est := append([]float64(nil), res.Coef...)
+	if iv != nil {
+		for j, c := range iv.Coefficients {
+			if c.Identified {
+				est[j] = c.Estimate
+			}
+		}
 	}
 	for i, u := range units {
 		r := coefRow{Name: u.Name, Encoded: res.Coef[i], Original: u.Apply(res.Coef)}
-		r.Meaning = u.Meaning(r.Original)
-		if iv != nil && iv.Coefficients[i].Identified {
+		if iv != nil && identifiedUnit(iv, u, i) {
 			c := iv.Coefficients[i]
+			r.FittedEncoded, r.FittedOriginal = fp(r.Encoded), fp(r.Original)
+			r.Encoded, r.Original = est[i], u.Apply(est)
 			r.Identified, r.SE, r.Lower, r.Upper = true, c.SE, c.Lower, c.Upper
 			if sl, ok := u.Slope(); ok {
 				r.OriginalSE = math.Abs(sl) * c.SE
@@ -302,10 +341,6 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 				// The intercept is a linear combination: normal interval
 				// with the bootstrap covariance, centred at the
 				// combination of the bias-corrected estimates.
-				est := make([]float64, len(iv.Coefficients))
-				for j, cj := range iv.Coefficients {
-					est[j] = cj.Estimate
-				}
 				v := 0.0
 				for a := range u.Weights {
 					for b := range u.Weights {
@@ -313,13 +348,60 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 					}
 				}
 				r.OriginalSE = math.Sqrt(v)
-				m := u.Apply(est)
-				r.OriginalLower, r.OriginalUpper = m-z*r.OriginalSE, m+z*r.OriginalSE
+				r.OriginalLower, r.OriginalUpper = r.Original-z*r.OriginalSE, r.Original+z*r.OriginalSE
 			}
+		}
+		r.Meaning = u.Meaning(r.Original)
+		if surrogate {
+			r.Meaning = surrogateMeaning(u, r.Original, s.Target.Name)
 		}
 		rep.Rows = append(rep.Rows, r)
 	}
+	if iv != nil && rep.Estimand != "" {
+		rep.Estimand += "; the printed estimate is the interval's own point estimate (the released objective's minimiser without the ridge, less the bootstrap's median bias: de-ridged), inside its interval by construction; the model predicts with the ridge-regularised fit (fitted_encoded in the model file)"
+	}
 	return rep, nil
+}
+
+// identifiedUnit reports whether coefficient i in original units has an
+// interval: its encoded coefficient is identified and, for the intercept (a
+// combination), so is every coefficient it combines.
+func identifiedUnit(iv *inference.Intervals, u schema.Unit, i int) bool {
+	if !iv.Coefficients[i].Identified {
+		return false
+	}
+	for j, w := range u.Weights {
+		if w != 0 && !iv.Coefficients[j].Identified {
+			return false
+		}
+	}
+	return true
+}
+
+// surrogateLogistic reports whether a logistic fit by the mechanism
+// estimates a quadratic surrogate's minimiser rather than log-odds: the FM
+// family and its noise-free version. nonprivate estimates the MLE, objpert
+// and noisygd a penalised MLE (log-odds shrunk by their regulariser).
+func surrogateLogistic(mechanism string) bool {
+	switch mechanism {
+	case "fm", "relaxed-fm", "gaussian-fm", "truncated":
+		return true
+	}
+	return false
+}
+
+// surrogateMeaning says what a surrogate logistic coefficient is, without
+// calling it an odds ratio.
+func surrogateMeaning(u schema.Unit, b float64, target string) string {
+	switch {
+	case u.Feature == "":
+		return fmt.Sprintf("surrogate score of %s at zero numeric features and reference categories (not a log-odds)", target)
+	case u.Category != "":
+		return fmt.Sprintf("%s=%s instead of %s: %+.4g on the surrogate score (not a log-odds ratio)", u.Feature, u.Category, u.Reference, b)
+	case u.Transform != schema.TransformNone:
+		return fmt.Sprintf("+1 in %s(%s): %+.4g on the surrogate score (not a log-odds ratio)", u.Transform, u.Feature, b)
+	}
+	return fmt.Sprintf("+1 %s: %+.4g on the surrogate score (not a log-odds ratio)", u.Feature, b)
 }
 
 // composeMoment adds the extra release of the intervals (Λ0, or irls's
@@ -382,7 +464,7 @@ func writeCoefTable(w io.Writer, r *coefReport) error {
 	if r.Level > 0 {
 		ci = fmt.Sprintf("%g%% CI", 100*r.Level)
 	}
-	fmt.Fprintf(tw, "coefficient\toriginal units\tSE\t%s (original units)\tencoded\tSE (encoded)\tmeaning\n", ci)
+	fmt.Fprintf(tw, "coefficient\testimate (original units)\tSE\t%s (original units)\tencoded\tSE (encoded)\tmeaning\n", ci)
 	for _, c := range r.Rows {
 		se, ciText, seEnc := "n/a", "n/a", "n/a"
 		if c.Identified {
@@ -400,6 +482,16 @@ func writeCoefTable(w io.Writer, r *coefReport) error {
 		fmt.Fprintf(w, "(%s)\n", r.Unavailable)
 	default:
 		fmt.Fprintf(w, "Intervals: %s.\nEstimand: %s.\n", r.Method, r.Estimand)
+	}
+	if r.Replicates > 0 {
+		fmt.Fprintf(w, "Bootstrap: %d of %d replicates failed (%.1f%%: the noisy Λ2 lost a direction; they count as outside every interval).\n",
+			r.Failed, r.Replicates, 100*float64(r.Failed)/float64(r.Replicates))
+	}
+	if r.Diagnosis != "" {
+		fmt.Fprintf(w, "Why: %s.\n", r.Diagnosis)
+	}
+	if r.Note != "" {
+		fmt.Fprintf(w, "Note: %s.\n", r.Note)
 	}
 	return nil
 }
