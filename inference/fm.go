@@ -68,6 +68,12 @@ func (o Options) replicates() (int, error) {
 // for the residual variance.
 type TargetMoment struct {
 	Value float64 `json:"value"`
+	// KeptShare is 1 − f, f the (released) share of the N rows that are
+	// the zero rows of records dropped for a missing value
+	// (regress.ReleaseDroppedShare); 0 means 1 (nothing dropped). Zero rows
+	// shrink Λ0 − βᵀΛ2β to (1 − f)σ², so the residual variance is divided
+	// by KeptShare.
+	KeptShare float64 `json:"kept_share,omitempty"`
 }
 
 // Coefficient is the inference for one encoded coefficient.
@@ -144,8 +150,15 @@ func FM(rel *regress.Released, y2 *TargetMoment, opt Options) (*Intervals, error
 		}
 		// σ² = Λ0 − βᵀΛ2β at the population minimiser; βᵀΛ2β is estimated
 		// by w0ᵀΛ̃2w0 less its bootstrap noise bias. V = σ²Λ2⁻¹/N.
+		kept := y2.KeptShare
+		if kept == 0 {
+			kept = 1
+		}
+		if !(kept > 0 && kept <= 1) {
+			return nil, fmt.Errorf("inference: kept share %v must be in (0, 1]", y2.KeptShare)
+		}
 		model = func(fitQuad float64) (float64, float64, float64) {
-			s2 := clamp(y2.Value-fitQuad, 0, 1)
+			s2 := clamp((y2.Value-fitQuad)/kept, 0, 1)
 			return s2, s2, 1
 		}
 	case regress.Logistic:

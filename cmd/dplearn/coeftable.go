@@ -46,11 +46,14 @@ type inferencePlan struct {
 	// classical summary's n).
 	cov     string
 	dropped int64
+	// dropsKnown says whether dropped is the real count (false for
+	// --stats input, which does not record it).
+	dropsKnown bool
 }
 
 // setClassical records --cov and the number of dropped records for the
 // reference fit's classical summary; --cov is only for nonprivate.
-func (p *inferencePlan) setClassical(cov string, dropped int64) error {
+func (p *inferencePlan) setClassical(cov string, dropped int64, dropsKnown bool) error {
 	switch cov {
 	case "", regress.CovNonrobust:
 	case regress.CovHC1:
@@ -60,7 +63,7 @@ func (p *inferencePlan) setClassical(cov string, dropped int64) error {
 	default:
 		return fmt.Errorf("--cov must be nonrobust or HC1, got %q", cov)
 	}
-	p.cov, p.dropped = cov, dropped
+	p.cov, p.dropped, p.dropsKnown = cov, dropped, dropsKnown
 	return nil
 }
 
@@ -151,6 +154,9 @@ type coefReport struct {
 	Rows     []coefRow `json:"coefficients"`
 	// TargetMoment is the released Λ0 (linear FM-family fits).
 	TargetMoment *float64 `json:"target_moment,omitempty"`
+	// DroppedShare is the released share of rows that are dropped records
+	// (linear FM-family fits whose schema drops records).
+	DroppedShare *float64 `json:"dropped_share,omitempty"`
 	// Unavailable says why there are no intervals.
 	Unavailable string `json:"unavailable,omitempty"`
 	// Replicates and Failed are the bootstrap's size and its replicates in
@@ -271,7 +277,7 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 		if err != nil {
 			return nil, err
 		}
-		if err := composeMoment(&res.Privacy, p, rel, "residual summary at the fitted coefficients"); err != nil {
+		if err := composeMoment(&res.Privacy, p.momentEps, rel, "residual summary at the fitted coefficients"); err != nil {
 			return nil, err
 		}
 		if iv, err = inference.IRLS(res.Released, rs, inference.Options{}); err != nil {
@@ -281,21 +287,46 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 	default:
 		var y2 *inference.TargetMoment
 		if p.momentEps > 0 {
-			v, rel, err := regress.ReleaseTargetMoment(data.Stats, p.momentEps, cfg.Source)
+			epsY2 := p.momentEps
+			correct := s.DropsRecords() && p.kind == regress.Linear && p.dropsKnown
+			if correct {
+				epsY2 = p.momentEps / 2 // the other half releases the dropped share
+			}
+			v, rel, err := regress.ReleaseTargetMoment(data.Stats, epsY2, cfg.Source)
 			if err != nil {
 				return nil, err
 			}
-			if err := composeMoment(&res.Privacy, p, rel, "target moment Λ0"); err != nil {
+			if err := composeMoment(&res.Privacy, epsY2, rel, "target moment Λ0"); err != nil {
 				return nil, err
 			}
 			y2 = &inference.TargetMoment{Value: v}
 			rep.TargetMoment = &v
+			if correct {
+				epsF := p.momentEps - epsY2
+				f, rel, err := regress.ReleaseDroppedShare(p.dropped, data.Stats.N(), epsF, cfg.Source)
+				if err != nil {
+					return nil, err
+				}
+				if err := composeMoment(&res.Privacy, epsF, rel, "number of records dropped for a missing value"); err != nil {
+					return nil, err
+				}
+				y2.KeptShare = 1 - f
+				rep.DroppedShare = &f
+			}
 		}
 		var err error
 		if iv, err = inference.FM(res.Released, y2, inference.Options{}); err != nil {
 			return nil, err
 		}
 		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
+		switch {
+		case rep.DroppedShare != nil:
+			rep.Method += fmt.Sprintf("; the residual variance is divided by 1 − f̂ = %.4g, f̂ the released share of rows that are dropped records (Laplace, half of --ci-share's budget), since their zero rows shrink Λ0 − βᵀΛ2β by 1 − f", 1-*rep.DroppedShare)
+		case s.DropsRecords() && p.kind == regress.Linear:
+			rep.Method += "; the schema drops records with a missing value but the number dropped is unknown here (--stats input): the sampling part is short by √(1 − f) for a dropped share f"
+		case s.DropsRecords():
+			rep.Method += "; the schema drops records with a missing value: their zero rows make the sampling part's residual variance ¼ − βᵀΛ2β/2 larger than over the records (conservative)"
+		}
 	}
 	units := s.OriginalUnits()
 	z := 0.0
@@ -407,13 +438,13 @@ func surrogateMeaning(u schema.Unit, b float64, target string) string {
 // composeMoment adds the extra release of the intervals (Λ0, or irls's
 // residual summary) to the fit's privacy report: basic composition of the
 // fit's (ε_fit, δ) and the release's (ε_moment, 0).
-func composeMoment(p *report.Privacy, plan *inferencePlan, rel report.Release, what string) error {
-	tot, err := accounting.BasicComposition(accounting.EpsDelta{Epsilon: p.Epsilon, Delta: p.Delta}, accounting.EpsDelta{Epsilon: plan.momentEps})
+func composeMoment(p *report.Privacy, eps float64, rel report.Release, what string) error {
+	tot, err := accounting.BasicComposition(accounting.EpsDelta{Epsilon: p.Epsilon, Delta: p.Delta}, accounting.EpsDelta{Epsilon: eps})
 	if err != nil {
 		return fmt.Errorf("compose the target moment's budget: %w", err)
 	}
-	p.Accountant += fmt.Sprintf("; then basic composition with the Laplace release of the %s for the confidence intervals (ε = %s of the total, --ci-share): the fit itself used ε = %s",
-		what, report.Up(plan.momentEps), report.Up(p.Epsilon))
+	p.Accountant += fmt.Sprintf("; then basic composition with the Laplace release of the %s for the confidence intervals (ε = %s, part of --ci-share's share of the total) after ε = %s",
+		what, report.Up(eps), report.Up(p.Epsilon))
 	p.Epsilon, p.Delta = tot.Epsilon, tot.Delta
 	p.Releases = append(p.Releases, rel)
 	for i, pp := range p.PostProcessing {

@@ -82,9 +82,11 @@ bad rows is public knowledge.
 
 Missing values follow each column's "missing" policy in the schema: "error"
 (default), "impute" (a declared public value) or "drop". A dropped record
-enters the fit as an all-zero row, which changes no statistic the mechanisms
-use, so N stays the number of records read and the guarantee keeps treating
-it as public; the number dropped is printed on this console only.
+enters the fit as an all-zero row: it adds nothing to the sums the
+mechanisms use but counts in N, which stays the number of records read (the
+guarantee keeps treating it as public); the number dropped is printed on
+this console only, and linear fm/relaxed-fm/gaussian-fm intervals release
+it with Laplace noise (within --ci-share) to correct their standard errors.
 
 --ledger FILE charges the fit's guarantee to a persistent privacy budget
 (dplearn ledger create) before the model is written, and refuses the fit if
@@ -277,7 +279,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err != nil {
 		return err
 	}
-	if err := plan.setClassical(o.cov, sum.Dropped); err != nil {
+	if err := plan.setClassical(o.cov, sum.Dropped, o.stats == ""); err != nil {
 		return err
 	}
 	forecastOut := cmd.OutOrStdout()
@@ -312,7 +314,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if est.Private() && dropsMissing(s) {
 		// Depends only on the schema, never on how many were dropped.
 		res.Privacy.Notes = append(res.Privacy.Notes,
-			`the schema drops records with a missing value ("missing": "drop"): each enters the fit as an all-zero row, which changes none of the statistics the mechanism uses, so N is the number of records read and stays public as the neighbouring relation requires; the number dropped is not released`)
+			`the schema drops records with a missing value ("missing": "drop"): each enters the fit as an all-zero row, which adds nothing to the sums the mechanism uses but counts in N (the normalised statistics are scaled by the share of records kept), so N is the number of records read and stays public as the neighbouring relation requires; the number dropped is not released except as the Laplace-noised count that linear FM-family confidence intervals use (listed among the releases when it is)`)
 	}
 	model, err := regress.NewModel(kind, s, res, regress.Training{Rows: sum.Rows})
 	if err != nil {
