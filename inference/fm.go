@@ -128,7 +128,7 @@ type Intervals struct {
 // Estimands, as printed in reports.
 const (
 	EstimandLinear   = "population least-squares coefficients of the encoded target on the encoded features (β minimising E(y − xᵀβ)²); the data's sampling part assumes homoskedastic errors"
-	EstimandLogistic = "population minimiser of the Functional Mechanism's 2nd-order (Taylor-truncated) logistic loss, 4·(least-squares coefficients of y − ½ on x): close to the logistic coefficients only where |xᵀβ| is small"
+	EstimandLogistic = "population minimiser of the Functional Mechanism's 2nd-order (Taylor-truncated) logistic loss, 4·(least-squares coefficients of y − ½ on x): close to the logistic coefficients only where |xᵀβ| is small; these are surrogate coefficients, not log-odds: exp(b) is not an odds ratio of the logistic model"
 )
 
 // FM computes confidence intervals for the coefficients of an FM-family fit
