@@ -426,7 +426,7 @@ func (c *Classical) logistic(ctx context.Context, rows []float64, k int, coef []
 		var t mat.Dense
 		t.Mul(inv, meat)
 		v.Mul(&t, inv)
-		v.Scale(nf/c.DFResid, v)
+		v.Scale(nf/(nf-float64(d)), v) // n/(n − k)
 	}
 	c.Covariance = denseRows(v)
 	if kc == 1 {

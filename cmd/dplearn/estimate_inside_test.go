@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -61,4 +62,41 @@ func TestEstimateInsideInterval(t *testing.T) {
 		t.Errorf("only %d identified coefficients checked, %d de-ridged", checked, deridged)
 	}
 	t.Logf("%d identified coefficients, %d outside their interval, %d differ from the ridged fit", checked, outside, deridged)
+}
+
+// TestSurrogateLogisticLabels (issue 25 item 3): a gaussian-fm logistic
+// fit estimates FM's quadratic surrogate, so its rows must not read as
+// odds ratios and a note must say so; the nonprivate MLE's rows are odds
+// ratios.
+func TestSurrogateLogisticLabels(t *testing.T) {
+	dir := t.TempDir()
+	data := writeWageData(t, dir, 3000)
+	logSch := writeFile(t, dir, "logistic-schema.json", `{"target": {"name": "ethnicity", "positive": "afam"},
+	 "features": [{"name": "education", "range": [0, 20]}]}`)
+	for _, c := range []struct {
+		mech     string
+		args     []string
+		odds     bool
+		wantText string
+	}{
+		{"gaussian-fm", []string{"--epsilon", "2", "--delta", "1e-6"}, false, "not log-odds: exp(b) is not an odds ratio"},
+		{"truncated", nil, false, "not log-odds"},
+		{"nonprivate", nil, true, "odds ratio"},
+	} {
+		model := filepath.Join(dir, c.mech+".json")
+		out, _, err := runCLIBoth(t, append([]string{"fit", "--data", data, "--schema", logSch, "--model", "logistic", "--mechanism", c.mech, "--seed", "1", "--out", model}, c.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, c.wantText) {
+			t.Errorf("%s: output lacks %q:\n%s", c.mech, c.wantText, out)
+		}
+		inf, _ := loadInference(t, model)
+		for _, r := range inf.Rows {
+			odds := strings.Contains(r.Meaning, "odds of") || strings.Contains(r.Meaning, "(odds ")
+			if odds != c.odds {
+				t.Errorf("%s: %s reads %q (odds ratio: %v, want %v)", c.mech, r.Name, r.Meaning, odds, c.odds)
+			}
+		}
+	}
 }
