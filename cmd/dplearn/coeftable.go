@@ -389,7 +389,7 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 		rep.Rows = append(rep.Rows, r)
 	}
 	if iv != nil && rep.Estimand != "" {
-		rep.Estimand += "; the printed estimate is the interval's own point estimate (the released objective's minimiser without the ridge, less the bootstrap's median bias: de-ridged), inside its interval by construction; the model predicts with the ridge-regularised fit (fitted_encoded in the model file)"
+		rep.Estimand += "; the printed estimate is the interval's own point estimate of this estimand (de-ridged: computed without the ridge, less the bootstrap's median bias), inside its interval by construction; the model predicts with the ridge-regularised fit (fitted_encoded in the model file)"
 	}
 	return rep, nil
 }
