@@ -540,6 +540,9 @@ func printForecast(w io.Writer, mechanism string, cfg regress.Config, s *schema.
 	}
 	fmt.Fprintf(w, "Forecast before fitting (public quantities only: N = %d, %d coefficients, ε = %s for the fit, the schema's ranges): noise standard deviation of the encoded coefficients %s (median), of the encoded prediction %.3g; the ridge removes up to %.0f%% of a coefficient.\n",
 		n, len(f.CoefSD), report.Up(cfg.Epsilon), fmtMedian(f.CoefSD), f.PredictionRMS, 100*f.Shrinkage)
+	// The forecast cannot see the data's design (issue 25 item 1): say so,
+	// and where to read the real design's failures.
+	fmt.Fprintln(w, "(The forecast simulates an idealised design: independent features, equally likely category levels. Rare levels or nearly collinear columns make the real fit noisier; the bootstrap line after the fit reports failures on the released design.)")
 	if f.Warning != "" {
 		fmt.Fprintf(w, "warning: %s\n", f.Warning)
 	}
