@@ -66,7 +66,10 @@
 //     residuals' spread does not depend on x (homoskedasticity) it is
 //     c·s²·Λ2⁻¹/N, evaluated at the released Λ̃2:
 //     linear, c = 1 and s² = σ² = Λ0 − βᵀΛ2β, with the released noisy Λ0
-//     and βᵀΛ2β estimated by ω₀ᵀΛ̃2ω₀ less its bootstrap noise bias;
+//     and βᵀΛ2β estimated by ω₀ᵀΛ̃2ω₀ less its bootstrap noise bias,
+//     divided by TargetMoment.KeptShare = 1 − f̂ when a released share f̂ of
+//     the N rows are zero rows of dropped records (they scale Λ0 and Λ2 by
+//     1 − f; regress.ReleaseDroppedShare);
 //     logistic, (y − ½)² = ¼ exactly, so σ_r² = ¼ − βᵀΛ2β/2 needs no extra
 //     release and c = 2 (Λ2 = S/8, ω = 4γ);
 //     irls, Huber's sandwich κ·S⁻¹/N with κ = E[ψ²]/E[ψ']², ψ(r) = r/max(η,|r|),

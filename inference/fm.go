@@ -68,6 +68,12 @@ func (o Options) replicates() (int, error) {
 // for the residual variance.
 type TargetMoment struct {
 	Value float64 `json:"value"`
+	// KeptShare is 1 − f, f the (released) share of the N rows that are
+	// the zero rows of records dropped for a missing value
+	// (regress.ReleaseDroppedShare); 0 means 1 (nothing dropped). Zero rows
+	// shrink Λ0 − βᵀΛ2β to (1 − f)σ², so the residual variance is divided
+	// by KeptShare.
+	KeptShare float64 `json:"kept_share,omitempty"`
 }
 
 // Coefficient is the inference for one encoded coefficient.
@@ -114,12 +120,15 @@ type Intervals struct {
 	// at ±∞, so a fragile fit gets wider intervals, never narrower).
 	Replicates int `json:"replicates"`
 	Failed     int `json:"failed_replicates"`
+	// Diagnosis, when some coefficient is not identified, says why and
+	// which directions (nil when every coefficient is identified).
+	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
 }
 
 // Estimands, as printed in reports.
 const (
 	EstimandLinear   = "population least-squares coefficients of the encoded target on the encoded features (β minimising E(y − xᵀβ)²); the data's sampling part assumes homoskedastic errors"
-	EstimandLogistic = "population minimiser of the Functional Mechanism's 2nd-order (Taylor-truncated) logistic loss, 4·(least-squares coefficients of y − ½ on x): close to the logistic coefficients only where |xᵀβ| is small"
+	EstimandLogistic = "population minimiser of the Functional Mechanism's 2nd-order (Taylor-truncated) logistic loss, 4·(least-squares coefficients of y − ½ on x): close to the logistic coefficients only where |xᵀβ| is small; these are surrogate coefficients, not log-odds: exp(b) is not an odds ratio of the logistic model"
 )
 
 // FM computes confidence intervals for the coefficients of an FM-family fit
@@ -141,8 +150,15 @@ func FM(rel *regress.Released, y2 *TargetMoment, opt Options) (*Intervals, error
 		}
 		// σ² = Λ0 − βᵀΛ2β at the population minimiser; βᵀΛ2β is estimated
 		// by w0ᵀΛ̃2w0 less its bootstrap noise bias. V = σ²Λ2⁻¹/N.
+		kept := y2.KeptShare
+		if kept == 0 {
+			kept = 1
+		}
+		if !(kept > 0 && kept <= 1) {
+			return nil, fmt.Errorf("inference: kept share %v must be in (0, 1]", y2.KeptShare)
+		}
 		model = func(fitQuad float64) (float64, float64, float64) {
-			s2 := clamp(y2.Value-fitQuad, 0, 1)
+			s2 := clamp((y2.Value-fitQuad)/kept, 0, 1)
 			return s2, s2, 1
 		}
 	case regress.Logistic:
@@ -447,6 +463,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		// Λ2 itself does not determine every direction: no coefficient
 		// is reported as identified.
 		out.Covariance = zeros(d)
+		out.Diagnosis = diagnose(q, rel, "trimmed")
 		return out, nil
 	}
 
@@ -562,6 +579,12 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 			Estimate: center[i] - med, SE: s,
 			Lower: center[i] - hi, Upper: center[i] - lo,
 			NoiseSE: ns, SamplingSE: math.Sqrt(sampVar[i])}
+	}
+	for _, c := range out.Coefficients {
+		if !c.Identified {
+			out.Diagnosis = diagnose(q, rel, "failed-replicates")
+			break
+		}
 	}
 	return out, nil
 }

@@ -177,7 +177,9 @@ func TestCoefficientTableVariants(t *testing.T) {
 		// fm's noise at N = 3000 needs a large ε for identified intervals
 		// (at ε = 1 they are reported as unidentified).
 		{"fm", []string{"--schema", sch, "--model", "linear", "--mechanism", "fm", "--epsilon", "10"}, 2, true, "", true, 10, ""},
-		{"nonprivate", []string{"--schema", sch, "--model", "linear", "--mechanism", "nonprivate"}, 0, false, "available for fm", false, 0, ""},
+		// the reference fit: statsmodels' classical summary (issue 25).
+		{"nonprivate", []string{"--schema", sch, "--model", "linear", "--mechanism", "nonprivate"}, 0, true, "", false, 0, "classical inference for the non-private reference fit"},
+		{"nonprivate-robust", []string{"--schema", sch, "--model", "robust", "--mechanism", "nonprivate"}, 0, false, "no classical summary for robust", false, 0, ""},
 		// irls: the warm start's Λ1 and Λ2, A, B and the residual summary.
 		{"irls", []string{"--schema", sch, "--model", "robust", "--mechanism", "irls", "--epsilon", "2", "--delta", "1e-6"}, 5, true, "", false, 2, "fixed point extrapolated from the warm start"},
 		// the seed's cold start: A, B and the residual summary.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -24,9 +25,19 @@ Linear models:
             transform: log wage units for a log-transformed wage)
   mae       mean absolute error on the same scale as rmse
   r2        coefficient of determination
+  rmse_original, mae_original (targets with a transform)
+            the same errors in the target's original units (wage, not log
+            wage): predictions are retransformed naively (exp of the log
+            prediction, no smearing), which estimates the conditional
+            median, not the mean; the observed target is as encoded
+            (clipped to its declared range)
 Logistic models:
   accuracy  share of rows whose predicted label (probability ≥ 0.5) is right
   log_loss  mean negative log-likelihood (probabilities clipped to [1e-15, 1−1e-15])
+  auc       area under the ROC curve (ties count ½)
+  brier     Brier score, the mean of (probability − label)²
+  calibration  rows sorted by predicted probability in ten equal groups
+            (deciles): mean predicted probability against observed share
 
 Predictions of linear models are clipped to the declared target range.
 Missing values follow the model schema's "missing" policies; --missing drop
@@ -67,7 +78,7 @@ not private; evaluate on held-out or public data.`,
 		if err != nil {
 			return err
 		}
-		ev := regress.NewEvaluator(m)
+		ev := regress.NewEvaluation(m)
 		opt := dataset.Options{Workers: workers, Progress: stderrProgress(cmd), Delimiter: sep, Stdin: cmd.InOrStdin(), SkipDropped: true}
 		sum, err := dataset.Stream(cmd.Context(), data, s, opt, func(rows []float64) error {
 			ev.Add(rows)
@@ -95,7 +106,7 @@ not private; evaluate on held-out or public data.`,
 	return cmd
 }
 
-func printMetrics(w io.Writer, m *regress.Model, x regress.Metrics, dropped int64) error {
+func printMetrics(w io.Writer, m *regress.Model, x regress.EvalMetrics, dropped int64) error {
 	fmt.Fprintf(w, "%s model of %q (%s) on %s", m.Kind, m.Schema.Target.Name, m.Privacy.Guarantee(), dataset.Plural(int64(x.N), "row"))
 	if dropped > 0 {
 		fmt.Fprintf(w, " (%s with a missing value left out)", dataset.Plural(dropped, "row"))
@@ -110,7 +121,23 @@ func printMetrics(w io.Writer, m *regress.Model, x regress.Metrics, dropped int6
 	line("rmse", x.RMSE, "(target scale after its transform)")
 	line("mae", x.MAE, "(target scale after its transform)")
 	line("r2", x.R2, "")
+	if o := x.OriginalUnits; o != nil {
+		fmt.Fprintf(w, "  %-9s %.6g  (%s, original units)\n", "rmse", o.RMSEOriginal, m.Schema.Target.Name)
+		fmt.Fprintf(w, "  %-9s %.6g  (%s, original units)\n", "mae", o.MAEOriginal, m.Schema.Target.Name)
+		fmt.Fprintf(w, "  retransformation: %s\n", o.Retransformation)
+	}
 	line("accuracy", x.Accuracy, "")
 	line("log_loss", x.LogLoss, "")
+	line("auc", x.AUC, "(area under the ROC curve)")
+	line("brier", x.Brier, "(mean squared error of the probability)")
+	if len(x.Calibration) > 0 {
+		fmt.Fprintf(w, "  calibration (rows sorted by predicted probability, %d equal groups):\n", len(x.Calibration))
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "    group\trows\tpredicted range\tmean predicted\tobserved")
+		for g, b := range x.Calibration {
+			fmt.Fprintf(tw, "    %d\t%d\t[%.3f, %.3f]\t%.4f\t%.4f\n", g+1, b.N, b.MinPredicted, b.MaxPredicted, b.MeanPredicted, b.Observed)
+		}
+		return tw.Flush()
+	}
 	return nil
 }

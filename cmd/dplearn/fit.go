@@ -27,6 +27,7 @@ type fitOptions struct {
 	irls                                        regress.IRLSOptions
 	laplaceFirstMoment                          bool
 	ciShare                                     float64
+	cov                                         string
 	logisticApprox                              string
 	logisticRange, solveRadius                  float64
 	seed                                        uint64
@@ -87,9 +88,11 @@ report).
 
 Missing values follow each column's "missing" policy in the schema: "error"
 (default), "impute" (a declared public value) or "drop". A dropped record
-enters the fit as an all-zero row, which changes no statistic the mechanisms
-use, so N stays the number of records read and the guarantee keeps treating
-it as public; the number dropped is printed on this console only.
+enters the fit as an all-zero row: it adds nothing to the sums the
+mechanisms use but counts in N, which stays the number of records read (the
+guarantee keeps treating it as public); the number dropped is printed on
+this console only, and linear fm/relaxed-fm/gaussian-fm intervals release
+it with Laplace noise (within --ci-share) to correct their standard errors.
 
 --ledger FILE charges the fit's guarantee to a persistent privacy budget
 (dplearn ledger create) before the model is written, and refuses the fit if
@@ -120,6 +123,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	f.Float64Var(&o.objpert.Lambda, "objpert-lambda", 0, "objpert: regularisation strength Λ (0: the documented default)")
 	f.Float64Var(&o.objpert.Radius, "radius", 0, "objpert (linear) and noisygd: public bound R on the encoded ‖ω‖ (0: default √d/2 for linear, 2√d for noisygd logistic, d = number of encoded coefficients)")
 	f.Float64Var(&o.ciShare, "ci-share", defaultCIShare, "linear fm/relaxed-fm/gaussian-fm and irls: share of --epsilon spent on the target's second moment (irls: a residual summary) for confidence intervals (0: no intervals)")
+	f.StringVar(&o.cov, "cov", regress.CovNonrobust, "nonprivate: covariance of the classical summary: nonrobust or HC1 (heteroskedasticity-robust)")
 	f.Float64Var(&o.objpert.Tolerance, "objpert-tolerance", 0, "objpert: public bound γ on the optimiser's gradient norm, covered by the output noise (0: default 1e-9)")
 	f.Float64Var(&o.objpert.OutputShare, "objpert-output-share", 0, "objpert: share of the budget given to the output noise, in (0, 1) (0: default)")
 	f.IntVar(&o.noisygd.Iterations, "iterations", 0, "noisygd: number of steps T (0: default 100)")
@@ -271,7 +275,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			return err
 		}
 	} else {
-		data, sum, err = loadFitInput(ctx, o.data, s, est, kind, opt)
+		data, sum, err = loadFitInput(ctx, o.data, s, classicalRows(est, o.mechanism, o.cov), kind, opt)
 	}
 	if err != nil {
 		return readErr("--data", err)
@@ -295,6 +299,9 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	radius, radiusDefault, hasRadius := setupRadius(o.mechanism, &cfg, s.Dim())
 	plan, err := planInference(o.mechanism, &cfg, o.ciShare)
 	if err != nil {
+		return err
+	}
+	if err := plan.setClassical(o.cov, sum.Dropped, o.stats == ""); err != nil {
 		return err
 	}
 	forecastOut := cmd.OutOrStdout()
@@ -333,7 +340,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if est.Private() && dropsMissing(s) {
 		// Depends only on the schema, never on how many were dropped.
 		res.Privacy.Notes = append(res.Privacy.Notes,
-			`the schema drops records with a missing value ("missing": "drop"): each enters the fit as an all-zero row, which changes none of the statistics the mechanism uses, so N is the number of records read and stays public as the neighbouring relation requires; the number dropped is not released`)
+			`the schema drops records with a missing value ("missing": "drop"): each enters the fit as an all-zero row, which adds nothing to the sums the mechanism uses but counts in N (the normalised statistics are scaled by the share of records kept), so N is the number of records read and stays public as the neighbouring relation requires; the number dropped is not released except as the Laplace-noised count that linear FM-family confidence intervals use (listed among the releases when it is)`)
 	}
 	model, err := regress.NewModel(kind, s, res, regress.Training{Rows: sum.Rows})
 	if err != nil {
