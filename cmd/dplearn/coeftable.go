@@ -49,11 +49,15 @@ type inferencePlan struct {
 	// dropsKnown says whether dropped is the real count (false for
 	// --stats input, which does not record it).
 	dropsKnown bool
+	// zeroRows: records may enter as all-zero rows (the schema drops
+	// records with a missing value, or --skip-bad-rows keeps bad records
+	// as zero rows); dropped counts both kinds.
+	zeroRows bool
 }
 
 // setClassical records --cov and the number of dropped records for the
 // reference fit's classical summary; --cov is only for nonprivate.
-func (p *inferencePlan) setClassical(cov string, dropped int64, dropsKnown bool) error {
+func (p *inferencePlan) setClassical(cov string, dropped int64, dropsKnown, zeroRows bool) error {
 	switch cov {
 	case "", regress.CovNonrobust:
 	case regress.CovHC1:
@@ -63,7 +67,7 @@ func (p *inferencePlan) setClassical(cov string, dropped int64, dropsKnown bool)
 	default:
 		return fmt.Errorf("--cov must be nonrobust or HC1, got %q", cov)
 	}
-	p.cov, p.dropped, p.dropsKnown = cov, dropped, dropsKnown
+	p.cov, p.dropped, p.dropsKnown, p.zeroRows = cov, dropped, dropsKnown, zeroRows
 	return nil
 }
 
@@ -288,7 +292,7 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 		var y2 *inference.TargetMoment
 		if p.momentEps > 0 {
 			epsY2 := p.momentEps
-			correct := s.DropsRecords() && p.kind == regress.Linear && p.dropsKnown
+			correct := p.zeroRows && p.kind == regress.Linear && p.dropsKnown
 			if correct {
 				epsY2 = p.momentEps / 2 // the other half releases the dropped share
 			}
@@ -322,9 +326,9 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 		switch {
 		case rep.DroppedShare != nil:
 			rep.Method += fmt.Sprintf("; the residual variance is divided by 1 − f̂ = %.4g, f̂ the released share of rows that are dropped records (Laplace, half of --ci-share's budget), since their zero rows shrink Λ0 − βᵀΛ2β by 1 − f", 1-*rep.DroppedShare)
-		case s.DropsRecords() && p.kind == regress.Linear:
+		case p.zeroRows && p.kind == regress.Linear:
 			rep.Method += "; the schema drops records with a missing value but the number dropped is unknown here (--stats input): the sampling part is short by √(1 − f) for a dropped share f"
-		case s.DropsRecords():
+		case p.zeroRows:
 			rep.Method += "; the schema drops records with a missing value: their zero rows make the sampling part's residual variance ¼ − βᵀΛ2β/2 larger than over the records (conservative)"
 		}
 	}

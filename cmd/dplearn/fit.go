@@ -301,7 +301,13 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err != nil {
 		return err
 	}
-	if err := plan.setClassical(o.cov, sum.Dropped, o.stats == ""); err != nil {
+	// Zero rows: records dropped for a missing value and, with
+	// --skip-bad-rows, bad records kept as zero rows (KeepBadRows).
+	zeroRows := sum.Dropped
+	if o.skipBadRows && o.stats == "" {
+		zeroRows += sum.Skipped
+	}
+	if err := plan.setClassical(o.cov, zeroRows, o.stats == "", s.DropsRecords() || o.skipBadRows); err != nil {
 		return err
 	}
 	forecastOut := cmd.OutOrStdout()
@@ -330,7 +336,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		// The note depends only on the flag, never on whether or how many
 		// rows were skipped: that count is data-dependent (PRIVACY-NOTES
 		// item 23) and stays on the local console.
-		note := "fitted with --skip-bad-rows: each record that could not be read or encoded entered the fit as an all-zero row, as a dropped record does, which changes none of the statistics the mechanism uses; N is the number of records read and stays public as the neighbouring relation requires; the number of bad records is not released"
+		note := "fitted with --skip-bad-rows: each record that could not be read or encoded entered the fit as an all-zero row, as a dropped record does, which adds nothing to the sums the mechanism uses but counts in N (the normalised statistics are scaled by the share of records kept); N is the number of records read and stays public as the neighbouring relation requires; the number of bad records is not released"
 		if o.stats != "" {
 			// A statistics file computed with skipping left the bad rows out.
 			note = "fitted with --skip-bad-rows (in the statistics file, which left the bad rows out): the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered"
