@@ -229,10 +229,7 @@ func (d *Data) Release(src noise.Source) (*Result, error) {
 	nHat := make([]float64, G)
 	nHalf := 0.0
 	if d.countsPrivate() {
-		var sens int64 = 1
-		if G > 1 {
-			sens = 2
-		}
+		sens := countSens(G)
 		c := append([]int64(nil), d.n...)
 		scale, half, err := countRelease(src, c, eps, sens)
 		if err != nil {
@@ -272,11 +269,11 @@ func (d *Data) Release(src noise.Source) (*Result, error) {
 		}
 		// Histogram.
 		h := append([]int64(nil), d.hist[i]...)
-		scale, half, err := countRelease(src, h, eps, 2)
+		scale, half, err := countRelease(src, h, eps, histSens)
 		if err != nil {
 			return nil, fmt.Errorf("describe: column %q: %w", c.Name, err)
 		}
-		add(Part{What: "histogram", Column: c.Name, Epsilon: eps, Sensitivity: 2, Mechanism: "discrete Laplace"})
+		add(Part{What: "histogram", Column: c.Name, Epsilon: eps, Sensitivity: histSens, Mechanism: "discrete Laplace"})
 		nb := len(h) / G
 		for g := range G {
 			stats[g].HistScale = scale
@@ -320,16 +317,13 @@ func (d *Data) releaseNumeric(src noise.Source, i int, eps float64, nHat []float
 	// Sums: the release is one vector; its bars at two levels come from
 	// the same draw, so compute both half-widths from its scale and grid.
 	s := append([]float64(nil), d.sum[i]...)
-	sScale, sHalfMean, err := sumRelease(src, s, eps, w, betaMean)
+	sScale, sHalfMean, err := sumRelease(src, s, eps, sumSens(w), betaMean)
 	if err != nil {
 		return err
 	}
 	sHalfSD := halfAt(sScale, len(s), betaSD)
-	add(Part{What: "sum", Column: c.Name, Epsilon: eps, Sensitivity: w, Mechanism: "Laplace (grid)"})
-	qsens := w * w / 4
-	if G > 1 {
-		qsens = w * w / 2
-	}
+	add(Part{What: "sum", Column: c.Name, Epsilon: eps, Sensitivity: sumSens(w), Mechanism: "Laplace (grid)"})
+	qsens := sqSens(w, G)
 	q := append([]float64(nil), d.sq[i]...)
 	qScale, qHalf, err := sumRelease(src, q, eps, qsens, betaSD)
 	if err != nil {
@@ -389,12 +383,39 @@ func halfAt(b float64, n int, beta float64) float64 {
 
 // nHalfFor recomputes the count half-width at level β.
 func nHalfFor(_ float64, eps float64, G int, beta float64) int64 {
-	sens := 1.0
-	if G > 1 {
-		sens = 2
-	}
-	return geoHalfWidth(sens/eps, beta)
+	return geoHalfWidth(float64(countSens(G))/eps, beta)
 }
+
+// The L1 sensitivities of the releases under replace-one neighbours (see
+// the package documentation); TestSensitivitiesExtremal checks each on
+// extremal neighbouring pairs.
+
+// countSens: the vector of G group counts (kept records when G = 1): a
+// record moved between groups lowers one count and raises another (2); with
+// one group a record kept in one table and dropped in the other changes it
+// by 1.
+func countSens(G int) int64 {
+	if G > 1 {
+		return 2
+	}
+	return 1
+}
+
+// sumSens: the vector of centred sums Σ(x − c), |x − c| ≤ w/2: w within a
+// group (−w/2 to w/2), w/2 + w/2 across two groups.
+func sumSens(w float64) float64 { return w }
+
+// sqSens: the vector of centred sums of squares, each term in [0, w²/4]:
+// w²/4 within a group, w²/4 in each of two groups when the record moves.
+func sqSens(w float64, G int) float64 {
+	if G > 1 {
+		return w * w / 2
+	}
+	return w * w / 4
+}
+
+// histSens: a histogram over (group, bin) cells: one cell down, one up.
+const histSens = 2
 
 // clampDiv returns s/n clamped to [−r, r] (0 when n ≤ 0).
 func clampDiv(s, n, r float64) float64 {
