@@ -361,9 +361,9 @@ func (d *Data) releaseNumeric(src noise.Source, i int, eps float64, nHat []float
 			if err != nil {
 				return err
 			}
-			le := math.Inf(1)
+			le := 1.0 // no information: the bar spans every quantile level
 			if nHat[g]-nHalf > 0 {
-				le = t / (nHat[g] - nHalf)
+				le = min(t/(nHat[g]-nHalf), 1)
 			}
 			stats[g].Quantiles = append(stats[g].Quantiles, Quantile{Q: qq, Value: v, RankError: t, LevelError: le, Epsilon: qe})
 		}
