@@ -91,11 +91,11 @@ func EMRankBound(m int, epsilon, sens, beta float64) float64 {
 // 2α^(k+1)/(1+α), α = e^(−1/t).
 func geoHalfWidth(t, beta float64) int64 {
 	alpha := math.Exp(-1 / t)
-	tail := func(k int64) float64 { return 2 * math.Pow(alpha, float64(k+1)) / (1 + alpha) }
-	k := int64(math.Ceil(t*math.Log(2/(beta*(1+alpha))))) - 1
-	if k < 0 {
-		k = 0
-	}
+	c := 2 / (1 + alpha) // P(|Z| > k) = c·α^(k+1)
+	tail := func(k int64) float64 { return c * math.Exp(-float64(k+1)/t) }
+	// c·α^(k+1) ≤ β  ⇔  k + 1 ≥ t·ln(c/β); then correct the rounding of
+	// the logarithms by a few steps.
+	k := max(int64(math.Ceil(t*math.Log(c/beta)))-1, 0)
 	for k > 0 && tail(k-1) <= beta {
 		k--
 	}

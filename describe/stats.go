@@ -396,7 +396,7 @@ func nHalfFor(_ float64, eps float64, G int, beta float64) int64 {
 // by 1.
 func countSens(G int) int64 {
 	if G > 1 {
-		return 2
+		return 2 // a record moved between groups
 	}
 	return 1
 }

@@ -300,6 +300,9 @@ type SuggestPart struct {
 	What    string  `json:"what"`
 	Epsilon float64 `json:"epsilon"`
 	Delta   float64 `json:"delta"`
+	// Scale is the discrete Laplace scale of a categorical column's counts
+	// (0 for the exponential mechanism).
+	Scale float64 `json:"noise_scale,omitempty"`
 }
 
 // Suggestion is the result of Suggest.
@@ -377,7 +380,10 @@ func (s *Suggester) Suggest(src noise.Source) (*Suggestion, error) {
 		}
 		return t
 	}
-	for spentNow() > s.opt.Epsilon {
+	for i := 0; spentNow() > s.opt.Epsilon; i++ {
+		if i == 64 {
+			return nil, fmt.Errorf("suggest: internal error: the budget split %v exceeds ε = %v", spentNow(), s.opt.Epsilon)
+		}
 		epsM, epsB, epsC = math.Nextafter(epsM, 0), math.Nextafter(epsB, 0), math.Nextafter(epsC, 0)
 	}
 	deltaC := 0.0
@@ -445,7 +451,7 @@ func (s *Suggester) Suggest(src noise.Source) (*Suggestion, error) {
 		feats[c.name] = schema.Feature{Name: c.name, Transform: c.tr, Range: &[2]float64{lo, hi}, Estimated: note}
 	}
 	for _, c := range s.cats {
-		levels, err := releaseLevels(src, c, epsC, deltaC)
+		levels, scale, err := releaseLevels(src, c, epsC, deltaC)
 		if err != nil {
 			return nil, err
 		}
@@ -455,7 +461,7 @@ func (s *Suggester) Suggest(src noise.Source) (*Suggestion, error) {
 			d = deltaC
 			how = "stability-based histogram (thresholded noisy counts)"
 		}
-		out.Parts = append(out.Parts, SuggestPart{Column: c.name, What: "levels: " + how, Epsilon: epsC, Delta: d})
+		out.Parts = append(out.Parts, SuggestPart{Column: c.name, What: "levels: " + how, Epsilon: epsC, Delta: d, Scale: scale})
 		if len(levels) == 0 {
 			out.Parts[len(out.Parts)-1].What += " (none released: column left out)"
 			continue
@@ -526,7 +532,7 @@ func levelThreshold(t, delta float64) int64 {
 	return 1 + k
 }
 
-func releaseLevels(src noise.Source, c *catCol, eps, delta float64) ([]string, error) {
+func releaseLevels(src noise.Source, c *catCol, eps, delta float64) ([]string, float64, error) {
 	cands := c.levels
 	if cands == nil {
 		for l := range c.counts {
@@ -535,15 +541,15 @@ func releaseLevels(src noise.Source, c *catCol, eps, delta float64) ([]string, e
 		sort.Strings(cands) // the order of noise draws must not depend on map order
 	}
 	if len(cands) == 0 {
-		return nil, nil
+		return nil, 0, nil
 	}
 	counts := make([]int64, len(cands))
 	for i, l := range cands {
 		counts[i] = c.counts[l]
 	}
-	scale, half, err := countRelease(src, counts, eps, 2)
+	scale, half, err := countRelease(src, counts, eps, levelSens)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	_ = half
 	var thr int64 = 1 // public list: keep candidates with a positive noisy count
@@ -565,8 +571,12 @@ func releaseLevels(src noise.Source, c *catCol, eps, delta float64) ([]string, e
 	for _, k := range keep {
 		out = append(out, k.l)
 	}
-	return out, nil
+	return out, scale, nil
 }
+
+// levelSens is the L1 sensitivity of a column's level counts: replacing one
+// record moves one count down and another up.
+const levelSens = 2
 
 // Marshal writes the suggested schema as JSON, one column per line.
 func (s *Suggestion) Marshal() ([]byte, error) {

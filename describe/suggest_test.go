@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/dplearn/dplearn/dataset"
@@ -161,4 +162,57 @@ func binomialCritical(n int, p, alpha float64) int {
 		}
 	}
 	return n
+}
+
+// TestLevelThreshold: τ is the least threshold with P(1 + Z ≥ τ) ≤ δ for
+// the discrete Laplace Z of scale t (P(Z ≥ k) = α^k/(1+α)), recomputed in
+// big-float-free closed form.
+func TestLevelThreshold(t *testing.T) {
+	for _, tc := range []struct{ t, delta float64 }{{1, 1e-6}, {13.3, 1e-9}, {560, 2.5e-7}, {2, 0.1}} {
+		tau := levelThreshold(tc.t, tc.delta)
+		alpha := math.Exp(-1 / tc.t)
+		p := func(k int64) float64 { return math.Pow(alpha, float64(k)) / (1 + alpha) }
+		if p(tau-1) > tc.delta {
+			t.Errorf("t=%v δ=%v: τ=%d releases a singleton with probability %v > δ", tc.t, tc.delta, tau, p(tau-1))
+		}
+		if tau > 1 && p(tau-2) <= tc.delta {
+			t.Errorf("t=%v δ=%v: τ=%d is not the least threshold", tc.t, tc.delta, tau)
+		}
+	}
+}
+
+// TestSuggestAccounting: the spend per part is recomputed: a numeric
+// column with an outer bound spends 2u, without one 2.25u, a categorical
+// one ¼u, u = ε / total weight; the parts compose to at most ε (and within
+// 1e-12 of it), δ to the given δ split over the thresholded columns, and
+// the level counts' noise scale is levelSens/ε_c = 2/ε_c.
+func TestSuggestAccounting(t *testing.T) {
+	path, _ := cpsFile(t)
+	opt := cpsSuggestOptions(0.3)
+	delete(opt.Outer, "education") // this column also spends on a median
+	delete(opt.Levels, "region")   // thresholded
+	opt.Delta = 1e-6
+	sg := suggestFile(t, path, opt, noise.NewInsecureSeeded(1))
+	units := 2.0 + 2 + 2.25 + 4*0.25
+	u := 0.3 / units
+	sum, dsum := 0.0, 0.0
+	for _, p := range sg.Parts {
+		want := u
+		if strings.HasPrefix(p.What, "median") || strings.HasPrefix(p.What, "levels") {
+			want = u / 4
+		}
+		if p.Epsilon > want || p.Epsilon < want*(1-1e-12) {
+			t.Errorf("%s %s: ε = %v, want %v", p.Column, p.What, p.Epsilon, want)
+		}
+		if strings.HasPrefix(p.What, "levels") {
+			if r := p.Scale * p.Epsilon / 2; math.Abs(r-1) > 1e-12 {
+				t.Errorf("%s: count noise scale %v, want 2/ε = %v", p.Column, p.Scale, 2/p.Epsilon)
+			}
+		}
+		sum += p.Epsilon
+		dsum += p.Delta
+	}
+	if len(sg.Parts) != 11 || sum > 0.3 || sum < 0.3*(1-1e-12) || sg.Epsilon != sum || dsum > 1e-6 || dsum < 1e-6*(1-1e-12) || sg.Delta != dsum {
+		t.Errorf("%d parts, Σε = %v (reported %v), Σδ = %v (reported %v)", len(sg.Parts), sum, sg.Epsilon, dsum, sg.Delta)
+	}
 }
