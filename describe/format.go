@@ -33,9 +33,13 @@ func (r *Result) WriteText(w io.Writer) {
 			fmt.Fprintf(w, "  %-10s %12s  %-27s %s\n", "statistic", "value", "95% error bar", "noise")
 			fmt.Fprintf(w, "  %-10s %12.5g  [%11.5g, %11.5g]  Laplace scale %s on the sum\n", "mean", c.Mean.Value, c.Mean.Lo, c.Mean.Hi, report.Up(c.Mean.Scale))
 			fmt.Fprintf(w, "  %-10s %12.5g  [%11.5g, %11.5g]  Laplace scale %s on the sum of squares\n", "sd", c.SD.Value, c.SD.Lo, c.SD.Hi, report.Up(c.SD.Scale))
+			per := ""
+			if r.By != "" {
+				per = " per group"
+			}
 			for _, q := range c.Quantiles {
-				fmt.Fprintf(w, "  %-10s %12.5g  the %s–%s quantile (±%s ranks)   exponential mechanism, ε = %s\n",
-					fmt.Sprintf("q%g", q.Q), q.Value, report.Down(max(q.Q-q.LevelError, 0)), report.Up(min(q.Q+q.LevelError, 1)), report.Up(q.RankError), report.Up(q.Epsilon))
+				fmt.Fprintf(w, "  %-10s %12.5g  the %s–%s quantile (±%s ranks)   exponential mechanism, ε = %s%s\n",
+					fmt.Sprintf("q%g", q.Q), q.Value, report.Down(max(q.Q-q.LevelError, 0)), report.Up(min(q.Q+q.LevelError, 1)), report.Up(q.RankError), report.Up(q.Epsilon), per)
 			}
 		}
 		fmt.Fprintf(w, "  histogram (noisy counts ± %d, discrete Laplace scale %s):\n", histHalf(c), report.Up(c.HistScale))

@@ -32,6 +32,9 @@ func (d *Data) Read(ctx context.Context, path string, s *schema.Schema, opt data
 // CSV.gz or Parquet, as package dataset reads them): fn gets the header
 // once and then each record's fields (reused after fn returns).
 func ReadRaw(ctx context.Context, path string, opt dataset.Options, fn func(header, fields []string) error) error {
+	if path == "-" {
+		return fmt.Errorf("standard input cannot be read here (the header is read before the rows): give a file")
+	}
 	header, err := dataset.ReadHeader(path, opt)
 	if err != nil {
 		return err
