@@ -183,6 +183,9 @@ type Target struct {
 	// that still holds one is refused until the user declares the bounds
 	// and deletes it.
 	Todo string `json:"todo,omitempty"`
+	// Estimated notes that the bounds were estimated with differential
+	// privacy by 'dplearn schema suggest' (and at what cost); informative.
+	Estimated string `json:"estimated,omitempty"`
 }
 
 // Binary reports whether the target is a 0/1 label (logistic regression).
@@ -209,6 +212,8 @@ type Feature struct {
 	Impute json.RawMessage `json:"impute,omitempty"`
 	// Todo is a placeholder written by 'dplearn schema init' (see Target).
 	Todo string `json:"todo,omitempty"`
+	// Estimated: see Target.Estimated.
+	Estimated string `json:"estimated,omitempty"`
 }
 
 // Categorical reports whether the feature is one-hot encoded.
@@ -261,7 +266,7 @@ func Parse(data []byte) (*Schema, error) {
 			if key == `"format"` || key == `"coefficients"` {
 				return nil, errors.New(`schema: this is a model file written by 'dplearn fit', not a schema (the model's schema is under its "schema" key)`)
 			}
-			return nil, fmt.Errorf("schema: unknown key %s (target keys: name, range, transform, positive, negative, above, missing; feature keys: name, range, transform, categories, unknown, missing, impute; top level: target, features, intercept)", key)
+			return nil, fmt.Errorf("schema: unknown key %s (target keys: name, range, transform, positive, negative, above, missing, estimated; feature keys: name, range, transform, categories, unknown, missing, impute, estimated; top level: target, features, intercept)", key)
 		}
 		return nil, fmt.Errorf("schema: %w", err)
 	}

@@ -42,6 +42,7 @@ declared in a schema file; nothing is derived from the private data.`,
 		newCapeCmd(),
 		newLedgerCmd("dplearn ledger"),
 		newSchemaCmd(),
+		newDescribeCmd(),
 	)
 	return root
 }

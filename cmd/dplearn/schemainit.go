@@ -84,7 +84,7 @@ not want (identifiers), delete the "todo" keys, then fit.`,
 	f.StringVar(&out, "out", "-", "where to write the template (- for standard output)")
 	f.StringVar(&delimiter, "delimiter", ",", "CSV field delimiter: ',', ';', tab or '|'")
 	f.BoolVar(&force, "force", false, "replace an existing --out file")
-	cmd.AddCommand(initCmd)
+	cmd.AddCommand(initCmd, newSchemaSuggestCmd())
 	return cmd
 }
 
