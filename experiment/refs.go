@@ -335,6 +335,9 @@ const (
 	refDPGDIterations = 50
 	refDPGDClip       = 1.0
 	refDPGDStep       = 4.0
+	// refDPGDSens is the replace-one L2 sensitivity of the clipped gradient
+	// sum (clippedGradSum).
+	refDPGDSens = 2 * refDPGDClip
 )
 
 // clippedGradSum returns Σ_i clip_C(∇ℓ(ω; x_i, y_i)), ∇ℓ = (σ(xᵀω) − y)x,
@@ -381,7 +384,7 @@ func refDPGD(rows []float64, k int, p refParams) ([]float64, error) {
 	}
 	var sigma float64
 	if !p.NoNoise {
-		sig, err := gaussCalibrate(p.Eps, p.Delta, []float64{2 * refDPGDClip}, []int{d}, []float64{1 / float64(T)})
+		sig, err := gaussCalibrate(p.Eps, p.Delta, []float64{refDPGDSens}, []int{d}, []float64{1 / float64(T)})
 		if err != nil {
 			return nil, err
 		}
@@ -485,11 +488,7 @@ func refDiffprivlibLinear(rows []float64, k int, p refParams) ([]float64, error)
 		}
 	}
 	pp := len(cols)
-	epsC := 0.0
-	if bd.intercept >= 0 {
-		epsC = p.Eps / float64(pp+1)
-	}
-	epsO := p.Eps - epsC
+	epsX, epsY, local := dplLinearBudgets(p.Eps, pp, bd.intercept >= 0)
 	xo := make([]float64, pp)
 	var yo float64
 	if bd.intercept >= 0 {
@@ -501,7 +500,7 @@ func refDiffprivlibLinear(rows []float64, k int, p refParams) ([]float64, error)
 			m := s / float64(n)
 			if !p.NoNoise {
 				var err error
-				if m, err = laplaceScalar(p.Src, m, epsC/2/float64(pp), (bd.hi[j]-bd.lo[j])/float64(n), false, 0); err != nil {
+				if m, err = laplaceScalar(p.Src, m, epsX, (bd.hi[j]-bd.lo[j])/float64(n), false, 0); err != nil {
 					return nil, err
 				}
 				m = math.Max(bd.lo[j], math.Min(bd.hi[j], m))
@@ -515,7 +514,7 @@ func refDiffprivlibLinear(rows []float64, k int, p refParams) ([]float64, error)
 		yo = s / float64(n)
 		if !p.NoNoise {
 			var err error
-			if yo, err = laplaceScalar(p.Src, yo, epsC/2, 2/float64(n), false, 0); err != nil {
+			if yo, err = laplaceScalar(p.Src, yo, epsY, 2/float64(n), false, 0); err != nil {
 				return nil, err
 			}
 			yo = math.Max(-1, math.Min(1, yo))
@@ -542,7 +541,6 @@ func refDiffprivlibLinear(rows []float64, k int, p refParams) ([]float64, error)
 		}
 	}
 	if !p.NoNoise {
-		local := epsO / float64(1+pp+pp*(pp+1)/2)
 		// Σy² is released too (and paid for) but does not move the minimiser.
 		if _, err := laplaceScalar(p.Src, 0, local, math.Pow(math.Max(math.Abs(ylo), math.Abs(yhi)), 2), true, 0); err != nil {
 			return nil, err
@@ -582,6 +580,23 @@ func refDiffprivlibLinear(rows []float64, k int, p refParams) ([]float64, error)
 		w[bd.intercept] = icpt / bd.s
 	}
 	return w, nil
+}
+
+// dplLinearBudgets splits ε over diffprivlib's linear-regression releases
+// (basic composition): with an intercept, ε_c = ε/(p+1) for the centring,
+// of which each of the p column means of X gets ε_c/(2p) and the mean of y
+// ε_c/2 (the fix of IBM #104 item 2: the released code gives X's means ε_c
+// in all and y's mean another ε_c, and charges ε_c); the rest ε − ε_c goes
+// evenly to the 1 + p + p(p+1)/2 objective coefficients (local each).
+// Σ = p·epsX + epsY + (1 + p + p(p+1)/2)·local = ε.
+func dplLinearBudgets(eps float64, p int, intercept bool) (epsX, epsY, local float64) {
+	epsC := 0.0
+	if intercept {
+		epsC = eps / float64(p+1)
+		epsX, epsY = epsC/2/float64(p), epsC/2
+	}
+	local = (eps - epsC) / float64(1+p+p*(p+1)/2)
+	return epsX, epsY, local
 }
 
 // diffprivlib LogisticRegression defaults: C = 1 (so α = 1/C = 1) and

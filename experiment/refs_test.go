@@ -99,7 +99,7 @@ func TestRefsSensitivities(t *testing.T) {
 			v, _, _ := symEigen(S, k-1)
 			return v[:1]
 		}, worst: [2][][]float64{{mk(e(0), 0), mk(e(1), 0), mk(e(2), 0), mk(e(3), 0)}, {mk(e(0), 0), mk(e(1), 0), mk(e(2), 0), mk(make([]float64, d), 0)}}},
-		{name: "DP-GD clipped gradient sum", sens: 2 * refDPGDClip, ybin: true, f: func(r []float64, k int) []float64 { return clippedGradSum(r, k, omega, refDPGDClip) },
+		{name: "DP-GD clipped gradient sum", sens: refDPGDSens, ybin: true, f: func(r []float64, k int) []float64 { return clippedGradSum(r, k, omega, refDPGDClip) },
 			worst: [2][][]float64{{mk(gx, 0)}, {mk(gx2, 0)}}},
 	}
 	for _, s := range stats {
@@ -279,6 +279,27 @@ func TestRefsCalibration(t *testing.T) {
 		}
 		if dl := delta(0.999); dl <= utilityDelta {
 			t.Errorf("ε=%g: 0.1%% less noise still meets δ (%g): calibration not tight", c.eps, dl)
+		}
+	}
+}
+
+// TestRefsDiffprivlibBudget checks that diffprivlib's linear-regression
+// releases compose (basically) to exactly ε, with and without the
+// intercept: the released code's centring spends 2ε/(p+1) where it charges
+// ε/(p+1) (IBM #104 item 2), which this sum would expose.
+func TestRefsDiffprivlibBudget(t *testing.T) {
+	for _, p := range []int{1, 5, 17} {
+		for _, icpt := range []bool{false, true} {
+			for _, eps := range []float64{0.1, 1} {
+				x, y, local := dplLinearBudgets(eps, p, icpt)
+				tot := float64(p)*x + y + float64(1+p+p*(p+1)/2)*local
+				if math.Abs(tot-eps) > 1e-12*eps {
+					t.Errorf("p=%d intercept=%v ε=%g: the releases spend %v", p, icpt, eps, tot)
+				}
+				if !icpt && (x != 0 || y != 0) {
+					t.Errorf("p=%d: centring budget without an intercept", p)
+				}
+			}
 		}
 	}
 }
