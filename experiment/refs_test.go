@@ -245,7 +245,7 @@ func TestRefsCalibration(t *testing.T) {
 	}{
 		{0.1, []float64{sspSensS, sspSensB}, []int{171, 18}, []float64{0.5, 0.5}},
 		{1, []float64{adaSensLamMin, sspSensS, sspSensB}, []int{1, 10, 4}, []float64{1.0 / 3, 1.0 / 3, 1.0 / 3}},
-		{2, []float64{2}, []int{18}, []float64{1.0 / 50}},
+		{2, []float64{refDPGDSens}, []int{18}, []float64{1.0 / 400}},
 	} {
 		sig, err := gaussCalibrate(c.eps, utilityDelta, c.sens, c.n, c.share)
 		if err != nil {
