@@ -356,7 +356,7 @@ func refsClaims(a *Aggregate) []Claim {
 			holds := "yes"
 			ratio := def.mean / best.mean
 			if ratio > 1 {
-				holds = fmt.Sprintf("no (%.2g×)", ratio)
+				holds = fmt.Sprintf("no (%.3g×)", ratio)
 			}
 			goal := "excess RMSE ≤ 1.0× the best reference's"
 			if !linear {
@@ -365,7 +365,7 @@ func refsClaims(a *Aggregate) []Claim {
 				ratio = def.mean / dg.mean
 				holds = "yes"
 				if ratio > 1.05 {
-					holds = fmt.Sprintf("no (%.2g×)", ratio)
+					holds = fmt.Sprintf("no (%.3g×)", ratio)
 				}
 			}
 			out = append(out, Claim{
@@ -391,7 +391,7 @@ func refsMarkdown(a *Aggregate) string {
 				cells = append(cells, "–")
 				continue
 			}
-			cells = append(cells, fmt.Sprintf("%.4f ± %.4f (%.1f)", s.mean, s.se, s.maxMed))
+			cells = append(cells, fmt.Sprintf("%.3g ± %.2g (%.1f)", s.mean, s.se, s.maxMed))
 		}
 		return "| " + strings.Join(cells, " | ") + " |\n"
 	}
