@@ -1,7 +1,6 @@
 package experiment
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -993,7 +992,3 @@ func tukeySampleExact(src noise.Source, proj [][]float64, depth int) ([]float64,
 	}
 	return w, nil
 }
-
-// refContext is unused by the references (pure computation) but keeps the
-// signature uniform with regress's estimators.
-var _ = context.Background
