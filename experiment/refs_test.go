@@ -470,15 +470,15 @@ func TestRefsSeeded(t *testing.T) {
 }
 
 // TestRefsExperiment runs `experiment utility-refs` once through the
-// registry on small tables (real tables cut to 1,200 rows, synthetic ones
-// of 300) and checks what holds whatever the noise: every method has every
+// registry on small tables (real tables cut to 800 rows, synthetic ones
+// of 200) and checks what holds whatever the noise: every method has every
 // metric at every ε on every task; the non-private fit's RMSE ratio is 1
 // and its excess 0; every claim is stated (7 tasks × 4 ε); the tables
 // note is there; the files are written; and a second run with the same
 // seed gives the same rows.
 func TestRefsExperiment(t *testing.T) {
 	out := t.TempDir()
-	opt := Options{Out: out, Runs: 1, Seeded: true, Seed: 11, Workers: 2, synthN: 300}
+	opt := Options{Out: out, Runs: 1, Seeded: true, Seed: 11, Workers: 2, synthN: 200}
 	res, err := Run(context.Background(), "utility-refs", opt)
 	if err != nil {
 		t.Fatal(err)
@@ -495,6 +495,9 @@ func TestRefsExperiment(t *testing.T) {
 			}
 			if v := rowMean(t, r, task, "nonprivate", "rmse_ratio", eps); v != 1 {
 				t.Errorf("%s: non-private RMSE ratio %v", task, v)
+			}
+			if v := rowMean(t, r, task, "nonprivate", "excess_rmse", eps); v != 0 {
+				t.Errorf("%s: non-private excess RMSE %v", task, v)
 			}
 			rowMean(t, r, task, rTukey, "ptr_fail", eps)
 		}
