@@ -870,7 +870,9 @@ func tukeyDistance(L []float64, eps, delta float64, t int) int {
 // weights exp((ε/2)·depth) × volume of the region of that exact depth,
 // then a uniform point of that region. The authors' code draws the PTR
 // noise as Laplace with scale ε/2 instead of 1/(ε/2) (too little noise for
-// ε/2 < 1); we use 1/(ε/2). rng orders the rows into batches and breaks
+// ε/2 < 1), and samples the final point one depth level deeper than the
+// level its exponential mechanism chose (an index offset between two
+// slices of the projections); we use 1/(ε/2) and the chosen level. rng orders the rows into batches and breaks
 // ties (not privacy noise); all private randomness comes from p.Src.
 // Returns ErrTukeyPTR (and the zero model) when the check fails.
 func refTukeyEM(rows []float64, k int, p refParams, rng *rand.Rand) ([]float64, error) {
