@@ -121,10 +121,11 @@ type refParams struct {
 }
 
 // gaussCalibrate returns σ_i for Gaussian releases of n_i coordinates with
-// L2 sensitivities sens_i and shares share_i of μ² (Σ share_i ≤ 1), such
-// that together they are (ε, δ)-DP by Gaussian-DP composition with the grid
-// slack of noise.AddGaussian; the composition is verified.
-func gaussCalibrate(eps, delta float64, sens []float64, n []int, share []float64) ([]float64, error) {
+// L2 sensitivities sens_i, each made reps_i times (nil: once), with shares
+// share_i of μ² per release (Σ reps_i·share_i ≤ 1), such that together
+// they are (ε, δ)-DP by Gaussian-DP composition with the grid slack of
+// noise.AddGaussian; the composition of all Σ reps_i releases is verified.
+func gaussCalibrate(eps, delta float64, sens []float64, n []int, share []float64, reps []int) ([]float64, error) {
 	mu, err := accounting.GDPMuFor(eps, delta)
 	if err != nil {
 		return nil, fmt.Errorf("experiment: calibration: %w", err)
@@ -145,9 +146,16 @@ func gaussCalibrate(eps, delta float64, sens []float64, n []int, share []float64
 		sig[i] = s
 	}
 	for k := 0; ; k++ {
-		ratios := make([]float64, len(sens))
+		var ratios []float64
 		for i := range sens {
-			ratios[i] = noise.GaussianCalibrationSensitivity(sens[i], sig[i], n[i]) / sig[i]
+			r := noise.GaussianCalibrationSensitivity(sens[i], sig[i], n[i]) / sig[i]
+			k := 1
+			if reps != nil {
+				k = reps[i]
+			}
+			for ; k > 0; k-- {
+				ratios = append(ratios, r)
+			}
 		}
 		tot, err := accounting.GDPMu(ratios...)
 		if err != nil {
@@ -258,7 +266,7 @@ func refSSPClip(rows []float64, k int, p refParams) ([]float64, error) {
 	S, b := sspStats(rows, k)
 	var floor float64
 	if !p.NoNoise {
-		sig, err := gaussCalibrate(p.Eps, p.Delta, []float64{sspSensS, sspSensB}, []int{d * (d + 1) / 2, d}, []float64{0.5, 0.5})
+		sig, err := gaussCalibrate(p.Eps, p.Delta, []float64{sspSensS, sspSensB}, []int{d * (d + 1) / 2, d}, []float64{0.5, 0.5}, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -300,7 +308,7 @@ func refAdaSSP(rows []float64, k int, p refParams) ([]float64, error) {
 	lmin := vals[0]
 	var lam float64
 	if !p.NoNoise {
-		sig, err := gaussCalibrate(p.Eps, p.Delta, []float64{adaSensLamMin, sspSensS, sspSensB}, []int{1, d * (d + 1) / 2, d}, []float64{1.0 / 3, 1.0 / 3, 1.0 / 3})
+		sig, err := gaussCalibrate(p.Eps, p.Delta, []float64{adaSensLamMin, sspSensS, sspSensB}, []int{1, d * (d + 1) / 2, d}, []float64{1.0 / 3, 1.0 / 3, 1.0 / 3}, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -394,7 +402,7 @@ func refDPGD(rows []float64, k int, p refParams) ([]float64, error) {
 	}
 	var sigma float64
 	if !p.NoNoise {
-		sig, err := gaussCalibrate(p.Eps, p.Delta, []float64{refDPGDSens}, []int{d}, []float64{1 / float64(T)})
+		sig, err := gaussCalibrate(p.Eps, p.Delta, []float64{refDPGDSens}, []int{d}, []float64{1 / float64(T)}, []int{T})
 		if err != nil {
 			return nil, err
 		}

@@ -247,7 +247,11 @@ func TestRefsCalibration(t *testing.T) {
 		{1, []float64{adaSensLamMin, sspSensS, sspSensB}, []int{1, 10, 4}, []float64{1.0 / 3, 1.0 / 3, 1.0 / 3}},
 		{2, []float64{refDPGDSens}, []int{18}, []float64{1.0 / 400}},
 	} {
-		sig, err := gaussCalibrate(c.eps, utilityDelta, c.sens, c.n, c.share)
+		var reps []int
+		if len(c.sens) == 1 {
+			reps = []int{int(math.Round(1 / c.share[0]))}
+		}
+		sig, err := gaussCalibrate(c.eps, utilityDelta, c.sens, c.n, c.share, reps)
 		if err != nil {
 			t.Fatal(err)
 		}
