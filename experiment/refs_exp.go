@@ -1,0 +1,423 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/regress"
+)
+
+// Issue 26's comparison: every reference of refs.go beside each of
+// dplearn's private mechanisms, on the embedded tables and on synthetic
+// collinear designs, at ε ∈ {0.1, 0.5, 1, 2}, δ = 1e-5. Each run draws a
+// new 80/20 split; every method is fitted on the same training rows with
+// the same public bounds and evaluated on the same test rows.
+
+var refsEps = []float64{0.1, 0.5, 1, 2}
+
+// Series of the references.
+const (
+	rAdaSSP  = "AdaSSP"
+	rSSPClip = "SSP eig-clip"
+	rDPGD    = "DP-GD"
+	rDPL     = "diffprivlib (fixed)"
+	rTukey   = "TukeyEM"
+)
+
+// refsLinearMechs and refsLogisticMechs are regress's private mechanisms
+// (regress.Mechanisms() minus nonprivate, truncated, irls-wishart, which is
+// not DP, and the histogram baselines dpme and filter-priority, which need
+// the schema's grid and are compared in fm-figures); irls is fitted with
+// Kind Robust (least absolute deviations) and scored on RMSE like the rest.
+var (
+	refsLinearMechs   = []string{"gaussian-fm", "fm", "relaxed-fm", "objpert", "noisygd", "irls"}
+	refsLogisticMechs = []string{"gaussian-fm", "fm", "relaxed-fm", "objpert", "noisygd"}
+	refsLinearRefs    = []string{rSSPClip, rAdaSSP, rDPL, rTukey}
+	refsLogisticRefs  = []string{rDPGD, rDPL}
+)
+
+// refsTables are the tasks: embedded tables and the synthetic collinear
+// designs.
+var (
+	refsLinearTables   = []string{"cps1988", "diabetes", "collinear"}
+	refsLogisticTables = []string{"smokeban", "breast_cancer", "cps1988-highwage", "collinear-logistic"}
+)
+
+// Synthetic collinear design: d = 18 columns (intercept included), N =
+// 4,125 rows (3,300 for training after the 80/20 split), pairwise feature
+// correlation about 0.95.
+const (
+	collinearD    = 18
+	collinearN    = 4125
+	collinearRho  = 0.95
+	collinearSeed = 26
+)
+
+// collinearTable generates the collinear design in the encoded space: x =
+// s·(1, u_1, …, u_17), s = 1/√18 rounded down, u_j = clip(v_j/3, −1, 1),
+// v_j = √ρ·f + √(1−ρ)·e_j with f, e_j ~ N(0, 1) (correlation ρ = 0.95
+// before clipping, which at 3 sd barely changes it); θ ~ N(0, I) rescaled
+// so that xᵀθ has standard deviation 0.4; linear y = clip(xᵀθ + N(0, 0.2²),
+// −1, 1), logistic y ~ Bernoulli(σ(5·xᵀθ)). Fixed seed: the same table in
+// every run, like the embedded ones.
+func collinearTable(kind regress.Kind, n int) (*table, refBounds) {
+	rng := rand.New(rand.NewPCG(collinearSeed, uint64(len(kind))))
+	d := collinearD
+	s := 1 / math.Sqrt(float64(d))
+	for s*s*float64(d) > 1 {
+		s = math.Nextafter(s, 0)
+	}
+	X := make([]float64, n*d)
+	for i := 0; i < n; i++ {
+		f := rng.NormFloat64()
+		X[i*d] = s
+		for j := 1; j < d; j++ {
+			v := math.Sqrt(collinearRho)*f + math.Sqrt(1-collinearRho)*rng.NormFloat64()
+			X[i*d+j] = s * math.Max(-1, math.Min(1, v/3))
+		}
+	}
+	theta := make([]float64, d)
+	for j := range theta {
+		theta[j] = rng.NormFloat64()
+	}
+	z := make([]float64, n)
+	var m1, m2 float64
+	for i := range z {
+		for j := 0; j < d; j++ {
+			z[i] += X[i*d+j] * theta[j]
+		}
+		m1 += z[i]
+		m2 += z[i] * z[i]
+	}
+	m1 /= float64(n)
+	sd := math.Sqrt(m2/float64(n) - m1*m1)
+	t := &table{Kind: kind, K: d + 1, Rows: make([]float64, 0, n*(d+1))}
+	for i := 0; i < n; i++ {
+		zi := z[i] * 0.4 / sd
+		var y float64
+		if kind == regress.Linear {
+			y = math.Max(-1, math.Min(1, zi+0.2*rng.NormFloat64()))
+		} else if rng.Float64() < 1/(1+math.Exp(-5*zi)) {
+			y = 1
+		}
+		t.Rows = append(t.Rows, X[i*d:(i+1)*d]...)
+		t.Rows = append(t.Rows, y)
+	}
+	t.Name = "collinear"
+	if kind == regress.Logistic {
+		t.Name = "collinear-logistic"
+	}
+	t.Note = fmt.Sprintf("synthetic collinear design (N=%d, d=%d, feature correlation ≈ %g)", n, d, collinearRho)
+	return t, numericBounds(d, s)
+}
+
+func refsSpec() spec {
+	return spec{
+		name: "utility-refs", title: "Reference methods beside dplearn's mechanisms: AdaSSP, eigenvalue-clipped SSP, DP-GD, diffprivlib, TukeyEM",
+		paper: "issue 26 (no paper figure)", runs: 20, quickRuns: 2,
+		build: buildRefs,
+	}
+}
+
+// refsTask is one table with its public bounds.
+type refsTask struct {
+	name string
+	t    *table
+	b    refBounds
+}
+
+func buildRefs(ctx context.Context, e *env) (*plan, error) {
+	var tasks []refsTask
+	for _, n := range append(append([]string{}, refsLinearTables...), refsLogisticTables...) {
+		if strings.HasPrefix(n, "collinear") {
+			kind := regress.Linear
+			if n == "collinear-logistic" {
+				kind = regress.Logistic
+			}
+			size := collinearN
+			if e.opt.synthN > 0 {
+				size = e.opt.synthN
+			}
+			t, b := collinearTable(kind, size)
+			tasks = append(tasks, refsTask{n, t, b})
+			continue
+		}
+		t, err := e.real(n, nil)
+		if err != nil {
+			return nil, err
+		}
+		if e.opt.synthN > 0 && t.N() > 4*e.opt.synthN {
+			// Tests: a fixed prefix keeps the run fast.
+			t = &table{Name: t.Name, Kind: t.Kind, K: t.K, Rows: t.Rows[:4*e.opt.synthN*t.K], Note: t.Note}
+		}
+		s, err := loadSchema(realDatasets[n].schema)
+		if err != nil {
+			return nil, err
+		}
+		b, err := boundsForSchema(s)
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, refsTask{n, t, b})
+	}
+	var jobs []job
+	for run := 0; run < e.runs; run++ {
+		for _, tk := range tasks {
+			jobs = append(jobs, refsJob(tk))
+		}
+	}
+	var pl, pg []panel
+	lin := append(append([]string{}, refsLinearMechs...), refsLinearRefs...)
+	logit := append(append([]string{}, refsLogisticMechs...), refsLogisticRefs...)
+	for _, tk := range tasks {
+		if tk.t.Kind == regress.Linear {
+			pl = append(pl, panel{id: tk.name, title: tk.name + ": test RMSE ÷ non-private", xlabel: "ε", ylabel: "test RMSE ÷ non-private", logX: true, logY: true, metric: "rmse_ratio", series: lin})
+		} else {
+			pg = append(pg, panel{id: tk.name, title: tk.name + ": test log-loss", xlabel: "ε", ylabel: "test log-loss", logX: true, logY: true, metric: "logloss", series: logit})
+		}
+	}
+	figs := []figure{
+		{cols: 3, panels: pl, caption: "Linear tasks: test RMSE divided by the non-private least-squares fit's on the same split, mean ± sd over 80/20 splits, δ = 1e-5, every method on the same rows with the same public bounds. dplearn's mechanisms by name (irls fits least absolute deviations), the references as named (refs.go)."},
+		{cols: 2, panels: pg, caption: "Logistic tasks: test log-loss, mean ± sd over 80/20 splits, δ = 1e-5 (diffprivlib is pure ε-DP)."},
+	}
+	p := &plan{jobs: jobs, figures: figs, notes: []string{
+		"excess_rmse = test RMSE − the non-private least-squares fit's test RMSE on the same split (encoded target scale [−1, 1], predictions clipped to it); rmse_ratio = their ratio; logloss and accuracy on the test rows.",
+		"Calibration: the Gaussian references (SSP eig-clip, AdaSSP, DP-GD) by exact Gaussian-DP composition at (ε, 1e-5) with the grid slack of noise.AddGaussian, as dplearn's mechanisms; diffprivlib pure ε-DP (basic composition of Laplace releases) as in its source; TukeyEM (ε, δ)-DP by propose-test-release. Sensitivities are derived in experiment/refs.go.",
+		"SSP eig-clip: noisy XᵀX (Δ = √2) and Xᵀy (Δ = 2), half of μ² each, eigenvalues floored at 2σ√d. AdaSSP: λ_min (Δ = 1), XᵀX, Xᵀy, a third of μ² each, Wang's ridge rule with ρ = 0.05. DP-GD: T = min(1000, max(25, ⌊Nε/8⌋)) full-batch steps (a public rule tuned on these tables, in the reference's favour; refDPGDIters), clipping C = 1, η = 4, mean of the last T/2 iterates.",
+		"diffprivlib (fixed): LinearRegression with fit_intercept (private centring, Laplace on every coefficient of the quadratic objective), the diagonal sensitivity fixed to max(|lo|, |hi|)² (IBM issues #104 item 1 and #105: the released code uses the lower bound twice, so indicator columns get no noise) and the centring charged for X and y separately (#104 item 2); the noisy quadratic solved in its positive eigen-space instead of scipy's BFGS. LogisticRegression: Chaudhuri et al. objective perturbation through its Vector mechanism with C = 1, data norm 1 (the intercept is inside dplearn's ‖x‖ ≤ 1).",
+		"TukeyEM: m = min(1000, ⌊N/(2d)⌋) OLS models on disjoint batches, PTR with ε/2 and the restricted exponential mechanism on the approximate Tukey depth with ε/2; when the PTR check fails the method outputs nothing and is scored as the zero model (ptr_fail = 1). The authors' code draws the PTR Laplace noise with scale ε/2 instead of 1/(ε/2); we use 1/(ε/2).",
+		"dplearn mechanisms with their defaults (regress.Config{Lambda: −1}); dpme and filter-priority are left out (they need the schema's grid; see fm-figures).",
+	}}
+	// The per-task tables need the aggregate (max/median over draws), so
+	// they are added as a note once the claims are computed.
+	p.claims = func(a *Aggregate) []Claim {
+		p.notes = append(p.notes, "Tables per task:\n"+refsMarkdown(a))
+		return refsClaims(a)
+	}
+	return p, nil
+}
+
+// rmse returns the test RMSE on the encoded scale.
+func rmse(coef []float64, test *table) float64 {
+	return math.Sqrt(evaluate(regress.Linear, coef, test))
+}
+
+// refsRun fits one reference.
+func refsRun(name string, train *table, p refParams, rng *rand.Rand) ([]float64, error) {
+	switch name {
+	case rSSPClip:
+		return refSSPClip(train.Rows, train.K, p)
+	case rAdaSSP:
+		return refAdaSSP(train.Rows, train.K, p)
+	case rDPGD:
+		return refDPGD(train.Rows, train.K, p)
+	case rDPL:
+		if train.Kind == regress.Logistic {
+			return refDiffprivlibLogistic(train.Rows, train.K, p)
+		}
+		return refDiffprivlibLinear(train.Rows, train.K, p)
+	case rTukey:
+		return refTukeyEM(train.Rows, train.K, p, rng)
+	}
+	return nil, fmt.Errorf("experiment: unknown reference %q", name)
+}
+
+func refsJob(tk refsTask) job {
+	return func(ctx context.Context, src noise.Source, rng *rand.Rand) ([]obs, error) {
+		train, test := tk.t.split(rng, 0.2, 0)
+		kind := tk.t.Kind
+		var out []obs
+		add := func(eps float64, series, metric string, v float64) {
+			out = append(out, obs{panel: tk.name, xname: "epsilon", x: eps, series: series, metric: metric, v: v})
+		}
+		np, err := fitWith(ctx, "nonprivate", train, regress.Config{Kind: kind})
+		if err != nil {
+			return nil, err
+		}
+		ref := rmse(np, test)
+		score := func(eps float64, series string, w []float64) {
+			if kind == regress.Linear {
+				r := rmse(w, test)
+				add(eps, series, "excess_rmse", r-ref)
+				add(eps, series, "rmse_ratio", r/ref)
+				return
+			}
+			add(eps, series, "logloss", logLoss(w, test))
+			add(eps, series, "accuracy", evaluate(regress.Logistic, w, test))
+		}
+		mechs, refs := refsLinearMechs, refsLinearRefs
+		if kind == regress.Logistic {
+			mechs, refs = refsLogisticMechs, refsLogisticRefs
+		}
+		for _, eps := range refsEps {
+			score(eps, "nonprivate", np)
+			for _, m := range mechs {
+				cfg := regress.Config{Kind: kind, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
+				if m == "irls" {
+					cfg.Kind = regress.Robust
+				}
+				if m == "fm" {
+					cfg.Delta = 0
+				}
+				w, err := fitWith(ctx, m, train, cfg)
+				if err != nil {
+					return nil, err
+				}
+				score(eps, m, w)
+			}
+			for _, r := range refs {
+				w, err := refsRun(r, train, refParams{Eps: eps, Delta: utilityDelta, Src: src, Bounds: tk.b}, rng)
+				fail := 0.0
+				if errors.Is(err, ErrTukeyPTR) {
+					fail, err = 1, nil
+				}
+				if err != nil {
+					return nil, fmt.Errorf("%s on %s (ε=%g): %w", r, tk.name, eps, err)
+				}
+				if r == rTukey {
+					add(eps, r, "ptr_fail", fail)
+				}
+				score(eps, r, w)
+			}
+		}
+		return out, nil
+	}
+}
+
+// refsStat summarises one (task, ε, series, metric) cell: mean, standard
+// error, and the largest draw over the median (blow-ups).
+type refsStat struct {
+	mean, se, maxMed float64
+	n                int
+}
+
+func refsCell(a *Aggregate, task, series, metric string, eps float64) (refsStat, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w, ok := a.m[aggKey{panel: task, xname: "epsilon", x: eps, series: series, metric: metric}]
+	if !ok {
+		return refsStat{}, false
+	}
+	st := refsStat{mean: w.mean, n: w.n}
+	if w.n > 1 {
+		st.se = math.Sqrt(w.s/float64(w.n-1)) / math.Sqrt(float64(w.n))
+	}
+	if len(w.vals) > 0 {
+		v := append([]float64(nil), w.vals...)
+		sort.Float64s(v)
+		med := v[len(v)/2]
+		if len(v)%2 == 0 {
+			med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		st.maxMed = v[len(v)-1] / med
+	} else {
+		st.maxMed = math.NaN()
+	}
+	return st, true
+}
+
+// refsClaims states issue 26's goals per task and ε: the dplearn default
+// (gaussian-fm) against the best reference, mean ± se with the max/median
+// ratio, and the best dplearn mechanism.
+func refsClaims(a *Aggregate) []Claim {
+	var out []Claim
+	fmtS := func(s refsStat) string {
+		return fmt.Sprintf("%.4g ± %.2g (max/med %.2g)", s.mean, s.se, s.maxMed)
+	}
+	for _, task := range append(append([]string{}, refsLinearTables...), refsLogisticTables...) {
+		linear := !strings.Contains(task, "logistic") && task != "smokeban" && task != "breast_cancer" && task != "cps1988-highwage"
+		metric, mechs, refs := "excess_rmse", refsLinearMechs, refsLinearRefs
+		if !linear {
+			metric, mechs, refs = "logloss", refsLogisticMechs, refsLogisticRefs
+		}
+		for _, eps := range refsEps {
+			def, ok := refsCell(a, task, "gaussian-fm", metric, eps)
+			if !ok {
+				continue
+			}
+			best, bestName := refsStat{mean: math.Inf(1)}, ""
+			for _, r := range refs {
+				if s, ok := refsCell(a, task, r, metric, eps); ok && s.mean < best.mean {
+					best, bestName = s, r
+				}
+			}
+			bm, bmName := refsStat{mean: math.Inf(1)}, ""
+			for _, m := range mechs {
+				if s, ok := refsCell(a, task, m, metric, eps); ok && s.mean < bm.mean {
+					bm, bmName = s, m
+				}
+			}
+			holds := "yes"
+			ratio := def.mean / best.mean
+			if ratio > 1 {
+				holds = fmt.Sprintf("no (%.3g×)", ratio)
+			}
+			goal := "excess RMSE ≤ 1.0× the best reference's"
+			if !linear {
+				goal = "log-loss ≤ 1.05× DP-GD's and accuracy ≥ DP-GD's"
+				dg, _ := refsCell(a, task, rDPGD, metric, eps)
+				ratio = def.mean / dg.mean
+				acc, _ := refsCell(a, task, "gaussian-fm", "accuracy", eps)
+				dacc, _ := refsCell(a, task, rDPGD, "accuracy", eps)
+				var why []string
+				if ratio > 1.05 {
+					why = append(why, fmt.Sprintf("log-loss %.3g×", ratio))
+				}
+				if acc.mean < dacc.mean {
+					why = append(why, fmt.Sprintf("accuracy %.4g < %.4g", acc.mean, dacc.mean))
+				}
+				holds = "yes"
+				if len(why) > 0 {
+					holds = "no (" + strings.Join(why, "; ") + ")"
+				}
+			}
+			out = append(out, Claim{
+				Paper:    fmt.Sprintf("%s, ε = %g: gaussian-fm %s", task, eps, goal),
+				Measured: fmt.Sprintf("gaussian-fm %s; best reference %s %s; best dplearn %s %s", fmtS(def), bestName, fmtS(best), bmName, fmtS(bm)),
+				Holds:    holds,
+			})
+		}
+	}
+	return out
+}
+
+// refsMarkdown renders one table per task: rows are methods, columns ε,
+// cells mean ± se (max/median) of the task's metric (excess RMSE for
+// linear tasks, log-loss and accuracy for logistic ones).
+func refsMarkdown(a *Aggregate) string {
+	var b strings.Builder
+	row := func(task, series, metric string) string {
+		cells := []string{series}
+		for _, eps := range refsEps {
+			s, ok := refsCell(a, task, series, metric, eps)
+			if !ok {
+				cells = append(cells, "–")
+				continue
+			}
+			cells = append(cells, fmt.Sprintf("%.3g ± %.2g (%.1f)", s.mean, s.se, s.maxMed))
+		}
+		return "| " + strings.Join(cells, " | ") + " |\n"
+	}
+	head := "| method | ε = 0.1 | ε = 0.5 | ε = 1 | ε = 2 |\n| --- | --- | --- | --- | --- |\n"
+	for _, task := range refsLinearTables {
+		fmt.Fprintf(&b, "\n%s, excess test RMSE over non-private, mean ± se (max/median):\n\n%s", task, head)
+		for _, s := range append(append([]string{}, refsLinearMechs...), refsLinearRefs...) {
+			b.WriteString(row(task, s, "excess_rmse"))
+		}
+	}
+	for _, task := range refsLogisticTables {
+		for _, metric := range []string{"logloss", "accuracy"} {
+			fmt.Fprintf(&b, "\n%s, test %s, mean ± se (max/median):\n\n%s", task, metric, head)
+			for _, s := range append(append([]string{"nonprivate"}, refsLogisticMechs...), refsLogisticRefs...) {
+				b.WriteString(row(task, s, metric))
+			}
+		}
+	}
+	return b.String()
+}
