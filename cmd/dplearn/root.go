@@ -15,6 +15,7 @@ func newRootCmd() *cobra.Command {
 cannot be shared, and prints a privacy report computed by code for every release.
 
 Central models:   dplearn schema init / fit / predict / evaluate / demo
+First look (DP):  dplearn schema suggest / describe   (charged to --ledger)
 Privacy budget:   dplearn ledger create|charge|show (fit --ledger charges it)
 Across sites:     dplearn certs             (a CA and one certificate per party)
                   dplearn cape serve|join|simulate   (capeFM: one model from S sites)
@@ -25,7 +26,9 @@ Prediction:       dplearn dppp keygen|train (threshold Paillier keys; a teacher'
 Start with 'dplearn demo', then 'dplearn fit --help'.
 
 Every bound on the data (feature ranges, label range, categories) is public and
-declared in a schema file; nothing is derived from the private data.`,
+declared in a schema file; nothing is derived from the private data without
+differential privacy ('dplearn schema suggest' estimates bounds with DP and
+charges them to a ledger; 'dplearn describe' releases DP summary statistics).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
