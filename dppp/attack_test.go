@@ -547,7 +547,8 @@ func TestAttackLedgerRotation(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config(Binomial)
 	cfg.QueriesPerCiphertext = 1
-	cfg.BudgetEpsilon, cfg.BudgetDelta = 2, 2e-5
+	cfg.BudgetDelta = 2e-5
+	budgetFor(t, f, &cfg, 2)
 	c := newCoalition(t, f, cfg)
 	if c.d.p.MaxQueries != 2 {
 		t.Fatalf("MaxQueries = %d", c.d.p.MaxQueries)
