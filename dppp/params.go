@@ -511,6 +511,9 @@ func (p *Params) Report() []string {
 			lines = append(lines, fmt.Sprintf("  (the per-query (%s, %.3g) composed by Kairouz-Oh-Viswanath would give ε = %s)", fmtUp(p.Epsilon), p.Delta, fmtUp(e)))
 		}
 	}
+	if f, err := p.Forecast(0); err == nil {
+		lines = append(lines, f.Lines(p)...)
+	}
 	return lines
 }
 
