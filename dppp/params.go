@@ -412,10 +412,6 @@ func (p *Params) packing(pk *paillier.PublicKey) (*paillier.Packing, error) {
 	return paillier.NewPacking(pk, p.QPC*p.Classes, lo, hi, p.N())
 }
 
-func (p *Params) ddg(sigma float64) accounting.DDGParams {
-	return accounting.DDGParams{Sigma: sigma, Parties: p.Honest, Dim: p.Classes, L1: SensitivityL1, L2: SensitivityL2}
-}
-
 // Guarantee is a composed (ε, δ) with the accountant that proved it.
 type Guarantee struct {
 	Queries    int
