@@ -678,7 +678,7 @@ runs).`,
 		}
 		status := "this run: " + runStatus(p0, t.Answered())
 		if fileLedger != nil {
-			status += "; " + fileLedgerStatus(*fileLedger, ledgerAt, p0.Epsilon, p0.Delta)
+			status = "this run: " + runSpent(p0, t.Answered()) + "; " + fileLedgerStatus(*fileLedger, ledgerAt, p0.Epsilon, p0.Delta, max(0, p0.MaxQueries-t.Answered()))
 		}
 		fmt.Fprintf(w, "%s: %s\n", name, status)
 		return err
