@@ -30,7 +30,9 @@ type aggLedger struct {
 
 // openAggLedger opens (or creates, with p's total budget) the ledger at
 // path for the aggregator and checks that it can pay for queries more
-// queries before anything starts.
+// queries (at least one, also when serving clients only: a restarted serve
+// past its budget refuses before any teacher is asked) before anything
+// starts.
 func openAggLedger(ctx context.Context, path string, p *dppp.Params, queries int) (*aggLedger, error) {
 	l, note, err := openSiteLedger(ctx, path, "dppp aggregator", p.BudgetEpsilon, p.BudgetDelta, true)
 	if err != nil {
@@ -41,10 +43,8 @@ func openAggLedger(ctx context.Context, path string, p *dppp.Params, queries int
 		return nil, fmt.Errorf("ledger %s: not a ledger file", path)
 	}
 	a := &aggLedger{path: path, file: sl, run: dppp.NewBudget(p), p: p, note: note}
-	if queries > 0 {
-		if err := a.canPay(queries); err != nil {
-			return nil, err
-		}
+	if err := a.canPay(max(queries, 1)); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
