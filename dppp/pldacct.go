@@ -3,6 +3,7 @@ package dppp
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/dplearn/dplearn/accounting"
 )
@@ -71,13 +72,18 @@ func (a *pldAccountant) power(j int, grow bool) (*accounting.PLD, error) {
 }
 
 // compose returns the PLD of k queries from the cached powers (the binary
-// expansion of k).
+// expansion of k, highest power first: the same operations in the same
+// order as maxWithin's search, so both give bit-identical results).
 func (a *pldAccountant) compose(k int) (*accounting.PLD, error) {
 	if k < 1 || k > maxQueriesCap {
 		return nil, fmt.Errorf("dppp: composition of %d queries: want 1..%d", k, maxQueriesCap)
 	}
-	var acc *accounting.PLD
-	for j := 0; k>>j > 0; j++ {
+	top := bits.Len(uint(k)) - 1
+	acc, err := a.power(top, false)
+	if err != nil {
+		return nil, err
+	}
+	for j := top - 1; j >= 0; j-- {
 		if (k>>j)&1 == 0 {
 			continue
 		}
@@ -85,9 +91,7 @@ func (a *pldAccountant) compose(k int) (*accounting.PLD, error) {
 		if err != nil {
 			return nil, err
 		}
-		if acc == nil {
-			acc = pw
-		} else if acc, err = acc.Compose(pw); err != nil {
+		if acc, err = acc.Compose(pw); err != nil {
 			return nil, err
 		}
 	}
@@ -136,17 +140,8 @@ func (a *pldAccountant) maxWithin(eps, delta float64) (int, error) {
 			acc, k = c, k+(1<<j)
 		}
 	}
-	// The greedy search composed in another order than compose(k); decide
-	// by compose(k), which is what Composed prints.
-	for ; k > 0; k-- {
-		c, err := a.compose(k)
-		if err != nil {
-			return 0, err
-		}
-		if fits(c) {
-			break
-		}
-	}
+	// acc is compose(k) (same operations, same order), which is what
+	// Composed prints; TestMaxQueriesPLD recomputes it from scratch.
 	return k, nil
 }
 

@@ -192,7 +192,8 @@ func TestMaxQueriesPLD(t *testing.T) {
 		t.Errorf("MaxQueries + 1 = %d also fits (ε %v)", p.MaxQueries+1, out)
 	}
 	g, _ := p.Composed(p.MaxQueries)
-	if math.Abs(g.Epsilon-in) > 1e-9 {
+	// The same compositions in another order (float rounding only).
+	if math.Abs(g.Epsilon-in) > 1e-6*in || g.Epsilon > cfg.BudgetEpsilon {
 		t.Errorf("cached Composed %v, from scratch %v", g.Epsilon, in)
 	}
 	t.Logf("%d coins: %d queries within (10, 1e-5): ε %.4f; %d: %.4f", n, p.MaxQueries, in, p.MaxQueries+1, out)
