@@ -112,7 +112,12 @@ func NewTeacher(cfg TeacherConfig) (*Teacher, error) {
 	if cfg.Random == nil {
 		cfg.Random = rand.Reader
 	}
-	return &Teacher{cfg: cfg, votes: map[uint64]*voteRecord{}, decrypted: map[uint64][32]byte{}, partials: map[uint64]*Partial{}, used: map[[32]byte]uint64{}}, nil
+	t := &Teacher{cfg: cfg, votes: map[uint64]*voteRecord{}, decrypted: map[uint64][32]byte{}, partials: map[uint64]*Partial{}, used: map[[32]byte]uint64{}}
+	// Calibrate now (about half a second with the PLD accountant), not
+	// while an aggregator waits for the acceptance; an error is returned
+	// by Accept.
+	_, _ = t.calibration()
+	return t, nil
 }
 
 // Unsigned reports whether the teacher runs without set signatures
