@@ -19,7 +19,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/paillier"
 )
@@ -519,17 +518,12 @@ func TestAttackMinimumHonestShares(t *testing.T) {
 					t.Errorf("exact δ %.3g > printed %g", got, p.Delta)
 				}
 			case DGauss:
-				r, err := accounting.DDGRDP(accounting.DDGParams{Sigma: p.Sigma, Parties: h, Dim: p.Classes, L1: SensitivityL1, L2: SensitivityL2}, accounting.DefaultOrders())
-				if err != nil {
-					t.Fatal(err)
-				}
-				e, _, err := r.Epsilon(p.Delta)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("%d honest shares: ε = %.4f at δ = %g (printed %g)", h, e, p.Delta, p.Epsilon)
-				if e > p.Epsilon {
-					t.Errorf("ε %.4f > printed %g", e, p.Epsilon)
+				// Exact δ of the sum of h shares by enumeration.
+				mass, loss := histLosses(trimPMF(dgaussSumPMF(p.Sigma, h)))
+				got := exactDelta(mass, loss, 1, p.Epsilon)
+				t.Logf("%d honest shares of σ = %.4f: exact δ at ε = %g is %.3g (printed %g)", h, p.Sigma, p.Epsilon, got, p.Delta)
+				if got > p.Delta*(1+1e-6) {
+					t.Errorf("exact δ %.3g > printed %g", got, p.Delta)
 				}
 			}
 		})
@@ -547,7 +541,8 @@ func TestAttackLedgerRotation(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config(Binomial)
 	cfg.QueriesPerCiphertext = 1
-	cfg.BudgetEpsilon, cfg.BudgetDelta = 2, 2e-5
+	cfg.BudgetDelta = 2e-5
+	budgetFor(t, f, &cfg, 2)
 	c := newCoalition(t, f, cfg)
 	if c.d.p.MaxQueries != 2 {
 		t.Fatalf("MaxQueries = %d", c.d.p.MaxQueries)

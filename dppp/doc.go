@@ -56,18 +56,20 @@
 //
 // # Noise (sensitivity L1 2, L2 √2, L∞ 1: item 12)
 //
-//   - binomial: n = accounting.BinomialExactN(ε/2, δ/2, 1) coins per class
-//     (exact per count; a changed vote moves two counts, composed basically);
-//     each teacher adds Coins = ⌈n/H⌉ fair coins per class, so any H honest
-//     shares hold ≥ n. Shares are kept as non-negative integers (vote +
-//     coins ∈ [0, Coins+1]); the public mean (contributors·Coins/2) is
-//     subtracted after decryption (Params.Tally). TestPrivacyByTeachers
-//     recomputes the exact (ε, δ) of the two moved counts with H·Coins coins
-//     from the binomial pmf for N ∈ {3, 4, 5, 10, 20, 250}: about
-//     (0.69, 1e-5) for a printed (1, 1e-5) — the printed figure is an upper
-//     bound.
+//   - binomial: n = accounting.BinomialHistogramCoins(ε, δ, q) coins per
+//     class: the least n for which q queries of the histogram (both moved
+//     counts together, exact privacy-loss distribution; issue 27) are
+//     (ε, δ)-DP — q = 1 at the per-query (ε, δ), or q = Config.Queries at
+//     the total budget. 115 coins for (1, 1e-5), where (ε/2, δ/2) per count
+//     composed basically needed 223. Each teacher adds Coins = ⌈n/H⌉ fair
+//     coins per class, so any H honest shares hold ≥ n. Shares are kept as
+//     non-negative integers (vote + coins ∈ [0, Coins+1]); the public mean
+//     (contributors·Coins/2) is subtracted after decryption (Params.Tally).
+//     TestPrivacyByTeachers and TestPerQueryCalibrationPLD recompute the
+//     exact δ of the histogram by enumeration.
 //   - dgauss: each teacher adds N_Z(0, σ²) per class with σ =
-//     accounting.DDGSigma(ε, δ, H parties, K, L1 2, L2 √2): the sum is not a
+//     accounting.DGaussSumHistogramSigma(ε, δ, H, q): the exact PLD of the
+//     sum of H shares, which is not a
 //     discrete Gaussian (item 13). Values are packed with a public offset
 //     (paillier.Packing stores x + NoiseBound, NoiseBound = ⌈20σ⌉; a larger
 //     draw, probability below 2^-280, is an error, never a silent clamp).
@@ -77,10 +79,12 @@
 //
 // # Budget (item 16; issue 22 item 4)
 //
-// Params.Composed(k) is the guarantee of k answered queries: binomial — the
-// optimal composition of Kairouz, Oh & Viswanath at the budget's δ, or basic
-// composition when smaller; dgauss — k times the DDGRDP curve, converted at
-// the budget's δ. MaxQueries is the largest k within the budget. A teacher
+// Params.Composed(k) is the guarantee of k answered queries: the exact
+// privacy-loss distribution of one query of the implemented histogram
+// composed k times (pessimistic grid PLDGrid, cached powers: pldacct.go),
+// converted at the budget's δ and rounded up. MaxQueries is the largest k
+// within the budget. Params.Forecast predicts, from public quantities, how
+// often a label equals the teachers' plurality (forecast.go). A teacher
 // charges its count and its Ledger for a batch's queries in HandleQuery,
 // before its vote leaves, and never votes in a batch it cannot pay for;
 // decrypting charges nothing. A vote is in at most one decrypted sum (the

@@ -2,6 +2,7 @@ package dppp
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -128,7 +129,8 @@ func TestDecryptSharedPrefix(t *testing.T) {
 	}
 }
 
-// TestOldWireVersionRefused: a payload of wire version 1 (before issue 22:
+// TestOldWireVersionRefused: a payload of wire version 2 (before issue 27:
+// no calibration query count in the parameters) or 1 (before issue 22:
 // γ in the parameters, votes without proofs) is refused, never misread —
 // its parameters have as many fields as version 2's, so γ = 2/3 would read
 // as C = 2, A = 3.
@@ -138,9 +140,12 @@ func TestOldWireVersionRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b[0] = 1
-		if _, err := Unmarshal(b); err == nil || !strings.Contains(err.Error(), "version 1, want 2") {
-			t.Errorf("%s of version 1: %v", m.Type(), err)
+		for _, v := range []byte{1, 2} {
+			b[0] = v
+			want := fmt.Sprintf("version %d, want %d", v, wireVersion)
+			if _, err := Unmarshal(b); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s of version %d: %v", m.Type(), v, err)
+			}
 		}
 	}
 }

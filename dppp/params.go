@@ -84,11 +84,21 @@ type Config struct {
 	// Classes K and Features (the length of a query row).
 	Classes, Features int
 	Noise             NoiseKind
-	// Epsilon and Delta are the per-query guarantee.
+	// Epsilon and Delta are the per-query guarantee: the noise is sized so
+	// that one query is (Epsilon, Delta)-DP by the exact privacy-loss
+	// distribution. With Queries > 0 they must be 0 in the configuration and
+	// are derived by Calibrate (see Queries).
 	Epsilon, Delta float64
 	// BudgetEpsilon and BudgetDelta bound the composition of all answered
-	// queries.
+	// queries (PLD accountant, Params.Composed).
 	BudgetEpsilon, BudgetDelta float64
+	// Queries, when > 0, calibrates to the total budget instead: the noise
+	// is the least for which Queries answered queries compose to
+	// (BudgetEpsilon, BudgetDelta) under the PLD accountant, and the
+	// per-query (Epsilon, Delta) of Params is derived: Delta =
+	// BudgetDelta/Queries and Epsilon the accountant's ε of one query at that
+	// δ (what each query is charged to per-query ledgers).
+	Queries int
 	// QueriesPerCiphertext is the number of queries packed into one
 	// plaintext (0: as many as fit).
 	QueriesPerCiphertext int
@@ -126,8 +136,12 @@ type Params struct {
 	// ciphertext.
 	SlotBits, QPC int
 	// MaxQueries is the number of queries the budget allows by the
-	// accountant of the noise kind (see Composed).
+	// PLD accountant (see Composed).
 	MaxQueries int
+
+	// acct caches the PLD of one query and its powers (set by Calibrate;
+	// nil in decoded Params, which then compute it on demand).
+	acct *pldAccountant
 }
 
 // MismatchError is a refusal of parameters that differ from what a teacher
@@ -220,12 +234,28 @@ func (c *Config) Validate() error {
 	if c.Noise != Binomial && c.Noise != DGauss {
 		return fmt.Errorf("dppp: unknown noise kind %v", c.Noise)
 	}
+	if c.Queries < 0 || c.Queries > maxQueriesCap {
+		return fmt.Errorf("dppp: calibration queries %d must be in [0, %d]", c.Queries, maxQueriesCap)
+	}
+	if c.Queries > 0 {
+		if c.Epsilon != 0 || c.Delta != 0 {
+			return fmt.Errorf("dppp: give either a per-query (ε, δ) = (%v, %v) or a number of queries %d to calibrate the total budget to, not both", c.Epsilon, c.Delta, c.Queries)
+		}
+		if !(c.BudgetEpsilon > 0) || math.IsInf(c.BudgetEpsilon, 0) || !(c.BudgetDelta > 0 && c.BudgetDelta < 1) {
+			return fmt.Errorf("dppp: budget (%v, %v): need ε > 0 finite and δ in (0, 1)", c.BudgetEpsilon, c.BudgetDelta)
+		}
+		return c.validateRest()
+	}
 	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) || !(c.Delta > 0 && c.Delta < 1) {
 		return fmt.Errorf("dppp: per-query (ε, δ) = (%v, %v): need ε > 0 finite and δ in (0, 1)", c.Epsilon, c.Delta)
 	}
 	if !(c.BudgetEpsilon >= c.Epsilon) || math.IsInf(c.BudgetEpsilon, 0) || !(c.BudgetDelta >= c.Delta && c.BudgetDelta < 1) {
 		return fmt.Errorf("dppp: budget (%v, %v) must be finite and at least the per-query (%v, %v)", c.BudgetEpsilon, c.BudgetDelta, c.Epsilon, c.Delta)
 	}
+	return c.validateRest()
+}
+
+func (c *Config) validateRest() error {
 	if c.QueriesPerCiphertext < 0 || c.QueriesPerCiphertext > MaxBatch {
 		return fmt.Errorf("dppp: queries per ciphertext %d must be in [0, %d]", c.QueriesPerCiphertext, MaxBatch)
 	}
@@ -284,29 +314,53 @@ func (p *Params) calibrateNoise() (lo, hi int64, err error) {
 	// Validate ensured C < t ≤ N − A and H ≥ 1, so MinContributors ≥ t ≥ 2.
 	p.MinContributors = n - aa
 	p.Honest = n - aa - cc
+	// The noise meets (ε, δ) over q queries by the exact PLD of the
+	// histogram (both moved counts together): q = 1 at the per-query
+	// (ε, δ), or q = Queries at the total budget.
+	eps, delta, q := c.Epsilon, c.Delta, 1
+	if c.Queries > 0 {
+		eps, delta, q = c.BudgetEpsilon, c.BudgetDelta, c.Queries
+	}
 	switch c.Noise {
 	case Binomial:
-		// Exact per coordinate; the two coordinates a changed vote moves
-		// compose basically: (ε/2, δ/2) each (PRIVACY-NOTES items 12, 14).
-		hn, err := accounting.BinomialExactN(c.Epsilon/2, c.Delta/2, 1)
+		hn, err := accounting.BinomialHistogramCoins(eps, delta, q, pldOptions())
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, fmt.Errorf("dppp: calibrating the binomial noise: %w", err)
 		}
 		p.HistogramCoins = hn
 		h := int64(p.Honest)
 		p.Coins = (hn + h - 1) / h
 		p.NoiseBound = p.Coins
-		return 0, p.Coins + 1, nil
+		lo, hi = 0, p.Coins+1
 	case DGauss:
-		s, err := accounting.DDGSigma(c.Epsilon, c.Delta, p.ddg(0), nil)
+		s, err := accounting.DGaussSumHistogramSigma(eps, delta, p.Honest, q, pldOptions())
 		if err != nil {
-			return 0, 0, err
+			return 0, 0, fmt.Errorf("dppp: calibrating the discrete Gaussian noise: %w", err)
 		}
 		p.Sigma = s
 		p.NoiseBound = int64(math.Ceil(20 * s))
-		return -p.NoiseBound, p.NoiseBound + 1, nil
+		lo, hi = -p.NoiseBound, p.NoiseBound+1
+	default:
+		return 0, 0, fmt.Errorf("dppp: unknown noise kind %v", c.Noise)
 	}
-	return 0, 0, fmt.Errorf("dppp: unknown noise kind %v", c.Noise)
+	// The PLD of one query at the calibrated noise (H·Coins ≥ n coins: more
+	// coins are post-processing of fewer), cached for Composed.
+	one, err := p.queryPLD()
+	if err != nil {
+		return 0, 0, err
+	}
+	p.acct = newPLDAccountant(one)
+	if c.Queries > 0 {
+		// Derived per-query guarantee: δ = D/Q (so Q per-query charges sum
+		// to D in δ) and the accountant's ε of one query there.
+		p.Delta = c.BudgetDelta / float64(c.Queries)
+		e, err := one.Epsilon(p.Delta)
+		if err != nil {
+			return 0, 0, fmt.Errorf("dppp: per-query ε at δ = %v: %w", p.Delta, err)
+		}
+		p.Epsilon = e
+	}
+	return lo, hi, nil
 }
 
 // NewSession returns p with a fresh random session ID.
@@ -358,10 +412,6 @@ func (p *Params) packing(pk *paillier.PublicKey) (*paillier.Packing, error) {
 	return paillier.NewPacking(pk, p.QPC*p.Classes, lo, hi, p.N())
 }
 
-func (p *Params) ddg(sigma float64) accounting.DDGParams {
-	return accounting.DDGParams{Sigma: sigma, Parties: p.Honest, Dim: p.Classes, L1: SensitivityL1, L2: SensitivityL2}
-}
-
 // Guarantee is a composed (ε, δ) with the accountant that proved it.
 type Guarantee struct {
 	Queries    int
@@ -384,80 +434,43 @@ func fmtUp(x float64) string {
 	return fmt.Sprintf("%.4g", math.Ceil(x/s)*s)
 }
 
-// Composed returns the guarantee of k answered queries by the tightest
-// accountant available for the noise kind:
-//
-//   - binomial: each query is (ε, δ)-DP (exact per coordinate); k queries
-//     compose by the optimal composition theorem of Kairouz, Oh & Viswanath
-//     (accounting.OptimalComposition, at δ_total = the budget's δ), which is
-//     the tightest bound for arbitrary (ε, δ)-DP mechanisms, or by basic
-//     composition (kε, kδ) when that gives the smaller ε.
-//   - dgauss: the RDP curve of the distributed discrete Gaussian
-//     (accounting.DDGRDP with H = N − A − C honest parties) is multiplied by k and
-//     converted at the budget's δ (improved conversion).
+// Composed returns the guarantee of k answered queries at the budget's δ
+// by the PLD accountant: the exact privacy-loss distribution of one query
+// of the implemented histogram (binomial with H·Coins coins in the honest
+// shares, or the sum of H discrete Gaussian shares of σ; the two counts a
+// changed vote moves taken together), composed k times (DPPP's queries are
+// adaptive, and the pair of output laws of every query is either identical
+// or that pair, so it dominates: accounting/pld.go), discretised
+// pessimistically on a grid of PLDGrid and converted to ε at δ, rounded
+// up. Cost: the one-query PLD and its powers 2^j are cached by Calibrate,
+// so k queries cost at most log₂ k convolutions (milliseconds at PLDGrid);
+// Params decoded from the wire rebuild them on each call.
 func (p *Params) Composed(k int) (Guarantee, error) {
 	if k <= 0 {
 		return Guarantee{Accountant: "none"}, nil
 	}
-	switch p.Noise {
-	case Binomial:
-		g := Guarantee{Queries: k, Epsilon: math.Inf(1)}
-		if kd := float64(k) * p.Delta; kd <= p.BudgetDelta {
-			g.Epsilon, g.Delta, g.Accountant = float64(k)*p.Epsilon, kd, "basic composition"
-		}
-		if k > 1 && k <= 1000000 && 1-math.Pow(1-p.Delta, float64(k)) < p.BudgetDelta {
-			if e, err := accounting.OptimalComposition(p.Epsilon, p.Delta, k, p.BudgetDelta); err == nil && e < g.Epsilon {
-				g.Epsilon, g.Delta, g.Accountant = e, p.BudgetDelta, "optimal composition (Kairouz-Oh-Viswanath)"
-			}
-		}
-		if math.IsInf(g.Epsilon, 1) {
-			g.Accountant = "infeasible at the budget's δ"
-		}
-		return g, nil
-	case DGauss:
-		r, err := accounting.DDGRDP(p.ddg(p.Sigma), accounting.DefaultOrders())
-		if err != nil {
-			return Guarantee{}, err
-		}
-		for i := range r.Epsilons {
-			r.Epsilons[i] *= float64(k)
-		}
-		e, _, err := r.Epsilon(p.BudgetDelta)
-		if err != nil {
-			return Guarantee{}, err
-		}
-		return Guarantee{Queries: k, Epsilon: e, Delta: p.BudgetDelta, Accountant: "RDP of the distributed discrete Gaussian (Kairouz-Liu-Steinke), improved conversion"}, nil
+	e, err := p.pldEpsilon(k, p.BudgetDelta)
+	if err != nil {
+		return Guarantee{Queries: k, Epsilon: math.Inf(1), Delta: p.BudgetDelta, Accountant: "infeasible at the budget's δ"}, nil
 	}
-	return Guarantee{}, fmt.Errorf("dppp: unknown noise kind")
+	return Guarantee{Queries: k, Epsilon: e, Delta: p.BudgetDelta, Accountant: pldName}, nil
 }
 
-func (p *Params) within(k int) bool {
-	g, err := p.Composed(k)
-	return err == nil && g.Epsilon <= p.BudgetEpsilon && g.Delta <= p.BudgetDelta
-}
-
-// maxQueries finds the largest k ≤ 10⁶ the budget allows (the composed
-// guarantee is monotone in k).
+// maxQueries finds the largest k ≤ maxQueriesCap the budget allows by the
+// PLD accountant (Composed(k) within the budget).
 func (p *Params) maxQueries() (int, error) {
-	if !p.within(1) {
+	a, err := p.accountant()
+	if err != nil {
+		return 0, err
+	}
+	k, err := a.maxWithin(p.BudgetEpsilon, p.BudgetDelta)
+	if err != nil {
+		return 0, err
+	}
+	if k == 0 {
 		return 0, fmt.Errorf("dppp: the budget (%v, %v) does not cover one query", p.BudgetEpsilon, p.BudgetDelta)
 	}
-	lo, hi := 1, 2
-	for hi <= 1000000 && p.within(hi) {
-		lo, hi = hi, hi*2
-	}
-	if hi > 1000000 {
-		hi = 1000001
-	}
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if p.within(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return lo, nil
+	return k, nil
 }
 
 // Report returns the calibration in words, one line each: the noise, the
@@ -470,25 +483,32 @@ func (p *Params) Report() []string {
 		fmt.Sprintf("teachers N = %d, threshold t = %d, colluders C = %d, absent A = %d: every decrypted sum has ≥ N − A = %d contributors, each signing the set; the noise assumes ≥ H = N − A − C = %d honest shares in it", n, p.Threshold, cc, aa, p.MinContributors, h),
 		fmt.Sprintf("histogram of K = %d classes, sensitivity L1 %d, L2 √2, L∞ %d (PRIVACY-NOTES item 12)", p.Classes, SensitivityL1, SensitivityLInf),
 	}
+	target := fmt.Sprintf("(%g, %g) per query", p.Epsilon, p.Delta)
+	if p.Queries > 0 {
+		target = fmt.Sprintf("the total budget (%g, %g) over %d queries", p.BudgetEpsilon, p.BudgetDelta, p.Queries)
+	}
 	switch p.Noise {
 	case Binomial:
-		exact, _ := accounting.BinomialExactDelta(int64(h)*p.Coins, p.Epsilon/2, 1)
 		lines = append(lines,
-			fmt.Sprintf("noise: binomial, n = %d coins per class for (%g, %g) per query (exact: (ε/2, δ/2) on each of the 2 moved counts); each teacher adds %d coins (⌈n/%d⌉), the %d honest shares hold %d ≥ n; exact δ at %d coins: 2·%.4g", p.HistogramCoins, p.Epsilon, p.Delta, p.Coins, h, h, int64(h)*p.Coins, int64(h)*p.Coins, exact))
-		if nd, err := accounting.BinomialDPPP(p.Epsilon, p.Delta, SensitivityL1); err == nil {
-			lines = append(lines, fmt.Sprintf("  (seed Theorem 1 with L1 = 2 would need n = %d coins)", nd))
-		}
-		if e, err := accounting.CPSGDEpsilon(accounting.CPSGDParams{N: int64(h) * p.Coins, P: 0.5, S: 1, Dim: p.Classes, Delta1: SensitivityL1, Delta2: SensitivityL2, DeltaI: SensitivityLInf}, p.Delta); err == nil {
-			lines = append(lines, fmt.Sprintf("  (cpSGD Theorem 1 at %d coins gives ε = %s at δ = %g)", int64(h)*p.Coins, fmtUp(e), p.Delta))
-		} else {
-			lines = append(lines, fmt.Sprintf("  (cpSGD Theorem 1 gives no guarantee at %d coins: %v)", int64(h)*p.Coins, err))
+			fmt.Sprintf("noise: binomial, n = %d coins per class for %s (exact privacy-loss distribution of the histogram, both moved counts); each teacher adds %d coins (⌈n/%d⌉), the %d honest shares hold %d ≥ n", p.HistogramCoins, target, p.Coins, h, h, int64(h)*p.Coins))
+		if nd, err := accounting.BinomialExactN(p.Epsilon/2, p.Delta/2, 1); err == nil && p.Queries == 0 {
+			lines = append(lines, fmt.Sprintf("  (per count at (ε/2, δ/2), composed over the 2 moved counts, would need n = %d coins)", nd))
 		}
 	case DGauss:
-		lines = append(lines, fmt.Sprintf("noise: distributed discrete Gaussian, each teacher adds N_Z(0, σ²) with σ = %.6g per class (DDGSigma with %d honest parties, (%g, %g) per query; the sum of discrete Gaussians is not one: PRIVACY-NOTES item 13); shares bounded by |z| ≤ %d", p.Sigma, h, p.Epsilon, p.Delta, p.NoiseBound))
+		lines = append(lines, fmt.Sprintf("noise: distributed discrete Gaussian, each teacher adds N_Z(0, σ²) with σ = %.6g per class, the sum of %d honest shares accounted exactly for %s (the sum of discrete Gaussians is not one: PRIVACY-NOTES item 13); shares bounded by |z| ≤ %d", p.Sigma, h, target, p.NoiseBound))
+	}
+	if q, err := p.QueryGuarantee(); err == nil {
+		lines = append(lines, fmt.Sprintf("one query alone: %v", q))
 	}
 	lines = append(lines, fmt.Sprintf("packing: %d queries × %d classes per ciphertext, %d-bit slots", p.QPC, p.Classes, p.SlotBits))
 	if g, err := p.Composed(p.MaxQueries); err == nil {
 		lines = append(lines, fmt.Sprintf("budget (%g, %g): at most %d queries; %v", p.BudgetEpsilon, p.BudgetDelta, p.MaxQueries, g))
+		if e, ok := p.kovComposed(p.MaxQueries); ok {
+			lines = append(lines, fmt.Sprintf("  (the per-query (%s, %.3g) composed by Kairouz-Oh-Viswanath would give ε = %s)", fmtUp(p.Epsilon), p.Delta, fmtUp(e)))
+		}
+	}
+	if f, err := p.Forecast(0); err == nil {
+		lines = append(lines, f.Lines(p)...)
 	}
 	return lines
 }
@@ -518,6 +538,7 @@ func (p *Params) Check(teacher string, want *Params) error {
 		{"budget-epsilon", math.Float64bits(p.BudgetEpsilon), math.Float64bits(want.BudgetEpsilon)},
 		{"budget-delta", math.Float64bits(p.BudgetDelta), math.Float64bits(want.BudgetDelta)},
 		{"queries-per-ciphertext", p.QueriesPerCiphertext, want.QueriesPerCiphertext},
+		{"calibration-queries", p.Queries, want.Queries},
 		{"model", fmt.Sprintf("%x", p.Model[:8]), fmt.Sprintf("%x", want.Model[:8])},
 		{"key", fmt.Sprintf("%x", p.Key[:8]), fmt.Sprintf("%x", want.Key[:8])},
 		{"min-contributors", p.MinContributors, want.MinContributors},
@@ -568,6 +589,7 @@ func (p *Params) write(w *writer) {
 		w.F64(v)
 	}
 	w.U32(uint32(p.QueriesPerCiphertext))
+	w.U32(uint32(p.Queries))
 	w.Raw(p.Model[:])
 	w.Raw(p.Key[:])
 	w.U32(uint32(p.MinContributors))
@@ -603,6 +625,7 @@ func readParams(r *reader) *Params {
 		*v = r.Finite("float")
 	}
 	p.QueriesPerCiphertext = small(r, "qpc")
+	p.Queries = small(r, "calibration queries")
 	p.Model = r.Fixed32("model")
 	p.Key = r.Fixed32("key")
 	p.MinContributors = small(r, "min")

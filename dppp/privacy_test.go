@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/dplearn/dplearn/accounting"
 )
 
 // exactBinomialPairEpsilon is the smallest ε (to 1e-4, rounded up) with
@@ -87,22 +85,18 @@ func TestPrivacyByTeachers(t *testing.T) {
 					t.Errorf("N = %d: the report does not print H = %d and the coins:\n%s", n, h, line)
 				}
 			case DGauss:
-				r, err := accounting.DDGRDP(accounting.DDGParams{Sigma: p.Sigma, Parties: h, Dim: p.Classes, L1: SensitivityL1, L2: SensitivityL2}, accounting.DefaultOrders())
-				if err != nil {
-					t.Fatal(err)
-				}
-				e, _, err := r.Epsilon(p.Delta)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("N = %3d dgauss: H = %d, σ = %.4f per teacher: ε(δ = 1e-5) = %.4f (KLS, %d parties); printed %g", n, h, p.Sigma, e, h, p.Epsilon)
-				if e > p.Epsilon {
-					t.Errorf("N = %d: ε %.4f exceeds the printed %g", n, e, p.Epsilon)
+				// Exact δ(ε) of the sum of H shares, by enumeration
+				// (independent convolution of the shares).
+				mass, loss := histLosses(trimPMF(dgaussSumPMF(p.Sigma, h)))
+				d := exactDelta(mass, loss, 1, p.Epsilon)
+				t.Logf("N = %3d dgauss: H = %d, σ = %.4f per teacher: exact δ(ε = %g) = %.4g; printed δ %g", n, h, p.Sigma, p.Epsilon, d, p.Delta)
+				if d > p.Delta*(1+1e-6) {
+					t.Errorf("N = %d: exact δ %.4g exceeds the printed %g", n, d, p.Delta)
 				}
 				if h > 1 {
-					r1, _ := accounting.DDGRDP(accounting.DDGParams{Sigma: p.Sigma, Parties: h - 1, Dim: p.Classes, L1: SensitivityL1, L2: SensitivityL2}, accounting.DefaultOrders())
-					if e1, _, _ := r1.Epsilon(p.Delta); e1 <= p.Epsilon {
-						t.Errorf("N = %d: H − 1 parties give ε %.4f ≤ printed: σ not for H", n, e1)
+					mass, loss := histLosses(trimPMF(dgaussSumPMF(p.Sigma, h-1)))
+					if d1 := exactDelta(mass, loss, 1, p.Epsilon); d1 <= p.Delta {
+						t.Errorf("N = %d: H − 1 shares give δ %.4g ≤ printed: σ not for H", n, d1)
 					}
 				}
 			}

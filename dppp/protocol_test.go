@@ -162,7 +162,8 @@ func TestPastBudgetRefusedByTeachers(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config(Binomial)
 	cfg.QueriesPerCiphertext = 2
-	cfg.BudgetEpsilon, cfg.BudgetDelta = 2, 2e-5 // two queries
+	cfg.BudgetDelta = 2e-5
+	budgetFor(t, f, &cfg, 2) // two queries
 	for _, opt := range []AggregatorOptions{{}, {IgnoreBudget: true}} {
 		// An honest aggregator, and one that ignores its own ledger: the
 		// teachers refuse to vote past their budget (charged at vote time).

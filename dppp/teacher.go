@@ -78,14 +78,18 @@ type voteRecord struct {
 // Teacher is one teacher's state machine: no network code. Methods are
 // safe for concurrent use.
 type Teacher struct {
-	cfg    TeacherConfig
-	id     uint32
-	mu     sync.Mutex
-	p      *Params
-	hash   [32]byte
-	pack   *paillier.Packing
-	ledger Ledger
-	votes  map[uint64]*voteRecord
+	cfg TeacherConfig
+	// calOnce guards cal and calErr, the teacher's own calibration.
+	calOnce sync.Once
+	cal     *Params
+	calErr  error
+	id      uint32
+	mu      sync.Mutex
+	p       *Params
+	hash    [32]byte
+	pack    *paillier.Packing
+	ledger  Ledger
+	votes   map[uint64]*voteRecord
 	// decrypted: batch → hash of the sum and the partial sent; used:
 	// contributor ciphertext hash → batch of the sum it was decrypted in.
 	decrypted map[uint64][32]byte
@@ -108,7 +112,12 @@ func NewTeacher(cfg TeacherConfig) (*Teacher, error) {
 	if cfg.Random == nil {
 		cfg.Random = rand.Reader
 	}
-	return &Teacher{cfg: cfg, votes: map[uint64]*voteRecord{}, decrypted: map[uint64][32]byte{}, partials: map[uint64]*Partial{}, used: map[[32]byte]uint64{}}, nil
+	t := &Teacher{cfg: cfg, votes: map[uint64]*voteRecord{}, decrypted: map[uint64][32]byte{}, partials: map[uint64]*Partial{}, used: map[[32]byte]uint64{}}
+	// Calibrate now (about half a second with the PLD accountant), not
+	// while an aggregator waits for the acceptance; an error is returned
+	// by Accept.
+	_, _ = t.calibration()
+	return t, nil
 }
 
 // Unsigned reports whether the teacher runs without set signatures
@@ -122,11 +131,19 @@ func (t *Teacher) refuse(format string, args ...any) error {
 	return fmt.Errorf("%w: %s: %s", ErrRefused, t.cfg.Name, fmt.Sprintf(format, args...))
 }
 
+// calibration is Calibrate of the teacher's own configuration, computed
+// once (the PLD calibration can take a second; the configuration never
+// changes).
+func (t *Teacher) calibration() (*Params, error) {
+	t.calOnce.Do(func() { t.cal, t.calErr = Calibrate(t.cfg.Config, t.cfg.Key.PublicKey()) })
+	return t.cal, t.calErr
+}
+
 // Accept checks offered parameters against the teacher's own calibration
 // and, if they agree, adopts them. The answer is an Accept carrying the
 // parameters' hash; a mismatch is a *MismatchError naming the field.
 func (t *Teacher) Accept(o *Offer) (*Accept, error) {
-	want, err := Calibrate(t.cfg.Config, t.cfg.Key.PublicKey())
+	want, err := t.calibration()
 	if err != nil {
 		return nil, fmt.Errorf("dppp: teacher %s cannot calibrate its own configuration: %w", t.cfg.Name, err)
 	}
@@ -134,6 +151,8 @@ func (t *Teacher) Accept(o *Offer) (*Accept, error) {
 	if err := p.Check(t.cfg.Name, want); err != nil {
 		return nil, err
 	}
+	// Equal in every field: use the teacher's own cached PLD accountant.
+	p.acct = want.acct
 	id := p.TeacherID(t.cfg.Name)
 	if id == 0 || int(id) != t.cfg.Key.Index() {
 		return nil, &MismatchError{Teacher: t.cfg.Name, Field: "teachers", Got: fmt.Sprint(p.Teachers), Want: fmt.Sprintf("%s at position %d (its key share index)", t.cfg.Name, t.cfg.Key.Index())}

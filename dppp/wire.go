@@ -35,7 +35,7 @@ const (
 // Vote its proof of plaintext knowledge, a Decrypt the proofs and set
 // signatures; SignSet and SetSignature are new. A version-1 payload (or
 // privacy record) is refused, never misread.
-const wireVersion = 2
+const wireVersion = 3
 
 // writer and reader are the shared strict encoding of package wire; every
 // decoding error wraps ErrMalformed.

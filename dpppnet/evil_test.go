@@ -292,7 +292,7 @@ func TestNetMaliciousAggregatorPastBudget(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config()
 	cfg.QueriesPerCiphertext = 2
-	cfg.BudgetEpsilon = 3 // binomial, ε = 1 per query: 3 queries
+	budgetFor(t, f, &cfg, 3) // 3 queries by the PLD accountant
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	e, d, wg := newEvil(t, ctx, f, cfg, dppp.AggregatorOptions{IgnoreBudget: true})
@@ -461,7 +461,8 @@ func TestNetAttackLedgerRotation(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config()
 	cfg.QueriesPerCiphertext = 1
-	cfg.BudgetEpsilon, cfg.BudgetDelta = 2, 2e-5
+	cfg.BudgetDelta = 2e-5
+	budgetFor(t, f, &cfg, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	e, d, wg := newEvil(t, ctx, f, cfg, dppp.AggregatorOptions{IgnoreBudget: true})
@@ -500,4 +501,19 @@ func TestNetAttackLedgerRotation(t *testing.T) {
 	if answered > charged || charged > d.p.MaxQueries || answered == 0 {
 		t.Errorf("%d answered batches hold teacher10's vote, its ledger reads %d of %d", answered, charged, d.p.MaxQueries)
 	}
+}
+
+// budgetFor sets cfg's budget ε to the PLD composition of k queries at its
+// budget δ, so that the deployment allows exactly k queries.
+func budgetFor(t *testing.T, f *fixture, cfg *dppp.Config, k int) {
+	t.Helper()
+	p, err := dppp.Calibrate(*cfg, f.TPK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := p.Composed(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.BudgetEpsilon = g.Epsilon
 }

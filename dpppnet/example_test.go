@@ -96,5 +96,5 @@ func Example() {
 	fmt.Println(res.Status)
 	// Output:
 	// 2 labels from 3 teachers, decrypted by 2 of them
-	// aggregator: spent (1.999, 0.001)-DP after 2 queries [optimal composition (Kairouz-Oh-Viswanath)] of the budget (10, 0.001); 8 of 10 queries remain
+	// aggregator: spent (0.9529, 0.001)-DP after 2 queries [exact privacy-loss distribution of the noisy histogram, composed (pessimistic, grid 1e-3)] of the budget (10, 0.001); 85 of 87 queries remain
 }

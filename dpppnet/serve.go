@@ -156,7 +156,15 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if st := s.status(); st != "" {
 		s.res.Status = "aggregator: " + st
 	}
-	text := fmt.Sprintf("done: %d of %d queries labelled", len(s.res.Labels), len(rows))
+	// The unit is a query row: the rows of --queries, then the clients'.
+	fromRows := min(len(s.res.Labels), len(rows))
+	text := fmt.Sprintf("done: %d of %d query rows labelled", fromRows, len(rows))
+	if len(rows) == 0 {
+		text = "done: no query rows of our own"
+	}
+	if c := len(s.res.Labels) - fromRows; c > 0 || len(opt.Clients) > 0 {
+		text += fmt.Sprintf(", %d rows labelled for clients", c)
+	}
 	if err != nil {
 		text += "; stopped: " + err.Error()
 	}

@@ -30,7 +30,9 @@ type aggLedger struct {
 
 // openAggLedger opens (or creates, with p's total budget) the ledger at
 // path for the aggregator and checks that it can pay for queries more
-// queries before anything starts.
+// queries (at least one, also when serving clients only: a restarted serve
+// past its budget refuses before any teacher is asked) before anything
+// starts.
 func openAggLedger(ctx context.Context, path string, p *dppp.Params, queries int) (*aggLedger, error) {
 	l, note, err := openSiteLedger(ctx, path, "dppp aggregator", p.BudgetEpsilon, p.BudgetDelta, true)
 	if err != nil {
@@ -41,10 +43,8 @@ func openAggLedger(ctx context.Context, path string, p *dppp.Params, queries int
 		return nil, fmt.Errorf("ledger %s: not a ledger file", path)
 	}
 	a := &aggLedger{path: path, file: sl, run: dppp.NewBudget(p), p: p, note: note}
-	if queries > 0 {
-		if err := a.canPay(queries); err != nil {
-			return nil, err
-		}
+	if err := a.canPay(max(queries, 1)); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
@@ -73,7 +73,18 @@ func (a *aggLedger) Charge(label string, eps, delta float64) error {
 // status is one line: this run's spend by the tight accountant, and the
 // file's spend and remainder across runs.
 func (a *aggLedger) status() string {
-	return "this run: " + a.run.Status() + "; " + fileLedgerStatus(a.file, a.path, a.p.Epsilon, a.p.Delta)
+	k := a.run.Answered()
+	return "this run: " + runSpent(a.p, k) + "; " + fileLedgerStatus(a.file, a.path, a.p.Epsilon, a.p.Delta, max(0, a.p.MaxQueries-k))
+}
+
+// runSpent is a party's spend within one run of p, without the remainder
+// (printed once, beside a ledger file's: issue 27).
+func runSpent(p *dppp.Params, k int) string {
+	g, err := p.Composed(k)
+	if err != nil {
+		return fmt.Sprintf("%d queries answered (%v)", k, err)
+	}
+	return fmt.Sprintf("spent %v of the budget (%g, %g)", g, p.BudgetEpsilon, p.BudgetDelta)
 }
 
 // runStatus is a party's spend within one run of p: k queries composed by
@@ -87,16 +98,24 @@ func runStatus(p *dppp.Params, k int) string {
 }
 
 // fileLedgerStatus describes a ledger file: spent and remaining, across
-// runs (basic composition), with the number of queries of (ε, δ) it can
-// still pay for.
-func fileLedgerStatus(sl siteLedger, path string, eps, delta float64) string {
+// runs (basic composition), and the one number of queries that remain: the
+// fewer of those of (ε, δ) the file can still pay for and runLeft, what
+// this run's budget allows (so that no line says both "20 of 20 remain"
+// and "0 more remain").
+func fileLedgerStatus(sl siteLedger, path string, eps, delta float64, runLeft int) string {
 	k, st, err := ledgerLeft(sl, eps, delta)
 	if err != nil {
 		return fmt.Sprintf("ledger %s: %v", path, err)
 	}
 	spent := st.Spent()
-	return fmt.Sprintf("ledger %s (all runs, basic composition): spent ε = %s, δ = %s of (%g, %g) in %d queries; %v more queries remain",
-		path, report.Up(spent.Epsilon), report.Up(spent.Delta), st.Budget.Epsilon, st.Budget.Delta, len(st.Charges), k)
+	left := k.String()
+	note := ""
+	if r := big.NewInt(int64(runLeft)); r.Cmp(k) < 0 {
+		left = r.String()
+		note = fmt.Sprintf(" (this run's budget; the file could pay for %v)", k)
+	}
+	return fmt.Sprintf("ledger %s (all runs, basic composition): spent ε = %s, δ = %s of (%g, %g) in %d queries; %s more queries remain%s",
+		path, report.Up(spent.Epsilon), report.Up(spent.Delta), st.Budget.Epsilon, st.Budget.Delta, len(st.Charges), left, note)
 }
 
 // ledgerLeft returns the number of queries of (ε, δ) a ledger file can

@@ -34,10 +34,13 @@ type dpppDeployFlags struct {
 	gamma, noise               string
 	epsilon, delta             float64
 	budgetEpsilon, budgetDelta float64
+	budgetQueries              int
+	cmd                        *cobra.Command
 }
 
 func (f *dpppDeployFlags) register(cmd *cobra.Command, withTeachers bool) {
 	fl := cmd.Flags()
+	f.cmd = cmd
 	if withTeachers {
 		fl.StringSliceVar(&f.teachers, "teachers", nil, "the roster: teacher names, comma-separated, in the order of their key shares (teacher i holds share i)")
 	}
@@ -47,10 +50,11 @@ func (f *dpppDeployFlags) register(cmd *cobra.Command, withTeachers bool) {
 	fl.StringVar(&f.gamma, "gamma", "", "REMOVED: use --colluders and --absent (⌈γN⌉ contributors were not ⌈γN⌉ honest shares: issue 22)")
 	_ = fl.MarkHidden("gamma")
 	fl.StringVar(&f.noise, "noise", "binomial", "noise kind: binomial or dgauss")
-	fl.Float64Var(&f.epsilon, "epsilon", 1, "per-query ε")
-	fl.Float64Var(&f.delta, "delta", 1e-5, "per-query δ")
-	fl.Float64Var(&f.budgetEpsilon, "budget-epsilon", 10, "total ε of all answered queries (composed by the noise kind's accountant)")
+	fl.Float64Var(&f.epsilon, "epsilon", 1, "per-query ε: the noise makes one query (ε, δ)-DP (not with --budget-queries)")
+	fl.Float64Var(&f.delta, "delta", 1e-5, "per-query δ (not with --budget-queries)")
+	fl.Float64Var(&f.budgetEpsilon, "budget-epsilon", 10, "total ε of all answered queries (composed by the exact privacy-loss-distribution accountant)")
 	fl.Float64Var(&f.budgetDelta, "budget-delta", 1e-3, "total δ of all answered queries")
+	fl.IntVar(&f.budgetQueries, "budget-queries", 0, "Q: size the noise so that Q answered queries compose to (--budget-epsilon, --budget-delta); the per-query ε and δ are then derived and printed, and giving --epsilon or --delta too is refused (0: size it by --epsilon/--delta)")
 	fl.IntVar(&f.qpc, "queries-per-ciphertext", 0, "queries packed into one ciphertext (0: as many as fit)")
 }
 
@@ -78,8 +82,18 @@ func (f *dpppDeployFlags) config(teachers []string, classes, features int, model
 	if err != nil {
 		return dppp.Config{}, fmt.Errorf("--noise: %w", err)
 	}
+	eps, delta := f.epsilon, f.delta
+	if f.budgetQueries < 0 {
+		return dppp.Config{}, fmt.Errorf("--budget-queries %d: want ≥ 1, or 0 to size the noise by --epsilon/--delta", f.budgetQueries)
+	}
+	if f.budgetQueries > 0 {
+		if f.cmd != nil && (f.cmd.Flags().Changed("epsilon") || f.cmd.Flags().Changed("delta")) {
+			return dppp.Config{}, fmt.Errorf("--budget-queries %d sizes the noise for the total budget (--budget-epsilon %g, --budget-delta %g) and derives the per-query ε and δ: drop --epsilon/--delta, or drop --budget-queries to size the noise per query", f.budgetQueries, f.budgetEpsilon, f.budgetDelta)
+		}
+		eps, delta = 0, 0
+	}
 	cfg := dppp.Config{Teachers: teachers, Threshold: f.threshold, Colluders: trustFlag(f.colluders), Absent: trustFlag(f.absent), Classes: classes, Features: features,
-		Noise: kind, Epsilon: f.epsilon, Delta: f.delta, BudgetEpsilon: f.budgetEpsilon, BudgetDelta: f.budgetDelta,
+		Noise: kind, Epsilon: eps, Delta: delta, BudgetEpsilon: f.budgetEpsilon, BudgetDelta: f.budgetDelta, Queries: f.budgetQueries,
 		QueriesPerCiphertext: f.qpc, Model: model}
 	return cfg, nil // Calibrate validates, with the defaults applied
 }
@@ -664,7 +678,7 @@ runs).`,
 		}
 		status := "this run: " + runStatus(p0, t.Answered())
 		if fileLedger != nil {
-			status += "; " + fileLedgerStatus(*fileLedger, ledgerAt, p0.Epsilon, p0.Delta)
+			status = "this run: " + runSpent(p0, t.Answered()) + "; " + fileLedgerStatus(*fileLedger, ledgerAt, p0.Epsilon, p0.Delta, max(0, p0.MaxQueries-t.Answered()))
 		}
 		fmt.Fprintf(w, "%s: %s\n", name, status)
 		return err

@@ -388,3 +388,29 @@ func TestDPPPSimulateProcesses(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestDPPPSimulateBudgetQueries: --budget-queries Q sizes the noise for the
+// total budget and prints the derived per-query guarantee; the budget then
+// allows at least Q queries, and --epsilon beside it is refused.
+func TestDPPPSimulateBudgetQueries(t *testing.T) {
+	f := newDPPPNetFiles(t, 10, 20)
+	out := filepath.Join(f.dir, "labels.csv")
+	stdout, stderr, err := runDPPP(t, "simulate", "--models", strings.Join(f.models, ","), "--schema", f.spec,
+		"--queries", f.queries, "--out", out, "--insecure-test-keys", "--round-timeout", "20s",
+		"--budget-epsilon", "10", "--budget-delta", "1e-5", "--budget-queries", "20")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	both := stdout + stderr
+	for _, want := range []string{"labelled 20 queries", "for the total budget (10, 1e-05) over 20 queries", "one query alone: (", "exact privacy-loss distribution", "of the budget (10, 1e-05); 0 of 20 queries remain"} {
+		if !strings.Contains(both, want) {
+			t.Errorf("output lacks %q:\n%s", want, both)
+		}
+	}
+	t.Log(both)
+	_, _, err = runDPPP(t, "simulate", "--models", strings.Join(f.models, ","), "--schema", f.spec,
+		"--queries", f.queries, "--out", filepath.Join(f.dir, "x.csv"), "--insecure-test-keys", "--epsilon", "1", "--budget-queries", "20")
+	if err == nil || !strings.Contains(err.Error(), "drop --epsilon/--delta") {
+		t.Fatalf("--epsilon with --budget-queries: %v", err)
+	}
+}

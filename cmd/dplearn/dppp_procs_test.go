@@ -106,8 +106,8 @@ func (d *dpppProcNet) wait(srv *dpppProc, teachers []*dpppProc) {
 // queries of ε = 1: a run of 2 queries, then a restart asking for 2 more is
 // refused before anything starts, a restart serving a client refuses its
 // request of 2 before charging anything, a restart asking for 1 is
-// answered, and one more is refused; each run prints the spent and
-// remaining budget.
+// answered, and one more is refused, as is a restart serving clients only;
+// each run prints the spent and remaining budget.
 func TestDPPPServeLedgerRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
@@ -159,6 +159,13 @@ func TestDPPPServeLedgerRestart(t *testing.T) {
 	// δ: the exact sum of three float64 1e-5 is above 3e-5, rounded up.
 	run(one, "spent ε = 3, δ = 3.00001e-05 of (3, 0.001) in 3 queries; 0 more queries remain")
 	refused(one, 1)
+	// Serving clients only, past the budget: refused at start too, before
+	// any teacher is asked (issue 27).
+	_, _, err := runDPPP(t, append(append([]string{"serve", "--listen", "127.0.0.1:0", "--certs", filepath.Join(d.pki, "aggregator"),
+		"--public-key", d.pub}, d.common...), "--schema", f.spec, "--clients", "client", "--ledger", ledger)...)
+	if err == nil || !strings.Contains(err.Error(), "cannot pay for 1 queries") {
+		t.Fatalf("serve --clients past the ledger's budget: %v", err)
+	}
 }
 
 // writeIDXSet writes n 2×2 images of 3 classes (bright top, bright bottom,

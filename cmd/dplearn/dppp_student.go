@@ -43,9 +43,8 @@ guarantee is the composed guarantee of the labels it used. 'dppp query' (and
 serve, simulate) writes LABELS.csv.privacy.json beside the labels: the
 deployment's public parameters (the ones every party agreed to) and the
 number of labels. student recomputes the composition of that many queries
-with the noise kind's accountant (binomial: the optimal composition of
-Kairouz, Oh & Viswanath or basic composition, whichever is smaller; discrete
-Gaussian: RDP of the distributed discrete Gaussian), rounds ε and δ up,
+with the exact privacy-loss distribution of the noisy histogram (binomial or
+discrete Gaussian shares, composed over the queries), rounds ε and δ up,
 prints it and writes it into the model file ("privacy"). The guarantee
 protects the teachers' data; the query rows themselves are the student's
 training data and are not protected. If the teachers answered other queries

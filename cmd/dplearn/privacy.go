@@ -28,6 +28,7 @@ func newPrivacyCmd() *cobra.Command {
   sample          draw noise with fresh secure randomness, one sample per line
   subsampled      (ε, δ) or noise multiplier of Poisson-subsampled Gaussian steps (DP-SGD)
   ledger          a privacy budget in a file: create, charge (refuses overspending), show
+  dppp            DPPP noise per teacher, queries the budget allows, label forecast
 
 Every command prints words by default and exactly one JSON object with
 --format json. Scales computed for dplearn's own samplers include the rounding
@@ -41,7 +42,7 @@ Example:
   dplearn privacy calibrate --mechanism gaussian --epsilon 1 --delta 1e-5 --sensitivity 1`,
 	}
 	cmd.AddCommand(newPrivacyCalibrateCmd(), newPrivacyGaussianStepsCmd(), newPrivacyCAPECmd(),
-		newPrivacyBinomialCmd(), newPrivacySampleCmd(), newPrivacySubsampledCmd(), newPrivacyLedgerCmd())
+		newPrivacyBinomialCmd(), newPrivacySampleCmd(), newPrivacySubsampledCmd(), newPrivacyLedgerCmd(), newPrivacyDPPPCmd())
 	return cmd
 }
 
