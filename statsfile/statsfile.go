@@ -45,7 +45,7 @@ import (
 	"slices"
 
 	"github.com/dplearn/dplearn/capefm"
-	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/internal/atomicfile"
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/suffstat"
 )
@@ -174,7 +174,7 @@ func Write(path string, s *schema.Schema, st Stats) error {
 	if err != nil {
 		return err
 	}
-	return regress.WriteFileAtomic(path, b, Perm)
+	return atomicfile.WriteFile(path, b, Perm)
 }
 
 // Read reads and decodes the statistics file at path (see Decode). It

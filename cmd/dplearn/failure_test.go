@@ -15,6 +15,7 @@ import (
 
 	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/internal/atomicfile"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/report"
 	"github.com/dplearn/dplearn/schema"
@@ -309,7 +310,7 @@ func TestFitFullDeviceSaysWhatWasCharged(t *testing.T) {
 }
 
 // TestStaleTemporariesRemoved: temporary files of a killed fit (unlocked,
-// older than staleTemp) are removed by the next fit to the same --out; a
+// older than atomicfile.StaleAge) are removed by the next fit to the same --out; a
 // live writer's (locked) and a fresh one are kept (issue 23 item 7: 79
 // .m.json.tmp* files were left behind).
 func TestStaleTemporariesRemoved(t *testing.T) {
@@ -317,7 +318,7 @@ func TestStaleTemporariesRemoved(t *testing.T) {
 	data := writeWageData(t, dir, 200)
 	sch := writeFile(t, dir, "schema.json", wageSchema)
 	out := filepath.Join(dir, "m.json")
-	old := time.Now().Add(-2 * staleTemp)
+	old := time.Now().Add(-2 * atomicfile.StaleAge)
 	mk := func(name string, age time.Time) string {
 		p := writeFile(t, dir, name, "{")
 		if err := os.Chtimes(p, age, age); err != nil {
