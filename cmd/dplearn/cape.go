@@ -14,11 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/capefm"
 	"github.com/dplearn/dplearn/capenet"
 	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/suffstat"
@@ -707,21 +707,21 @@ func loadSiteData(ctx context.Context, path string, s *schema.Schema, kind regre
 	return regress.Data{Stats: m, Rows: rows}, nil
 }
 
-// siteLedger adapts accounting.Ledger to capefm.Ledger and
+// siteLedger adapts ledger.Ledger to capefm.Ledger and
 // capefm.LedgerChecker.
 type siteLedger struct {
 	ctx context.Context
-	l   *accounting.Ledger
+	l   *ledger.Ledger
 }
 
 func (s siteLedger) Charge(label string, eps, delta float64) error {
-	_, err := s.l.Charge(s.ctx, label, accounting.Charge{Epsilon: eps, Delta: delta})
+	_, err := s.l.Charge(s.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta})
 	return err
 }
 
 // CanCharge checks, without spending, that the ledger can pay (ε, δ):
 // the exact sums of the charges so far plus this one within the budget (as
-// accounting.Ledger.Charge decides).
+// ledger.Ledger.Charge decides).
 func (s siteLedger) CanCharge(eps, delta float64) error {
 	st, err := s.l.State(s.ctx)
 	if err != nil {
@@ -733,19 +733,19 @@ func (s siteLedger) CanCharge(eps, delta float64) error {
 		}
 		return nil // pure ε on a ρ budget: Charge converts and decides
 	}
-	sum := func(get func(accounting.Charge) float64, add float64) *big.Rat {
+	sum := func(get func(ledger.Charge) float64, add float64) *big.Rat {
 		r := new(big.Rat).SetFloat64(add)
 		for _, c := range st.Charges {
 			r.Add(r, new(big.Rat).SetFloat64(get(c)))
 		}
 		return r
 	}
-	e := sum(func(c accounting.Charge) float64 { return c.Epsilon }, eps)
-	d := sum(func(c accounting.Charge) float64 { return c.Delta }, delta)
+	e := sum(func(c ledger.Charge) float64 { return c.Epsilon }, eps)
+	d := sum(func(c ledger.Charge) float64 { return c.Delta }, delta)
 	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 {
 		spent := st.Spent()
 		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this fit would charge ε = %g, δ = %g",
-			accounting.ErrOverBudget, st.Name, st.Budget, spent.Epsilon, spent.Delta, eps, delta)
+			ledger.ErrOverBudget, st.Name, st.Budget, spent.Epsilon, spent.Delta, eps, delta)
 	}
 	return nil
 }
@@ -763,16 +763,16 @@ func openSiteLedger(ctx context.Context, path, name string, eps, delta float64, 
 		}
 		return memoryLedger{}, "no --ledger: the spend is not recorded (keep a ledger to bound this site's total spend across fits)", nil
 	}
-	var l *accounting.Ledger
+	var l *ledger.Ledger
 	var err error
 	if _, serr := os.Stat(path); errors.Is(serr, os.ErrNotExist) {
 		if !create {
 			return nil, "", fmt.Errorf("ledger %s does not exist: create it with --budget-epsilon (and --budget-delta), or with 'dplearn privacy ledger create'", path)
 		}
-		if l, err = accounting.CreateLedger(ctx, path, name, accounting.Budget{Epsilon: eps, Delta: delta}); err != nil {
+		if l, err = ledger.Create(ctx, path, name, ledger.Budget{Epsilon: eps, Delta: delta}); err != nil {
 			return nil, "", err
 		}
-	} else if l, err = accounting.OpenLedger(path); err != nil {
+	} else if l, err = ledger.Open(path); err != nil {
 		return nil, "", err
 	}
 	st, err := l.State(ctx)

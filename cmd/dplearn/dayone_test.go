@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/report"
 	"github.com/dplearn/dplearn/schema"
@@ -357,13 +357,13 @@ func TestFitLedger(t *testing.T) {
 	dir := t.TempDir()
 	data := writeWageData(t, dir, 300)
 	sch := writeFile(t, dir, "schema.json", wageSchema)
-	ledger := filepath.Join(dir, "budget.json")
-	if _, err := runCLI(t, "ledger", "create", ledger, "--name", "study", "--epsilon", "1", "--delta", "1e-5"); err != nil {
+	ledgerPath := filepath.Join(dir, "budget.json")
+	if _, err := runCLI(t, "ledger", "create", ledgerPath, "--name", "study", "--epsilon", "1", "--delta", "1e-5"); err != nil {
 		t.Fatal(err)
 	}
 	fit := func(out string) error {
 		_, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm",
-			"--epsilon", "0.5", "--delta", "4e-6", "--ledger", ledger, "--out", out)
+			"--epsilon", "0.5", "--delta", "4e-6", "--ledger", ledgerPath, "--out", out)
 		return err
 	}
 	for i := 0; i < 2; i++ {
@@ -378,7 +378,7 @@ func TestFitLedger(t *testing.T) {
 	if _, err := os.Stat(third); !os.IsNotExist(err) {
 		t.Fatal("a refused fit wrote its model")
 	}
-	out, err := runCLI(t, "ledger", "show", ledger)
+	out, err := runCLI(t, "ledger", "show", ledgerPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,14 +420,14 @@ func TestFitLedger(t *testing.T) {
 	// The exact charge, made with the achieved guarantee after the fit:
 	// 2e-6 of δ is left, a model claiming 3e-6 is refused and the ledger
 	// is unchanged.
-	l, err := accounting.OpenLedger(ledger)
+	l, err := ledger.Open(ledgerPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := &regress.Model{Kind: regress.Linear, Schema: &schema.Schema{Target: schema.Target{Name: "wage"}},
 		Privacy: report.Privacy{Private: true, Epsilon: 1e-3, Delta: 3e-6}}
-	_, err = chargeFit(context.Background(), l, fitOptions{ledger: ledger, mechanism: "gaussian-fm", data: data, out: third}, m)
-	if !errors.Is(err, accounting.ErrOverBudget) || !strings.Contains(err.Error(), "no model written") {
+	_, err = chargeFit(context.Background(), l, fitOptions{ledger: ledgerPath, mechanism: "gaussian-fm", data: data, out: third}, m)
+	if !errors.Is(err, ledger.ErrOverBudget) || !strings.Contains(err.Error(), "no model written") {
 		t.Fatalf("exact charge: %v", err)
 	}
 	if st, _ := l.State(context.Background()); len(st.Charges) != 2 {

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
@@ -244,7 +244,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		return fmt.Errorf("--schema %s: %w", o.schemaPath, err) // before anything is allocated
 	}
 	est = regress.WithSchema(est, s) // the histogram baselines' public grid
-	var ledger *accounting.Ledger
+	var ledger *ledger.Ledger
 	if o.ledger != "" {
 		if ledger, err = openFitLedger(ctx, o, est); err != nil {
 			return err
