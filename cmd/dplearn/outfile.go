@@ -49,9 +49,9 @@ func createOutput(path string, stdout io.Writer) (*outputFile, error) {
 		}
 		return &outputFile{name: path, w: f, f: f}, nil
 	}
-	a, err := atomicfile.Create(target, perm)
+	a, err := atomicfile.Create(target, perm) // its errors say "write TARGET: …"
 	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
+		return nil, err
 	}
 	return &outputFile{name: path, w: a, a: a}, nil
 }
