@@ -45,7 +45,7 @@ type SiteConfig struct {
 	Mechanism Mechanism
 	Kind      regress.Kind
 	// Schema is the fingerprint of the schema the site encodes its rows
-	// with (SchemaFingerprint).
+	// with (schema.Fingerprint).
 	Schema         [32]byte
 	Epsilon, Delta float64
 	// Split is the budget split of Gaussian FM (0 means 0.5).

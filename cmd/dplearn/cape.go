@@ -102,7 +102,7 @@ func (f *capeFitFlags) parsed(cmd *cobra.Command) (regress.Kind, capefm.Mechanis
 	if err := checkModelTarget(kind, s); err != nil {
 		return "", "", nil, zero, err
 	}
-	fp, err := capefm.SchemaFingerprint(s)
+	fp, err := schema.Fingerprint(s)
 	if err != nil {
 		return "", "", nil, zero, err
 	}
