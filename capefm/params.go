@@ -6,8 +6,8 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unicode"
 
+	"github.com/dplearn/dplearn/internal/partyname"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/secagg"
 )
@@ -176,19 +176,10 @@ func (p *Params) SiteByName(name string) (SiteInfo, bool) {
 // coefficients (Λ1 and the upper triangle of Λ2).
 func (p *Params) Released() int { return p.D + p.D*(p.D+1)/2 }
 
-// ValidName reports whether s can name a site: 1 to 64 bytes of letters,
-// digits, '-', '_' and '.'.
-func ValidName(s string) bool {
-	if len(s) == 0 || len(s) > maxName {
-		return false
-	}
-	for _, r := range s {
-		if r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.') {
-			return false
-		}
-	}
-	return true
-}
+// ValidName reports whether s can name a site: internal/partyname's rule
+// (certs.ValidateName), so a name an in-process run accepts is one a
+// deployment's certificates can carry.
+func ValidName(s string) bool { return partyname.Validate(s) == nil }
 
 // Validate checks the parameters (not the calibration: see Calibration).
 func (p *Params) Validate() error {
