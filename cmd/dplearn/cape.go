@@ -438,7 +438,7 @@ type capeJoinOptions struct {
 	insecure, seeded                  bool
 	seed                              uint64
 	part                              string
-	fault                             string
+	faults                            func() (capeJoinFaults, error) // test binary only
 }
 
 func newCapeJoinCmd() *cobra.Command {
@@ -505,9 +505,10 @@ exit status is 0 only when the aggregator reports a published model.`,
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE noise generator with this seed (experiments only; the model's report says so)")
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: all cores)")
 	f.StringVar(&o.part, "part", "", "I/S: use only rows I, I+S, I+2S, ... (1-based) of --data (used by 'cape simulate')")
-	f.StringVar(&o.fault, "test-fault", "", "test hook (see docs/capefm.md)")
 	_ = f.MarkHidden("part")
-	_ = f.MarkHidden("test-fault")
+	if addCapeJoinFaults != nil {
+		o.faults = addCapeJoinFaults(f)
+	}
 	format := addFormatFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		fm, err := format()
@@ -535,9 +536,11 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	if o.insecure && cmd.Flags().Changed("certs") {
 		return errors.New("--insecure and --certs: choose one")
 	}
-	fault, err := parseFault(o.fault)
-	if err != nil {
-		return err
+	var fault capeJoinFaults = noFaults{}
+	if o.faults != nil {
+		if fault, err = o.faults(); err != nil {
+			return err
+		}
 	}
 	part, parts, err := parsePart(o.part)
 	if err != nil {
@@ -563,8 +566,8 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 		return err
 	}
 	siteName := name
-	if fault.claimName != "" {
-		siteName = fault.claimName
+	if fault.claimName() != "" {
+		siteName = fault.claimName()
 	}
 	scfg := capefm.SiteConfig{Name: siteName, Mechanism: mech, Kind: kind, Schema: fp,
 		Epsilon: o.fit.epsilon, Delta: o.fit.deltaFor(mech), Split: o.fit.split, NoiseRatio: o.fit.ratio(mech),
@@ -575,8 +578,8 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	// certificate to do either (insecureWarning says so).
 	if id != nil {
 		signID := id
-		if fault.signKeysWith != "" {
-			if signID, err = certs.LoadParty(fault.signKeysWith); err != nil {
+		if fault.signKeysWith() != "" {
+			if signID, err = certs.LoadParty(fault.signKeysWith()); err != nil {
 				return err
 			}
 		}
@@ -608,8 +611,8 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	sink(capenet.Event{Time: time.Now(), Kind: "connected", Site: name, Address: o.server,
 		Message: fmt.Sprintf("connected to %s at %s as %s", o.serverName, o.server, name)})
 	jopt := capenet.JoinOptions{IdleTimeout: o.idle, Events: sink}
-	if !fault.none() {
-		jopt.BeforeSend = fault.hook(stderr, faultTarget{id: id, insecure: o.insecure, name: name, server: o.serverName, address: o.server, d: d})
+	if h := fault.hook(stderr, faultTarget{id: id, insecure: o.insecure, name: name, server: o.serverName, address: o.server, d: d}); h != nil {
+		jopt.BeforeSend = h
 	}
 	res, err := capenet.Join(ctx, conn, site, jopt)
 	if err != nil {
