@@ -43,8 +43,10 @@ type File struct {
 // temporary files of target first.
 func Create(target string, perm os.FileMode) (*File, error) {
 	dir := filepath.Dir(target)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("write %s: directory %s does not exist", target, dir)
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("write %s: directory %s does not exist (%w)", target, dir, err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("write %s: %s is not a directory", target, dir)
 	}
 	RemoveStale(target, StaleAge)
 	f, err := os.CreateTemp(dir, tempPrefix(target)+"*")
