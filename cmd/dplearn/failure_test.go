@@ -15,6 +15,7 @@ import (
 
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/internal/atomicfile"
+	"github.com/dplearn/dplearn/internal/filelock"
 	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/report"
@@ -334,8 +335,8 @@ func TestStaleTemporariesRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
+	if ok, err := filelock.TryLock(f); !ok || err != nil {
+		t.Fatalf("lock: %v %v", ok, err)
 	}
 	other := mk(".other.json.tmp555", old)
 	if _, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "nonprivate", "--out", out); err != nil {
