@@ -1,7 +1,6 @@
 package accounting
 
 import (
-	"errors"
 	"math"
 	"testing"
 
@@ -391,13 +390,6 @@ func TestDDG(t *testing.T) {
 		t.Error("σ < 1/2 accepted")
 	}
 }
-
-func TestErrOverBudgetIsSentinel(t *testing.T) {
-	if !errors.Is(errors.Join(ErrOverBudget), ErrOverBudget) {
-		t.Fatal("sentinel")
-	}
-}
-
 func TestBinomialExactN(t *testing.T) {
 	for _, c := range []struct {
 		eps, delta float64

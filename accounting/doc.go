@@ -28,10 +28,8 @@
 // CAPEDeltaAsPublished is the seed's Theorem 1, kept only as a labelled
 // figure: it understates δ by up to 10¹³×.
 //
-// # Ledger
-//
-// Ledger.Charge compares exact rational sums of the charges with the budget:
-// no tolerance, the spent total never exceeds the budget.
+// The persistent privacy budget (a file charged by each release) is package
+// ledger.
 //
 // # Order grid
 //

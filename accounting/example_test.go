@@ -1,11 +1,7 @@
 package accounting_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/dplearn/dplearn/accounting"
 )
@@ -57,21 +53,6 @@ func ExampleCAPEDeltaExact() {
 	tau, _ := accounting.CAPETau(0.5, 1e-5, 10, 3, 1.0/200)
 	fmt.Printf("S_C = %d, δ(0.5) = %.3g, %v; τ for (0.5, 1e-5): %.4g\n", p.Colluders, d, err, tau)
 	// Output: S_C = 3, δ(0.5) = 0.0194, <nil>; τ for (0.5, 1e-5): 0.05224
-}
-
-func ExampleLedger_Charge() {
-	dir, _ := os.MkdirTemp("", "ledger")
-	defer os.RemoveAll(dir)
-	ctx := context.Background()
-	l, _ := accounting.CreateLedger(ctx, filepath.Join(dir, "site.json"), "hospital-A", accounting.Budget{Epsilon: 1, Delta: 1e-5})
-	for _, eps := range []float64{0.5, 0.4, 0.2} {
-		_, err := l.Charge(ctx, "query", accounting.Charge{Epsilon: eps, Delta: 1e-6})
-		fmt.Println(eps, errors.Is(err, accounting.ErrOverBudget))
-	}
-	// Output:
-	// 0.5 false
-	// 0.4 false
-	// 0.2 true
 }
 
 func ExampleRDP_Epsilon() {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/schema"
 )
 
 // chiSquareTest returns the two-sided p-value of Σz² ~ χ²(k).
@@ -327,7 +328,7 @@ func TestExampleDatasets(t *testing.T) {
 			s, tab := loadExample(t, tc.name)
 			n := tab.N()
 			sizes := []int{n / 5, n / 5, n / 5, n / 5, n - 4*(n/5)}
-			fp, err := SchemaFingerprint(s)
+			fp, err := schema.Fingerprint(s)
 			if err != nil {
 				t.Fatal(err)
 			}

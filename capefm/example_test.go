@@ -23,7 +23,7 @@ func (l *ledger) Charge(label string, eps, delta float64) error { l.spent += eps
 // keys with its certificate from the deployment's CA (dplearn certs), and
 // checks the others' signatures, so the aggregator cannot substitute keys.
 func Example() {
-	schemaFP := [32]byte{1}                 // capefm.SchemaFingerprint(schema) in real use
+	schemaFP := [32]byte{1}                 // schema.Fingerprint(schema) in real use
 	ca, err := certs.NewCA(certs.Options{}) // certs.LoadCA / certs.LoadParty in real use
 	if err != nil {
 		panic(err)

@@ -2,15 +2,13 @@ package capefm
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
-	"unicode"
 
+	"github.com/dplearn/dplearn/internal/partyname"
 	"github.com/dplearn/dplearn/regress"
-	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/secagg"
 )
 
@@ -84,7 +82,7 @@ type Params struct {
 	// Kind is regress.Linear or regress.Logistic.
 	Kind regress.Kind
 	// Schema is the fingerprint of the schema every site encodes its rows
-	// with (SchemaFingerprint).
+	// with (schema.Fingerprint).
 	Schema [32]byte
 	// D is the number of encoded features (intercept included).
 	D int
@@ -178,19 +176,10 @@ func (p *Params) SiteByName(name string) (SiteInfo, bool) {
 // coefficients (Λ1 and the upper triangle of Λ2).
 func (p *Params) Released() int { return p.D + p.D*(p.D+1)/2 }
 
-// ValidName reports whether s can name a site: 1 to 64 bytes of letters,
-// digits, '-', '_' and '.'.
-func ValidName(s string) bool {
-	if len(s) == 0 || len(s) > maxName {
-		return false
-	}
-	for _, r := range s {
-		if r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.') {
-			return false
-		}
-	}
-	return true
-}
+// ValidName reports whether s can name a site: internal/partyname's rule
+// (certs.ValidateName), so a name an in-process run accepts is one a
+// deployment's certificates can carry.
+func ValidName(s string) bool { return partyname.Validate(s) == nil }
 
 // Validate checks the parameters (not the calibration: see Calibration).
 func (p *Params) Validate() error {
@@ -405,26 +394,6 @@ func (p *Params) Clone() Params {
 	q.Sites = slices.Clone(p.Sites)
 	q.Prior = slices.Clone(p.Prior)
 	return q
-}
-
-// SchemaFingerprint returns SHA-256 over a domain separator and the JSON
-// encoding of the parsed schema (fields in declaration order, so two sites
-// holding the same declaration get the same fingerprint whatever the
-// whitespace or key order of their files).
-func SchemaFingerprint(s *schema.Schema) ([32]byte, error) {
-	if s == nil {
-		return [32]byte{}, fmt.Errorf("capefm: nil schema")
-	}
-	b, err := json.Marshal(s)
-	if err != nil {
-		return [32]byte{}, fmt.Errorf("capefm: schema fingerprint: %w", err)
-	}
-	h := sha256.New()
-	h.Write([]byte("dplearn/schema/v1\x00"))
-	h.Write(b)
-	var out [32]byte
-	copy(out[:], h.Sum(nil))
-	return out, nil
 }
 
 // Roster builds a roster from site names and row counts: IDs 1..S in the

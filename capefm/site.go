@@ -18,8 +18,8 @@ import (
 
 // Ledger is the site's privacy budget. A Site charges it once per attempt,
 // with the attempt's per-site (ε, δ), before it hands out its release; if
-// Charge fails the site releases nothing. accounting.Ledger fits behind a
-// small adapter (its Charge takes a context and an accounting.Charge).
+// Charge fails the site releases nothing. ledger.Ledger fits behind a
+// small adapter (its Charge takes a context and a ledger.Charge).
 type Ledger interface {
 	Charge(label string, epsilon, delta float64) error
 }
@@ -45,7 +45,7 @@ type SiteConfig struct {
 	Mechanism Mechanism
 	Kind      regress.Kind
 	// Schema is the fingerprint of the schema the site encodes its rows
-	// with (SchemaFingerprint).
+	// with (schema.Fingerprint).
 	Schema         [32]byte
 	Epsilon, Delta float64
 	// Split is the budget split of Gaussian FM (0 means 0.5).

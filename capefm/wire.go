@@ -3,7 +3,7 @@ package capefm
 import (
 	"errors"
 
-	"github.com/dplearn/dplearn/wire"
+	"github.com/dplearn/dplearn/internal/wire"
 )
 
 // ErrMalformed is wrapped by every decoding error: short input, trailing

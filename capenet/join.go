@@ -23,7 +23,7 @@ type JoinOptions struct {
 	Events func(Event)
 	// BeforeSend is a test hook, called before each message is sent with
 	// the message and its encoding; a non-nil error stops Join with that
-	// error, nothing sent. The CLI's hidden --test-fault flag uses it to
+	// error, nothing sent. The CLI test binary's --test-fault flag uses it to
 	// make a site exit, replay or send an oversized message at a round.
 	BeforeSend func(ctx context.Context, m capefm.Message, payload []byte, current *capefm.Params) error
 }

@@ -56,6 +56,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"github.com/dplearn/dplearn/internal/partyname"
 )
 
 // DefaultValidity is the validity period of certificates when
@@ -67,10 +69,10 @@ const DefaultValidity = 365 * 24 * time.Hour
 const PartyDNSSuffix = ".dplearn.invalid"
 
 // MaxNameLen is the longest party name.
-const MaxNameLen = 64
+const MaxNameLen = partyname.MaxLen
 
 // caDirName is the CA's directory in the layout; no party may take it.
-const caDirName = "ca"
+const caDirName = partyname.Reserved
 
 // clockSkew backdates NotBefore so that machines whose clocks are slightly
 // behind accept a fresh certificate.
@@ -78,31 +80,11 @@ const clockSkew = 5 * time.Minute
 
 // ValidateName reports whether name is a valid party name: 1 to 64
 // characters from a-z, 0-9, '-' and '.', beginning and ending with a letter
-// or digit, without "..", and not a reserved name ("ca").
+// or digit, without "..", and not a reserved name ("ca"). It is
+// internal/partyname's rule, which capefm and dppp apply too.
 func ValidateName(name string) error {
-	if name == "" {
-		return errors.New("certs: empty party name")
-	}
-	if len(name) > MaxNameLen {
-		return fmt.Errorf("certs: party name %q has %d characters, at most %d allowed", name, len(name), MaxNameLen)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case c == '-' || c == '.':
-			if i == 0 || i == len(name)-1 {
-				return fmt.Errorf("certs: party name %q must begin and end with a letter or digit", name)
-			}
-		default:
-			return fmt.Errorf("certs: party name %q: character %q not allowed (use a-z, 0-9, '-' and '.')", name, c)
-		}
-	}
-	if strings.Contains(name, "..") {
-		return fmt.Errorf("certs: party name %q contains \"..\"", name)
-	}
-	if name == caDirName {
-		return fmt.Errorf("certs: %q is reserved (it names the CA's directory)", name)
+	if err := partyname.Validate(name); err != nil {
+		return fmt.Errorf("certs: %w", err)
 	}
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 
 // Ledger records the budget a party spends. Charge must refuse (return an
 // error) a charge the party's budget does not allow; it is called before
-// anything is released. accounting.Ledger (a file, basic composition) can
+// anything is released. ledger.Ledger (a file, basic composition) can
 // be adapted; Budget is the in-memory ledger with the tightest accountant.
 type Ledger interface {
 	Charge(label string, epsilon, delta float64) error

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/internal/partyname"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
 )
@@ -201,8 +202,8 @@ func (c *Config) Validate() error {
 	}
 	seen := map[string]bool{}
 	for _, name := range c.Teachers {
-		if name == "" || len(name) > maxName || strings.ContainsAny(name, " \t\n/") {
-			return fmt.Errorf("dppp: bad teacher name %q", name)
+		if err := partyname.Validate(name); err != nil {
+			return fmt.Errorf("dppp: bad teacher name: %w", err)
 		}
 		if seen[name] {
 			return fmt.Errorf("dppp: teacher %q listed twice", name)

@@ -197,38 +197,20 @@ type Estimator interface {
 	Fit(ctx context.Context, data Data, cfg Config) (*Result, error)
 }
 
-// Mechanisms lists the mechanism names New accepts, sorted.
+// Mechanisms lists the mechanism names New accepts (the registry), sorted.
 func Mechanisms() []string {
-	names := []string{"nonprivate", "truncated", "fm", "gaussian-fm", "relaxed-fm", "objpert", "noisygd", "irls", "irls-wishart", "dpme", "filter-priority"}
+	names := make([]string, len(registry))
+	for i, m := range registry {
+		names[i] = m.Name
+	}
 	sort.Strings(names)
 	return names
 }
 
 // New returns the estimator for a mechanism name.
 func New(mechanism string) (Estimator, error) {
-	switch mechanism {
-	case "nonprivate":
-		return nonPrivateAny{}, nil
-	case "truncated":
-		return truncated{}, nil
-	case "fm":
-		return fmEstimator{}, nil
-	case "gaussian-fm":
-		return gaussianFM{}, nil
-	case "relaxed-fm":
-		return relaxedFM{}, nil
-	case "objpert":
-		return objPert{}, nil
-	case "noisygd":
-		return noisyGD{}, nil
-	case "irls":
-		return irlsEstimator{}, nil
-	case "irls-wishart":
-		return irlsWishart{}, nil
-	case "dpme":
-		return dpmeEstimator{}, nil
-	case "filter-priority":
-		return filterPriority{}, nil
+	if m, ok := LookupMechanism(mechanism); ok {
+		return m.new(), nil
 	}
 	return nil, fmt.Errorf("unknown mechanism %q (want one of %s)", mechanism, strings.Join(Mechanisms(), ", "))
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dplearn/dplearn/decimal"
+	"github.com/dplearn/dplearn/internal/decimal"
 )
 
 // EncoderOptions adjusts how records are matched to the schema.

@@ -9,7 +9,7 @@
 // must be handled like the table itself. Write creates it with mode 0600
 // through an atomic rename, its first line says PRIVATE, and Read refuses a
 // file that its group or other users can read. The file also names the
-// schema it was computed under (capefm.SchemaFingerprint): Read refuses it
+// schema it was computed under (schema.Fingerprint): Read refuses it
 // under any other schema, because the statistics of rows encoded with other
 // bounds would void the sensitivities the mechanisms compute.
 //
@@ -19,7 +19,7 @@
 //
 //	{"private": "PRIVATE: un-noised ...",   the warning, first
 //	 "format": "dplearn-statistics", "version": 1,
-//	 "schema_sha256": "<hex>",              capefm.SchemaFingerprint of the schema
+//	 "schema_sha256": "<hex>",              schema.Fingerprint of the schema
 //	 "columns": ["x1", ..., "y"],           encoded feature names, then the target
 //	 "skip_bad_rows": false,                whether rows that could not be encoded were skipped
 //	 "moments": "<base64>"}                 suffstat.Moments.MarshalBinary (exact, checksummed)
@@ -44,8 +44,7 @@ import (
 	"runtime"
 	"slices"
 
-	"github.com/dplearn/dplearn/capefm"
-	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/internal/atomicfile"
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/suffstat"
 )
@@ -93,7 +92,7 @@ func columns(s *schema.Schema) []string {
 // Encode returns the file's bytes for the statistics st of rows encoded
 // under s. The width of st must be the schema's (features + target).
 func Encode(s *schema.Schema, st Stats) ([]byte, error) {
-	fp, err := capefm.SchemaFingerprint(s)
+	fp, err := schema.Fingerprint(s)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +138,7 @@ func Decode(data []byte, name string, s *schema.Schema) (Stats, error) {
 	if f.Version != version {
 		return Stats{}, fmt.Errorf("%s: statistics file version %d; this build reads version %d", name, f.Version, version)
 	}
-	fp, err := capefm.SchemaFingerprint(s)
+	fp, err := schema.Fingerprint(s)
 	if err != nil {
 		return Stats{}, err
 	}
@@ -174,7 +173,7 @@ func Write(path string, s *schema.Schema, st Stats) error {
 	if err != nil {
 		return err
 	}
-	return regress.WriteFileAtomic(path, b, Perm)
+	return atomicfile.WriteFile(path, b, Perm)
 }
 
 // Read reads and decodes the statistics file at path (see Decode). It

@@ -14,11 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/capefm"
 	"github.com/dplearn/dplearn/capenet"
 	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/suffstat"
@@ -102,7 +102,7 @@ func (f *capeFitFlags) parsed(cmd *cobra.Command) (regress.Kind, capefm.Mechanis
 	if err := checkModelTarget(kind, s); err != nil {
 		return "", "", nil, zero, err
 	}
-	fp, err := capefm.SchemaFingerprint(s)
+	fp, err := schema.Fingerprint(s)
 	if err != nil {
 		return "", "", nil, zero, err
 	}
@@ -438,7 +438,7 @@ type capeJoinOptions struct {
 	insecure, seeded                  bool
 	seed                              uint64
 	part                              string
-	fault                             string
+	faults                            func() (capeJoinFaults, error) // test binary only
 }
 
 func newCapeJoinCmd() *cobra.Command {
@@ -505,9 +505,10 @@ exit status is 0 only when the aggregator reports a published model.`,
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE noise generator with this seed (experiments only; the model's report says so)")
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: all cores)")
 	f.StringVar(&o.part, "part", "", "I/S: use only rows I, I+S, I+2S, ... (1-based) of --data (used by 'cape simulate')")
-	f.StringVar(&o.fault, "test-fault", "", "test hook (see docs/capefm.md)")
 	_ = f.MarkHidden("part")
-	_ = f.MarkHidden("test-fault")
+	if addCapeJoinFaults != nil {
+		o.faults = addCapeJoinFaults(f)
+	}
 	format := addFormatFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		fm, err := format()
@@ -535,9 +536,11 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	if o.insecure && cmd.Flags().Changed("certs") {
 		return errors.New("--insecure and --certs: choose one")
 	}
-	fault, err := parseFault(o.fault)
-	if err != nil {
-		return err
+	var fault capeJoinFaults = noFaults{}
+	if o.faults != nil {
+		if fault, err = o.faults(); err != nil {
+			return err
+		}
 	}
 	part, parts, err := parsePart(o.part)
 	if err != nil {
@@ -563,8 +566,8 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 		return err
 	}
 	siteName := name
-	if fault.claimName != "" {
-		siteName = fault.claimName
+	if fault.claimName() != "" {
+		siteName = fault.claimName()
 	}
 	scfg := capefm.SiteConfig{Name: siteName, Mechanism: mech, Kind: kind, Schema: fp,
 		Epsilon: o.fit.epsilon, Delta: o.fit.deltaFor(mech), Split: o.fit.split, NoiseRatio: o.fit.ratio(mech),
@@ -575,8 +578,8 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	// certificate to do either (insecureWarning says so).
 	if id != nil {
 		signID := id
-		if fault.signKeysWith != "" {
-			if signID, err = certs.LoadParty(fault.signKeysWith); err != nil {
+		if fault.signKeysWith() != "" {
+			if signID, err = certs.LoadParty(fault.signKeysWith()); err != nil {
 				return err
 			}
 		}
@@ -608,8 +611,8 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	sink(capenet.Event{Time: time.Now(), Kind: "connected", Site: name, Address: o.server,
 		Message: fmt.Sprintf("connected to %s at %s as %s", o.serverName, o.server, name)})
 	jopt := capenet.JoinOptions{IdleTimeout: o.idle, Events: sink}
-	if !fault.none() {
-		jopt.BeforeSend = fault.hook(stderr, faultTarget{id: id, insecure: o.insecure, name: name, server: o.serverName, address: o.server, d: d})
+	if h := fault.hook(stderr, faultTarget{id: id, insecure: o.insecure, name: name, server: o.serverName, address: o.server, d: d}); h != nil {
+		jopt.BeforeSend = h
 	}
 	res, err := capenet.Join(ctx, conn, site, jopt)
 	if err != nil {
@@ -707,21 +710,21 @@ func loadSiteData(ctx context.Context, path string, s *schema.Schema, kind regre
 	return regress.Data{Stats: m, Rows: rows}, nil
 }
 
-// siteLedger adapts accounting.Ledger to capefm.Ledger and
+// siteLedger adapts ledger.Ledger to capefm.Ledger and
 // capefm.LedgerChecker.
 type siteLedger struct {
 	ctx context.Context
-	l   *accounting.Ledger
+	l   *ledger.Ledger
 }
 
 func (s siteLedger) Charge(label string, eps, delta float64) error {
-	_, err := s.l.Charge(s.ctx, label, accounting.Charge{Epsilon: eps, Delta: delta})
+	_, err := s.l.Charge(s.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta})
 	return err
 }
 
 // CanCharge checks, without spending, that the ledger can pay (ε, δ):
 // the exact sums of the charges so far plus this one within the budget (as
-// accounting.Ledger.Charge decides).
+// ledger.Ledger.Charge decides).
 func (s siteLedger) CanCharge(eps, delta float64) error {
 	st, err := s.l.State(s.ctx)
 	if err != nil {
@@ -733,19 +736,19 @@ func (s siteLedger) CanCharge(eps, delta float64) error {
 		}
 		return nil // pure ε on a ρ budget: Charge converts and decides
 	}
-	sum := func(get func(accounting.Charge) float64, add float64) *big.Rat {
+	sum := func(get func(ledger.Charge) float64, add float64) *big.Rat {
 		r := new(big.Rat).SetFloat64(add)
 		for _, c := range st.Charges {
 			r.Add(r, new(big.Rat).SetFloat64(get(c)))
 		}
 		return r
 	}
-	e := sum(func(c accounting.Charge) float64 { return c.Epsilon }, eps)
-	d := sum(func(c accounting.Charge) float64 { return c.Delta }, delta)
+	e := sum(func(c ledger.Charge) float64 { return c.Epsilon }, eps)
+	d := sum(func(c ledger.Charge) float64 { return c.Delta }, delta)
 	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 {
 		spent := st.Spent()
 		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this fit would charge ε = %g, δ = %g",
-			accounting.ErrOverBudget, st.Name, st.Budget, spent.Epsilon, spent.Delta, eps, delta)
+			ledger.ErrOverBudget, st.Name, st.Budget, spent.Epsilon, spent.Delta, eps, delta)
 	}
 	return nil
 }
@@ -763,16 +766,16 @@ func openSiteLedger(ctx context.Context, path, name string, eps, delta float64, 
 		}
 		return memoryLedger{}, "no --ledger: the spend is not recorded (keep a ledger to bound this site's total spend across fits)", nil
 	}
-	var l *accounting.Ledger
+	var l *ledger.Ledger
 	var err error
 	if _, serr := os.Stat(path); errors.Is(serr, os.ErrNotExist) {
 		if !create {
 			return nil, "", fmt.Errorf("ledger %s does not exist: create it with --budget-epsilon (and --budget-delta), or with 'dplearn privacy ledger create'", path)
 		}
-		if l, err = accounting.CreateLedger(ctx, path, name, accounting.Budget{Epsilon: eps, Delta: delta}); err != nil {
+		if l, err = ledger.Create(ctx, path, name, ledger.Budget{Epsilon: eps, Delta: delta}); err != nil {
 			return nil, "", err
 		}
-	} else if l, err = accounting.OpenLedger(path); err != nil {
+	} else if l, err = ledger.Open(path); err != nil {
 		return nil, "", err
 	}
 	st, err := l.State(ctx)

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/exampledata"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/regress"
 )
 
@@ -284,7 +284,7 @@ func TestCapeProcessesFit(t *testing.T) {
 				if s.err != nil || !strings.Contains(s.stdout.String(), "model published") {
 					t.Errorf("%s: %v\n%s\n%s", n.sites[i], s.err, s.stdout.String(), s.stderr())
 				}
-				l, err := accounting.OpenLedger(filepath.Join(n.dir, n.sites[i]+"-ledger.json"))
+				l, err := ledger.Open(filepath.Join(n.dir, n.sites[i]+"-ledger.json"))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -379,7 +379,7 @@ func TestCapeKillAtReleaseRedo(t *testing.T) {
 		t.Errorf("guarantee %s, accountant %s", m.Privacy.Guarantee(), m.Privacy.Accountant)
 	}
 	for _, i := range []int{0, 1, 3, 4} {
-		l, _ := accounting.OpenLedger(filepath.Join(n.dir, n.sites[i]+"-ledger.json"))
+		l, _ := ledger.Open(filepath.Join(n.dir, n.sites[i]+"-ledger.json"))
 		if st, _ := l.State(ctx); len(st.Charges) != 2 {
 			t.Errorf("%s charged %d times, want 2", n.sites[i], len(st.Charges))
 		}
@@ -559,15 +559,15 @@ func TestCapeSiteRefuses(t *testing.T) {
 	})
 	t.Run("ledger", func(t *testing.T) {
 		ctx := capeCtx(t)
-		ledger := filepath.Join(n.dir, "small.json")
-		srv, sites, err := n.fit(ctx, nil, map[int][]string{0: {"--ledger", ledger, "--budget-epsilon", "0.5", "--budget-delta", "1e-4"}})
+		ledgerPath := filepath.Join(n.dir, "small.json")
+		srv, sites, err := n.fit(ctx, nil, map[int][]string{0: {"--ledger", ledgerPath, "--budget-epsilon", "0.5", "--budget-delta", "1e-4"}})
 		if err == nil || !strings.Contains(srv.stderr(), "budget") {
 			t.Fatalf("want a budget refusal: %v\n%s", err, srv.stderr())
 		}
 		if sites[0].err == nil {
 			t.Error("site-1 succeeded")
 		}
-		l, _ := accounting.OpenLedger(ledger)
+		l, _ := ledger.Open(ledgerPath)
 		if st, _ := l.State(ctx); len(st.Charges) != 0 {
 			t.Errorf("charged %v", st.Charges)
 		}

@@ -6,9 +6,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/describe"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/report"
 )
 
@@ -77,7 +77,7 @@ func runDescribe(cmd *cobra.Command, o describeFlags) error {
 		return err
 	}
 	inputs := []fileFlag{{"--data", o.data}, {"--schema", o.schema}, {"--ledger", o.ledger}}
-	var l *accounting.Ledger
+	var l *ledger.Ledger
 	if o.ledger != "" {
 		if l, err = openSpendLedger(ctx, o.ledger, o.epsilon, 0, seeded); err != nil {
 			return err
@@ -125,7 +125,7 @@ func runDescribe(cmd *cobra.Command, o describeFlags) error {
 			return err
 		}
 	} else if l != nil {
-		if _, err := l.Charge(ctx, label, accounting.Charge{Epsilon: res.Epsilon, Delta: res.Delta}); err != nil {
+		if _, err := l.Charge(ctx, label, ledger.Charge{Epsilon: res.Epsilon, Delta: res.Delta}); err != nil {
 			return fmt.Errorf("--ledger %s: refused, nothing released: %w", o.ledger, err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/schema"
 )
 
@@ -27,12 +27,12 @@ func TestDescribeCLI(t *testing.T) {
 			t.Errorf("text output lacks %q:\n%s", want, out)
 		}
 	}
-	ledger := filepath.Join(dir, "budget.ledger")
-	if _, err := runCLI(t, "ledger", "create", ledger, "--name", "test", "--epsilon", "2", "--delta", "1e-6"); err != nil {
+	ledgerPath := filepath.Join(dir, "budget.ledger")
+	if _, err := runCLI(t, "ledger", "create", ledgerPath, "--name", "test", "--epsilon", "2", "--delta", "1e-6"); err != nil {
 		t.Fatal(err)
 	}
 	png := filepath.Join(dir, "d.png")
-	out, err = runCLI(t, "describe", "--data", data, "--schema", sch, "--epsilon", "0.5", "--by", "ethnicity", "--format", "json", "--plot", png, "--ledger", ledger)
+	out, err = runCLI(t, "describe", "--data", data, "--schema", sch, "--epsilon", "0.5", "--by", "ethnicity", "--format", "json", "--plot", png, "--ledger", ledgerPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestDescribeCLI(t *testing.T) {
 	if b, err := os.ReadFile(png); err != nil || len(b) < 8 || string(b[1:4]) != "PNG" {
 		t.Errorf("plot: %v, %d bytes", err, len(b))
 	}
-	l, _ := accounting.OpenLedger(ledger)
+	l, _ := ledger.Open(ledgerPath)
 	st, err := l.State(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -65,11 +65,11 @@ func TestDescribeCLI(t *testing.T) {
 		t.Errorf("ledger spent %+v, want ε = %v", got, res.Epsilon)
 	}
 	// Over budget: refused before reading, nothing charged.
-	if _, err := runCLI(t, "describe", "--data", data, "--schema", sch, "--epsilon", "1.6", "--ledger", ledger); err == nil || !strings.Contains(err.Error(), "refused before reading the data") {
+	if _, err := runCLI(t, "describe", "--data", data, "--schema", sch, "--epsilon", "1.6", "--ledger", ledgerPath); err == nil || !strings.Contains(err.Error(), "refused before reading the data") {
 		t.Errorf("over budget: %v", err)
 	}
 	// Seeded noise cannot be charged.
-	if _, err := runCLI(t, "describe", "--data", data, "--schema", sch, "--epsilon", "0.1", "--ledger", ledger, "--seed", "1"); err == nil || !strings.Contains(err.Error(), "--seed") {
+	if _, err := runCLI(t, "describe", "--data", data, "--schema", sch, "--epsilon", "0.1", "--ledger", ledgerPath, "--seed", "1"); err == nil || !strings.Contains(err.Error(), "--seed") {
 		t.Errorf("seeded with ledger: %v", err)
 	}
 }
@@ -108,14 +108,14 @@ func TestDescribeBadInput(t *testing.T) {
 func TestSchemaSuggestCLI(t *testing.T) {
 	dir := t.TempDir()
 	data := writeWageData(t, dir, 2000)
-	ledger := filepath.Join(dir, "budget.ledger")
-	if _, err := runCLI(t, "ledger", "create", ledger, "--name", "test", "--epsilon", "1", "--delta", "1e-5"); err != nil {
+	ledgerPath := filepath.Join(dir, "budget.ledger")
+	if _, err := runCLI(t, "ledger", "create", ledgerPath, "--name", "test", "--epsilon", "1", "--delta", "1e-5"); err != nil {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "suggested.json")
 	stdout, err := runCLI(t, "schema", "suggest", "--data", data, "--epsilon", "0.5", "--delta", "1e-6", "--target", "wage",
 		"--transform", "wage=log", "--outer", "wage=1:100000", "--outer", "education=0:40",
-		"--categorical", "ethnicity", "--ledger", ledger, "--out", out)
+		"--categorical", "ethnicity", "--ledger", ledgerPath, "--out", out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestSchemaSuggestCLI(t *testing.T) {
 			t.Errorf("feature %q is not marked estimated", f.Name)
 		}
 	}
-	l, _ := accounting.OpenLedger(ledger)
+	l, _ := ledger.Open(ledgerPath)
 	st, _ := l.State(t.Context())
 	if sp := st.Spent(); sp.Epsilon > 0.5 || sp.Epsilon < 0.5*(1-1e-9) || sp.Delta > 1e-6 || sp.Delta < 1e-6*(1-1e-9) {
 		t.Errorf("ledger spent %+v, want (0.5, 1e-6)", sp)

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"math/big"
 
-	"github.com/dplearn/dplearn/accounting"
-
 	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/report"
 )
 
@@ -57,7 +56,7 @@ func (a *aggLedger) canPay(k int) error {
 		return fmt.Errorf("ledger %s: %w", a.path, err)
 	}
 	if left.Cmp(big.NewInt(int64(k))) < 0 {
-		return fmt.Errorf("ledger %s cannot pay for %d queries at ε = %g, δ = %g each: %w; %s", a.path, k, a.p.Epsilon, a.p.Delta, accounting.ErrOverBudget, a.status())
+		return fmt.Errorf("ledger %s cannot pay for %d queries at ε = %g, δ = %g each: %w; %s", a.path, k, a.p.Epsilon, a.p.Delta, ledger.ErrOverBudget, a.status())
 	}
 	return nil
 }
@@ -122,12 +121,12 @@ func fileLedgerStatus(sl siteLedger, path string, eps, delta float64, runLeft in
 // still pay for, exactly: the largest k with the charges so far plus k·(ε,
 // δ) within the budget, all summed as exact rationals (as the ledger's
 // Charge decides), and the ledger's state.
-func ledgerLeft(sl siteLedger, eps, delta float64) (*big.Int, accounting.LedgerState, error) {
+func ledgerLeft(sl siteLedger, eps, delta float64) (*big.Int, ledger.State, error) {
 	st, err := sl.l.State(sl.ctx)
 	if err != nil {
 		return nil, st, err
 	}
-	left := func(budget, per float64, get func(accounting.Charge) float64) *big.Int {
+	left := func(budget, per float64, get func(ledger.Charge) float64) *big.Int {
 		r := new(big.Rat).SetFloat64(budget)
 		for _, c := range st.Charges {
 			r.Sub(r, new(big.Rat).SetFloat64(get(c)))
@@ -138,9 +137,9 @@ func ledgerLeft(sl siteLedger, eps, delta float64) (*big.Int, accounting.LedgerS
 		q := r.Quo(r, new(big.Rat).SetFloat64(per))
 		return new(big.Int).Quo(q.Num(), q.Denom())
 	}
-	k := left(st.Budget.Epsilon, eps, func(c accounting.Charge) float64 { return c.Epsilon })
+	k := left(st.Budget.Epsilon, eps, func(c ledger.Charge) float64 { return c.Epsilon })
 	if delta > 0 {
-		if kd := left(st.Budget.Delta, delta, func(c accounting.Charge) float64 { return c.Delta }); kd.Cmp(k) < 0 {
+		if kd := left(st.Budget.Delta, delta, func(c ledger.Charge) float64 { return c.Delta }); kd.Cmp(k) < 0 {
 			k = kd
 		}
 	}

@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/internal/atomicfile"
+	"github.com/dplearn/dplearn/internal/filelock"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/report"
 	"github.com/dplearn/dplearn/schema"
@@ -201,15 +203,15 @@ func TestPublishModelOrder(t *testing.T) {
 	dir := t.TempDir()
 	model := &regress.Model{Format: regress.ModelFormat, Kind: regress.Linear, Schema: &schema.Schema{Target: schema.Target{Name: "y"}},
 		Privacy: report.Privacy{Private: true, Epsilon: 0.5, Delta: 1e-6}}
-	newLedger := func(t *testing.T, eps float64) (*accounting.Ledger, string) {
+	newLedger := func(t *testing.T, eps float64) (*ledger.Ledger, string) {
 		p := filepath.Join(t.TempDir(), "L.json")
-		l, err := accounting.CreateLedger(ctx, p, "x", accounting.Budget{Epsilon: eps, Delta: 1e-5})
+		l, err := ledger.Create(ctx, p, "x", ledger.Budget{Epsilon: eps, Delta: 1e-5})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return l, p
 	}
-	charges := func(t *testing.T, l *accounting.Ledger) int {
+	charges := func(t *testing.T, l *ledger.Ledger) int {
 		st, err := l.State(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -247,7 +249,7 @@ func TestPublishModelOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = publishModel(ctx, model, out, l, fitOptions{ledger: lp, out: target})
-		if !errors.Is(err, accounting.ErrOverBudget) {
+		if !errors.Is(err, ledger.ErrOverBudget) {
 			t.Fatalf("over budget: %v", err)
 		}
 		if _, serr := os.Stat(target); serr == nil {
@@ -309,7 +311,7 @@ func TestFitFullDeviceSaysWhatWasCharged(t *testing.T) {
 }
 
 // TestStaleTemporariesRemoved: temporary files of a killed fit (unlocked,
-// older than staleTemp) are removed by the next fit to the same --out; a
+// older than atomicfile.StaleAge) are removed by the next fit to the same --out; a
 // live writer's (locked) and a fresh one are kept (issue 23 item 7: 79
 // .m.json.tmp* files were left behind).
 func TestStaleTemporariesRemoved(t *testing.T) {
@@ -317,7 +319,7 @@ func TestStaleTemporariesRemoved(t *testing.T) {
 	data := writeWageData(t, dir, 200)
 	sch := writeFile(t, dir, "schema.json", wageSchema)
 	out := filepath.Join(dir, "m.json")
-	old := time.Now().Add(-2 * staleTemp)
+	old := time.Now().Add(-2 * atomicfile.StaleAge)
 	mk := func(name string, age time.Time) string {
 		p := writeFile(t, dir, name, "{")
 		if err := os.Chtimes(p, age, age); err != nil {
@@ -333,8 +335,8 @@ func TestStaleTemporariesRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatal(err)
+	if ok, err := filelock.TryLock(f); !ok || err != nil {
+		t.Fatalf("lock: %v %v", ok, err)
 	}
 	other := mk(".other.json.tmp555", old)
 	if _, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "nonprivate", "--out", out); err != nil {
@@ -360,13 +362,13 @@ func TestFitKilledAtRandomInstants(t *testing.T) {
 	dir := t.TempDir()
 	data := writeWageData(t, dir, 3000)
 	sch := writeFile(t, dir, "schema.json", wageSchema)
-	ledger := filepath.Join(dir, "L.json")
-	if _, err := runCLI(t, "ledger", "create", ledger, "--name", "x", "--epsilon", "1000", "--delta", "1e-3"); err != nil {
+	ledgerPath := filepath.Join(dir, "L.json")
+	if _, err := runCLI(t, "ledger", "create", ledgerPath, "--name", "x", "--epsilon", "1000", "--delta", "1e-3"); err != nil {
 		t.Fatal(err)
 	}
 	run := func(k int, kill time.Duration) {
 		cmd := exec.Command(os.Args[0], "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm",
-			"--epsilon", "0.5", "--delta", "1e-6", "--ledger", ledger, "--out", filepath.Join(dir, fmt.Sprintf("m%d.json", k)))
+			"--epsilon", "0.5", "--delta", "1e-6", "--ledger", ledgerPath, "--out", filepath.Join(dir, fmt.Sprintf("m%d.json", k)))
 		cmd.Env = append(os.Environ(), capeChildEnv+"=1")
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -384,7 +386,7 @@ func TestFitKilledAtRandomInstants(t *testing.T) {
 	for k := 1; k <= runs; k++ {
 		run(k, time.Duration(rng.Float64()*1.2*float64(full)))
 	}
-	l, err := accounting.OpenLedger(ledger)
+	l, err := ledger.Open(ledgerPath)
 	if err != nil {
 		t.Fatalf("ledger after kills: %v", err)
 	}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
@@ -19,22 +19,19 @@ import (
 
 // fitOptions are the flags of `dplearn fit`.
 type fitOptions struct {
-	data, schemaPath, model, mechanism, out     string
-	delimiter, ledger, stats                    string
-	epsilon, delta, lambda, lambdaFactor, split float64
-	objpert                                     regress.ObjPertOptions
-	noisygd                                     regress.NoisyGDOptions
-	irls                                        regress.IRLSOptions
-	laplaceFirstMoment                          bool
-	ciShare                                     float64
-	cov                                         string
-	logisticApprox                              string
-	logisticRange, solveRadius                  float64
-	seed                                        uint64
-	seeded                                      bool
-	skipBadRows                                 bool
-	noStructure                                 bool
-	workers                                     int
+	data, schemaPath, model, mechanism, out string
+	delimiter, ledger, stats                string
+	epsilon, delta                          float64
+	// mech holds the value of every mechanism option (regress.Options),
+	// by flag: a *float64, *int, *string or *bool.
+	mech        map[string]any
+	ciShare     float64
+	cov         string
+	seed        uint64
+	seeded      bool
+	skipBadRows bool
+	noStructure bool
+	workers     int
 }
 
 func newFitCmd() *cobra.Command {
@@ -51,25 +48,7 @@ label (logistic). Values are clipped to them; nothing is read off the data.
 See the README for the schema format.
 
 Mechanisms:
-  nonprivate   exact least squares / logistic maximum likelihood (reference only)
-  truncated    minimiser of the Taylor-truncated objective, no noise (reference)
-  fm           Functional Mechanism (Zhang et al. 2012): ε-DP, Laplace noise
-  gaussian-fm  Gaussian FM (Tasnim et al.) with corrected sensitivities and joint
-               analytic-Gaussian calibration: (ε, δ)-DP; the recommended default
-  relaxed-fm   relaxed FM (Ding et al.): (ε, δ)-DP, one Gaussian on all coefficients
-  objpert      objective perturbation as approximate minima perturbation (Iyengar
-               et al. 2019; Chaudhuri et al. 2011 logistic, Kifer et al. 2012 linear
-               on a public parameter ball): (ε, δ)-DP, needs --delta
-  noisygd      noisy gradient descent (Song et al. 2013), T steps in a public ball:
-               (ε, δ)-DP by Rényi DP; give --epsilon/--delta or --sigma
-  irls         DP-IRLS robust L1 regression (Park & Welling), --model robust:
-               symmetric Gaussian noise on the moments, zCDP accounting
-  irls-wishart the seed's Wishart variant: NOT DP, for reproducing its figure only
-  dpme         DPME (Lei 2011): Laplace histogram on the schema's public grid,
-               the model fitted on weighted synthetic cells: ε-DP (a baseline)
-  filter-priority  Filter-Priority (Cormode et al. 2012): geometric noise, a
-               threshold and priority sampling on the same grid: ε-DP (a baseline)
-
+` + regress.MechanismHelp() + `
 --model robust fits least-absolute-deviations (L1) regression of a continuous
 target; use it with nonprivate or irls.
 
@@ -116,31 +95,11 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	f.StringVar(&o.mechanism, "mechanism", "", "one of "+strings.Join(regress.Mechanisms(), ", "))
 	f.Float64Var(&o.epsilon, "epsilon", 0, "privacy parameter ε (> 0)")
 	f.Float64Var(&o.delta, "delta", 0, "privacy parameter δ for (ε, δ) mechanisms, in (0, 1/N) (e.g. 1e-6; keep it well below 1/N)")
-	f.Float64Var(&o.lambda, "lambda", -1, "ridge λ added to the noisy Λ2 (data-independent); negative: the mechanism's default")
-	f.Float64Var(&o.lambdaFactor, "lambda-factor", regress.DefaultLambdaFactor, "when --lambda is negative: λ = this × the per-entry noise std of Λ2")
-	f.Float64Var(&o.split, "split", regress.DefaultGaussianFMSplit, "gaussian-fm: share of the budget given to Λ1 (the rest to Λ2)")
 	f.StringVar(&o.out, "out", "", "where to write MODEL.json (- for standard output)")
-	f.Float64Var(&o.objpert.Lambda, "objpert-lambda", 0, "objpert: regularisation strength Λ (0: the documented default)")
-	f.Float64Var(&o.objpert.Radius, "radius", 0, "objpert (linear) and noisygd: public bound R on the encoded ‖ω‖ (0: default √d/2 for linear, 2√d for noisygd logistic, d = number of encoded coefficients)")
 	f.Float64Var(&o.ciShare, "ci-share", defaultCIShare, "linear fm/relaxed-fm/gaussian-fm and irls: share of --epsilon spent on the target's second moment (irls: a residual summary) for confidence intervals (0: no intervals)")
 	f.StringVar(&o.cov, "cov", regress.CovNonrobust, "nonprivate: covariance of the classical summary: nonrobust or HC1 (heteroskedasticity-robust)")
-	f.Float64Var(&o.objpert.Tolerance, "objpert-tolerance", 0, "objpert: public bound γ on the optimiser's gradient norm, covered by the output noise (0: default 1e-9)")
-	f.Float64Var(&o.objpert.OutputShare, "objpert-output-share", 0, "objpert: share of the budget given to the output noise, in (0, 1) (0: default)")
-	f.IntVar(&o.noisygd.Iterations, "iterations", 0, "noisygd: number of steps T (0: default 100)")
-	f.Float64Var(&o.noisygd.Sigma, "sigma", 0, "noisygd: noise multiplier (noise std ÷ sensitivity); 0: solve for it from --epsilon/--delta")
-	f.Float64Var(&o.noisygd.BatchRate, "batch-rate", 0, "noisygd: Poisson sampling rate q of mini-batches (0 or 1: full batch)")
-	f.Float64Var(&o.noisygd.LearningRate, "learning-rate", 0, "noisygd: step size (0: 1/L, L the smoothness bound)")
-	f.Float64Var(&o.noisygd.Lambda, "gd-ridge", 0, "noisygd: data-independent ridge added to the objective")
-	f.IntVar(&o.irls.Iterations, "irls-iterations", 0, "irls: iterations J (0: default: min(12, max(1, ⌊2 ln(Nε/d)⌋)) preconditioned, 3 gradient, 1 moments after a warm start, 2 cold)")
-	f.Float64Var(&o.irls.ResidualFloor, "residual-floor", 0, "irls: floor η in the weights 1/max(η, |r|), encoded target scale (0: default: min(1, max(0.1, 1.5√(d/(Nε)))) for the gradient forms, min(1, max(0.3, 3√(d/(Nε)))) moments after a warm start, 0.2 cold)")
-	f.Float64Var(&o.irls.WarmStart, "irls-warm-start", 0, "irls: share of the budget for a Gaussian FM least-squares warm start (0: default 0.3 preconditioned, 0.2 otherwise; negative: the seed's cold start from ω = 0)")
-	f.StringVar(&o.irls.Form, "irls-form", "", "irls: what each iteration releases: preconditioned (g = (1/N)Σψ_η(r)x and m; the default after a warm start), gradient (g and B) or moments (the seed's A and B; the default cold)")
-	f.StringVar(&o.logisticApprox, "logistic-approx", "taylor", "fm, relaxed-fm, gaussian-fm (logistic): quadratic stand-in for log(1+e^z): taylor (the seed's), chebyshev or least-squares over |xᵀω| ≤ --logistic-range")
-	f.Float64Var(&o.logisticRange, "logistic-range", 0, "fm, relaxed-fm, gaussian-fm (logistic): public range R of xᵀω for chebyshev and least-squares (0: 4)")
-	f.Float64Var(&o.solveRadius, "solve-radius", 0, "fm, relaxed-fm, gaussian-fm: minimise the noisy objective over the public ball ‖ω‖ ≤ R (0: unconstrained)")
 	f.BoolVar(&o.noStructure, "no-schema-structure", false, "fm, relaxed-fm, gaussian-fm: do not project the released Λ2 onto the identities the schema's encoding implies (known intercept and indicator entries)")
-	f.BoolVar(&o.laplaceFirstMoment, "laplace-first-moment", false, "irls: Laplace instead of Gaussian noise on the first moment")
-	f.Float64Var(&o.irls.Split, "irls-split", 0, "irls: share of each iteration's budget given to the first release, A or g (0: 0.8 preconditioned, 0.5 otherwise)")
+	o.mech = addMechanismFlags(cmd)
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE generator with this seed (experiments only)")
 	f.BoolVar(&o.skipBadRows, "skip-bad-rows", false, "skip and count rows that cannot be encoded instead of stopping")
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: all cores)")
@@ -248,7 +207,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		return fmt.Errorf("--schema %s: %w", o.schemaPath, err) // before anything is allocated
 	}
 	est = regress.WithSchema(est, s) // the histogram baselines' public grid
-	var ledger *accounting.Ledger
+	var ledger *ledger.Ledger
 	if o.ledger != "" {
 		if ledger, err = openFitLedger(ctx, o, est); err != nil {
 			return err
@@ -285,11 +244,9 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			return err
 		}
 	}
-	cfg := regress.Config{Kind: kind, Epsilon: o.epsilon, Delta: o.delta, Lambda: o.lambda, LambdaFactor: o.lambdaFactor, Split: o.split,
-		Source: randomSource(o.seeded, o.seed), ObjPert: o.objpert, NoisyGD: o.noisygd, IRLS: o.irls,
-		LogisticApprox: o.logisticApprox, LogisticRange: o.logisticRange, SolveRadius: o.solveRadius}
-	if o.laplaceFirstMoment {
-		cfg.IRLS.FirstMoment = "laplace"
+	cfg := regress.Config{Kind: kind, Epsilon: o.epsilon, Delta: o.delta, Source: randomSource(o.seeded, o.seed)}
+	if err := applyMechanismFlags(&cfg, o.mech); err != nil {
+		return err
 	}
 	if !o.noStructure {
 		if cfg.Structure, err = regress.GramStructureFor(s); err != nil {

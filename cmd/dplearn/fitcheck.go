@@ -12,64 +12,51 @@ import (
 	"github.com/dplearn/dplearn/regress"
 )
 
-// mechanismUse says which models and flags a --mechanism reads, so that
-// flags which would be ignored are refused rather than silently dropped.
-type mechanismUse struct {
-	kinds []regress.Kind
-	// epsilon: reads --epsilon. delta: 0 takes no δ, 1 needs δ > 0, 2 takes
-	// an optional δ.
-	epsilon bool
-	delta   int
-	flags   []string // mechanism-specific flags it reads
-}
-
-var (
-	linLog   = []regress.Kind{regress.Linear, regress.Logistic}
-	fmFlags  = []string{"lambda", "lambda-factor", "logistic-approx", "logistic-range", "solve-radius"}
-	irlsOnly = []regress.Kind{regress.Robust}
-)
-
-// mechanismUses is the table behind checkFitFlags (see regress.New).
-var mechanismUses = map[string]mechanismUse{
-	"nonprivate":   {kinds: []regress.Kind{regress.Linear, regress.Logistic, regress.Robust}},
-	"truncated":    {kinds: linLog},
-	"fm":           {kinds: linLog, epsilon: true, flags: fmFlags},
-	"relaxed-fm":   {kinds: linLog, epsilon: true, delta: 1, flags: fmFlags},
-	"gaussian-fm":  {kinds: linLog, epsilon: true, delta: 1, flags: append([]string{"split"}, fmFlags...)},
-	"objpert":      {kinds: linLog, epsilon: true, delta: 1, flags: []string{"objpert-lambda", "radius", "objpert-tolerance", "objpert-output-share"}},
-	"noisygd":      {kinds: linLog, epsilon: true, delta: 1, flags: []string{"radius", "iterations", "sigma", "batch-rate", "learning-rate", "gd-ridge"}},
-	"irls":         {kinds: irlsOnly, epsilon: true, delta: 1, flags: []string{"irls-iterations", "residual-floor", "laplace-first-moment", "irls-split", "irls-warm-start", "irls-form", "lambda", "lambda-factor"}},
-	"irls-wishart": {kinds: irlsOnly, epsilon: true, delta: 2, flags: []string{"irls-iterations", "residual-floor", "laplace-first-moment"}},
-	// The histogram baselines: pure ε-DP on the schema's public grid
-	// (regress.WithSchema), no options of their own on the command line.
-	"dpme":            {kinds: linLog, epsilon: true},
-	"filter-priority": {kinds: linLog, epsilon: true},
-}
-
-// mechanismFlags lists every mechanism-specific flag.
-func mechanismFlags() []string {
-	var all []string
-	for _, u := range mechanismUses {
-		for _, f := range u.flags {
-			if !slices.Contains(all, f) {
-				all = append(all, f)
-			}
+// addMechanismFlags defines a flag for every mechanism option of the
+// registry (regress.Options: name, help and default are the registry's)
+// and returns where each value lands, by flag.
+func addMechanismFlags(cmd *cobra.Command) map[string]any {
+	f := cmd.Flags()
+	vals := map[string]any{}
+	for _, op := range regress.Options() {
+		switch d := op.Default.(type) {
+		case float64:
+			vals[op.Flag] = f.Float64(op.Flag, d, op.Help)
+		case int:
+			vals[op.Flag] = f.Int(op.Flag, d, op.Help)
+		case string:
+			vals[op.Flag] = f.String(op.Flag, d, op.Help)
+		case bool:
+			vals[op.Flag] = f.Bool(op.Flag, d, op.Help)
+		default:
+			panic(fmt.Sprintf("regress option %s has a default of type %T", op.Flag, d))
 		}
 	}
-	slices.Sort(all)
-	return all
+	return vals
 }
 
-// mechanismsFor lists the mechanisms that fit kind.
-func mechanismsFor(kind regress.Kind) []string {
-	var ms []string
-	for name, u := range mechanismUses {
-		if slices.Contains(u.kinds, kind) {
-			ms = append(ms, name)
+// applyMechanismFlags sets every mechanism option's flag value (its
+// default when not given) in cfg.
+func applyMechanismFlags(cfg *regress.Config, vals map[string]any) error {
+	for _, op := range regress.Options() {
+		var v any
+		switch p := vals[op.Flag].(type) {
+		case *float64:
+			v = *p
+		case *int:
+			v = *p
+		case *string:
+			v = *p
+		case *bool:
+			v = *p
+		default:
+			return fmt.Errorf("--%s: no value", op.Flag)
+		}
+		if err := op.Apply(cfg, v); err != nil {
+			return err
 		}
 	}
-	slices.Sort(ms)
-	return ms
+	return nil
 }
 
 // checkFitFlags refuses, in the words of the flags, combinations that make
@@ -78,29 +65,30 @@ func mechanismsFor(kind regress.Kind) []string {
 // would ignore or one outside (0, 1), and mechanism-specific flags given to
 // another mechanism.
 func checkFitFlags(cmd *cobra.Command, o fitOptions, kind regress.Kind) error {
-	u, ok := mechanismUses[o.mechanism]
+	u, ok := regress.LookupMechanism(o.mechanism)
 	if !ok {
 		return fmt.Errorf("--mechanism %q: want one of %s", o.mechanism, strings.Join(regress.Mechanisms(), ", "))
 	}
 	changed := cmd.Flags().Changed
-	if !slices.Contains(u.kinds, kind) {
-		return fmt.Errorf("--model %s cannot be fitted by --mechanism %s; for --model %s use --mechanism %s", kind, o.mechanism, kind, strings.Join(mechanismsFor(kind), ", "))
+	if !slices.Contains(u.Kinds, kind) {
+		return fmt.Errorf("--model %s cannot be fitted by --mechanism %s; for --model %s use --mechanism %s", kind, o.mechanism, kind, strings.Join(regress.MechanismsFor(kind), ", "))
 	}
-	sigmaGiven := o.mechanism == "noisygd" && changed("sigma")
+	epsilon := u.Privacy.TakesEpsilon()
+	sigmaGiven := u.EpsilonOr != "" && changed(u.EpsilonOr)
 	switch {
-	case !u.epsilon && changed("epsilon"):
+	case !epsilon && changed("epsilon"):
 		return fmt.Errorf("--epsilon: --mechanism %s adds no noise and has no privacy parameter (it is a non-private reference fit); drop --epsilon, or choose a private mechanism", o.mechanism)
-	case u.epsilon && !changed("epsilon") && !sigmaGiven:
+	case epsilon && !changed("epsilon") && !sigmaGiven:
 		return fmt.Errorf("--mechanism %s needs --epsilon (the privacy parameter ε > 0, e.g. --epsilon 1)", o.mechanism)
-	case u.epsilon && changed("epsilon") && (!(o.epsilon > 0) || math.IsInf(o.epsilon, 0)):
+	case epsilon && changed("epsilon") && (!(o.epsilon > 0) || math.IsInf(o.epsilon, 0)):
 		return fmt.Errorf("--epsilon must be a finite number > 0, got %v", o.epsilon)
 	}
 	switch {
-	case u.delta == 0 && changed("delta") && !u.epsilon:
+	case !u.Privacy.TakesDelta() && changed("delta") && !epsilon:
 		return fmt.Errorf("--delta: --mechanism %s adds no noise and has no privacy parameter; drop --delta", o.mechanism)
-	case u.delta == 0 && changed("delta"):
+	case !u.Privacy.TakesDelta() && changed("delta"):
 		return fmt.Errorf("--delta: --mechanism %s is pure ε-DP and takes no δ; drop --delta, or use gaussian-fm for (ε, δ)-DP", o.mechanism)
-	case u.delta == 1 && !changed("delta"):
+	case u.Privacy.NeedsDelta() && !changed("delta"):
 		return fmt.Errorf("--mechanism %s needs --delta (δ > 0, well below 1/N, e.g. --delta 1e-6)", o.mechanism)
 	case changed("delta") && (!(o.delta > 0) || !(o.delta < 1)):
 		return fmt.Errorf("--delta must be in (0, 1) and well below 1/N (e.g. 1e-6), got %v", o.delta)
@@ -108,16 +96,9 @@ func checkFitFlags(cmd *cobra.Command, o fitOptions, kind regress.Kind) error {
 	if err := checkFlagRanges(cmd); err != nil {
 		return err
 	}
-	for _, f := range mechanismFlags() {
-		if changed(f) && !slices.Contains(u.flags, f) {
-			var by []string
-			for name, v := range mechanismUses {
-				if slices.Contains(v.flags, f) {
-					by = append(by, name)
-				}
-			}
-			slices.Sort(by)
-			return fmt.Errorf("--%s is read only by --mechanism %s, not by %s; drop it", f, strings.Join(by, ", "), o.mechanism)
+	for _, op := range regress.Options() {
+		if changed(op.Flag) && !u.Reads(op.Flag) {
+			return fmt.Errorf("--%s is read only by --mechanism %s, not by %s; drop it", op.Flag, strings.Join(regress.ReadersOf(op.Flag), ", "), o.mechanism)
 		}
 	}
 	return nil

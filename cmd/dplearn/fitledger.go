@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/report"
 	"github.com/dplearn/dplearn/schema"
@@ -46,7 +46,7 @@ func dropsMissing(s *schema.Schema) bool { return s.DropsRecords() }
 // is read, a fit whose requested (ε, δ) clearly does not fit in what is
 // left. The exact check is the charge itself (chargeFit), made with the
 // guarantee the fit achieved before the model is written.
-func openFitLedger(ctx context.Context, o fitOptions, est regress.Estimator) (*accounting.Ledger, error) {
+func openFitLedger(ctx context.Context, o fitOptions, est regress.Estimator) (*ledger.Ledger, error) {
 	if !est.Private() {
 		return nil, fmt.Errorf("--ledger: --mechanism %s releases a model with no privacy guarantee; a budget cannot account for it (fit without --ledger, and do not release it)", o.mechanism)
 	}
@@ -56,7 +56,7 @@ func openFitLedger(ctx context.Context, o fitOptions, est regress.Estimator) (*a
 	if _, err := os.Stat(o.ledger); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("--ledger %s: no such ledger; create it first: dplearn ledger create %s --name NAME --epsilon E --delta D", o.ledger, o.ledger)
 	}
-	l, err := accounting.OpenLedger(o.ledger)
+	l, err := ledger.Open(o.ledger)
 	if err != nil {
 		return nil, fmt.Errorf("--ledger %s: %w", o.ledger, err)
 	}
@@ -83,16 +83,16 @@ func openFitLedger(ctx context.Context, o fitOptions, est regress.Estimator) (*a
 // zCDP ledger when the accountant reports one) to the ledger; an error
 // means nothing was charged and the model must not be written. It returns
 // the charge in words, for messages.
-func chargeFit(ctx context.Context, l *accounting.Ledger, o fitOptions, m *regress.Model) (string, error) {
+func chargeFit(ctx context.Context, l *ledger.Ledger, o fitOptions, m *regress.Model) (string, error) {
 	p := m.Privacy
 	st, err := l.State(ctx)
 	if err != nil {
 		return "", fmt.Errorf("--ledger %s: %w", o.ledger, err)
 	}
-	c := accounting.Charge{Epsilon: p.Epsilon, Delta: p.Delta}
+	c := ledger.Charge{Epsilon: p.Epsilon, Delta: p.Delta}
 	spent := fmt.Sprintf("ε = %s, δ = %s", report.Up(p.Epsilon), report.Up(p.Delta))
 	if st.Budget.IsZCDP() && p.Rho > 0 {
-		c = accounting.Charge{Rho: p.Rho}
+		c = ledger.Charge{Rho: p.Rho}
 		spent = fmt.Sprintf("ρ = %s", report.Up(p.Rho))
 	}
 	label := fmt.Sprintf("dplearn fit --mechanism %s --model %s of %q on %s (%s) → %s", o.mechanism, m.Kind, m.Schema.Target.Name, displayPath(o.data), dataset.Plural(m.Training.Rows, "row"), displayPath(o.out))
@@ -118,7 +118,7 @@ func chargeFit(ctx context.Context, l *accounting.Ledger, o fitOptions, m *regre
 // into place (standard output, a pipe, a device) is charged first and
 // written after, so that nothing is released unpaid; a failed write then
 // says what was charged.
-func publishModel(ctx context.Context, m *regress.Model, out *outputFile, l *accounting.Ledger, o fitOptions) error {
+func publishModel(ctx context.Context, m *regress.Model, out *outputFile, l *ledger.Ledger, o fitOptions) error {
 	if !out.atomic() {
 		spent := ""
 		if l != nil {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/report"
 )
 
@@ -57,14 +57,14 @@ Example:
 		}
 		return nil
 	}
-	budgetFlags := func(c *cobra.Command, b *accounting.Budget) {
+	budgetFlags := func(c *cobra.Command, b *ledger.Budget) {
 		c.Flags().Float64Var(&b.Epsilon, "epsilon", 0, "ε")
 		c.Flags().Float64Var(&b.Delta, "delta", 0, "δ")
 		c.Flags().Float64Var(&b.Rho, "rho", 0, "ρ (zCDP)")
 	}
 
 	var name string
-	var budget accounting.Budget
+	var budget ledger.Budget
 	create := &cobra.Command{Use: "create FILE", Short: "Create a ledger", Args: cobra.MaximumNArgs(1),
 		Long: "create makes a new ledger file (it refuses to overwrite one).",
 		Example: "  " + prefix + " create site.json --name hospital-A --epsilon 1 --delta 1e-5\n" +
@@ -89,7 +89,7 @@ Example:
 		if c.Flags().Changed("rho") && (c.Flags().Changed("epsilon") || c.Flags().Changed("delta")) {
 			return fmt.Errorf("--rho with --epsilon/--delta: a ledger holds one kind of budget, (--epsilon, --delta) or --rho (zCDP)")
 		}
-		l, err := accounting.CreateLedger(c.Context(), file, name, budget)
+		l, err := ledger.Create(c.Context(), file, name, budget)
 		if err != nil {
 			return fmt.Errorf("ledger create: %w", err)
 		}
@@ -101,7 +101,7 @@ Example:
 	}
 
 	var label string
-	var cost accounting.Budget
+	var cost ledger.Budget
 	charge := &cobra.Command{Use: "charge FILE", Short: "Charge a release (refused if over budget)", Args: cobra.MaximumNArgs(1),
 		Long:    "charge records one release's cost, or fails without recording it if the budget would be exceeded.",
 		Example: "  " + prefix + " charge site.json --label q1 --epsilon 0.1 --delta 1e-7"}
@@ -126,7 +126,7 @@ Example:
 		if err != nil {
 			return fmt.Errorf("ledger charge: %w", err)
 		}
-		st, err := l.Charge(c.Context(), label, accounting.Charge{Epsilon: cost.Epsilon, Delta: cost.Delta, Rho: cost.Rho})
+		st, err := l.Charge(c.Context(), label, ledger.Charge{Epsilon: cost.Epsilon, Delta: cost.Delta, Rho: cost.Rho})
 		if err != nil {
 			return fmt.Errorf("ledger charge: %w", err)
 		}
@@ -162,7 +162,7 @@ Example:
 // printLedger prints a ledger with every figure labelled: spent amounts are
 // rounded up and what is left rounded down (never overstate what remains);
 // the budget is echoed exactly with %g.
-func printLedger(w io.Writer, f outputFormat, file string, st accounting.LedgerState) error {
+func printLedger(w io.Writer, f outputFormat, file string, st ledger.State) error {
 	spent := st.Spent()
 	b := st.Budget
 	left := func(budget, spent float64) float64 {
@@ -207,9 +207,9 @@ func printLedger(w io.Writer, f outputFormat, file string, st accounting.LedgerS
 }
 
 // openLedgerFile opens a ledger, saying how to create a missing one.
-func openLedgerFile(file string) (*accounting.Ledger, error) {
+func openLedgerFile(file string) (*ledger.Ledger, error) {
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: no such ledger (create it: dplearn ledger create %s --name NAME --epsilon E --delta D)", file, file)
 	}
-	return accounting.OpenLedger(file)
+	return ledger.Open(file)
 }

@@ -16,7 +16,8 @@ import (
 // TestEveryMechanismThroughCLI runs every mechanism regress.New knows
 // (regress.Mechanisms, so the list cannot drift) through `dplearn fit` on
 // the embedded CPS 1988 data, and checks that the README's mechanism table
-// lists exactly these mechanisms and the CLI's table knows each: dpme and
+// lists exactly these mechanisms (the CLI derives its flags from the same
+// registry): dpme and
 // filter-priority were once refused by the CLI although regress and the
 // README had them (issue 24).
 func TestEveryMechanismThroughCLI(t *testing.T) {
@@ -55,18 +56,18 @@ func TestEveryMechanismThroughCLI(t *testing.T) {
 	sch := writeFile(t, dir, "cps.json", string(ds.Schema))
 	for _, mech := range regress.Mechanisms() {
 		t.Run(mech, func(t *testing.T) {
-			u, ok := mechanismUses[mech]
+			u, ok := regress.LookupMechanism(mech)
 			if !ok {
-				t.Fatalf("the CLI's mechanism table does not know %s", mech)
+				t.Fatalf("the registry does not know %s", mech)
 			}
-			kind := u.kinds[0]
+			kind := u.Kinds[0]
 			out := filepath.Join(dir, mech+".json")
 			args := []string{"fit", "--data", data, "--schema", sch, "--model", string(kind), "--mechanism", mech,
 				"--out", out, "--format", "json", "--seed", "1"}
-			if u.epsilon {
+			if u.Privacy.TakesEpsilon() {
 				args = append(args, "--epsilon", "1")
 			}
-			if u.delta != 0 {
+			if u.Privacy.TakesDelta() {
 				args = append(args, "--delta", "1e-6")
 			}
 			stdout, err := runCLI(t, args...)
@@ -83,7 +84,7 @@ func TestEveryMechanismThroughCLI(t *testing.T) {
 			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Coef) == 0 || (u.epsilon && mech != "irls-wishart") != res.Privacy.Private || (res.Privacy.Private && !(res.Privacy.Epsilon > 0)) {
+			if len(res.Coef) == 0 || (u.Privacy.TakesEpsilon() && mech != "irls-wishart") != res.Privacy.Private || (res.Privacy.Private && !(res.Privacy.Epsilon > 0)) {
 				t.Fatalf("%s: %s", mech, stdout)
 			}
 			if _, err := loadModel(out, nil); err != nil {

@@ -9,42 +9,29 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/internal/atomicfile"
 	"github.com/dplearn/dplearn/regress"
 )
 
 // outputFile is a destination named by an --out flag. A regular file (or a
 // new one) is written to a temporary file beside it and renamed into place
-// by Commit, so an interrupted run leaves the old file or none; "-" is
-// standard output; a device, a FIFO, a socket or anything reached through
-// /dev or /proc (/dev/stdout, /dev/fd/N) is written through, never replaced.
-// A symbolic link to a regular file keeps the link and replaces its target.
-//
-// Temporary files are named .<name>.tmp<random> beside the target and hold
-// an exclusive flock while their writer lives. A writer killed before
-// Commit or Abort (kill -9, power loss) leaves its temporary file behind;
-// the next createOutput for the same target removes every such file that
-// is unlocked and older than staleTemp (the age covers the instant between
-// a writer creating its file and locking it).
+// by Commit (internal/atomicfile: temporary files locked while their writer
+// lives, a dead writer's removed by the next write of the same target), so
+// an interrupted run leaves the old file or none; "-" is standard output; a
+// device, a FIFO, a socket or anything reached through /dev or /proc
+// (/dev/stdout, /dev/fd/N) is written through, never replaced. A symbolic
+// link to a regular file keeps the link and replaces its target.
 type outputFile struct {
-	name     string    // for messages: the path, or "standard output"
-	w        io.Writer // where Write goes
-	f        *os.File  // the open file (temporary or written-through), or nil for stdout
-	tmp      string    // the temporary file, renamed to final by Commit
-	final    string
-	perm     os.FileMode
-	prepared bool // Prepare succeeded: the content is on disk under tmp
+	name string           // for messages: the path, or "standard output"
+	w    io.Writer        // where Write goes
+	f    *os.File         // a written-through file, or nil
+	a    *atomicfile.File // the temporary file Commit renames, or nil
 }
-
-// staleTemp is the age past which an unlocked temporary file of an output
-// is a dead writer's.
-const staleTemp = time.Minute
 
 // createOutput opens the destination path ("-": stdout).
 func createOutput(path string, stdout io.Writer) (*outputFile, error) {
@@ -62,49 +49,11 @@ func createOutput(path string, stdout io.Writer) (*outputFile, error) {
 		}
 		return &outputFile{name: path, w: f, f: f}, nil
 	}
-	dir := filepath.Dir(target)
-	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return nil, fmt.Errorf("write %s: directory %s does not exist", path, dir)
-	}
-	removeStaleTemps(target)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp*")
+	a, err := atomicfile.Create(target, perm) // its errors say "write TARGET: …"
 	if err != nil {
-		return nil, fmt.Errorf("write %s: %w", path, err)
+		return nil, err
 	}
-	// Held until Commit or Abort, and dropped by the kernel if this process
-	// dies: an unlocked temporary file has no writer.
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("write %s: lock temporary file: %w", path, err)
-	}
-	return &outputFile{name: path, w: f, f: f, tmp: f.Name(), final: target, perm: perm}, nil
-}
-
-// removeStaleTemps removes the temporary files of target that killed
-// writers left: unlocked and older than staleTemp.
-func removeStaleTemps(target string) {
-	pattern := filepath.Join(filepath.Dir(target), globEscape("."+filepath.Base(target)+".tmp")+"*")
-	names, _ := filepath.Glob(pattern)
-	for _, name := range names {
-		st, err := os.Lstat(name)
-		if err != nil || !st.Mode().IsRegular() || time.Since(st.ModTime()) < staleTemp {
-			continue
-		}
-		f, err := os.Open(name)
-		if err != nil {
-			continue
-		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			os.Remove(name)
-		}
-		f.Close()
-	}
-}
-
-// globEscape quotes the pattern characters of a file name for filepath.Glob.
-func globEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(s)
+	return &outputFile{name: path, w: a, a: a}, nil
 }
 
 // resolveOutput follows path's symbolic links. It returns the regular file
@@ -156,25 +105,19 @@ func (o *outputFile) Write(p []byte) (int, error) { return o.w.Write(p) }
 
 // atomic reports whether the output is a temporary file that Commit renames
 // into place (false: standard output or written through).
-func (o *outputFile) atomic() bool { return o.tmp != "" }
+func (o *outputFile) atomic() bool { return o.a != nil && o.a.TempName() != "" }
 
 // Prepare makes the written content durable under the temporary name
 // (fsync, final permissions) without publishing it; Commit then only
 // renames. On error the temporary file is removed. For an output written
 // through, Prepare does nothing: what was written is already out.
 func (o *outputFile) Prepare() error {
-	if o.tmp == "" || o.prepared {
+	if !o.atomic() {
 		return nil
 	}
-	err := o.f.Sync()
-	if err == nil {
-		err = os.Chmod(o.tmp, o.perm)
-	}
-	if err != nil {
-		o.Abort()
+	if err := o.a.Prepare(); err != nil {
 		return fmt.Errorf("write %s: %w", o.name, err)
 	}
-	o.prepared = true
 	return nil
 }
 
@@ -192,42 +135,26 @@ func (o *outputFile) Commit() error {
 // commitKeep is Commit that leaves the temporary file (and says where it
 // is) when the rename fails: for content already paid for by a ledger.
 func (o *outputFile) commitKeep() error {
-	if o.f == nil {
-		return nil
-	}
-	if o.tmp == "" {
+	switch {
+	case o.f != nil:
 		return o.f.Close()
+	case o.atomic():
+		if err := o.a.Commit(); err != nil {
+			return fmt.Errorf("%s: %w", o.name, err)
+		}
 	}
-	if err := o.Prepare(); err != nil {
-		return err
-	}
-	if err := os.Rename(o.tmp, o.final); err != nil {
-		return fmt.Errorf("write %s: %w (the content is in %s)", o.name, err, o.tmp)
-	}
-	o.tmp = ""
-	syncDir(filepath.Dir(o.final))
-	return o.f.Close() // releases the lock
-}
-
-// syncDir fsyncs a directory so that a rename in it is durable.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	return nil
 }
 
 // Abort discards a temporary file; a written-through destination keeps what
 // was written (a pipe cannot be unwritten).
 func (o *outputFile) Abort() {
-	if o.f == nil {
-		return
+	switch {
+	case o.f != nil:
+		o.f.Close()
+	case o.a != nil:
+		o.a.Abort()
 	}
-	if o.tmp != "" {
-		os.Remove(o.tmp)
-		o.tmp = ""
-	}
-	o.f.Close()
 }
 
 // writeOutput writes data to path ("-": stdout) as createOutput does.

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/describe"
+	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/report"
 	"github.com/dplearn/dplearn/schema"
 )
@@ -161,7 +161,7 @@ func runSchemaSuggest(cmd *cobra.Command, o suggestFlags) error {
 	if err != nil {
 		return err
 	}
-	var l *accounting.Ledger
+	var l *ledger.Ledger
 	if o.ledger != "" {
 		if l, err = openSpendLedger(ctx, o.ledger, o.epsilon, o.delta, seeded); err != nil {
 			return err
@@ -260,14 +260,14 @@ func printSuggestReport(w io.Writer, res *describe.Suggestion, o suggestFlags) {
 // 'schema suggest' or 'describe' and refuses early, before the data is
 // read, a request that clearly does not fit (as openFitLedger does for a
 // fit). These releases report (ε, δ), so a zCDP ledger is refused.
-func openSpendLedger(ctx context.Context, path string, eps, delta float64, seeded bool) (*accounting.Ledger, error) {
+func openSpendLedger(ctx context.Context, path string, eps, delta float64, seeded bool) (*ledger.Ledger, error) {
 	if seeded {
 		return nil, fmt.Errorf("--ledger with --seed: seeded noise is predictable, so the release has no privacy guarantee to charge; drop --seed for a release")
 	}
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("--ledger %s: no such ledger; create it first: dplearn ledger create %s --name NAME --epsilon E --delta D", path, path)
 	}
-	l, err := accounting.OpenLedger(path)
+	l, err := ledger.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("--ledger %s: %w", path, err)
 	}
@@ -291,9 +291,9 @@ func openSpendLedger(ctx context.Context, path string, eps, delta float64, seede
 // in publishModel's order: write and fsync the temporary file, charge,
 // rename; an output that cannot be renamed into place is charged first and
 // written after. With l nil it only writes.
-func publishCharged(ctx context.Context, out *outputFile, data []byte, l *accounting.Ledger, ledgerPath, label string, eps, delta float64) error {
+func publishCharged(ctx context.Context, out *outputFile, data []byte, l *ledger.Ledger, ledgerPath, label string, eps, delta float64) error {
 	charge := func() (string, error) {
-		if _, err := l.Charge(ctx, label, accounting.Charge{Epsilon: eps, Delta: delta}); err != nil {
+		if _, err := l.Charge(ctx, label, ledger.Charge{Epsilon: eps, Delta: delta}); err != nil {
 			return "", fmt.Errorf("--ledger %s: refused, nothing written: %w", ledgerPath, err)
 		}
 		return fmt.Sprintf("ε = %s, δ = %s", report.Up(eps), report.Up(delta)), nil

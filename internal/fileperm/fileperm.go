@@ -27,7 +27,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"syscall"
 )
 
 // Modes the rule forbids.
@@ -76,18 +75,6 @@ func CheckFile(path string, st fs.FileInfo, private bool) error {
 		return fmt.Errorf("%s has mode %04o: group or others can write to it and replace its contents; fix with: chmod go-w %s", path, perm, path)
 	}
 	return checkOwner(path, st, "file")
-}
-
-func checkOwner(path string, st fs.FileInfo, what string) error {
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	uid := os.Getuid()
-	if int(sys.Uid) != uid && sys.Uid != 0 {
-		return fmt.Errorf("%s %s is owned by user %d, not by this user (%d) or root: its owner can replace it; fix with: chown %d %s (as root)", what, path, sys.Uid, uid, uid, path)
-	}
-	return nil
 }
 
 // CheckDirsOf checks (CheckDir) the directory holding path and, if path

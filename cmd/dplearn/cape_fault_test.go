@@ -9,18 +9,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/dplearn/dplearn/capefm"
 	"github.com/dplearn/dplearn/capenet"
-	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/transport/transportpb"
 )
 
-// capeFault is the hidden test hook of `cape join` (--test-fault, for the
-// fault tests; documented in docs/capefm.md). It makes the site misbehave
+// capeFault is the test hook of `cape join` (--test-fault, for the fault
+// tests; documented in docs/capefm.md). It exists only in the test binary:
+// init below registers the flag through addCapeJoinFaults, so the shipped
+// binary neither shows nor parses it (TestNoTestHooksShipped). It makes the site misbehave
 // from its own side only, as a broken or malicious site could anyway:
 //
 //	exit-at-round=R      exit(1) just before sending this site's message of round R
@@ -40,14 +42,14 @@ import (
 // Several are separated by commas.
 type capeFault struct {
 	exitAt, replayAt, oversizeAt int
-	claimName                    string
-	signKeysWith                 string
+	claim                        string
+	signWith                     string
 }
 
 // none reports whether no fault needs the BeforeSend hook (sign-keys-with
 // acts on the site's configuration instead).
 func (f capeFault) none() bool {
-	return f.exitAt < 0 && f.replayAt < 0 && f.oversizeAt < 0 && f.claimName == ""
+	return f.exitAt < 0 && f.replayAt < 0 && f.oversizeAt < 0 && f.claim == ""
 }
 
 func parseFault(s string) (capeFault, error) {
@@ -61,11 +63,11 @@ func parseFault(s string) (capeFault, error) {
 			return f, fmt.Errorf("--test-fault %q: want KEY=VALUE", part)
 		}
 		if k == "claim-name" {
-			f.claimName = v
+			f.claim = v
 			continue
 		}
 		if k == "sign-keys-with" {
-			f.signKeysWith = v
+			f.signWith = v
 			continue
 		}
 		r, err := strconv.Atoi(v)
@@ -86,16 +88,22 @@ func parseFault(s string) (capeFault, error) {
 	return f, nil
 }
 
-// faultTarget is where the hook's raw messages go.
-type faultTarget struct {
-	id                    *certs.Party
-	insecure              bool
-	name, server, address string
-	d                     int
+func (f capeFault) claimName() string    { return f.claim }
+func (f capeFault) signKeysWith() string { return f.signWith }
+
+func init() {
+	addCapeJoinFaults = func(fs *pflag.FlagSet) func() (capeJoinFaults, error) {
+		v := fs.String("test-fault", "", "test hook (see docs/capefm.md)")
+		_ = fs.MarkHidden("test-fault")
+		return func() (capeJoinFaults, error) { return parseFault(*v) }
+	}
 }
 
-// hook returns the BeforeSend hook that injects the faults.
+// hook returns the BeforeSend hook that injects the faults (nil: none).
 func (f capeFault) hook(w io.Writer, t faultTarget) func(context.Context, capefm.Message, []byte, *capefm.Params) error {
+	if f.none() {
+		return nil
+	}
 	return func(ctx context.Context, m capefm.Message, payload []byte, current *capefm.Params) error {
 		r := int(m.Round())
 		if r == f.exitAt && m.Type() != "announce" {

@@ -1,4 +1,10 @@
-package accounting
+// Package ledger persists a named privacy budget to a file and charges
+// releases to it: exact rational comparison with the budget (no
+// tolerance), safe across goroutines and processes (an exclusive lock on
+// <path>.lock, internal/filelock), each new state written atomically
+// (internal/atomicfile). It does the file and OS work that the privacy
+// arithmetic of package accounting does not.
+package ledger
 
 import (
 	"context"
@@ -6,17 +12,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/dplearn/dplearn/internal/atomicfile"
+	"github.com/dplearn/dplearn/internal/filelock"
 )
 
 // ErrOverBudget is returned (wrapped) by Ledger.Charge when a release would
 // exceed the budget. Nothing is recorded in that case.
-var ErrOverBudget = errors.New("accounting: privacy budget exceeded")
+var ErrOverBudget = errors.New("ledger: privacy budget exceeded")
 
 // Budget is the total privacy a ledger may spend: either (Epsilon, Delta)
 // composed by basic composition, or Rho (zCDP, additive). Exactly one kind
@@ -40,13 +48,13 @@ func (b Budget) IsZCDP() bool { return b.Rho > 0 }
 
 func (b Budget) validate() error {
 	if !finite(b.Epsilon) || !finite(b.Delta) || !finite(b.Rho) || b.Epsilon < 0 || b.Delta < 0 || b.Rho < 0 || b.Delta >= 1 {
-		return fmt.Errorf("accounting: invalid budget %+v (need finite ε ≥ 0, δ ∈ [0,1), ρ ≥ 0)", b)
+		return fmt.Errorf("ledger: invalid budget %+v (need finite ε ≥ 0, δ ∈ [0,1), ρ ≥ 0)", b)
 	}
 	if (b.Rho > 0) == (b.Epsilon > 0) {
-		return fmt.Errorf("accounting: budget must set either ε (with δ) or ρ, got %+v", b)
+		return fmt.Errorf("ledger: budget must set either ε (with δ) or ρ, got %+v", b)
 	}
 	if b.Rho > 0 && b.Delta != 0 {
-		return fmt.Errorf("accounting: a ρ budget has no δ, got %+v", b)
+		return fmt.Errorf("ledger: a ρ budget has no δ, got %+v", b)
 	}
 	return nil
 }
@@ -60,8 +68,8 @@ type Charge struct {
 	Time    time.Time `json:"time"`
 }
 
-// LedgerState is the content of a ledger file.
-type LedgerState struct {
+// State is the content of a ledger file.
+type State struct {
 	Name    string   `json:"name"`
 	Budget  Budget   `json:"budget"`
 	Charges []Charge `json:"charges"`
@@ -70,7 +78,7 @@ type LedgerState struct {
 // Spent returns the total charged so far, in the budget's units: each
 // component is the exact sum of the charges rounded up to a float64, so it
 // is never below what was spent.
-func (s LedgerState) Spent() Budget {
+func (s State) Spent() Budget {
 	e, d, r := s.spentExact()
 	return Budget{Epsilon: ratUp(e), Delta: ratUp(d), Rho: ratUp(r)}
 }
@@ -78,7 +86,7 @@ func (s LedgerState) Spent() Budget {
 // spentExact returns the exact sums of the charged ε, δ and ρ. The charges
 // are float64 values, i.e. dyadic rationals, so their sums are computed
 // without any rounding.
-func (s LedgerState) spentExact() (eps, delta, rho *big.Rat) {
+func (s State) spentExact() (eps, delta, rho *big.Rat) {
 	eps, delta, rho = new(big.Rat), new(big.Rat), new(big.Rat)
 	for _, c := range s.Charges {
 		eps.Add(eps, new(big.Rat).SetFloat64(c.Epsilon))
@@ -90,12 +98,12 @@ func (s LedgerState) spentExact() (eps, delta, rho *big.Rat) {
 
 // Ledger is a named privacy budget persisted to a file. Charges are atomic
 // and safe across goroutines and processes: each Charge takes an exclusive
-// flock on <path>.lock, re-reads the file, checks the budget, writes the new
+// lock (flock; LockFileEx on windows) on <path>.lock, re-reads the file, checks the budget, writes the new
 // state to a temporary file in the same directory, fsyncs it, renames it over
 // the ledger and fsyncs the directory. A process dying at any point leaves
 // either the old or the new state, never a partial one, and a charge that
 // returned nil is on disk. Temporary files a killed writer left behind
-// (<path>.tmp-*) are removed by the next write, under the lock.
+// (.<name>.tmp*) are removed by the next write, under the lock.
 //
 // One file, one lock: the path is resolved through its symbolic links when
 // the ledger is opened, so a charge through a link and one through the real
@@ -119,21 +127,21 @@ type Ledger struct {
 // joined with its name. A symbolic link to a missing file is refused.
 func resolveLedger(path string) (*Ledger, error) {
 	if path == "" {
-		return nil, errors.New("accounting: ledger path is empty")
+		return nil, errors.New("ledger: ledger path is empty")
 	}
 	real, err := filepath.EvalSymlinks(path)
 	if err == nil {
 		return &Ledger{path: real, name: path}, nil
 	}
 	if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("accounting: ledger %s: %w", path, err)
+		return nil, fmt.Errorf("ledger: ledger %s: %w", path, err)
 	}
 	if st, lerr := os.Lstat(path); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
-		return nil, fmt.Errorf("accounting: ledger %s is a symbolic link to a missing file", path)
+		return nil, fmt.Errorf("ledger: ledger %s is a symbolic link to a missing file", path)
 	}
 	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
 	if err != nil {
-		return nil, fmt.Errorf("accounting: ledger %s: %w", path, err)
+		return nil, fmt.Errorf("ledger: ledger %s: %w", path, err)
 	}
 	return &Ledger{path: filepath.Join(dir, filepath.Base(path)), name: path}, nil
 }
@@ -141,9 +149,9 @@ func resolveLedger(path string) (*Ledger, error) {
 // Path returns the ledger's real file (symbolic links resolved).
 func (l *Ledger) Path() string { return l.path }
 
-// CreateLedger creates a new ledger file with the given name and budget; it
+// Create creates a new ledger file with the given name and budget; it
 // fails if the file exists.
-func CreateLedger(ctx context.Context, path, name string, b Budget) (*Ledger, error) {
+func Create(ctx context.Context, path, name string, b Budget) (*Ledger, error) {
 	if err := b.validate(); err != nil {
 		return nil, err
 	}
@@ -157,16 +165,16 @@ func CreateLedger(ctx context.Context, path, name string, b Budget) (*Ledger, er
 	}
 	defer unlock()
 	if _, err := os.Lstat(l.path); err == nil {
-		return nil, fmt.Errorf("accounting: ledger %s already exists", path)
+		return nil, fmt.Errorf("ledger: ledger %s already exists", path)
 	}
-	if err := l.write(LedgerState{Name: name, Budget: b, Charges: []Charge{}}); err != nil {
+	if err := l.write(State{Name: name, Budget: b, Charges: []Charge{}}); err != nil {
 		return nil, err
 	}
 	return l, nil
 }
 
-// OpenLedger opens an existing ledger file.
-func OpenLedger(path string) (*Ledger, error) {
+// Open opens an existing ledger file.
+func Open(path string) (*Ledger, error) {
 	l, err := resolveLedger(path)
 	if err != nil {
 		return nil, err
@@ -178,10 +186,10 @@ func OpenLedger(path string) (*Ledger, error) {
 }
 
 // State returns the current content of the ledger.
-func (l *Ledger) State(ctx context.Context) (LedgerState, error) {
+func (l *Ledger) State(ctx context.Context) (State, error) {
 	unlock, err := l.lock(ctx)
 	if err != nil {
-		return LedgerState{}, err
+		return State{}, err
 	}
 	defer unlock()
 	return l.read()
@@ -200,33 +208,33 @@ func (l *Ledger) State(ctx context.Context) (LedgerState, error) {
 // float64 values given: 0.25 + 0.25 + 0.5 fills a budget of 1 exactly, but
 // 0.1 as a float64 is 0.1000000000000000055…, so ten charges of 0.1 exceed a
 // budget of 1 and the tenth is refused.
-func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (LedgerState, error) {
+func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (State, error) {
 	if !finite(c.Epsilon) || !finite(c.Delta) || !finite(c.Rho) || c.Epsilon < 0 || c.Delta < 0 || c.Rho < 0 || c.Delta >= 1 {
-		return LedgerState{}, fmt.Errorf("accounting: invalid charge %+v", c)
+		return State{}, fmt.Errorf("ledger: invalid charge %+v", c)
 	}
 	unlock, err := l.lock(ctx)
 	if err != nil {
-		return LedgerState{}, err
+		return State{}, err
 	}
 	defer unlock()
 	st, err := l.read()
 	if err != nil {
-		return LedgerState{}, err
+		return State{}, err
 	}
 	if st.Budget.IsZCDP() {
 		switch {
 		case c.Delta > 0:
-			return st, fmt.Errorf("accounting: ledger %q is in ρ-zCDP; cannot charge (ε=%v, δ=%v)", st.Name, c.Epsilon, c.Delta)
+			return st, fmt.Errorf("ledger: ledger %q is in ρ-zCDP; cannot charge (ε=%v, δ=%v)", st.Name, c.Epsilon, c.Delta)
 		case c.Epsilon > 0 && c.Rho == 0:
 			c.Rho, c.Epsilon = mulUp(c.Epsilon, c.Epsilon, 0.5), 0
 			if !finite(c.Rho) {
 				return st, fmt.Errorf("%w: ledger %q: ε²/2 overflows", ErrOverBudget, st.Name)
 			}
 		case c.Epsilon > 0:
-			return st, fmt.Errorf("accounting: charge sets both ε and ρ: %+v", c)
+			return st, fmt.Errorf("ledger: charge sets both ε and ρ: %+v", c)
 		}
 	} else if c.Rho > 0 {
-		return st, fmt.Errorf("accounting: ledger %q is in (ε, δ); convert ρ=%v to (ε, δ) before charging", st.Name, c.Rho)
+		return st, fmt.Errorf("ledger: ledger %q is in (ε, δ); convert ρ=%v to (ε, δ) before charging", st.Name, c.Rho)
 	}
 	se, sd, sr := st.spentExact()
 	over := func(used *big.Rat, add, total float64) bool {
@@ -246,7 +254,7 @@ func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (LedgerStat
 	c.Time = time.Now().UTC()
 	st.Charges = append(st.Charges, c)
 	if err := l.write(st); err != nil {
-		return LedgerState{}, err
+		return State{}, err
 	}
 	return st, nil
 }
@@ -254,92 +262,81 @@ func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (LedgerStat
 func (l *Ledger) lock(ctx context.Context) (func(), error) {
 	f, err := os.OpenFile(l.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("accounting: open ledger lock: %w", err)
+		return nil, fmt.Errorf("ledger: open ledger lock: %w", err)
 	}
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+		ok, err := filelock.TryLock(f)
+		if err != nil {
 			f.Close()
-			return nil, fmt.Errorf("accounting: lock ledger %s: %w", l.path, err)
+			return nil, fmt.Errorf("ledger: lock ledger %s: %w", l.path, err)
+		}
+		if ok {
+			break
 		}
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, fmt.Errorf("accounting: waiting for ledger lock %s: %w", l.path, ctx.Err())
+			return nil, fmt.Errorf("ledger: waiting for ledger lock %s: %w", l.path, ctx.Err())
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
 	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		filelock.Unlock(f)
 		f.Close()
 	}, nil
 }
 
-func (l *Ledger) read() (LedgerState, error) {
+func (l *Ledger) read() (State, error) {
 	f, err := os.Open(l.path)
 	if err != nil {
-		return LedgerState{}, fmt.Errorf("accounting: read ledger: %w", err)
+		return State{}, fmt.Errorf("ledger: read ledger: %w", err)
 	}
 	defer f.Close()
-	if n, err := linkCount(f); err != nil {
-		return LedgerState{}, fmt.Errorf("accounting: read ledger %s: %w", l.name, err)
+	if n, err := filelock.LinkCount(f); err != nil {
+		return State{}, fmt.Errorf("ledger: read ledger %s: %w", l.name, err)
 	} else if n > 1 {
-		return LedgerState{}, fmt.Errorf("accounting: ledger %s has %d hard links: a charge through one name would not be seen through the others (each write replaces the file under one name), so the budget could be spent twice; keep one name (find the others with: find / -samefile %s) and remove the rest", l.name, n, l.path)
+		return State{}, fmt.Errorf("ledger: ledger %s has %d hard links: a charge through one name would not be seen through the others (each write replaces the file under one name), so the budget could be spent twice; keep one name (find the others with: find / -samefile %s) and remove the rest", l.name, n, l.path)
 	}
 	b, err := io.ReadAll(f)
 	if err != nil {
-		return LedgerState{}, fmt.Errorf("accounting: read ledger: %w", err)
+		return State{}, fmt.Errorf("ledger: read ledger: %w", err)
 	}
 	if len(b) == 0 {
-		return LedgerState{}, fmt.Errorf("accounting: ledger %s is empty: not a ledger (a hard link made to a ledger while it was being charged is emptied, so that it cannot be spent as a second budget)", l.name)
+		return State{}, fmt.Errorf("ledger: ledger %s is empty: not a ledger (a hard link made to a ledger while it was being charged is emptied, so that it cannot be spent as a second budget)", l.name)
 	}
-	var st LedgerState
+	var st State
 	if err := json.Unmarshal(b, &st); err != nil {
-		return LedgerState{}, fmt.Errorf("accounting: parse ledger %s: %w", l.path, err)
+		return State{}, fmt.Errorf("ledger: parse ledger %s: %w", l.path, err)
 	}
 	if err := st.Budget.validate(); err != nil {
-		return LedgerState{}, fmt.Errorf("accounting: ledger %s: %w", l.path, err)
+		return State{}, fmt.Errorf("ledger: ledger %s: %w", l.path, err)
 	}
 	for i, c := range st.Charges {
 		if !finite(c.Epsilon+c.Delta+c.Rho) || c.Epsilon < 0 || c.Delta < 0 || c.Rho < 0 {
-			return LedgerState{}, fmt.Errorf("accounting: ledger %s: charge %d is invalid: %+v", l.path, i, c)
+			return State{}, fmt.Errorf("ledger: ledger %s: charge %d is invalid: %+v", l.path, i, c)
 		}
 	}
 	return st, nil
 }
 
-func (l *Ledger) write(st LedgerState) error {
+func (l *Ledger) write(st State) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
-		return fmt.Errorf("accounting: encode ledger: %w", err)
+		return fmt.Errorf("ledger: encode ledger: %w", err)
 	}
-	dir := filepath.Dir(l.path)
 	// Under the lock no other writer of this ledger is running: any
-	// temporary file left is a killed writer's.
-	if stale, _ := filepath.Glob(filepath.Join(dir, globEscape(filepath.Base(l.path))+".tmp-*")); len(stale) > 0 {
-		for _, p := range stale {
-			os.Remove(p)
-		}
-	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(l.path)+".tmp-*")
+	// unlocked temporary file left is a killed writer's, whatever its age.
+	atomicfile.RemoveStale(l.path, 0)
+	tmp, err := atomicfile.Create(l.path, 0o600)
 	if err != nil {
-		return fmt.Errorf("accounting: write ledger: %w", err)
+		return fmt.Errorf("ledger: write ledger: %w", err)
 	}
-	name := tmp.Name()
-	defer os.Remove(name) // no-op after a successful rename
+	defer tmp.Abort() // no-op after a successful rename
 	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("accounting: write ledger: %w", err)
+		return fmt.Errorf("ledger: write ledger: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("accounting: sync ledger: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("accounting: close ledger: %w", err)
+	if err := tmp.Prepare(); err != nil {
+		return fmt.Errorf("ledger: sync ledger: %w", err)
 	}
 	// The state being replaced, held open across the rename: if another
 	// name was linked to it meanwhile, that name must not keep a budget.
@@ -350,12 +347,8 @@ func (l *Ledger) write(st LedgerState) error {
 	if l.beforeRename != nil {
 		l.beforeRename()
 	}
-	if err := os.Rename(name, l.path); err != nil {
-		return fmt.Errorf("accounting: replace ledger: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
+	if err := tmp.Commit(); err != nil {
+		return fmt.Errorf("ledger: replace ledger: %w", err)
 	}
 	if old != nil {
 		// After the rename the old state has no name left, unless a hard
@@ -363,9 +356,9 @@ func (l *Ledger) write(st LedgerState) error {
 		// file with two links, but not one linked between the read and
 		// the rename). Empty it then, so that the other name cannot be
 		// charged as a second budget: every read refuses an empty ledger.
-		if n, err := linkCount(old); err == nil && n > 0 {
+		if n, err := filelock.LinkCount(old); err == nil && n > 0 {
 			if err := old.Truncate(0); err != nil {
-				return fmt.Errorf("accounting: ledger %s: a hard link to its previous state appeared during this write and could not be emptied: %w", l.name, err)
+				return fmt.Errorf("ledger: ledger %s: a hard link to its previous state appeared during this write and could not be emptied: %w", l.name, err)
 			}
 			old.Sync()
 		}
@@ -373,19 +366,27 @@ func (l *Ledger) write(st LedgerState) error {
 	return nil
 }
 
-// linkCount returns the number of hard links of an open file.
-func linkCount(f *os.File) (uint64, error) {
-	st, err := f.Stat()
-	if err != nil {
-		return 0, err
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// ratUp returns the smallest float64 ≥ r (+Inf if r exceeds the float64
+// range).
+func ratUp(r *big.Rat) float64 {
+	f, _ := r.Float64()
+	if math.IsInf(f, 1) {
+		return f
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
-		return uint64(sys.Nlink), nil
+	if new(big.Rat).SetFloat64(f).Cmp(r) < 0 {
+		f = math.Nextafter(f, math.Inf(1))
 	}
-	return 1, nil
+	return f
 }
 
-// globEscape quotes the pattern characters of a file name for filepath.Glob.
-func globEscape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(s)
+// mulUp returns the product of nonnegative finite factors rounded up: the
+// exact product is at most the result.
+func mulUp(xs ...float64) float64 {
+	p := big.NewRat(1, 1)
+	for _, x := range xs {
+		p.Mul(p, new(big.Rat).SetFloat64(x))
+	}
+	return ratUp(p)
 }

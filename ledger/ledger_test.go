@@ -1,4 +1,4 @@
-package accounting
+package ledger
 
 import (
 	"bufio"
@@ -18,11 +18,11 @@ import (
 func TestLedgerChargesAndRefuses(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "budget.json")
-	l, err := CreateLedger(ctx, path, "trial", Budget{Epsilon: 1, Delta: 1e-5})
+	l, err := Create(ctx, path, "trial", Budget{Epsilon: 1, Delta: 1e-5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := CreateLedger(ctx, path, "again", Budget{Epsilon: 1}); err == nil {
+	if _, err := Create(ctx, path, "again", Budget{Epsilon: 1}); err == nil {
 		t.Fatal("ledger overwritten")
 	}
 	if _, err := l.Charge(ctx, "a", Charge{Epsilon: 0.6, Delta: 5e-6}); err != nil {
@@ -42,7 +42,7 @@ func TestLedgerChargesAndRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Reopen from disk: charges persisted.
-	l2, err := OpenLedger(path)
+	l2, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestLedgerChargesAndRefuses(t *testing.T) {
 // relative 1e-9 overspend is refused; Spent never rounds down.
 func TestLedgerExact(t *testing.T) {
 	ctx := context.Background()
-	l, err := CreateLedger(ctx, filepath.Join(t.TempDir(), "exact.json"), "exact", Budget{Epsilon: 1, Delta: 1e-5})
+	l, err := Create(ctx, filepath.Join(t.TempDir(), "exact.json"), "exact", Budget{Epsilon: 1, Delta: 1e-5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestLedgerExact(t *testing.T) {
 		t.Fatalf("smallest positive ε on a full budget accepted: %v", err)
 	}
 	// A relative 1e-9 overspend passed before.
-	l2, _ := CreateLedger(ctx, filepath.Join(t.TempDir(), "tol.json"), "tol", Budget{Epsilon: 1})
+	l2, _ := Create(ctx, filepath.Join(t.TempDir(), "tol.json"), "tol", Budget{Epsilon: 1})
 	if _, err := l2.Charge(ctx, "over", Charge{Epsilon: 1 + 1e-10}); !errors.Is(err, ErrOverBudget) {
 		t.Fatalf("relative 1e-10 overspend accepted: %v", err)
 	}
@@ -114,7 +114,7 @@ func TestLedgerExact(t *testing.T) {
 		t.Fatalf("spent %v is not the exact sum rounded up", sp)
 	}
 	// ρ: a pure ε charge converts to ε²/2 rounded up.
-	l3, _ := CreateLedger(ctx, filepath.Join(t.TempDir(), "rho.json"), "rho", Budget{Rho: 0.5})
+	l3, _ := Create(ctx, filepath.Join(t.TempDir(), "rho.json"), "rho", Budget{Rho: 0.5})
 	if _, err := l3.Charge(ctx, "over", Charge{Epsilon: math.Nextafter(1, 2)}); !errors.Is(err, ErrOverBudget) {
 		t.Fatalf("ε = 1+ulp (ρ > 0.5) accepted: %v", err)
 	}
@@ -129,7 +129,7 @@ func TestLedgerExact(t *testing.T) {
 func TestLedgerZCDP(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "rho.json")
-	l, err := CreateLedger(ctx, path, "rho", Budget{Rho: 0.5})
+	l, err := Create(ctx, path, "rho", Budget{Rho: 0.5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestLedgerZCDP(t *testing.T) {
 	if _, err := l.Charge(ctx, "approx", Charge{Epsilon: 0.1, Delta: 1e-6}); err == nil {
 		t.Fatal("(ε,δ) charge on ρ ledger accepted")
 	}
-	if _, err := CreateLedger(ctx, filepath.Join(t.TempDir(), "x"), "x", Budget{Epsilon: 1, Rho: 1}); err == nil {
+	if _, err := Create(ctx, filepath.Join(t.TempDir(), "x"), "x", Budget{Epsilon: 1, Rho: 1}); err == nil {
 		t.Fatal("mixed budget accepted")
 	}
 }
@@ -154,7 +154,7 @@ func TestLedgerZCDP(t *testing.T) {
 func TestLedgerConcurrentGoroutines(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "budget.json")
-	if _, err := CreateLedger(ctx, path, "conc", Budget{Epsilon: 1}); err != nil {
+	if _, err := Create(ctx, path, "conc", Budget{Epsilon: 1}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -164,7 +164,7 @@ func TestLedgerConcurrentGoroutines(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			l, err := OpenLedger(path)
+			l, err := Open(path)
 			if err != nil {
 				t.Error(err)
 				return
@@ -180,7 +180,7 @@ func TestLedgerConcurrentGoroutines(t *testing.T) {
 		}(i)
 	}
 	wg.Wait()
-	l, _ := OpenLedger(path)
+	l, _ := Open(path)
 	st, _ := l.State(ctx)
 	if ok != 16 || len(st.Charges) != 16 {
 		t.Fatalf("%d charges succeeded, %d recorded; want 16", ok, len(st.Charges))
@@ -190,7 +190,7 @@ func TestLedgerConcurrentGoroutines(t *testing.T) {
 // Child processes charge the same ledger concurrently.
 func TestLedgerConcurrentProcesses(t *testing.T) {
 	if p := os.Getenv("DPLEARN_LEDGER_CHILD"); p != "" {
-		l, err := OpenLedger(p)
+		l, err := Open(p)
 		if err != nil {
 			os.Exit(3)
 		}
@@ -208,7 +208,7 @@ func TestLedgerConcurrentProcesses(t *testing.T) {
 	}
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "budget.json")
-	if _, err := CreateLedger(ctx, path, "procs", Budget{Epsilon: 2.5}); err != nil {
+	if _, err := Create(ctx, path, "procs", Budget{Epsilon: 2.5}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -233,7 +233,7 @@ func TestLedgerConcurrentProcesses(t *testing.T) {
 		fmt.Sscan(string(o), &n)
 		total += n
 	}
-	l, _ := OpenLedger(path)
+	l, _ := Open(path)
 	st, _ := l.State(ctx)
 	if total != 20 || len(st.Charges) != 20 {
 		t.Fatalf("children charged %d, ledger has %d; want 20", total, len(st.Charges))
@@ -242,7 +242,7 @@ func TestLedgerConcurrentProcesses(t *testing.T) {
 
 func TestLedgerContextCancelled(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "budget.json")
-	l, err := CreateLedger(context.Background(), path, "ctx", Budget{Epsilon: 1})
+	l, err := Create(context.Background(), path, "ctx", Budget{Epsilon: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestLedgerContextCancelled(t *testing.T) {
 func TestLedgerCorruptFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "budget.json")
 	os.WriteFile(path, []byte("{not json"), 0o600)
-	if _, err := OpenLedger(path); err == nil {
+	if _, err := Open(path); err == nil {
 		t.Fatal("corrupt ledger opened")
 	}
 }
@@ -271,7 +271,7 @@ func TestLedgerCorruptFile(t *testing.T) {
 // possibly the very last one in flight.
 func TestLedgerSurvivesKilledProcess(t *testing.T) {
 	if p := os.Getenv("DPLEARN_LEDGER_LOOP"); p != "" {
-		l, err := OpenLedger(p)
+		l, err := Open(p)
 		if err != nil {
 			os.Exit(3)
 		}
@@ -287,7 +287,7 @@ func TestLedgerSurvivesKilledProcess(t *testing.T) {
 	}
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "budget.json")
-	if _, err := CreateLedger(ctx, path, "kill", Budget{Epsilon: 100}); err != nil {
+	if _, err := Create(ctx, path, "kill", Budget{Epsilon: 100}); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLedgerSurvivesKilledProcess$")
@@ -315,7 +315,7 @@ func TestLedgerSurvivesKilledProcess(t *testing.T) {
 	}
 	var reported int
 	fmt.Sscan(lines[len(lines)-1], &reported)
-	l, err := OpenLedger(path)
+	l, err := Open(path)
 	if err != nil {
 		t.Fatalf("ledger corrupt after kill: %v", err)
 	}
@@ -340,7 +340,7 @@ func FuzzOpenLedger(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		l, err := OpenLedger(path)
+		l, err := Open(path)
 		if err != nil {
 			return
 		}
@@ -371,7 +371,7 @@ func TestLedgerLinksShareOneBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			realPath := filepath.Join(realDir, "budget.json")
-			if _, err := CreateLedger(ctx, realPath, "site", Budget{Epsilon: 1, Delta: 1e-5}); err != nil {
+			if _, err := Create(ctx, realPath, "site", Budget{Epsilon: 1, Delta: 1e-5}); err != nil {
 				t.Fatal(err)
 			}
 			var link string
@@ -391,7 +391,7 @@ func TestLedgerLinksShareOneBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			charge := func(p string) error {
-				l, err := OpenLedger(p)
+				l, err := Open(p)
 				if err != nil {
 					return err
 				}
@@ -414,7 +414,7 @@ func TestLedgerLinksShareOneBudget(t *testing.T) {
 			if st, err := os.Lstat(link); err != nil || (kind == "symlink" && st.Mode()&os.ModeSymlink == 0) {
 				t.Fatalf("the link was replaced by a file: %v", err)
 			}
-			l, _ := OpenLedger(realPath)
+			l, _ := Open(realPath)
 			st, err := l.State(ctx)
 			if err != nil || len(st.Charges) != 1 {
 				t.Fatalf("real file holds %d charges, %v", len(st.Charges), err)
@@ -429,19 +429,19 @@ func TestLedgerRemovesStaleTemporaries(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "L.json")
-	l, err := CreateLedger(ctx, path, "x", Budget{Epsilon: 1})
+	l, err := Create(ctx, path, "x", Budget{Epsilon: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		if err := os.WriteFile(fmt.Sprintf("%s.tmp-%d", path, i), []byte("{"), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf(".L.json.tmp-%d", i)), []byte("{"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := l.Charge(ctx, "a", Charge{Epsilon: 0.5}); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := filepath.Glob(path + ".tmp-*"); len(left) != 0 {
+	if left, _ := filepath.Glob(filepath.Join(dir, ".L.json.tmp*")); len(left) != 0 {
 		t.Fatalf("stale temporaries left: %v", left)
 	}
 }
@@ -454,7 +454,7 @@ func TestLedgerHardLinkDuringCharge(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "budget.json")
-	l, err := CreateLedger(ctx, path, "site", Budget{Epsilon: 1})
+	l, err := Create(ctx, path, "site", Budget{Epsilon: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,7 +467,7 @@ func TestLedgerHardLinkDuringCharge(t *testing.T) {
 	if _, err := l.Charge(ctx, "first", Charge{Epsilon: 1}); err != nil {
 		t.Fatal(err)
 	}
-	ll, err := OpenLedger(link)
+	ll, err := Open(link)
 	if err == nil {
 		_, err = ll.Charge(ctx, "second", Charge{Epsilon: 1})
 	}
@@ -476,5 +476,11 @@ func TestLedgerHardLinkDuringCharge(t *testing.T) {
 	}
 	if st, err := l.State(ctx); err != nil || len(st.Charges) != 1 {
 		t.Fatalf("the ledger: %d charges, %v", len(st.Charges), err)
+	}
+}
+
+func TestErrOverBudgetIsSentinel(t *testing.T) {
+	if !errors.Is(errors.Join(ErrOverBudget), ErrOverBudget) {
+		t.Fatal("sentinel")
 	}
 }

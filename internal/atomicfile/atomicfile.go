@@ -1,0 +1,174 @@
+// Package atomicfile replaces files atomically: the content is written to a
+// temporary file beside the target, made durable (fsync, final mode) by
+// Prepare, and renamed over the target by Commit, after which the
+// directory is fsynced. A process dying at any point leaves the old file or
+// the new one, never a partial one. Between Prepare and Commit the caller
+// may do what must happen before the content is published (charge a
+// privacy ledger: the write-temp → fsync → charge → rename order).
+//
+// Temporary files are named .<name>.tmp<random> beside the target and hold
+// an exclusive lock (internal/filelock) while their writer lives. A writer
+// killed before Commit or Abort leaves its temporary file behind; Create
+// removes every such file that is unlocked and older than StaleAge (the
+// age covers the instant between a writer creating its file and locking
+// it), and RemoveStale with age 0 removes every unlocked one, for callers
+// that hold a lock excluding every other writer of the target.
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dplearn/dplearn/internal/filelock"
+)
+
+// StaleAge is the age past which an unlocked temporary file is a dead
+// writer's.
+const StaleAge = time.Minute
+
+// File is a temporary file that Commit renames over its target.
+type File struct {
+	f        *os.File
+	tmp      string
+	final    string
+	perm     os.FileMode
+	prepared bool
+}
+
+// Create starts replacing target (a regular file or a new one; the caller
+// resolves symbolic links) with content of mode perm. It removes stale
+// temporary files of target first.
+func Create(target string, perm os.FileMode) (*File, error) {
+	dir := filepath.Dir(target)
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("write %s: directory %s does not exist (%w)", target, dir, err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("write %s: %s is not a directory", target, dir)
+	}
+	RemoveStale(target, StaleAge)
+	f, err := os.CreateTemp(dir, tempPrefix(target)+"*")
+	if err != nil {
+		return nil, fmt.Errorf("write %s: %w", target, err)
+	}
+	// Held until Commit or Abort, and dropped by the system if this
+	// process dies: an unlocked temporary file has no writer.
+	if ok, err := filelock.TryLock(f); !ok || err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		if err == nil {
+			err = fmt.Errorf("locked by another process")
+		}
+		return nil, fmt.Errorf("write %s: lock temporary file: %w", target, err)
+	}
+	return &File{f: f, tmp: f.Name(), final: target, perm: perm}, nil
+}
+
+func tempPrefix(target string) string { return "." + filepath.Base(target) + ".tmp" }
+
+// RemoveStale removes the temporary files of target that are unlocked and
+// at least age old.
+func RemoveStale(target string, age time.Duration) {
+	pattern := filepath.Join(filepath.Dir(target), globEscape(tempPrefix(target))+"*")
+	names, _ := filepath.Glob(pattern)
+	for _, name := range names {
+		st, err := os.Lstat(name)
+		if err != nil || !st.Mode().IsRegular() || time.Since(st.ModTime()) < age {
+			continue
+		}
+		f, err := os.Open(name)
+		if err != nil {
+			continue
+		}
+		if ok, err := filelock.TryLock(f); ok && err == nil {
+			os.Remove(name)
+		}
+		f.Close()
+	}
+}
+
+// globEscape quotes the pattern characters of a file name for filepath.Glob.
+func globEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, "*", `\*`, "?", `\?`, "[", `\[`).Replace(s)
+}
+
+// Write appends to the temporary file.
+func (a *File) Write(p []byte) (int, error) { return a.f.Write(p) }
+
+// TempName returns the temporary file's path ("" once committed or aborted).
+func (a *File) TempName() string { return a.tmp }
+
+// Prepare makes the written content durable under the temporary name
+// (fsync, final permissions) without publishing it. On error the temporary
+// file is removed.
+func (a *File) Prepare() error {
+	if a.tmp == "" {
+		return fmt.Errorf("write %s: already committed or aborted", a.final)
+	}
+	if a.prepared {
+		return nil
+	}
+	err := a.f.Sync()
+	if err == nil {
+		err = os.Chmod(a.tmp, a.perm)
+	}
+	if err != nil {
+		a.Abort()
+		return fmt.Errorf("write %s: %w", a.final, err)
+	}
+	a.prepared = true
+	return nil
+}
+
+// Commit prepares the content if needed and renames it over the target.
+// When the rename fails the temporary file is kept and the error names it
+// (content already paid for by a ledger must not be lost); call Abort to
+// discard it.
+func (a *File) Commit() error {
+	if err := a.Prepare(); err != nil {
+		return err
+	}
+	if err := os.Rename(a.tmp, a.final); err != nil {
+		return fmt.Errorf("write %s: %w (the content is in %s)", a.final, err, a.tmp)
+	}
+	a.tmp = ""
+	SyncDir(filepath.Dir(a.final))
+	return a.f.Close() // releases the lock
+}
+
+// Abort discards the temporary file; it does nothing after Commit.
+func (a *File) Abort() {
+	if a.tmp != "" {
+		os.Remove(a.tmp)
+		a.tmp = ""
+	}
+	a.f.Close()
+}
+
+// SyncDir fsyncs a directory so that a rename in it is durable (a no-op
+// where directories cannot be synced).
+func SyncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// WriteFile writes data to path atomically with mode perm.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	a, err := Create(path, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Write(data); err != nil {
+		a.Abort()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := a.Commit(); err != nil {
+		a.Abort()
+		return err
+	}
+	return nil
+}

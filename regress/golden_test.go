@@ -1,0 +1,78 @@
+package regress_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/regress"
+)
+
+// goldenFits is the SHA-256 of goldenFitStream: every mechanism of the
+// registry, on each model it fits, three seeded fits (noise.
+// NewInsecureSeeded(1..3)) of 600 records of an example table, each fit's
+// coefficients (their float64 bits) and privacy report (JSON).
+//
+// A changed digest means some seeded output changed. That may be right (a
+// corrected sensitivity, a new default); it must never be silent: explain
+// the change in the commit that updates the constant. Regenerate with
+//
+//	go test ./regress -run TestGoldenFits -v
+//
+// which prints the new digest when it differs.
+const goldenFits = "ffc13e47ed819ef31ad3f73b8d89ed9687e7ddf0faa8c66de9510ad3c13ace7e"
+
+// TestGoldenFits checks that seeded fits of every mechanism are unchanged,
+// as crypto/mlkem's TestAccumulated checks its outputs: one digest over
+// many outputs, compared with a constant.
+func TestGoldenFits(t *testing.T) {
+	lin := loadNeighbours(t, "CPS1988.csv", "cps1988", 600, `8103.08,20,60,"afam","yes","west","yes"`)
+	logi := loadNeighbours(t, "SmokeBan.csv", "smokeban", 600, `"no","yes",90,"master","yes","yes","male"`)
+	h := sha256.New()
+	for _, m := range regress.Registry() {
+		for _, kind := range m.Kinds {
+			ds := lin
+			if kind == regress.Logistic {
+				ds = logi
+			}
+			for seed := uint64(1); seed <= 3; seed++ {
+				est, err := regress.New(m.Name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				est = regress.WithSchema(est, ds.schema)
+				cfg := regress.Config{Kind: kind, Lambda: -1, Source: noise.NewInsecureSeeded(seed)}
+				if m.Privacy.TakesEpsilon() {
+					cfg.Epsilon = 1
+				}
+				if m.Privacy.TakesDelta() {
+					cfg.Delta = 1e-6
+				}
+				if cfg.Structure, err = regress.GramStructureFor(ds.schema); err != nil {
+					t.Fatal(err)
+				}
+				res, err := est.Fit(context.Background(), ds.data[0], cfg)
+				if err != nil {
+					t.Fatalf("%s %s seed %d: %v", m.Name, kind, seed, err)
+				}
+				h.Write([]byte(m.Name + "/" + string(kind) + "\x00"))
+				for _, c := range res.Coef {
+					h.Write(binary.BigEndian.AppendUint64(nil, math.Float64bits(c)))
+				}
+				p, err := json.Marshal(res.Privacy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				h.Write(p)
+			}
+		}
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != goldenFits {
+		t.Errorf("seeded fits changed: digest %s, want %s (see goldenFits: explain the change in the commit)", got, goldenFits)
+	}
+}

@@ -1,0 +1,235 @@
+package regress
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// PrivacyParams says which privacy parameters a mechanism takes.
+type PrivacyParams int
+
+const (
+	// NoPrivacy: a non-private reference fit; it takes neither ε nor δ.
+	NoPrivacy PrivacyParams = iota
+	// PureEpsilon: ε-DP; it takes ε and refuses δ.
+	PureEpsilon
+	// EpsilonDelta: (ε, δ)-DP; it needs both.
+	EpsilonDelta
+	// EpsilonOptionalDelta: it takes ε and an optional δ (irls-wishart,
+	// which is not DP at all: it only reproduces a figure of its seed).
+	EpsilonOptionalDelta
+)
+
+// TakesEpsilon reports whether the mechanism reads ε.
+func (p PrivacyParams) TakesEpsilon() bool { return p != NoPrivacy }
+
+// TakesDelta reports whether the mechanism reads δ (needed or optional).
+func (p PrivacyParams) TakesDelta() bool { return p == EpsilonDelta || p == EpsilonOptionalDelta }
+
+// NeedsDelta reports whether the mechanism refuses to run without δ > 0.
+func (p PrivacyParams) NeedsDelta() bool { return p == EpsilonDelta }
+
+// Option is one public, typed option of a mechanism and its command-line
+// flag. Default is the flag's default and fixes its type: float64, int,
+// string or bool. Apply sets the option in a Config; applying the default
+// leaves the mechanism at its documented default.
+type Option struct {
+	Flag    string
+	Help    string
+	Default any
+	set     func(c *Config, v any)
+}
+
+// Apply sets the option's value v (of Default's type) in c.
+func (o Option) Apply(c *Config, v any) error {
+	if fmt.Sprintf("%T", v) != fmt.Sprintf("%T", o.Default) {
+		return fmt.Errorf("regress: option %s takes a %T, got %T", o.Flag, o.Default, v)
+	}
+	o.set(c, v)
+	return nil
+}
+
+// field is an Option stored in one Config field.
+func field[T any](flag string, def T, help string, f func(*Config) *T) Option {
+	return Option{Flag: flag, Help: help, Default: def, set: func(c *Config, v any) { *f(c) = v.(T) }}
+}
+
+// options are every mechanism option, by flag name; a Mechanism lists the
+// ones it reads.
+var options = []Option{
+	field("lambda", -1.0, "ridge λ added to the noisy Λ2 (data-independent); negative: the mechanism's default",
+		func(c *Config) *float64 { return &c.Lambda }),
+	field("lambda-factor", DefaultLambdaFactor, "when --lambda is negative: λ = this × the per-entry noise std of Λ2",
+		func(c *Config) *float64 { return &c.LambdaFactor }),
+	field("split", DefaultGaussianFMSplit, "gaussian-fm: share of the budget given to Λ1 (the rest to Λ2)",
+		func(c *Config) *float64 { return &c.Split }),
+	field("logistic-approx", ApproxTaylor, "fm, relaxed-fm, gaussian-fm (logistic): quadratic stand-in for log(1+e^z): taylor (the seed's), chebyshev or least-squares over |xᵀω| ≤ --logistic-range",
+		func(c *Config) *string { return &c.LogisticApprox }),
+	field("logistic-range", 0.0, "fm, relaxed-fm, gaussian-fm (logistic): public range R of xᵀω for chebyshev and least-squares (0: 4)",
+		func(c *Config) *float64 { return &c.LogisticRange }),
+	field("solve-radius", 0.0, "fm, relaxed-fm, gaussian-fm: minimise the noisy objective over the public ball ‖ω‖ ≤ R (0: unconstrained)",
+		func(c *Config) *float64 { return &c.SolveRadius }),
+	field("objpert-lambda", 0.0, "objpert: regularisation strength Λ (0: the documented default)",
+		func(c *Config) *float64 { return &c.ObjPert.Lambda }),
+	field("radius", 0.0, "objpert (linear) and noisygd: public bound R on the encoded ‖ω‖ (0: default √d/2 for linear, 2√d for noisygd logistic, d = number of encoded coefficients)",
+		func(c *Config) *float64 { return &c.ObjPert.Radius }),
+	field("objpert-tolerance", 0.0, "objpert: public bound γ on the optimiser's gradient norm, covered by the output noise (0: default 1e-9)",
+		func(c *Config) *float64 { return &c.ObjPert.Tolerance }),
+	field("objpert-output-share", 0.0, "objpert: share of the budget given to the output noise, in (0, 1) (0: default)",
+		func(c *Config) *float64 { return &c.ObjPert.OutputShare }),
+	field("iterations", 0, "noisygd: number of steps T (0: default 100)",
+		func(c *Config) *int { return &c.NoisyGD.Iterations }),
+	field("sigma", 0.0, "noisygd: noise multiplier (noise std ÷ sensitivity); 0: solve for it from --epsilon/--delta",
+		func(c *Config) *float64 { return &c.NoisyGD.Sigma }),
+	field("batch-rate", 0.0, "noisygd: Poisson sampling rate q of mini-batches (0 or 1: full batch)",
+		func(c *Config) *float64 { return &c.NoisyGD.BatchRate }),
+	field("learning-rate", 0.0, "noisygd: step size (0: 1/L, L the smoothness bound)",
+		func(c *Config) *float64 { return &c.NoisyGD.LearningRate }),
+	field("gd-ridge", 0.0, "noisygd: data-independent ridge added to the objective",
+		func(c *Config) *float64 { return &c.NoisyGD.Lambda }),
+	field("irls-iterations", 0, "irls: iterations J (0: default: min(12, max(1, ⌊2 ln(Nε/d)⌋)) preconditioned, 3 gradient, 1 moments after a warm start, 2 cold)",
+		func(c *Config) *int { return &c.IRLS.Iterations }),
+	field("residual-floor", 0.0, "irls: floor η in the weights 1/max(η, |r|), encoded target scale (0: default: min(1, max(0.1, 1.5√(d/(Nε)))) for the gradient forms, min(1, max(0.3, 3√(d/(Nε)))) moments after a warm start, 0.2 cold)",
+		func(c *Config) *float64 { return &c.IRLS.ResidualFloor }),
+	field("irls-warm-start", 0.0, "irls: share of the budget for a Gaussian FM least-squares warm start (0: default 0.3 preconditioned, 0.2 otherwise; negative: the seed's cold start from ω = 0)",
+		func(c *Config) *float64 { return &c.IRLS.WarmStart }),
+	field("irls-form", "", "irls: what each iteration releases: preconditioned (g = (1/N)Σψ_η(r)x and m; the default after a warm start), gradient (g and B) or moments (the seed's A and B; the default cold)",
+		func(c *Config) *string { return &c.IRLS.Form }),
+	field("irls-split", 0.0, "irls: share of each iteration's budget given to the first release, A or g (0: 0.8 preconditioned, 0.5 otherwise)",
+		func(c *Config) *float64 { return &c.IRLS.Split }),
+	{Flag: "laplace-first-moment", Default: false, Help: "irls: Laplace instead of Gaussian noise on the first moment",
+		set: func(c *Config, v any) {
+			if v.(bool) {
+				c.IRLS.FirstMoment = "laplace"
+			}
+		}},
+}
+
+// Mechanism describes one mechanism New accepts: the models it fits, the
+// privacy parameters it takes, the options it reads (by flag name, see
+// Options) and a summary for help texts. It is the one place that knows
+// the mechanisms: New, Mechanisms and the CLI's flags, refusals and help
+// are derived from it.
+type Mechanism struct {
+	Name    string
+	Summary string // one or more lines, for `dplearn fit --help`
+	Kinds   []Kind
+	Privacy PrivacyParams
+	// EpsilonOr names an option that replaces ε when given (noisygd's
+	// --sigma fixes the noise and the guarantee follows from it).
+	EpsilonOr string
+	Options   []string
+	new       func() Estimator
+}
+
+// Reads reports whether the mechanism reads the option of that flag.
+func (m Mechanism) Reads(flag string) bool { return slices.Contains(m.Options, flag) }
+
+var (
+	linLog  = []Kind{Linear, Logistic}
+	fmFlags = []string{"lambda", "lambda-factor", "logistic-approx", "logistic-range", "solve-radius"}
+)
+
+// registry lists the mechanisms in the order of the help text.
+var registry = []Mechanism{
+	{Name: "nonprivate", Kinds: []Kind{Linear, Logistic, Robust}, Privacy: NoPrivacy,
+		Summary: "exact least squares / logistic maximum likelihood (reference only)",
+		new:     func() Estimator { return nonPrivateAny{} }},
+	{Name: "truncated", Kinds: linLog, Privacy: NoPrivacy,
+		Summary: "minimiser of the Taylor-truncated objective, no noise (reference)",
+		new:     func() Estimator { return truncated{} }},
+	{Name: "fm", Kinds: linLog, Privacy: PureEpsilon, Options: fmFlags,
+		Summary: "Functional Mechanism (Zhang et al. 2012): ε-DP, Laplace noise",
+		new:     func() Estimator { return fmEstimator{} }},
+	{Name: "gaussian-fm", Kinds: linLog, Privacy: EpsilonDelta, Options: append([]string{"split"}, fmFlags...),
+		Summary: "Gaussian FM (Tasnim et al.) with corrected sensitivities and joint\nanalytic-Gaussian calibration: (ε, δ)-DP; the recommended default",
+		new:     func() Estimator { return gaussianFM{} }},
+	{Name: "relaxed-fm", Kinds: linLog, Privacy: EpsilonDelta, Options: fmFlags,
+		Summary: "relaxed FM (Ding et al.): (ε, δ)-DP, one Gaussian on all coefficients",
+		new:     func() Estimator { return relaxedFM{} }},
+	{Name: "objpert", Kinds: linLog, Privacy: EpsilonDelta, Options: []string{"objpert-lambda", "radius", "objpert-tolerance", "objpert-output-share"},
+		Summary: "objective perturbation as approximate minima perturbation (Iyengar\net al. 2019; Chaudhuri et al. 2011 logistic, Kifer et al. 2012 linear\non a public parameter ball): (ε, δ)-DP, needs --delta",
+		new:     func() Estimator { return objPert{} }},
+	{Name: "noisygd", Kinds: linLog, Privacy: EpsilonDelta, EpsilonOr: "sigma", Options: []string{"radius", "iterations", "sigma", "batch-rate", "learning-rate", "gd-ridge"},
+		Summary: "noisy gradient descent (Song et al. 2013), T steps in a public ball:\n(ε, δ)-DP by Rényi DP; give --epsilon/--delta or --sigma",
+		new:     func() Estimator { return noisyGD{} }},
+	{Name: "irls", Kinds: []Kind{Robust}, Privacy: EpsilonDelta, Options: []string{"irls-iterations", "residual-floor", "laplace-first-moment", "irls-split", "irls-warm-start", "irls-form", "lambda", "lambda-factor"},
+		Summary: "DP-IRLS robust L1 regression (Park & Welling), --model robust:\nsymmetric Gaussian noise on the moments, zCDP accounting",
+		new:     func() Estimator { return irlsEstimator{} }},
+	{Name: "irls-wishart", Kinds: []Kind{Robust}, Privacy: EpsilonOptionalDelta, Options: []string{"irls-iterations", "residual-floor", "laplace-first-moment"},
+		Summary: "the seed's Wishart variant: NOT DP, for reproducing its figure only",
+		new:     func() Estimator { return irlsWishart{} }},
+	// The histogram baselines: pure ε-DP on the schema's public grid
+	// (WithSchema), no options of their own.
+	{Name: "dpme", Kinds: linLog, Privacy: PureEpsilon,
+		Summary: "DPME (Lei 2011): Laplace histogram on the schema's public grid,\nthe model fitted on weighted synthetic cells: ε-DP (a baseline)",
+		new:     func() Estimator { return dpmeEstimator{} }},
+	{Name: "filter-priority", Kinds: linLog, Privacy: PureEpsilon,
+		Summary: "Filter-Priority (Cormode et al. 2012): geometric noise, a\nthreshold and priority sampling on the same grid: ε-DP (a baseline)",
+		new:     func() Estimator { return filterPriority{} }},
+}
+
+// Registry returns every mechanism, in the order of the help text.
+func Registry() []Mechanism { return slices.Clone(registry) }
+
+// LookupMechanism returns the mechanism of that name.
+func LookupMechanism(name string) (Mechanism, bool) {
+	i := slices.IndexFunc(registry, func(m Mechanism) bool { return m.Name == name })
+	if i < 0 {
+		return Mechanism{}, false
+	}
+	return registry[i], true
+}
+
+// Options returns every mechanism option, sorted by flag.
+func Options() []Option {
+	o := slices.Clone(options)
+	slices.SortFunc(o, func(a, b Option) int { return strings.Compare(a.Flag, b.Flag) })
+	return o
+}
+
+// MechanismsFor lists, sorted, the mechanisms that fit kind.
+func MechanismsFor(kind Kind) []string {
+	var ms []string
+	for _, m := range registry {
+		if slices.Contains(m.Kinds, kind) {
+			ms = append(ms, m.Name)
+		}
+	}
+	sort.Strings(ms)
+	return ms
+}
+
+// ReadersOf lists, sorted, the mechanisms that read the option of flag.
+func ReadersOf(flag string) []string {
+	var ms []string
+	for _, m := range registry {
+		if m.Reads(flag) {
+			ms = append(ms, m.Name)
+		}
+	}
+	sort.Strings(ms)
+	return ms
+}
+
+// MechanismHelp is the mechanisms' part of a help text: each name and its
+// summary, aligned.
+func MechanismHelp() string {
+	var b strings.Builder
+	for _, m := range registry {
+		lines := strings.Split(m.Summary, "\n")
+		name := m.Name
+		if len(name) < 12 {
+			name += strings.Repeat(" ", 12-len(name))
+		} else if len(name) > 12 {
+			name += " "
+		}
+		fmt.Fprintf(&b, "  %s %s\n", name, lines[0])
+		for _, l := range lines[1:] {
+			fmt.Fprintf(&b, "  %s %s\n", strings.Repeat(" ", 12), l)
+		}
+	}
+	return b.String()
+}
