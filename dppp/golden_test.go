@@ -13,7 +13,7 @@ import (
 // constant (and bump the wire version if old peers would misread it).
 // Regenerate with `go test ./dppp -run TestGoldenWire -v`, which prints
 // the new digest.
-const goldenWire = "80349cf84856638b2c13f1be2e8aab912740502cce63f32e65e0bfaa493e10de"
+const goldenWire = "c6d80f784680330b52898fdbe47f9b8778e1bb43f90877bdbe8d241c536be593"
 
 // TestGoldenWire checks that the encodings and Params.Hash are unchanged
 // (one digest over many outputs, as crypto/mlkem's TestAccumulated).
