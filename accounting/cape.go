@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+
+	"github.com/dplearn/dplearn/internal/roundup"
 )
 
 // CAPEParams describe one CAPE release for the exact accounting (the exact
@@ -206,7 +208,7 @@ func CAPEModelVarianceRatio(p CAPEParams) (float64, error) {
 	// variance is S/R and the pooled one 1/(2μ): κ = (S/R)·2μ = S·m.
 	k := q.twoMuRat()
 	k.Mul(k, big.NewRat(int64(p.Sites), 1))
-	return ratUp(k.Quo(k, q.ratio())), nil
+	return roundup.Rat(k.Quo(k, q.ratio())), nil
 }
 
 // CAPEColluders returns the default number of colluding sites tolerated by
@@ -259,7 +261,7 @@ func CAPEMu(p CAPEParams) (float64, error) {
 		return 0, err
 	}
 	m := p.twoMuRat()
-	return ratUp(m.Mul(m, big.NewRat(1, 2))), nil
+	return roundup.Rat(m.Mul(m, big.NewRat(1, 2))), nil
 }
 
 // CAPECoalitionMu returns μ_h, rounded up: the view of the aggregator with
@@ -269,7 +271,7 @@ func CAPECoalitionMu(p CAPEParams) (float64, error) {
 		return 0, err
 	}
 	m := p.twoMuCoalitionRat()
-	return ratUp(m.Mul(m, big.NewRat(1, 2))), nil
+	return roundup.Rat(m.Mul(m, big.NewRat(1, 2))), nil
 }
 
 // CAPELoneSiteMu returns μ_lone = Δ_h²R/(2τ²(S − 1)), rounded up: the view
@@ -279,7 +281,7 @@ func CAPELoneSiteMu(p CAPEParams) (float64, error) {
 		return 0, err
 	}
 	m := p.twoMuLoneRat()
-	return ratUp(m.Mul(m, big.NewRat(1, 2))), nil
+	return roundup.Rat(m.Mul(m, big.NewRat(1, 2))), nil
 }
 
 // CAPEGDPMu returns η = √(2μ_h) rounded up: one CAPE release is η-GDP
@@ -404,7 +406,7 @@ func CAPESeedSensitivity(sites, n int) (float64, error) {
 	if sites < 1 || n < sites {
 		return 0, fmt.Errorf("accounting: need N ≥ S ≥ 1, got S=%d N=%d", sites, n)
 	}
-	return ratUp(big.NewRat(int64(sites), int64(n))), nil
+	return roundup.Rat(big.NewRat(int64(sites), int64(n))), nil
 }
 
 // CAPEDeltaAsPublished evaluates Theorem 1 of the CAPE scheme as printed in

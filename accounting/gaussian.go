@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/big"
 
+	"github.com/dplearn/dplearn/internal/roundup"
 	"github.com/dplearn/dplearn/noise"
 )
 
@@ -274,5 +275,5 @@ func AnalyticGaussianEpsilon(delta, sigma, sens float64) (float64, error) {
 
 // ratioUp returns a/b rounded up (a ≥ 0, b > 0, both finite).
 func ratioUp(a, b float64) float64 {
-	return ratUp(new(big.Rat).Quo(new(big.Rat).SetFloat64(a), new(big.Rat).SetFloat64(b)))
+	return roundup.Rat(new(big.Rat).Quo(new(big.Rat).SetFloat64(a), new(big.Rat).SetFloat64(b)))
 }

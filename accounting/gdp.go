@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+
+	"github.com/dplearn/dplearn/internal/roundup"
 )
 
 // Gaussian differential privacy (Dong, Roth & Su 2019/2022, "Gaussian
@@ -134,7 +136,7 @@ func GDPMuFor(epsilon, delta float64) (float64, error) {
 // sqrtUp returns the smallest float64 m with m² ≥ r (r ≥ 0), compared
 // exactly.
 func sqrtUp(r *big.Rat) float64 {
-	m := math.Sqrt(ratUp(r))
+	m := math.Sqrt(roundup.Rat(r))
 	for sqRat(m).Cmp(r) < 0 {
 		m = math.Nextafter(m, math.Inf(1))
 	}
@@ -146,29 +148,6 @@ func sqrtUp(r *big.Rat) float64 {
 		m = p
 	}
 	return m
-}
-
-// ratUp returns the smallest float64 ≥ r (+Inf if r exceeds the float64
-// range).
-func ratUp(r *big.Rat) float64 {
-	f, _ := r.Float64()
-	if math.IsInf(f, 1) {
-		return f
-	}
-	if new(big.Rat).SetFloat64(f).Cmp(r) < 0 {
-		f = math.Nextafter(f, math.Inf(1))
-	}
-	return f
-}
-
-// mulUp returns the product of nonnegative finite factors rounded up: the
-// exact product is at most the result.
-func mulUp(xs ...float64) float64 {
-	p := big.NewRat(1, 1)
-	for _, x := range xs {
-		p.Mul(p, new(big.Rat).SetFloat64(x))
-	}
-	return ratUp(p)
 }
 
 // sqRat returns x² exactly.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/dplearn/dplearn/internal/atomicfile"
 	"github.com/dplearn/dplearn/internal/filelock"
+	"github.com/dplearn/dplearn/internal/roundup"
 )
 
 // ErrOverBudget is returned (wrapped) by Ledger.Charge when a release would
@@ -80,7 +81,7 @@ type State struct {
 // is never below what was spent.
 func (s State) Spent() Budget {
 	e, d, r := s.spentExact()
-	return Budget{Epsilon: ratUp(e), Delta: ratUp(d), Rho: ratUp(r)}
+	return Budget{Epsilon: roundup.Rat(e), Delta: roundup.Rat(d), Rho: roundup.Rat(r)}
 }
 
 // spentExact returns the exact sums of the charged ε, δ and ρ. The charges
@@ -226,7 +227,7 @@ func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (State, err
 		case c.Delta > 0:
 			return st, fmt.Errorf("ledger: ledger %q is in ρ-zCDP; cannot charge (ε=%v, δ=%v)", st.Name, c.Epsilon, c.Delta)
 		case c.Epsilon > 0 && c.Rho == 0:
-			c.Rho, c.Epsilon = mulUp(c.Epsilon, c.Epsilon, 0.5), 0
+			c.Rho, c.Epsilon = roundup.Mul(c.Epsilon, c.Epsilon, 0.5), 0
 			if !finite(c.Rho) {
 				return st, fmt.Errorf("%w: ledger %q: ε²/2 overflows", ErrOverBudget, st.Name)
 			}
@@ -367,26 +368,3 @@ func (l *Ledger) write(st State) error {
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
-
-// ratUp returns the smallest float64 ≥ r (+Inf if r exceeds the float64
-// range).
-func ratUp(r *big.Rat) float64 {
-	f, _ := r.Float64()
-	if math.IsInf(f, 1) {
-		return f
-	}
-	if new(big.Rat).SetFloat64(f).Cmp(r) < 0 {
-		f = math.Nextafter(f, math.Inf(1))
-	}
-	return f
-}
-
-// mulUp returns the product of nonnegative finite factors rounded up: the
-// exact product is at most the result.
-func mulUp(xs ...float64) float64 {
-	p := big.NewRat(1, 1)
-	for _, x := range xs {
-		p.Mul(p, new(big.Rat).SetFloat64(x))
-	}
-	return ratUp(p)
-}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/dplearn/dplearn/internal/roundup"
 )
 
 func TestLedgerChargesAndRefuses(t *testing.T) {
@@ -110,7 +112,7 @@ func TestLedgerExact(t *testing.T) {
 	for range 9 {
 		exact.Add(exact, new(big.Rat).SetFloat64(0.1))
 	}
-	if sp := st2.Spent().Epsilon; new(big.Rat).SetFloat64(sp).Cmp(exact) < 0 || math.Nextafter(sp, 0) >= ratUp(exact) {
+	if sp := st2.Spent().Epsilon; new(big.Rat).SetFloat64(sp).Cmp(exact) < 0 || math.Nextafter(sp, 0) >= roundup.Rat(exact) {
 		t.Fatalf("spent %v is not the exact sum rounded up", sp)
 	}
 	// ρ: a pure ε charge converts to ε²/2 rounded up.
