@@ -82,9 +82,12 @@ func TestDPPPStudent(t *testing.T) {
 	if res.Labels != q || res.TestRows != 400 {
 		t.Fatalf("labels %d, test rows %d", res.Labels, res.TestRows)
 	}
-	// A 64-feature softmax on 80 (mostly right) labels: well above the
-	// 0.1 of guessing on 400 held-out rows.
-	if res.TestAccuracy < 0.6 || res.Agreement < 0.8 {
+	// A 64-feature softmax on 80 noisy labels: well above the 0.1 of
+	// guessing on 400 held-out rows (guessing exceeds 0.4 with probability
+	// below 1e-40). Since issue 22 the default trust model sizes the noise
+	// for H = 3 honest shares of 10, so the labels are noisier than before:
+	// measured 0.59-0.69, where 0.6 was the old floor.
+	if res.TestAccuracy < 0.4 || res.Agreement < 0.8 {
 		t.Errorf("student accuracy %.3f, agreement with its labels %.3f", res.TestAccuracy, res.Agreement)
 	}
 	// Independent computation: the labels compose by the exact privacy-loss
