@@ -229,6 +229,7 @@ func allRefused(t *testing.T, refused map[uint32]error, who []uint32, want strin
 // victim's proof replayed under its ID, a proof of another batch, none) is
 // dropped by the aggregator and refused by every honest decryptor.
 func TestAttackRogueVote(t *testing.T) {
+	skipCryptoUnderRace(t)
 	f := getFixture(t)
 	const victim, colluder = 3, 10
 	for _, kind := range []NoiseKind{Binomial, DGauss} {
@@ -330,6 +331,7 @@ func TestAttackRogueVote(t *testing.T) {
 // contributor: whichever way the coalition splits the honest teachers,
 // at most one of the two sums is decrypted.
 func TestAttackDifferencing(t *testing.T) {
+	skipCryptoUnderRace(t)
 	f := getFixture(t)
 	colluders := []uint32{8, 9, 10}
 	const victim = 7
@@ -469,6 +471,7 @@ func TestAttackDifferencingNoColluders(t *testing.T) {
 // honest shares actually left, computed from their number, is within the
 // printed guarantee, and a smaller sum is refused.
 func TestAttackMinimumHonestShares(t *testing.T) {
+	skipCryptoUnderRace(t)
 	f := getFixture(t)
 	colluders := []uint32{8, 9, 10}
 	for _, kind := range []NoiseKind{Binomial, DGauss} {
@@ -641,6 +644,7 @@ func expf(x float64) float64          { return math.Exp(x) }
 // differencing attack with split quorums then succeeds against them — what
 // the Unsigned option and --insecure say they give up.
 func TestUnsignedTeachersAreLabelled(t *testing.T) {
+	skipCryptoUnderRace(t)
 	f := getFixture(t)
 	cfg := f.config(Binomial)
 	pred := func(context.Context, [][]float64) ([]int, error) { return nil, nil }

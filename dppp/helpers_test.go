@@ -124,3 +124,16 @@ func (d *deployment) checkReference(t testing.TB, res *RunResult) {
 }
 
 type paillierCT = paillier.Ciphertext
+
+// skipCryptoUnderRace skips a single-goroutine test whose time is all
+// Paillier, proof and signature arithmetic when the race detector is on
+// (CI's race step runs with -short): it has no concurrency for the
+// detector to check, and it runs in full in the plain `go test ./...`.
+// The concurrent runs (TestDeadAfterVote, TestDigitsFiftyQueries, the
+// Driver over channels) stay under the detector.
+func skipCryptoUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled && testing.Short() {
+		t.Skip("race detector with -short: crypto-bound single-goroutine test, run in full without -race")
+	}
+}

@@ -93,6 +93,7 @@ func TestDeadAfterVote(t *testing.T) {
 }
 
 func TestForgedPartial(t *testing.T) {
+	skipCryptoUnderRace(t)
 	f := getFixture(t)
 	// The default (batch verification in Combine) first: the only mode in
 	// -short runs.
@@ -124,6 +125,7 @@ func TestForgedPartial(t *testing.T) {
 }
 
 func TestTooFewContributors(t *testing.T) {
+	skipCryptoUnderRace(t)
 	f := getFixture(t)
 	d := f.deploy(t, f.config(Binomial), nil)
 	dead := map[string]bool{"teacher06": true, "teacher07": true, "teacher08": true, "teacher09": true, "teacher10": true}
@@ -147,6 +149,7 @@ func TestTooFewContributors(t *testing.T) {
 // request): each refuses (fewer than N − A contributors), and nothing is
 // decrypted.
 func TestSingleVoteRefused(t *testing.T) {
+	skipCryptoUnderRace(t)
 	f := getFixture(t)
 	c := newCoalition(t, f, f.config(Binomial))
 	q, _ := c.vote(f.Rows[:3], ids(1, 10))
@@ -196,6 +199,7 @@ func TestPastBudgetRefusedByTeachers(t *testing.T) {
 }
 
 func TestReplays(t *testing.T) {
+	skipCryptoUnderRace(t)
 	f := getFixture(t)
 	d := f.deploy(t, f.config(Binomial), nil)
 	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows[:5], RunOptions{Faults: Faults{Replay: true}})
@@ -214,6 +218,7 @@ func TestReplays(t *testing.T) {
 // vote reused in another batch's sum, a wrong product, a wrong session,
 // other parameters.
 func TestTeacherChecks(t *testing.T) {
+	skipCryptoUnderRace(t)
 	f := getFixture(t)
 	cfg := f.config(Binomial)
 	c := newCoalition(t, f, cfg)
@@ -308,6 +313,7 @@ func (b badSigner) Sign(domain string, parts ...[]byte) ([]byte, []byte, error) 
 // without it. Without a Verifier every decrypting teacher refuses the sum
 // instead (the teachers' own check).
 func TestAggregatorVerifiesSetSignatures(t *testing.T) {
+	skipCryptoUnderRace(t)
 	f := getFixture(t)
 	cfg := f.config(Binomial)
 	bad := func(i int, tc *TeacherConfig) {

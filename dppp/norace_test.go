@@ -1,0 +1,5 @@
+//go:build !race
+
+package dppp
+
+const raceEnabled = false
