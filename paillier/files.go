@@ -7,7 +7,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"os"
 	"path/filepath"
@@ -102,45 +101,14 @@ func ParseKeySharePEM(data []byte) (*KeyShare, error) {
 // key with MaxParties verification keys, base64 in PEM) is under 3 MiB.
 const MaxKeyFileBytes = 4 << 20
 
-// readKeyFile opens path once and reads it through that handle: it checks
-// on the open file (fstat, not a second lookup of the path, which another
-// process could swap in between) that it is a regular file of at most
-// MaxKeyFileBytes bytes and, if private, that group and others have no
+// readKeyFile reads a key file through fileperm.ReadFile: its directories
+// and the file itself pass the loaders' rule (shared with certs), it is
+// checked on the open handle (fstat, not a second lookup of the path that
+// another process could swap in between) to be a regular file of at most
+// MaxKeyFileBytes bytes, and, if private, group and others have no
 // permission on it.
 func readKeyFile(path string, private bool) ([]byte, error) {
-	// The directory holding the file must not be open to writing either
-	// (the loaders' rule, shared with certs: internal/fileperm).
-	if err := fileperm.CheckDirsOf(path); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%v)", path, st.Mode().Type())
-	}
-	if err := fileperm.CheckFile(path, st, private); err != nil {
-		return nil, err
-	}
-	if st.Size() > MaxKeyFileBytes {
-		return nil, fmt.Errorf("%s has %d bytes, more than the %d of any key file", path, st.Size(), MaxKeyFileBytes)
-	}
-	// The file may grow after the fstat: read at most one byte past the
-	// bound.
-	data, err := io.ReadAll(io.LimitReader(f, MaxKeyFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxKeyFileBytes {
-		return nil, fmt.Errorf("%s has more than the %d bytes of any key file", path, MaxKeyFileBytes)
-	}
-	return data, nil
+	return fileperm.ReadFile(path, private, MaxKeyFileBytes)
 }
 
 // LoadThresholdPublicKey reads a public key file (a regular file of at most
