@@ -229,6 +229,34 @@ func (d *Driver) refused(batch uint64, from uint32, reason string) {
 // collect waits (one RoundTimeout) until pending is empty; handle is
 // called with each message from a teacher and returns whether it ends the
 // teacher's wait. Teachers lost or silent are removed from pending and
+// answered reports whether a teacher's vote or set signature, added with
+// result err, ends the wait for that teacher: a duplicate or a stale
+// message does not; any other refusal by the aggregator's state machine
+// does, logged (and, with keep, kept among the run's refusals).
+func (d *Driver) answered(batch uint64, from uint32, err error, keep bool) bool {
+	if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrStale) {
+		return false
+	}
+	if err != nil {
+		d.logf("batch %d: %v", batch, err)
+		if keep {
+			name := d.agg.Params().TeacherName(from)
+			d.res.Refusals[name] = append(d.res.Refusals[name], err.Error())
+		}
+	}
+	return true
+}
+
+// refusal handles any other message of a round: a Refuse for this batch
+// ends the wait for its teacher; anything else is ignored.
+func (d *Driver) refusal(batch uint64, from uint32, m Message) bool {
+	if r, ok := m.(*Refuse); ok && r.Batch == batch {
+		d.refused(batch, from, r.Reason)
+		return true
+	}
+	return false
+}
+
 // returned.
 func (d *Driver) collect(ctx context.Context, batch uint64, what string, pending map[uint32]bool, handle func(from uint32, m Message) bool) ([]uint32, error) {
 	pctx, cancel := context.WithTimeout(ctx, d.opt.RoundTimeout)
@@ -292,23 +320,11 @@ func (d *Driver) batch(ctx context.Context, rows [][]float64) (*BatchResult, err
 		d.link.Send(ctx, id, q)
 	}
 	if _, err := d.collect(ctx, q.Batch, "vote", pending, func(from uint32, m Message) bool {
-		switch m := m.(type) {
-		case *Vote:
-			err := d.agg.AddVote(from, m)
-			if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrStale) {
-				return false
-			}
-			if err != nil {
-				d.logf("batch %d: %v", q.Batch, err)
-			}
-			return true
-		case *Refuse:
-			if m.Batch == q.Batch {
-				d.refused(q.Batch, from, m.Reason)
-				return true
-			}
+		v, ok := m.(*Vote)
+		if !ok {
+			return d.refusal(q.Batch, from, m)
 		}
-		return false
+		return d.answered(q.Batch, from, d.agg.AddVote(from, v), false)
 	}); err != nil {
 		return nil, err
 	}
@@ -329,24 +345,11 @@ func (d *Driver) batch(ctx context.Context, rows [][]float64) (*BatchResult, err
 		d.link.Send(ctx, e.From, set)
 	}
 	if _, err := d.collect(ctx, q.Batch, "set signature", pending, func(from uint32, m Message) bool {
-		switch m := m.(type) {
-		case *SetSignature:
-			err := d.agg.AddSetSignature(from, m)
-			if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrStale) {
-				return false
-			}
-			if err != nil {
-				d.logf("batch %d: %v", q.Batch, err)
-				d.res.Refusals[p.TeacherName(from)] = append(d.res.Refusals[p.TeacherName(from)], err.Error())
-			}
-			return true
-		case *Refuse:
-			if m.Batch == q.Batch {
-				d.refused(q.Batch, from, m.Reason)
-				return true
-			}
+		sig, ok := m.(*SetSignature)
+		if !ok {
+			return d.refusal(q.Batch, from, m)
 		}
-		return false
+		return d.answered(q.Batch, from, d.agg.AddSetSignature(from, sig), true)
 	}); err != nil {
 		return nil, err
 	}
