@@ -110,3 +110,46 @@ func TestExperimentSaysWhatWasSkipped(t *testing.T) {
 		t.Fatalf("output:\n%s", out)
 	}
 }
+
+// TestExperimentUtilityRefsCLI runs the README's `dplearn experiment
+// utility-refs` through the CLI (--quick, one run): every reference beside
+// dplearn's mechanisms, its files written, its claims stated.
+func TestExperimentUtilityRefsCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: a seeded experiment run (about 6 s)")
+	}
+	dir := t.TempDir()
+	out, err := runCLI(t, "experiment", "utility-refs", "--quick", "--runs", "1", "--out", dir, "--seed", "1", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Experiments []struct {
+			Name   string   `json:"name"`
+			Files  []string `json:"files"`
+			Claims []struct {
+				Paper, Measured, Holds string
+			} `json:"claims"`
+		} `json:"experiments"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, out)
+	}
+	if len(got.Experiments) != 1 || got.Experiments[0].Name != "utility-refs" || len(got.Experiments[0].Claims) == 0 {
+		t.Fatalf("%+v", got)
+	}
+	var text strings.Builder
+	for _, c := range got.Experiments[0].Claims {
+		text.WriteString(c.Paper + " " + c.Measured + "\n")
+	}
+	for _, ref := range []string{"AdaSSP", "DP-GD"} {
+		if !strings.Contains(text.String(), ref) {
+			t.Errorf("no claim names %s:\n%s", ref, text.String())
+		}
+	}
+	for _, f := range got.Experiments[0].Files {
+		if _, err := os.Stat(f); err != nil {
+			t.Error(err)
+		}
+	}
+}
