@@ -30,9 +30,9 @@ class BuildWithGo(build_py):
         go = shutil.which("go")
         if go is None:
             raise SystemExit("dplearn: the Go toolchain (go) is needed to build the core; put it on PATH")
-        out = os.path.join(self.build_lib, "dplearn", "_bin", "dplearn")
+        out = os.path.abspath(os.path.join(self.build_lib, "dplearn", "_bin", "dplearn"))
         os.makedirs(os.path.dirname(out), exist_ok=True)
-        env = dict(os.environ, GOFLAGS=os.environ.get("GOFLAGS", "-mod=mod"), GOPROXY=os.environ.get("GOPROXY", "off"))
+        env = dict(os.environ, GOPROXY=os.environ.get("GOPROXY", "off"))  # no download at install time
         subprocess.check_call([go, "build", "-trimpath", "-o", out, "./cmd/dplearn"], cwd=repo_root(), env=env)
 
 
