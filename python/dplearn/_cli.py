@@ -69,7 +69,7 @@ def run(args: Sequence[str], *, stdin: bytes | None = None) -> subprocess.Comple
         if "budget" in text and ("exceed" in text or "refus" in text):
             raise BudgetExceededError(text, args)
         m = _COLUMN.search(text)
-        if m and "--data" in text:
+        if m:
             raise DataError(text, m.group(1))
         raise DplearnError(text, args)
     return p
