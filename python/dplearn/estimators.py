@@ -104,7 +104,7 @@ class _DPEstimator(BaseEstimator):
 
     # ---------------------------------------------------------------
     def _more_tags(self):
-        return {"non_deterministic": True, "allow_nan": True, "requires_y": True,
+        return {"non_deterministic": self.random_state is None, "allow_nan": False, "requires_y": True,
                 "poor_score": True, "_xfail_checks": {}}
 
     def _schema_for(self, X: pd.DataFrame, y: pd.Series) -> Schema:
@@ -174,7 +174,7 @@ class _DPEstimator(BaseEstimator):
         if not isinstance(y, pd.Series):
             ya = np.asarray(y)
             if ya.ndim == 2 and ya.shape[1] == 1:
-                warnings.warn("A column-vector y was passed when a 1d array was expected.", _DataConversionWarning())
+                warnings.warn("A column-vector y was passed when a 1d array was expected.", _DataConversionWarning, stacklevel=3)
                 ya = ya.ravel()
             if ya.ndim != 1:
                 raise ValueError(f"y should be a 1d array, got an array of shape {ya.shape} instead.")
@@ -219,7 +219,12 @@ class _DPEstimator(BaseEstimator):
             raise TypeError("sample_weight is not supported: weights change the sensitivity the guarantee rests on")
         if not (isinstance(self.epsilon, (int, float, np.floating, np.integer)) and self.epsilon > 0):
             raise ValueError(f"epsilon must be > 0, got {self.epsilon!r}")
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         X, y = self._prepare(X, y, fitting=True)
+        if any(not isinstance(c, str) for c in X.columns):
+            X = X.copy(deep=False)
+            X.columns = [str(c) for c in X.columns]
         self._train_columns_ = [str(c) for c in X.columns]
         y = y.rename(self._target_name(y))
         schema = self._schema_for(X, y)
@@ -315,8 +320,10 @@ def _as_2d(X):
     if arr.dtype == object:
         try:
             arr = arr.astype(np.float64)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"X holds values that are not numbers ({e}); pass a DataFrame with categorical columns") from e
+        except TypeError as e:
+            raise TypeError(f"X holds a value that is not a number: {e}; pass a DataFrame with categorical columns") from e
+        except ValueError as e:
+            raise ValueError(f"X holds a value that is not a number: {e}; pass a DataFrame with categorical columns") from e
     return arr
 
 
@@ -396,6 +403,9 @@ class LogisticRegression(ClassifierMixin, _DPEstimator):
             classes = sorted(pd.unique(yy).tolist()) if len(yy) else []
             if set(classes) <= {0, 1} and len(classes) >= 1:
                 classes = [0, 1]
+            elif len(classes) > 2:
+                raise ValueError(f"Unknown label type: column {str(y.name)!r} holds more than 2 values; "
+                                 "LogisticRegression is binary: declare classes=[negative, positive]")
             else:
                 warnings.warn("the class labels were read off y (its distinct values), which leaks them; "
                               "declare classes=[negative, positive] or the schema target's labels",

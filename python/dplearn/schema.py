@@ -252,7 +252,7 @@ def frame(X: Any, names: Iterable[str] | None = None) -> pd.DataFrame:
         return X.to_frame()
     arr = np.asarray(X)
     if arr.ndim == 1:
-        raise ValueError("Expected 2D array, got 1D array instead: reshape your data with "
+        raise ValueError("Expected 2D array, got 1D array instead: Reshape your data with "
                          "array.reshape(-1, 1) for a single feature or array.reshape(1, -1) for a single sample")
     if arr.ndim != 2:
         raise ValueError(f"Expected 2D array, got an array with {arr.ndim} dimensions")
