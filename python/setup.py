@@ -25,6 +25,12 @@ def repo_root():
 class BuildWithGo(build_py):
     def run(self):
         super().run()
+        # the example tables (exampledata/) for dplearn.datasets
+        data = os.path.abspath(os.path.join(self.build_lib, "dplearn", "data"))
+        os.makedirs(os.path.join(data, "schemas"), exist_ok=True)
+        ex = os.path.join(repo_root(), "exampledata")
+        for f in ("CPS1988.csv", "SmokeBan.csv", "schemas/cps1988.json", "schemas/smokeban.json"):
+            shutil.copyfile(os.path.join(ex, f), os.path.join(data, f))
         if os.environ.get("DPLEARN_SKIP_GO_BUILD"):
             return
         go = shutil.which("go")

@@ -6,7 +6,7 @@ repository at install time); this package maps DataFrames, schemas and
 parameters onto it and parses its reports.
 """
 
-from . import cape, privacy
+from . import cape, datasets, privacy
 from ._cli import BudgetExceededError, DataError, DplearnError, binary
 from .estimators import (InsecureRandomnessWarning, LinearRegression, LogisticRegression, PrivacyLeakWarning,
                          PrivacyReport, Release, RobustRegression, Summary)
@@ -14,7 +14,7 @@ from .ledger import Ledger
 from .schema import MissingBoundsError, Schema
 
 __all__ = ["LinearRegression", "LogisticRegression", "RobustRegression", "Schema", "Ledger", "PrivacyReport",
-           "Release", "Summary", "privacy", "cape", "DataError", "DplearnError", "BudgetExceededError",
+           "Release", "Summary", "privacy", "cape", "datasets", "DataError", "DplearnError", "BudgetExceededError",
            "MissingBoundsError", "InsecureRandomnessWarning", "PrivacyLeakWarning", "binary"]
 
 __version__ = "0.1.0"
