@@ -158,7 +158,10 @@ def _column(name: str, s: pd.Series):
             ints = s.dropna().to_numpy()
             if len(ints) and (np.abs(ints.astype(np.float64)) > 2.0**53).any():
                 raise ColumnTypeError(f"column {name!r}: integers beyond 2**53 cannot be sent as exact float64")
-        arr = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        if isinstance(dt, np.dtype):  # numpy dtype: NaN is already NaN, no copy for float64
+            arr = s.to_numpy(dtype=np.float64, copy=False)
+        else:  # nullable extension dtype (Float64, Int64): pd.NA becomes NaN
+            arr = s.to_numpy(dtype=np.float64, na_value=np.nan)
         return _DOUBLE, None, _float_encoder(arr)
     if pd.api.types.is_datetime64_any_dtype(dt) or pd.api.types.is_timedelta64_dtype(dt):
         raise ColumnTypeError(f"column {name!r}: dtype {dt} is not numeric or categorical; convert it (e.g. to a number of days) first")
