@@ -32,6 +32,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--mechanism", default="gaussian-fm")
     ap.add_argument("--model", default="linear", choices=["linear", "logistic"])
+    ap.add_argument("--ci-share", type=float, default=None, help="passed to both sides (0: no intervals, the leanest fit)")
     a = ap.parse_args()
     warnings.simplefilter("ignore", dplearn.InsecureRandomnessWarning)
     rng = np.random.default_rng(1)
@@ -51,16 +52,18 @@ def main() -> None:
         schema.save(sp)
         cmd = [dplearn.binary(), "fit", "--data", csv, "--schema", sp, "--model", a.model, "--mechanism", a.mechanism,
                "--epsilon", "1", "--delta", "1e-7", "--out", os.path.join(tmp, "m.json"), "--seed", "1", "--format", "json"]
+        if a.ci_share is not None:
+            cmd += ["--ci-share", repr(a.ci_share)]
         cli, py = [], []
         for _ in range(a.runs):
             t = time.perf_counter()
             subprocess.run(cmd, check=True, capture_output=True)
             cli.append(time.perf_counter() - t)
             t = time.perf_counter()
-            est(epsilon=1, delta=1e-7, mechanism=a.mechanism, schema=schema, random_state=1).fit(X, y)
+            est(epsilon=1, delta=1e-7, mechanism=a.mechanism, schema=schema, random_state=1, ci_share=a.ci_share).fit(X, y)
             py.append(time.perf_counter() - t)
     c, p = statistics.median(cli), statistics.median(py)
-    print(f"{a.rows} x {a.cols} {a.model} {a.mechanism}: CLI on CSV median {c:.3f} s, Python on DataFrame median {p:.3f} s, "
+    print(f"{a.rows} x {a.cols} {a.model} {a.mechanism} ci-share {a.ci_share}: CLI on CSV median {c:.3f} s, Python on DataFrame median {p:.3f} s, "
           f"ratio {p / c:.3f} (runs {a.runs}; CLI {['%.3f' % v for v in cli]}, Python {['%.3f' % v for v in py]})")
 
 
