@@ -29,6 +29,11 @@ class DataError(ValueError):
         self.column = column
 
 
+class ParameterError(DplearnError, ValueError):
+    """The core refused a parameter (its flag is named in the message:
+    --epsilon is ``epsilon=``, --delta ``delta=``, other flags ``options=``)."""
+
+
 class BudgetExceededError(DplearnError):
     """A ledger refused a charge: the fit or release would overspend it."""
 
@@ -71,6 +76,9 @@ def run(args: Sequence[str], *, stdin: bytes | None = None) -> subprocess.Comple
         m = _COLUMN.search(text)
         if m:
             raise DataError(text, m.group(1))
+        body = text.removeprefix("dplearn: ")
+        if body.startswith("--") or " needs --" in body:
+            raise ParameterError(text, args)
         raise DplearnError(text, args)
     return p
 

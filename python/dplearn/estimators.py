@@ -84,7 +84,7 @@ class _DPEstimator(BaseEstimator):
     _kind = "linear"
     _default_mechanism = "gaussian-fm"
 
-    def __init__(self, epsilon: float = 1.0, delta: float | None = 1e-6, mechanism: str | None = None,
+    def __init__(self, epsilon: float | None = 1.0, delta: float | None = None, mechanism: str | None = None,
                  schema: Schema | Mapping | str | None = None, bounds: Mapping | None = None,
                  categories: Mapping | None = None, target_bounds=None, ledger: Ledger | str | None = None,
                  random_state: int | None = None, ci_share: float | None = None,
@@ -217,8 +217,9 @@ class _DPEstimator(BaseEstimator):
         """Fits the model with the dplearn core (``dplearn fit``)."""
         if sample_weight is not None:
             raise TypeError("sample_weight is not supported: weights change the sensitivity the guarantee rests on")
-        if not (isinstance(self.epsilon, (int, float, np.floating, np.integer)) and self.epsilon > 0):
-            raise ValueError(f"epsilon must be > 0, got {self.epsilon!r}")
+        if self.epsilon is not None and not (isinstance(self.epsilon, (int, float, np.floating, np.integer))
+                                             and self.epsilon > 0):
+            raise ValueError(f"epsilon must be > 0 (or None for a non-private reference fit), got {self.epsilon!r}")
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         X, y = self._prepare(X, y, fitting=True)
@@ -248,8 +249,13 @@ class _DPEstimator(BaseEstimator):
             schema.save(sp)
             out = os.path.join(tmp, "model.json")
             args = ["fit", "--data", data, "--schema", sp, "--model", self._kind, "--mechanism", mechanism,
-                    "--epsilon", _cli._num(float(self.epsilon)), "--out", out]
-            if self.delta is not None and mechanism != "nonprivate":
+                    "--out", out]
+            # ε and δ go to the core as given: it refuses δ for a pure-ε
+            # mechanism, a missing δ for an (ε, δ) one, δ ≥ 1/N, and any
+            # privacy parameter for a non-private one (ParameterError).
+            if self.epsilon is not None:
+                args += ["--epsilon", _cli._num(float(self.epsilon))]
+            if self.delta is not None:
                 args += ["--delta", _cli._num(float(self.delta))]
             if seed is not None:
                 args += ["--seed", str(seed)]
@@ -374,7 +380,7 @@ class LogisticRegression(ClassifierMixin, _DPEstimator):
     _kind = "logistic"
     _default_mechanism = "objpert"
 
-    def __init__(self, epsilon: float = 1.0, delta: float | None = 1e-6, mechanism: str | None = None,
+    def __init__(self, epsilon: float | None = 1.0, delta: float | None = None, mechanism: str | None = None,
                  schema=None, bounds=None, categories=None, classes=None, ledger=None, random_state=None,
                  ci_share=None, options=None, workers: int = 0):
         super().__init__(epsilon=epsilon, delta=delta, mechanism=mechanism, schema=schema, bounds=bounds,

@@ -142,3 +142,19 @@ def test_budget_refusal(tmp_path, cps_small, cps_schema):
     # seeded noise has no guarantee to charge: the core refuses
     with pytest.raises(dplearn.DplearnError, match="seed"):
         dplearn.LinearRegression(epsilon=0.1, delta=1e-6, schema=cps_schema, ledger=led, random_state=1).fit(X, y)
+
+
+def test_privacy_parameters_are_the_cores_rules(cps_small, cps_schema):
+    """ε and δ reach the core as given; its refusals become ParameterError
+    (a ValueError) naming the flag."""
+    X, y = cps_small.drop(columns=["wage"]), cps_small["wage"]
+    with pytest.raises(dplearn.ParameterError, match="delta"):
+        dplearn.LinearRegression(epsilon=1, schema=cps_schema).fit(X, y)  # gaussian-fm needs δ
+    with pytest.raises(dplearn.ParameterError, match="pure"):
+        dplearn.LinearRegression(epsilon=1, delta=1e-6, mechanism="fm", schema=cps_schema).fit(X, y)
+    with pytest.raises(ValueError, match="delta"):
+        dplearn.LinearRegression(epsilon=1, delta=0.01, schema=cps_schema).fit(X, y)  # δ ≥ 1/N
+    m = dplearn.LinearRegression(epsilon=None, mechanism="nonprivate", schema=cps_schema).fit(X, y)
+    assert not m.privacy_.private
+    with pytest.raises(ValueError, match="epsilon"):
+        dplearn.LinearRegression(epsilon=0, schema=cps_schema).fit(X, y)

@@ -45,7 +45,7 @@ def test_pipeline_and_cross_val(cps, cps_schema):
 
 
 def test_pickle_round_trip(smokeban, smokeban_schema):
-    m = dplearn.LogisticRegression(epsilon=1, schema=smokeban_schema, random_state=5)
+    m = dplearn.LogisticRegression(epsilon=1, delta=1e-6, schema=smokeban_schema, random_state=5)
     X, y = smokeban.drop(columns=["smoker"]), smokeban["smoker"]
     m.fit(X, y)
     m2 = pickle.loads(pickle.dumps(m))
@@ -60,7 +60,7 @@ def test_logistic_numeric_labels_and_decision_function():
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, size=(4000, 3))
     y = (X @ [2.0, -1.0, 0.5] + rng.logistic(size=4000) > 0).astype(int)
-    m = dplearn.LogisticRegression(epsilon=2, bounds=(-1, 1), random_state=1).fit(X, y)
+    m = dplearn.LogisticRegression(epsilon=2, delta=1e-6, bounds=(-1, 1), random_state=1).fit(X, y)
     assert list(m.classes_) == [0, 1]
     p = m.predict_proba(X[:200])
     np.testing.assert_allclose(p.sum(axis=1), 1)
