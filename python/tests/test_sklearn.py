@@ -108,5 +108,5 @@ def _run_checks(est):
 ], ids=["linear", "robust", "logistic"])
 def test_sklearn_estimator_checks(est):
     ran, failed = _run_checks(est)
-    assert len(ran) >= 10, ran
+    assert len(ran) >= 40, ran  # 40 (regressors) or 42 (classifier) checks in scikit-learn 1.2
     assert not failed, "\n".join(failed)
