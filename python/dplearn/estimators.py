@@ -77,7 +77,6 @@ class PrivacyReport:
                    insecure_randomness=bool(d.get("insecure_randomness", False)), raw=dict(d))
 
 
-_MECH_FLAGS = {"lambda_", "lambda"}
 
 
 class _DPEstimator(BaseEstimator):
@@ -105,7 +104,7 @@ class _DPEstimator(BaseEstimator):
     # ---------------------------------------------------------------
     def _more_tags(self):
         return {"non_deterministic": self.random_state is None, "allow_nan": False, "requires_y": True,
-                "poor_score": True, "_xfail_checks": {}}
+                "poor_score": True}
 
     def _schema_for(self, X: pd.DataFrame, y: pd.Series) -> Schema:
         s = self.schema

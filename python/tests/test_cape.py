@@ -3,12 +3,10 @@ capeFM fit served by `dplearn cape serve` on loopback (--insecure: no TLS,
 loopback only, a test of the binding, not of the protocol's security, which
 the Go tests cover)."""
 
-import os
 import socket
 import subprocess
 import threading
 
-import numpy as np
 import pytest
 
 import dplearn

@@ -1,8 +1,6 @@
 """Bad input raises a Python exception naming the column, never a crash:
 the Python-side checks, and the core's own refusals mapped to DataError."""
 
-import os
-import subprocess
 
 import numpy as np
 import pandas as pd
@@ -10,7 +8,6 @@ import pytest
 
 import dplearn
 from dplearn import _cli, _parquet
-from conftest import EXAMPLE
 
 
 @pytest.fixture()

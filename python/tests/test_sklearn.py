@@ -7,7 +7,6 @@ from unittest import SkipTest
 import warnings
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.base import clone
 from sklearn.model_selection import cross_val_score
