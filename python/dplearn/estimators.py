@@ -498,7 +498,7 @@ class Summary:
             body.append(f"{str(name)[:23]:<24}{g(r['coef'], '10.4f')}{g(r['std err'], '10.4f')}{g(r['z'], '8.3f')}"
                         f"{g(r['P>|z|'], '8.3f')}{g(r['lower'], '9.3f')}{g(r['upper'], '9.3f')}")
         foot = ["=" * w,
-                "Coefficients in original units (the target's transform undone where it is linear).",
+                "Coefficients per unit of each feature, on the target's scale after its transform (e.g. log wage).",
                 "z and P>|z|: normal approximation from the interval's SE (post-processing of the release).",
                 f"Intervals: {self.method}" if self.method else "No intervals: this mechanism releases none.",
                 f"Accountant: {pr.accountant}"]
