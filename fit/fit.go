@@ -268,3 +268,25 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	out.Model, out.Table = model, table
 	return out, nil
 }
+
+// Estimate runs only the mechanism on a pre-encoded table without a
+// schema (the experiments that reproduce the papers' figures): Check's
+// refusals and the request's configuration (options, noise source; no
+// structure, since there is no schema), then the fit. It releases
+// nothing, so it writes no report, computes no intervals and leaves δ
+// against N to the caller (a figure may use its paper's δ).
+func Estimate(ctx context.Context, req Request, data regress.Data) (*regress.Result, error) {
+	if err := Check(req); err != nil {
+		return nil, err
+	}
+	est, _, err := estimator(req.Mechanism)
+	if err != nil {
+		return nil, err
+	}
+	req.NoStructure = true
+	cfg, err := req.config(nil)
+	if err != nil {
+		return nil, err
+	}
+	return est.Fit(ctx, data, cfg)
+}
