@@ -21,6 +21,7 @@ import (
 	"github.com/dplearn/dplearn/dpppnet"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
+	"github.com/dplearn/dplearn/paillier/keyfile"
 	"github.com/dplearn/dplearn/transport"
 	"github.com/spf13/cobra"
 )
@@ -228,7 +229,7 @@ address only, for tests.`,
 		if err != nil {
 			return err
 		}
-		tpk, err := paillier.LoadThresholdPublicKey(pub)
+		tpk, err := keyfile.LoadThresholdPublicKey(pub)
 		if err != nil {
 			return err
 		}
@@ -617,7 +618,7 @@ runs).`,
 			return err
 		}
 		teachers := trimAll(d.teachers)
-		key, err := paillier.LoadKeyShare(share)
+		key, err := keyfile.LoadKeyShare(share)
 		if err != nil {
 			return err
 		}
