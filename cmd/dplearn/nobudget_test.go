@@ -17,7 +17,6 @@ import (
 // another part of the CLI; issue 24): the entry must go when the file is
 // clean, and no file may join it.
 var budgetDebt = map[string]string{
-	"ledger.go":        "printLedger computes what is left of a budget for display (belongs in ledger.State)",
 	"privacy.go":       "privacy binomial converts a per-coordinate (ε, δ) for DPPP's binomial mechanism (the calculator; belongs in accounting)",
 	"schemasuggest.go": "schema suggest sums its per-column spend and repeats the ledger's early over-budget check (fit.CheckBudget's rule; owned by the units helper)",
 }
