@@ -5,8 +5,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -23,7 +23,6 @@ import (
 
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/exampledata"
-	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/statsfile"
 	"github.com/dplearn/dplearn/suffstat"
@@ -342,12 +341,17 @@ func TestSeededFitEqualsCLI(t *testing.T) {
 	}
 	glob := splitCSV(t, t.TempDir(), d.CSV, 5)
 	for _, mech := range []struct {
-		name  string
-		delta float64
-	}{{"gaussian-fm", 1e-6}, {"fm", 0}} {
-		t.Run(mech.name, func(t *testing.T) {
+		name    string
+		delta   float64
+		ciShare string
+	}{{"gaussian-fm", 1e-6, "0"}, {"fm", 0, "0"}, {"gaussian-fm", 1e-6, "0.05"}, {"fm", 0, "0.1"}} {
+		t.Run(mech.name+"/ci-share="+mech.ciShare, func(t *testing.T) {
+			share, err := strconv.ParseFloat(mech.ciShare, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
 			spec := FitSpec{Model: "linear", Mechanism: mech.name, Epsilon: 0.8, Delta: mech.delta, Lambda: -1,
-				LambdaFactor: 1, Split: 0.5, Seeded: true, Seed: 42, Out: filepath.Join(tmp, mech.name+"-beam.json")}
+				LambdaFactor: 1, CIShare: share, Seeded: true, Seed: 42, Out: filepath.Join(tmp, mech.name+mech.ciShare+"-beam.json")}
 			o := Options{Inputs: []string{glob}, Schema: s}
 			p, sc := beam.NewPipelineWithRoot()
 			st, err := Statistics(sc, o)
@@ -365,7 +369,7 @@ func TestSeededFitEqualsCLI(t *testing.T) {
 				t.Fatal(err)
 			}
 			args := []string{"fit", "--schema", schemaPath, "--model", "linear", "--mechanism", mech.name,
-				"--epsilon", "0.8", "--lambda-factor", "1", "--seed", "42", "--ci-share", "0"}
+				"--epsilon", "0.8", "--lambda-factor", "1", "--seed", "42", "--ci-share", mech.ciShare}
 			if mech.delta > 0 {
 				args = append(args, "--delta", "1e-06")
 			}
@@ -383,10 +387,8 @@ func TestSeededFitEqualsCLI(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				// The pipeline writes no coefficient table (dplearn fit's
-				// "inference" key, a function of released values and the
-				// schema; --ci-share 0 spends nothing on it): compare the rest.
-				want = withoutKey(t, want, "inference")
+				// Both run fit.Run: the whole file agrees, the coefficient
+				// table (with its intervals when --ci-share > 0) included.
 				if !bytes.Equal(beamModel, want) {
 					t.Fatalf("the pipeline's model differs from dplearn fit %s:\n%s\nvs\n%s", in[0], beamModel, want)
 				}
@@ -436,21 +438,24 @@ func schemaOf(t testing.TB, js string) (*schema.Schema, error) {
 	return s, nil
 }
 
-// withoutKey re-encodes a model file without one top-level key, in the
-// indented form regress writes.
-func withoutKey(t *testing.T, model []byte, key string) []byte {
-	t.Helper()
-	var m regress.Model
-	if err := json.Unmarshal(model, &m); err != nil {
-		t.Fatal(err)
-	}
-	if key != "inference" {
-		t.Fatalf("withoutKey: %q not supported", key)
-	}
-	m.Inference = nil
-	data, err := json.MarshalIndent(&m, "", "  ") // as regress.Model.Save
+// TestFitModelRefusesDeltaAboveOneOverN: the pipeline's fit applies the
+// CLI's rule for δ against N (fit.CheckDeltaN): δ = 1/N is refused (the
+// pipeline used to fit and only warn), δ just below it is accepted.
+func TestFitModelRefusesDeltaAboveOneOverN(t *testing.T) {
+	_, s, whole := cps(t)
+	m, _, err := dataset.Moments(context.Background(), whole, s, dataset.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(data, '\n')
+	n := float64(m.N())
+	for _, tc := range []struct {
+		delta float64
+		ok    bool
+	}{{1 / n, false}, {math.Nextafter(1/n, 0), true}} {
+		spec := FitSpec{Model: "linear", Mechanism: "gaussian-fm", Epsilon: 1, Delta: tc.delta, Lambda: -1, Seeded: true, Out: "m.json"}
+		_, err := FitModel(context.Background(), s, m, spec, false)
+		if (err == nil) != tc.ok || (err != nil && !strings.Contains(err.Error(), "not below 1/N")) {
+			t.Errorf("δ = %v, N = %v: error %v, want ok = %v", tc.delta, n, err, tc.ok)
+		}
+	}
 }

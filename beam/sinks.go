@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
-	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/fit"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/statsfile"
@@ -128,17 +127,23 @@ func (f *writeStatsFn) ProcessElement(ctx context.Context, _ []byte, stats func(
 	return writeFile(ctx, f.Path, data)
 }
 
-// FitSpec is what the Fit step needs besides the statistics: the
-// regress.Config fields a statistics-only mechanism uses, as flags give
-// them. It is serialised into the pipeline, so it holds no secrets.
+// FitSpec is what the Fit step needs besides the statistics: the public
+// parameters of a statistics-only mechanism, as flags give them; FitModel
+// maps them to a fit.Request, so the pipeline refuses and reports exactly
+// what `dplearn fit --stats` does. It is serialised into the pipeline, so
+// it holds no secrets.
 type FitSpec struct {
 	Model        string  // linear or logistic
 	Mechanism    string  // a mechanism that needs only the statistics (fm, gaussian-fm, ...)
-	Epsilon      float64 // ε
+	Epsilon      float64 // ε of the whole release (the fit and the intervals' share)
 	Delta        float64 // δ (Gaussian mechanisms)
 	Lambda       float64 // ridge λ; negative: the mechanism's default
-	LambdaFactor float64 // λ = this × the noise std when Lambda < 0
-	Split        float64 // gaussian-fm's budget share of Λ1
+	LambdaFactor float64 // λ = this × the noise std when Lambda < 0 (0: the default)
+	Split        float64 // gaussian-fm's budget share of Λ1 (0: the default)
+	// CIShare is the share of Epsilon spent on the target moment Λ0 that
+	// linear FM-family confidence intervals need (fit.DefaultCIShare is
+	// the CLI's default; 0: no intervals, the fit keeps the whole ε).
+	CIShare float64
 	// NoStructure turns off the projection of the released Λ2 onto the
 	// identities the schema's encoding implies (regress.GramStructureFor),
 	// which `dplearn fit` applies by default (--no-schema-structure).
@@ -151,17 +156,32 @@ type FitSpec struct {
 	Out    string // the model file (any Beam filesystem)
 }
 
-// Validate checks the spec before the pipeline runs.
+// Request maps the spec to the fit.Request `dplearn fit` would make from
+// the same flags. An option is given (and refused by a mechanism that does
+// not read it) when it differs from the mechanism's default; zero
+// LambdaFactor and Split mean the default.
+func (f FitSpec) Request(kind regress.Kind, skipBadRows bool) fit.Request {
+	opts := map[string]any{"lambda": f.Lambda}
+	if f.LambdaFactor != 0 {
+		opts["lambda-factor"] = f.LambdaFactor
+	}
+	if f.Split != 0 {
+		opts["split"] = f.Split
+	}
+	return fit.Request{Kind: kind, Mechanism: f.Mechanism, Epsilon: f.Epsilon, Delta: f.Delta, Options: opts,
+		CIShare: f.CIShare, NoStructure: f.NoStructure, Seeded: f.Seeded, Seed: f.Seed,
+		SkipBadRows: skipBadRows, NoForecast: true}
+}
+
+// Validate checks the spec before the pipeline runs: what fit.Check and
+// fit.CheckTarget refuse, a mechanism that needs the rows, and no --out.
 func (f FitSpec) Validate(s *schema.Schema) (regress.Kind, regress.Estimator, error) {
 	kind, err := regress.ParseKind(f.Model)
 	if err != nil {
 		return "", nil, fmt.Errorf("--model: %w", err)
 	}
-	switch {
-	case kind == regress.Logistic && !s.Target.Binary():
-		return "", nil, fmt.Errorf("--model logistic needs a binary target; the schema gives %q a range (declare \"positive\" instead)", s.Target.Name)
-	case kind != regress.Logistic && s.Target.Binary():
-		return "", nil, fmt.Errorf("--model %s needs a continuous target with a declared range; the schema declares %q as binary", kind, s.Target.Name)
+	if err := fit.CheckTarget(kind, s); err != nil {
+		return "", nil, err
 	}
 	est, err := regress.New(f.Mechanism)
 	if err != nil {
@@ -170,8 +190,8 @@ func (f FitSpec) Validate(s *schema.Schema) (regress.Kind, regress.Estimator, er
 	if est.NeedsRows(kind) {
 		return "", nil, fmt.Errorf("--mechanism %s needs the rows, not only their statistics: it cannot run on Beam (use dplearn fit --data)", f.Mechanism)
 	}
-	if est.Private() && (!(f.Epsilon > 0) || math.IsInf(f.Epsilon, 0)) {
-		return "", nil, fmt.Errorf("--epsilon must be a finite number > 0, got %v", f.Epsilon)
+	if err := fit.Check(f.Request(kind, false)); err != nil {
+		return "", nil, err
 	}
 	if f.Out == "" {
 		return "", nil, errors.New("--out: no model file given")
@@ -179,38 +199,22 @@ func (f FitSpec) Validate(s *schema.Schema) (regress.Kind, regress.Estimator, er
 	return kind, est, nil
 }
 
-// FitModel runs the mechanism on the statistics and returns the model with
-// its privacy report, exactly as `dplearn fit` does from the same
-// statistics (same notes and warnings).
+// FitModel runs fit.Run on the statistics and returns the model with its
+// coefficient table and privacy report, exactly as `dplearn fit --stats`
+// does from the same statistics (same refusals, e.g. δ ≥ 1/N; same
+// intervals, notes and warnings).
 func FitModel(ctx context.Context, s *schema.Schema, m *suffstat.Moments, spec FitSpec, skipBadRows bool) (*regress.Model, error) {
-	kind, est, err := spec.Validate(s)
+	kind, _, err := spec.Validate(s)
 	if err != nil {
 		return nil, err
 	}
-	var src noise.Source = noise.NewSecure()
-	if spec.Seeded {
-		src = noise.NewInsecureSeeded(spec.Seed)
-	}
-	cfg := regress.Config{Kind: kind, Epsilon: spec.Epsilon, Delta: spec.Delta, Lambda: spec.Lambda,
-		LambdaFactor: spec.LambdaFactor, Split: spec.Split, Source: src}
-	if !spec.NoStructure {
-		if cfg.Structure, err = regress.GramStructureFor(s); err != nil {
-			return nil, err
-		}
-	}
-	res, err := est.Fit(ctx, regress.Data{Stats: m}, cfg)
+	// The pipeline's statistics are a statistics file's (WriteStatsFile
+	// writes the same): bad rows left out, dropped records not counted.
+	res, err := fit.Run(ctx, spec.Request(kind, skipBadRows), fit.Data{Data: regress.Data{Stats: m}, FromStatsFile: true}, s)
 	if err != nil {
 		return nil, err
 	}
-	n := m.N()
-	if est.Private() && skipBadRows {
-		res.Privacy.Notes = append(res.Privacy.Notes,
-			"fitted with --skip-bad-rows: the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered")
-	}
-	if est.Private() && spec.Delta > 0 && spec.Delta >= 1/float64(n) {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("δ = %g is not small next to 1/N = %g: such a guarantee permits publishing a whole record with probability δ", spec.Delta, 1/float64(n)))
-	}
-	return regress.NewModel(kind, s, res, regress.Training{Rows: n})
+	return res.Model, nil
 }
 
 // Fit adds a step that fits spec's mechanism to the statistics (the output

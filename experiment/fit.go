@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/dplearn/dplearn/fit"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/suffstat"
@@ -41,28 +42,32 @@ func moments(t *table) (*suffstat.Moments, error) {
 	return m, nil
 }
 
-// fitTable fits one mechanism and returns the coefficients and the wall
+// fitTable fits one mechanism through fit.Estimate (the library fit's
+// refusals and configuration) and returns the coefficients and the wall
 // time of the fit (statistics included when stats is nil).
 func fitTable(ctx context.Context, f fitSpec, train *table, stats *suffstat.Moments, src noise.Source) ([]float64, time.Duration, error) {
-	est, err := regress.New(f.mech)
-	if err != nil {
-		return nil, 0, err
+	u, ok := regress.LookupMechanism(f.mech)
+	if !ok {
+		return nil, 0, fmt.Errorf("experiment: no mechanism %q", f.mech)
 	}
 	start := time.Now()
 	if stats == nil {
+		var err error
 		if stats, err = moments(train); err != nil {
 			return nil, 0, err
 		}
 	}
-	cfg := regress.Config{Kind: f.kind, Epsilon: f.eps, Delta: f.delta, Lambda: -1, Source: src}
-	if !est.Private() {
-		cfg.Epsilon, cfg.Delta, cfg.Source = 0, 0, nil
+	// The privacy parameters the mechanism takes (the registry says
+	// which): none for a reference fit, ε alone for a pure one.
+	req := fit.Request{Kind: f.kind, Mechanism: f.mech, Options: map[string]any{"lambda": -1.0}, Source: src}
+	if u.Privacy.TakesEpsilon() {
+		req.Epsilon = f.eps
 	}
-	if f.mech == "fm" {
-		cfg.Delta = 0 // pure ε-DP
+	if u.Privacy.TakesDelta() {
+		req.Delta = f.delta
 	}
-	configureIterative(&cfg, f)
-	res, err := est.Fit(ctx, regress.Data{Stats: stats, Rows: train.Rows}, cfg)
+	configureIterative(&req, f)
+	res, err := fit.Estimate(ctx, req, regress.Data{Stats: stats, Rows: train.Rows})
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s (ε=%g, δ=%g, N=%d): %w", f.mech, f.eps, f.delta, train.N(), err)
 	}

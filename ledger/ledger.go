@@ -84,6 +84,25 @@ func (s State) Spent() Budget {
 	return Budget{Epsilon: roundup.Rat(e), Delta: roundup.Rat(d), Rho: roundup.Rat(r)}
 }
 
+// Remaining returns what is left of the budget, in its units: each
+// component is the exact budget less the exact sum of the charges, rounded
+// down to a float64 and never below 0, so it never overstates what
+// remains (subtracting the rounded-up Spent in float64 could round up).
+func (s State) Remaining() Budget {
+	e, d, r := s.spentExact()
+	left := func(budget float64, spent *big.Rat) float64 {
+		if math.IsNaN(budget) || math.IsInf(budget, 0) {
+			return 0
+		}
+		x := new(big.Rat).Sub(new(big.Rat).SetFloat64(budget), spent)
+		if x.Sign() <= 0 {
+			return 0
+		}
+		return -roundup.Rat(x.Neg(x)) // the largest float64 ≤ x
+	}
+	return Budget{Epsilon: left(s.Budget.Epsilon, e), Delta: left(s.Budget.Delta, d), Rho: left(s.Budget.Rho, r)}
+}
+
 // spentExact returns the exact sums of the charged ε, δ and ρ. The charges
 // are float64 values, i.e. dyadic rationals, so their sums are computed
 // without any rounding.

@@ -486,3 +486,32 @@ func TestErrOverBudgetIsSentinel(t *testing.T) {
 		t.Fatal("sentinel")
 	}
 }
+
+// TestRemainingRoundsDown: what is left is the largest float64 not above
+// the exact budget less the exact sum of the charges, and 0 once the
+// budget is spent. Subtracting the rounded-up Spent in float64 (as `ledger
+// show` did) overstates it here: 2 − (0.2 + 0.01 + 0.2 + 0.15 + 0.15)
+// rounds to the float64 1.29, above the exact remainder.
+func TestRemainingRoundsDown(t *testing.T) {
+	charges := []float64{0.2, 0.01, 0.2, 0.15, 0.15}
+	st := State{Budget: Budget{Epsilon: 2, Delta: 1e-5}}
+	exact := new(big.Rat).SetFloat64(2)
+	for _, c := range charges {
+		st.Charges = append(st.Charges, Charge{Epsilon: c, Delta: 1e-6})
+		exact.Sub(exact, new(big.Rat).SetFloat64(c))
+	}
+	if old := 2 - st.Spent().Epsilon; new(big.Rat).SetFloat64(old).Cmp(exact) <= 0 {
+		t.Fatalf("the float64 subtraction %v does not overstate %v: the test lost its case", old, exact.FloatString(20))
+	}
+	got := st.Remaining().Epsilon
+	if new(big.Rat).SetFloat64(got).Cmp(exact) > 0 {
+		t.Fatalf("Remaining ε = %v exceeds the exact %v", got, exact.FloatString(20))
+	}
+	if next := math.Nextafter(got, 3); new(big.Rat).SetFloat64(next).Cmp(exact) <= 0 {
+		t.Fatalf("Remaining ε = %v is not the largest float64 ≤ %v", got, exact.FloatString(20))
+	}
+	st.Charges = append(st.Charges, Charge{Epsilon: 1.5, Delta: 1e-5})
+	if r := st.Remaining(); r.Epsilon != 0 || r.Delta != 0 || r.Rho != 0 {
+		t.Fatalf("overspent ledger: Remaining = %+v, want zeros", r)
+	}
+}

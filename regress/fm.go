@@ -192,12 +192,17 @@ func finish(q *Quadratic, cfg Config, st *GramStructure, noiseStd2 float64, p re
 	p.PostProcessing = append(p.PostProcessing,
 		fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy Λ2 (data-independent)", fmtG(lam)),
 		fmt.Sprintf("spectral trimming: %d of %d eigen-directions with eigenvalue ≤ %g·λ removed (includes the PSD projection)", trimmed, q.D, TrimFraction),
-		"Λ0 (the constant term) not released: it does not change the minimiser")
+		Lambda0NotReleased)
 	if cfg.SolveRadius > 0 {
 		p.PostProcessing = append(p.PostProcessing, fmt.Sprintf("minimised over the public ball ‖ω‖ ≤ %s (trust-region subproblem)", fmtG(cfg.SolveRadius)))
 	}
 	return &Result{Coef: w, Privacy: p, Trimmed: trimmed}, nil
 }
+
+// Lambda0NotReleased is the FM family's post-processing line saying that
+// the fit does not release Λ0; package fit replaces it (report.Privacy.
+// ReplacePostProcessing) when it releases a noisy Λ0 for the intervals.
+const Lambda0NotReleased = "Λ0 (the constant term) not released: it does not change the minimiser"
 
 func fmtG(x float64) string { return fmt.Sprintf("%.4g", x) }
 

@@ -29,10 +29,10 @@ type Model struct {
 	Coefficients []float64      `json:"coefficients"`
 	Privacy      report.Privacy `json:"privacy"`
 	Training     Training       `json:"training"`
-	// Inference holds the coefficient table written by `dplearn fit`
+	// Inference holds the coefficient table written by package fit
 	// (original units, standard errors, confidence intervals): functions
 	// of released values and public parameters only. Absent in older files.
-	Inference json.RawMessage `json:"inference,omitempty"`
+	Inference *CoefTable `json:"inference,omitempty"`
 }
 
 // Training records public facts about the fit. Nothing data-dependent

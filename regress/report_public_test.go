@@ -258,7 +258,10 @@ func receive(est regress.Estimator, data regress.Data, cfg regress.Config, s *sc
 	if err != nil {
 		return userOutput{}, err
 	}
-	if model.Inference, err = json.Marshal(sec); err != nil {
+	// The model file's inference section is package fit's table; this
+	// test's own section (the intervals themselves) takes its place.
+	secJSON, err := json.Marshal(sec)
+	if err != nil {
 		return userOutput{}, err
 	}
 	rf := released{trimmed: res.Trimmed, d: len(res.Coef)}
@@ -283,6 +286,11 @@ func receive(est regress.Estimator, data regress.Data, cfg regress.Config, s *sc
 	if err := json.Unmarshal(raw, &tree); err != nil {
 		return userOutput{}, err
 	}
+	var secTree any
+	if err := json.Unmarshal(secJSON, &secTree); err != nil {
+		return userOutput{}, err
+	}
+	tree.(map[string]any)["inference"] = secTree
 	tree = maskReleased(tree, "", rf)
 	js, err := json.MarshalIndent(tree, "", "  ")
 	if err != nil {

@@ -107,3 +107,26 @@ func (p *Privacy) WriteText(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// Compose records a further release composed with the one p describes:
+// epsilon and delta are the composed guarantee, computed by the caller's
+// accountant from p's guarantee and the release's; how says how, and is
+// appended to Accountant after "; then ". The release is listed after p's.
+func (p *Privacy) Compose(epsilon, delta float64, how string, r Release) {
+	p.Accountant += "; then " + how
+	p.Epsilon, p.Delta = epsilon, delta
+	p.Releases = append(p.Releases, r)
+}
+
+// ReplacePostProcessing replaces the post-processing statement equal to
+// old (a constant of the mechanism that wrote it) by new, and reports
+// whether there was one.
+func (p *Privacy) ReplacePostProcessing(old, new string) bool {
+	found := false
+	for i, s := range p.PostProcessing {
+		if s == old {
+			p.PostProcessing[i], found = new, true
+		}
+	}
+	return found
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/paillier"
+	"github.com/dplearn/dplearn/paillier/keyfile"
 	"github.com/spf13/cobra"
 )
 
@@ -184,7 +185,7 @@ Example:
 		if err != nil {
 			return err
 		}
-		pubPath, sharePaths, err := paillier.WriteKeyFiles(out, tpk, shares, force)
+		pubPath, sharePaths, err := keyfile.WriteKeyFiles(out, tpk, shares, force)
 		if err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/dplearn/dplearn/dpppnet"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
+	"github.com/dplearn/dplearn/paillier/keyfile"
 	"github.com/dplearn/dplearn/transport"
 	"github.com/spf13/cobra"
 )
@@ -228,7 +229,7 @@ address only, for tests.`,
 		if err != nil {
 			return err
 		}
-		tpk, err := paillier.LoadThresholdPublicKey(pub)
+		tpk, err := keyfile.LoadThresholdPublicKey(pub)
 		if err != nil {
 			return err
 		}
@@ -543,7 +544,6 @@ func newDPPPTeachCmd() *cobra.Command {
 		insecure                                            bool
 		idle, peerTimeout                                   time.Duration
 		attempts                                            int
-		exitAfterVote, noiseSeed                            uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "teach --server HOST:PORT --certs DIR/TEACHER --model MODEL.json --key-share share-00I.pem --teachers NAMES [--ledger FILE]",
@@ -603,10 +603,10 @@ runs).`,
 	f.DurationVar(&peerTimeout, "peer-timeout", transport.DefaultPeerTimeout, "give up when the connection to the aggregator has been down this long (it died or is unreachable)")
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", "", "with --insecure: this teacher's name")
-	f.Uint64Var(&exitAfterVote, "test-exit-after-vote", 0, "test hook: exit after voting on this batch")
-	f.Uint64Var(&noiseSeed, "test-noise-seed", 0, "test hook: INSECURE seeded noise (reproducible shares)")
-	_ = f.MarkHidden("test-exit-after-vote")
-	_ = f.MarkHidden("test-noise-seed")
+	hooks := func(io.Writer) dpppTeachHooks { return dpppTeachHooks{} }
+	if addDPPPTeachHooks != nil {
+		hooks = addDPPPTeachHooks(f) // the test binary only
+	}
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := requireFlags(cmd, partyFlags(insecure, "server", "model", "key-share", "teachers")...); err != nil {
 			return err
@@ -618,7 +618,7 @@ runs).`,
 			return err
 		}
 		teachers := trimAll(d.teachers)
-		key, err := paillier.LoadKeyShare(share)
+		key, err := keyfile.LoadKeyShare(share)
 		if err != nil {
 			return err
 		}
@@ -635,12 +635,8 @@ runs).`,
 				fileLedger = &sl
 			}
 		}
-		var src noise.Source
-		if noiseSeed != 0 {
-			fmt.Fprintf(stderr, "WARNING: --test-noise-seed: INSECURE reproducible noise, tests only\n")
-			src = noise.NewInsecureSeeded(noiseSeed)
-		}
-		t, pred, p0, err := dpppTeacherParams(ctx, &d, name, teachers, model, key, ledger, src, id)
+		h := hooks(stderr)
+		t, pred, p0, err := dpppTeacherParams(ctx, &d, name, teachers, model, key, ledger, h.source, id)
 		if err != nil {
 			return err
 		}
@@ -659,15 +655,7 @@ runs).`,
 		}
 		defer conn.Close()
 		logf("connected to %s at %s", serverName, server)
-		topt := dpppnet.TeachOptions{IdleTimeout: idle, Logf: logf}
-		if exitAfterVote > 0 {
-			topt.AfterSend = func(m dppp.Message) error {
-				if v, ok := m.(*dppp.Vote); ok && v.Batch == exitAfterVote {
-					return fmt.Errorf("test hook: exiting after the vote of batch %d", v.Batch)
-				}
-				return nil
-			}
-		}
+		topt := dpppnet.TeachOptions{IdleTimeout: idle, Logf: logf, AfterSend: h.afterSend}
 		res, err := dpppnet.Teach(ctx, conn, t, topt)
 		w := cmd.OutOrStdout()
 		if res != nil && res.Done != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/dplearn/dplearn/classify"
 	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/paillier"
+	"github.com/dplearn/dplearn/paillier/keyfile"
 )
 
 // dpppProcNet is a deployment of separate processes on 127.0.0.1: a CA
@@ -40,7 +41,7 @@ func newDPPPProcNet(t *testing.T, n, thr int, extra []string, flags ...string) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.pub, d.sharePath, err = paillier.WriteKeyFiles(filepath.Join(d.dir, "keys"), tpk, shares, false); err != nil {
+	if d.pub, d.sharePath, err = keyfile.WriteKeyFiles(filepath.Join(d.dir, "keys"), tpk, shares, false); err != nil {
 		t.Fatal(err)
 	}
 	d.common = append([]string{"--teachers", strings.Join(d.names, ","), "--threshold", fmt.Sprint(thr)}, flags...)
@@ -50,7 +51,7 @@ func newDPPPProcNet(t *testing.T, n, thr int, extra []string, flags ...string) *
 // tpk loads the deployment's public key.
 func (d *dpppProcNet) tpk() *paillier.ThresholdPublicKey {
 	d.t.Helper()
-	tpk, err := paillier.LoadThresholdPublicKey(d.pub)
+	tpk, err := keyfile.LoadThresholdPublicKey(d.pub)
 	if err != nil {
 		d.t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/dplearn/dplearn/dpppnet"
 	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/paillier"
+	"github.com/dplearn/dplearn/paillier/keyfile"
 	"github.com/dplearn/dplearn/transport"
 )
 
@@ -233,7 +234,7 @@ func simulateDPPPProcesses(ctx context.Context, stderr io.Writer, d *dpppDeployF
 	if _, err := certs.Create(pki, append([]string{dpppnet.DefaultHubName}, p.Teachers...), certs.Options{}); err != nil {
 		return nil, err
 	}
-	_, sharePaths, err := paillier.WriteKeyFiles(filepath.Join(tmp, "keys"), tpk, shares, false)
+	_, sharePaths, err := keyfile.WriteKeyFiles(filepath.Join(tmp, "keys"), tpk, shares, false)
 	if err != nil {
 		return nil, err
 	}

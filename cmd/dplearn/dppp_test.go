@@ -12,6 +12,7 @@ import (
 
 	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/paillier"
+	"github.com/dplearn/dplearn/paillier/keyfile"
 )
 
 func runDPPP(t *testing.T, args ...string) (string, string, error) {
@@ -75,7 +76,7 @@ func TestDPPPKeygenFromPrimes(t *testing.T) {
 	if res.Parties != 4 || res.Threshold != 3 || res.ModulusBits != 2048 || len(res.Shares) != 4 || len(res.KeyID) != 64 {
 		t.Fatalf("unexpected summary %+v", res)
 	}
-	tpk, err := paillier.LoadThresholdPublicKey(res.PublicKey)
+	tpk, err := keyfile.LoadThresholdPublicKey(res.PublicKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func TestDPPPKeygenFromPrimes(t *testing.T) {
 		if err != nil || st.Mode().Perm() != 0o600 {
 			t.Fatalf("%s: mode %v, %v", p, st.Mode().Perm(), err)
 		}
-		ks, err := paillier.LoadKeyShare(p)
+		ks, err := keyfile.LoadKeyShare(p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +257,7 @@ func TestDPPPKeygenGenerates(t *testing.T) {
 			t.Fatalf("generated prime: %v (%d bits)", err, x.BitLen())
 		}
 	}
-	tpk, err := paillier.LoadThresholdPublicKey(filepath.Join(dir, "k", paillier.PublicKeyFile))
+	tpk, err := keyfile.LoadThresholdPublicKey(filepath.Join(dir, "k", keyfile.PublicKeyFile))
 	if err != nil {
 		t.Fatal(err)
 	}

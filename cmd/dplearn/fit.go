@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/fit"
 	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
@@ -96,7 +97,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	f.Float64Var(&o.epsilon, "epsilon", 0, "privacy parameter ε (> 0)")
 	f.Float64Var(&o.delta, "delta", 0, "privacy parameter δ for (ε, δ) mechanisms, in (0, 1/N) (e.g. 1e-6; keep it well below 1/N)")
 	f.StringVar(&o.out, "out", "", "where to write MODEL.json (- for standard output)")
-	f.Float64Var(&o.ciShare, "ci-share", defaultCIShare, "linear fm/relaxed-fm/gaussian-fm and irls: share of --epsilon spent on the target's second moment (irls: a residual summary) for confidence intervals (0: no intervals)")
+	f.Float64Var(&o.ciShare, "ci-share", fit.DefaultCIShare, "linear fm/relaxed-fm/gaussian-fm and irls: share of --epsilon spent on the target's second moment (irls: a residual summary) for confidence intervals (0: no intervals)")
 	f.StringVar(&o.cov, "cov", regress.CovNonrobust, "nonprivate: covariance of the classical summary: nonrobust or HC1 (heteroskedasticity-robust)")
 	f.BoolVar(&o.noStructure, "no-schema-structure", false, "fm, relaxed-fm, gaussian-fm: do not project the released Λ2 onto the identities the schema's encoding implies (known intercept and indicator entries)")
 	o.mech = addMechanismFlags(cmd)
@@ -131,10 +132,10 @@ func randomSource(seeded bool, seed uint64) noise.Source {
 	return noise.NewSecure()
 }
 
-// loadFitInput reads what the estimator needs: statistics always, rows when
+// loadFitInput reads what the fit needs: statistics always, rows when
 // it needs them.
-func loadFitInput(ctx context.Context, path string, s *schema.Schema, est regress.Estimator, kind regress.Kind, opt dataset.Options) (regress.Data, dataset.Summary, error) {
-	if !est.NeedsRows(kind) {
+func loadFitInput(ctx context.Context, path string, s *schema.Schema, needsRows bool, opt dataset.Options) (regress.Data, dataset.Summary, error) {
+	if !needsRows {
 		m, sum, err := dataset.Moments(ctx, path, s, opt)
 		if err != nil {
 			return regress.Data{}, sum, err
@@ -163,14 +164,31 @@ func fitWorkers(n int) int {
 }
 
 // checkModelTarget verifies that the schema's target suits the model.
-func checkModelTarget(kind regress.Kind, s *schema.Schema) error {
-	switch {
-	case kind == regress.Logistic && !s.Target.Binary():
-		return fmt.Errorf("--model logistic needs a binary target; the schema gives %q a range (declare \"positive\" instead)", s.Target.Name)
-	case kind != regress.Logistic && s.Target.Binary():
-		return fmt.Errorf("--model %s needs a continuous target: the schema's target %q has no \"range\"; declare its public bounds as \"range\": [lo, hi] (without a range a target is read as a binary label, for --model logistic)", kind, s.Target.Name)
+func checkModelTarget(kind regress.Kind, s *schema.Schema) error { return fit.CheckTarget(kind, s) }
+
+// fitRequest maps the flags of `dplearn fit` to a fit.Request.
+func fitRequest(cmd *cobra.Command, o fitOptions, kind regress.Kind) (fit.Request, error) {
+	req := fit.Request{Kind: kind, Mechanism: o.mechanism, Epsilon: o.epsilon, Delta: o.delta,
+		CIShare: o.ciShare, Cov: o.cov, NoStructure: o.noStructure, Seeded: o.seeded, Seed: o.seed,
+		SkipBadRows: o.skipBadRows, Options: map[string]any{}, Given: map[string]bool{}}
+	changed := cmd.Flags().Changed
+	req.Given["epsilon"], req.Given["delta"] = changed("epsilon"), changed("delta")
+	for _, op := range regress.Options() {
+		req.Given[op.Flag] = changed(op.Flag)
+		switch p := o.mech[op.Flag].(type) {
+		case *float64:
+			req.Options[op.Flag] = *p
+		case *int:
+			req.Options[op.Flag] = *p
+		case *string:
+			req.Options[op.Flag] = *p
+		case *bool:
+			req.Options[op.Flag] = *p
+		default:
+			return fit.Request{}, fmt.Errorf("--%s: no value", op.Flag)
+		}
 	}
-	return nil
+	return req, nil
 }
 
 func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format outputFormat) error {
@@ -182,7 +200,14 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err != nil {
 		return fmt.Errorf("--mechanism: %w", err)
 	}
-	if err := checkFitFlags(cmd, o, kind); err != nil {
+	req, err := fitRequest(cmd, o, kind)
+	if err != nil {
+		return err
+	}
+	if err := fit.Check(req); err != nil {
+		return err
+	}
+	if err := checkWorkersFlag(cmd); err != nil {
 		return err
 	}
 	sep, err := parseDelimiter(o.delimiter)
@@ -200,16 +225,15 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err != nil {
 		return err
 	}
-	if err := checkModelTarget(kind, s); err != nil {
+	if err := fit.CheckTarget(kind, s); err != nil {
 		return err
 	}
 	if err := dataset.CheckWidth(s.Dim()+1, fitWorkers(o.workers), 0); err != nil {
 		return fmt.Errorf("--schema %s: %w", o.schemaPath, err) // before anything is allocated
 	}
-	est = regress.WithSchema(est, s) // the histogram baselines' public grid
 	var ledger *ledger.Ledger
 	if o.ledger != "" {
-		if ledger, err = openFitLedger(ctx, o, est); err != nil {
+		if ledger, err = openFitLedger(ctx, o, req); err != nil {
 			return err
 		}
 	}
@@ -229,89 +253,35 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		Delimiter: sep, Stdin: cmd.InOrStdin(), KeepDropped: true}
 	data, sum, err := regress.Data{}, dataset.Summary{}, error(nil)
 	if o.stats != "" {
-		data, sum, o.skipBadRows, err = loadStatsInput(o.stats, s, est, kind, o.mechanism)
+		data, sum, req.SkipBadRows, err = loadStatsInput(o.stats, s, est, kind, o.mechanism)
 		if err != nil {
 			return err
 		}
 	} else {
-		data, sum, err = loadFitInput(ctx, o.data, s, classicalRows(est, o.mechanism, o.cov), kind, opt)
+		data, sum, err = loadFitInput(ctx, o.data, s, req.NeedsRows(), opt)
 	}
 	if err != nil {
 		return readErr("--data", err)
 	}
-	if est.Private() {
-		if err := checkDeltaN(o.delta, sum.Rows); err != nil {
-			return err
-		}
-	}
-	cfg := regress.Config{Kind: kind, Epsilon: o.epsilon, Delta: o.delta, Source: randomSource(o.seeded, o.seed)}
-	if err := applyMechanismFlags(&cfg, o.mech); err != nil {
-		return err
-	}
-	if !o.noStructure {
-		if cfg.Structure, err = regress.GramStructureFor(s); err != nil {
-			return err
-		}
-	}
-	radius, radiusDefault, hasRadius := setupRadius(o.mechanism, &cfg, s.Dim())
-	plan, err := planInference(o.mechanism, &cfg, o.ciShare)
-	if err != nil {
-		return err
-	}
 	// Zero rows: records dropped for a missing value and, with
 	// --skip-bad-rows, bad records kept as zero rows (KeepBadRows).
-	zeroRows := sum.Dropped
+	in := fit.Data{Data: data, N: sum.Rows, ZeroRows: sum.Dropped, FromStatsFile: o.stats != ""}
 	if o.skipBadRows && o.stats == "" {
-		zeroRows += sum.Skipped
-	}
-	if err := plan.setClassical(o.cov, zeroRows, o.stats == "", s.DropsRecords() || o.skipBadRows); err != nil {
-		return err
+		in.ZeroRows += sum.Skipped
 	}
 	forecastOut := cmd.OutOrStdout()
 	if format == formatJSON || toStdout(o.out) {
 		forecastOut = cmd.ErrOrStderr() // stdout holds the JSON summary or the model
 	}
-	forecast, err := printForecast(forecastOut, o.mechanism, cfg, s, sum.Rows)
+	req.BeforeFit = func(r *fit.Result) { printForecast(forecastOut, r, sum.Rows) }
+	res, err := fit.Run(ctx, req, in, s)
 	if err != nil {
 		return err
 	}
-	res, err := est.Fit(ctx, data, cfg)
-	if err != nil {
-		return err
+	for _, warn := range res.ConsoleWarnings {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", warn)
 	}
-	coefs, err := plan.finish(data, cfg, res, s)
-	if err != nil {
-		return err
-	}
-	if hasRadius {
-		res.Privacy.Notes = append(res.Privacy.Notes, radiusNote(o.mechanism, kind, s.Dim(), radius, radiusDefault))
-		if warn := radiusWarning(res.Coef, radius); warn != "" {
-			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", warn)
-		}
-	}
-	if est.Private() && o.skipBadRows {
-		// The note depends only on the flag, never on whether or how many
-		// rows were skipped: that count is data-dependent (PRIVACY-NOTES
-		// item 23) and stays on the local console.
-		note := "fitted with --skip-bad-rows: each record that could not be read or encoded entered the fit as an all-zero row, as a dropped record does, which adds nothing to the sums the mechanism uses but counts in N (the normalised statistics are scaled by the share of records kept); N is the number of records read and stays public as the neighbouring relation requires; the number of bad records is not released"
-		if o.stats != "" {
-			// A statistics file computed with skipping left the bad rows out.
-			note = "fitted with --skip-bad-rows (in the statistics file, which left the bad rows out): the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered"
-		}
-		res.Privacy.Notes = append(res.Privacy.Notes, note)
-	}
-	if est.Private() && dropsMissing(s) {
-		// Depends only on the schema, never on how many were dropped.
-		res.Privacy.Notes = append(res.Privacy.Notes,
-			`the schema drops records with a missing value ("missing": "drop"): each enters the fit as an all-zero row, which adds nothing to the sums the mechanism uses but counts in N (the normalised statistics are scaled by the share of records kept), so N is the number of records read and stays public as the neighbouring relation requires; the number dropped is not released except as the Laplace-noised count that linear FM-family confidence intervals use (listed among the releases when it is)`)
-	}
-	model, err := regress.NewModel(kind, s, res, regress.Training{Rows: sum.Rows})
-	if err != nil {
-		return err
-	}
-	if model.Inference, err = coefs.raw(); err != nil {
-		return err
-	}
+	model := res.Model
 	if err := ctx.Err(); err != nil {
 		return err // interrupted: write nothing
 	}
@@ -335,8 +305,8 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			"coefficients": model.Coefficients,
 			"privacy":      model.Privacy,
 			"warnings":     model.Training.Warnings,
-			"inference":    coefs,
-			"forecast":     forecast,
+			"inference":    res.Table,
+			"forecast":     res.Forecast,
 		})
 	}
 	if err := printFitText(w, model, o.out, sum.Skipped); err != nil {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/fit"
 	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/report"
@@ -38,16 +39,12 @@ func loadSchemaFlag(path string, stdin io.Reader) (*schema.Schema, error) {
 	return s, nil
 }
 
-// dropsMissing reports whether any column of s drops records with a
-// missing value.
-func dropsMissing(s *schema.Schema) bool { return s.DropsRecords() }
-
 // openFitLedger opens the --ledger file and refuses early, before any data
 // is read, a fit whose requested (ε, δ) clearly does not fit in what is
 // left. The exact check is the charge itself (chargeFit), made with the
 // guarantee the fit achieved before the model is written.
-func openFitLedger(ctx context.Context, o fitOptions, est regress.Estimator) (*ledger.Ledger, error) {
-	if !est.Private() {
+func openFitLedger(ctx context.Context, o fitOptions, req fit.Request) (*ledger.Ledger, error) {
+	if !req.Private() {
 		return nil, fmt.Errorf("--ledger: --mechanism %s releases a model with no privacy guarantee; a budget cannot account for it (fit without --ledger, and do not release it)", o.mechanism)
 	}
 	if o.seeded {
@@ -64,17 +61,8 @@ func openFitLedger(ctx context.Context, o fitOptions, est regress.Estimator) (*l
 	if err != nil {
 		return nil, fmt.Errorf("--ledger %s: %w", o.ledger, err)
 	}
-	spent, b := st.Spent(), st.Budget
-	if b.IsZCDP() && o.mechanism != "irls" && o.mechanism != "fm" {
-		// irls reports its zCDP ρ; fm is pure ε-DP, which is ε²/2-zCDP.
-		return nil, fmt.Errorf("--ledger %s: ledger %q is a zCDP (ρ) budget, and --mechanism %s reports an (ε, δ) guarantee that has no ρ to charge; use an (ε, δ) ledger (dplearn ledger create FILE --epsilon E --delta D)", o.ledger, st.Name, o.mechanism)
-	}
-	// A relative slack of 1e-12 keeps this early check from refusing a fit
-	// that fills the budget exactly (Spent is rounded up).
-	over := func(spent, cost, budget float64) bool { return spent+cost > budget*(1+1e-12) }
-	if !b.IsZCDP() && (over(spent.Epsilon, o.epsilon, b.Epsilon) || over(spent.Delta, o.delta, b.Delta)) {
-		return nil, fmt.Errorf("--ledger %s: refused before reading the data: this fit asks for ε = %g, δ = %g but the ledger %q has spent ε = %g of %g and δ = %g of %g",
-			o.ledger, o.epsilon, o.delta, st.Name, spent.Epsilon, b.Epsilon, spent.Delta, b.Delta)
+	if err := fit.CheckBudget(req, st); err != nil {
+		return nil, fmt.Errorf("--ledger %s: %w", o.ledger, err)
 	}
 	return l, nil
 }
@@ -89,11 +77,10 @@ func chargeFit(ctx context.Context, l *ledger.Ledger, o fitOptions, m *regress.M
 	if err != nil {
 		return "", fmt.Errorf("--ledger %s: %w", o.ledger, err)
 	}
-	c := ledger.Charge{Epsilon: p.Epsilon, Delta: p.Delta}
-	spent := fmt.Sprintf("ε = %s, δ = %s", report.Up(p.Epsilon), report.Up(p.Delta))
-	if st.Budget.IsZCDP() && p.Rho > 0 {
-		c = ledger.Charge{Rho: p.Rho}
-		spent = fmt.Sprintf("ρ = %s", report.Up(p.Rho))
+	c := fit.LedgerCharge(p, st.Budget)
+	spent := fmt.Sprintf("ε = %s, δ = %s", report.Up(c.Epsilon), report.Up(c.Delta))
+	if c.Rho > 0 {
+		spent = fmt.Sprintf("ρ = %s", report.Up(c.Rho))
 	}
 	label := fmt.Sprintf("dplearn fit --mechanism %s --model %s of %q on %s (%s) → %s", o.mechanism, m.Kind, m.Schema.Target.Name, displayPath(o.data), dataset.Plural(m.Training.Rows, "row"), displayPath(o.out))
 	if _, err := l.Charge(ctx, label, c); err != nil {

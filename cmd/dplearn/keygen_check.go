@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dplearn/dplearn/paillier"
+	"github.com/dplearn/dplearn/paillier/keyfile"
 )
 
 // checkKeygenDir checks, before any prime is generated (minutes of work for
@@ -29,9 +29,9 @@ func checkKeygenDir(dir string, parties int, force bool) error {
 		return fmt.Errorf("--out: directory %s has mode %#o; key shares need a private directory (chmod 700 %s, or choose a new directory)", dir, st.Mode().Perm(), dir)
 	}
 	if !force {
-		names := []string{paillier.PublicKeyFile}
+		names := []string{keyfile.PublicKeyFile}
 		for i := 1; i <= parties; i++ {
-			names = append(names, paillier.ShareFileName(i))
+			names = append(names, keyfile.ShareFileName(i))
 		}
 		for _, n := range names {
 			if _, err := os.Lstat(filepath.Join(dir, n)); err == nil {

@@ -163,19 +163,13 @@ Example:
 // rounded up and what is left rounded down (never overstate what remains);
 // the budget is echoed exactly with %g.
 func printLedger(w io.Writer, f outputFormat, file string, st ledger.State) error {
-	spent := st.Spent()
+	spent, left := st.Spent(), st.Remaining()
 	b := st.Budget
-	left := func(budget, spent float64) float64 {
-		if r := budget - spent; r > 0 {
-			return r
-		}
-		return 0
-	}
 	if f == formatJSON {
 		return writeJSON(w, map[string]any{"file": file, "name": st.Name, "zcdp": b.IsZCDP(),
 			"budget_epsilon": b.Epsilon, "budget_delta": b.Delta, "budget_rho": b.Rho,
 			"spent_epsilon": spent.Epsilon, "spent_delta": spent.Delta, "spent_rho": spent.Rho,
-			"remaining_epsilon": left(b.Epsilon, spent.Epsilon), "remaining_delta": left(b.Delta, spent.Delta), "remaining_rho": left(b.Rho, spent.Rho),
+			"remaining_epsilon": left.Epsilon, "remaining_delta": left.Delta, "remaining_rho": left.Rho,
 			"charges": len(st.Charges)})
 	}
 	fmt.Fprintf(w, "Privacy ledger %q (%s)\n", st.Name, file)
@@ -183,11 +177,11 @@ func printLedger(w io.Writer, f outputFormat, file string, st ledger.State) erro
 	if b.IsZCDP() {
 		fmt.Fprintf(tw, "  budget:\tρ = %g\t(zCDP: the ρ of the charges add up)\n", b.Rho)
 		fmt.Fprintf(tw, "  spent:\tρ = %s\t(rounded up)\n", report.Up(spent.Rho))
-		fmt.Fprintf(tw, "  remaining:\tρ = %s\t(rounded down)\n", report.Down(left(b.Rho, spent.Rho)))
+		fmt.Fprintf(tw, "  remaining:\tρ = %s\t(rounded down)\n", report.Down(left.Rho))
 	} else {
 		fmt.Fprintf(tw, "  budget:\tε = %g, δ = %g\t(basic composition: the ε and the δ of the charges add up)\n", b.Epsilon, b.Delta)
 		fmt.Fprintf(tw, "  spent:\tε = %s, δ = %s\t(rounded up)\n", report.Up(spent.Epsilon), report.Up(spent.Delta))
-		fmt.Fprintf(tw, "  remaining:\tε = %s, δ = %s\t(rounded down)\n", report.Down(left(b.Epsilon, spent.Epsilon)), report.Down(left(b.Delta, spent.Delta)))
+		fmt.Fprintf(tw, "  remaining:\tε = %s, δ = %s\t(rounded down)\n", report.Down(left.Epsilon), report.Down(left.Delta))
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "  charges:     %d\n", len(st.Charges))

@@ -12,7 +12,7 @@
 //     can always change the mode back;
 //   - a private file (a key) must also not be readable by group or others.
 //
-// The writers (certs.Create, paillier.WriteKeyFiles) already produce
+// The writers (certs.Create, keyfile.WriteKeyFiles) already produce
 // directories of mode 0700, keys of 0600 and certificates of 0644; the
 // loaders refuse anything looser, naming the command that fixes it (chmod
 // 700 DIR, chmod 600 FILE, chmod go-w FILE). On Windows, where these mode

@@ -31,6 +31,7 @@ import (
 	beamlog "github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 
 	dpbeam "github.com/dplearn/dplearn/beam"
+	"github.com/dplearn/dplearn/fit"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/statsfile"
@@ -61,7 +62,7 @@ const usage = `usage:
   dplearn-beam stats --input GLOB[,GLOB...] --schema S.json --out STATS.json [--skip-bad-rows] [Beam flags]
   dplearn-beam fit   --input GLOB[,GLOB...] --schema S.json --model linear|logistic
                      --mechanism fm|gaussian-fm|relaxed-fm|truncated|nonprivate --epsilon E [--delta D]
-                     --out MODEL.json [--seed N] [--skip-bad-rows] [Beam flags]
+                     --out MODEL.json [--ci-share S] [--seed N] [--skip-bad-rows] [Beam flags]
 
 stats writes the PRIVATE, un-noised statistics file (mode 0600) for
 'dplearn fit --stats' and 'dplearn cape join --stats'. fit runs the
@@ -96,6 +97,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&o.spec.Lambda, "lambda", -1, "fit: ridge λ added to the noisy Λ2; negative: the mechanism's default")
 	fs.Float64Var(&o.spec.LambdaFactor, "lambda-factor", regress.DefaultLambdaFactor, "fit: when --lambda is negative, λ = this × the per-entry noise std of Λ2")
 	fs.Float64Var(&o.spec.Split, "split", regress.DefaultGaussianFMSplit, "fit: gaussian-fm's share of the budget given to Λ1")
+	fs.Float64Var(&o.spec.CIShare, "ci-share", fit.DefaultCIShare, "fit: linear fm/relaxed-fm/gaussian-fm: share of --epsilon spent on the target's second moment for confidence intervals (0: no intervals), as dplearn fit --ci-share")
 	fs.BoolVar(&o.spec.NoStructure, "no-schema-structure", false, "fit: do not project the released Λ2 onto the identities the schema's encoding implies (known intercept and indicator entries), as dplearn fit --no-schema-structure")
 	fs.Uint64Var(&o.spec.Seed, "seed", 0, "fit: deterministic INSECURE noise with this seed (experiments only; the report says so)")
 	verbose := fs.Bool("verbose", false, "show the runner's progress log (Prism logs every stage at INFO)")

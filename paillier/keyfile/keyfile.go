@@ -1,23 +1,27 @@
-package paillier
+// Package keyfile reads and writes the key files of threshold Paillier:
+// the public key and the parties' key shares as PEM files, with the
+// permission rules a secret key needs (the shares private, in a private
+// directory; the files checked on the open handle). Package paillier does
+// the maths and the binary encoding; this package does the files.
+package keyfile
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/dplearn/dplearn/internal/fileperm"
+	"github.com/dplearn/dplearn/paillier"
 )
 
-// PEM block types of the key files. The block body is the binary encoding
-// (version 1); PEM headers are informational and ignored when reading.
+// PEM block types of the key files. The block body is paillier's binary
+// encoding (version 1); PEM headers are informational and ignored when
+// reading.
 const (
 	PEMThresholdPublicKey = "DPLEARN PAILLIER THRESHOLD PUBLIC KEY"
 	PEMKeyShare           = "DPLEARN PAILLIER KEY SHARE"
@@ -32,32 +36,36 @@ const (
 // ShareFileName returns the file name of party i's share, "share-007.pem".
 func ShareFileName(i int) string { return fmt.Sprintf(shareFileFmt, i) }
 
-// MarshalPEM returns the public key as a PEM block.
-func (tpk *ThresholdPublicKey) MarshalPEM() []byte {
+// EncodePublicKey returns the public key as a PEM block.
+func EncodePublicKey(tpk *paillier.ThresholdPublicKey) ([]byte, error) {
+	b, err := tpk.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
 	id := tpk.ID()
 	return pem.EncodeToMemory(&pem.Block{
 		Type: PEMThresholdPublicKey,
 		Headers: map[string]string{
 			"Modulus-Bits": strconv.Itoa(tpk.Bits()),
-			"Parties":      strconv.Itoa(tpk.parties),
-			"Threshold":    strconv.Itoa(tpk.threshold),
+			"Parties":      strconv.Itoa(tpk.Parties()),
+			"Threshold":    strconv.Itoa(tpk.Threshold()),
 			"Key-ID":       hex.EncodeToString(id[:]),
 		},
-		Bytes: tpk.marshal(),
-	})
+		Bytes: b,
+	}), nil
 }
 
-// MarshalPEM returns the key share as a PEM block.
-func (ks *KeyShare) MarshalPEM() ([]byte, error) {
+// EncodeKeyShare returns the key share as a PEM block.
+func EncodeKeyShare(ks *paillier.KeyShare) ([]byte, error) {
 	b, err := ks.MarshalBinary()
 	if err != nil {
 		return nil, err
 	}
-	id := ks.pub.ID()
+	id := ks.PublicKey().ID()
 	return pem.EncodeToMemory(&pem.Block{
 		Type: PEMKeyShare,
 		Headers: map[string]string{
-			"Party":  strconv.Itoa(ks.index),
+			"Party":  strconv.Itoa(ks.Index()),
 			"Key-ID": hex.EncodeToString(id[:]),
 		},
 		Bytes: b,
@@ -78,22 +86,22 @@ func decodePEM(data []byte, want string) ([]byte, error) {
 	return block.Bytes, nil
 }
 
-// ParseThresholdPublicKeyPEM decodes a public key file.
-func ParseThresholdPublicKeyPEM(data []byte) (*ThresholdPublicKey, error) {
+// ParsePublicKey decodes a public key file.
+func ParsePublicKey(data []byte) (*paillier.ThresholdPublicKey, error) {
 	b, err := decodePEM(data, PEMThresholdPublicKey)
 	if err != nil {
 		return nil, fmt.Errorf("paillier: decode threshold public key: %w", err)
 	}
-	return ParseThresholdPublicKey(b)
+	return paillier.ParseThresholdPublicKey(b)
 }
 
-// ParseKeySharePEM decodes a share file (and verifies the share).
-func ParseKeySharePEM(data []byte) (*KeyShare, error) {
+// ParseKeyShare decodes a share file (and verifies the share).
+func ParseKeyShare(data []byte) (*paillier.KeyShare, error) {
 	b, err := decodePEM(data, PEMKeyShare)
 	if err != nil {
 		return nil, fmt.Errorf("paillier: decode key share: %w", err)
 	}
-	return ParseKeyShare(b)
+	return paillier.ParseKeyShare(b)
 }
 
 // MaxKeyFileBytes bounds the size of the key files that LoadKeyShare and
@@ -113,12 +121,12 @@ func readKeyFile(path string, private bool) ([]byte, error) {
 
 // LoadThresholdPublicKey reads a public key file (a regular file of at most
 // MaxKeyFileBytes bytes).
-func LoadThresholdPublicKey(path string) (*ThresholdPublicKey, error) {
+func LoadThresholdPublicKey(path string) (*paillier.ThresholdPublicKey, error) {
 	data, err := readKeyFile(path, false)
 	if err != nil {
 		return nil, fmt.Errorf("paillier: read public key: %w", err)
 	}
-	tpk, err := ParseThresholdPublicKeyPEM(data)
+	tpk, err := ParsePublicKey(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
@@ -129,12 +137,12 @@ func LoadThresholdPublicKey(path string) (*ThresholdPublicKey, error) {
 // file that group or others may read or write; the file is opened once and
 // its mode, type (regular) and size (at most MaxKeyFileBytes) are checked on
 // the open handle, so the file checked is the file read.
-func LoadKeyShare(path string) (*KeyShare, error) {
+func LoadKeyShare(path string) (*paillier.KeyShare, error) {
 	data, err := readKeyFile(path, true)
 	if err != nil {
 		return nil, fmt.Errorf("paillier: read key share: %w", err)
 	}
-	ks, err := ParseKeySharePEM(data)
+	ks, err := ParseKeyShare(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w (file %s)", err, path)
 	}
@@ -150,8 +158,8 @@ func LoadKeyShare(path string) (*KeyShare, error) {
 // files cannot be redirected elsewhere by symbolic links or by renaming the
 // directory after the check. Existing files are an error unless overwrite
 // is set. It returns the paths written.
-func WriteKeyFiles(dir string, tpk *ThresholdPublicKey, shares []*KeyShare, overwrite bool) (publicPath string, sharePaths []string, err error) {
-	if tpk == nil || len(shares) != tpk.parties {
+func WriteKeyFiles(dir string, tpk *paillier.ThresholdPublicKey, shares []*paillier.KeyShare, overwrite bool) (publicPath string, sharePaths []string, err error) {
+	if tpk == nil || len(shares) != tpk.Parties() {
 		return "", nil, errors.New("paillier: write keys: shares do not match the public key")
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -170,18 +178,22 @@ func WriteKeyFiles(dir string, tpk *ThresholdPublicKey, shares []*KeyShare, over
 		return "", nil, fmt.Errorf("paillier: write keys: directory %s has mode %#o; key shares need a private directory (chmod 700 %s, or choose a new directory)", dir, perm, dir)
 	}
 	publicPath = filepath.Join(dir, PublicKeyFile)
-	if err := writeFileMode(root, PublicKeyFile, publicPath, tpk.MarshalPEM(), 0o644, overwrite); err != nil {
+	pubPEM, err := EncodePublicKey(tpk)
+	if err != nil {
+		return "", nil, fmt.Errorf("paillier: write keys: %w", err)
+	}
+	if err := writeFileMode(root, PublicKeyFile, publicPath, pubPEM, 0o644, overwrite); err != nil {
 		return "", nil, fmt.Errorf("paillier: write keys: %w", err)
 	}
 	for _, ks := range shares {
-		if ks == nil || ks.pub == nil || ks.pub.ID() != tpk.ID() {
+		if ks == nil || ks.PublicKey() == nil || ks.PublicKey().ID() != tpk.ID() {
 			return "", nil, fmt.Errorf("paillier: write keys: share %v belongs to another key", ks)
 		}
-		data, err := ks.MarshalPEM()
+		data, err := EncodeKeyShare(ks)
 		if err != nil {
 			return "", nil, fmt.Errorf("paillier: write keys: %w", err)
 		}
-		name := ShareFileName(ks.index)
+		name := ShareFileName(ks.Index())
 		p := filepath.Join(dir, name)
 		if err := writeFileMode(root, name, p, data, 0o600, overwrite); err != nil {
 			return "", nil, fmt.Errorf("paillier: write keys: %w", err)
@@ -219,61 +231,4 @@ func writeFileMode(root *os.Root, name, path string, data []byte, mode os.FileMo
 		return err
 	}
 	return f.Close()
-}
-
-// FormatSafePrimes renders p and q in the primes-file format read by
-// ParseSafePrimes. The file is the factorisation of n: whoever holds it can
-// decrypt everything, so store it like a private key (mode 0600) or not at
-// all.
-func FormatSafePrimes(p, q *big.Int) []byte {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# dplearn safe primes (p = 2p'+1, q = 2q'+1), %d bits each.\n", p.BitLen())
-	b.WriteString("# SECRET: these factor the Paillier modulus n = p*q. Anyone holding this file can decrypt.\n")
-	fmt.Fprintf(&b, "p = %#x\nq = %#x\n", p, q)
-	return []byte(b.String())
-}
-
-// ParseSafePrimes reads two primes from text: blank lines and lines
-// starting with '#' are ignored; each remaining line is "p = X", "q = X" or
-// a bare X, with X decimal or 0x-prefixed hexadecimal (so `openssl prime
-// -generate -safe -bits 1024` output can be pasted in). Whether they are
-// safe primes is checked by DealThreshold.
-func ParseSafePrimes(data []byte) (p, q *big.Int, err error) {
-	var vals []*big.Int
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	line := 0
-	for sc.Scan() {
-		line++
-		s := strings.TrimSpace(sc.Text())
-		if s == "" || strings.HasPrefix(s, "#") {
-			continue
-		}
-		if k, v, ok := strings.Cut(s, "="); ok {
-			k = strings.TrimSpace(k)
-			if k != "p" && k != "q" {
-				return nil, nil, fmt.Errorf("paillier: primes file line %d: unknown name %q (want p or q)", line, k)
-			}
-			s = strings.TrimSpace(v)
-		}
-		x, ok := new(big.Int).SetString(s, 0)
-		if !ok || x.Sign() <= 0 {
-			return nil, nil, fmt.Errorf("paillier: primes file line %d: %q is not a positive integer", line, truncate(s, 40))
-		}
-		vals = append(vals, x)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, fmt.Errorf("paillier: primes file: %w", err)
-	}
-	if len(vals) != 2 {
-		return nil, nil, fmt.Errorf("paillier: primes file holds %d integers, want exactly 2 (p and q)", len(vals))
-	}
-	return vals[0], vals[1], nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

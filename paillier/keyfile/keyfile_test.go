@@ -1,18 +1,32 @@
-package paillier
+package keyfile
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dplearn/dplearn/internal/pailliertest"
+	"github.com/dplearn/dplearn/paillier"
 )
 
+// deal returns a 2048-bit test key (fixture primes) with the shares.
+func deal(t testing.TB, parties, threshold int) (*paillier.ThresholdPublicKey, []*paillier.KeyShare) {
+	t.Helper()
+	tpk, shares, err := pailliertest.ThresholdKey(2048, parties, threshold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpk, shares
+}
+
 func TestKeyFilesRoundTrip(t *testing.T) {
-	fx := newEncodingFixture(t)
+	fxTPK, fxShares := deal(t, 3, 2)
 	dir := filepath.Join(t.TempDir(), "keys")
-	pubPath, sharePaths, err := WriteKeyFiles(dir, fx.tpk, fx.shares, false)
+	pubPath, sharePaths, err := WriteKeyFiles(dir, fxTPK, fxShares, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +40,7 @@ func TestKeyFilesRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tpk.ID() != fx.tpk.ID() {
+	if tpk.ID() != fxTPK.ID() {
 		t.Fatal("public key changed on disk")
 	}
 	for i, p := range sharePaths {
@@ -41,15 +55,23 @@ func TestKeyFilesRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ks.Index() != i+1 || ks.s.Cmp(fx.shares[i].s) != 0 {
+		got, err := ks.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := fxShares[i].MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.Index() != i+1 || !bytes.Equal(got, want) {
 			t.Fatalf("share %d changed on disk", i+1)
 		}
 	}
 	// Refuses to overwrite, unless asked.
-	if _, _, err := WriteKeyFiles(dir, fx.tpk, fx.shares, false); err == nil || !strings.Contains(err.Error(), "refusing to overwrite") {
+	if _, _, err := WriteKeyFiles(dir, fxTPK, fxShares, false); err == nil || !strings.Contains(err.Error(), "refusing to overwrite") {
 		t.Fatalf("overwrote existing keys: %v", err)
 	}
-	if _, _, err := WriteKeyFiles(dir, fx.tpk, fx.shares, true); err != nil {
+	if _, _, err := WriteKeyFiles(dir, fxTPK, fxShares, true); err != nil {
 		t.Fatal(err)
 	}
 	// A share readable by others is refused.
@@ -61,36 +83,11 @@ func TestKeyFilesRoundTrip(t *testing.T) {
 	}
 	// A public key file is not a share file and vice versa.
 	pubData, _ := os.ReadFile(pubPath)
-	if _, err := ParseKeySharePEM(pubData); err == nil || !strings.Contains(err.Error(), "want \"DPLEARN PAILLIER KEY SHARE\"") {
+	if _, err := ParseKeyShare(pubData); err == nil || !strings.Contains(err.Error(), "want \"DPLEARN PAILLIER KEY SHARE\"") {
 		t.Fatalf("public key parsed as a share: %v", err)
 	}
-	if _, err := ParseThresholdPublicKeyPEM(append(pubData, []byte("junk")...)); err == nil {
+	if _, err := ParsePublicKey(append(pubData, []byte("junk")...)); err == nil {
 		t.Fatal("trailing data accepted")
-	}
-}
-
-func TestSafePrimesFile(t *testing.T) {
-	p, q := testPrimePair(2048)
-	got1, got2, err := ParseSafePrimes(FormatSafePrimes(p, q))
-	if err != nil || got1.Cmp(p) != 0 || got2.Cmp(q) != 0 {
-		t.Fatalf("round trip: %v %v %v", got1, got2, err)
-	}
-	// openssl-style decimal, bare lines.
-	got1, got2, err = ParseSafePrimes([]byte("\n" + p.String() + "\n" + q.String() + "\n"))
-	if err != nil || got1.Cmp(p) != 0 || got2.Cmp(q) != 0 {
-		t.Fatalf("decimal: %v", err)
-	}
-	bad := []struct{ in, want string }{
-		{"p = 23\n", "want exactly 2"},
-		{"p = 23\nq = 47\nr = 59\n", "unknown name"},
-		{"p = 23\nq = 47\n83\n", "holds 3 integers"},
-		{"p = zz\nq = 47\n", "not a positive integer"},
-		{"p = -23\nq = 47\n", "not a positive integer"},
-	}
-	for _, tc := range bad {
-		if _, _, err := ParseSafePrimes([]byte(tc.in)); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ParseSafePrimes(%q) error %v, want %q", tc.in, err, tc.want)
-		}
 	}
 }
 
@@ -99,7 +96,7 @@ func TestSafePrimesFile(t *testing.T) {
 // a private one is used. Before, WriteKeyFiles wrote shares into any
 // existing directory.
 func TestKeyFilesRefuseLooseDirectory(t *testing.T) {
-	tpk, shares := mustDeal(t, 512, 2, 2)
+	tpk, shares := deal(t, 2, 2)
 	for _, mode := range []os.FileMode{0o755, 0o750, 0o711, 0o707, 0o777} {
 		dir := filepath.Join(t.TempDir(), "keys")
 		if err := os.Mkdir(dir, 0o700); err != nil {

@@ -1,0 +1,426 @@
+package fit
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/inference"
+	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/report"
+	"github.com/dplearn/dplearn/schema"
+)
+
+// hasIntervals reports whether fits with the mechanism get confidence
+// intervals.
+func hasIntervals(mechanism string) bool {
+	return inference.Forecaster(mechanism) || mechanism == "irls"
+}
+
+// inferencePlan is what `fit` does for the coefficient table: it splits the
+// budget before the fit and computes the intervals after it.
+type inferencePlan struct {
+	mechanism string
+	kind      regress.Kind
+	// momentEps is the ε spent on Λ0 (0 when no moment is released).
+	fitEps, momentEps float64
+	enabled           bool
+	// why, when set, says why intervals are off for this configuration.
+	why string
+	// cov is the reference fit's covariance (--cov) and dropped the number
+	// of records dropped for a missing value (zero rows to take out of the
+	// classical summary's n).
+	cov     string
+	dropped int64
+	// dropsKnown says whether dropped is the real count (false for
+	// --stats input, which does not record it).
+	dropsKnown bool
+	// zeroRows: records may enter as all-zero rows (the schema drops
+	// records with a missing value, or --skip-bad-rows keeps bad records
+	// as zero rows); dropped counts both kinds.
+	zeroRows bool
+}
+
+// setClassical records --cov and the number of dropped records for the
+// reference fit's classical summary; --cov is only for nonprivate.
+func (p *inferencePlan) setClassical(cov string, dropped int64, dropsKnown, zeroRows bool) error {
+	if err := checkCov(p.mechanism, cov); err != nil {
+		return err
+	}
+	p.cov, p.dropped, p.dropsKnown, p.zeroRows = cov, dropped, dropsKnown, zeroRows
+	return nil
+}
+
+// planInference decides whether the fit gets confidence intervals and, for
+// linear FM-family fits, takes the target moment's share out of cfg.Epsilon
+// so that the composed guarantee is exactly the --epsilon given.
+func planInference(mechanism string, cfg *regress.Config, share float64) (*inferencePlan, error) {
+	p := &inferencePlan{mechanism: mechanism, kind: cfg.Kind}
+	if !hasIntervals(mechanism) {
+		return p, nil
+	}
+	if err := checkCIShare(share); err != nil {
+		return nil, err
+	}
+	// The intervals model the seed's Taylor objective minimised without a
+	// constraint; with another objective or the ball they would describe
+	// the wrong estimator, so there are none (and no budget is spent).
+	if cfg.Kind == regress.Logistic && cfg.LogisticApprox != "" && cfg.LogisticApprox != "taylor" {
+		p.why = "no confidence intervals with --logistic-approx " + cfg.LogisticApprox + " (they are derived for the Taylor objective)"
+		return p, nil
+	}
+	if cfg.SolveRadius > 0 && mechanism != "irls" {
+		p.why = "no confidence intervals with --solve-radius (they are derived for the unconstrained minimiser)"
+		return p, nil
+	}
+	if cfg.Kind == regress.Linear || mechanism == "irls" {
+		if share == 0 {
+			return p, nil // no budget for Λ0: no intervals
+		}
+		p.fitEps = cfg.Epsilon * (1 - share)
+		// ε − ε_fit is exact (Sterbenz), so ε_fit + ε_moment == ε.
+		p.momentEps = cfg.Epsilon - p.fitEps
+		cfg.Epsilon = p.fitEps
+	}
+	p.enabled = true
+	return p, nil
+}
+
+func fp(v float64) *float64 { return &v }
+
+// classicalReport fills rep with the reference fit's classical summary, or
+// says why there is none.
+func (p *inferencePlan) classicalReport(ctx context.Context, rep *regress.CoefTable, data regress.Data, res *regress.Result, s *schema.Schema) {
+	if p.kind != regress.Linear && p.kind != regress.Logistic {
+		rep.Unavailable = "no classical summary for robust (L1) reference fits"
+		return
+	}
+	opt := regress.ClassicalOptions{Cov: p.cov, Dropped: p.dropped, HasIntercept: s.HasIntercept()}
+	if !s.Target.Binary() {
+		opt.TargetScale = (s.Target.Range[1] - s.Target.Range[0]) / 2
+	}
+	c, err := regress.ClassicalFit(ctx, p.kind, data, res.Coef, opt)
+	if err != nil {
+		rep.Unavailable = "no classical summary: " + err.Error()
+		return
+	}
+	rep.Level = c.Level
+	stat := "t"
+	if !c.UseT {
+		stat = "z"
+	}
+	covText := "model-based covariance (σ̂²(XᵀX)⁻¹)"
+	if p.kind == regress.Logistic {
+		covText = "model-based covariance (inverse Fisher information at the MLE)"
+	}
+	if c.Cov == regress.CovHC1 {
+		covText = "heteroskedasticity-robust covariance HC1 (White's sandwich × n/(n − k))"
+	}
+	rep.Method = fmt.Sprintf("classical inference for the non-private reference fit, as statsmodels' %s: %s; %s statistics", map[regress.Kind]string{regress.Linear: "OLS", regress.Logistic: "Logit"}[p.kind], covText, stat)
+	if p.kind == regress.Linear {
+		rep.Estimand = "population least-squares coefficients of the (transformed, clipped) target on the features in original units"
+	} else {
+		rep.Estimand = "logistic-regression coefficients (log-odds per unit, the maximum-likelihood estimand); exp(b) is an odds ratio"
+	}
+	sum := &regress.ClassicalSummary{Cov: c.Cov, Stat: stat, Nobs: c.N, DFModel: c.DFModel, DFResid: c.DFResid, LogLik: c.LogLik, AIC: c.AIC, BIC: c.BIC}
+	if p.kind == regress.Linear {
+		sum.R2, sum.AdjR2, sum.F, sum.FPValue, sum.Sigma = fp(c.R2), fp(c.AdjR2), fp(c.F), fp(c.FPValue), fp(c.ScaleSigma)
+	} else {
+		sum.LLNull, sum.LLR, sum.LLRP, sum.PseudoR2, sum.Deviance = fp(c.LLNull), fp(c.LLR), fp(c.LLRPValue), fp(c.PseudoR2), fp(c.Deviance)
+	}
+	rep.Classical = sum
+	units := s.OriginalUnits()
+	for i, u := range units {
+		// Encoded-space statistics: the encoded coefficient's own row.
+		e := make([]float64, len(units))
+		e[i] = 1
+		_, seEnc, _, _, loEnc, hiEnc := c.Test(0, e)
+		est, se, st, pv, lo, hi := c.Test(u.Offset, u.Weights)
+		r := regress.CoefRow{Name: u.Name, Encoded: c.Coef[i], Original: est, Meaning: u.Meaning(est), Identified: true,
+			SE: seEnc, Lower: loEnc, Upper: hiEnc, OriginalSE: se, OriginalLower: lo, OriginalUpper: hi, Stat: fp(st), PValue: fp(pv)}
+		rep.Rows = append(rep.Rows, r)
+	}
+}
+
+// finish releases Λ0 if planned (composing its ε into the report), computes
+// the intervals and builds the table.
+func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regress.Config, res *regress.Result, s *schema.Schema) (*regress.CoefTable, error) {
+	rep := &regress.CoefTable{}
+	var iv *inference.Intervals
+	switch {
+	case p.mechanism == "nonprivate":
+		p.classicalReport(ctx, rep, data, res, s)
+		if rep.Classical != nil {
+			return rep, nil
+		}
+	case p.why != "":
+		rep.Unavailable = p.why
+	case !p.enabled && hasIntervals(p.mechanism):
+		rep.Unavailable = "no confidence intervals: --ci-share 0 spent no budget on the residual summary they need"
+	case !p.enabled:
+		rep.Unavailable = fmt.Sprintf("no confidence intervals for %s (available for fm, relaxed-fm, gaussian-fm and irls fits)", p.mechanism)
+	case res.Released == nil:
+		rep.Unavailable = "no confidence intervals: the fit released no objective"
+	case p.mechanism == "irls":
+		rs, rel, err := regress.ReleaseRobustScale(data.Rows, data.Stats.K(), res.Coef, res.Released.ResidualFloor, p.momentEps, cfg.Source)
+		if err != nil {
+			return nil, err
+		}
+		if err := composeMoment(&res.Privacy, p.momentEps, rel, "residual summary at the fitted coefficients"); err != nil {
+			return nil, err
+		}
+		if iv, err = inference.IRLS(res.Released, rs, inference.Options{}); err != nil {
+			return nil, err
+		}
+		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
+	default:
+		var y2 *inference.TargetMoment
+		if p.momentEps > 0 {
+			epsY2 := p.momentEps
+			correct := p.zeroRows && p.kind == regress.Linear && p.dropsKnown
+			if correct {
+				epsY2 = p.momentEps / 2 // the other half releases the dropped share
+			}
+			v, rel, err := regress.ReleaseTargetMoment(data.Stats, epsY2, cfg.Source)
+			if err != nil {
+				return nil, err
+			}
+			if err := composeMoment(&res.Privacy, epsY2, rel, "target moment Λ0"); err != nil {
+				return nil, err
+			}
+			y2 = &inference.TargetMoment{Value: v}
+			rep.TargetMoment = &v
+			if correct {
+				epsF := p.momentEps - epsY2
+				f, rel, err := regress.ReleaseDroppedShare(p.dropped, data.Stats.N(), epsF, cfg.Source)
+				if err != nil {
+					return nil, err
+				}
+				if err := composeMoment(&res.Privacy, epsF, rel, "number of records dropped for a missing value"); err != nil {
+					return nil, err
+				}
+				y2.KeptShare = 1 - f
+				rep.DroppedShare = &f
+			}
+		}
+		var err error
+		if iv, err = inference.FM(res.Released, y2, inference.Options{}); err != nil {
+			return nil, err
+		}
+		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
+		switch {
+		case rep.DroppedShare != nil:
+			rep.Method += fmt.Sprintf("; the residual variance is divided by 1 − f̂ = %.4g, f̂ the released share of rows that are dropped records (Laplace, half of --ci-share's budget), since their zero rows shrink Λ0 − βᵀΛ2β by 1 − f", 1-*rep.DroppedShare)
+		case p.zeroRows && p.kind == regress.Linear:
+			rep.Method += "; the schema drops records with a missing value but the number dropped is unknown here (--stats input): the sampling part is short by √(1 − f) for a dropped share f"
+		case p.zeroRows:
+			rep.Method += "; the schema drops records with a missing value: their zero rows make the sampling part's residual variance ¼ − βᵀΛ2β/2 larger than over the records (conservative)"
+		}
+	}
+	units := s.OriginalUnits()
+	z := 0.0
+	if iv != nil {
+		z = inference.NormalQuantile(0.5 + iv.Level/2)
+		rep.Replicates, rep.Failed = iv.Replicates, iv.Failed
+		if iv.Diagnosis != nil {
+			rep.Diagnosis = iv.Diagnosis.Explain(s.FeatureNames())
+		}
+	}
+	surrogate := p.kind == regress.Logistic && surrogateLogistic(p.mechanism)
+	if surrogate {
+		rep.Note = "the coefficients are those of the Functional Mechanism's quadratic surrogate of the logistic loss (Taylor-truncated unless --logistic-approx says otherwise), not log-odds: exp(b) is not an odds ratio (with no noise at all, --mechanism truncated, they can differ from the maximum-likelihood log-odds several-fold where |xᵀβ| is not small); for odds ratios use objpert or noisygd (penalised logistic maximum likelihood) or nonprivate as the reference"
+	}
+	// One estimator per row: where the coefficient has an interval, the
+	// printed estimate is the point estimate the interval is built around
+	// (inference.Coefficient.Estimate: the released objective's
+	// unregularised minimiser less the bootstrap's median bias), which lies
+	// between the interval's ends by construction (the median of the
+	// bootstrap deviations lies between their α/2 and 1 − α/2 quantiles).
+	// The ridge-regularised fit the model predicts with is kept as
+	// FittedEncoded/FittedOriginal.
+	est := append([]float64(nil), res.Coef...)
+	if iv != nil {
+		for j, c := range iv.Coefficients {
+			if c.Identified {
+				est[j] = c.Estimate
+			}
+		}
+	}
+	for i, u := range units {
+		r := regress.CoefRow{Name: u.Name, Encoded: res.Coef[i], Original: u.Apply(res.Coef)}
+		if iv != nil && identifiedUnit(iv, u, i) {
+			c := iv.Coefficients[i]
+			r.FittedEncoded, r.FittedOriginal = fp(r.Encoded), fp(r.Original)
+			r.Encoded, r.Original = est[i], u.Apply(est)
+			r.Identified, r.SE, r.Lower, r.Upper = true, c.SE, c.Lower, c.Upper
+			if sl, ok := u.Slope(); ok {
+				r.OriginalSE = math.Abs(sl) * c.SE
+				a, b := sl*c.Lower, sl*c.Upper
+				r.OriginalLower, r.OriginalUpper = math.Min(a, b), math.Max(a, b)
+			} else {
+				// The intercept is a linear combination: normal interval
+				// with the bootstrap covariance, centred at the
+				// combination of the bias-corrected estimates.
+				v := 0.0
+				for a := range u.Weights {
+					for b := range u.Weights {
+						v += u.Weights[a] * iv.Covariance[a][b] * u.Weights[b]
+					}
+				}
+				r.OriginalSE = math.Sqrt(v)
+				r.OriginalLower, r.OriginalUpper = r.Original-z*r.OriginalSE, r.Original+z*r.OriginalSE
+			}
+		}
+		r.Meaning = u.Meaning(r.Original)
+		if surrogate {
+			r.Meaning = surrogateMeaning(u, r.Original, s.Target.Name)
+		}
+		rep.Rows = append(rep.Rows, r)
+	}
+	if iv != nil && rep.Estimand != "" {
+		rep.Estimand += "; the printed estimate is the interval's own point estimate of this estimand (de-ridged: computed without the ridge, less the bootstrap's median bias), inside its interval by construction; the model predicts with the ridge-regularised fit (fitted_encoded in the model file)"
+	}
+	return rep, nil
+}
+
+// identifiedUnit reports whether coefficient i in original units has an
+// interval: its encoded coefficient is identified and, for the intercept (a
+// combination), so is every coefficient it combines.
+func identifiedUnit(iv *inference.Intervals, u schema.Unit, i int) bool {
+	if !iv.Coefficients[i].Identified {
+		return false
+	}
+	for j, w := range u.Weights {
+		if w != 0 && !iv.Coefficients[j].Identified {
+			return false
+		}
+	}
+	return true
+}
+
+// surrogateLogistic reports whether a logistic fit by the mechanism
+// estimates a quadratic surrogate's minimiser rather than log-odds: the FM
+// family and its noise-free version. nonprivate estimates the MLE, objpert
+// and noisygd a penalised MLE (log-odds shrunk by their regulariser).
+func surrogateLogistic(mechanism string) bool {
+	switch mechanism {
+	case "fm", "relaxed-fm", "gaussian-fm", "truncated":
+		return true
+	}
+	return false
+}
+
+// surrogateMeaning says what a surrogate logistic coefficient is, without
+// calling it an odds ratio.
+func surrogateMeaning(u schema.Unit, b float64, target string) string {
+	switch {
+	case u.Feature == "":
+		return fmt.Sprintf("surrogate score of %s at zero numeric features and reference categories (not a log-odds)", target)
+	case u.Category != "":
+		return fmt.Sprintf("%s=%s instead of %s: %+.4g on the surrogate score (not a log-odds ratio)", u.Feature, u.Category, u.Reference, b)
+	case u.Transform != schema.TransformNone:
+		return fmt.Sprintf("+1 in %s(%s): %+.4g on the surrogate score (not a log-odds ratio)", u.Transform, u.Feature, b)
+	}
+	return fmt.Sprintf("+1 %s: %+.4g on the surrogate score (not a log-odds ratio)", u.Feature, b)
+}
+
+// composeMoment adds the extra release of the intervals (Λ0, or irls's
+// residual summary) to the fit's privacy report: basic composition of the
+// fit's (ε_fit, δ) and the release's (ε_moment, 0). ε_fit + ε_moment is
+// the ε requested (planInference splits it exactly), and BasicComposition
+// adds the ε's and δ's (Dwork & Roth, Theorem 3.16).
+func composeMoment(p *report.Privacy, eps float64, rel report.Release, what string) error {
+	tot, err := accounting.BasicComposition(accounting.EpsDelta{Epsilon: p.Epsilon, Delta: p.Delta}, accounting.EpsDelta{Epsilon: eps})
+	if err != nil {
+		return fmt.Errorf("compose the target moment's budget: %w", err)
+	}
+	p.Compose(tot.Epsilon, tot.Delta, fmt.Sprintf("basic composition with the Laplace release of the %s for the confidence intervals (ε = %s, part of --ci-share's share of the total) after ε = %s",
+		what, report.Up(eps), report.Up(p.Epsilon)), rel)
+	p.ReplacePostProcessing(regress.Lambda0NotReleased, lambda0ReleasedForIntervals)
+	return nil
+}
+
+// lambda0ReleasedForIntervals replaces regress.Lambda0NotReleased in the
+// report of a fit whose intervals release a noisy Λ0.
+const lambda0ReleasedForIntervals = "Λ0 (the constant term) not released with the fit (it does not change the minimiser); a separate noisy Λ0 is released for the confidence intervals only"
+
+// setupRadius gives noisygd the --radius flag (it was only wired to objpert)
+// and states the radius R in the report: the value, and whether it is the
+// default. R is a public parameter of the mechanism.
+func setupRadius(mechanism string, cfg *regress.Config, d int) (radius float64, isDefault, used bool) {
+	given := cfg.ObjPert.Radius
+	var def float64
+	switch {
+	case mechanism == "noisygd":
+		if cfg.NoisyGD.Radius == 0 {
+			cfg.NoisyGD.Radius = given
+		}
+		given = cfg.NoisyGD.Radius
+		def = regress.DefaultNoisyGDRadius(cfg.Kind, d)
+	case mechanism == "objpert" && cfg.Kind == regress.Linear:
+		def = regress.DefaultObjPertRadius(d)
+	default:
+		return 0, false, false
+	}
+	if given == 0 {
+		return def, true, true
+	}
+	return given, false, true
+}
+
+// radiusNote is the report's statement of the radius (public).
+func radiusNote(mechanism string, kind regress.Kind, d int, radius float64, isDefault bool) string {
+	rule, def := "√d/2", regress.DefaultObjPertRadius(d)
+	if mechanism == "noisygd" {
+		def = regress.DefaultNoisyGDRadius(kind, d)
+		if kind == regress.Logistic {
+			rule = "2√d"
+		}
+	}
+	if isDefault {
+		return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients: the default %s for d = %d (--radius changes it; a larger R costs more noise)", radius, rule, d)
+	}
+	return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients, set by --radius (the default would be %s = %.4g for d = %d)", radius, rule, def, d)
+}
+
+// radiusBoundaryFraction: a released coefficient vector with
+// ‖ω‖ ≥ this × R is reported as sitting on the ball's boundary.
+const radiusBoundaryFraction = 0.98
+
+// radiusWarning returns the console-only warning that the fitted coefficients
+// sit on the boundary of the ball (the radius probably constrains the fit).
+// It depends on the fitted values, so it goes to the local console only and
+// never into the model file (PRIVACY-NOTES item 23).
+func radiusWarning(coef []float64, radius float64) string {
+	n := 0.0
+	for _, c := range coef {
+		n += c * c
+	}
+	n = math.Sqrt(n)
+	if n < radiusBoundaryFraction*radius {
+		return ""
+	}
+	return fmt.Sprintf("the fitted coefficients have ‖ω‖ = %.4g, on the boundary of the public ball R = %.4g: the radius probably cuts the fit short; refit with a larger --radius (this note is shown on this console only)", n, radius)
+}
+
+// zeroRowNotes are a private fit's notes on records that entered as
+// all-zero rows. They depend only on the request, the input's kind and the
+// schema, never on whether or how many records were bad or dropped: that
+// count is data-dependent (PRIVACY-NOTES item 23).
+func zeroRowNotes(skipBadRows, fromStatsFile, dropsRecords bool) []string {
+	var notes []string
+	if skipBadRows {
+		note := "fitted with --skip-bad-rows: each record that could not be read or encoded entered the fit as an all-zero row, as a dropped record does, which adds nothing to the sums the mechanism uses but counts in N (the normalised statistics are scaled by the share of records kept); N is the number of records read and stays public as the neighbouring relation requires; the number of bad records is not released"
+		if fromStatsFile {
+			// A statistics file computed with skipping left the bad rows out.
+			note = "fitted with --skip-bad-rows (in the statistics file, which left the bad rows out): the guarantee treats the number of encoded rows N as public; if the number of bad rows is not public knowledge, N reveals something about the data and is not covered"
+		}
+		notes = append(notes, note)
+	}
+	if dropsRecords {
+		notes = append(notes,
+			`the schema drops records with a missing value ("missing": "drop"): each enters the fit as an all-zero row, which adds nothing to the sums the mechanism uses but counts in N (the normalised statistics are scaled by the share of records kept), so N is the number of records read and stays public as the neighbouring relation requires; the number dropped is not released except as the Laplace-noised count that linear FM-family confidence intervals use (listed among the releases when it is)`)
+	}
+	return notes
+}
