@@ -89,12 +89,26 @@ type TaskSpec struct {
 	RedoAfterRelease bool `json:"redo_after_release,omitempty"`
 }
 
+// SpecDomain is the signature domain of an analyst's task specification.
+const SpecDomain = "dplearn-consortium-task-v1"
+
+// Signed is a task specification as the analyst signed it: the exact JSON
+// bytes of a TaskSpec, the analyst's certificate and its signature
+// (certs.SignStatement with SpecDomain). A node verifies it against the
+// CA before anything else, so the analyst a node's policy sees is the one
+// who signed, not a name the coordinator claims.
+type Signed struct {
+	Spec []byte `json:"spec"`
+	Cert []byte `json:"cert"`
+	Sig  []byte `json:"sig"`
+}
+
 // Offer asks a node to take part in a task.
 type Offer struct {
-	Task    string   `json:"task"`
-	Analyst string   `json:"analyst"`
-	Dataset string   `json:"dataset"`
-	Spec    TaskSpec `json:"spec"`
+	Task    string `json:"task"`
+	Analyst string `json:"analyst"`
+	Dataset string `json:"dataset"`
+	Signed  Signed `json:"signed"`
 }
 
 // Answer is a node's decision on an Offer: accepted, or refused with the
@@ -142,7 +156,7 @@ type Request struct {
 	ID   uint64    `json:"id"`
 	Op   string    `json:"op"` // submit, status, result, cancel, budget, list
 	Task string    `json:"task,omitempty"`
-	Spec *TaskSpec `json:"spec,omitempty"`
+	Signed *Signed `json:"signed,omitempty"`
 }
 
 // Reply answers a Request.
