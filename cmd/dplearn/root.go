@@ -47,5 +47,6 @@ charges them to a ledger; 'dplearn describe' releases DP summary statistics).`,
 		newSchemaCmd(),
 		newDescribeCmd(),
 	)
+	root.AddCommand(consortiumCmds()...)
 	return root
 }
