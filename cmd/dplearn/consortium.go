@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/dplearn/dplearn/capefm"
 	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/consortium/analyst"
 	"github.com/dplearn/dplearn/consortium/chain"
@@ -107,8 +109,9 @@ certificates. See docs/consortium.md.`,
 func newNodeCmd() *cobra.Command {
 	var (
 		server, serverName, certDir, policyPath, ledgerDir, auditPath string
-		datasets                                                     []string
-		peerTimeout, maxBackoff                                      time.Duration
+		datasets                                                      []string
+		peerTimeout, maxBackoff                                       time.Duration
+		faults                                                        func(func(string, ...any)) func(context.Context, string, capefm.Message) error
 	)
 	cmd := &cobra.Command{
 		Use:   "node --coordinator ADDR --certs DIR/SITE --policy FILE --dataset NAME=DATA:SCHEMA --ledgers DIR --audit FILE",
@@ -144,8 +147,12 @@ log. See docs/consortium.md for the policy file.`,
 				ds = append(ds, node.Dataset{Name: name, Path: data, Schema: sch})
 			}
 			logf := logfTo(cmd.ErrOrStderr())
-			n, err := node.New(cmd.Context(), node.Config{Identity: id, Coordinator: server, CoordinatorName: serverName, Datasets: ds,
-				Policy: pol, LedgerDir: ledgerDir, AuditPath: auditPath, PeerTimeout: peerTimeout, MaxBackoff: maxBackoff, Logf: logf})
+			cfg := node.Config{Identity: id, Coordinator: server, CoordinatorName: serverName, Datasets: ds,
+				Policy: pol, LedgerDir: ledgerDir, AuditPath: auditPath, PeerTimeout: peerTimeout, MaxBackoff: maxBackoff, Logf: logf}
+			if faults != nil {
+				cfg.BeforeSend = faults(logf)
+			}
+			n, err := node.New(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
@@ -167,8 +174,16 @@ log. See docs/consortium.md for the policy file.`,
 	f.StringVar(&auditPath, "audit", "", "the node's hash-chained audit log (JSON lines)")
 	f.DurationVar(&peerTimeout, "peer-timeout", 20*time.Second, "redial when the connection has been down this long")
 	f.DurationVar(&maxBackoff, "max-backoff", 10*time.Second, "longest wait between reconnection attempts")
+	if addNodeFaults != nil {
+		faults = addNodeFaults(f)
+	}
 	return cmd
 }
+
+// addNodeFaults adds test-only flags to `node` and returns the hook they
+// make; nil in the shipped binary (set by consortium_procs_test.go's init,
+// as addCapeJoinFaults is).
+var addNodeFaults func(*pflag.FlagSet) func(logf func(string, ...any)) func(context.Context, string, capefm.Message) error
 
 // analystFlags are every analyst command's connection flags.
 type analystFlags struct{ server, serverName, certDir string }

@@ -10,11 +10,11 @@ import (
 
 	"github.com/dplearn/dplearn/consortium/analyst"
 	"github.com/dplearn/dplearn/consortium/coordinator"
-	"github.com/dplearn/dplearn/consortium/internal/ctest"
 	"github.com/dplearn/dplearn/consortium/node"
 	"github.com/dplearn/dplearn/consortium/policy"
 	"github.com/dplearn/dplearn/consortium/store"
 	"github.com/dplearn/dplearn/consortium/wire"
+	"github.com/dplearn/dplearn/internal/consortiumtest"
 	"github.com/dplearn/dplearn/ledger"
 )
 
@@ -33,7 +33,7 @@ func startCoordinator(t *testing.T, ctx context.Context, pki, db string, nodes, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := coordinator.New(coordinator.Config{Identity: ctest.Party(t, pki, "coordinator"), Address: "127.0.0.1:0",
+	c, err := coordinator.New(coordinator.Config{Identity: consortiumtest.Party(t, pki, "coordinator"), Address: "127.0.0.1:0",
 		Nodes: nodes, Analysts: analysts, Store: st, RoundTimeout: 10 * time.Second, JoinWait: 500 * time.Millisecond,
 		AnswerTimeout: 5 * time.Second, Logf: func(f string, a ...any) { t.Logf("coordinator: "+f, a...) }})
 	if err != nil {
@@ -59,9 +59,9 @@ func (f *fixture) startNode(ctx context.Context, name, pol string) {
 		f.t.Fatal(err)
 	}
 	dir := filepath.Join(f.dir, name)
-	n, err := node.New(ctx, node.Config{Identity: ctest.Party(f.t, f.pki, name), Coordinator: f.addr,
+	n, err := node.New(ctx, node.Config{Identity: consortiumtest.Party(f.t, f.pki, name), Coordinator: f.addr,
 		Datasets: []node.Dataset{{Name: "cohort", Path: filepath.Join(f.dir, name+".csv"), Schema: filepath.Join(f.dir, "schema.json")}},
-		Policy: p, LedgerDir: filepath.Join(dir, "ledgers"), AuditPath: filepath.Join(dir+"-audit.jsonl"),
+		Policy:   p, LedgerDir: filepath.Join(dir, "ledgers"), AuditPath: filepath.Join(dir + "-audit.jsonl"),
 		PeerTimeout: 3 * time.Second, MaxBackoff: time.Second, Logf: func(fm string, a ...any) { f.t.Logf(name+": "+fm, a...) }})
 	if err != nil {
 		f.t.Fatal(err)
@@ -84,33 +84,33 @@ func TestConsortiumInProcess(t *testing.T) {
 	dir := t.TempDir()
 	f := &fixture{t: t, dir: dir, pki: filepath.Join(dir, "pki"), nodes: map[string]*node.Node{}, stop: map[string]context.CancelFunc{}}
 	sites := []string{"site-a", "site-b", "site-c"}
-	ctest.Certs(t, f.pki, append([]string{"coordinator", "alice", "bob"}, sites...)...)
-	ctest.Write(t, dir, "schema.json", ctest.Schema)
+	consortiumtest.Certs(t, f.pki, append([]string{"coordinator", "alice", "bob"}, sites...)...)
+	consortiumtest.Write(t, dir, "schema.json", consortiumtest.Schema)
 	for i, s := range sites {
-		ctest.Data(t, filepath.Join(dir, s+".csv"), 3000, uint64(i+1))
+		consortiumtest.Data(t, filepath.Join(dir, s+".csv"), 3000, uint64(i+1))
 	}
 	var stopC context.CancelFunc
 	f.addr, stopC, _ = startCoordinator(t, ctx, f.pki, filepath.Join(dir, "c.db"), sites, []string{"alice", "bob"})
 	defer stopC()
 	cols := []string{"x1", "x2", "y"}
 	// site-c allows bob only ε ≤ 0.5 per task; bob's budget is ε = 1.2 at a and b, 0.9 at c.
-	f.startNode(ctx, "site-a", ctest.Policy(100, cols, 10, map[string][2]float64{"alice": {1, 3}, "bob": {1, 1.2}}))
-	f.startNode(ctx, "site-b", ctest.Policy(100, cols, 10, map[string][2]float64{"alice": {1, 3}, "bob": {1, 1.2}}))
-	f.startNode(ctx, "site-c", ctest.Policy(100, cols, 10, map[string][2]float64{"alice": {1, 3}, "bob": {0.5, 0.9}}))
+	f.startNode(ctx, "site-a", consortiumtest.Policy(100, cols, 10, map[string][2]float64{"alice": {1, 3}, "bob": {1, 1.2}}))
+	f.startNode(ctx, "site-b", consortiumtest.Policy(100, cols, 10, map[string][2]float64{"alice": {1, 3}, "bob": {1, 1.2}}))
+	f.startNode(ctx, "site-c", consortiumtest.Policy(100, cols, 10, map[string][2]float64{"alice": {1, 3}, "bob": {0.5, 0.9}}))
 
-	alice, err := analyst.Dial(ctx, ctest.Party(t, f.pki, "alice"), f.addr, "")
+	alice, err := analyst.Dial(ctx, consortiumtest.Party(t, f.pki, "alice"), f.addr, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer alice.Close()
-	bob, err := analyst.Dial(ctx, ctest.Party(t, f.pki, "bob"), f.addr, "")
+	bob, err := analyst.Dial(ctx, consortiumtest.Party(t, f.pki, "bob"), f.addr, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer bob.Close()
 	spec := func(eps float64) wire.TaskSpec {
 		return wire.TaskSpec{Sites: map[string]string{"site-a": "cohort", "site-b": "cohort", "site-c": "cohort"}, Model: "linear",
-			Mechanism: "capefm", Epsilon: eps, Delta: 1e-6, MinSites: 3, Schema: json.RawMessage(ctest.Schema), Deadline: time.Now().Add(time.Minute)}
+			Mechanism: "capefm", Epsilon: eps, Delta: 1e-6, MinSites: 3, Schema: json.RawMessage(consortiumtest.Schema), Deadline: time.Now().Add(time.Minute)}
 	}
 	// 1. a task that runs
 	tk, err := alice.Submit(ctx, spec(1))

@@ -80,6 +80,10 @@ type Config struct {
 	Source func() noise.Source
 	// Logf receives the node's log lines.
 	Logf func(format string, args ...any)
+	// BeforeSend is a test hook passed to capenet.JoinOptions.BeforeSend
+	// with the task's ID (the CLI's test binary uses it to stall a node in
+	// the middle of a task); nil in production.
+	BeforeSend func(ctx context.Context, task string, m capefm.Message) error
 }
 
 // Node is a running site.
@@ -375,12 +379,19 @@ func (n *Node) run(ctx context.Context, conn transport.Conn, o wire.Offer, site 
 		tc.Close()
 		n.reportBudget(ctx, conn)
 	}()
-	res, err := capenet.Join(ctx, tc, site, capenet.JoinOptions{IdleTimeout: n.cfg.IdleTimeout, Events: func(ev capenet.Event) {
+	jopt := capenet.JoinOptions{IdleTimeout: n.cfg.IdleTimeout}
+	if h := n.cfg.BeforeSend; h != nil {
+		jopt.BeforeSend = func(ctx context.Context, m capefm.Message, _ []byte, _ *capefm.Params) error {
+			return h(ctx, o.Task, m)
+		}
+	}
+	jopt.Events = func(ev capenet.Event) {
 		if ev.Kind == "released" {
 			n.record(n.name, "release", o.Task, ev.Message)
 		}
 		n.cfg.Logf("task %s: %s", o.Task, ev.Message)
-	}})
+	}
+	res, err := capenet.Join(ctx, tc, site, jopt)
 	if err != nil {
 		n.record(n.name, "outcome", o.Task, fmt.Sprintf("ended without a model for this site: %v (releases %d)", err, site.Releases()))
 		return
@@ -446,10 +457,10 @@ func parseLedgerFile(f string) (kind, name string, ok bool) {
 
 // taskLedger is capefm.Ledger over the analyst's and the dataset's ledgers.
 type taskLedger struct {
-	n                 *Node
-	ctx               context.Context
-	task              string
-	analyst, dataset  *ledger.Ledger
+	n                  *Node
+	ctx                context.Context
+	task               string
+	analyst, dataset   *ledger.Ledger
 	analystN, datasetN string
 }
 

@@ -100,7 +100,9 @@ type Refusal struct {
 	Reason string
 }
 
-func (r *Refusal) Error() string { return fmt.Sprintf("refused by policy rule %q: %s", r.Rule, r.Reason) }
+func (r *Refusal) Error() string {
+	return fmt.Sprintf("refused by policy rule %q: %s", r.Rule, r.Reason)
+}
 
 // Load reads and validates a policy file.
 func Load(path string) (*Policy, error) {

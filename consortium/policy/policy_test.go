@@ -53,13 +53,13 @@ func TestDecide(t *testing.T) {
 
 func TestParseRefuses(t *testing.T) {
 	cases := map[string]string{
-		"unknown field":     `{"datasets":{}, "analysts":{"a":{"max_epsilon":1,"max_delta":0,"budget":{"epsilon":1}, "max_epsilom": 5}}}`,
-		"no max epsilon":    `{"datasets":{}, "analysts":{"a":{"max_delta":0,"budget":{"epsilon":1}}}}`,
-		"no budget":         `{"datasets":{}, "analysts":{"a":{"max_epsilon":1,"max_delta":0}}}`,
-		"undeclared data":   `{"datasets":{}, "analysts":{"a":{"datasets":["x"],"max_epsilon":1,"max_delta":0,"budget":{"epsilon":1}}}}`,
-		"no analysts":       `{"datasets":{}}`,
-		"negative min_n":    `{"datasets":{"x":{"min_n":-1,"budget":{"epsilon":1}}}, "analysts":{"a":{"max_epsilon":1,"max_delta":0,"budget":{"epsilon":1}}}}`,
-		"rho dataset":       `{"datasets":{"x":{"budget":{"rho":1}}}, "analysts":{"a":{"max_epsilon":1,"max_delta":0,"budget":{"epsilon":1}}}}`,
+		"unknown field":   `{"datasets":{}, "analysts":{"a":{"max_epsilon":1,"max_delta":0,"budget":{"epsilon":1}, "max_epsilom": 5}}}`,
+		"no max epsilon":  `{"datasets":{}, "analysts":{"a":{"max_delta":0,"budget":{"epsilon":1}}}}`,
+		"no budget":       `{"datasets":{}, "analysts":{"a":{"max_epsilon":1,"max_delta":0}}}`,
+		"undeclared data": `{"datasets":{}, "analysts":{"a":{"datasets":["x"],"max_epsilon":1,"max_delta":0,"budget":{"epsilon":1}}}}`,
+		"no analysts":     `{"datasets":{}}`,
+		"negative min_n":  `{"datasets":{"x":{"min_n":-1,"budget":{"epsilon":1}}}, "analysts":{"a":{"max_epsilon":1,"max_delta":0,"budget":{"epsilon":1}}}}`,
+		"rho dataset":     `{"datasets":{"x":{"budget":{"rho":1}}}, "analysts":{"a":{"max_epsilon":1,"max_delta":0,"budget":{"epsilon":1}}}}`,
 	}
 	for name, js := range cases {
 		if _, err := Parse([]byte(js)); err == nil {

@@ -153,9 +153,9 @@ type BudgetReport struct {
 
 // Request is an analyst's call.
 type Request struct {
-	ID   uint64    `json:"id"`
-	Op   string    `json:"op"` // submit, status, result, cancel, budget, list
-	Task string    `json:"task,omitempty"`
+	ID     uint64  `json:"id"`
+	Op     string  `json:"op"` // submit, status, result, cancel, budget, list
+	Task   string  `json:"task,omitempty"`
 	Signed *Signed `json:"signed,omitempty"`
 }
 

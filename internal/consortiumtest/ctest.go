@@ -1,6 +1,6 @@
-// Package ctest builds consortium test fixtures: certificates, a linear
+// Package consortiumtest builds consortium test fixtures: certificates, a linear
 // dataset with known coefficients split over sites, a schema and policies.
-package ctest
+package consortiumtest
 
 import (
 	"fmt"
