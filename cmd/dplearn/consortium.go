@@ -43,6 +43,7 @@ func newCoordinatorCmd() *cobra.Command {
 		listen, certDir, db, statusAddr string
 		nodes, analysts                 []string
 		roundTimeout, joinWait, answer  time.Duration
+		maxRunning                      int
 	)
 	cmd := &cobra.Command{
 		Use:   "coordinator --listen ADDR --certs DIR/coordinator --db FILE --nodes A,B,C --analysts X,Y",
@@ -70,7 +71,7 @@ certificates. See docs/consortium.md.`,
 			defer st.Close()
 			logf := logfTo(cmd.ErrOrStderr())
 			c, err := coordinator.New(coordinator.Config{Identity: id, Address: listen, Nodes: trimAll(nodes), Analysts: trimAll(analysts),
-				Store: st, RoundTimeout: roundTimeout, JoinWait: joinWait, AnswerTimeout: answer, Logf: logf,
+				Store: st, RoundTimeout: roundTimeout, JoinWait: joinWait, AnswerTimeout: answer, MaxRunning: maxRunning, Logf: logf,
 				OnListen: func(a string) { fmt.Fprintf(cmd.OutOrStdout(), "listening on %s\n", a) }})
 			if err != nil {
 				return err
@@ -103,6 +104,7 @@ certificates. See docs/consortium.md.`,
 	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "bound on each capeFM round")
 	f.DurationVar(&joinWait, "join-wait", 10*time.Second, "once a task's minimum sites are online, wait this long (from submission) for the others")
 	f.DurationVar(&answer, "answer-timeout", 30*time.Second, "bound on the nodes' answers to an offer")
+	f.IntVar(&maxRunning, "max-running", 16, "tasks offered or running at once (the rest wait in the queue)")
 	return cmd
 }
 

@@ -75,6 +75,9 @@ type Config struct {
 	// AnswerTimeout bounds the wait for the sites' answers to an offer
 	// (default 30 s).
 	AnswerTimeout time.Duration
+	// MaxRunning bounds the tasks offered or running at once (default 16);
+	// the others stay queued, in submission order.
+	MaxRunning int
 	// ReconnectGrace: capenet.ServeOptions (default 2 s).
 	ReconnectGrace time.Duration
 	// PeerKeepalive sets the hub's keepalive (default transport's).
@@ -200,6 +203,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.MaxRunning <= 0 {
+		cfg.MaxRunning = 16
 	}
 	v, err := certs.NewStatementSigner(cfg.Identity)
 	if err != nil {
@@ -589,6 +595,8 @@ func (c *Coordinator) schedule(ctx context.Context) {
 				}
 			}
 			switch {
+			case len(c.run) >= c.cfg.MaxRunning && !now.After(t.Spec.Deadline):
+				// wait for a slot
 			case len(on) == len(t.Sites) || (len(on) >= t.Spec.MinSites && now.Sub(t.Submitted) >= c.cfg.JoinWait):
 				c.offer(ctx, t, on, off)
 			case now.After(t.Spec.Deadline):
