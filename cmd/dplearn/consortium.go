@@ -356,7 +356,7 @@ func newBudgetCmd() *cobra.Command {
 			for _, b := range bs {
 				for _, l := range b.Report.Ledgers {
 					fmt.Fprintf(w, "%-12s %-22s %10.6g %10.6g %10.6g %10.3g %8d\n", b.Node, l.Kind+" "+l.Name, l.SpentEpsilon, l.BudgetEpsilon,
-						max(l.BudgetEpsilon-l.SpentEpsilon, 0), l.SpentDelta, l.Charges)
+						l.RemainingEpsilon(), l.SpentDelta, l.Charges)
 				}
 			}
 			return nil

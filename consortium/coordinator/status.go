@@ -24,8 +24,6 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
-	// remaining is display only: the nodes' ledgers decide exactly.
-	"remaining": func(b, s float64) string { return fmt.Sprintf("%.6g", max(b-s, 0)) },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>dplearn consortium</title>
 <style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;margin-bottom:1.5em}td,th{border:1px solid #999;padding:3px 8px;text-align:left}.online{color:#060}.offline{color:#a00}</style>
@@ -44,7 +42,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 {{end}}</table>
 <h2>Budgets (as the nodes report them)</h2>
 <table id="budgets"><tr><th>node</th><th>ledger</th><th>spent ε</th><th>budget ε</th><th>remaining ε</th><th>spent δ</th><th>budget δ</th><th>releases</th></tr>
-{{range $b := .Budgets}}{{range $b.Report.Ledgers}}<tr><td>{{$b.Node}}</td><td>{{.Kind}} {{.Name}}</td><td>{{.SpentEpsilon}}</td><td>{{.BudgetEpsilon}}</td><td>{{remaining .BudgetEpsilon .SpentEpsilon}}</td><td>{{.SpentDelta}}</td><td>{{.BudgetDelta}}</td><td>{{.Charges}}</td></tr>
+{{range $b := .Budgets}}{{range $b.Report.Ledgers}}<tr><td>{{$b.Node}}</td><td>{{.Kind}} {{.Name}}</td><td>{{.SpentEpsilon}}</td><td>{{.BudgetEpsilon}}</td><td>{{.RemainingEpsilon}}</td><td>{{.SpentDelta}}</td><td>{{.BudgetDelta}}</td><td>{{.Charges}}</td></tr>
 {{end}}{{end}}</table>
 </body></html>
 `))

@@ -18,10 +18,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/dplearn/dplearn/internal/roundup"
 	"github.com/dplearn/dplearn/transport"
 )
 
@@ -375,4 +377,16 @@ func (c *TaskConn) Fail(err error) {
 func (c *TaskConn) Close() error {
 	c.Fail(errors.New("wire: task connection closed"))
 	return nil
+}
+
+// RemainingEpsilon is the ε the ledger has left, as reported: budget minus
+// spent computed exactly and rounded down (spent is already rounded up by
+// package ledger), so the printed remainder never overstates what is left.
+// Display only: the node's ledger decides every charge exactly.
+func (l LedgerState) RemainingEpsilon() float64 {
+	r := new(big.Rat).Sub(new(big.Rat).SetFloat64(l.SpentEpsilon), new(big.Rat).SetFloat64(l.BudgetEpsilon))
+	if r.Sign() >= 0 {
+		return 0
+	}
+	return -roundup.Rat(r) // −(smallest float64 ≥ spent − budget) = largest float64 ≤ budget − spent
 }
