@@ -24,6 +24,7 @@ package node
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,6 +100,11 @@ type Node struct {
 
 	mu    sync.Mutex
 	tasks map[string]*wire.TaskConn
+	// accepted holds the SHA-256 of every signed specification this node
+	// has accepted (from its audit log, across restarts): a coordinator
+	// offering one again is refused (rule replay), so it cannot spend an
+	// analyst's budget on a task the analyst asked for once.
+	accepted map[string]bool
 }
 
 type registered struct {
@@ -158,6 +165,18 @@ func New(ctx context.Context, cfg Config) (*Node, error) {
 	}
 	if n.audit, err = chain.OpenFile(cfg.AuditPath); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
+	}
+	n.accepted = map[string]bool{}
+	entries, err := chain.ReadFile(cfg.AuditPath)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	for _, e := range entries {
+		if e.Action == "accept" {
+			if _, h, ok := strings.Cut(e.Detail, "spec sha256 "); ok {
+				n.accepted[h] = true
+			}
+		}
 	}
 	return n, nil
 }
@@ -304,6 +323,13 @@ func (n *Node) decide(ctx context.Context, conn transport.Conn, o wire.Offer) (*
 	if err := n.verifier.Verify(o.Analyst, o.Signed.Cert, o.Signed.Sig, wire.SpecDomain, o.Signed.Spec); err != nil {
 		return nil, nil, n.refuse(o, o.Analyst, "signature", "the task is not signed by analyst "+o.Analyst+": "+err.Error())
 	}
+	digest := fmt.Sprintf("%x", sha256.Sum256(o.Signed.Spec))
+	n.mu.Lock()
+	replay := n.accepted[digest]
+	n.mu.Unlock()
+	if replay {
+		return nil, nil, n.refuse(o, o.Analyst, "replay", fmt.Sprintf("this site already accepted this signed task (spec sha256 %s…); the analyst must submit it again", digest[:12]))
+	}
 	var spec wire.TaskSpec
 	if err := wire.Decode(transport.Envelope{Type: "spec", Payload: o.Signed.Spec}, &spec); err != nil {
 		return nil, nil, n.refuse(o, o.Analyst, "spec", err.Error())
@@ -364,8 +390,9 @@ func (n *Node) decide(ctx context.Context, conn transport.Conn, o wire.Offer) (*
 	tc := wire.NewTaskConn(o.Task, conn)
 	n.mu.Lock()
 	n.tasks[o.Task] = tc
+	n.accepted[digest] = true
 	n.mu.Unlock()
-	n.record(o.Analyst, "accept", o.Task, fmt.Sprintf("dataset %s, N = %d", o.Dataset, m.N()))
+	n.record(o.Analyst, "accept", o.Task, fmt.Sprintf("dataset %s, N = %d, spec sha256 %s", o.Dataset, m.N(), digest))
 	n.cfg.Logf("task %s from %s: accepted (%s on %s, ε = %v, δ = %v)", o.Task, o.Analyst, mech, o.Dataset, spec.Epsilon, delta)
 	return site, tc, wire.Answer{Task: o.Task, Accept: true}
 }

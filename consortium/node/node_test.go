@@ -52,11 +52,13 @@ func signedOffer(t *testing.T, p *certs.Party, claimed string, eps float64) wire
 // of the task. A task signed by bob but offered as alice's (what a
 // coordinator would do to spend alice's budget, or to use alice's wider
 // rights) is refused by rule signature; so is a specification changed
-// after signing.
+// after signing, and one the node already accepted (rule replay, also
+// after the node restarts).
 func TestNodeChecksWhoAsked(t *testing.T) {
 	n, pki := newTestNode(t)
 	ctx := context.Background()
 	bob := consortiumtest.Party(t, pki, "bob")
+	allowed := signedOffer(t, consortiumtest.Party(t, pki, "alice"), "alice", 1)
 	cases := []struct {
 		name string
 		o    wire.Offer
@@ -69,7 +71,8 @@ func TestNodeChecksWhoAsked(t *testing.T) {
 			return o
 		}(), "signature"},
 		{"alice over max ε", signedOffer(t, consortiumtest.Party(t, pki, "alice"), "alice", 2), "max-epsilon"},
-		{"alice allowed", signedOffer(t, consortiumtest.Party(t, pki, "alice"), "alice", 1), ""},
+		{"alice allowed", allowed, ""},
+		{"the same signed task again", allowed, "replay"},
 	}
 	for _, c := range cases {
 		site, _, ans := n.decide(ctx, nil, c.o)
@@ -82,6 +85,16 @@ func TestNodeChecksWhoAsked(t *testing.T) {
 		if ans.Accept || ans.Rule != c.rule {
 			t.Errorf("%s: want rule %s, got %+v", c.name, c.rule, ans)
 		}
+	}
+	// the replay guard survives a restart (it is read from the audit log)
+	n.Close()
+	n2, err := New(ctx, n.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n2.Close()
+	if _, _, ans := n2.decide(ctx, nil, allowed); ans.Accept || ans.Rule != "replay" {
+		t.Errorf("after a restart the same signed task: %+v", ans)
 	}
 }
 
