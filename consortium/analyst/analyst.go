@@ -6,6 +6,8 @@ package analyst
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,8 +47,17 @@ func Dial(ctx context.Context, id *certs.Party, addr, server string) (*Client, e
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
 
-// Sign signs a task specification as the analyst.
+// Sign signs a task specification as the analyst, with a fresh random
+// nonce unless spec has one (so that each submission is a new task to the
+// nodes, which refuse a signed task they have already accepted).
 func Sign(id *certs.Party, spec wire.TaskSpec) (wire.Signed, error) {
+	if spec.Nonce == "" {
+		var n [16]byte
+		if _, err := rand.Read(n[:]); err != nil {
+			return wire.Signed{}, err
+		}
+		spec.Nonce = hex.EncodeToString(n[:])
+	}
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return wire.Signed{}, err

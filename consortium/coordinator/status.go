@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"log"
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/dplearn/dplearn/certs"
@@ -66,6 +68,14 @@ func (c *Coordinator) StatusHandler() http.Handler {
 	})
 }
 
+// logWriter turns log lines into Logf calls.
+type logWriter func(string, ...any)
+
+func (w logWriter) Write(b []byte) (int, error) {
+	w("%s", strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
 // ServeStatus serves the status page over TLS 1.3 on addr to clients
 // presenting a certificate from the consortium's CA whose name is one of
 // viewers (the analysts), until ctx ends. ready, if set, receives the
@@ -86,7 +96,8 @@ func (c *Coordinator) ServeStatus(ctx context.Context, addr string, viewers []st
 	if err != nil {
 		return fmt.Errorf("status page: %w", err)
 	}
-	srv := &http.Server{Handler: c.StatusHandler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := &http.Server{Handler: c.StatusHandler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog: log.New(logWriter(c.cfg.Logf), "status page: ", 0)}
 	go func() {
 		<-ctx.Done()
 		srv.Close()

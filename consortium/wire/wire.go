@@ -89,6 +89,9 @@ type TaskSpec struct {
 	Deadline time.Time `json:"deadline"`
 	// RedoAfterRelease: capeFM's redo rule (default: abort).
 	RedoAfterRelease bool `json:"redo_after_release,omitempty"`
+	// Nonce makes every submission's signed bytes unique (analyst.Sign
+	// fills it): a node refuses a signed task it has already accepted.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // SpecDomain is the signature domain of an analyst's task specification.
