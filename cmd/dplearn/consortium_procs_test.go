@@ -158,10 +158,13 @@ func auditCount(t *testing.T, path, action, task string) int {
 //     the rule and reason, and nothing is charged anywhere;
 //  3. bob's ε = 0.5 task runs; his next one is past his budget and refused
 //     by rule analyst-budget at every node, nothing charged;
-//  4. site-b is killed (SIGKILL) in the middle of alice's task and
-//     restarted: the task ends as capeFM decides, and site-b's ledger holds
-//     exactly the charges its audit log recorded for the task (0 or 1), then
-//     exactly one more after the next task;
+//  4. site-b is killed (SIGKILL) in the middle of alice's task, before its
+//     masked input, and restarted: capeFM redoes the attempt without it and
+//     site-b's ledger holds no charge for the task (as its audit log says);
+//     killed again after charging its release and before sending it:
+//     capeFM aborts, and site-b's ledger holds exactly that one charge
+//     (audit: one charge, no release); restarted, the next task charges it
+//     exactly once more;
 //  5. the coordinator is killed (SIGKILL) and restarted on the same file:
 //     the tasks, the model and the budgets are intact, the nodes reconnect,
 //     and a new task runs;
@@ -306,6 +309,28 @@ func TestConsortiumProcesses(t *testing.T) {
 	if strings.Contains(out, "site site-b (cohort): included") != (bCharged == 1) && strings.Contains(out, ": done") {
 		t.Fatalf("site-b included in the model iff it was charged: charged %d\n%s", bCharged, out)
 	}
+	// site-b killed after it charged its release and before sending it:
+	// the noise was fixed, so capeFM aborts (no redo by default); site-b's
+	// ledger holds the charge (charged, never released: the safe side) and
+	// its audit log says so.
+	nodes["site-b"] = startCProc(t, ctx, "site-b", append(nodeArgs("site-b"), "--test-stall-before", "release")...)
+	nodes["site-b"].waitFor(t, "registered 1 dataset", 20*time.Second)
+	tx := submit("alice", "1", sites, "--min-sites", "2")
+	nodes["site-b"].waitFor(t, "task "+tx+": stalling before release", 30*time.Second)
+	nodes["site-b"].kill()
+	out = wait("alice", tx)
+	t.Logf("task with site-b killed after its charge:\n%s", out)
+	if !strings.Contains(out, ": failed") || !strings.Contains(out, "site site-b (cohort): lost") {
+		t.Fatalf("capeFM aborts when a site is lost after the noise was fixed:\n%s", out)
+	}
+	if c, rec, rel := chargesOf(ledgerCharges(t, ledgers("site-b"), "analyst", "alice"), tx), auditCount(t, auditB, "charge", tx), auditCount(t, auditB, "release", tx); c != 1 || rec != 1 || rel != 0 {
+		t.Fatalf("site-b for %s: %d ledger charge(s), %d audit charge(s), %d release(s); want 1, 1, 0", tx, c, rec, rel)
+	}
+	for _, s := range []string{"site-a", "site-c"} {
+		if c := chargesOf(ledgerCharges(t, ledgers(s), "analyst", "alice"), tx); c != 1 {
+			t.Fatalf("%s: %d charges for %s (it released)", s, c, tx)
+		}
+	}
 	nodes["site-b"] = startCProc(t, ctx, "site-b", nodeArgs("site-b")...)
 	nodes["site-b"].waitFor(t, "registered 1 dataset", 20*time.Second)
 	before := len(ledgerCharges(t, ledgers("site-b"), "analyst", "alice"))
@@ -351,11 +376,11 @@ func TestConsortiumProcesses(t *testing.T) {
 	if out = wait("alice", t7); !strings.Contains(out, ": done") {
 		t.Fatalf("a task after the coordinator's restart:\n%s\n%s", out, coord.log())
 	}
-	// alice's ledgers: t1, t5 (not at site-b, lost before releasing), t6, t7.
+	// alice's ledgers: t1, t5 (not at site-b, lost before releasing), tx, t6, t7.
 	for _, s := range sites {
-		want, want5 := 4, 1
+		want, want5 := 5, 1
 		if s == "site-b" {
-			want, want5 = 3, 0
+			want, want5 = 4, 0
 		}
 		cs := ledgerCharges(t, ledgers(s), "analyst", "alice")
 		if len(cs) != want || chargesOf(cs, t5) != want5 {
