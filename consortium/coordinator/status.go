@@ -26,6 +26,13 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05Z")
 	},
+	// last is a task's latest protocol event (its round), if any.
+	"last": func(log []string) string {
+		if len(log) == 0 {
+			return ""
+		}
+		return log[len(log)-1]
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>dplearn consortium</title>
 <style>body{font-family:sans-serif;margin:1em}table{border-collapse:collapse;margin-bottom:1.5em}td,th{border:1px solid #999;padding:3px 8px;text-align:left}.online{color:#060}.offline{color:#a00}</style>
@@ -37,9 +44,10 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 {{range .Nodes}}<tr><td>{{.Name}}</td><td class="{{if .Online}}online{{else}}offline{{end}}">{{if .Online}}online{{else}}offline{{end}}</td><td>{{ago .LastSeen}}</td><td>{{range .Datasets}}{{.Name}} (N = {{.N}}) {{end}}</td></tr>
 {{end}}</table>
 <h2>Tasks</h2>
-<table id="tasks"><tr><th>task</th><th>analyst</th><th>state</th><th>mechanism</th><th>ε, δ per site</th><th>sites</th><th>outcome</th></tr>
+<table id="tasks"><tr><th>task</th><th>analyst</th><th>state</th><th>mechanism</th><th>ε, δ per site</th><th>sites</th><th>last round</th><th>outcome</th></tr>
 {{range .Tasks}}<tr><td>{{.ID}}</td><td>{{.Analyst}}</td><td>{{.State}}</td><td>{{.Spec.Mechanism}} {{.Spec.Model}}</td><td>{{.Spec.Epsilon}}, {{.Spec.Delta}}</td>
 <td>{{range $s, $st := .Sites}}{{$s}}: {{$st.State}}{{if $st.Rule}} (rule {{$st.Rule}}){{end}}<br>{{end}}</td>
+<td>{{last .Log}}</td>
 <td>{{if .Result}}{{.Result.Guarantee}}, attempt {{.Result.Attempts}}{{else}}{{.Error}}{{end}}</td></tr>
 {{end}}</table>
 <h2>Budgets (as the nodes report them)</h2>

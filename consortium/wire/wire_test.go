@@ -1,10 +1,15 @@
 package wire
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/big"
 	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/dplearn/dplearn/transport"
 )
 
 // TestRemainingEpsilonRoundsDown: the remainder printed to analysts is the
@@ -32,5 +37,54 @@ func TestRemainingEpsilonRoundsDown(t *testing.T) {
 	}
 	if got := (LedgerState{BudgetEpsilon: 1, SpentEpsilon: 0x1p-60}).RemainingEpsilon(); got != math.Nextafter(1, 0) {
 		t.Errorf("1 − 2^−60: %v", got)
+	}
+}
+
+// TestTaskHubGates: a task's hub delivers only its own sites' capeFM
+// envelopes of the current round that pass the protocol's gate; the rest
+// are dropped and reported as Refused events (as the real hub refuses
+// them), and SendTo refuses parties outside the task.
+func TestTaskHubGates(t *testing.T) {
+	mem, err := transport.NewMemory(transport.HubConfig{Session: Session(), Roster: []string{"a", "b", "c"}, Name: "coordinator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mem.Close()
+	th := NewTaskHub("t1", []string{"a", "b"}, mem)
+	th.SetRound(3)
+	th.SetGate(func(e transport.Envelope) error {
+		if e.Type == "bad" {
+			return errors.New("gate says no")
+		}
+		return nil
+	})
+	cases := []struct {
+		from string
+		c    Cape
+		ok   bool
+	}{
+		{"a", Cape{Task: "t1", Round: 3, Type: "masked-input"}, true},
+		{"c", Cape{Task: "t1", Round: 3, Type: "masked-input"}, false}, // not a site of t1
+		{"b", Cape{Task: "t1", Round: 2, Type: "masked-input"}, false}, // wrong round
+		{"b", Cape{Task: "t1", Round: 3, Type: "bad"}, false},          // gate
+		{"b", Cape{Task: "t1", Round: 3, Type: "masked-input"}, true},
+	}
+	for i, c := range cases {
+		th.Deliver(c.from, c.c)
+		select {
+		case env := <-th.Inbox():
+			if !c.ok || env.Sender != c.from || env.Type != c.c.Type {
+				t.Errorf("case %d: delivered %+v", i, env)
+			}
+		case ev := <-th.Events():
+			if c.ok || ev.Kind != transport.Refused || ev.Party != c.from {
+				t.Errorf("case %d: event %+v", i, ev)
+			}
+		case <-time.After(time.Second):
+			t.Errorf("case %d: nothing delivered or reported", i)
+		}
+	}
+	if err := th.SendTo(context.Background(), "c", transport.Envelope{Type: "offer"}); err == nil {
+		t.Error("sent to a party outside the task")
 	}
 }
