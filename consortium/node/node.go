@@ -265,17 +265,25 @@ func (n *Node) session(ctx context.Context) error {
 				n.cfg.Logf("ignored: %v", err)
 				continue
 			}
-			site, tc, ans := n.decide(sctx, conn, o)
-			if err := n.send(sctx, conn, wire.TypeAnswer, ans); err != nil {
-				return err
-			}
-			if site == nil {
-				continue
-			}
+			// Deciding reads the dataset: off the receive loop, so that the
+			// rounds of the tasks already running are not held up.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				n.run(sctx, conn, o, site, tc)
+				site, tc, ans := n.decide(sctx, conn, o)
+				if err := n.send(sctx, conn, wire.TypeAnswer, ans); err != nil {
+					n.cfg.Logf("task %s: sending the answer: %v", o.Task, err)
+					if tc != nil {
+						tc.Fail(err)
+						n.mu.Lock()
+						delete(n.tasks, o.Task)
+						n.mu.Unlock()
+					}
+					return
+				}
+				if site != nil {
+					n.run(sctx, conn, o, site, tc)
+				}
 			}()
 		case wire.TypeCape:
 			var c wire.Cape
