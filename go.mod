@@ -9,6 +9,7 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.21
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
+	go.etcd.io/bbolt v1.4.3
 	golang.org/x/sys v0.48.0
 	gonum.org/v1/gonum v0.17.0
 	gonum.org/v1/plot v0.17.0

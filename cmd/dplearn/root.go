@@ -19,6 +19,7 @@ First look (DP):  dplearn schema suggest / describe   (charged to --ledger)
 Privacy budget:   dplearn ledger create|charge|show (fit --ledger charges it)
 Across sites:     dplearn certs             (a CA and one certificate per party)
                   dplearn cape serve|join|simulate   (capeFM: one model from S sites)
+Consortium:       dplearn coordinator|node  (long-running), task submit|status|result|cancel, budget, audit verify
 Privacy maths:    dplearn privacy calibrate|gaussian-steps|subsampled|cape|binomial|sample|ledger
 Experiments:      dplearn experiment NAME   (reproduce the seed papers' figures)
 Prediction:       dplearn dppp keygen|train (threshold Paillier keys; a teacher's local model)
@@ -47,5 +48,6 @@ charges them to a ledger; 'dplearn describe' releases DP summary statistics).`,
 		newSchemaCmd(),
 		newDescribeCmd(),
 	)
+	root.AddCommand(consortiumCmds()...)
 	return root
 }
