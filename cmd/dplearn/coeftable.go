@@ -28,7 +28,7 @@ const defaultCIShare = 0.05
 // hasIntervals reports whether fits with the mechanism get confidence
 // intervals.
 func hasIntervals(mechanism string) bool {
-	return inference.Forecaster(mechanism) || mechanism == "irls"
+	return inference.Forecaster(mechanism) || mechanism == "irls" || mechanism == "objpert"
 }
 
 // inferencePlan is what `fit` does for the coefficient table: it splits the
@@ -94,6 +94,17 @@ func planInference(mechanism string, cfg *regress.Config, share float64) (*infer
 	}
 	if math.IsNaN(share) || share < 0 || share >= 1 {
 		return nil, fmt.Errorf("--ci-share must be in [0, 1), got %v", share)
+	}
+	if mechanism == "objpert" {
+		// Logistic objpert: --ci-share is the share of the fit's own
+		// (ε, δ) calibration given to a noisy Hessian (inference.ObjPert).
+		if cfg.Kind != regress.Logistic {
+			p.why = "no confidence intervals for linear objpert (logistic objpert has them)"
+		} else if share > 0 {
+			cfg.ObjPert.HessianShare = share
+			p.enabled = true
+		}
+		return p, nil
 	}
 	// The intervals model the seed's Taylor objective minimised without a
 	// constraint; with another objective or the ball they would describe
@@ -274,6 +285,12 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 		rep.Unavailable = "no confidence intervals: --ci-share 0 spent no budget on the residual summary they need"
 	case !p.enabled:
 		rep.Unavailable = fmt.Sprintf("no confidence intervals for %s (available for fm, relaxed-fm, gaussian-fm and irls fits)", p.mechanism)
+	case p.mechanism == "objpert":
+		var err error
+		if iv, err = inference.ObjPert(res.ObjPert, inference.Options{}); err != nil {
+			return nil, err
+		}
+		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
 	case res.Released == nil:
 		rep.Unavailable = "no confidence intervals: the fit released no objective"
 	case p.mechanism == "irls":
