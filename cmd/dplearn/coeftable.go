@@ -281,6 +281,8 @@ func (p *inferencePlan) finish(data regress.Data, cfg regress.Config, res *regre
 		}
 	case p.why != "":
 		rep.Unavailable = p.why
+	case !p.enabled && p.mechanism == "objpert":
+		rep.Unavailable = "no confidence intervals: --ci-share 0 released no Hessian; the coefficients are the ridge-penalised fit (log-odds shrunk toward 0 by the regulariser Λ), not the de-ridged maximum-likelihood estimate"
 	case !p.enabled && hasIntervals(p.mechanism):
 		rep.Unavailable = "no confidence intervals: --ci-share 0 spent no budget on the residual summary they need"
 	case !p.enabled:
