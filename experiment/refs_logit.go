@@ -23,7 +23,7 @@ import (
 // refsLogitShares are the Jacobian shares of the objpert variants: the
 // series "objpert J=s" uses Λ = DefaultObjPertLambda's formula with s
 // instead of regress.ObjPertJacobianShare.
-var refsLogitShares = []float64{0.05, 0.025}
+var refsLogitShares = []float64{0.05, 0.2, 0.3}
 
 func refsLogitSeries() []string {
 	s := []string{"nonprivate", "objpert"}
