@@ -151,7 +151,7 @@ func TestCheck(t *testing.T) {
 		{"option range", func(r *fit.Request) { r.Options = map[string]any{"split": 1.5} }, "--split must be in (0, 1)"},
 		{"explicit given", func(r *fit.Request) { r.Given = map[string]bool{"epsilon": true, "delta": true, "split": true} }, ""},
 		{"ci share", func(r *fit.Request) { r.CIShare = 1 }, "--ci-share must be in [0, 1)"},
-		{"ci share ignored without intervals", func(r *fit.Request) { r.Mechanism, r.CIShare = "objpert", 1 }, ""},
+		{"ci share ignored without intervals", func(r *fit.Request) { r.Mechanism, r.CIShare = "noisygd", 1 }, ""},
 		{"HC1 private", func(r *fit.Request) { r.Cov = regress.CovHC1 }, "--cov HC1 is for the classical summary"},
 		{"cov", func(r *fit.Request) { r.Cov = "HC3" }, "--cov must be nonrobust or HC1"},
 	} {

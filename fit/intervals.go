@@ -15,7 +15,7 @@ import (
 // hasIntervals reports whether fits with the mechanism get confidence
 // intervals.
 func hasIntervals(mechanism string) bool {
-	return inference.Forecaster(mechanism) || mechanism == "irls"
+	return inference.Forecaster(mechanism) || mechanism == "irls" || mechanism == "objpert"
 }
 
 // inferencePlan is what `fit` does for the coefficient table: it splits the
@@ -62,6 +62,17 @@ func planInference(mechanism string, cfg *regress.Config, share float64) (*infer
 	}
 	if err := checkCIShare(share); err != nil {
 		return nil, err
+	}
+	if mechanism == "objpert" {
+		// Logistic objpert: the share is the share of the fit's own
+		// (ε, δ) calibration given to a noisy Hessian (inference.ObjPert).
+		if cfg.Kind != regress.Logistic {
+			p.why = "no confidence intervals for linear objpert (logistic objpert has them)"
+		} else if share > 0 {
+			cfg.ObjPert.HessianShare = share
+			p.enabled = true
+		}
+		return p, nil
 	}
 	// The intervals model the seed's Taylor objective minimised without a
 	// constraint; with another objective or the ball they would describe
@@ -156,10 +167,18 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 		}
 	case p.why != "":
 		rep.Unavailable = p.why
+	case !p.enabled && p.mechanism == "objpert":
+		rep.Unavailable = "no confidence intervals: --ci-share 0 released no Hessian; the coefficients are the ridge-penalised fit (log-odds shrunk toward 0 by the regulariser Λ), not the de-ridged maximum-likelihood estimate"
 	case !p.enabled && hasIntervals(p.mechanism):
 		rep.Unavailable = "no confidence intervals: --ci-share 0 spent no budget on the residual summary they need"
 	case !p.enabled:
 		rep.Unavailable = fmt.Sprintf("no confidence intervals for %s (available for fm, relaxed-fm, gaussian-fm and irls fits)", p.mechanism)
+	case p.mechanism == "objpert":
+		var err error
+		if iv, err = inference.ObjPert(res.ObjPert, inference.Options{}); err != nil {
+			return nil, err
+		}
+		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
 	case res.Released == nil:
 		rep.Unavailable = "no confidence intervals: the fit released no objective"
 	case p.mechanism == "irls":

@@ -186,6 +186,24 @@ import (
 // pathological input. Likewise an ω̃ too large for the
 // output grid (|ω̃_j|/g2 > 2^52) is refused with a generic error.
 //
+// # Hessian release for inference (logistic, ObjPertOptions.HessianShare)
+//
+// With a Hessian share s > 0 the fit also releases S̃ = S(ω_priv) + Z,
+// S(ω) = Σ_i w_i x_i x_iᵀ with w_i = min(¼, σ(x_iᵀω)σ(−x_iᵀω)), evaluated at
+// the released (public) ω_priv, Z symmetric with noise.AddGaussianSymmetric
+// on the d(d+1)/2 upper-triangle entries. Its L2 sensitivity on the upper
+// triangle is √2·xb²/4 plus the rounding of the sums
+// (objPertHessianSensitivity). Extend step 4 to the triple (v, ω_priv, S̃):
+// given (v, ω_priv) the query S(ω_priv) is fixed, so S̃ is a discrete
+// Gaussian mechanism whose loss L3 is dominated by the Gaussian loss of
+// μ3 = GaussianCalibrationSensitivity(Δ3, σ3, m)/σ3 whatever (v, ω_priv)
+// are, independently of L2 given v. L2 + L3 is then dominated by one
+// Gaussian loss of μ² = μ2² + μ3² (Gaussian losses compose exactly), and
+// the bound of step 4 holds with μ2 replaced by √(μ2² + μ3²). The
+// calibration gives the shares w and s of μ1² + μ2² + μ3² to μ2² and μ3².
+// With s = 0 nothing changes. package inference (ObjPert) uses S̃ to
+// de-ridge the estimate (ObjPertDeridge) and for its intervals.
+//
 // # Defaults
 //
 // Λ = β/(N(e^{J*} − 1)) with J* = min(ObjPertJacobianShare·ε, 1): the
@@ -224,9 +242,14 @@ type ObjPertOptions struct {
 	// DefaultObjPertTolerance.
 	Tolerance float64
 	// OutputShare is the share w of the whitened squared sensitivity given
-	// to the output perturbation: μ2² = w(μ1² + μ2²). 0 means
+	// to the output perturbation: μ2² = w(μ1² + μ2² + μ3²). 0 means
 	// ObjPertOutputShare; it must be in (0, 1).
 	OutputShare float64
+	// HessianShare is the share s of the whitened squared sensitivity given
+	// to the noisy Hessian released for inference (logistic only; see
+	// "Hessian release for inference"): μ3² = s(μ1² + μ2² + μ3²). 0 (the
+	// default) releases no Hessian; otherwise w + s must be < 1.
+	HessianShare float64
 }
 
 const (
@@ -298,6 +321,12 @@ type ObjPertPlan struct {
 	// Mu1 = GradSensitivity/Sigma1 and Mu2 = (2r + grid slack)/Sigma2 are
 	// the whitened sensitivities of the two noises.
 	Mu1, Mu2 float64
+	// HessianSensitivity, Sigma3 and Mu3 describe the Hessian release for
+	// inference (all 0 when HessianShare is 0): the L2 sensitivity of the
+	// upper triangle of S(ω) = Σ_i σ(x_iᵀω)σ(−x_iᵀω)x_i x_iᵀ (sum form), the
+	// standard deviation of its noise, and its whitened sensitivity
+	// (grid slack and margin included).
+	HessianSensitivity, Sigma3, Mu3 float64
 }
 
 // objPertPlans caches plans (a function of public inputs only): the linear
@@ -367,6 +396,12 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertO
 	if kind != Logistic && kind != Linear {
 		return ObjPertPlan{}, fmt.Errorf("objpert: model %q not supported (want linear or logistic)", kind)
 	}
+	if math.IsNaN(opt.HessianShare) || opt.HessianShare < 0 || opt.HessianShare >= 1 {
+		return ObjPertPlan{}, fmt.Errorf("objpert: Hessian share must be in [0, 1), got %v", opt.HessianShare)
+	}
+	if opt.HessianShare > 0 && kind != Logistic {
+		return ObjPertPlan{}, errors.New("objpert: the Hessian release for inference is implemented for logistic regression only")
+	}
 	p := ObjPertPlan{Kind: kind, N: n, D: d, Epsilon: epsilon, Delta: delta,
 		Lambda: opt.Lambda, Tolerance: opt.Tolerance}
 	if p.Lambda == 0 {
@@ -378,6 +413,10 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertO
 	share := opt.OutputShare
 	if share == 0 {
 		share = ObjPertOutputShare
+	}
+	hshare := opt.HessianShare
+	if !(share+hshare < 1) {
+		return ObjPertPlan{}, fmt.Errorf("objpert: output share %v plus Hessian share %v must be < 1", share, hshare)
 	}
 	N := float64(n)
 	if !(p.Lambda > 0) || math.IsInf(N*p.Lambda, 0) {
@@ -404,10 +443,17 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertO
 		yb := 1 + encTol
 		p.GradSensitivity = (4*yb*xb + 2*xb*xb*p.Radius) * (1 + 1e-15)
 	}
-	// Solve for μ1 with μ2 = κμ1, κ² = share/(1 − share): the largest μ1
-	// whose bound meets δ.
-	kappa := math.Sqrt(share / (1 - share))
-	ok := func(mu1 float64) bool { return p.deltaFor(epsilon, mu1, kappa*mu1) <= delta }
+	m3 := d * (d + 1) / 2 // entries of the Hessian's upper triangle
+	if hshare > 0 {
+		p.HessianSensitivity = objPertHessianSensitivity(n, d)
+	}
+	// Solve for μ1 with μ2 = κμ1, κ² = w/(1 − w − s), and μ3 = κ3μ1,
+	// κ3² = s/(1 − w − s): the largest μ1 whose bound meets δ. The output
+	// and Hessian releases enter the bound as one Gaussian loss of
+	// √(μ2² + μ3²) (step 4 and "Hessian release for inference").
+	kappa := math.Sqrt(share / (1 - share - hshare))
+	kappa3 := math.Sqrt(hshare / (1 - share - hshare))
+	ok := func(mu1 float64) bool { return p.deltaFor(epsilon, mu1, math.Hypot(kappa*mu1, kappa3*mu1)) <= delta }
 	lo, hi := 0.0, 1.0
 	for ok(hi) {
 		lo, hi = hi, 2*hi
@@ -453,6 +499,21 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertO
 		// the grid slack and the margin over the continuous curve
 		// (noise.GaussianCalibrationSensitivity).
 		p.Mu2 = noise.GaussianCalibrationSensitivity(sens2, p.Sigma2, d) / p.Sigma2
+		if hshare > 0 {
+			mu3 := kappa3 * mu1
+			den3 := mu3 - noise.GridSlackRatio/2
+			if !(den3 > 0) {
+				return ObjPertPlan{}, fmt.Errorf("objpert: ε = %v too small for the Hessian's noise grid", epsilon)
+			}
+			p.Sigma3 = math.Nextafter(p.HessianSensitivity/den3, math.Inf(1))
+			for i := 0; noise.GaussianCalibrationSensitivity(p.HessianSensitivity, p.Sigma3, m3)/p.Sigma3 > mu3; i++ {
+				if i > 100 {
+					return ObjPertPlan{}, fmt.Errorf("objpert: Hessian calibration with the grid margin failed at ε = %v", epsilon)
+				}
+				p.Sigma3 *= 1 + 1e-9
+			}
+			p.Mu3 = noise.GaussianCalibrationSensitivity(p.HessianSensitivity, p.Sigma3, m3) / p.Sigma3
+		}
 		if p.AchievedDelta = p.DeltaAt(epsilon); p.AchievedDelta <= delta {
 			return p, nil
 		}
@@ -461,10 +522,12 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertO
 }
 
 // DeltaAt returns the bound on δ(ε) of the mechanism with this plan's
-// scales (Sigma1, Sigma2, Jacobian, GradSensitivity, OutputRadius): the
-// formula of step 4 of the proof. It is 1 for ε ≤ Jacobian.
+// scales (Sigma1, Sigma2, Sigma3, Jacobian, GradSensitivity, OutputRadius,
+// HessianSensitivity): the formula of step 4 of the proof, with the output
+// and Hessian releases as one Gaussian loss of √(μ2² + μ3²). It is 1 for
+// ε ≤ Jacobian.
 func (p ObjPertPlan) DeltaAt(epsilon float64) float64 {
-	return p.deltaFor(epsilon, p.GradSensitivity/p.Sigma1, p.Mu2)
+	return p.deltaFor(epsilon, p.GradSensitivity/p.Sigma1, math.Hypot(p.Mu2, p.Mu3))
 }
 
 // deltaFor is the bound of step 4 for whitened sensitivities μ1 (the
@@ -587,7 +650,116 @@ func objPertRelease(ctx context.Context, data Data, rows []float64, cfg Config, 
 		// The inner message may quote a coefficient: do not pass it on.
 		return nil, errors.New("objpert: the output perturbation could not be applied (coefficients too large for the noise grid); nothing was released")
 	}
-	return &Result{Coef: w, Privacy: plan.report(cfg)}, nil
+	res := &Result{Coef: w, Privacy: plan.report(cfg)}
+	if plan.Sigma3 > 0 {
+		h := objPertHessianStat(rows, plan.D+1, w)
+		if err := noise.AddGaussianSymmetric(cfg.Source, h, plan.D, plan.Sigma3); err != nil {
+			return nil, errors.New("objpert: the Hessian release could not be applied; nothing was released")
+		}
+		res.ObjPert = &ObjPertRelease{Plan: plan, Coef: append([]float64(nil), w...), Hessian: h}
+	}
+	return res, nil
+}
+
+// objPertHessianSensitivity returns the L2 sensitivity of the computed
+// upper triangle of S(ω) = Σ_i w_i x_i x_iᵀ, w_i = min(¼, σ(z_i)σ(−z_i)),
+// z_i = x_iᵀω at a public ω (objPertHessianStat), for replace-one
+// neighbours with ‖x‖² ≤ xb² = 1 + 1e-9:
+//
+//   - exact sums of the computed terms: S(D) − S(D') = A − B with A = w x xᵀ
+//     and B = w'x'x'ᵀ positive semi-definite, so ‖A − B‖_F² = ‖A‖_F² +
+//     ‖B‖_F² − 2tr(AB) ≤ ‖A‖_F² + ‖B‖_F² ≤ 2(xb²/4)², and the upper
+//     triangle's L2 norm is at most the Frobenius norm (off-diagonal
+//     entries count twice in the latter): √2·xb²/4, times 1 + 1e-12 for the
+//     rounding of each term (w·x_a·x_b: below 4u relative);
+//   - the compensated sum of each entry is within 2u·Σ_i|t_i| + N·u² ≤
+//     u·N/2 + N·u² of the exact sum of its terms (|t_i| ≤ ¼), so each of
+//     S(D) and S(D') moves by at most √m·1.1·(u·N/2 + N·u²) in L2 over the m
+//     = d(d+1)/2 entries; twice that is added.
+func objPertHessianSensitivity(n int64, d int) float64 {
+	const u = 0x1p-53
+	N := float64(n)
+	m := float64(d * (d + 1) / 2)
+	xb2 := 1 + encTol
+	return (math.Sqrt2*xb2/4*(1+1e-12) + 2*math.Sqrt(m)*1.1*(u*N/2+N*u*u)) * (1 + 1e-15)
+}
+
+// objPertHessianStat returns S(ω) = Σ_i w_i x_i x_iᵀ (row-major d×d, sum
+// form) with w_i = min(¼, σ(x_iᵀω)σ(−x_iᵀω)), each entry summed with
+// compensation: the logistic loss Hessian at the public ω.
+func objPertHessianStat(rows []float64, k int, w []float64) []float64 {
+	d := k - 1
+	n := len(rows) / k
+	acc := make([]compSum, d*d)
+	for i := 0; i < n; i++ {
+		x := rows[i*k : i*k+d]
+		z := dot(x, w)
+		c := math.Min(0.25, sigmoid(z)*sigmoid(-z))
+		for a := 0; a < d; a++ {
+			for b := a; b < d; b++ {
+				acc[a*d+b].add(c * x[a] * x[b])
+			}
+		}
+	}
+	h := make([]float64, d*d)
+	for a := 0; a < d; a++ {
+		for b := a; b < d; b++ {
+			v := acc[a*d+b].sum()
+			h[a*d+b], h[b*d+a] = v, v
+		}
+	}
+	return h
+}
+
+// ObjPertRelease is what a logistic objpert fit with a Hessian share
+// releases beyond its coefficients, for inference from released values:
+// the plan (public), the released coefficients ω and the noisy Hessian
+// S̃ = S(ω) + Z (sum form, row-major d×d, symmetric; Z Gaussian with
+// standard deviation Plan.Sigma3 on the upper triangle).
+type ObjPertRelease struct {
+	Plan    ObjPertPlan
+	Coef    []float64
+	Hessian []float64
+}
+
+// ObjPertDeridge returns the one-step de-ridged coefficients
+// β = ω + Λ·H⁻¹ω with H = Σ_j max(λ_j, floor)q_jq_jᵀ, the eigenvalues λ_j
+// of the average Hessian hess/N (hess row-major d×d, sum form) floored at
+// floor > 0. ω minimises the average objective (1/N)L(ω) + (Λ/2)‖ω‖² (no
+// noise), so ∇L(ω)/N = −Λω, and one Newton step on the unpenalised
+// (1/N)L from ω is ω − H⁻¹∇L(ω)/N = ω + ΛH⁻¹ω: the maximum-likelihood
+// estimate up to O(‖ΛH⁻¹ω‖²) (the exact MLE's residual after a Newton
+// step). It is post-processing of released values.
+func ObjPertDeridge(coef, hess []float64, n int64, lambda, floor float64) ([]float64, error) {
+	d := len(coef)
+	if len(hess) != d*d || n < 1 || !(floor > 0) || !(lambda >= 0) {
+		return nil, fmt.Errorf("objpert: de-ridge needs a %d×%d Hessian, N ≥ 1, floor > 0 and Λ ≥ 0", d, d)
+	}
+	h := mat.NewSymDense(d, nil)
+	for a := 0; a < d; a++ {
+		for b := a; b < d; b++ {
+			h.SetSym(a, b, (hess[a*d+b]+hess[b*d+a])/(2*float64(n)))
+		}
+	}
+	var eig mat.EigenSym
+	if !eig.Factorize(h, true) {
+		return nil, errors.New("objpert: de-ridge: eigendecomposition did not converge")
+	}
+	vals := eig.Values(nil)
+	var q mat.Dense
+	eig.VectorsTo(&q)
+	out := append([]float64(nil), coef...)
+	for j, l := range vals {
+		c := 0.0
+		for i := 0; i < d; i++ {
+			c += q.At(i, j) * coef[i]
+		}
+		c *= lambda / math.Max(l, floor)
+		for i := 0; i < d; i++ {
+			out[i] += c * q.At(i, j)
+		}
+	}
+	return out, nil
 }
 
 // objPertSolve returns the approximate minimiser ω̃ of the perturbed
@@ -644,6 +816,16 @@ func (p ObjPertPlan) report(cfg Config) report.Privacy {
 			Scale:       p.Sigma2,
 		}},
 	}
+	if p.Sigma3 > 0 {
+		r.Releases = append(r.Releases, report.Release{
+			Name:        "Hessian Σσ(xᵀω)σ(−xᵀω)xxᵀ at the released ω, upper triangle (for confidence intervals)",
+			Entries:     p.D * (p.D + 1) / 2,
+			Norm:        "L2",
+			Sensitivity: p.HessianSensitivity,
+			Noise:       "gaussian",
+			Scale:       p.Sigma3,
+		})
+	}
 	r.Randomness, r.Insecure = randomness(cfg.Source)
 	objective := fmt.Sprintf("objective (1/N)[Σℓ + bᵀω] + (Λ/2)‖ω‖² with Λ = %s, minimised until its gradient norm is ≤ γ = %s (a public tolerance; the value reached is not reported)",
 		fmtG(p.Lambda), fmtG(p.Tolerance))
@@ -651,6 +833,10 @@ func (p ObjPertPlan) report(cfg Config) report.Privacy {
 		r.Mechanism = "objpert (approximate minima perturbation, Iyengar et al. 2019: Gaussian objective perturbation of regularised logistic regression, then Gaussian output perturbation)"
 		r.Accountant = fmt.Sprintf("exact-minimiser density argument with the Jacobian term ln(1 + β/(NΛ)) = %s (β = 1/4), objective and output noise composed as Gaussian losses: δ ≤ 2δ_G(ε − J; √(μ1² + μ2²)) + 2δ_G(ε − J; √(μ1²/2 + μ2²)) with μ1 = %s, μ2 = %s (analytic Gaussian δ_G, Balle & Wang 2018); achieved δ = %s",
 			report.Up(p.Jacobian), report.Up(p.Mu1), report.Up(p.Mu2), report.Up(p.AchievedDelta))
+		if p.Sigma3 > 0 {
+			r.Accountant = fmt.Sprintf("exact-minimiser density argument with the Jacobian term ln(1 + β/(NΛ)) = %s (β = 1/4), objective noise, output noise and the Hessian release composed as Gaussian losses: δ ≤ 2δ_G(ε − J; √(μ1² + μ2² + μ3²)) + 2δ_G(ε − J; √(μ1²/2 + μ2² + μ3²)) with μ1 = %s, μ2 = %s, μ3 = %s (analytic Gaussian δ_G, Balle & Wang 2018); achieved δ = %s",
+				report.Up(p.Jacobian), report.Up(p.Mu1), report.Up(p.Mu2), report.Up(p.Mu3), report.Up(p.AchievedDelta))
+		}
 	} else {
 		r.Mechanism = fmt.Sprintf("objpert (approximate minima perturbation, Iyengar et al. 2019, on the ball ‖ω‖ ≤ %s: Gaussian objective perturbation of the squared loss, then Gaussian output perturbation)", fmtG(p.Radius))
 		r.Accountant = fmt.Sprintf("exact-minimiser density argument with the Jacobian term ln(1 + β/(NΛ)) = %s (β = 2), gradient difference ≤ 2(R+2) in a 2-dimensional span, objective and output noise composed: δ ≤ E_ρ[δ_G(ε − J − μ1ρ − μ1²/2; μ2)] over ρ Rayleigh, with μ1 = %s, μ2 = %s (analytic Gaussian δ_G, Balle & Wang 2018); achieved δ = %s",

@@ -184,6 +184,9 @@ type Result struct {
 	// Released is the noisy objective an FM-family fit released, for
 	// inference from released values (nil for other mechanisms).
 	Released *Released `json:"-"`
+	// ObjPert is what a logistic objpert fit with a Hessian share released
+	// for inference (nil otherwise).
+	ObjPert *ObjPertRelease `json:"-"`
 }
 
 // Estimator fits a model.
