@@ -22,10 +22,10 @@ import (
 //
 // The score. For a candidate ω_j (a function of the release only) the
 // score is s_j = (1/N)Σ_i ℓ(y_i, x_iᵀω_j) with the bounded squared error
-// ℓ(y, z) = min((y − clip(z, −1, 1))², 1) ∈ [0, 1]. Given the release, the
-// ω_j are fixed, so replacing one row changes each s_j by at most 1/N and
-// the vector s ∈ ℝ^m by at most √m/N in L2 (attained: a row with every
-// ℓ = 0 replaced by one with every ℓ = 1, e.g. y = x = 0 against y = 1,
+// ℓ(y, z) = min((y − clip(z, −1, 1))², b) ∈ [0, b], b = AutoLossBound. Given the release, the
+// ω_j are fixed, so replacing one row changes each s_j by at most b/N and
+// the vector s ∈ ℝ^m by at most b√m/N in L2 (attained: a row with every
+// ℓ = 0 replaced by one with every ℓ = b, e.g. y = x = 0 against y = 1,
 // x = 0). AutoScoreSensitivity adds the floating-point error of the loop
 // sum (rounding.go). The scores are released with Gaussian noise σ_s
 // through noise.AddGaussian, whose grid slack and discrete margin
@@ -60,21 +60,26 @@ import (
 // EigenFloor) of auto's candidates.
 var AutoFloorFactors = []float64{0.75, 1.5, 3}
 
+// AutoLossBound is the bound b of auto's per-row loss min(r², b) on the
+// encoded target scale (residuals |r| ≤ √b = 0.5 count in full): each
+// score moves by at most b/N when one row is replaced.
+const AutoLossBound = 0.25
+
 // AutoScoreShare is the share of the Gaussian-DP budget μ*² that auto
 // gives to the candidates' scores; the release of Λ1 and Λ2 gets the rest.
 const AutoScoreShare = 0.05
 
 // AutoScoreSensitivity returns the L2 sensitivity of auto's m released
-// scores under replace-one neighbours with N = n rows: √m/N (derivation
-// above: each score is a mean of losses in [0, 1]) plus twice the
+// scores under replace-one neighbours with N = n rows: b√m/N (derivation
+// above: each score is a mean of losses in [0, b], b = AutoLossBound) plus twice the
 // floating-point error of each loop-summed mean (rounding.go).
 func AutoScoreSensitivity(n int64, m int) (float64, error) {
 	if n < 1 || m < 1 {
 		return 0, fmt.Errorf("regress: auto score sensitivity needs N ≥ 1 and m ≥ 1, got N=%d m=%d", n, m)
 	}
 	N := float64(n)
-	e := loopSumError(n, 1, N)
-	return roundedSensitivity(math.Sqrt(float64(m))/N, 8, m, e, false), nil
+	e := loopSumError(n, AutoLossBound, N)
+	return roundedSensitivity(AutoLossBound*math.Sqrt(float64(m))/N, 8, m, e, false), nil
 }
 
 // AutoCalibration is auto's calibration for (ε, δ).
@@ -132,10 +137,10 @@ func AutoCalibrate(d int, n int64, m int, eps, delta, split float64) (AutoCalibr
 	return AutoCalibration{}, fmt.Errorf("auto: calibration did not meet δ = %v at ε = %v", delta, eps)
 }
 
-// autoLoss is ℓ(y, z) = min((y − clip(z, −1, 1))², 1).
+// autoLoss is ℓ(y, z) = min((y − clip(z, −1, 1))², AutoLossBound).
 func autoLoss(y, z float64) float64 {
 	r := y - math.Max(-1, math.Min(1, z))
-	return math.Min(r*r, 1)
+	return math.Min(r*r, AutoLossBound)
 }
 
 // autoScores returns s_j = (1/N)Σ_i ℓ(y_i, x_iᵀω_j) over the encoded rows
@@ -200,9 +205,9 @@ func (autoEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 			Mechanism: "auto (Gaussian FM release, eigenvalue floor chosen privately among candidates by a noisy score; regress/auto.go)",
 			Private:   true, Epsilon: cfg.Epsilon, Delta: cfg.Delta,
 			Accountant: fmt.Sprintf("Gaussian-DP composition (Dong, Roth & Su 2022): the jointly calibrated release of Λ1 and Λ2 (budget split %.2f/%.2f, regress/joint.go) "+
-				"has μ_FM = %.6g; given it, the %d candidate scores (each a mean of losses in [0, 1], L2 sensitivity √m/N) have μ_s = %.6g; "+
+				"has μ_FM = %.6g; given it, the %d candidate scores (each a mean of losses in [0, %g], L2 sensitivity %g·√m/N) have μ_s = %.6g; "+
 				"μ = √(μ_FM² + μ_s²) = %.6g, analytic Gaussian (Balle & Wang 2018) δ at ε: achieved δ = %s",
-				split, 1-split, cal.FM.Sensitivity, m, cal.ScoreMu, cal.Mu, report.Up(cal.Achieved)),
+				split, 1-split, cal.FM.Sensitivity, m, AutoLossBound, AutoLossBound, cal.ScoreMu, cal.Mu, report.Up(cal.Achieved)),
 			WhitenedSensitivity: cal.FM.Sensitivity,
 			WhitenedReleases:    2,
 			Releases: []report.Release{
@@ -249,7 +254,7 @@ func (autoEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	res.Coef = ws[best]
 	rel.Floor, rel.MinEigen, rel.Ridge = pps[best].Floor, pps[best].MinEigen, 0
 	p := &res.Privacy
-	p.Releases = append(p.Releases, report.Release{Name: fmt.Sprintf("scores of the %d candidate fits (mean bounded squared error min((y − clip(xᵀω))², 1) on the training rows)", m),
+	p.Releases = append(p.Releases, report.Release{Name: fmt.Sprintf("scores of the %d candidate fits (mean bounded squared error min((y − clip(xᵀω))², %g) on the training rows)", m, AutoLossBound),
 		Entries: m, Norm: "L2", Sensitivity: cal.ScoreSensitivity, Noise: "gaussian", Scale: cal.ScoreSigma})
 	// The report names the candidates, not the one chosen: the choice is a
 	// function of released values, but TestReportIsPublic keeps the text

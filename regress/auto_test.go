@@ -15,9 +15,9 @@ import (
 // pair of the derivation (regress/auto.go): a row whose loss is 0 under
 // every candidate replaced by one whose loss is 1 under every candidate
 // (y = 1 against y = −1 where every candidate predicts ≥ 1; the raw
-// squared error 4 is clipped to 1). The computed scores must move by
-// exactly 1/N each, √m/N in L2, within AutoScoreSensitivity, which must
-// itself be within 10⁻⁶ of √m/N.
+// squared error 4 is clipped to b = AutoLossBound = ¼). The computed
+// scores must move by exactly b/N each, b√m/N in L2, within
+// AutoScoreSensitivity, which must itself be within 10⁻⁶ of b√m/N.
 func TestAutoScoreSensitivity(t *testing.T) {
 	const n, k = 1000, 3
 	ws := [][]float64{{2, 0}, {5, 1}, {1.5, -1}}
@@ -27,12 +27,12 @@ func TestAutoScoreSensitivity(t *testing.T) {
 	}
 	rows[0], rows[1], rows[2] = 1, 0, 1 // every candidate predicts ≥ 1: loss 0
 	other := append([]float64(nil), rows...)
-	other[2] = -1 // loss min(4, 1) = 1
+	other[2] = -1 // loss min(4, ¼) = ¼
 	a, b := autoScores(rows, k, ws), autoScores(other, k, ws)
 	l2 := 0.0
 	for j := range a {
-		if diff := b[j] - a[j]; math.Abs(diff-1.0/n) > 1e-12 {
-			t.Errorf("candidate %d: score moved by %v, want 1/N = %v", j, diff, 1.0/n)
+		if diff := b[j] - a[j]; math.Abs(diff-0.25/n) > 1e-12 {
+			t.Errorf("candidate %d: score moved by %v, want b/N = %v", j, diff, 0.25/n)
 		}
 		l2 += (b[j] - a[j]) * (b[j] - a[j])
 	}
@@ -40,7 +40,7 @@ func TestAutoScoreSensitivity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := math.Sqrt(float64(len(ws))) / n
+	want := 0.25 * math.Sqrt(float64(len(ws))) / n
 	if math.Sqrt(l2) > sens || sens < want || sens > want*(1+1e-6) {
 		t.Errorf("L2 move %v, AutoScoreSensitivity %v, √m/N = %v", math.Sqrt(l2), sens, want)
 	}
@@ -49,7 +49,7 @@ func TestAutoScoreSensitivity(t *testing.T) {
 // TestAutoGuarantee recomputes auto's printed guarantee from the formula of
 // its derivation, from the released noise scales alone: μ_FM =
 // JointCalibrationSensitivity(τ1, τ2), μ_s = (Δ_s with grid slack and
-// margin)/σ_s with Δ_s = √m/N, μ = √(μ_FM² + μ_s²), and the analytic
+// margin)/σ_s with Δ_s = ¼√m/N, μ = √(μ_FM² + μ_s²), and the analytic
 // Gaussian δ at the printed ε must be ≤ the printed δ and use it up (≥ 0.99δ).
 // The score share is AutoScoreShare of μ²; the release's τ are larger than
 // gaussian-fm's alone by 1/√(1 − share).
@@ -75,7 +75,7 @@ func TestAutoGuarantee(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sens := math.Sqrt(float64(m)) / float64(tc.n) * (1 + 1e-6) // ≥ the fp-rounded bound
+		sens := 0.25 * math.Sqrt(float64(m)) / float64(tc.n) * (1 + 1e-6) // ≥ the fp-rounded bound
 		muS := noise.GaussianCalibrationSensitivity(sens, sigma, m) / sigma
 		mu := math.Hypot(muFM, muS)
 		got, err := accounting.AnalyticGaussianDelta(tc.eps, 1, mu)
