@@ -155,6 +155,7 @@ func registry() []spec {
 		utilitySpec(),
 		utilityGFMSpec(),
 		refsSpec(),
+		utilityClipSpec(),
 		capeSpec("capefm-linear"), capeSpec("capefm-logistic"), capeSpec("capefm-sites"),
 		dpppSpec("dppp-digits"), dpppSpec("dppp-breast-cancer"), dpppSpec("dppp-smokeban"), dpppSpec("dppp-fashion"),
 	}
