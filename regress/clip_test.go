@@ -121,3 +121,23 @@ func TestClipIsPostProcessing(t *testing.T) {
 		t.Errorf("Unshrunk = %+v", u)
 	}
 }
+
+// TestShrinkage: known answers of PostProcess.Shrinkage, which the
+// forecast's shrinkage warning uses: a ridge shrinks every direction by
+// λ/(μ + λ), a floor only those below it by 1 − μ/F.
+func TestShrinkage(t *testing.T) {
+	for _, tc := range []struct {
+		pp       PostProcess
+		mu, want float64
+	}{
+		{PostProcess{Lambda: 1}, 3, 0.25},
+		{PostProcess{Lambda: 1}, 0, 1},
+		{PostProcess{Floor: 4}, 1, 0.75},
+		{PostProcess{Floor: 4}, 8, 0},
+		{PostProcess{}, 2, 0},
+	} {
+		if got := tc.pp.Shrinkage(tc.mu); math.Abs(got-tc.want) > 1e-15 {
+			t.Errorf("%+v at μ = %v: %v, want %v", tc.pp, tc.mu, got, tc.want)
+		}
+	}
+}

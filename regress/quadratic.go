@@ -186,6 +186,19 @@ func EigenFloor(d int, tau2, factor float64) float64 {
 	return factor * tau2 * math.Sqrt(float64(d))
 }
 
+// Shrinkage returns the share by which the post-processing shrinks the
+// coefficient along an eigen-direction of Λ2 with eigenvalue mu > 0 (noise
+// aside): the minimiser's component is divided by max(mu, Floor) + Lambda
+// instead of mu, so the share is 1 − mu/(max(mu, Floor) + Lambda): λ/(mu + λ)
+// for a ridge, 1 − mu/Floor below an eigenvalue floor and 0 above it. It
+// returns 1 for mu ≤ 0 (the direction is not determined).
+func (pp PostProcess) Shrinkage(mu float64) float64 {
+	if !(mu > 0) {
+		return 1
+	}
+	return 1 - mu/(math.Max(mu, pp.Floor)+pp.Lambda)
+}
+
 // NoisyPostProcess is the post-processing of a released (noisy) quadratic:
 // the data-independent ridge lambda and the trimming floor TrimFraction·λ.
 func NoisyPostProcess(lambda float64) PostProcess {
