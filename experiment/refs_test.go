@@ -518,7 +518,8 @@ func TestRefsExperiment(t *testing.T) {
 			}
 		}
 	}
-	if n := len(r.Claims); n != (len(refsLinearTables)+len(refsLogisticTables))*len(refsEps) {
+	// One claim per task and ε, and one more per linear task and ε for auto.
+	if n := len(r.Claims); n != (2*len(refsLinearTables)+len(refsLogisticTables))*len(refsEps) {
 		t.Errorf("%d claims", n)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "utility-refs.md"))

@@ -19,6 +19,11 @@ import (
 // set or the exact (un-noised) statistics, to bound what any post-processing
 // of a family could reach.
 
+// It studies the ridge and the Gram structure of issue 16, so its
+// gaussian-fm releases are fitted with the ridge (Config.EigenFloor = −1);
+// the linear default since issue 26 clips eigenvalues instead
+// (utility-clip).
+
 // Series of the utility-gfm experiment.
 const (
 	gBefore      = "ridge 4τ2 (before)"
@@ -207,7 +212,7 @@ func gfmCPSJob(t *table, st *regress.GramStructure) job {
 			out = append(out, obs{panel: panel, xname: xname, x: x, series: series, metric: metric, v: v})
 		}
 		for _, eps := range gfmEps {
-			cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
+			cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, EigenFloor: -1, Source: src}
 			res, err := gfmRelease(ctx, "gaussian-fm", train, cfg)
 			if err != nil {
 				return nil, err
@@ -326,7 +331,7 @@ func gfmOtherJob(name string, t *table, st *regress.GramStructure) job {
 			sst = st.Scaled(regress.TaylorQuadratic.A2)
 		}
 		for _, sp := range gfmSweepSplits {
-			cfg := regress.Config{Kind: kind, Epsilon: 0.1, Delta: utilityDelta, Lambda: -1, Source: src, Split: sp}
+			cfg := regress.Config{Kind: kind, Epsilon: 0.1, Delta: utilityDelta, Lambda: -1, EigenFloor: -1, Source: src, Split: sp}
 			res, err := gfmRelease(ctx, "gaussian-fm", train, cfg)
 			if err != nil {
 				return nil, err
@@ -335,7 +340,7 @@ func gfmOtherJob(name string, t *table, st *regress.GramStructure) job {
 			out = append(out, obs{panel: "split " + name, xname: "split", x: sp, series: gStructure, metric: m, v: v})
 		}
 		for _, eps := range utilityEps {
-			cfg := regress.Config{Kind: kind, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
+			cfg := regress.Config{Kind: kind, Epsilon: eps, Delta: utilityDelta, Lambda: -1, EigenFloor: -1, Source: src}
 			res, err := gfmRelease(ctx, "gaussian-fm", train, cfg)
 			if err != nil {
 				return nil, err

@@ -453,7 +453,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		return nil, fmt.Errorf("inference: %w", err)
 	}
 	d := q.D
-	pp := regress.PostProcess{MinEigen: rel.MinEigen, Structure: rel.Structure}
+	pp := rel.Unshrunk()
 
 	out := &Intervals{Level: level, Replicates: reps,
 		Method:   fmt.Sprintf("parametric bootstrap over the mechanism's noise (%s on Λ1, %s on Λ2, variances from ε, δ, N, d) around the released objective, plus the data's sampling variation (sandwich with released values), %d replicates, basic-bootstrap interval", rel.Noise1, rel.Noise2, reps),

@@ -359,7 +359,7 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 			f.CoefSDOriginal[i] = math.Sqrt(v)
 		}
 	}
-	if f.Shrinkage, err = shrinkage(q0, rel.Ridge); err != nil {
+	if f.Shrinkage, err = shrinkage(q0, rel.PostProcess()); err != nil {
 		return nil, err
 	}
 	limit, scale := SwampRatio, "of the target's declared half-range"
@@ -378,19 +378,17 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 	return f, nil
 }
 
-// shrinkage returns max_k 1 − μ_k/(μ_k + λ) over the eigenvalues μ_k of the
-// reference Λ2.
-func shrinkage(q *regress.Quadratic, lambda float64) (float64, error) {
+// shrinkage returns max_k of the fit's shrinkage 1 − μ_k/(max(μ_k, floor)
+// + λ) over the eigenvalues μ_k of the reference Λ2 (its ridge λ or
+// eigenvalue floor: regress.PostProcess.Shrinkage).
+func shrinkage(q *regress.Quadratic, pp regress.PostProcess) (float64, error) {
 	vals, _, err := q.Eigen(0, false)
 	if err != nil {
 		return 0, fmt.Errorf("inference: forecast: %w", err)
 	}
 	worst := 0.0
 	for _, mu := range vals {
-		if mu <= 0 {
-			return 1, nil
-		}
-		worst = math.Max(worst, lambda/(mu+lambda))
+		worst = math.Max(worst, pp.Shrinkage(mu)) // the fit's own ridge or eigenvalue floor (regress.PostProcess.Shrinkage)
 	}
 	return worst, nil
 }

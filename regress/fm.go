@@ -136,7 +136,11 @@ type releaseFunc func(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64) (
 
 // fitFM is the FM family's pipeline: statistics → exact coefficients →
 // release (noise) → post-processing → minimiser.
-func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
+//
+// clip selects eigenvalue clipping (EigenFloor) as the default
+// post-processing instead of the ridge and trimming (gaussian-fm, linear;
+// fitPostProcess).
+func fitFM(data Data, cfg Config, release releaseFunc, clip bool) (*Result, error) {
 	if err := cfg.validate(data, true); err != nil {
 		return nil, err
 	}
@@ -160,9 +164,10 @@ func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
 	if cfg.Kind == Logistic {
 		st = cfg.Structure.Scaled(lq.A2)
 	}
-	res, err := finish(q, cfg, st, noiseStd2, p)
+	pp := fitPostProcess(cfg, clip, q.D, noiseStd2, st)
+	res, err := finish(q, cfg, pp, p)
 	if err == nil {
-		res.Released = releasedFrom(q, cfg.Kind, data.Stats.N(), cfg.lambda(noiseStd2), res.Privacy.Releases)
+		res.Released = releasedFrom(q, cfg.Kind, data.Stats.N(), pp, res.Privacy.Releases)
 		if res.Released != nil {
 			res.Released.Structure = st
 		}
@@ -170,14 +175,10 @@ func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
 	return res, err
 }
 
-// finish minimises the noisy objective and fills the common report fields.
-// st, when non-nil, is the public structure of Λ2 that the released Λ2 is
-// projected onto first.
-func finish(q *Quadratic, cfg Config, st *GramStructure, noiseStd2 float64, p report.Privacy) (*Result, error) {
-	lam := cfg.lambda(noiseStd2)
-	pp := NoisyPostProcess(lam)
-	pp.Radius = cfg.SolveRadius
-	pp.Structure = st
+// finish minimises the noisy objective with the post-processing pp
+// (fitPostProcess) and fills the common report fields.
+func finish(q *Quadratic, cfg Config, pp PostProcess, p report.Privacy) (*Result, error) {
+	st, lam := pp.Structure, pp.Lambda
 	w, trimmed, err := q.Minimize(pp)
 	if err != nil {
 		return nil, err
@@ -189,10 +190,14 @@ func finish(q *Quadratic, cfg Config, st *GramStructure, noiseStd2 float64, p re
 	if st != nil {
 		p.PostProcessing = append(p.PostProcessing, st.String())
 	}
-	p.PostProcessing = append(p.PostProcessing,
-		fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy Λ2 (data-independent)", fmtG(lam)),
-		fmt.Sprintf("spectral trimming: %d of %d eigen-directions with eigenvalue ≤ %g·λ removed (includes the PSD projection)", trimmed, q.D, TrimFraction),
-		Lambda0NotReleased)
+	if pp.Floor > 0 {
+		p.PostProcessing = append(p.PostProcessing, clipLine(pp))
+	} else {
+		p.PostProcessing = append(p.PostProcessing,
+			fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy Λ2 (data-independent)", fmtG(lam)),
+			fmt.Sprintf("spectral trimming: %d of %d eigen-directions with eigenvalue ≤ %g·λ removed (includes the PSD projection)", trimmed, q.D, TrimFraction))
+	}
+	p.PostProcessing = append(p.PostProcessing, Lambda0NotReleased)
 	if cfg.SolveRadius > 0 {
 		p.PostProcessing = append(p.PostProcessing, fmt.Sprintf("minimised over the public ball ‖ω‖ ≤ %s (trust-region subproblem)", fmtG(cfg.SolveRadius)))
 	}
@@ -213,7 +218,7 @@ func (fmEstimator) Name() string        { return "fm" }
 func (fmEstimator) NeedsRows(Kind) bool { return false }
 func (fmEstimator) Private() bool       { return true }
 func (e fmEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
-	return fitFM(data, cfg, e.release)
+	return fitFM(data, cfg, e.release, false)
 }
 
 func (fmEstimator) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64) (report.Privacy, float64, error) {
@@ -254,7 +259,7 @@ func (relaxedFM) Name() string        { return "relaxed-fm" }
 func (relaxedFM) NeedsRows(Kind) bool { return false }
 func (relaxedFM) Private() bool       { return true }
 func (e relaxedFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
-	return fitFM(data, cfg, e.release)
+	return fitFM(data, cfg, e.release, false)
 }
 
 func (relaxedFM) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64) (report.Privacy, float64, error) {
@@ -363,7 +368,7 @@ func GaussianFMScales(eps, delta, split, d1, d2 float64, n1, n2 int) (tau1, tau2
 }
 
 func (e gaussianFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
-	return fitFM(data, cfg, e.release)
+	return fitFM(data, cfg, e.release, cfg.Kind == Linear)
 }
 
 func (gaussianFM) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64) (report.Privacy, float64, error) {

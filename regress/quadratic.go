@@ -144,6 +144,59 @@ type PostProcess struct {
 	// entries before anything else (GramStructure.Project, in Λ2's units:
 	// GramStructure.Scaled). It must be public.
 	Structure *GramStructure
+	// Floor, when > 0, clips the spectrum: every eigenvalue of Λ2 + λI
+	// below Floor (negative ones included) is raised to Floor before the
+	// trimming test, so no direction with MinEigen < Floor is trimmed
+	// (EigenFloor derives gaussian-fm's public floor). It must be
+	// data-independent.
+	Floor float64
+}
+
+// DefaultEigenFloorFactor is c in gaussian-fm's public eigenvalue floor
+// c·τ2·√d for linear regression (EigenFloor): the expected spectral norm of
+// the symmetric noise matrix on Λ2 is at most 2τ2√d (derivation at
+// EigenFloor), and the sweep in docs/mechanisms.md ("Eigenvalue clipping")
+// chose c = 2 from {1.5, …, 3} on the embedded linear tables and the
+// collinear synthetic design.
+const DefaultEigenFloorFactor = 2.0
+
+// EigenFloor returns the public eigenvalue floor c·τ2·√d for the released
+// Λ2 of d features with per-entry Gaussian noise τ2 (c = factor, 0 meaning
+// DefaultEigenFloorFactor).
+//
+// Why √d: the noise on the released Λ2 is a symmetric d×d matrix E whose
+// upper triangle (diagonal included) is i.i.d. N(0, τ2²). Its spectral norm
+// concentrates at 2τ2√d: E‖E‖ ≤ 2σ + C·σ*·√(log d) with σ = max_i
+// (Σ_j E[E_ij²])^{1/2} = τ2√d and σ* = max|E_ij|'s scale τ2 (Bandeira & van
+// Handel 2016, Theorem 1.1), and ‖E‖ exceeds its mean by t·τ2 with
+// probability at most e^{−t²/4} (Gaussian concentration of the
+// √2τ2-Lipschitz map to the norm). An eigenvalue of Λ2 + E below ‖E‖ is
+// indistinguishable from noise: by Weyl's inequality the exact eigenvalue
+// it estimates can be anywhere in [0, λ̃ + ‖E‖]. Inverting it as it is
+// (or after a ridge that does not grow with √d, the fixed factor 4 of
+// FM) lets a near-singular direction blow up; raising it to the noise
+// level bounds that direction's coefficient by |g_k|/(2·Floor) and
+// leaves the directions above the noise untouched (a ridge shrinks
+// those too). Post-processing of released values with public (d, τ2):
+// no privacy cost.
+func EigenFloor(d int, tau2, factor float64) float64 {
+	if factor == 0 {
+		factor = DefaultEigenFloorFactor
+	}
+	return factor * tau2 * math.Sqrt(float64(d))
+}
+
+// Shrinkage returns the share by which the post-processing shrinks the
+// coefficient along an eigen-direction of Λ2 with eigenvalue mu > 0 (noise
+// aside): the minimiser's component is divided by max(mu, Floor) + Lambda
+// instead of mu, so the share is 1 − mu/(max(mu, Floor) + Lambda): λ/(mu + λ)
+// for a ridge, 1 − mu/Floor below an eigenvalue floor and 0 above it. It
+// returns 1 for mu ≤ 0 (the direction is not determined).
+func (pp PostProcess) Shrinkage(mu float64) float64 {
+	if !(mu > 0) {
+		return 1
+	}
+	return 1 - mu/(math.Max(mu, pp.Floor)+pp.Lambda)
 }
 
 // NoisyPostProcess is the post-processing of a released (noisy) quadratic:
@@ -176,6 +229,9 @@ func (q *Quadratic) Minimize(pp PostProcess) ([]float64, int, error) {
 	var kept, grad []float64
 	var keptIdx []int
 	for k, lam := range vals {
+		if pp.Floor > 0 {
+			lam = math.Max(lam, pp.Floor)
+		}
 		if !(lam > tol) || lam <= 0 {
 			continue
 		}

@@ -143,6 +143,11 @@ type Config struct {
 	// LambdaFactor sets the ridge when Lambda < 0; 0 means
 	// DefaultLambdaFactor.
 	LambdaFactor float64
+	// EigenFloor is c in gaussian-fm's eigenvalue floor c·τ2·√d for
+	// linear regression (regress.EigenFloor), used instead of the ridge and
+	// trimming when Lambda < 0: 0 means DefaultEigenFloorFactor, negative
+	// turns clipping off (the ridge LambdaFactor·τ2 and trimming, as fm).
+	EigenFloor float64
 	// Split is the share of Gaussian FM's budget (of the whitened squared
 	// sensitivity) given to Λ1; the rest goes to Λ2. 0 means 0.5.
 	Split float64
@@ -243,6 +248,9 @@ func (c *Config) validate(data Data, private bool) error {
 	}
 	if c.Source == nil {
 		return errors.New("regress: no randomness source")
+	}
+	if math.IsNaN(c.EigenFloor) || math.IsInf(c.EigenFloor, 0) {
+		return fmt.Errorf("regress: eigenvalue floor factor must be finite, got %v", c.EigenFloor)
 	}
 	if c.Split < 0 || c.Split >= 1 || math.IsNaN(c.Split) {
 		return fmt.Errorf("regress: budget split must be in (0, 1), got %v", c.Split)

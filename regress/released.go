@@ -26,8 +26,14 @@ type Released struct {
 	// Lambda0 is zero (not released).
 	Objective *Quadratic
 	// Ridge is the λ added to the diagonal of Λ2 before minimising, and
-	// MinEigen the trimming floor (TrimFraction·λ).
+	// MinEigen the trimming floor (TrimFraction·λ). A fit that clips the
+	// spectrum (Floor > 0) has Ridge 0 and keeps MinEigen as the
+	// identification floor of inference (Unshrunk): TrimFraction times the
+	// default ridge, below the clip floor, so it trims nothing in the fit.
 	Ridge, MinEigen float64
+	// Floor is the eigenvalue floor of the fit's clipping (EigenFloor), 0
+	// when the fit used the ridge and trimming instead.
+	Floor float64
 	// VarLambda1 and VarLambda2 are the per-entry variances of the noise on
 	// Λ1 and on each released entry of Λ2's upper triangle (2b² for Laplace
 	// scale b, σ² for Gaussian σ). Entries are independent.
@@ -66,7 +72,7 @@ type Released struct {
 // one block; gaussian-fm: Λ1 then Λ2). It returns nil when the blocks do not
 // tile the released vector with one variance per part, so a mechanism with a
 // different layout gets no inference rather than a wrong one.
-func releasedFrom(q *Quadratic, kind Kind, n int64, lam float64, rs []report.Release) *Released {
+func releasedFrom(q *Quadratic, kind Kind, n int64, pp PostProcess, rs []report.Release) *Released {
 	total := len(q.Lambda1) + len(q.Upper)
 	varAt := make([]float64, 0, total)
 	kinds := make([]string, 0, total)
@@ -99,8 +105,43 @@ func releasedFrom(q *Quadratic, kind Kind, n int64, lam float64, rs []report.Rel
 		}
 	}
 	cp := &Quadratic{D: q.D, Lambda1: append([]float64(nil), q.Lambda1...), Upper: append([]float64(nil), q.Upper...)}
-	return &Released{Kind: kind, N: n, Objective: cp, Ridge: lam, MinEigen: TrimFraction * lam, VarLambda1: v1, VarLambda2: v2,
+	return &Released{Kind: kind, N: n, Objective: cp, Ridge: pp.Lambda, MinEigen: pp.MinEigen, Floor: pp.Floor, VarLambda1: v1, VarLambda2: v2,
 		Noise1: kinds[0], Noise2: kinds[len(kinds)-1]}
+}
+
+// fitPostProcess is the FM family's post-processing of the released
+// objective, a function of public values only (the configuration, d, the
+// per-entry noise standard deviation τ2 of Λ2 and the public structure st):
+//
+//   - clip (gaussian-fm, linear) with Config.Lambda < 0 and
+//     Config.EigenFloor ≥ 0: eigenvalue clipping at EigenFloor(d, τ2, c)
+//     and no ridge (docs/mechanisms.md, "Eigenvalue clipping"); MinEigen is
+//     the identification floor min(TrimFraction·DefaultLambdaFactor·τ2,
+//     Floor/2), below the floor, so the fit trims nothing;
+//   - otherwise the ridge λ (Config.Lambda, or LambdaFactor·τ2) with
+//     trimming at TrimFraction·λ.
+//
+// Both solve in the public ball Config.SolveRadius when it is > 0.
+func fitPostProcess(cfg Config, clip bool, d int, tau2 float64, st *GramStructure) PostProcess {
+	var pp PostProcess
+	if clip && cfg.Lambda < 0 && cfg.EigenFloor >= 0 {
+		f := EigenFloor(d, tau2, cfg.EigenFloor)
+		pp = PostProcess{Floor: f, MinEigen: math.Min(TrimFraction*DefaultLambdaFactor*tau2, f/2)}
+	} else {
+		pp = NoisyPostProcess(cfg.lambda(tau2))
+	}
+	pp.Radius = cfg.SolveRadius
+	pp.Structure = st
+	return pp
+}
+
+// clipLine describes eigenvalue clipping in the privacy report. It quotes
+// the public floor only (how many eigenvalues were raised is a function of
+// released values too, but the report keeps to public figures beyond
+// Result.Trimmed, TestReportIsPublic).
+func clipLine(pp PostProcess) string {
+	return fmt.Sprintf("eigenvalue clipping: every eigenvalue of the noisy Λ2 below the public floor %s = c·τ2·√d (about the noise's spectral norm; data-independent) raised to it, no ridge, nothing trimmed",
+		fmtG(pp.Floor))
 }
 
 // PostProcess returns the post-processing the fit applied to the released
@@ -108,10 +149,19 @@ func releasedFrom(q *Quadratic, kind Kind, n int64, lam float64, rs []report.Rel
 // ball), so that a re-noised copy of the objective can be solved the same
 // way.
 func (r *Released) PostProcess() PostProcess {
-	pp := NoisyPostProcess(r.Ridge)
-	pp.MinEigen = r.MinEigen
-	pp.Structure = r.Structure
-	return pp
+	return PostProcess{Lambda: r.Ridge, MinEigen: r.MinEigen, Floor: r.Floor, Structure: r.Structure}
+}
+
+// Unshrunk returns the fit's post-processing without its shrinkage (the
+// ridge and the eigenvalue floor), keeping the public structure and the
+// trimming floor MinEigen: what inference's bootstrap solves the released
+// objective and every replicate with. The intervals are for the
+// unregularised estimand; a ridge or a clip applied inside the replicates
+// would shift every replicate like the released fit, so its bias (largest
+// in the directions the noise swamps) would not show in the interval. The
+// fit's own post-processing is PostProcess.
+func (r *Released) Unshrunk() PostProcess {
+	return PostProcess{MinEigen: r.MinEigen, Structure: r.Structure}
 }
 
 // Projected returns the released objective after the projection onto its
@@ -139,7 +189,7 @@ func (r *Released) Validate() error {
 	if r.N < 1 {
 		return fmt.Errorf("regress: released objective with N = %d", r.N)
 	}
-	for _, v := range append(append([]float64{r.Ridge, r.MinEigen, r.VarLambda1, r.VarLambda2}, q.Lambda1...), q.Upper...) {
+	for _, v := range append(append([]float64{r.Ridge, r.MinEigen, r.Floor, r.VarLambda1, r.VarLambda2}, q.Lambda1...), q.Upper...) {
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("regress: released objective holds a non-finite value")
 		}
@@ -149,8 +199,8 @@ func (r *Released) Validate() error {
 			return fmt.Errorf("regress: released objective with unknown noise %q", n)
 		}
 	}
-	if r.VarLambda1 < 0 || r.VarLambda2 < 0 || r.Ridge < 0 {
-		return fmt.Errorf("regress: released objective with a negative noise variance or ridge")
+	if r.VarLambda1 < 0 || r.VarLambda2 < 0 || r.Ridge < 0 || r.Floor < 0 {
+		return fmt.Errorf("regress: released objective with a negative noise variance, ridge or eigenvalue floor")
 	}
 	if st := r.Structure; st != nil {
 		if err := st.validate(); err != nil {

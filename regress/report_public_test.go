@@ -59,6 +59,7 @@ func TestReportIsPublic(t *testing.T) {
 		{"gaussian-fm", regress.Linear, 1e-6, func(c *regress.Config) { c.SolveRadius = 0.5 }},
 		{"noisygd", regress.Linear, 1e-6, nil}, {"noisygd", regress.Logistic, 1e-6, nil},
 		{"objpert", regress.Linear, 1e-6, nil}, {"objpert", regress.Logistic, 1e-6, nil},
+		{"auto", regress.Linear, 1e-6, nil},
 		{"irls", regress.Robust, 1e-6, nil}, // preconditioned (the default)
 		{"irls", regress.Robust, 1e-6, func(c *regress.Config) { c.IRLS.Form = regress.IRLSFormGradient }},
 		{"irls", regress.Robust, 1e-6, func(c *regress.Config) { c.IRLS.Form = regress.IRLSFormMoments }},

@@ -1,0 +1,99 @@
+package experiment
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/regress"
+)
+
+// TestAutoNearBestSingle measures --mechanism auto against the best single
+// gaussian-fm configuration in hindsight: each of auto's candidate floors
+// (regress.AutoFloorFactors) and the default floor, each fitted alone with
+// the whole (ε, δ), on the same seeded splits of the embedded linear
+// tables and the collinear design. It logs auto's mean excess test RMSE ÷
+// the best single configuration's per table and ε, and requires the
+// geometric mean over the twelve cells ≤ 1.1 (issue 26's goal for auto,
+// guarantee included) and no cell above 1.5× the best plus 5·10⁻⁴ (a
+// selection that picks a bad candidate; the absolute term is 3-4 standard
+// errors of the near-zero excess RMSE on CPS1988 at ε ≥ 1, whose ratios are
+// noise). Seeded: the same numbers every run (20 splits; 6 with -short,
+// where only the per-cell bound applies, at 2×).
+func TestAutoNearBestSingle(t *testing.T) {
+	runs := 20
+	if testing.Short() {
+		runs = 6
+	}
+	ctx := context.Background()
+	singles := append(append([]float64{}, regress.AutoFloorFactors...), regress.DefaultEigenFloorFactor)
+	logSum, cells := 0.0, 0
+	worst := 0.0
+	for _, name := range refsLinearTables {
+		var tb *table
+		if name == "collinear" {
+			tb, _ = collinearTable(regress.Linear, collinearN)
+		} else {
+			var err error
+			if tb, err = loadReal("", name, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		auto := make([]float64, len(refsEps))
+		single := make([][]float64, len(singles))
+		for i := range single {
+			single[i] = make([]float64, len(refsEps))
+		}
+		for run := 0; run < runs; run++ {
+			rng := rand.New(rand.NewPCG(uint64(run), 26))
+			train, test := tb.split(rng, 0.2, 0)
+			np, err := fitWith(ctx, "nonprivate", train, regress.Config{Kind: regress.Linear})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := rmse(np, test)
+			for e, eps := range refsEps {
+				src := noise.NewInsecureSeeded(uint64(1000*run + e))
+				w, err := fitWith(ctx, "auto", train, regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src})
+				if err != nil {
+					t.Fatal(err)
+				}
+				auto[e] += (rmse(w, test) - ref) / float64(runs)
+				for i, c := range singles {
+					w, err := fitWith(ctx, "gaussian-fm", train, regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, EigenFloor: c, Source: src})
+					if err != nil {
+						t.Fatal(err)
+					}
+					single[i][e] += (rmse(w, test) - ref) / float64(runs)
+				}
+			}
+		}
+		for e, eps := range refsEps {
+			best, bestC := math.Inf(1), 0.0
+			for i, c := range singles {
+				if single[i][e] < best {
+					best, bestC = single[i][e], c
+				}
+			}
+			r := auto[e] / best
+			t.Logf("%s ε = %g: auto %.4g, best single c = %g %.4g: ratio %.3f", name, eps, auto[e], bestC, best, r)
+			logSum += math.Log(r)
+			cells++
+			worst = math.Max(worst, r)
+			limit := 1.5
+			if testing.Short() {
+				limit = 2
+			}
+			if auto[e] > limit*best+5e-4 {
+				t.Errorf("%s ε = %g: auto %.4g > %g × the best single %.4g + 5e-4", name, eps, auto[e], limit, best)
+			}
+		}
+	}
+	gm := math.Exp(logSum / float64(cells))
+	t.Logf("geometric mean of the ratios %.3f, worst cell %.3f (%d splits)", gm, worst, runs)
+	if !testing.Short() && gm > 1.1 {
+		t.Errorf("auto ÷ best single configuration: geometric mean %.3f > 1.1", gm)
+	}
+}
