@@ -115,11 +115,16 @@ type Intervals struct {
 	// truncated fit), a function of released values.
 	ResidualVariance float64 `json:"residual_variance"`
 	// Replicates is the bootstrap size; Failed counts replicates in which
-	// the noisy Λ2 lost a direction (they count as outside every
+	// the noisy Λ2 located no direction at all (they count as outside every
 	// interval: the ends are taken over all Replicates, failures placed
 	// at ±∞, so a fragile fit gets wider intervals, never narrower).
 	Replicates int `json:"replicates"`
 	Failed     int `json:"failed_replicates"`
+	// Dropped counts replicates in which a direction that the released
+	// objective locates fell below its identification floor and was
+	// dropped (as the estimate would drop it: a finite deviation, part of
+	// the interval, not a failure).
+	Dropped int `json:"dropped_replicates,omitempty"`
 	// Diagnosis, when some coefficient is not identified, says why and
 	// which directions (nil when every coefficient is identified).
 	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
@@ -453,25 +458,43 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		return nil, fmt.Errorf("inference: %w", err)
 	}
 	d := q.D
-	pp := regress.PostProcess{MinEigen: rel.MinEigen, Structure: rel.Structure}
+	loc := newLocator(rel, level)
 
 	out := &Intervals{Level: level, Replicates: reps,
-		Method:   fmt.Sprintf("parametric bootstrap over the mechanism's noise (%s on Λ1, %s on Λ2, variances from ε, δ, N, d) around the released objective, plus the data's sampling variation (sandwich with released values), %d replicates, basic-bootstrap interval", rel.Noise1, rel.Noise2, reps),
+		Method:   fmt.Sprintf("parametric bootstrap over the mechanism's noise (%s on Λ1, %s on Λ2, variances from ε, δ, N, d) around the released objective, plus the data's sampling variation (sandwich with released values), %d replicates, basic-bootstrap interval; eigen-directions of Λ2 whose curvature is not significantly positive (Fieller, at the interval's level) are not located, in the estimate and in every replicate alike", rel.Noise1, rel.Noise2, reps),
 		Estimand: estimand, Coefficients: make([]Coefficient, d)}
-	w0, trimmed, err := q.Minimize(pp)
-	if err != nil || trimmed > 0 {
-		// Λ2 itself does not determine every direction: no coefficient
-		// is reported as identified.
+	sol, err := loc.solve(q, nil)
+	if err != nil {
+		// Λ2 itself locates no direction: no coefficient is identified.
 		out.Covariance = zeros(d)
-		out.Diagnosis = diagnose(q, rel, "trimmed")
+		out.Diagnosis = diagnose(sol, loc, rel, "trimmed")
 		return out, nil
 	}
-
-	// Eigen-decomposition of the released Λ2 for the sampling part.
-	vals, vecs, err := q.Eigen(0, true)
-	if err != nil {
-		return nil, err
+	w0 := sol.w
+	// Coefficients loading on a direction the released objective does not
+	// locate are unidentified; the others get intervals for the minimiser
+	// restricted to the located directions (basis), in the estimate and in
+	// every replicate.
+	var basis *mat.Dense
+	unlocated := make([]bool, d)
+	if sol.dropped > 0 {
+		basis = sol.keptBasis()
+		for k, ok := range sol.located {
+			if ok {
+				continue
+			}
+			for i := 0; i < d; i++ {
+				if math.Abs(sol.vecs.At(i, k)) >= UnlocatedLoading {
+					unlocated[i] = true
+				}
+			}
+		}
+		out.Diagnosis = diagnose(sol, loc, rel, "trimmed")
 	}
+
+	// Eigen-decomposition of the released Λ2 for the sampling part (the
+	// located directions only).
+	vals, vecs := sol.vals, sol.vecs
 
 	// Pass 1: the noise-only bootstrap.
 	noiseDraws := make([][]float64, 0, reps)
@@ -488,23 +511,28 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	quadBias := 0.0
 	for b := 0; b < reps; b++ {
 		perturb(rng, q, star, rel)
-		w, tr, err := star.Minimize(pp)
-		if err != nil || tr > 0 {
+		sp, err := rel.Structure.Project(star)
+		if err != nil {
+			return nil, fmt.Errorf("inference: %w", err)
+		}
+		rs, err := loc.solve(sp, basis)
+		if err != nil {
 			out.Failed++
 			continue
 		}
+		if rs.dropped > 0 {
+			out.Dropped++
+		}
+		w := rs.w
 		noiseDraws = append(noiseDraws, w)
 		quadBias += quad(w) - quad(w0)
-	}
-	if len(noiseDraws) > 0 {
-		quadBias /= float64(len(noiseDraws))
 	}
 	resid, scale, inflate := model(quad(w0) - quadBias)
 	out.ResidualVariance = resid
 	n := float64(rel.N)
 	sampSD := make([]float64, d) // per eigen-direction
 	for k, mu := range vals {
-		if mu > 0 {
+		if mu > 0 && sol.located[k] {
 			sampSD[k] = math.Sqrt(scale / (n * mu))
 		}
 	}
@@ -572,7 +600,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		hi := quantileWithFailures(col, reps, 1-alpha/2)
 		med := quantileWithFailures(col, reps, 0.5)
 		s, ns := robustSD(col, reps), robustSD(ncol, reps)
-		if math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsInf(s, 0) {
+		if unlocated[i] || math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsInf(s, 0) {
 			continue // not identified at this level
 		}
 		out.Coefficients[i] = Coefficient{Identified: true,
@@ -581,8 +609,8 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 			NoiseSE: ns, SamplingSE: math.Sqrt(sampVar[i])}
 	}
 	for _, c := range out.Coefficients {
-		if !c.Identified {
-			out.Diagnosis = diagnose(q, rel, "failed-replicates")
+		if !c.Identified && out.Diagnosis == nil {
+			out.Diagnosis = diagnose(sol, loc, rel, "failed-replicates")
 			break
 		}
 	}
