@@ -96,6 +96,43 @@ type Coefficient struct {
 	// and the data's sampling part (NoiseSE² + SamplingSE² ≈ SE²).
 	NoiseSE    float64 `json:"noise_se"`
 	SamplingSE float64 `json:"sampling_se"`
+	// PValue is the two-sided p-value of the test of coefficient = 0
+	// (statsmodels' P>|z| column) calibrated by the same parametric
+	// bootstrap as the interval, so it accounts for the mechanism's noise
+	// and the data's sampling: with F the bootstrap law of the deviation
+	// δ (failed replicates at ±∞, half each), the basic-bootstrap interval
+	// at level 1 − α excludes 0 exactly when the centre c falls outside
+	// F's α/2 and 1 − α/2 quantiles, so p = 2·min(F(c), 1 − F(c)),
+	// computed as 2·(1 + min(#{δ_b ≤ c}, #{δ_b ≥ c}))/(B + 1) (the
+	// Monte Carlo p-value, never 0), capped at 1. It rejects at level α
+	// exactly when the 1 − α interval excludes 0 (up to the +1).
+	PValue float64 `json:"p_value"`
+}
+
+// NormalPValue is the two-sided normal p-value 2Φ(−|est/se|) of the test
+// est = 0, for linear combinations of the coefficients (the intercept in
+// original units) whose interval is the normal one with the bootstrap
+// covariance. It is 1 when se is not positive and est is 0, else 0 for se 0.
+func NormalPValue(est, se float64) float64 {
+	if !(se > 0) {
+		if est == 0 {
+			return 1
+		}
+		return 0
+	}
+	return 2 * distuv.UnitNormal.CDF(-math.Abs(est/se))
+}
+
+// bootstrapPValue returns the Monte Carlo p-value of coefficient = 0 from
+// the sorted finite deviations among total replicates (failures at ±∞, half
+// each) and the centre c (see Coefficient.PValue).
+func bootstrapPValue(sorted []float64, total int, c float64) float64 {
+	f := total - len(sorted)
+	lowF := f / 2
+	le := sort.Search(len(sorted), func(i int) bool { return sorted[i] > c }) // #{δ ≤ c}
+	ge := len(sorted) - sort.Search(len(sorted), func(i int) bool { return sorted[i] >= c })
+	low, high := le+lowF, ge+(f-lowF)
+	return math.Min(1, 2*float64(1+min(low, high))/float64(total+1))
 }
 
 // Intervals are confidence intervals for the encoded coefficients of one
@@ -606,7 +643,8 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		out.Coefficients[i] = Coefficient{Identified: true,
 			Estimate: center[i] - med, SE: s,
 			Lower: center[i] - hi, Upper: center[i] - lo,
-			NoiseSE: ns, SamplingSE: math.Sqrt(sampVar[i])}
+			NoiseSE: ns, SamplingSE: math.Sqrt(sampVar[i]),
+			PValue: bootstrapPValue(col, reps, center[i])}
 	}
 	for _, c := range out.Coefficients {
 		if !c.Identified && out.Diagnosis == nil {
