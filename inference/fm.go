@@ -535,6 +535,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 
 	// Pass 1: the noise-only bootstrap.
 	noiseDraws := make([][]float64, 0, reps)
+	cal := newCalibration(d, sol)
 	quad := func(w []float64) float64 {
 		s := 0.0
 		for i := 0; i < d; i++ {
@@ -545,7 +546,11 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		return s
 	}
 	star := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(q.Upper))}
-	quadBias := 0.0
+	// The noise bias of the fit's quadratic form w0ᵀΛ̃2w0 (for the residual
+	// variance) is the median over the replicates of quad(w*) − quad(w0):
+	// the mean is dominated by the few replicates whose noisy curvature
+	// nearly vanishes (quad grows like 1/μ*).
+	quadDiffs := make([]float64, 0, reps)
 	for b := 0; b < reps; b++ {
 		perturb(rng, q, star, rel)
 		sp, err := rel.Structure.Project(star)
@@ -562,7 +567,15 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		}
 		w := rs.w
 		noiseDraws = append(noiseDraws, w)
-		quadBias += quad(w) - quad(w0)
+		quadDiffs = append(quadDiffs, quad(w)-quad(w0))
+		if ex == nil {
+			cal.observe(sp, rs)
+		}
+	}
+	quadBias := 0.0
+	if len(quadDiffs) > 0 {
+		sort.Float64s(quadDiffs)
+		quadBias = quantileWithFailures(quadDiffs, len(quadDiffs), 0.5)
 	}
 	resid, scale, inflate := model(quad(w0) - quadBias)
 	out.ResidualVariance = resid
@@ -584,6 +597,16 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	center := w0
 	if ex != nil {
 		center = ex.at(w0, ex.f)
+	}
+	// Second level (FM fits): how much wider the replicates' spread is
+	// than the estimator's, estimated one level out (calibration).
+	kn, ks := ones(d), ones(d)
+	if ex == nil {
+		var err error
+		if kn, ks, err = cal.factors(rng, rel, loc, basis, w0, noiseDraws, reps); err != nil {
+			return nil, err
+		}
+		out.Method += "; the spread of the noise and sampling parts divided per coefficient by its inflation, estimated by a second-level bootstrap (calibration.go)"
 	}
 	// Pass 2: total deviations δ = (noise draw + sampling draw) − w0.
 	devs := make([][]float64, len(noiseDraws))
@@ -610,7 +633,8 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 			for k := range xi {
 				z += vecs.At(i, k) * xi[k]
 			}
-			nv[i] = (w[i] - w0[i]) * inflate
+			nv[i] = (w[i] - w0[i]) * inflate / kn[i]
+			z /= ks[i]
 			if scaled != nil {
 				nv[i] = scaled[i]
 			}
