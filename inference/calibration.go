@@ -20,6 +20,11 @@ const (
 	CalibrationInner = 40
 )
 
+// calibrationObserved is how many first-level replicates are decomposed
+// for the sampling factor (and the first CalibrationOuter of them reused as
+// the second level's centres); the others take the fast path.
+const calibrationObserved = 60
+
 // CalibrationSkip: when no coefficient's e_iᵀΛ*2⁻¹e_i inflates by this
 // factor (in SD), the second level is skipped and the noise factors are 1.
 const CalibrationSkip = 1.02
@@ -146,7 +151,7 @@ func (c *calibration) factors(rng *rand.Rand, rel *regress.Released, loc *locato
 			if err != nil {
 				return nil, nil, fmt.Errorf("inference: %w", err)
 			}
-			rs, err := loc.solve(sp, basis)
+			rs, err := loc.solveFast(sp, basis)
 			if err != nil {
 				continue // a failure: at ±∞ in the robust SD
 			}

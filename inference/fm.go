@@ -557,7 +557,14 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		if err != nil {
 			return nil, fmt.Errorf("inference: %w", err)
 		}
-		rs, err := loc.solve(sp, basis)
+		// The first calibrationObserved replicates are decomposed for the
+		// calibration; the rest take the Cholesky fast path when nothing
+		// is near a floor.
+		solve := loc.solveFast
+		if ex == nil && b < calibrationObserved {
+			solve = loc.solve
+		}
+		rs, err := solve(sp, basis)
 		if err != nil {
 			out.Failed++
 			continue
@@ -568,7 +575,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		w := rs.w
 		noiseDraws = append(noiseDraws, w)
 		quadDiffs = append(quadDiffs, quad(w)-quad(w0))
-		if ex == nil {
+		if ex == nil && rs.vecs != nil {
 			cal.observe(sp, rs)
 		}
 	}

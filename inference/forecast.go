@@ -311,7 +311,7 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 	predSS := 0.0
 	for b := 0; b < reps; b++ {
 		perturb(rng, q0, star, rel)
-		w, _, err := star.Minimize(pp)
+		w, err := minimizeFast(star, pp)
 		if err != nil {
 			failed++
 			continue
@@ -376,6 +376,27 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 		}
 	}
 	return f, nil
+}
+
+// minimizeFast is q.Minimize(pp) for a post-processing without a ball:
+// when nothing would be trimmed (Λ2 + (λ − floor)·I positive definite after
+// the structure's projection) it is the Cholesky solve of (Λ2 + λI)w =
+// −½Λ1, several times cheaper than the eigen-decomposition.
+func minimizeFast(q *regress.Quadratic, pp regress.PostProcess) ([]float64, error) {
+	if pp.Radius == 0 && pp.RelTol == 0 {
+		p := q
+		if pp.Structure != nil {
+			var err error
+			if p, err = pp.Structure.Project(q); err != nil {
+				return nil, err
+			}
+		}
+		if w, ok := cholSolve(p, pp.Lambda, pp.MinEigen); ok {
+			return w, nil
+		}
+	}
+	w, _, err := q.Minimize(pp)
+	return w, err
 }
 
 // shrinkage returns max_k 1 − μ_k/(μ_k + λ) over the eigenvalues μ_k of the

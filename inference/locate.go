@@ -3,7 +3,11 @@ package inference
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/dplearn/dplearn/regress"
@@ -39,19 +43,56 @@ const UnlocatedLoading = 0.05
 // component becomes 0, a finite deviation) instead of failing; a replicate
 // fails only when no direction is left.
 type locator struct {
-	z     float64
-	sd2   float64 // per-entry noise variance of Λ2
-	lin   *regress.GramStructure
-	maxS  float64 // upper bound of s(v): √2·σ
-	packd int
+	z    float64
+	sd2  float64 // per-entry noise variance of Λ2
+	lin  *regress.GramStructure
+	maxS float64 // upper bound of s(v): √2·σ
+	// class is the structure projection's class of each packed entry
+	// (−1: known), so noiseSD needs no projection per direction.
+	class []int
 }
 
 func newLocator(rel *regress.Released, level float64) *locator {
 	l := &locator{z: NormalQuantile(0.5 + level/2), sd2: rel.VarLambda2, maxS: math.Sqrt(2 * rel.VarLambda2)}
 	if rel.Structure != nil {
 		l.lin = rel.Structure.Scaled(0) // the projection's linear part
+		l.class = projectionClasses(l.lin, rel.Objective.D)
 	}
 	return l
+}
+
+// projectionClasses returns, for each packed entry of Λ2's upper
+// triangle, its class under the structure's projection (entries the
+// projection averages together share a class; −1 for known entries, which
+// it sets to a constant), found by projecting one vector of distinct random
+// values: the projection's linear part replaces each class by its mean and
+// known entries by 0. nil when the probe fails (noiseSD then projects).
+func projectionClasses(lin *regress.GramStructure, d int) []int {
+	m := d * (d + 1) / 2
+	rng := rand.New(rand.NewPCG(0x25, 0xc1a55)) // a probe of the projection's linear map, not noise
+	a := make([]float64, m)
+	for i := range a {
+		a[i] = 1 + rng.Float64()
+	}
+	pa, err := lin.Project(&regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: a})
+	if err != nil {
+		return nil
+	}
+	class := make([]int, m)
+	ids := map[float64]int{}
+	for i, v := range pa.Upper {
+		if v == 0 {
+			class[i] = -1
+			continue
+		}
+		id, ok := ids[v]
+		if !ok {
+			id = len(ids)
+			ids[v] = id
+		}
+		class[i] = id
+	}
+	return class
 }
 
 // noiseSD returns s(v), the standard deviation of the projected noise's
@@ -74,6 +115,22 @@ func (l *locator) noiseSD(v []float64) float64 {
 		s := 0.0
 		for _, x := range a {
 			s += x * x
+		}
+		return math.Sqrt(l.sd2 * s)
+	}
+	if l.class != nil && len(l.class) == len(a) {
+		// aᵀPa = Σ over classes of (Σ_{p∈class} a_p)²/|class|.
+		sums := make(map[int]float64)
+		sizes := make(map[int]int)
+		for p, c := range l.class {
+			if c >= 0 {
+				sums[c] += a[p]
+				sizes[c]++
+			}
+		}
+		s := 0.0
+		for c, v := range sums {
+			s += v * v / float64(sizes[c])
 		}
 		return math.Sqrt(l.sd2 * s)
 	}
@@ -201,4 +258,62 @@ func (s *solution) keptBasis() *mat.Dense {
 		c++
 	}
 	return b
+}
+
+// cholSolve returns the solution w of (Λ2 + shift·I)w = −½Λ1 when
+// Λ2 + (shift − margin)·I is positive definite, i.e. when every eigenvalue
+// of Λ2 + shift·I exceeds margin, so that no direction would be dropped by
+// a floor of at most margin and the minimiser over all directions is the
+// plain solve; ok is false otherwise (the caller then decomposes). Two
+// Cholesky factorisations (LAPACK's potrf, d³/3 flops each, no condition
+// estimate) replace an eigen-decomposition with vectors, several times the
+// cost.
+func cholSolve(q *regress.Quadratic, shift, margin float64) (w []float64, ok bool) {
+	d := q.D
+	fill := func(buf []float64, diag float64) blas64.Symmetric {
+		for i := 0; i < d; i++ {
+			for j := i; j < d; j++ {
+				v := q.At(i, j)
+				if i == j {
+					v += diag
+				}
+				buf[i*d+j] = v
+			}
+		}
+		return blas64.Symmetric{Uplo: blas.Upper, N: d, Stride: d, Data: buf}
+	}
+	buf := make([]float64, d*d)
+	if margin != 0 {
+		if _, ok := lapack64.Potrf(fill(buf, shift-margin)); !ok {
+			return nil, false
+		}
+	}
+	t, ok := lapack64.Potrf(fill(buf, shift))
+	if !ok {
+		return nil, false
+	}
+	w = make([]float64, d)
+	for i := range w {
+		w[i] = -q.Lambda1[i] / 2
+	}
+	lapack64.Potrs(t, blas64.General{Rows: d, Cols: 1, Stride: 1, Data: w})
+	for _, v := range w {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil, false
+		}
+	}
+	return w, true
+}
+
+// solveFast is solve for a bootstrap replicate whose decomposition is not
+// needed: when every eigenvalue of Λ2 exceeds the largest floor any
+// direction can have (z·√2·σ), nothing is dropped and the minimiser is the
+// Cholesky solve; otherwise solve.
+func (l *locator) solveFast(q *regress.Quadratic, basis *mat.Dense) (*solution, error) {
+	if basis == nil {
+		if w, ok := cholSolve(q, 0, l.z*l.maxS); ok {
+			return &solution{w: w}, nil
+		}
+	}
+	return l.solve(q, basis)
 }
