@@ -161,7 +161,7 @@ type Intervals struct {
 	// objective locates fell below its identification floor and was
 	// dropped (as the estimate would drop it: a finite deviation, part of
 	// the interval, not a failure).
-	Dropped int `json:"dropped_replicates,omitempty"`
+	Dropped int `json:"dropped_replicates"`
 	// Diagnosis, when some coefficient is not identified, says why and
 	// which directions (nil when every coefficient is identified).
 	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
