@@ -36,6 +36,10 @@ type realistic struct {
 	probs  [][]float64
 	beta   []float64
 	kind   regress.Kind
+	// spread is the half-width of the common factor of the numeric
+	// columns (1: their whole declared range) and jitter each column's own
+	// noise SD (0.13: correlation ≈ 0.95).
+	spread, jitter float64
 }
 
 const realisticNumeric = 6
@@ -46,7 +50,7 @@ func newRealistic(t testing.TB, kind regress.Kind) *realistic {
 	for j := 0; j < realisticNumeric; j++ {
 		fs = append(fs, fmt.Sprintf(`{"name": "u%d", "range": [-1, 1]}`, j))
 	}
-	r := &realistic{levels: levels, kind: kind}
+	r := &realistic{levels: levels, kind: kind, spread: 1, jitter: 0.13}
 	for c, l := range levels {
 		var cats []string
 		p := make([]float64, l)
@@ -96,16 +100,16 @@ func (r *realistic) row(rng *rand.Rand, x []float64) {
 		x[i] = 0
 	}
 	x[0] = r.sc
-	w := 2*rng.Float64() - 1
+	w := r.spread * (2*rng.Float64() - 1)
 	for j := 0; j < realisticNumeric; j++ {
-		x[1+j] = r.sc * math.Max(-1, math.Min(1, w+0.13*rng.NormFloat64()))
+		x[1+j] = r.sc * math.Max(-1, math.Min(1, w+r.jitter*rng.NormFloat64()))
 	}
 	col := 1 + realisticNumeric
 	for c, p := range r.probs {
 		u := rng.Float64()
 		if c == 0 {
 			// tied to the common factor: higher w, higher levels
-			u = math.Max(0, math.Min(0.999999, 0.7*u+0.3*(w+1)/2))
+			u = math.Max(0, math.Min(0.999999, 0.7*u+0.3*(w/r.spread+1)/2))
 		}
 		k, acc := 0, p[0]
 		for u >= acc && k+1 < len(p) {
@@ -602,5 +606,43 @@ func TestCoverageRealisticTable(t *testing.T) {
 					100*float64(unident)/float64(datasets*d), 100*float64(failed)/float64(datasets*reps))
 			}
 		}
+	}
+}
+
+// TestReleasedForecastSeesTheDesign (issue 25 item 1): on the realistic
+// design made harsher (numeric columns with correlation ≈ 0.98 filling half
+// of their declared range) at N = 50,000, ε = 1, the forecast before
+// fitting, which simulates the idealised reference design, sees no
+// trouble, while the forecast on the released design (ReleasedForecast,
+// post-processing of the released objective) reports the ridge's heavy
+// shrinkage along the collinear columns and swamps.
+func TestReleasedForecastSeesTheDesign(t *testing.T) {
+	rd := newRealistic(t, regress.Linear)
+	rd.spread, rd.jitter = 0.5, 0.04
+	st := rd.sample(rand.New(rand.NewPCG(11, 3)), 50_000)
+	fit, _ := fitWithIntervals(t, st, rd.s, regress.Linear, 1, noise.NewInsecureSeeded(11), Options{Replicates: 200})
+	gs, err := regress.GramStructureFor(rd.s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := regress.Config{Kind: regress.Linear, Epsilon: 1 * (1 - testShare), Delta: 1e-6, Lambda: -1, Structure: gs}
+	ref, err := NoiseForecast("gaussian-fm", cfg, rd.s, 50_000, Options{Replicates: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf, err := ReleasedForecast("gaussian-fm", fit.Released, rd.s, Options{Replicates: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reference: shrinkage %.2f, prediction noise %.3g, swamped %v; released design: shrinkage %.2f, prediction noise %.3g, trimmed share %.2f, swamped %v",
+		ref.Shrinkage, ref.PredictionRMS, ref.Swamped, rf.Shrinkage, rf.PredictionRMS, rf.TrimmedShare, rf.Swamped)
+	if ref.Swamped {
+		t.Errorf("the reference forecast already swamps (%s): the test no longer shows the difference", ref.Warning)
+	}
+	if !rf.Swamped || !(rf.Shrinkage > 2*ref.Shrinkage) {
+		t.Errorf("the released-design forecast does not see the collinear design: shrinkage %.2f (reference %.2f), swamped %v", rf.Shrinkage, ref.Shrinkage, rf.Swamped)
+	}
+	if rf.Reference != ReleasedDesign {
+		t.Errorf("reference %q", rf.Reference)
 	}
 }
