@@ -277,6 +277,7 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 				r.OriginalSE = math.Abs(sl) * c.SE
 				a, b := sl*c.Lower, sl*c.Upper
 				r.OriginalLower, r.OriginalUpper = math.Min(a, b), math.Max(a, b)
+				r.PValue = fp(c.PValue) // b = 0 exactly when ω = 0
 			} else {
 				// The intercept is a linear combination: normal interval
 				// with the bootstrap covariance, centred at the
@@ -289,6 +290,7 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 				}
 				r.OriginalSE = math.Sqrt(v)
 				r.OriginalLower, r.OriginalUpper = r.Original-z*r.OriginalSE, r.Original+z*r.OriginalSE
+				r.PValue = fp(inference.NormalPValue(r.Original, r.OriginalSE))
 			}
 		}
 		r.Meaning = u.Meaning(r.Original)

@@ -48,14 +48,25 @@
 // sampling variation.
 //
 //  1. Noise. With ω₀ = g₀(Λ̃) (the unregularised minimiser of the released
-//     objective, computed in the directions kept by the fit's trimming
-//     floor), draw B replicates Λ* = Λ̃ + (e*, E*) with the mechanism's
-//     noise distribution and take ω*_b = g₀(Λ*_b). The law of ω*_b − ω₀
-//     around the released point approximates the law of ω₀ − β around the
-//     truth, including the bias and the heavy tails of inverting a noisy
-//     matrix (which the delta method misses). Replicates in which Λ*₂ loses
-//     a direction are failures and placed at ±∞, so fragile fits get wider
-//     intervals, never narrower.
+//     objective over the eigen-directions it locates: those whose
+//     curvature μ̃ is significantly positive, μ̃ > z_{1−α/2}·s(v), s(v) the
+//     noise SD of vᵀEv after the Gram structure's projection — Fieller's
+//     condition for a bounded confidence set of the ratio −vᵀΛ1/(2μ); see
+//     locator), draw B replicates Λ* = Λ̃ + (e*, E*) with the mechanism's
+//     noise distribution and take ω*_b = g₀(Λ*_b) with the same rule. The
+//     law of ω*_b − ω₀ around the released point approximates the law of
+//     ω₀ − β around the truth, including the bias and the heavy tails of
+//     inverting a noisy matrix (which the delta method misses). A replicate
+//     in which a located direction falls below its floor drops it, as the
+//     estimate would (a finite deviation); only a replicate left with no
+//     direction fails and is placed at ±∞. Coefficients loading
+//     UnlocatedLoading or more on a direction the released objective does
+//     not locate are unidentified; the others' intervals describe the
+//     minimiser within the located directions. Because the replicates are
+//     drawn around the noisier Λ̃, their spread overstates the estimator's
+//     where the noise is not small against Λ2's weakest curvature; a
+//     second-level bootstrap estimates that inflation per coefficient and
+//     divides it out (calibration).
 //     When the fit projected Λ̃2 onto the schema's public Gram structure
 //     (regress.Released.Structure), Λ̃ and every Λ* are projected the same
 //     way first; the projection commutes with fresh noise, so the replicates
@@ -98,7 +109,10 @@
 //     summary's public Laplace noise and adds the resulting change of β̂.
 //
 //  3. Interval. With δ_b = ω*_b − ω₀ + z_b, the basic-bootstrap interval at
-//     level 1 − α is [ω₀ − q_{1−α/2}(δ), ω₀ − q_{α/2}(δ)] per coefficient;
+//     level 1 − α is [ω₀ − q_{1−α/2}(δ), ω₀ − q_{α/2}(δ)] per coefficient
+//     and the p-value of coefficient = 0 is 2·min(F(ω₀), 1 − F(ω₀)) for
+//     the bootstrap law F of δ (Coefficient.PValue: it rejects at α exactly
+//     when that interval excludes 0);
 //     the point estimate is ω₀ − median(δ) and the standard error half the
 //     central 68.27% range of δ (the standard deviation when δ is normal,
 //     robust to heavy tails). The bootstrap covariance of δ gives intervals

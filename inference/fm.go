@@ -96,6 +96,43 @@ type Coefficient struct {
 	// and the data's sampling part (NoiseSE² + SamplingSE² ≈ SE²).
 	NoiseSE    float64 `json:"noise_se"`
 	SamplingSE float64 `json:"sampling_se"`
+	// PValue is the two-sided p-value of the test of coefficient = 0
+	// (statsmodels' P>|z| column) calibrated by the same parametric
+	// bootstrap as the interval, so it accounts for the mechanism's noise
+	// and the data's sampling: with F the bootstrap law of the deviation
+	// δ (failed replicates at ±∞, half each), the basic-bootstrap interval
+	// at level 1 − α excludes 0 exactly when the centre c falls outside
+	// F's α/2 and 1 − α/2 quantiles, so p = 2·min(F(c), 1 − F(c)),
+	// computed as 2·(1 + min(#{δ_b ≤ c}, #{δ_b ≥ c}))/(B + 1) (the
+	// Monte Carlo p-value, never 0), capped at 1. It rejects at level α
+	// exactly when the 1 − α interval excludes 0 (up to the +1).
+	PValue float64 `json:"p_value"`
+}
+
+// NormalPValue is the two-sided normal p-value 2Φ(−|est/se|) of the test
+// est = 0, for linear combinations of the coefficients (the intercept in
+// original units) whose interval is the normal one with the bootstrap
+// covariance. It is 1 when se is not positive and est is 0, else 0 for se 0.
+func NormalPValue(est, se float64) float64 {
+	if !(se > 0) {
+		if est == 0 {
+			return 1
+		}
+		return 0
+	}
+	return 2 * distuv.UnitNormal.CDF(-math.Abs(est/se))
+}
+
+// bootstrapPValue returns the Monte Carlo p-value of coefficient = 0 from
+// the sorted finite deviations among total replicates (failures at ±∞, half
+// each) and the centre c (see Coefficient.PValue).
+func bootstrapPValue(sorted []float64, total int, c float64) float64 {
+	f := total - len(sorted)
+	lowF := f / 2
+	le := sort.Search(len(sorted), func(i int) bool { return sorted[i] > c }) // #{δ ≤ c}
+	ge := len(sorted) - sort.Search(len(sorted), func(i int) bool { return sorted[i] >= c })
+	low, high := le+lowF, ge+(f-lowF)
+	return math.Min(1, 2*float64(1+min(low, high))/float64(total+1))
 }
 
 // Intervals are confidence intervals for the encoded coefficients of one
@@ -115,11 +152,16 @@ type Intervals struct {
 	// truncated fit), a function of released values.
 	ResidualVariance float64 `json:"residual_variance"`
 	// Replicates is the bootstrap size; Failed counts replicates in which
-	// the noisy Λ2 lost a direction (they count as outside every
+	// the noisy Λ2 located no direction at all (they count as outside every
 	// interval: the ends are taken over all Replicates, failures placed
 	// at ±∞, so a fragile fit gets wider intervals, never narrower).
 	Replicates int `json:"replicates"`
 	Failed     int `json:"failed_replicates"`
+	// Dropped counts replicates in which a direction that the released
+	// objective locates fell below its identification floor and was
+	// dropped (as the estimate would drop it: a finite deviation, part of
+	// the interval, not a failure).
+	Dropped int `json:"dropped_replicates"`
 	// Diagnosis, when some coefficient is not identified, says why and
 	// which directions (nil when every coefficient is identified).
 	Diagnosis *Diagnosis `json:"diagnosis,omitempty"`
@@ -453,28 +495,47 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		return nil, fmt.Errorf("inference: %w", err)
 	}
 	d := q.D
-	pp := rel.Unshrunk()
+	loc := newLocator(rel, level)
 
 	out := &Intervals{Level: level, Replicates: reps,
-		Method:   fmt.Sprintf("parametric bootstrap over the mechanism's noise (%s on Λ1, %s on Λ2, variances from ε, δ, N, d) around the released objective, plus the data's sampling variation (sandwich with released values), %d replicates, basic-bootstrap interval", rel.Noise1, rel.Noise2, reps),
+		Method:   fmt.Sprintf("parametric bootstrap over the mechanism's noise (%s on Λ1, %s on Λ2, variances from ε, δ, N, d) around the released objective, plus the data's sampling variation (sandwich with released values), %d replicates, basic-bootstrap interval; eigen-directions of Λ2 whose curvature is not significantly positive (Fieller, at the interval's level) are not located, in the estimate and in every replicate alike", rel.Noise1, rel.Noise2, reps),
 		Estimand: estimand, Coefficients: make([]Coefficient, d)}
-	w0, trimmed, err := q.Minimize(pp)
-	if err != nil || trimmed > 0 {
-		// Λ2 itself does not determine every direction: no coefficient
-		// is reported as identified.
+	sol, err := loc.solve(q, nil)
+	if err != nil {
+		// Λ2 itself locates no direction: no coefficient is identified.
 		out.Covariance = zeros(d)
-		out.Diagnosis = diagnose(q, rel, "trimmed")
+		out.Diagnosis = diagnose(sol, loc, rel, "trimmed")
 		return out, nil
 	}
-
-	// Eigen-decomposition of the released Λ2 for the sampling part.
-	vals, vecs, err := q.Eigen(0, true)
-	if err != nil {
-		return nil, err
+	w0 := sol.w
+	// Coefficients loading on a direction the released objective does not
+	// locate are unidentified; the others get intervals for the minimiser
+	// restricted to the located directions (basis), in the estimate and in
+	// every replicate.
+	var basis *mat.Dense
+	unlocated := make([]bool, d)
+	if sol.dropped > 0 {
+		basis = sol.keptBasis()
+		for k, ok := range sol.located {
+			if ok {
+				continue
+			}
+			for i := 0; i < d; i++ {
+				if math.Abs(sol.vecs.At(i, k)) >= UnlocatedLoading {
+					unlocated[i] = true
+				}
+			}
+		}
+		out.Diagnosis = diagnose(sol, loc, rel, "trimmed")
 	}
+
+	// Eigen-decomposition of the released Λ2 for the sampling part (the
+	// located directions only).
+	vals, vecs := sol.vals, sol.vecs
 
 	// Pass 1: the noise-only bootstrap.
 	noiseDraws := make([][]float64, 0, reps)
+	cal := newCalibration(d, sol)
 	quad := func(w []float64) float64 {
 		s := 0.0
 		for i := 0; i < d; i++ {
@@ -485,26 +546,50 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		return s
 	}
 	star := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(q.Upper))}
-	quadBias := 0.0
+	// The noise bias of the fit's quadratic form w0ᵀΛ̃2w0 (for the residual
+	// variance) is the median over the replicates of quad(w*) − quad(w0):
+	// the mean is dominated by the few replicates whose noisy curvature
+	// nearly vanishes (quad grows like 1/μ*).
+	quadDiffs := make([]float64, 0, reps)
 	for b := 0; b < reps; b++ {
 		perturb(rng, q, star, rel)
-		w, tr, err := star.Minimize(pp)
-		if err != nil || tr > 0 {
+		sp, err := rel.Structure.Project(star)
+		if err != nil {
+			return nil, fmt.Errorf("inference: %w", err)
+		}
+		// The first calibrationObserved replicates are decomposed for the
+		// calibration; the rest take the Cholesky fast path when nothing
+		// is near a floor.
+		solve := loc.solveFast
+		if ex == nil && b < calibrationObserved {
+			solve = loc.solve
+		}
+		rs, err := solve(sp, basis)
+		if err != nil {
 			out.Failed++
 			continue
 		}
+		if rs.dropped > 0 {
+			out.Dropped++
+		}
+		w := rs.w
 		noiseDraws = append(noiseDraws, w)
-		quadBias += quad(w) - quad(w0)
+		quadDiffs = append(quadDiffs, quad(w)-quad(w0))
+		if ex == nil && rs.vecs != nil {
+			cal.observe(sp, rs)
+		}
 	}
-	if len(noiseDraws) > 0 {
-		quadBias /= float64(len(noiseDraws))
+	quadBias := 0.0
+	if len(quadDiffs) > 0 {
+		sort.Float64s(quadDiffs)
+		quadBias = quantileWithFailures(quadDiffs, len(quadDiffs), 0.5)
 	}
 	resid, scale, inflate := model(quad(w0) - quadBias)
 	out.ResidualVariance = resid
 	n := float64(rel.N)
 	sampSD := make([]float64, d) // per eigen-direction
 	for k, mu := range vals {
-		if mu > 0 {
+		if mu > 0 && sol.located[k] {
 			sampSD[k] = math.Sqrt(scale / (n * mu))
 		}
 	}
@@ -519,6 +604,16 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	center := w0
 	if ex != nil {
 		center = ex.at(w0, ex.f)
+	}
+	// Second level (FM fits): how much wider the replicates' spread is
+	// than the estimator's, estimated one level out (calibration).
+	kn, ks := ones(d), ones(d)
+	if ex == nil {
+		var err error
+		if kn, ks, err = cal.factors(rng, rel, loc, basis, w0, noiseDraws, reps); err != nil {
+			return nil, err
+		}
+		out.Method += "; the spread of the noise and sampling parts divided per coefficient by its inflation, estimated by a second-level bootstrap (calibration.go)"
 	}
 	// Pass 2: total deviations δ = (noise draw + sampling draw) − w0.
 	devs := make([][]float64, len(noiseDraws))
@@ -545,7 +640,8 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 			for k := range xi {
 				z += vecs.At(i, k) * xi[k]
 			}
-			nv[i] = (w[i] - w0[i]) * inflate
+			nv[i] = (w[i] - w0[i]) * inflate / kn[i]
+			z /= ks[i]
 			if scaled != nil {
 				nv[i] = scaled[i]
 			}
@@ -572,17 +668,18 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		hi := quantileWithFailures(col, reps, 1-alpha/2)
 		med := quantileWithFailures(col, reps, 0.5)
 		s, ns := robustSD(col, reps), robustSD(ncol, reps)
-		if math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsInf(s, 0) {
+		if unlocated[i] || math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsInf(s, 0) {
 			continue // not identified at this level
 		}
 		out.Coefficients[i] = Coefficient{Identified: true,
 			Estimate: center[i] - med, SE: s,
 			Lower: center[i] - hi, Upper: center[i] - lo,
-			NoiseSE: ns, SamplingSE: math.Sqrt(sampVar[i])}
+			NoiseSE: ns, SamplingSE: math.Sqrt(sampVar[i]),
+			PValue: bootstrapPValue(col, reps, center[i])}
 	}
 	for _, c := range out.Coefficients {
-		if !c.Identified {
-			out.Diagnosis = diagnose(q, rel, "failed-replicates")
+		if !c.Identified && out.Diagnosis == nil {
+			out.Diagnosis = diagnose(sol, loc, rel, "failed-replicates")
 			break
 		}
 	}

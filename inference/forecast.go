@@ -58,6 +58,9 @@ type Forecast struct {
 	// FailedShare is the share of simulated fits in which the noise left
 	// no usable direction of Λ2 (the real fit would fail).
 	FailedShare float64 `json:"failed_share"`
+	// TrimmedShare (ReleasedForecast only) is the share of simulated fits
+	// whose post-processing trimmed at least one direction.
+	TrimmedShare float64 `json:"trimmed_share,omitempty"`
 	// Swamped is true when PredictionRMS exceeds SwampRatio (linear) or
 	// LogOddsSwamp (logistic), Shrinkage exceeds ShrinkSwamp, or more than
 	// 5% of the simulated fits fail.
@@ -311,7 +314,7 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 	predSS := 0.0
 	for b := 0; b < reps; b++ {
 		perturb(rng, q0, star, rel)
-		w, _, err := star.Minimize(pp)
+		w, err := minimizeFast(star, pp)
 		if err != nil {
 			failed++
 			continue
@@ -378,6 +381,27 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 	return f, nil
 }
 
+// minimizeFast is q.Minimize(pp) for a post-processing without a ball:
+// when nothing would be trimmed (Λ2 + (λ − floor)·I positive definite after
+// the structure's projection) it is the Cholesky solve of (Λ2 + λI)w =
+// −½Λ1, several times cheaper than the eigen-decomposition.
+func minimizeFast(q *regress.Quadratic, pp regress.PostProcess) ([]float64, error) {
+	if pp.Radius == 0 && pp.RelTol == 0 {
+		p := q
+		if pp.Structure != nil {
+			var err error
+			if p, err = pp.Structure.Project(q); err != nil {
+				return nil, err
+			}
+		}
+		if w, ok := cholSolve(p, pp.Lambda, pp.MinEigen); ok {
+			return w, nil
+		}
+	}
+	w, _, err := q.Minimize(pp)
+	return w, err
+}
+
 // shrinkage returns max_k of the fit's shrinkage 1 − μ_k/(max(μ_k, floor)
 // + λ) over the eigenvalues μ_k of the reference Λ2 (its ridge λ or
 // eigenvalue floor: regress.PostProcess.Shrinkage).
@@ -397,3 +421,136 @@ func shrinkage(q *regress.Quadratic, pp regress.PostProcess) (float64, error) {
 // residuals (encoded target scale, where |y| ≤ 1): a public assumption of
 // the forecast, not a property of any data (see irlsReference).
 const ReferenceResidualSpread = 0.33
+
+// ReleasedDesign describes ReleasedForecast's stand-in for the data.
+const ReleasedDesign = "released design: the released Λ2 (after the schema's Gram structure) with its eigenvalues raised to the fit's trimming floor, and the released Λ1 — post-processing of the released values"
+
+// ReleasedForecast is the forecast simulated on the released design
+// instead of the idealised reference one (issue 25 item 1: the reference
+// has independent features and equally likely levels, so it reported no
+// trouble where the real design's collinear columns or rare levels swamp
+// the fit). It runs after the fit, on released values only: the released
+// objective projected onto its public structure, with Λ2's eigenvalues
+// raised to the trimming floor TrimFraction·λ so that the stand-in is
+// positive definite, is re-noised with the mechanism's public noise law
+// and solved with the fit's own post-processing (ridge, trimming). The
+// figures mean what NoiseForecast's do, on that design; TrimmedShare adds
+// the share of simulated fits that trimmed some direction. FM family only
+// (fm, relaxed-fm, gaussian-fm).
+func ReleasedForecast(mechanism string, rel *regress.Released, s *schema.Schema, opt Options) (*Forecast, error) {
+	if !Forecaster(mechanism) || mechanism == "irls" {
+		return nil, fmt.Errorf("inference: no released-design forecast for mechanism %q (available for fm, gaussian-fm, relaxed-fm)", mechanism)
+	}
+	if err := rel.Validate(); err != nil {
+		return nil, fmt.Errorf("inference: %w", err)
+	}
+	reps, err := opt.replicates()
+	if err != nil {
+		return nil, err
+	}
+	q, err := rel.Projected()
+	if err != nil {
+		return nil, fmt.Errorf("inference: %w", err)
+	}
+	d := q.D
+	vals, vecs, err := q.Eigen(0, true)
+	if err != nil {
+		return nil, fmt.Errorf("inference: forecast: %w", err)
+	}
+	q0 := &regress.Quadratic{D: d, Lambda1: append([]float64(nil), q.Lambda1...), Upper: make([]float64, len(q.Upper))}
+	p := 0
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			v := 0.0
+			for k, mu := range vals {
+				v += vecs.At(i, k) * math.Max(mu, rel.MinEigen) * vecs.At(j, k)
+			}
+			q0.Upper[p] = v
+			p++
+		}
+	}
+	pp := rel.PostProcess()
+	w0, _, err := q0.Minimize(pp)
+	if err != nil {
+		return nil, fmt.Errorf("inference: forecast: %w", err)
+	}
+	// Λ2 holds a·G (a = 1 linear, ⅛ logistic): the prediction's noise
+	// δᵀGδ = δᵀΛ2δ/a.
+	a := 1.0
+	if rel.Kind == regress.Logistic {
+		a = 0.125
+	}
+	seed := opt.seed()
+	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
+	star := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(q0.Upper))}
+	devs := make([][]float64, 0, reps)
+	failed, trimmed := 0, 0
+	predSS := 0.0
+	for b := 0; b < reps; b++ {
+		perturb(rng, q0, star, rel)
+		w, tr, err := star.Minimize(pp)
+		if err != nil {
+			failed++
+			continue
+		}
+		if tr > 0 {
+			trimmed++
+		}
+		dv := make([]float64, d)
+		for i := range dv {
+			dv[i] = w[i] - w0[i]
+		}
+		devs = append(devs, dv)
+		for i := 0; i < d; i++ {
+			for j := 0; j < d; j++ {
+				predSS += dv[i] * q0.At(i, j) / a * dv[j]
+			}
+		}
+	}
+	if len(devs) == 0 {
+		return nil, fmt.Errorf("inference: forecast: the noise removes every direction of the released Λ2 in all %d simulated fits", reps)
+	}
+	f := &Forecast{Mechanism: mechanism, CoefSD: make([]float64, d), CoefSDOriginal: make([]float64, d), Reference: ReleasedDesign,
+		PredictionRMS: math.Sqrt(predSS / float64(len(devs))), TrimmedShare: float64(trimmed) / float64(reps)}
+	col := make([]float64, len(devs))
+	for i := 0; i < d; i++ {
+		for b := range devs {
+			col[b] = devs[b][i]
+		}
+		sort.Float64s(col)
+		f.CoefSD[i] = robustSD(col, reps)
+	}
+	if s != nil {
+		cov := covariance(devs, d)
+		for i, u := range s.OriginalUnits() {
+			if i >= d {
+				break
+			}
+			if sl, ok := u.Slope(); ok {
+				f.CoefSDOriginal[i] = math.Abs(sl) * f.CoefSD[i]
+				continue
+			}
+			v := 0.0
+			for x := 0; x < d; x++ {
+				for y := 0; y < d; y++ {
+					v += u.Weights[x] * cov[x][y] * u.Weights[y]
+				}
+			}
+			f.CoefSDOriginal[i] = math.Sqrt(v)
+		}
+	}
+	if f.Shrinkage, err = shrinkage(q0, pp); err != nil {
+		return nil, err
+	}
+	limit := SwampRatio
+	if rel.Kind == regress.Logistic {
+		limit = LogOddsSwamp
+	}
+	f.FailedShare = float64(failed) / float64(reps)
+	if f.PredictionRMS > limit || f.Shrinkage > ShrinkSwamp || f.FailedShare > 0.05 {
+		f.Swamped = true
+		f.Warning = fmt.Sprintf("on the released design the privacy noise swamps the signal: the noise alone moves predictions by about %.3g (warning above %g), the ridge removes up to %.0f%% of a coefficient (warning above %.0f%%), %.0f%% of simulated fits trim a direction and %.0f%% fail",
+			f.PredictionRMS, limit, 100*f.Shrinkage, 100*ShrinkSwamp, 100*f.TrimmedShare, 100*f.FailedShare)
+	}
+	return f, nil
+}

@@ -242,7 +242,8 @@ func ObjPert(rel *regress.ObjPertRelease, opt Options) (*Intervals, error) {
 		}
 		sort.Float64s(col)
 		nse := robustSD(col, reps)
-		c := Coefficient{Identified: true, Estimate: est[j], SE: se, Lower: est[j] - z*se, Upper: est[j] + z*se, NoiseSE: nse}
+		c := Coefficient{Identified: true, Estimate: est[j], SE: se, Lower: est[j] - z*se, Upper: est[j] + z*se, NoiseSE: nse,
+			PValue: NormalPValue(est[j], se)} // the interval is normal: p < 1 − level exactly when it excludes 0
 		c.SamplingSE = math.Sqrt(math.Max(0, se*se-nse*nse))
 		iv.Coefficients[j] = c
 	}

@@ -182,6 +182,8 @@ var releasedFields = []releasedField{
 	{path: "inference.residual_variance", why: "from the released Λ0 (linear), released Λ2 (logistic) or the released residual summary (irls)"},
 	{path: "inference.method", why: "irls: the extrapolation gain f^J = (1 − share/(η·mean weight))^J of the released residual summary (only that figure is masked)", canon: irlsGain},
 	{path: "inference.failed_replicates", why: "bootstrap replicates of the released Λ2 that lost a direction"},
+	{path: "inference.dropped_replicates", why: "bootstrap replicates of the released Λ2 in which a direction fell below its identification floor (inference.Intervals.Dropped)"},
+	{path: "inference.coefficients[].p_value", why: "bootstrap p-value of coefficient = 0 around the released objective"},
 	{path: "inference.diagnosis", why: "why coefficients are unidentified: eigen-directions of the released Λ2 (post-processing of released values; inference.Diagnosis)"},
 	{path: "inference.target_moment", why: "the released noisy Λ0 (Laplace, composed into the report)"},
 	{path: "inference.robust_scale", why: "the released noisy residual summary of irls (Laplace, composed into the report)"},

@@ -83,6 +83,30 @@ type fileJSON struct {
 	Columns     []string `json:"columns"`
 	SkipBadRows bool     `json:"skip_bad_rows"`
 	Moments     string   `json:"moments"`
+	// Declaration is the schema the statistics were computed with (public;
+	// its fingerprint is Schema), so a mismatch can name the column and
+	// field that differ (schema.Diff). Absent in older files.
+	Declaration json.RawMessage `json:"schema,omitempty"`
+}
+
+// mismatch says what differs between the file's schema and s: the column
+// and field (schema.Diff, the file's declaration first) when the file
+// records its declaration, else the column lists when they differ, else
+// that a declaration behind the same column names differs (issue 25
+// item 6: printing two identical column lists said nothing).
+func mismatch(f fileJSON, s *schema.Schema) string {
+	if len(f.Declaration) > 0 {
+		var fs schema.Schema
+		if err := json.Unmarshal(f.Declaration, &fs); err == nil {
+			if d := schema.Diff(&fs, s); d != nil {
+				return fmt.Sprintf("%s (the first: the statistics file's, the second: this schema)", d)
+			}
+		}
+	}
+	if !slices.Equal(f.Columns, columns(s)) {
+		return fmt.Sprintf("file columns %q, schema columns %q", f.Columns, columns(s))
+	}
+	return fmt.Sprintf("the columns %q are the same, but a declaration behind them differs (a range, category list, transform, target or missing policy; this file is from an older version and does not record which)", f.Columns)
 }
 
 func columns(s *schema.Schema) []string {
@@ -104,13 +128,17 @@ func Encode(s *schema.Schema, st Stats) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("statsfile: %w", err)
 	}
+	decl, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("statsfile: %w", err)
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", " ")
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(fileJSON{Private: Warning, Format: formatName, Version: version,
 		Schema: hex.EncodeToString(fp[:]), Columns: cols, SkipBadRows: st.SkipBadRows,
-		Moments: base64.StdEncoding.EncodeToString(bin)}); err != nil {
+		Moments: base64.StdEncoding.EncodeToString(bin), Declaration: decl}); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -143,7 +171,7 @@ func Decode(data []byte, name string, s *schema.Schema) (Stats, error) {
 		return Stats{}, err
 	}
 	if f.Schema != hex.EncodeToString(fp[:]) {
-		return Stats{}, fmt.Errorf("%s: %w (file columns %q; schema columns %q): compute the statistics again with this schema", name, ErrSchemaMismatch, f.Columns, columns(s))
+		return Stats{}, fmt.Errorf("%s: %w: %s: compute the statistics again with this schema", name, ErrSchemaMismatch, mismatch(f, s))
 	}
 	if !slices.Equal(f.Columns, columns(s)) {
 		return Stats{}, fmt.Errorf("%s: %w: file columns %q, schema columns %q", name, ErrSchemaMismatch, f.Columns, columns(s))

@@ -72,6 +72,7 @@ func TestRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, _ := schema.Parse([]byte(strings.Replace(testSchema, `"w"]`, `"x"]`, 1)))
+	otherRange, _ := schema.Parse([]byte(strings.Replace(testSchema, `[0, 10]`, `[0, 20]`, 1)))
 	write := func(name string, data []byte, perm os.FileMode) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, data, perm); err != nil {
@@ -93,6 +94,10 @@ func TestRefusals(t *testing.T) {
 		{"group readable", write("g.json", good, 0o640), s, "readable by other users", ErrReadable},
 		{"world readable", write("w.json", good, 0o604), s, "chmod 600", ErrReadable},
 		{"other schema", write("o.json", good, 0o600), other, "different schema", ErrSchemaMismatch},
+		// issue 25 item 6: name the column and field, not two identical
+		// column lists.
+		{"other categories named", write("o2.json", good, 0o600), other, `column "b": field "categories" is ["u","v","w"] in one schema and ["u","v","x"]`, ErrSchemaMismatch},
+		{"other range named", write("o3.json", good, 0o600), otherRange, `column "a": field "range" is [0,10] in one schema and [0,20]`, ErrSchemaMismatch},
 		{"not json", write("n.json", []byte("a,b\n1,2\n"), 0o600), s, "not a statistics file", nil},
 		{"format", write("f.json", edit(`"dplearn-statistics"`, `"other"`), 0o600), s, "not a statistics file", nil},
 		{"version", write("v.json", edit(`"version": 1`, `"version": 2`), 0o600), s, "version 2", nil},

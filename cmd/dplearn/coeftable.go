@@ -43,15 +43,18 @@ func writeCoefTable(w io.Writer, r *regress.CoefTable) error {
 	if r.Level > 0 {
 		ci = fmt.Sprintf("%g%% CI", 100*r.Level)
 	}
-	fmt.Fprintf(tw, "coefficient\testimate (original units)\tSE\t%s (original units)\tencoded\tSE (encoded)\tmeaning\n", ci)
+	fmt.Fprintf(tw, "coefficient\testimate (original units)\tSE\tP>|z|\t%s (original units)\tencoded\tSE (encoded)\tmeaning\n", ci)
 	for _, c := range r.Rows {
-		se, ciText, seEnc := "n/a", "n/a", "n/a"
+		se, ciText, seEnc, pv := "n/a", "n/a", "n/a", "n/a"
 		if c.Identified {
 			se, ciText, seEnc = fmt.Sprintf("%.4g", c.OriginalSE), fmt.Sprintf("[%.4g, %.4g]", c.OriginalLower, c.OriginalUpper), fmt.Sprintf("%.4g", c.SE)
 		} else if r.Level > 0 {
 			se, ciText, seEnc = "unidentified", "unidentified", "unidentified"
 		}
-		fmt.Fprintf(tw, "%s\t%+.5g\t%s\t%s\t%+.5f\t%s\t%s\n", c.Name, c.Original, se, ciText, c.Encoded, seEnc, c.Meaning)
+		if c.Identified && c.PValue != nil {
+			pv = fmt.Sprintf("%.3f", *c.PValue) // the bootstrap p-value (inference.Coefficient.PValue)
+		}
+		fmt.Fprintf(tw, "%s\t%+.5g\t%s\t%s\t%s\t%+.5f\t%s\t%s\n", c.Name, c.Original, se, pv, ciText, c.Encoded, seEnc, c.Meaning)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -63,7 +66,7 @@ func writeCoefTable(w io.Writer, r *regress.CoefTable) error {
 		fmt.Fprintf(w, "Intervals: %s.\nEstimand: %s.\n", r.Method, r.Estimand)
 	}
 	if r.Replicates > 0 {
-		fmt.Fprintf(w, "Bootstrap: %d of %d replicates failed (%.1f%%: the noisy Λ2 lost a direction; they count as outside every interval).\n",
+		fmt.Fprintf(w, "Bootstrap: %d of %d replicates failed (%.1f%%: the noisy Λ2 located no direction; they count as outside every interval).\n",
 			r.Failed, r.Replicates, 100*float64(r.Failed)/float64(r.Replicates))
 	}
 	if r.Diagnosis != "" {

@@ -65,7 +65,7 @@ func TestFitCoefficientTable(t *testing.T) {
 	if fc < 0 || fitted < 0 || fc > fitted {
 		t.Fatalf("forecast not printed before the fit:\n%s", out)
 	}
-	for _, want := range []string{"95% CI (original units)", "+1 education ≈ ×1.1", "ethnicity=afam instead of cauc", "Λ0 = (1/N)Σy²", "guarantee:     (1, 1e-06)-DP"} {
+	for _, want := range []string{"95% CI (original units)", "P>|z|", "+1 education ≈ ×1.1", "ethnicity=afam instead of cauc", "Λ0 = (1/N)Σy²", "guarantee:     (1, 1e-06)-DP"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -83,6 +83,11 @@ func TestFitCoefficientTable(t *testing.T) {
 		}
 		if tr := truth[r.Name]; tr < r.OriginalLower || tr > r.OriginalUpper {
 			t.Errorf("%s: interval [%v, %v] misses %v", r.Name, r.OriginalLower, r.OriginalUpper, tr)
+		}
+		// issue 25 item 2: every effect here is many SEs from 0, so its
+		// bootstrap p-value (stored with the row) is below 0.01.
+		if r.PValue == nil || !(*r.PValue < 0.01) {
+			t.Errorf("%s: p-value %v, want < 0.01 for an effect of %v", r.Name, r.PValue, truth[r.Name])
 		}
 		if sl, ok := slope[r.Name]; ok {
 			if math.Abs(r.Original-sl*r.Encoded) > 1e-12 || math.Abs(r.OriginalLower-sl*r.Lower) > 1e-12 || math.Abs(r.OriginalSE-sl*r.SE) > 1e-12 {

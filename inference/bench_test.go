@@ -1,0 +1,132 @@
+package inference
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/schema"
+	"github.com/dplearn/dplearn/suffstat"
+)
+
+// The benchmarks below measure the fit path at D coefficients on 100,000
+// rows (issue 24, "Speed of the fit path"): BenchmarkFitD* is the rest of
+// the fit (the exact statistics of the encoded rows with suffstat, then
+// the gaussian-fm release and solve), BenchmarkForecastD* the forecast
+// before fitting (500 simulated releases, as `dplearn fit` runs it) and
+// BenchmarkIntervalsD* the confidence intervals (2000 replicates, the
+// default). The goal is forecast + intervals ≤ 0.2 × the rest of the fit
+// for D ≤ 1000; compare the ns/op of the three in one run.
+
+const benchRows = 100_000
+
+type benchCase struct {
+	s    *schema.Schema
+	rows []float64
+	k    int
+}
+
+var benchCases = map[int]*benchCase{}
+
+// benchData is D − 1 numeric features (uniform, the first two correlated)
+// and the intercept, with a linear target.
+func benchData(b *testing.B, d int) *benchCase {
+	if c := benchCases[d]; c != nil {
+		return c
+	}
+	var fs []string
+	for j := 1; j < d; j++ {
+		fs = append(fs, fmt.Sprintf(`{"name": "x%d", "range": [-1, 1]}`, j))
+	}
+	s, err := schema.Parse([]byte(fmt.Sprintf(`{"target": {"name": "y", "range": [-1, 1]}, "features": [%s]}`, strings.Join(fs, ", "))))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sc := 1 / math.Sqrt(float64(s.Bound()))
+	k := d + 1
+	rng := rand.New(rand.NewPCG(uint64(d), 24))
+	rows := make([]float64, benchRows*k)
+	for r := 0; r < benchRows; r++ {
+		x := rows[r*k : (r+1)*k]
+		x[0] = sc
+		z := 0.1 * sc
+		for j := 1; j < d; j++ {
+			x[j] = sc * (2*rng.Float64() - 1)
+			z += 0.3 * x[j] / math.Sqrt(float64(d))
+		}
+		x[k-1] = math.Max(-1, math.Min(1, z+0.2*(2*rng.Float64()-1)))
+	}
+	c := &benchCase{s: s, rows: rows, k: k}
+	benchCases[d] = c
+	return c
+}
+
+func benchConfig(c *benchCase) regress.Config {
+	return regress.Config{Kind: regress.Linear, Epsilon: 0.95, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(1)}
+}
+
+func benchFit(b *testing.B, d int) {
+	c := benchData(b, d)
+	est, err := regress.New("gaussian-fm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m := suffstat.New(c.k)
+		m.SetWorkers(1)
+		if err := m.AddRows(c.rows); err != nil {
+			b.Fatal(err)
+		}
+		m.Flush()
+		if _, err := est.Fit(context.Background(), regress.Data{Stats: m}, benchConfig(c)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchForecast(b *testing.B, d int) {
+	c := benchData(b, d)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := NoiseForecast("gaussian-fm", benchConfig(c), c.s, benchRows, Options{Replicates: 500}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchIntervals(b *testing.B, d int) {
+	c := benchData(b, d)
+	m := suffstat.New(c.k)
+	if err := m.AddRows(c.rows); err != nil {
+		b.Fatal(err)
+	}
+	m.Flush()
+	est, _ := regress.New("gaussian-fm")
+	fit, err := est.Fit(context.Background(), regress.Data{Stats: m}, benchConfig(c))
+	if err != nil {
+		b.Fatal(err)
+	}
+	y2 := &TargetMoment{Value: m.At(d, d) / benchRows}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := FM(fit.Released, y2, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkFitD50(b *testing.B)        { benchFit(b, 50) }
+func BenchmarkForecastD50(b *testing.B)   { benchForecast(b, 50) }
+func BenchmarkIntervalsD50(b *testing.B)  { benchIntervals(b, 50) }
+func BenchmarkFitD100(b *testing.B)       { benchFit(b, 100) }
+func BenchmarkForecastD100(b *testing.B)  { benchForecast(b, 100) }
+func BenchmarkIntervalsD100(b *testing.B) { benchIntervals(b, 100) }
+func BenchmarkFitD200(b *testing.B)       { benchFit(b, 200) }
+func BenchmarkForecastD200(b *testing.B)  { benchForecast(b, 200) }
+func BenchmarkIntervalsD200(b *testing.B) { benchIntervals(b, 200) }
