@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"sync"
 	"time"
 
 	"github.com/dplearn/dplearn/dppp"
@@ -28,6 +29,30 @@ type runFile struct {
 	note  string
 	p     *dppp.Params
 	run   *dppp.RunLedger
+	// restart: status also says what a new run could answer (the
+	// aggregator's; a teacher's status skips it, each search costs a few
+	// PLD compositions and N teachers print at once).
+	restart bool
+	mu      sync.Mutex
+	memo    map[int]dppp.Guarantee // RunCharge by k (each costs up to log₂ k convolutions)
+}
+
+// runCharge is p.RunCharge(k), memoised.
+func (r *runFile) runCharge(k int) (dppp.Guarantee, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if g, ok := r.memo[k]; ok {
+		return g, nil
+	}
+	g, err := r.p.RunCharge(k)
+	if err != nil {
+		return g, err
+	}
+	if r.memo == nil {
+		r.memo = map[int]dppp.Guarantee{}
+	}
+	r.memo[k] = g
+	return g, nil
 }
 
 // openRunFile opens (or creates, with the total budget (eps, delta)) the
@@ -91,7 +116,11 @@ func (r *runFile) answered() int {
 // total after k + m queries (dppp.Params.RunCharge, and never below the
 // total already charged, as RunLedger charges) fit the file's budget,
 // summed exactly as ledger.Ledger.Raise decides; the file's state.
-func (r *runFile) left() (int, ledger.State, error) {
+func (r *runFile) left() (int, ledger.State, error) { return r.leftFor(false) }
+
+// leftFor is left, or with fresh, what a new run (a restart) could answer:
+// this run's entry then counts among the others.
+func (r *runFile) leftFor(fresh bool) (int, ledger.State, error) {
 	st, err := r.file.l.State(r.file.ctx)
 	if err != nil {
 		return 0, st, err
@@ -101,14 +130,24 @@ func (r *runFile) left() (int, ledger.State, error) {
 	if r.run != nil {
 		floor = r.run.Total().Epsilon
 	}
+	self := r.label
+	if fresh {
+		k, floor, self = 0, 0, ""
+	}
+	var oe, od float64 // the others' totals (for the guesses only)
+	for _, c := range st.Charges {
+		if c.Label != self {
+			oe, od = oe+c.Epsilon, od+c.Delta
+		}
+	}
 	fits := func(m int) bool {
-		g, err := r.p.RunCharge(k + m)
+		g, err := r.runCharge(k + m)
 		if err != nil {
 			return false
 		}
 		eps, del := new(big.Rat).SetFloat64(math.Max(g.Epsilon, floor)), new(big.Rat).SetFloat64(g.Delta)
 		for _, c := range st.Charges {
-			if c.Label == r.label {
+			if c.Label == self {
 				continue
 			}
 			eps.Add(eps, new(big.Rat).SetFloat64(c.Epsilon))
@@ -116,17 +155,15 @@ func (r *runFile) left() (int, ledger.State, error) {
 		}
 		return eps.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) <= 0 && del.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) <= 0
 	}
-	// RunCharge grows with k (TestRunCharge): bisect for the largest fit.
-	lo, hi := 0, max(0, r.p.MaxQueries-k)
-	for lo < hi {
-		m := (lo + hi + 1) / 2
-		if fits(m) {
-			lo = m
-		} else {
-			hi = m - 1
+	score := func(m int) float64 {
+		g, err := r.runCharge(k + m)
+		if err != nil || k+m == 0 {
+			return -1
 		}
+		return math.Max((oe+math.Max(g.Epsilon, floor))/st.Budget.Epsilon, (od+g.Delta)/st.Budget.Delta) - 1
 	}
-	return lo, st, nil
+	// RunCharge grows with k (TestRunCharge); fits decides, score guesses.
+	return dppp.LastFit(0, max(0, r.p.MaxQueries-k), fits, score), st, nil
 }
 
 // canPay checks, without charging, that this run can pay for k more
@@ -165,8 +202,17 @@ func (r *runFile) status() string {
 		return run + fmt.Sprintf("; ledger %s: %v", r.path, err)
 	}
 	spent := st.Spent()
-	return fmt.Sprintf("%s; ledger %s (one entry per run, runs by basic composition): spent ε = %s, δ = %s of (%g, %g) in %d runs; %d more queries remain",
+	line := fmt.Sprintf("%s; ledger %s (one entry per run, runs by basic composition): spent ε = %s, δ = %s of (%g, %g) in %d runs; %d more queries remain in this run",
 		run, r.path, report.Up(spent.Epsilon), report.Up(spent.Delta), st.Budget.Epsilon, st.Budget.Delta, len(st.Charges), left)
+	// A restart composes with this run by basic composition, so it may
+	// answer fewer than this run still could.
+	if !r.restart {
+		return line
+	}
+	if fresh, _, err := r.leftFor(true); err == nil && fresh != left {
+		line += fmt.Sprintf("; a new run could answer %d", fresh)
+	}
+	return line
 }
 
 // runStatus is a party's spend within one run of p: k queries composed by

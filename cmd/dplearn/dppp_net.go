@@ -260,6 +260,7 @@ address only, for tests.`,
 				return err
 			}
 			led.bind(p)
+			led.restart = true
 			// A restart past the budget refuses before any teacher is
 			// asked (at least one query, also when serving clients only).
 			if err := led.canPay(max(len(rows), 1)); err != nil {
