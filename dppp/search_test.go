@@ -10,7 +10,9 @@ import (
 // wrongly (decreasing), checked against a linear scan.
 func TestLastFit(t *testing.T) {
 	scores := map[string]func(th int) func(int) float64{
-		"sqrt":     func(th int) func(int) float64 { return func(m int) float64 { return math.Sqrt(float64(m))/math.Sqrt(float64(th)+0.5) - 1 } },
+		"sqrt": func(th int) func(int) float64 {
+			return func(m int) float64 { return math.Sqrt(float64(m))/math.Sqrt(float64(th)+0.5) - 1 }
+		},
 		"constant": func(int) func(int) float64 { return func(int) float64 { return 0 } },
 		"wrong":    func(th int) func(int) float64 { return func(m int) float64 { return float64(th - m) } },
 	}
