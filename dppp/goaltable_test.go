@@ -91,3 +91,44 @@ func TestGoalByColluders(t *testing.T) {
 		}
 	}
 }
+
+// TestTeachersNeeded: the fewest teachers for which a unanimous vote is
+// labelled as voted with worst-case probability ≥ 0.99 at (10, 10⁻⁵) over
+// 100 binary queries, binomial: meets at the answer, not one below (an
+// independent forecast at both), and C = A = 0 needs fewer than the
+// defaults.
+func TestTeachersNeeded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: ~20 calibrations")
+	}
+	lower := func(cfg Config, n int) float64 {
+		cfg.Teachers = rosterOf(n)
+		p, err := CalibrateNoise(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := p.Forecast(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Lower[n]
+	}
+	var need [2]int
+	for i, trust := range []int{0, NoneAssumed} {
+		cfg := Config{Teachers: rosterOf(10), Classes: 2, Features: 1, Noise: Binomial, Colluders: trust, Absent: trust,
+			BudgetEpsilon: 10, BudgetDelta: 1e-5, Queries: 100}
+		n, err := TeachersNeeded(cfg, 0.99, 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		need[i] = n
+		at, below := lower(cfg, n), lower(cfg, n-1)
+		t.Logf("trust %d: N = %d (unanimous agreement %.4f; %.4f at N − 1)", trust, n, at, below)
+		if at < 0.99 || below >= 0.99 {
+			t.Errorf("trust %d: N = %d: agreement %.4f, at N − 1 %.4f", trust, n, at, below)
+		}
+	}
+	if need[1] >= need[0] {
+		t.Errorf("C = A = 0 needs %d teachers, the defaults %d", need[1], need[0])
+	}
+}
