@@ -80,8 +80,7 @@ Example:
 		}
 		if fm == formatJSON {
 			return writeJSON(cmd.OutOrStdout(), map[string]any{
-				"teachers_needed": need,
-				"teachers":        n, "threshold": p.Threshold, "honest": p.Honest, "min_contributors": p.MinContributors,
+				"teachers": n, "teachers_needed": need, "threshold": p.Threshold, "honest": p.Honest, "min_contributors": p.MinContributors,
 				"noise": p.Noise.String(), "histogram_coins": p.HistogramCoins, "coins_per_teacher": p.Coins, "sigma_per_teacher": p.Sigma,
 				"per_query_epsilon": p.Epsilon, "per_query_delta": p.Delta, "max_queries": p.MaxQueries,
 				"composed_epsilon": g.Epsilon, "composed_delta": g.Delta,
