@@ -121,6 +121,9 @@ func (r *runFile) left() (int, ledger.State, error) { return r.leftFor(false) }
 // leftFor is left, or with fresh, what a new run (a restart) could answer:
 // this run's entry then counts among the others.
 func (r *runFile) leftFor(fresh bool) (int, ledger.State, error) {
+	if r.p == nil {
+		return 0, ledger.State{}, fmt.Errorf("ledger %s: the run's parameters are not known yet", r.path)
+	}
 	st, err := r.file.l.State(r.file.ctx)
 	if err != nil {
 		return 0, st, err
