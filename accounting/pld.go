@@ -970,24 +970,30 @@ func checkCalibration(epsilon, delta float64, queries int) error {
 // smallestAccepted returns the smallest x > floor accepted by ok, to the
 // precision at which done(lo, hi) stops (lo rejected, hi accepted, or lo =
 // floor), for ok false below a threshold and true above it: it starts at
-// guess, moves by factor until the threshold is bracketed, then bisects at
-// mid(lo, hi). The returned value is always one that ok accepted.
+// guess, moves by factor until the threshold is bracketed — the step
+// doubling at every move (factor f, then 1 + 2(f − 1), …), so a guess far
+// from the threshold costs O(log distance) evaluations, not O(distance) —
+// then bisects at mid(lo, hi). The returned value is always one that ok
+// accepted.
 func smallestAccepted(ok func(float64) bool, guess, factor, floor, limit float64,
 	done func(lo, hi float64) bool, mid func(lo, hi float64) float64) (float64, bool) {
 	var lo, hi float64
+	grow := func() { factor = 1 + 2*(factor-1) }
 	if ok(guess) {
 		hi = guess
-		for lo = hi / factor; lo > floor && ok(lo); lo /= factor {
+		for lo = hi / factor; lo > floor && ok(lo); lo = hi / factor {
 			hi = lo
+			grow()
 		}
 		lo = math.Max(lo, floor)
 	} else {
 		lo = guess
-		for hi = guess * factor; !ok(hi); hi *= factor {
+		for hi = guess * factor; !ok(hi); hi = lo * factor {
 			if hi > limit {
 				return 0, false
 			}
 			lo = hi
+			grow()
 		}
 	}
 	for !done(lo, hi) {
@@ -1006,9 +1012,12 @@ func smallestAccepted(ok func(float64) bool, guess, factor, floor, limit float64
 
 // coarseOptions returns the options of the first calibration stage: a grid
 // ten times coarser (at most 0.01), whose result seeds the search on the
-// requested grid. Only the final, requested-grid search decides.
-func coarseOptions(o PLDOptions) PLDOptions {
-	o.Grid = math.Min(10*o.Grid, 0.01)
+// requested grid, but never so coarse that its over-charge over `queries`
+// releases, queries·Δ, exceeds a tenth of ε (at 1,000 queries and ε = 10 a
+// grid of 0.01 over-charges by the whole ε, and its answer was 3× the
+// fine one). Only the final, requested-grid search decides.
+func coarseOptions(o PLDOptions, epsilon float64, queries int) PLDOptions {
+	o.Grid = math.Max(o.Grid, math.Min(math.Min(10*o.Grid, 0.01), epsilon/(10*float64(queries))))
 	return o
 }
 
@@ -1044,7 +1053,7 @@ func BinomialHistogramCoins(epsilon, delta float64, queries int, opts PLDOptions
 	done := func(lo, hi float64) bool { return hi-lo <= 1 }
 	mid := func(lo, hi float64) float64 { return math.Floor((lo + hi) / 2) }
 	const limit = 1 << 36
-	guess, found := smallestAccepted(okWith(coarseOptions(o)), math.Max(math.Ceil(4*s*s), 2), 2, 0, limit, done, mid)
+	guess, found := smallestAccepted(okWith(coarseOptions(o, epsilon, queries)), math.Max(math.Ceil(4*s*s), 2), 2, 0, limit, done, mid)
 	if !found {
 		guess = limit
 	}
@@ -1087,7 +1096,7 @@ func DGaussSumHistogramSigma(epsilon, delta float64, shares, queries int, opts P
 	done := func(lo, hi float64) bool { return hi-lo <= 1e-4*hi }
 	mid := func(lo, hi float64) float64 { return lo + (hi-lo)/2 }
 	const floor, limit = 0.1, 1e4
-	guess, found := smallestAccepted(okWith(coarseOptions(o)), math.Max(s/math.Sqrt(float64(shares)), 0.2), 1.5, floor, limit, done, mid)
+	guess, found := smallestAccepted(okWith(coarseOptions(o, epsilon, queries)), math.Max(s/math.Sqrt(float64(shares)), 0.2), 1.5, floor, limit, done, mid)
 	if !found {
 		guess = limit
 	}

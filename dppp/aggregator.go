@@ -271,10 +271,12 @@ func (a *Aggregator) Close(batch uint64) (*SignSet, error) {
 			return nil, fmt.Errorf("%w: batch %d has %d valid votes, the noise calibration needs N − A = %d (PRIVACY-NOTES item 24); nothing decrypted", ErrTooFewContributors, batch, len(b.votes), a.p.MinContributors)
 		}
 		if !a.opt.IgnoreBudget {
-			for q := 0; q < b.rows; q++ {
-				if err := a.ledger.Charge(fmt.Sprintf("dppp %x batch %d query %d", a.p.Session[:6], batch, q), a.p.Epsilon, a.p.Delta); err != nil {
-					return nil, fmt.Errorf("dppp: aggregator ledger: %w", err)
-				}
+			labels := make([]string, b.rows)
+			for q := range labels {
+				labels[q] = fmt.Sprintf("dppp %x batch %d query %d", a.p.Session[:6], batch, q)
+			}
+			if err := chargeQueries(a.ledger, labels, a.p.Epsilon, a.p.Delta); err != nil {
+				return nil, fmt.Errorf("dppp: aggregator ledger: %w", err)
 			}
 		}
 		for id := range b.votes {

@@ -217,3 +217,58 @@ func CalibrateNoise(cfg Config) (*Params, error) {
 	p.MaxQueries = k
 	return p, nil
 }
+
+// TeachersNeeded returns the fewest teachers N' in [N, maxN] (N that of
+// cfg) for which a unanimous vote of all N' teachers is labelled as voted
+// with probability at least `agreement` in the forecast's worst case
+// (Forecast(0).Lower(N') ≥ agreement, all N' contributing), cfg otherwise
+// unchanged: the same budget, noise and classes; C and A at their defaults
+// for N' unless cfg sets them (NoneAssumed stays none). It returns 0 when
+// even maxN teachers fall short. The search bisects on N' (the agreement
+// grows with N' but for the rounding of the default C and A, so the answer
+// is checked, not assumed: Lower(N') ≥ agreement holds at the N' returned);
+// each step is one calibration.
+func TeachersNeeded(cfg Config, agreement float64, maxN int) (int, error) {
+	meets := func(n int) (bool, error) {
+		c := cfg
+		c.Teachers = make([]string, n)
+		for i := range c.Teachers {
+			c.Teachers[i] = fmt.Sprintf("t%d", i+1)
+		}
+		c.Threshold = 0
+		p, err := CalibrateNoise(c)
+		if err != nil {
+			return false, err
+		}
+		f, err := p.Forecast(0)
+		if err != nil {
+			return false, err
+		}
+		return f.Lower[n] >= agreement, nil
+	}
+	lo := len(cfg.Teachers)
+	if lo < 2 || maxN < lo {
+		return 0, fmt.Errorf("dppp: teachers needed: N = %d, at most %d", lo, maxN)
+	}
+	if ok, err := meets(lo); err != nil || ok {
+		return lo, err
+	}
+	hi := maxN
+	if ok, err := meets(hi); err != nil || !ok {
+		return 0, err
+	}
+	// !meets(lo), meets(hi).
+	for hi-lo > 1 {
+		m := lo + (hi-lo)/2
+		ok, err := meets(m)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			hi = m
+		} else {
+			lo = m
+		}
+	}
+	return hi, nil
+}

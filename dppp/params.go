@@ -98,7 +98,8 @@ type Config struct {
 	// (BudgetEpsilon, BudgetDelta) under the PLD accountant, and the
 	// per-query (Epsilon, Delta) of Params is derived: Delta =
 	// BudgetDelta/Queries and Epsilon the accountant's ε of one query at that
-	// δ (what each query is charged to per-query ledgers).
+	// δ (what each query is checked against by a Budget; ledger files are
+	// charged per run: RunCharge).
 	Queries int
 	// QueriesPerCiphertext is the number of queries packed into one
 	// plaintext (0: as many as fit).

@@ -251,10 +251,12 @@ func (t *Teacher) HandleQuery(ctx context.Context, q *Query) (*Vote, error) {
 	if t.answered+len(q.Rows) > p.MaxQueries {
 		return nil, fmt.Errorf("%w: %w: teacher %s answered %d of %d queries", ErrRefused, ErrBudget, t.cfg.Name, t.answered, p.MaxQueries)
 	}
-	for i := range q.Rows {
-		if err := t.ledger.Charge(fmt.Sprintf("dppp %x batch %d query %d", p.Session[:6], q.Batch, i), p.Epsilon, p.Delta); err != nil {
-			return nil, fmt.Errorf("%w: %s: ledger: %w", ErrRefused, t.cfg.Name, err)
-		}
+	charges := make([]string, len(q.Rows))
+	for i := range charges {
+		charges[i] = fmt.Sprintf("dppp %x batch %d query %d", p.Session[:6], q.Batch, i)
+	}
+	if err := chargeQueries(t.ledger, charges, p.Epsilon, p.Delta); err != nil {
+		return nil, fmt.Errorf("%w: %s: ledger: %w", ErrRefused, t.cfg.Name, err)
 	}
 	t.answered += len(q.Rows)
 	t.votes[q.Batch] = &voteRecord{rows: h, count: len(q.Rows), vote: v, ct: b,

@@ -381,3 +381,48 @@ func TestDPPPClientBadRowRefused(t *testing.T) {
 		t.Fatalf("%d batches ran", len(res.Batches))
 	}
 }
+
+// TestDPPPClientPartialAnswer: a client asking for more rows than the
+// aggregator's budget allows gets the first rows the budget allows
+// labelled (the plaintext path's labels) and one line saying how many;
+// the aggregator stops with ErrBudget after answering them.
+func TestDPPPClientPartialAnswer(t *testing.T) {
+	f := getFixture(t)
+	d := f.deploy(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n := newNet(t, ctx, memoryNet, HubConfig(d.p, "client"))
+	wg := startTeachers(t, ctx, n, d.teachers, nil, nil)
+	const asked, allowed = 5, 3
+	if d.p.QPC < asked {
+		t.Skipf("QPC %d < %d: the request would be split", d.p.QPC, asked)
+	}
+	cconn, err := n.dial(ctx, "client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var qres *QueryResult
+	var qerr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer cconn.Close()
+		qres, qerr = Query(ctx, cconn, f.Rows[:asked], QueryOptions{Logf: t.Logf})
+	}()
+	res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, RoundTimeout: 10 * time.Second, JoinTimeout: 20 * time.Second, Logf: t.Logf,
+		Left: func() int { return allowed }})
+	wg.Wait()
+	if !errors.Is(err, dppp.ErrBudget) {
+		t.Fatalf("serve: %v, want ErrBudget after the partial answer", err)
+	}
+	if qerr != nil {
+		t.Fatal(qerr)
+	}
+	d.checkReference(t, res)
+	if len(qres.Labels) != allowed || fmt.Sprint(qres.Labels) != fmt.Sprint(res.Labels) || qres.Requested != asked {
+		t.Fatalf("client got %v of %d, aggregator tallied %v", qres.Labels, qres.Requested, res.Labels)
+	}
+	if want := "labelled 3 of 5 requested: the budget allowed 3"; qres.Partial != want {
+		t.Errorf("partial line %q, want %q", qres.Partial, want)
+	}
+}

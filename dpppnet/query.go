@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dplearn/dplearn/dppp"
@@ -34,6 +35,12 @@ type QueryResult struct {
 	// Budget is the aggregator's last word on its budget (spent and
 	// remaining), "" if it sent none.
 	Budget string
+	// Requested is the number of rows asked for; Partial, when the
+	// aggregator's budget allowed fewer than Requested (len(Labels) of
+	// them, the first ones in order), says so in one line ("labelled 37 of
+	// 50 requested: the budget allowed 37"), "" otherwise.
+	Requested int
+	Partial   string
 }
 
 // RefusedError is the aggregator's refusal of a request.
@@ -93,8 +100,13 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 	if err := CheckRows(rows, p.Features); err != nil {
 		return res, err
 	}
+	res.Requested = len(rows)
+	partial := func() {
+		res.Partial = fmt.Sprintf("labelled %d of %d requested: the budget allowed %d", len(res.Labels), len(rows), len(res.Labels))
+		logf("%s", res.Partial)
+	}
 	id := uint64(0)
-	for start := 0; start < len(rows); start += p.QPC {
+	for start := 0; start < len(rows) && res.Partial == ""; start += p.QPC {
 		end := min(start+p.QPC, len(rows))
 		id++
 		req := &dppp.Request{Session: p.Session, ID: id, Rows: rows[start:end], Histogram: opt.Histogram}
@@ -127,7 +139,13 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 				continue
 			}
 			if env.Type == TypeRefused || env.Type == TypeDone {
-				return res, &RefusedError{Text: quote(string(env.Payload))}
+				text := quote(string(env.Payload))
+				if len(res.Labels) > 0 && strings.Contains(text, dppp.ErrBudget.Error()) {
+					// The budget ran out exactly at a request boundary.
+					partial()
+					break
+				}
+				return res, &RefusedError{Text: text}
 			}
 			m, err := dppp.Unmarshal(env.Payload)
 			if err != nil {
@@ -137,14 +155,17 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 			if !ok || a.ID != id || a.Session != p.Session {
 				continue
 			}
-			if len(a.Labels) != end-start || (opt.Histogram && len(a.Hist) != end-start) {
-				return res, fmt.Errorf("dpppnet: answer %d has %d labels for %d rows", id, len(a.Labels), end-start)
+			if len(a.Labels) == 0 || len(a.Labels) > end-start || (opt.Histogram && len(a.Hist) != len(a.Labels)) {
+				return res, fmt.Errorf("dpppnet: answer %d has %d labels and %d histograms for %d rows", id, len(a.Labels), len(a.Hist), end-start)
 			}
 			for _, l := range a.Labels {
 				res.Labels = append(res.Labels, int(l))
 			}
 			res.Hist = append(res.Hist, a.Hist...)
 			logf("request %d: %d labels", id, len(a.Labels))
+			if len(a.Labels) < end-start { // the budget allowed the first ones only
+				partial()
+			}
 			break
 		}
 	}

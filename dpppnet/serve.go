@@ -93,6 +93,10 @@ type ServeOptions struct {
 	// before anything is charged or sent (a ledger that charges query by
 	// query would otherwise keep the charges of a batch refused half way).
 	CanPay func(queries int) error
+	// Left, if set, returns the number of queries the aggregator can still
+	// pay for (e.g. by its ledger file across runs); a client's request is
+	// labelled up to the fewer of it and what this run's MaxQueries leaves.
+	Left func() int
 	// Status returns the aggregator's budget line (spent and remaining),
 	// printed at the end, sent to clients after each answer and to the
 	// teachers with "done" (nil: the in-memory budget's, if the
@@ -246,12 +250,16 @@ func (s *server) serveRequests(ctx context.Context) error {
 			answered++
 			continue
 		}
-		if left := s.p.MaxQueries - len(s.res.Labels); len(r.req.Rows) > left {
-			err := fmt.Errorf("%w: %d queries requested, %d remain in the budget", dppp.ErrBudget, len(r.req.Rows), max(0, left))
+		left := s.left()
+		if left == 0 {
+			err := fmt.Errorf("%w: %d queries requested, none remain in the budget", dppp.ErrBudget, len(r.req.Rows))
 			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
 			return err
 		}
-		labels, hist, err := s.drv.Label(ctx, r.req.Rows)
+		// Partial answer: the rows the budget still allows, in order; the
+		// client is told how many (issue 27).
+		rows := r.req.Rows[:min(left, len(r.req.Rows))]
+		labels, hist, err := s.drv.Label(ctx, rows)
 		s.SetRound(0)
 		if err != nil {
 			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
@@ -272,10 +280,26 @@ func (s *server) serveRequests(ctx context.Context) error {
 		if st := s.status(); st != "" {
 			s.sendClient(ctx, r.client, TypeBudget, []byte("aggregator: "+st))
 		}
-		s.logf("request %d from %s: answered %d queries", r.req.ID, r.client, len(labels))
+		s.logf("request %d from %s: answered %d of %d queries", r.req.ID, r.client, len(labels), len(r.req.Rows))
 		answered++
+		if len(rows) < len(r.req.Rows) {
+			return fmt.Errorf("%w: request %d from %s: labelled %d of %d rows, the budget allowed no more", dppp.ErrBudget, r.req.ID, r.client, len(rows), len(r.req.Rows))
+		}
 	}
 	return nil
+}
+
+// left is the number of queries the aggregator can still answer: what
+// this run's MaxQueries leaves, and no more than ServeOptions.Left.
+func (s *server) left() int {
+	left := s.p.MaxQueries - len(s.res.Labels)
+	if b := s.agg.Budget(); b != nil {
+		left = s.p.MaxQueries - b.Answered()
+	}
+	if s.opt.Left != nil {
+		left = min(left, s.opt.Left())
+	}
+	return max(0, left)
 }
 
 // status is the aggregator's budget line ("" if it has none).

@@ -6,6 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/dppp"
 )
 
 // TestRunDPPPDigitsTinyDeterministic runs dppp-digits in quick mode twice
@@ -41,5 +44,33 @@ func TestRunDPPPDigitsTinyDeterministic(t *testing.T) {
 	}
 	if !bytes.Equal(csvs[0], csvs[1]) {
 		t.Error("two seeded runs differ")
+	}
+}
+
+// TestPATEGaussianSigmaPLD: the PATE baseline's σ is accepted by the PLD
+// accountant DPPP uses, never below the exact analytic Gaussian σ (which
+// the pessimistic accountant cannot beat), and within 1% of it.
+func TestPATEGaussianSigmaPLD(t *testing.T) {
+	for _, c := range []struct{ eps, delta float64 }{{0.01, 1e-3}, {0.1, 1e-3}, {0.5, 1e-5}, {1, 1e-3}, {2, 1e-2}} {
+		s, err := pateGaussianSigma(c.eps, c.delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := accounting.AnalyticGaussianSigma(c.eps, c.delta, dppp.SensitivityL2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := accounting.GaussianPLD(s, dppp.SensitivityL2, accounting.PLDOptions{Grid: dppp.PLDGrid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := p.Epsilon(c.delta)
+		if err != nil || e > c.eps {
+			t.Errorf("(%v, %v): σ = %v has PLD ε %v", c.eps, c.delta, s, e)
+		}
+		if s < a || s > 1.05*a {
+			t.Errorf("(%v, %v): σ = %v, analytic %v", c.eps, c.delta, s, a)
+		}
+		t.Logf("(%v, %v): PLD σ %.5g, analytic %.5g (+%.3f%%)", c.eps, c.delta, s, a, 100*(s/a-1))
 	}
 }

@@ -279,6 +279,67 @@ func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (State, err
 	return st, nil
 }
 
+// Raise records c as the running total of the release labelled label: the
+// charge already recorded under label (the last one, if several) is
+// replaced by c, or c is appended when there is none. It is for a run
+// that composes its releases itself (e.g. DPPP: one entry per run holding
+// the PLD-composed guarantee of all the queries answered so far), so that
+// the file does not grow by one entry per release. c must be at least the
+// recorded total in every component (a total only grows; otherwise an
+// error). The budget check is that of Charge, exact, on the charges with
+// the old total replaced by c; on refusal nothing changes.
+func (l *Ledger) Raise(ctx context.Context, label string, c Charge) (State, error) {
+	if !finite(c.Epsilon) || !finite(c.Delta) || !finite(c.Rho) || c.Epsilon < 0 || c.Delta < 0 || c.Rho < 0 || c.Delta >= 1 {
+		return State{}, fmt.Errorf("ledger: invalid charge %+v", c)
+	}
+	unlock, err := l.lock(ctx)
+	if err != nil {
+		return State{}, err
+	}
+	defer unlock()
+	st, err := l.read()
+	if err != nil {
+		return State{}, err
+	}
+	if st.Budget.IsZCDP() != (c.Rho > 0) || (c.Rho > 0 && (c.Epsilon > 0 || c.Delta > 0)) {
+		return st, fmt.Errorf("ledger: ledger %q (budget %v): a running total must be in the budget's units, got %+v", st.Name, st.Budget, c)
+	}
+	at := -1
+	for i, old := range st.Charges {
+		if old.Label == label {
+			at = i
+		}
+	}
+	rest := st
+	if at >= 0 {
+		old := st.Charges[at]
+		if c.Epsilon < old.Epsilon || c.Delta < old.Delta || c.Rho < old.Rho {
+			return st, fmt.Errorf("ledger: ledger %q: the total of %q would go down from %+v to %+v", st.Name, label, old, c)
+		}
+		rest.Charges = append(append([]Charge(nil), st.Charges[:at]...), st.Charges[at+1:]...)
+	}
+	se, sd, sr := rest.spentExact()
+	over := func(used *big.Rat, add, total float64) bool {
+		u := new(big.Rat).Add(used, new(big.Rat).SetFloat64(add))
+		return u.Cmp(new(big.Rat).SetFloat64(total)) > 0
+	}
+	if over(se, c.Epsilon, st.Budget.Epsilon) || over(sd, c.Delta, st.Budget.Delta) || over(sr, c.Rho, st.Budget.Rho) {
+		return st, fmt.Errorf("%w: ledger %q: budget %v, spent %v by the others, refused %q raised to %v",
+			ErrOverBudget, st.Name, st.Budget, rest.Spent(), label, Budget{c.Epsilon, c.Delta, c.Rho})
+	}
+	c.Label = label
+	c.Time = time.Now().UTC()
+	if at >= 0 {
+		st.Charges[at] = c
+	} else {
+		st.Charges = append(st.Charges, c)
+	}
+	if err := l.write(st); err != nil {
+		return State{}, err
+	}
+	return st, nil
+}
+
 func (l *Ledger) lock(ctx context.Context) (func(), error) {
 	f, err := os.OpenFile(l.path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {

@@ -515,3 +515,49 @@ func TestRemainingRoundsDown(t *testing.T) {
 		t.Fatalf("overspent ledger: Remaining = %+v, want zeros", r)
 	}
 }
+
+// TestLedgerRaise: a running total replaces its own entry (the file keeps
+// one entry per label), may only grow, and is checked exactly against the
+// budget with the other charges; a refused raise changes nothing.
+func TestLedgerRaise(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "budget.json")
+	l, err := Create(ctx, path, "runs", Budget{Epsilon: 1, Delta: 1e-5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Charge(ctx, "other", Charge{Epsilon: 0.25, Delta: 2.5e-6}); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		eps, delta float64
+		ok         bool
+	}{
+		{0.25, 2.5e-6, true},
+		{0.5, 5e-6, true},
+		{0.75, 5e-6, true},   // fills ε exactly: 0.25 + 0.75 = 1
+		{0.5, 7.5e-6, false}, // ε would go down
+		{0.875, 5e-6, false}, // 0.25 + 0.875 > 1
+		{0.75, 7.5e-6, true}, // fills δ exactly
+		{0.75, 7.6e-6, false},
+	}
+	for i, s := range steps {
+		_, err := l.Raise(ctx, "run 1", Charge{Epsilon: s.eps, Delta: s.delta})
+		if (err == nil) != s.ok {
+			t.Fatalf("step %d (%v, %v): err %v, want ok = %v", i, s.eps, s.delta, err, s.ok)
+		}
+	}
+	st, err := l.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Charges) != 2 || st.Charges[1].Label != "run 1" || st.Charges[1].Epsilon != 0.75 || st.Charges[1].Delta != 7.5e-6 {
+		t.Fatalf("state %+v, want other + run 1 at (0.75, 7.5e-6)", st.Charges)
+	}
+	if sp := st.Spent(); sp.Epsilon != 1 || sp.Delta != 1e-5 {
+		t.Fatalf("spent %v, want the whole budget", sp)
+	}
+	if _, err := l.Raise(ctx, "run 2", Charge{Rho: 0.1}); err == nil {
+		t.Fatal("ρ total on an (ε, δ) ledger accepted")
+	}
+}

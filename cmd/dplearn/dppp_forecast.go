@@ -15,6 +15,7 @@ func newPrivacyDPPPCmd() *cobra.Command {
 		d            dpppDeployFlags
 		n, classes   int
 		contributors int
+		needed       float64
 	)
 	cmd := &cobra.Command{
 		Use:   "dppp --n N --classes K [--noise binomial|dgauss] [--colluders C --absent A] (--epsilon E --delta D | --budget-queries Q) --budget-epsilon E --budget-delta D",
@@ -39,6 +40,7 @@ Example:
 	cmd.Flags().IntVar(&n, "n", 0, "N, the number of teachers")
 	cmd.Flags().IntVar(&classes, "classes", 0, "K, the number of classes")
 	cmd.Flags().IntVar(&contributors, "contributors", 0, "noise shares in a decrypted sum for the forecast (0: all N; N − A is the fewest)")
+	cmd.Flags().Float64Var(&needed, "teachers-needed", 0, "also find the fewest teachers (up to 1000; same budget, noise, classes, C and A rules) for which a unanimous vote is labelled as voted with at least this worst-case probability, e.g. 0.99 (one calibration per step: seconds)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		fm, err := format()
 		if err != nil {
@@ -67,9 +69,18 @@ Example:
 		if err != nil {
 			return fmt.Errorf("privacy dppp: %w", err)
 		}
+		need := 0
+		if needed > 0 {
+			if needed >= 1 {
+				return fmt.Errorf("privacy dppp: --teachers-needed %v: want a probability in (0, 1)", needed)
+			}
+			if need, err = dppp.TeachersNeeded(cfg, needed, max(1000, n)); err != nil {
+				return fmt.Errorf("privacy dppp: --teachers-needed: %w", err)
+			}
+		}
 		if fm == formatJSON {
 			return writeJSON(cmd.OutOrStdout(), map[string]any{
-				"teachers": n, "threshold": p.Threshold, "honest": p.Honest, "min_contributors": p.MinContributors,
+				"teachers": n, "teachers_needed": need, "threshold": p.Threshold, "honest": p.Honest, "min_contributors": p.MinContributors,
 				"noise": p.Noise.String(), "histogram_coins": p.HistogramCoins, "coins_per_teacher": p.Coins, "sigma_per_teacher": p.Sigma,
 				"per_query_epsilon": p.Epsilon, "per_query_delta": p.Delta, "max_queries": p.MaxQueries,
 				"composed_epsilon": g.Epsilon, "composed_delta": g.Delta,
@@ -88,6 +99,12 @@ Example:
 			for _, line := range f.Lines(p) {
 				fmt.Fprintln(w, line)
 			}
+		}
+		switch {
+		case needed > 0 && need == 0:
+			fmt.Fprintf(w, "teachers needed: even 1000 teachers do not label a unanimous vote as voted with probability %g (worst case) at these settings\n", needed)
+		case needed > 0:
+			fmt.Fprintf(w, "teachers needed: %d (a unanimous vote labelled as voted with worst-case probability ≥ %g; same budget, noise and classes, C and A by the same rules)\n", need, needed)
 		}
 		return nil
 	}

@@ -31,3 +31,18 @@ func TestPrivacyDPPP(t *testing.T) {
 		t.Errorf("--epsilon with --budget-queries: %v", err)
 	}
 }
+
+// TestPrivacyDPPPTeachersNeeded: --teachers-needed finds the fewest
+// teachers for which a unanimous binary vote is labelled as voted with
+// worst-case probability ≥ 0.99 at (10, 1e-5) over 100 queries with every
+// share trusted: 26 (dppp.TestTeachersNeeded checks 25 falls short).
+func TestPrivacyDPPPTeachersNeeded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short: about ten calibrations")
+	}
+	m := privacyJSON(t, "dppp", "--n", "20", "--classes", "2", "--colluders", "0", "--absent", "0",
+		"--budget-epsilon", "10", "--budget-delta", "1e-5", "--budget-queries", "100", "--teachers-needed", "0.99")
+	if m["teachers_needed"].(float64) != 26 {
+		t.Errorf("teachers needed %v, want 26", m["teachers_needed"])
+	}
+}

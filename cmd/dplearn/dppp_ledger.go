@@ -2,38 +2,64 @@ package main
 
 import (
 	"context"
-
+	"crypto/rand"
 	"fmt"
+	"math"
 	"math/big"
+	"sync"
+	"time"
 
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/report"
 )
 
-// aggLedger is the aggregator's budget ledger of 'dppp serve --ledger':
-// the run's in-memory dppp.Budget (the tightest accountant of the noise
-// kind, within one run) and a ledger file kept across runs, the same file
-// format and code as a teacher's --ledger and a capeFM site's (package
-// accounting: every query charged (ε, δ), composed across runs by basic
-// composition, checked exactly, under a file lock). A query is charged to
-// the file first, then to the run's budget; it is answered only if both
-// accept, so the aggregator refuses past its budget across restarts.
-type aggLedger struct {
-	path string
-	file siteLedger
-	run  *dppp.Budget
-	p    *dppp.Params
-	note string
+// runFile is a party's DPPP ledger file ('dppp serve|teach --ledger'):
+// the same file format and code as a capeFM site's (package ledger: exact
+// sums under a file lock), holding ONE entry per run, raised before each
+// batch is answered to the run's PLD-composed total (dppp.RunLedger,
+// dppp.Params.RunCharge: k queries charged (ε(k, δ_k), δ_k) with
+// δ_k = D·k/K); runs are composed across restarts by basic composition,
+// so a restarted serve past its budget refuses before any teacher is
+// asked. The run's in-memory count (MaxQueries) is enforced too.
+type runFile struct {
+	path  string
+	file  siteLedger
+	label string
+	note  string
+	p     *dppp.Params
+	run   *dppp.RunLedger
+	// restart: status also says what a new run could answer (the
+	// aggregator's; a teacher's status skips it, each search costs a few
+	// PLD compositions and N teachers print at once).
+	restart bool
+	mu      sync.Mutex
+	memo    map[int]dppp.Guarantee // RunCharge by k (each costs up to log₂ k convolutions)
 }
 
-// openAggLedger opens (or creates, with p's total budget) the ledger at
-// path for the aggregator and checks that it can pay for queries more
-// queries (at least one, also when serving clients only: a restarted serve
-// past its budget refuses before any teacher is asked) before anything
-// starts.
-func openAggLedger(ctx context.Context, path string, p *dppp.Params, queries int) (*aggLedger, error) {
-	l, note, err := openSiteLedger(ctx, path, "dppp aggregator", p.BudgetEpsilon, p.BudgetDelta, true)
+// runCharge is p.RunCharge(k), memoised.
+func (r *runFile) runCharge(k int) (dppp.Guarantee, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if g, ok := r.memo[k]; ok {
+		return g, nil
+	}
+	g, err := r.p.RunCharge(k)
+	if err != nil {
+		return g, err
+	}
+	if r.memo == nil {
+		r.memo = map[int]dppp.Guarantee{}
+	}
+	r.memo[k] = g
+	return g, nil
+}
+
+// openRunFile opens (or creates, with the total budget (eps, delta)) the
+// ledger at path for party; bind must be called with the run's Params
+// before anything is charged.
+func openRunFile(ctx context.Context, path, party string, eps, delta float64) (*runFile, error) {
+	l, note, err := openSiteLedger(ctx, path, party, eps, delta, true)
 	if err != nil {
 		return nil, err
 	}
@@ -41,49 +67,155 @@ func openAggLedger(ctx context.Context, path string, p *dppp.Params, queries int
 	if !ok {
 		return nil, fmt.Errorf("ledger %s: not a ledger file", path)
 	}
-	a := &aggLedger{path: path, file: sl, run: dppp.NewBudget(p), p: p, note: note}
-	if err := a.canPay(max(queries, 1)); err != nil {
+	var id [6]byte
+	if _, err := rand.Read(id[:]); err != nil {
 		return nil, err
 	}
-	return a, nil
+	label := fmt.Sprintf("dppp %s run %s %x", party, time.Now().UTC().Format(time.RFC3339), id)
+	return &runFile{path: path, file: sl, label: label, note: note}, nil
 }
 
-// canPay checks, without charging, that the file can pay for k more
-// queries (dpppnet.ServeOptions.CanPay).
-func (a *aggLedger) canPay(k int) error {
-	left, _, err := ledgerLeft(a.file, a.p.Epsilon, a.p.Delta)
-	if err != nil {
-		return fmt.Errorf("ledger %s: %w", a.path, err)
+// bind sets the run's Params.
+func (r *runFile) bind(p *dppp.Params) {
+	r.p = p
+	r.run = dppp.NewRunLedger(p, r.label, r)
+}
+
+// Raise implements dppp.RunStore.
+func (r *runFile) Raise(label string, eps, delta float64) error {
+	_, err := r.file.l.Raise(r.file.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta})
+	return err
+}
+
+// Charge implements dppp.Ledger.
+func (r *runFile) Charge(label string, eps, delta float64) error {
+	return r.ChargeQueries([]string{label}, eps, delta)
+}
+
+// ChargeQueries implements dppp.BatchLedger.
+func (r *runFile) ChargeQueries(labels []string, eps, delta float64) error {
+	if r.run == nil {
+		return fmt.Errorf("ledger %s: charged before the run's parameters are known", r.path)
 	}
-	if left.Cmp(big.NewInt(int64(k))) < 0 {
-		return fmt.Errorf("ledger %s cannot pay for %d queries at ε = %g, δ = %g each: %w; %s", a.path, k, a.p.Epsilon, a.p.Delta, ledger.ErrOverBudget, a.status())
+	if err := r.run.ChargeQueries(labels, eps, delta); err != nil {
+		return fmt.Errorf("ledger %s: %w", r.path, err)
 	}
 	return nil
 }
 
-// Charge implements dppp.Ledger.
-func (a *aggLedger) Charge(label string, eps, delta float64) error {
-	if err := a.file.Charge(label, eps, delta); err != nil {
-		return fmt.Errorf("%w: ledger %s: %w", dppp.ErrBudget, a.path, err)
+// answered is the number of queries this run has charged.
+func (r *runFile) answered() int {
+	if r.run == nil {
+		return 0
 	}
-	return a.run.Charge(label, eps, delta)
+	return r.run.Answered()
 }
 
-// status is one line: this run's spend by the tight accountant, and the
-// file's spend and remainder across runs.
-func (a *aggLedger) status() string {
-	k := a.run.Answered()
-	return "this run: " + runSpent(a.p, k) + "; " + fileLedgerStatus(a.file, a.path, a.p.Epsilon, a.p.Delta, max(0, a.p.MaxQueries-k))
-}
+// left returns the number of queries this run can still answer: the
+// largest m ≤ MaxQueries − k such that the other entries plus this run's
+// total after k + m queries (dppp.Params.RunCharge, and never below the
+// total already charged, as RunLedger charges) fit the file's budget,
+// summed exactly as ledger.Ledger.Raise decides; the file's state.
+func (r *runFile) left() (int, ledger.State, error) { return r.leftFor(false) }
 
-// runSpent is a party's spend within one run of p, without the remainder
-// (printed once, beside a ledger file's: issue 27).
-func runSpent(p *dppp.Params, k int) string {
-	g, err := p.Composed(k)
+// leftFor is left, or with fresh, what a new run (a restart) could answer:
+// this run's entry then counts among the others.
+func (r *runFile) leftFor(fresh bool) (int, ledger.State, error) {
+	if r.p == nil {
+		return 0, ledger.State{}, fmt.Errorf("ledger %s: the run's parameters are not known yet", r.path)
+	}
+	st, err := r.file.l.State(r.file.ctx)
 	if err != nil {
-		return fmt.Sprintf("%d queries answered (%v)", k, err)
+		return 0, st, err
 	}
-	return fmt.Sprintf("spent %v of the budget (%g, %g)", g, p.BudgetEpsilon, p.BudgetDelta)
+	k := r.answered()
+	floor := 0.0
+	if r.run != nil {
+		floor = r.run.Total().Epsilon
+	}
+	self := r.label
+	if fresh {
+		k, floor, self = 0, 0, ""
+	}
+	var oe, od float64 // the others' totals (for the guesses only)
+	for _, c := range st.Charges {
+		if c.Label != self {
+			oe, od = oe+c.Epsilon, od+c.Delta
+		}
+	}
+	fits := func(m int) bool {
+		g, err := r.runCharge(k + m)
+		if err != nil {
+			return false
+		}
+		eps, del := new(big.Rat).SetFloat64(math.Max(g.Epsilon, floor)), new(big.Rat).SetFloat64(g.Delta)
+		for _, c := range st.Charges {
+			if c.Label == self {
+				continue
+			}
+			eps.Add(eps, new(big.Rat).SetFloat64(c.Epsilon))
+			del.Add(del, new(big.Rat).SetFloat64(c.Delta))
+		}
+		return eps.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) <= 0 && del.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) <= 0
+	}
+	score := func(m int) float64 {
+		g, err := r.runCharge(k + m)
+		if err != nil || k+m == 0 {
+			return -1
+		}
+		return math.Max((oe+math.Max(g.Epsilon, floor))/st.Budget.Epsilon, (od+g.Delta)/st.Budget.Delta) - 1
+	}
+	// RunCharge grows with k (TestRunCharge); fits decides, score guesses.
+	return dppp.LastFit(0, max(0, r.p.MaxQueries-k), fits, score), st, nil
+}
+
+// canPay checks, without charging, that this run can pay for k more
+// queries (dpppnet.ServeOptions.CanPay).
+func (r *runFile) canPay(k int) error {
+	left, _, err := r.left()
+	if err != nil {
+		return fmt.Errorf("ledger %s: %w", r.path, err)
+	}
+	if left < k {
+		return fmt.Errorf("ledger %s cannot pay for %d queries, %d remain: %w; %s", r.path, k, left, ledger.ErrOverBudget, r.status())
+	}
+	return nil
+}
+
+// remaining is dpppnet.ServeOptions.Left: the queries this run can still
+// answer (0 when the file cannot be read).
+func (r *runFile) remaining() int {
+	left, _, err := r.left()
+	if err != nil {
+		return 0
+	}
+	return left
+}
+
+// status is one line: this run's total as charged, and the file's spend
+// and the one number of queries that remain.
+func (r *runFile) status() string {
+	k := r.answered()
+	run := fmt.Sprintf("this run: %d queries answered", k)
+	if r.run != nil && k > 0 {
+		run = fmt.Sprintf("this run: %d queries charged %v", k, r.run.Total())
+	}
+	left, st, err := r.left()
+	if err != nil {
+		return run + fmt.Sprintf("; ledger %s: %v", r.path, err)
+	}
+	spent := st.Spent()
+	line := fmt.Sprintf("%s; ledger %s (one entry per run, runs by basic composition): spent ε = %s, δ = %s of (%g, %g) in %d runs; %d more queries remain in this run",
+		run, r.path, report.Up(spent.Epsilon), report.Up(spent.Delta), st.Budget.Epsilon, st.Budget.Delta, len(st.Charges), left)
+	// A restart composes with this run by basic composition, so it may
+	// answer fewer than this run still could.
+	if !r.restart {
+		return line
+	}
+	if fresh, _, err := r.leftFor(true); err == nil && fresh != left {
+		line += fmt.Sprintf("; a new run could answer %d", fresh)
+	}
+	return line
 }
 
 // runStatus is a party's spend within one run of p: k queries composed by
@@ -94,54 +226,4 @@ func runStatus(p *dppp.Params, k int) string {
 		return fmt.Sprintf("%d queries answered (%v)", k, err)
 	}
 	return fmt.Sprintf("spent %v of the budget (%g, %g); %d of %d queries remain", g, p.BudgetEpsilon, p.BudgetDelta, max(0, p.MaxQueries-k), p.MaxQueries)
-}
-
-// fileLedgerStatus describes a ledger file: spent and remaining, across
-// runs (basic composition), and the one number of queries that remain: the
-// fewer of those of (ε, δ) the file can still pay for and runLeft, what
-// this run's budget allows (so that no line says both "20 of 20 remain"
-// and "0 more remain").
-func fileLedgerStatus(sl siteLedger, path string, eps, delta float64, runLeft int) string {
-	k, st, err := ledgerLeft(sl, eps, delta)
-	if err != nil {
-		return fmt.Sprintf("ledger %s: %v", path, err)
-	}
-	spent := st.Spent()
-	left := k.String()
-	note := ""
-	if r := big.NewInt(int64(runLeft)); r.Cmp(k) < 0 {
-		left = r.String()
-		note = fmt.Sprintf(" (this run's budget; the file could pay for %v)", k)
-	}
-	return fmt.Sprintf("ledger %s (all runs, basic composition): spent ε = %s, δ = %s of (%g, %g) in %d queries; %s more queries remain%s",
-		path, report.Up(spent.Epsilon), report.Up(spent.Delta), st.Budget.Epsilon, st.Budget.Delta, len(st.Charges), left, note)
-}
-
-// ledgerLeft returns the number of queries of (ε, δ) a ledger file can
-// still pay for, exactly: the largest k with the charges so far plus k·(ε,
-// δ) within the budget, all summed as exact rationals (as the ledger's
-// Charge decides), and the ledger's state.
-func ledgerLeft(sl siteLedger, eps, delta float64) (*big.Int, ledger.State, error) {
-	st, err := sl.l.State(sl.ctx)
-	if err != nil {
-		return nil, st, err
-	}
-	left := func(budget, per float64, get func(ledger.Charge) float64) *big.Int {
-		r := new(big.Rat).SetFloat64(budget)
-		for _, c := range st.Charges {
-			r.Sub(r, new(big.Rat).SetFloat64(get(c)))
-		}
-		if r.Sign() < 0 {
-			return new(big.Int)
-		}
-		q := r.Quo(r, new(big.Rat).SetFloat64(per))
-		return new(big.Int).Quo(q.Num(), q.Denom())
-	}
-	k := left(st.Budget.Epsilon, eps, func(c ledger.Charge) float64 { return c.Epsilon })
-	if delta > 0 {
-		if kd := left(st.Budget.Delta, delta, func(c ledger.Charge) float64 { return c.Delta }); kd.Cmp(k) < 0 {
-			k = kd
-		}
-	}
-	return k, st, nil
 }

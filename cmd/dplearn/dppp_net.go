@@ -254,12 +254,20 @@ address only, for tests.`,
 		aopt := dppp.AggregatorOptions{}
 		var status func() string
 		var canPay func(int) error
+		var left func() int
 		if ledgerAt != "" {
-			led, err := openAggLedger(ctx, ledgerAt, p, len(rows))
+			led, err := openRunFile(ctx, ledgerAt, "dppp aggregator", p.BudgetEpsilon, p.BudgetDelta)
 			if err != nil {
 				return err
 			}
-			aopt.Ledger, status, canPay = led, led.status, led.canPay
+			led.bind(p)
+			led.restart = true
+			// A restart past the budget refuses before any teacher is
+			// asked (at least one query, also when serving clients only).
+			if err := led.canPay(max(len(rows), 1)); err != nil {
+				return err
+			}
+			aopt.Ledger, status, canPay, left = led, led.status, led.canPay, led.remaining
 			logf("%s", led.note)
 		}
 		scfg := transport.ServerConfig{HubConfig: dpppnet.HubConfig(p, clients...), Address: listen, Insecure: insecure}
@@ -289,7 +297,7 @@ address only, for tests.`,
 			logf("WARNING: --insecure: no certificates, so no set signatures: neither the transport nor the consistency round protects this run against a malicious aggregator (differencing); tests only")
 		}
 		res, err := dpppnet.Serve(ctx, srv, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, JoinTimeout: joinTimeout, MinTeachers: minTeachers, Logf: logf,
-			Clients: clients, MaxRequests: maxRequests, Aggregator: aopt, Status: status, CanPay: canPay})
+			Clients: clients, MaxRequests: maxRequests, Aggregator: aopt, Status: status, CanPay: canPay, Left: left})
 		if res != nil && len(rows) > 0 && len(res.Labels) > 0 {
 			if werr := writeDPPPLabels(out, input.classNames, res, hist, p); werr != nil {
 				return errors.Join(err, werr)
@@ -414,6 +422,9 @@ past the budget is refused.`,
 			}
 			fmt.Fprintf(w, "%d labels written to %s (%s noise, ε = %g, δ = %g per query); together they are (%s, %s)-DP for the teachers' data [%s]\n",
 				len(res.Labels), out, res.Params.Noise, res.Params.Epsilon, res.Params.Delta, eps, delta, g.Accountant)
+		}
+		if res != nil && res.Partial != "" {
+			fmt.Fprintln(w, res.Partial)
 		}
 		if res != nil && res.Budget != "" {
 			fmt.Fprintln(w, res.Budget)
@@ -623,17 +634,14 @@ runs).`,
 			return err
 		}
 		var ledger dppp.Ledger
-		var fileLedger *siteLedger
+		var fileLedger *runFile
 		note := "no --ledger: the spend is counted in memory only, for this run"
 		if ledgerAt != "" {
-			l, n, err := openSiteLedger(ctx, ledgerAt, name, d.budgetEpsilon, d.budgetDelta, true)
+			l, err := openRunFile(ctx, ledgerAt, name, d.budgetEpsilon, d.budgetDelta)
 			if err != nil {
 				return err
 			}
-			ledger, note = l, n
-			if sl, ok := l.(siteLedger); ok {
-				fileLedger = &sl
-			}
+			ledger, fileLedger, note = l, l, l.note
 		}
 		h := hooks(stderr)
 		t, pred, p0, err := dpppTeacherParams(ctx, &d, name, teachers, model, key, ledger, h.source, id)
@@ -641,6 +649,9 @@ runs).`,
 			return err
 		}
 		defer pred.Close()
+		if fileLedger != nil {
+			fileLedger.bind(p0)
+		}
 		logf := lineLogger(stderr, name+": ")
 		logf("model %s (%d classes, %d features); %s", model, pred.Classes(), pred.Features(), note)
 		ccfg := transport.ClientConfig{Address: server, Server: serverName, Identity: id, Insecure: insecure, Session: dpppnet.Session(),
@@ -666,7 +677,7 @@ runs).`,
 		}
 		status := "this run: " + runStatus(p0, t.Answered())
 		if fileLedger != nil {
-			status = "this run: " + runSpent(p0, t.Answered()) + "; " + fileLedgerStatus(*fileLedger, ledgerAt, p0.Epsilon, p0.Delta, max(0, p0.MaxQueries-t.Answered()))
+			status = fileLedger.status()
 		}
 		fmt.Fprintf(w, "%s: %s\n", name, status)
 		return err

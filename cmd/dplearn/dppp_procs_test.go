@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/dplearn/dplearn/ledger"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,70 +104,74 @@ func (d *dpppProcNet) wait(srv *dpppProc, teachers []*dpppProc) {
 }
 
 // TestDPPPServeLedgerRestart: 'dppp serve --ledger FILE' keeps the
-// aggregator's spend across runs. The budget (ε = 3, δ = 1e-3) pays for 3
-// queries of ε = 1: a run of 2 queries, then a restart asking for 2 more is
-// refused before anything starts, a restart serving a client refuses its
-// request of 2 before charging anything, a restart asking for 1 is
-// answered, and one more is refused, as is a restart serving clients only;
-// each run prints the spent and remaining budget.
+// aggregator's spend across runs, one entry per run (the run's PLD total,
+// dppp.Params.RunCharge), runs composed by basic composition. Per-query
+// (1, 1e-5), budget (3, 1e-3): one run may answer K = 13 queries; a run of
+// k is charged (ε_k, 1e-3·k/13) with ε_2 = 1.1719, ε_5 = 1.8228. After a
+// run of 2, this run could have answered 11 more but a new run only 5
+// (1.1719 + ε_5 = 2.9947 ≤ 3 < 1.1719 + ε_6): a restart asking for 6 is
+// refused before anything starts, a restart serving a client that asks
+// for 7 labels the first 5 and tells the client so, and then restarts
+// asking for 1 query, or serving clients only, are refused at start.
 func TestDPPPServeLedgerRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
 	f := newDPPPNetFiles(t, 3, 2)
-	one := filepath.Join(f.dir, "one.csv")
+	one, six, seven := filepath.Join(f.dir, "one.csv"), filepath.Join(f.dir, "six.csv"), filepath.Join(f.dir, "seven.csv")
 	digitsLines(t, one, 2, 3)
+	digitsLines(t, six, 10, 16)
+	digitsLines(t, seven, 20, 27)
 	d := newDPPPProcNet(t, 3, 2, []string{"client"}, "--epsilon", "1", "--delta", "1e-5", "--budget-epsilon", "3", "--budget-delta", "1e-3")
-	ledger := filepath.Join(d.dir, "aggregator-ledger.json")
+	ledgerPath := filepath.Join(d.dir, "aggregator-ledger.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	run := func(queries string, wantRemain string) {
-		t.Helper()
-		out := filepath.Join(f.dir, "labels.csv")
-		srv, addr := d.serve(ctx, "--schema", f.spec, "--queries", queries, "--out", out, "--ledger", ledger)
-		d.wait(srv, d.teach(ctx, addr, f.models, nil))
-		if s := srv.stdout.String(); !strings.Contains(s, wantRemain) || !strings.Contains(s, "ledger "+ledger) {
-			t.Fatalf("serve's stdout lacks %q:\n%s", wantRemain, s)
-		}
-	}
-	refused := func(queries string, n int) {
+	refused := func(n, left int, args ...string) {
 		t.Helper()
 		_, _, err := runDPPP(t, append(append([]string{"serve", "--listen", "127.0.0.1:0", "--certs", filepath.Join(d.pki, "aggregator"),
-			"--public-key", d.pub}, d.common...), "--schema", f.spec, "--queries", queries, "--out", filepath.Join(f.dir, "x.csv"), "--ledger", ledger)...)
-		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("cannot pay for %d queries", n)) {
-			t.Fatalf("serve past the ledger's budget: %v", err)
+			"--public-key", d.pub}, d.common...), append([]string{"--schema", f.spec, "--ledger", ledgerPath}, args...)...)...)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("cannot pay for %d queries, %d remain", n, left)) {
+			t.Fatalf("serve %v past the ledger's budget: %v", args, err)
 		}
 		t.Log(err)
 	}
-	run(f.queries, "spent ε = 2, δ = 2e-05 of (3, 0.001) in 2 queries; 1 more queries remain")
-	refused(f.queries, 2)
-	// A restart serving a client: its request of 2 rows is refused before
-	// anything is charged or sent to the teachers; the file still says 1.
-	srv, addr := d.serve(ctx, "--schema", f.spec, "--clients", "client", "--max-requests", "1", "--ledger", ledger)
+	srv, addr := d.serve(ctx, "--schema", f.spec, "--queries", f.queries, "--out", filepath.Join(f.dir, "labels.csv"), "--ledger", ledgerPath)
+	d.wait(srv, d.teach(ctx, addr, f.models, nil))
+	if s, want := srv.stdout.String(), "spent ε = 1.17193, δ = 1.53847e-04 of (3, 0.001) in 1 runs; 11 more queries remain in this run; a new run could answer 5"; !strings.Contains(s, want) {
+		t.Fatalf("serve's stdout lacks %q:\n%s", want, s)
+	}
+	refused(6, 5, "--queries", six, "--out", filepath.Join(f.dir, "x.csv"))
+	// A client asking for 7: the first 5 labelled, and told so.
+	srv, addr = d.serve(ctx, "--schema", f.spec, "--clients", "client", "--ledger", ledgerPath)
 	teachers := d.teach(ctx, addr, f.models, nil)
 	client := startDPPP(t, ctx, "client", "query", "--server", addr, "--certs", filepath.Join(d.pki, "client"), "--schema", f.spec,
-		"--data", f.queries, "--out", filepath.Join(f.dir, "c.csv"), "--timeout", "60s")
-	if err := client.wait(t, 60*time.Second); err == nil || !strings.Contains(client.stderr(), "cannot pay for 2 queries") {
-		t.Fatalf("the client's request past the ledger: %v\n%s", err, client.stderr())
+		"--data", seven, "--out", filepath.Join(f.dir, "c.csv"), "--timeout", "60s")
+	if err := client.wait(t, 60*time.Second); err != nil || !strings.Contains(client.stdout.String(), "5 labels written") ||
+		!strings.Contains(client.stdout.String(), "labelled 5 of 7 requested: the budget allowed 5") {
+		t.Fatalf("the client's request past the ledger: %v\n%s\n%s", err, client.stdout.String(), client.stderr())
 	}
-	if err := srv.wait(t, 30*time.Second); err == nil || !strings.Contains(srv.stdout.String(), "1 more queries remain") {
+	if err := srv.wait(t, 30*time.Second); err == nil || !strings.Contains(srv.stdout.String(), "in 2 runs; 0 more queries remain in this run") ||
+		strings.Contains(srv.stdout.String(), "a new run could") {
 		t.Fatalf("serve: %v\n%s", err, srv.stdout.String())
 	}
 	for _, tp := range teachers {
-		if err := tp.wait(t, 15*time.Second); err != nil || !strings.Contains(tp.stdout.String(), "0 votes") {
-			t.Errorf("%s: %v\n%s", tp.name, err, tp.stdout.String())
-		}
+		tp.wait(t, 15*time.Second)
 	}
-	// δ: the exact sum of three float64 1e-5 is above 3e-5, rounded up.
-	run(one, "spent ε = 3, δ = 3.00001e-05 of (3, 0.001) in 3 queries; 0 more queries remain")
-	refused(one, 1)
+	st, err := ledger.Open(ledgerPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err := st.State(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(state.Charges) != 2 {
+		t.Errorf("the ledger holds %d entries after two runs of 2 and 5 queries, want 2: %+v", len(state.Charges), state.Charges)
+	}
+	refused(1, 0, "--queries", one, "--out", filepath.Join(f.dir, "x.csv"))
 	// Serving clients only, past the budget: refused at start too, before
 	// any teacher is asked (issue 27).
-	_, _, err := runDPPP(t, append(append([]string{"serve", "--listen", "127.0.0.1:0", "--certs", filepath.Join(d.pki, "aggregator"),
-		"--public-key", d.pub}, d.common...), "--schema", f.spec, "--clients", "client", "--ledger", ledger)...)
-	if err == nil || !strings.Contains(err.Error(), "cannot pay for 1 queries") {
-		t.Fatalf("serve --clients past the ledger's budget: %v", err)
-	}
+	refused(1, 0, "--clients", "client")
 }
 
 // writeIDXSet writes n 2×2 images of 3 classes (bright top, bright bottom,

@@ -1,0 +1,52 @@
+package dppp
+
+import "math"
+
+// LastFit returns the largest m in [lo, hi] with ok(m), for ok true at lo
+// and monotone (true up to the answer, false after it). Every decision is
+// ok's; score only guesses where the answer is: a smooth, increasing
+// function of m that is ≤ 0 about where ok holds (e.g. the spent fraction of
+// a budget minus 1). The guess is the root of the line through the bracket's
+// ends (regula falsi, Illinois variant: an end kept twice has its score
+// halved), and each guess m is checked with its neighbour (m and m + 1, or
+// m − 1 and m), so an accurate guess ends the search at once. With
+// accountant-driven ok and score (each call a PLD composition) this takes a
+// handful of compositions where bisection takes log₂(hi − lo).
+func LastFit(lo, hi int, ok func(int) bool, score func(int) float64) int {
+	if hi <= lo || ok(hi) {
+		return max(lo, hi)
+	}
+	// Invariant: ok(lo), !ok(hi).
+	slo, shi := score(lo), score(hi)
+	side := 0
+	for hi-lo > 1 {
+		m := lo + (hi-lo)/2
+		if d := shi - slo; d > 0 && !math.IsNaN(d) && !math.IsInf(d, 0) {
+			m = lo + int(math.Round(float64(hi-lo)*(-slo)/d))
+		}
+		m = min(max(m, lo+1), hi-1)
+		if ok(m) {
+			if !ok(m + 1) {
+				return m
+			}
+			lo, slo = m+1, score(m+1)
+			if side == -1 {
+				shi /= 2
+			}
+			side = -1
+		} else {
+			if m-1 > lo && ok(m-1) {
+				return m - 1
+			}
+			hi, shi = max(m-1, lo+1), score(max(m-1, lo+1))
+			if m-1 <= lo {
+				return lo
+			}
+			if side == 1 {
+				slo /= 2
+			}
+			side = 1
+		}
+	}
+	return lo
+}
