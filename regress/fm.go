@@ -137,6 +137,7 @@ type releaseFunc func(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64) (
 // fitFM is the FM family's pipeline: statistics → exact coefficients →
 // release (noise) → post-processing → minimiser.
 func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
+	cfg.unitAware = true // the FM family calibrates at sensitivityN (units.go)
 	if err := cfg.validate(data, true); err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, noiseStd2, err := release(q, cfg, lq, data.Stats.N())
+	p, noiseStd2, err := release(q, cfg, lq, sensitivityN(data.Stats))
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +161,17 @@ func fitFM(data Data, cfg Config, release releaseFunc) (*Result, error) {
 	if cfg.Kind == Logistic {
 		st = cfg.Structure.Scaled(lq.A2)
 	}
+	unit, perUnit := unitOf(data.Stats)
+	if perUnit {
+		// G[0,0] = c² needs every one of the N() rows: with fewer rows per
+		// unit than K it is (kept rows/N())·c², not public. The other
+		// identities are homogeneous and still hold.
+		st = st.withoutNonzeroKnown()
+	}
 	res, err := finish(q, cfg, st, noiseStd2, p)
+	if err == nil && perUnit {
+		res.Privacy.Neighbouring = UnitNeighbouring(unit)
+	}
 	if err == nil {
 		res.Released = releasedFrom(q, cfg.Kind, data.Stats.N(), cfg.lambda(noiseStd2), res.Privacy.Releases)
 		if res.Released != nil {
