@@ -65,7 +65,7 @@ const maxUnitRows = 1 << 20
 // in all rows of one unit u (replaced by the rows of a unit u', possibly
 // with another ID and another number of rows) therefore give, under the
 // same key, the same kept rows for every other unit, and kept sets differing
-// only in u's (at most K) rows against u''s (at most K). The number of units
+// only in u's (at most K) rows against those of u' (at most K). The number of units
 // is the same in both (replace-one-unit), so it is public. Every sensitivity
 // derived for "one row replaced" extends to "one unit replaced" by the
 // factor the mechanisms apply (regress.UnitStats: K rows out, K rows in,
