@@ -292,3 +292,80 @@ func TestUnitStatsRefusals(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitPanelRowVersusPerson is the panel experiment of issue 30: 3000
+// persons with 7 rows each (a person effect shared by their rows), linear
+// gaussian-fm at (ε, δ) = (1, 1e-6). The row-level fit prints (1, 1e-6)-DP
+// per row; for a person (7 rows) its whitened shift is 7 times larger, and
+// the analytic Gaussian δ at ε = 1 for that μ is logged and must exceed
+// 1e-6 by orders of magnitude (a person is not protected at the printed
+// level). The unit-level fits at K = 1, 3, 7 print (1, 1e-6)-DP per person;
+// their coefficient RMSE against the non-private fit over 10 noise draws is
+// logged (docs/privacy-units.md), and K = 7's noise scale must be 7 times
+// that of the row-level fit (the same N() = 21000).
+func TestUnitPanelRowVersusPerson(t *testing.T) {
+	const persons, per, d = 3000, 7, 4
+	rng := rand.New(rand.NewPCG(30, 7))
+	beta := []float64{0.3, -0.4, 0.2, 0.1}
+	var rows []float64
+	for p := 0; p < persons; p++ {
+		eff := 0.15 * (2*rng.Float64() - 1)
+		for r := 0; r < per; r++ {
+			x := inUnitBall(rng, d)
+			y := eff + 0.1*(2*rng.Float64()-1)
+			for j := range x {
+				y += beta[j] * x[j]
+			}
+			rows = append(rows, append(x, math.Max(-1, math.Min(1, y)))...)
+		}
+	}
+	ref, err := (nonPrivate{}).Fit(context.Background(), Data{Stats: stats(t, rows, d+1), Rows: rows}, Config{Kind: Linear})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const eps, delta = 1, 1e-6
+	fit := func(st Stats, seed uint64) *Result {
+		est, _ := New("gaussian-fm")
+		res, err := est.Fit(context.Background(), Data{Stats: st}, Config{Kind: Linear, Epsilon: eps, Delta: delta, Lambda: -1, Source: noise.NewInsecureSeeded(seed)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	row := fit(stats(t, rows, d+1), 1)
+	personDelta, err := accounting.AnalyticGaussianDelta(eps, 1, per*row.Privacy.WhitenedSensitivity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("row-level fit prints %s per row; a person's 7 rows: μ = %.3g, δ(ε=1) = %.3g", row.Privacy.Guarantee(), per*row.Privacy.WhitenedSensitivity, personDelta)
+	if personDelta < 1000*delta {
+		t.Errorf("a person with 7 rows under the row-level fit: δ = %v, expected far above %v", personDelta, delta)
+	}
+	rmse := func(res *Result) float64 { return diffNorm(res.Coef, ref.Coef) / math.Sqrt(float64(d)) }
+	for _, k := range []int{1, 3, 7} {
+		// Keep the first k rows of each person (the rows are exchangeable,
+		// so this is a uniformly random subset in distribution).
+		var kept []float64
+		for p := 0; p < persons; p++ {
+			kept = append(kept, rows[p*per*(d+1):(p*per+k)*(d+1)]...)
+		}
+		st, err := UnitStats(stats(t, kept, d+1), PrivacyUnit{Column: "person", MaxRows: k, Units: persons})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2 := 0.0
+		var res *Result
+		for seed := uint64(0); seed < 10; seed++ {
+			res = fit(st, 100+seed)
+			e := rmse(res)
+			s2 += e * e
+		}
+		t.Logf("unit-level K = %d: prints %s per person, τ1 = %.3g, coefficient RMSE vs non-private %.4f", k, res.Privacy.Guarantee(), res.Privacy.Releases[0].Scale, math.Sqrt(s2/10))
+		if k == per {
+			if r := res.Privacy.Releases[0].Scale / row.Privacy.Releases[0].Scale; math.Abs(r-per) > 1e-6*per {
+				t.Errorf("K = 7: noise %v× the row-level fit's, want 7×", r)
+			}
+		}
+	}
+	t.Logf("row-level fit: coefficient RMSE vs non-private %.4f (one draw)", rmse(row))
+}
