@@ -71,23 +71,49 @@ const maxUnitRows = 1 << 20
 // factor the mechanisms apply (regress.UnitStats: K rows out, K rows in,
 // the absent ones counting as zero rows). The kept row count is not public.
 func UnitMoments(ctx context.Context, path string, s *schema.Schema, opt Options, u UnitOptions) (*suffstat.Moments, UnitSummary, error) {
+	var m *suffstat.Moments
+	us, err := UnitStreamBatches(ctx, path, s, opt, u, func(b Batch) error {
+		if m == nil {
+			m = suffstat.New(s.Dim() + 1)
+			if opt.Workers > 0 {
+				m.SetWorkers(opt.Workers)
+			}
+		}
+		return m.AddRows(b.Rows)
+	})
+	if err != nil {
+		return nil, us, err
+	}
+	if m == nil {
+		m = suffstat.New(s.Dim() + 1)
+	}
+	m.Flush()
+	return m, us, nil
+}
+
+// UnitStreamBatches is StreamBatches of the rows UnitMoments keeps (at most
+// u.MaxRows per unit, chosen as UnitMoments documents), in file order; the
+// batches carry Dropped flags (with Options.KeepDropped) and the Keep
+// columns the caller asked for (the unit column is not among them).
+func UnitStreamBatches(ctx context.Context, path string, s *schema.Schema, opt Options, u UnitOptions, fn func(b Batch) error) (UnitSummary, error) {
 	var us UnitSummary
 	if u.Column == "" {
-		return nil, us, errors.New("dataset: privacy unit: no unit column")
+		return us, errors.New("dataset: privacy unit: no unit column")
 	}
 	if u.MaxRows < 1 || u.MaxRows > maxUnitRows {
-		return nil, us, fmt.Errorf("dataset: privacy unit: at most %d rows per unit must be in [1, %d]", u.MaxRows, maxUnitRows)
+		return us, fmt.Errorf("dataset: privacy unit: at most %d rows per unit must be in [1, %d]", u.MaxRows, maxUnitRows)
 	}
 	if path == "-" {
-		return nil, us, errors.New("dataset: privacy unit: bounding rows per unit reads the table twice; standard input cannot be read twice (write it to a file)")
+		return us, errors.New("dataset: privacy unit: bounding rows per unit reads the table twice; standard input cannot be read twice (write it to a file)")
 	}
 	if u.Rand == nil {
-		return nil, us, errors.New("dataset: privacy unit: no randomness source for the selection key")
+		return us, errors.New("dataset: privacy unit: no randomness source for the selection key")
 	}
 	var key [32]byte
 	if _, err := io.ReadFull(u.Rand, key[:]); err != nil {
-		return nil, us, fmt.Errorf("dataset: privacy unit: draw the selection key: %w", err)
+		return us, fmt.Errorf("dataset: privacy unit: draw the selection key: %w", err)
 	}
+	callerKeep := len(opt.Keep)
 	opt.Keep = append(slices.Clip(opt.Keep), u.Column)
 	ki := len(opt.Keep) - 1
 	nk := len(opt.Keep)
@@ -106,7 +132,7 @@ func UnitMoments(ctx context.Context, path string, s *schema.Schema, opt Options
 		}
 		return nil
 	}); err != nil {
-		return nil, us, err
+		return us, err
 	}
 	prf := newUnitPRF(key[:])
 	k := int64(u.MaxRows)
@@ -122,23 +148,17 @@ func UnitMoments(ctx context.Context, path string, s *schema.Schema, opt Options
 		slices.SortFunc(pri, rankedPriority.cmp)
 		st.thr = pri[k-1]
 		if err := ctx.Err(); err != nil {
-			return nil, us, err
+			return us, err
 		}
 	}
 
 	// Pass 2: the kept rows.
-	var m *suffstat.Moments
-	var buf []float64
+	width := s.Dim() + 1
+	var out Batch
 	sum, err := StreamBatches(ctx, path, s, opt, func(b Batch) error {
 		n := len(b.Keep) / nk
-		width := len(b.Rows) / max(n, 1)
-		if m == nil {
-			m = suffstat.New(width)
-			if opt.Workers > 0 {
-				m.SetWorkers(opt.Workers)
-			}
-		}
-		buf = buf[:0]
+		out.Rows, out.Keep = out.Rows[:0], out.Keep[:0]
+		out.Dropped = out.Dropped[:0]
 		for i := 0; i < n; i++ {
 			id := b.Keep[i*nk+ki]
 			st := counts[id]
@@ -152,26 +172,36 @@ func UnitMoments(ctx context.Context, path string, s *schema.Schema, opt Options
 					continue
 				}
 			}
-			buf = append(buf, b.Rows[i*width:(i+1)*width]...)
+			out.Rows = append(out.Rows, b.Rows[i*width:(i+1)*width]...)
+			if b.Dropped != nil {
+				out.Dropped = append(out.Dropped, b.Dropped[i])
+			}
+			out.Keep = append(out.Keep, b.Keep[i*nk:i*nk+callerKeep]...)
 		}
-		us.Kept += int64(len(buf) / width)
-		return m.AddRows(buf)
+		if len(out.Rows) == 0 {
+			return nil
+		}
+		us.Kept += int64(len(out.Rows) / width)
+		bb := out
+		if b.Dropped == nil {
+			bb.Dropped = nil
+		}
+		if callerKeep == 0 {
+			bb.Keep = nil
+		}
+		return fn(bb)
 	})
 	us.Summary = sum
 	if err != nil {
-		return nil, us, err
+		return us, err
 	}
 	for _, st := range counts {
 		if st.seen != st.n {
-			return nil, us, fmt.Errorf("dataset: privacy unit: %s changed between the two reads", path)
+			return us, fmt.Errorf("dataset: privacy unit: %s changed between the two reads", path)
 		}
 	}
-	if m == nil {
-		m = suffstat.New(s.Dim() + 1)
-	}
-	m.Flush()
 	us.Units = int64(len(counts))
-	return m, us, nil
+	return us, nil
 }
 
 type unitState struct {
