@@ -42,6 +42,15 @@ func TestFitPrivacyUnit(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", s, out)
 		}
 	}
+	dout, err := runCLI(t, "describe", "--data", data, "--schema", schema, "--epsilon", "1", "--privacy-unit", "person", "--max-rows-per-unit", "3", "--seed", "2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"differ in all rows of one person", "Units (person): 1500", "K = 3"} {
+		if !strings.Contains(dout, s) {
+			t.Errorf("describe output lacks %q:\n%s", s, dout)
+		}
+	}
 	for _, c := range []struct{ extra []string }{
 		{[]string{"--mechanism", "objpert"}},
 		{[]string{"--mechanism", "gaussian-fm", "--ci-share", "0.1"}},
