@@ -180,6 +180,14 @@ type Options struct {
 	Grid int
 	// Columns restricts the description to these columns (default all).
 	Columns []string
+	// PrivacyUnit and MaxRowsPerUnit, when set, make the guarantee per
+	// person: the caller feeds at most MaxRowsPerUnit = K records of each
+	// unit (dataset.UnitStreamBatches; ReadUnits does) and every
+	// sensitivity is K times the per-record one (Data.unitFactor). The
+	// number of records is then private: counts are released with noise
+	// and only the number of units (SetUnits) is public.
+	PrivacyUnit    string
+	MaxRowsPerUnit int
 }
 
 func (o *Options) defaults() {
@@ -208,6 +216,9 @@ func (o *Options) validate(cols []Column) error {
 	}
 	if o.Grid < 2 || o.Grid > 100000 {
 		return fmt.Errorf("describe: %d grid points (want 2 to 100000)", o.Grid)
+	}
+	if (o.PrivacyUnit == "") != (o.MaxRowsPerUnit == 0) || o.MaxRowsPerUnit < 0 {
+		return fmt.Errorf("describe: a privacy unit needs both its column and K ≥ 1 rows per unit (got %q, %d)", o.PrivacyUnit, o.MaxRowsPerUnit)
 	}
 	names := map[string]Column{}
 	for _, c := range cols {

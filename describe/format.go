@@ -11,7 +11,16 @@ import (
 // WriteText prints the release as a table per column, then the privacy
 // report.
 func (r *Result) WriteText(w io.Writer) {
-	if r.NPublic {
+	if r.Unit != "" {
+		fmt.Fprintf(w, "Units (%s): %d (public); at most %d records per unit read. Noisy counts (95%% error bar, discrete Laplace scale %s):\n", r.Unit, r.Rows, r.MaxRowsPerUnit, report.Up(r.Counts[0].Scale))
+		for g, c := range r.Counts {
+			name := "kept records"
+			if r.By != "" {
+				name = r.By + " = " + r.Groups[g]
+			}
+			fmt.Fprintf(w, "  %-24s %8.0f  [%.0f, %.0f]\n", name, c.Value, c.Lo, c.Hi)
+		}
+	} else if r.NPublic {
 		fmt.Fprintf(w, "Records: %d (public: neighbouring tables differ in one record replaced, so N is not protected)\n", r.Rows)
 	} else {
 		fmt.Fprintf(w, "Records read: %d (public). Noisy counts (95%% error bar, discrete Laplace scale %s):\n", r.Rows, report.Up(r.Counts[0].Scale))
@@ -62,7 +71,9 @@ func histHalf(c ColumnStats) int64 {
 // the neighbouring relation and what was spent per column.
 func (r *Result) WritePrivacy(w io.Writer) {
 	fmt.Fprintf(w, "Privacy: ε = %s, δ = %s (pure ε-DP), %s.\n", report.Up(r.Epsilon), report.Up(r.Delta), r.Accountant)
-	if r.NPublic {
+	if r.Unit != "" {
+		fmt.Fprintf(w, "Neighbours: replace-one-unit: neighbouring tables differ in all rows of one person (privacy unit %q, at most K = %d rows per unit kept, a uniformly random subset); the number of units is public, the number of rows per unit is not released; every sensitivity is K times the per-record one. Values are clipped to the schema's public bounds.\n", r.Unit, r.MaxRowsPerUnit)
+	} else if r.NPublic {
 		fmt.Fprintln(w, "Neighbours: tables differ in one record replaced by another; N is public. Values are clipped to the schema's public bounds.")
 	} else {
 		fmt.Fprintln(w, "Neighbours: tables differ in one record replaced by another; the number of records read is public, group and kept counts are released with noise. Values are clipped to the schema's public bounds.")

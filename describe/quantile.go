@@ -94,9 +94,10 @@ func quantileScores(c *gridCounts, q float64, n int64) []*big.Rat {
 }
 
 // quantileRelease selects a grid point for the q-quantile by the
-// exponential mechanism with the scores of quantileScores (Δ = 1) at ε.
-func quantileRelease(src noise.Source, c *gridCounts, q float64, n int64, epsilon float64) (float64, error) {
-	j, err := ExpMech(src, quantileScores(c, q, n), epsilon, 1)
+// exponential mechanism with the scores of quantileScores at ε: Δ = 1 per
+// record, sens = K under a privacy unit (Data.unitFactor).
+func quantileRelease(src noise.Source, c *gridCounts, q float64, n int64, epsilon, sens float64) (float64, error) {
+	j, err := ExpMech(src, quantileScores(c, q, n), epsilon, sens)
 	if err != nil {
 		return 0, err
 	}

@@ -3,6 +3,7 @@ package describe
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/schema"
@@ -71,4 +72,30 @@ func ReadRaw(ctx context.Context, path string, opt dataset.Options, fn func(head
 		return nil
 	})
 	return err
+}
+
+// ReadUnits is Read under a privacy unit (Options.PrivacyUnit and
+// MaxRowsPerUnit): at most K records of each unit are added, chosen by
+// dataset.UnitStreamBatches (two passes, a per-run key from rnd, which
+// must be a secure generator for the guarantee), and the public number of
+// units is recorded.
+func (d *Data) ReadUnits(ctx context.Context, path string, s *schema.Schema, opt dataset.Options, rnd io.Reader) (dataset.UnitSummary, error) {
+	if d.opt.MaxRowsPerUnit < 1 {
+		return dataset.UnitSummary{}, fmt.Errorf("describe: ReadUnits without a privacy unit in Options")
+	}
+	opt.KeepDropped = true
+	opt.SkipDropped = false
+	k := s.Dim() + 1
+	us, err := dataset.UnitStreamBatches(ctx, path, s, opt, dataset.UnitOptions{Column: d.opt.PrivacyUnit, MaxRows: d.opt.MaxRowsPerUnit, Rand: rnd}, func(b dataset.Batch) error {
+		n := len(b.Rows) / k
+		for r := range n {
+			dropped := b.Dropped != nil && b.Dropped[r]
+			d.Add(b.Rows[r*k:(r+1)*k], dropped)
+		}
+		return nil
+	})
+	if err == nil {
+		d.SetUnits(us.Units)
+	}
+	return us, err
 }

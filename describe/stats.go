@@ -27,6 +27,7 @@ type Data struct {
 	hist     [][]int64       // [col][group*bins + bin]
 	gridsOf  [][]float64
 	released bool
+	units    int64 // SetUnits: the public number of units (privacy unit)
 }
 
 // New prepares the accumulation for schema s.
@@ -170,17 +171,21 @@ type Part struct {
 
 // Result is the whole release.
 type Result struct {
-	Rows       int64         `json:"rows"`
-	NPublic    bool          `json:"n_public"`
-	By         string        `json:"by,omitempty"`
-	Groups     []string      `json:"groups,omitempty"`
-	Counts     []Stat        `json:"counts"`
-	Columns    []ColumnStats `json:"columns"`
-	Parts      []Part        `json:"releases"`
-	Epsilon    float64       `json:"epsilon"`
-	Delta      float64       `json:"delta"`
-	Accountant string        `json:"accountant"`
-	Noise      string        `json:"noise_source"`
+	Rows    int64         `json:"rows"`
+	NPublic bool          `json:"n_public"`
+	By      string        `json:"by,omitempty"`
+	Groups  []string      `json:"groups,omitempty"`
+	Counts  []Stat        `json:"counts"`
+	Columns []ColumnStats `json:"columns"`
+	Parts   []Part        `json:"releases"`
+	Epsilon float64       `json:"epsilon"`
+	Delta   float64       `json:"delta"`
+	// Unit and MaxRowsPerUnit name the privacy unit and K when the
+	// guarantee is per person; Rows is then the number of units.
+	Unit           string `json:"privacy_unit,omitempty"`
+	MaxRowsPerUnit int    `json:"max_rows_per_unit,omitempty"`
+	Accountant     string `json:"accountant"`
+	Noise          string `json:"noise_source"`
 }
 
 // releases counts the releases the budget is split over.
@@ -202,7 +207,26 @@ func (d *Data) releases() int {
 	return k
 }
 
-func (d *Data) countsPrivate() bool { return d.groups > 1 || d.mayDrop }
+func (d *Data) countsPrivate() bool { return d.groups > 1 || d.mayDrop || d.opt.MaxRowsPerUnit > 0 }
+
+// SetUnits records the public number of units read under a privacy unit.
+func (d *Data) SetUnits(n int64) { d.units = n }
+
+// unitFactor is K = Options.MaxRowsPerUnit under a privacy unit, else 1.
+// Every sensitivity below is derived for one record replaced. A unit of
+// r ≤ K records replaced by one of r' ≤ K: pair min(r, r') of them as
+// replacements and count the rest as records present in one table only;
+// such a record moves each release by at most its replace sensitivity (a
+// count by 1 ≤ countSens, a centred sum by w/2 ≤ w, a sum of squares by
+// w²/4 ≤ sqSens, a histogram by 1 ≤ 2, a quantile score by 1, see
+// quantileScores), so the release moves by at most max(r, r') ≤ K times
+// its replace sensitivity: each is multiplied by unitFactor.
+func (d *Data) unitFactor() int64 {
+	if d.opt.MaxRowsPerUnit > 0 {
+		return int64(d.opt.MaxRowsPerUnit)
+	}
+	return 1
+}
 
 // Release draws the noise and returns the statistics. It may be called once.
 func (d *Data) Release(src noise.Source) (*Result, error) {
@@ -213,6 +237,10 @@ func (d *Data) Release(src noise.Source) (*Result, error) {
 	if d.rows == 0 {
 		return nil, errNoRows
 	}
+	if d.opt.MaxRowsPerUnit > 0 && d.units < 1 {
+		return nil, fmt.Errorf("describe: privacy unit %q: the number of units was not set (SetUnits)", d.opt.PrivacyUnit)
+	}
+	kf := d.unitFactor()
 	k := d.releases()
 	if k == 0 {
 		return nil, fmt.Errorf("describe: nothing to release")
@@ -220,6 +248,10 @@ func (d *Data) Release(src noise.Source) (*Result, error) {
 	eps := splitEpsilon(d.opt.Epsilon, k)
 	G := d.groups
 	res := &Result{Rows: d.rows, NPublic: !d.countsPrivate(), Noise: src.String()}
+	if kf > 1 || d.opt.MaxRowsPerUnit > 0 {
+		// The number of records is private: only the units are public.
+		res.Rows, res.Unit, res.MaxRowsPerUnit = d.units, d.opt.PrivacyUnit, d.opt.MaxRowsPerUnit
+	}
 	var parts []accounting.EpsDelta
 	add := func(p Part) {
 		res.Parts = append(res.Parts, p)
@@ -229,7 +261,7 @@ func (d *Data) Release(src noise.Source) (*Result, error) {
 	nHat := make([]float64, G)
 	nHalf := 0.0
 	if d.countsPrivate() {
-		sens := countSens(G)
+		sens := countSens(G) * kf
 		c := append([]int64(nil), d.n...)
 		scale, half, err := countRelease(src, c, eps, sens)
 		if err != nil {
@@ -269,11 +301,11 @@ func (d *Data) Release(src noise.Source) (*Result, error) {
 		}
 		// Histogram.
 		h := append([]int64(nil), d.hist[i]...)
-		scale, half, err := countRelease(src, h, eps, histSens)
+		scale, half, err := countRelease(src, h, eps, histSens*kf)
 		if err != nil {
 			return nil, fmt.Errorf("describe: column %q: %w", c.Name, err)
 		}
-		add(Part{What: "histogram", Column: c.Name, Epsilon: eps, Sensitivity: histSens, Mechanism: "discrete Laplace"})
+		add(Part{What: "histogram", Column: c.Name, Epsilon: eps, Sensitivity: float64(histSens * kf), Mechanism: "discrete Laplace"})
 		nb := len(h) / G
 		for g := range G {
 			stats[g].HistScale = scale
@@ -317,13 +349,14 @@ func (d *Data) releaseNumeric(src noise.Source, i int, eps float64, nHat []float
 	// Sums: the release is one vector; its bars at two levels come from
 	// the same draw, so compute both half-widths from its scale and grid.
 	s := append([]float64(nil), d.sum[i]...)
-	sScale, sHalfMean, err := sumRelease(src, s, eps, sumSens(w), betaMean)
+	kf := float64(d.unitFactor())
+	sScale, sHalfMean, err := sumRelease(src, s, eps, sumSens(w)*kf, betaMean)
 	if err != nil {
 		return err
 	}
 	sHalfSD := halfAt(sScale, len(s), betaSD)
-	add(Part{What: "sum", Column: c.Name, Epsilon: eps, Sensitivity: sumSens(w), Mechanism: "Laplace (grid)"})
-	qsens := sqSens(w, G)
+	add(Part{What: "sum", Column: c.Name, Epsilon: eps, Sensitivity: sumSens(w) * kf, Mechanism: "Laplace (grid)"})
+	qsens := sqSens(w, G) * kf
 	q := append([]float64(nil), d.sq[i]...)
 	qScale, qHalf, err := sumRelease(src, q, eps, qsens, betaSD)
 	if err != nil {
@@ -332,8 +365,8 @@ func (d *Data) releaseNumeric(src noise.Source, i int, eps float64, nHat []float
 	add(Part{What: "sum of squares", Column: c.Name, Epsilon: eps, Sensitivity: qsens, Mechanism: "Laplace (grid)"})
 	nHalfMean, nHalfSD := 0.0, 0.0
 	if private {
-		nHalfMean = float64(nHalfFor(nHalf, eps, G, betaMean))
-		nHalfSD = float64(nHalfFor(nHalf, eps, G, betaSD))
+		nHalfMean = float64(nHalfFor(nHalf, eps, G, betaMean, d.unitFactor()))
+		nHalfSD = float64(nHalfFor(nHalf, eps, G, betaSD, d.unitFactor()))
 	}
 	for g := range G {
 		n := nHat[g]
@@ -353,11 +386,11 @@ func (d *Data) releaseNumeric(src noise.Source, i int, eps float64, nHat []float
 		qe = eps / 2
 	}
 	for _, qq := range d.opt.Quantiles {
-		add(Part{What: fmt.Sprintf("quantile %g", qq), Column: c.Name, Epsilon: eps, Sensitivity: 1, Mechanism: "exponential mechanism"})
-		t := EMRankBound(d.opt.Grid, qe, 1, 1-Level)
+		add(Part{What: fmt.Sprintf("quantile %g", qq), Column: c.Name, Epsilon: eps, Sensitivity: kf, Mechanism: "exponential mechanism"})
+		t := EMRankBound(d.opt.Grid, qe, kf, 1-Level)
 		for g := range G {
 			cnt := d.gridByG[i][g]
-			v, err := quantileRelease(src, cnt, qq, cnt.n(), qe)
+			v, err := quantileRelease(src, cnt, qq, cnt.n(), qe, kf)
 			if err != nil {
 				return err
 			}
@@ -382,8 +415,8 @@ func halfAt(b float64, n int, beta float64) float64 {
 }
 
 // nHalfFor recomputes the count half-width at level β.
-func nHalfFor(_ float64, eps float64, G int, beta float64) int64 {
-	return geoHalfWidth(float64(countSens(G))/eps, beta)
+func nHalfFor(_ float64, eps float64, G int, beta float64, kf int64) int64 {
+	return geoHalfWidth(float64(countSens(G)*kf)/eps, beta)
 }
 
 // The L1 sensitivities of the releases under replace-one neighbours (see

@@ -1,6 +1,9 @@
 package dppp
 
-import "math"
+import (
+	"math"
+	"math/big"
+)
 
 // LastFit returns the largest m in [lo, hi] with ok(m), for ok true at lo
 // and monotone (true up to the answer, false after it). Every decision is
@@ -49,4 +52,39 @@ func LastFit(lo, hi int, ok func(int) bool, score func(int) float64) int {
 		}
 	}
 	return lo
+}
+
+// QueriesLeft returns how many more queries a run that has answered k can
+// answer under a ledger file's budget: the largest m ≤ maxQueries − k such
+// that the other entries' exact sum plus the run's total after k + m
+// queries (charge(k + m), never below floor, the total the run already
+// charged) fits budget in ε and in δ. The sums are exact (big.Rat), as
+// ledger.Ledger.Raise decides; the float64 spent fractions only guide the
+// search (LastFit). others are the file's other entries (ε, δ).
+func QueriesLeft(charge func(int) (Guarantee, error), others []Guarantee, budget Guarantee, k, maxQueries int, floor float64) int {
+	var oe, od float64 // the others' totals (for the guesses only)
+	for _, c := range others {
+		oe, od = oe+c.Epsilon, od+c.Delta
+	}
+	fits := func(m int) bool {
+		g, err := charge(k + m)
+		if err != nil {
+			return false
+		}
+		eps, del := new(big.Rat).SetFloat64(math.Max(g.Epsilon, floor)), new(big.Rat).SetFloat64(g.Delta)
+		for _, c := range others {
+			eps.Add(eps, new(big.Rat).SetFloat64(c.Epsilon))
+			del.Add(del, new(big.Rat).SetFloat64(c.Delta))
+		}
+		return eps.Cmp(new(big.Rat).SetFloat64(budget.Epsilon)) <= 0 && del.Cmp(new(big.Rat).SetFloat64(budget.Delta)) <= 0
+	}
+	score := func(m int) float64 {
+		g, err := charge(k + m)
+		if err != nil || k+m == 0 {
+			return -1
+		}
+		return math.Max((oe+math.Max(g.Epsilon, floor))/budget.Epsilon, (od+g.Delta)/budget.Delta) - 1
+	}
+	// RunCharge grows with k (TestRunCharge); fits decides, score guesses.
+	return LastFit(0, max(0, maxQueries-k), fits, score)
 }

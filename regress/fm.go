@@ -141,6 +141,7 @@ type releaseFunc func(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64) (
 // post-processing instead of the ridge and trimming (gaussian-fm, linear;
 // fitPostProcess).
 func fitFM(data Data, cfg Config, release releaseFunc, clip bool) (*Result, error) {
+	cfg.unitAware = true // the FM family calibrates at sensitivityN (units.go)
 	if err := cfg.validate(data, true); err != nil {
 		return nil, err
 	}
@@ -152,7 +153,7 @@ func fitFM(data Data, cfg Config, release releaseFunc, clip bool) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	p, noiseStd2, err := release(q, cfg, lq, data.Stats.N())
+	p, noiseStd2, err := release(q, cfg, lq, sensitivityN(data.Stats))
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +165,18 @@ func fitFM(data Data, cfg Config, release releaseFunc, clip bool) (*Result, erro
 	if cfg.Kind == Logistic {
 		st = cfg.Structure.Scaled(lq.A2)
 	}
+	unit, perUnit := unitOf(data.Stats)
+	if perUnit {
+		// G[0,0] = c² needs every one of the N() rows: with fewer rows per
+		// unit than K it is (kept rows/N())·c², not public. The other
+		// identities are homogeneous and still hold.
+		st = st.withoutNonzeroKnown()
+	}
 	pp := fitPostProcess(cfg, clip, q.D, noiseStd2, st)
 	res, err := finish(q, cfg, pp, p)
+	if err == nil && perUnit {
+		res.Privacy.Neighbouring = UnitNeighbouring(unit)
+	}
 	if err == nil {
 		res.Released = releasedFrom(q, cfg.Kind, data.Stats.N(), pp, res.Privacy.Releases)
 		if res.Released != nil {

@@ -176,6 +176,10 @@ type Config struct {
 	ObjPert ObjPertOptions
 	NoisyGD NoisyGDOptions
 	IRLS    IRLSOptions
+
+	// unitAware is set by the mechanisms that calibrate unit statistics
+	// (UnitStats) at sensitivityN: the FM family.
+	unitAware bool
 }
 
 // Result is a fitted model in the encoded feature space.
@@ -239,6 +243,9 @@ func (c *Config) validate(data Data, private bool) error {
 	}
 	if !private {
 		return nil
+	}
+	if u, ok := unitOf(data.Stats); ok && (!c.unitAware || data.Rows != nil) {
+		return fmt.Errorf("regress: privacy unit %q: this mechanism bounds one row's influence and has no sensitivity derived for a unit of %d rows; use fm, relaxed-fm or gaussian-fm", u.Column, u.MaxRows)
 	}
 	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
 		return fmt.Errorf("regress: ε must be finite and > 0, got %v", c.Epsilon)

@@ -276,7 +276,7 @@ func ReleaseTargetMoment(s Stats, epsilon float64, src noise.Source) (float64, r
 	if src == nil {
 		return 0, report.Release{}, fmt.Errorf("regress: target moment: no randomness source")
 	}
-	sens, err := TargetMomentSensitivity(s.N())
+	sens, err := TargetMomentSensitivity(sensitivityN(s)) // units.go
 	if err != nil {
 		return 0, report.Release{}, err
 	}

@@ -9,6 +9,24 @@ type kernel struct {
 	// tile adds Σ_k a[k*ld : k*ld+mr] ⊗ b[k*ld : k*ld+nr] into the mr×nr
 	// tile whose column t starts at c[t*ldc].
 	tile func(a, b []float64, rows, ld int, c []float64, ldc int)
+	// itile, when set, makes this an integer kernel (ifma.go): it adds
+	// the low and high 52 bits of the products of unsigned 52-bit
+	// integers, Σ_k a[k*ld : k*ld+mr] ⊗ b[k*ld : k*ld+nr], into the tiles
+	// of lo and hi (column t at t*ldc); tile is then nil.
+	itile func(a, b []uint64, rows, ld int, lo, hi []uint64, ldc int)
+	// quant, when set with itile, converts a prefix of a row to the
+	// integer path's u (ifma.go) and returns its length, or false when a
+	// value of the row is out of range (the caller then finds it).
+	quant func(dst []uint64, src []float64) (int, bool)
+}
+
+// gramInt is gram for an integer kernel.
+func (kn kernel) gramInt(panel []uint64, rows, ld int, lo, hi []uint64, ldc, kk int) {
+	for jb := 0; jb < kk; jb += kn.nr {
+		for ib := 0; ib < jb+kn.nr && ib < kk; ib += kn.mr {
+			kn.itile(panel[ib:], panel[jb:], rows, ld, lo[jb*ldc+ib:], hi[jb*ldc+ib:], ldc)
+		}
+	}
 }
 
 // gram adds the upper triangle (tiles touching it) of the Gram matrix of the
@@ -29,8 +47,8 @@ func kernels() []kernel {
 
 func bestKernel() kernel { return kernels()[0] }
 
-// KernelName names the micro-kernel New selects on this machine ("avx512", "avx2" or
-// "go"), for benchmark reports.
+// KernelName names the micro-kernel New selects on this machine
+// ("avx512ifma", "avx512", "avx2" or "go"), for benchmark reports.
 func KernelName() string { return bestKernel().name }
 
 // genericKernel is the portable micro-kernel: a 4×2 tile in 8 scalars,

@@ -12,6 +12,12 @@ func xgetbv() (eax, edx uint32)
 func tile16x8AVX512(a, b *float64, rows, ld int, c *float64, ldc int)
 
 //go:noescape
+func tile16x6IFMA(a, b *uint64, rows, ld int, lo, hi *uint64, ldc int)
+
+//go:noescape
+func quantize8(dst *uint64, src *float64, n int) bool
+
+//go:noescape
 func tile8x6AVX2(a, b *float64, rows, ld int, c *float64, ldc int)
 
 // hasAVX2FMA reports whether the processor and operating system support
@@ -50,8 +56,21 @@ func hasAVX512F() bool {
 	return ebx7&(1<<16) != 0
 }
 
+// hasAVX512IFMA reports whether AVX-512F and AVX512_IFMA (52-bit integer
+// multiply-add) are usable.
+func hasAVX512IFMA() bool {
+	if !hasAVX512F() {
+		return false
+	}
+	_, ebx7, _, _ := cpuid(7, 0)
+	return ebx7&(1<<21) != 0
+}
+
 func archKernels() []kernel {
 	var ks []kernel
+	if hasAVX512IFMA() {
+		ks = append(ks, kernel{name: "avx512ifma", mr: 16, nr: 6, itile: tile16x6I, quant: quantizeAVX512})
+	}
 	if hasAVX512F() {
 		ks = append(ks, kernel{name: "avx512", mr: 16, nr: 8, tile: tile16x8})
 	}
@@ -81,4 +100,31 @@ func tile8x6(a, b []float64, rows, ld int, c []float64, ldc int) {
 		panic("suffstat: tile8x6: slice too short")
 	}
 	tile8x6AVX2(unsafe.SliceData(a), unsafe.SliceData(b), rows, ld, unsafe.SliceData(c), ldc)
+}
+
+// tile16x6I checks the bounds the assembly relies on, then calls it.
+func tile16x6I(a, b []uint64, rows, ld int, lo, hi []uint64, ldc int) {
+	if rows == 0 {
+		return
+	}
+	if len(a) < (rows-1)*ld+16 || len(b) < (rows-1)*ld+6 || len(lo) < 5*ldc+16 || len(hi) < 5*ldc+16 {
+		panic("suffstat: tile16x6I: slice too short")
+	}
+	tile16x6IFMA(unsafe.SliceData(a), unsafe.SliceData(b), rows, ld, unsafe.SliceData(lo), unsafe.SliceData(hi), ldc)
+}
+
+// quantizeAVX512 converts the first len(src) &^ 7 values (see quantize8)
+// and reports how many it converted; 0 and false when one is out of range.
+func quantizeAVX512(dst []uint64, src []float64) (int, bool) {
+	n := len(src) &^ 7
+	if n == 0 {
+		return 0, true
+	}
+	if len(dst) < n {
+		panic("suffstat: quantizeAVX512: dst too short")
+	}
+	if !quantize8(unsafe.SliceData(dst), unsafe.SliceData(src), n) {
+		return 0, false
+	}
+	return n, true
 }

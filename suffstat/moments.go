@@ -35,6 +35,12 @@
 // the 192-bit totals. The wide panel costs four times the multiply-adds of
 // the plain Gram; the hot loop does not allocate, and large AddRows calls are
 // split across cores (see SetWorkers).
+//
+// On processors with AVX-512 IFMA (52-bit integer multiply-add) the kernel
+// works on integers instead (ifma.go): each value is one unsigned 47-bit
+// integer, panels are [u | 1], half the width, and each product is added
+// exactly as its low and high 52-bit halves. It computes the same integers,
+// so the totals and their bytes are identical whichever kernel ran.
 package suffstat
 
 import (
@@ -194,6 +200,11 @@ type Moments struct {
 	workers    int
 	children   []*Moments // per-worker accumulators for parallel AddRows
 	err        error      // sticky: set when AddRows rejected a value mid-stream
+
+	// The integer path (ifma.go): panel of [u | 1] and the low and high
+	// 64-bit sums of the products.
+	upanel []uint64
+	lo, hi []uint64
 }
 
 // New returns an empty accumulator for rows of width k (k ≥ 1).
@@ -207,6 +218,9 @@ func newWithKernel(k int, kn kernel) *Moments {
 		panic(fmt.Sprintf("suffstat: New(%d): width must be at least 1", k))
 	}
 	w := 2*k + 1
+	if kn.itile != nil {
+		w = k + 1 // ifma.go
+	}
 	ld := roundUp(w, kn.nr)
 	ldc := roundUp(ld, kn.mr)
 	return &Moments{
@@ -296,6 +310,9 @@ const (
 // addSerial streams rows through the panel buffer. base is the index of the
 // first row in the caller's block, for error messages.
 func (m *Moments) addSerial(rows []float64, base int) error {
+	if m.kn.itile != nil {
+		return m.addSerialInt(rows, base)
+	}
 	if m.panel == nil {
 		m.allocPanel()
 	}
@@ -393,6 +410,13 @@ func (m *Moments) spill() {
 func (m *Moments) Flush() { m.flush() }
 
 func (m *Moments) flush() {
+	if m.kn.itile != nil {
+		m.runPanelInt()
+		if m.pendPanels > 0 {
+			m.spillInt()
+		}
+		return
+	}
 	m.runPanel()
 	if m.pendPanels > 0 {
 		m.spill()
@@ -438,6 +462,8 @@ func (m *Moments) reset() {
 	clear(m.tot)
 	clear(m.blk)
 	clear(m.pend)
+	clear(m.lo)
+	clear(m.hi)
 	m.pendPanels, m.prow, m.n, m.err = 0, 0, 0, nil
 }
 

@@ -19,6 +19,7 @@ type describeFlags struct {
 	bins, grid                                        int
 	columns                                           []string
 	seed                                              uint64
+	unit                                              unitFlags // privacyunit.go
 }
 
 func newDescribeCmd() *cobra.Command {
@@ -49,6 +50,7 @@ privacy report is printed. See docs/describe.md for the derivations.`,
 	f.Float64SliceVar(&o.quantiles, "quantiles", []float64{0.25, 0.5, 0.75}, "quantiles of each numeric column")
 	f.IntVar(&o.bins, "bins", 10, "histogram bins of a numeric column")
 	f.IntVar(&o.grid, "grid", 101, "quantile grid points on each numeric range")
+	addUnitFlags(cmd, &o.unit)
 	f.StringSliceVar(&o.columns, "columns", nil, "describe only these columns (default all)")
 	f.StringVar(&o.delimiter, "delimiter", ",", "CSV field delimiter: ',', ';', tab or '|'")
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE generator with this seed (tests only)")
@@ -72,7 +74,11 @@ func runDescribe(cmd *cobra.Command, o describeFlags) error {
 	if err != nil {
 		return err
 	}
-	d, err := describe.New(s, describe.Options{Epsilon: o.epsilon, By: o.by, Quantiles: o.quantiles, Bins: o.bins, Grid: o.grid, Columns: o.columns})
+	if o.unit.column != "" && o.unit.k < 1 || o.unit.column == "" && cmd.Flags().Changed("max-rows-per-unit") {
+		return fmt.Errorf("--privacy-unit COLUMN and --max-rows-per-unit K ≥ 1 go together")
+	}
+	d, err := describe.New(s, describe.Options{Epsilon: o.epsilon, By: o.by, Quantiles: o.quantiles, Bins: o.bins, Grid: o.grid, Columns: o.columns,
+		PrivacyUnit: o.unit.column, MaxRowsPerUnit: o.unit.k})
 	if err != nil {
 		return err
 	}
@@ -97,7 +103,17 @@ func runDescribe(cmd *cobra.Command, o describeFlags) error {
 			plotOut.Abort()
 		}
 	}
-	if _, err := d.Read(ctx, o.data, s, dataset.Options{Delimiter: sep, Stdin: cmd.InOrStdin()}); err != nil {
+	read := func() error {
+		_, err := d.Read(ctx, o.data, s, dataset.Options{Delimiter: sep, Stdin: cmd.InOrStdin()})
+		return err
+	}
+	if o.unit.column != "" {
+		read = func() error {
+			_, err := d.ReadUnits(ctx, o.data, s, dataset.Options{Delimiter: sep}, randomSource(seeded, o.seed))
+			return err
+		}
+	}
+	if err := read(); err != nil {
 		abort()
 		return readErr("--data", err)
 	}

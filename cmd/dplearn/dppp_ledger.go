@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"math"
-	"math/big"
 	"sync"
 	"time"
 
@@ -137,36 +135,14 @@ func (r *runFile) leftFor(fresh bool) (int, ledger.State, error) {
 	if fresh {
 		k, floor, self = 0, 0, ""
 	}
-	var oe, od float64 // the others' totals (for the guesses only)
+	var others []dppp.Guarantee
 	for _, c := range st.Charges {
 		if c.Label != self {
-			oe, od = oe+c.Epsilon, od+c.Delta
+			others = append(others, dppp.Guarantee{Epsilon: c.Epsilon, Delta: c.Delta})
 		}
 	}
-	fits := func(m int) bool {
-		g, err := r.runCharge(k + m)
-		if err != nil {
-			return false
-		}
-		eps, del := new(big.Rat).SetFloat64(math.Max(g.Epsilon, floor)), new(big.Rat).SetFloat64(g.Delta)
-		for _, c := range st.Charges {
-			if c.Label == self {
-				continue
-			}
-			eps.Add(eps, new(big.Rat).SetFloat64(c.Epsilon))
-			del.Add(del, new(big.Rat).SetFloat64(c.Delta))
-		}
-		return eps.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) <= 0 && del.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) <= 0
-	}
-	score := func(m int) float64 {
-		g, err := r.runCharge(k + m)
-		if err != nil || k+m == 0 {
-			return -1
-		}
-		return math.Max((oe+math.Max(g.Epsilon, floor))/st.Budget.Epsilon, (od+g.Delta)/st.Budget.Delta) - 1
-	}
-	// RunCharge grows with k (TestRunCharge); fits decides, score guesses.
-	return dppp.LastFit(0, max(0, r.p.MaxQueries-k), fits, score), st, nil
+	budget := dppp.Guarantee{Epsilon: st.Budget.Epsilon, Delta: st.Budget.Delta}
+	return dppp.QueriesLeft(r.runCharge, others, budget, k, r.p.MaxQueries, floor), st, nil
 }
 
 // canPay checks, without charging, that this run can pay for k more

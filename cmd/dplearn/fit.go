@@ -33,6 +33,7 @@ type fitOptions struct {
 	skipBadRows bool
 	noStructure bool
 	workers     int
+	unit        unitFlags // --privacy-unit (privacyunit.go)
 }
 
 func newFitCmd() *cobra.Command {
@@ -104,6 +105,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	f.Uint64Var(&o.seed, "seed", 0, "use a deterministic INSECURE generator with this seed (experiments only)")
 	f.BoolVar(&o.skipBadRows, "skip-bad-rows", false, "skip and count rows that cannot be encoded instead of stopping")
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: all cores)")
+	addUnitFlags(cmd, &o.unit)
 	format := addFormatFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		fm, err := format()
@@ -210,6 +212,12 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err := checkWorkersFlag(cmd); err != nil {
 		return err
 	}
+	if err := o.unit.check(cmd, est, kind, o.stats); err != nil {
+		return err
+	}
+	if o.unit.column != "" {
+		o.ciShare = 0 // intervals are not derived per unit
+	}
 	sep, err := parseDelimiter(o.delimiter)
 	if err != nil {
 		return err
@@ -257,6 +265,11 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		if err != nil {
 			return err
 		}
+	} else if o.unit.column != "" {
+		var us dataset.UnitSummary
+		data, us, err = loadUnitInput(ctx, o.data, s, o.unit, randomSource(o.seeded, o.seed), opt)
+		sum = us.Summary
+		sum.Rows = us.Units // N is the public number of units; rows per unit are not released
 	} else {
 		data, sum, err = loadFitInput(ctx, o.data, s, req.NeedsRows(), opt)
 	}

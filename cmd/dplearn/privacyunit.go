@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/schema"
+)
+
+// unitFlags are --privacy-unit COLUMN --max-rows-per-unit K.
+type unitFlags struct {
+	column string
+	k      int
+}
+
+func addUnitFlags(cmd *cobra.Command, u *unitFlags) {
+	f := cmd.Flags()
+	f.StringVar(&u.column, "privacy-unit", "", "column identifying the privacy unit (a person ID): the guarantee protects all rows of one person; needs --max-rows-per-unit (fit: fm, relaxed-fm, gaussian-fm)")
+	f.IntVar(&u.k, "max-rows-per-unit", 0, "with --privacy-unit: keep at most K rows per unit (a uniformly random subset, secure generator); sensitivities scale to K rows")
+}
+
+// check validates the flag pair against the rest of the fit.
+func (u unitFlags) check(cmd *cobra.Command, est regress.Estimator, kind regress.Kind, statsPath string) error {
+	if u.column == "" {
+		if cmd.Flags().Changed("max-rows-per-unit") {
+			return fmt.Errorf("--max-rows-per-unit needs --privacy-unit COLUMN")
+		}
+		return nil
+	}
+	if u.k < 1 {
+		return fmt.Errorf("--privacy-unit %s needs --max-rows-per-unit K ≥ 1", u.column)
+	}
+	if statsPath != "" {
+		return fmt.Errorf("--privacy-unit cannot be used with --stats: the statistics file does not bound rows per unit")
+	}
+	if !est.Private() || est.NeedsRows(kind) {
+		return fmt.Errorf("--privacy-unit: --mechanism %s has no sensitivity derived for a unit of K rows; use fm, relaxed-fm or gaussian-fm", est.Name())
+	}
+	if cmd.Flags().Changed("ci-share") {
+		if v, _ := cmd.Flags().GetFloat64("ci-share"); v > 0 {
+			return fmt.Errorf("--privacy-unit: confidence intervals are not derived for a unit-level guarantee; use --ci-share 0")
+		}
+	}
+	return nil
+}
+
+// loadUnitInput reads the statistics of at most K rows per unit and wraps
+// them for the unit-level sensitivities (regress.UnitStats).
+func loadUnitInput(ctx context.Context, path string, s *schema.Schema, u unitFlags, src noise.Source, opt dataset.Options) (regress.Data, dataset.UnitSummary, error) {
+	m, sum, err := dataset.UnitMoments(ctx, path, s, opt, dataset.UnitOptions{Column: u.column, MaxRows: u.k, Rand: src})
+	if err != nil {
+		return regress.Data{}, sum, err
+	}
+	st, err := regress.UnitStats(m, regress.PrivacyUnit{Column: u.column, MaxRows: u.k, Units: sum.Units})
+	if err != nil {
+		return regress.Data{}, sum, err
+	}
+	return regress.Data{Stats: st}, sum, nil
+}

@@ -1,0 +1,134 @@
+package regress
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// PrivacyUnit is the public description of a person-level (unit-level)
+// guarantee: rows are grouped by Column, at most MaxRows = K rows of each
+// unit enter the statistics (dataset.UnitMoments), and Units (the number of
+// units, N) is public. The number of rows per unit, and so the number of
+// rows, is not.
+type PrivacyUnit struct {
+	Column  string
+	MaxRows int
+	Units   int64
+}
+
+// UnitNeighbouring returns the neighbouring relation of a unit-level
+// guarantee, for report.Privacy.Neighbouring.
+func UnitNeighbouring(u PrivacyUnit) string {
+	return fmt.Sprintf("replace-one-unit (bounded DP on persons): neighbouring datasets differ in all rows of one person (privacy unit %q, at most K = %d rows per unit kept, a uniformly random subset); the number of units N = %d is public, the number of rows per unit is not released",
+		u.Column, u.MaxRows, u.Units)
+}
+
+// UnitStats wraps the statistics of unit-bounded rows (at most u.MaxRows
+// per unit) for the FM family. Its N() is the public Units·K; Sum and At
+// are the exact sums of the kept rows.
+//
+// # Sensitivities under replace-one-unit (the one central place)
+//
+// Every FM-family release is a map Λ = (1/n)·Σ_rows f(z) of the rows, with
+// n = N() = Units·K here, and each mechanism derives for "one row replaced"
+// a sensitivity Δ/n (Δ in the release's norm: L1 for fm, L2 for
+// relaxed-fm, the two L2 blocks and the whitened joint J for gaussian-fm,
+// |·| for the target moment of the confidence intervals). Replace one unit:
+// its r ≤ K kept rows R become r' ≤ K rows R'. Pair min(r, r') of them;
+// the rest appear on one side only. By the triangle inequality
+//
+//	‖ΔΛ‖ ≤ (1/n)·(min(r, r')·Δ + |r − r'|·M) ≤ (K/n)·max(Δ, M) = max(Δ, M)/Units,
+//
+// with M = sup_z ‖f(z)‖ (a row against no row). For every FM release M ≤ Δ
+// (‖x‖ ≤ 1, |y| ≤ 1):
+//   - linear Λ1 = −(2/n)Σyx: M = 2 ≤ Δ1 = 4; Λ2 = (1/n)Σxxᵀ, upper triangle:
+//     M ≤ ‖x‖² ≤ 1 ≤ Δ2 = √2;
+//   - logistic Λ1 = (1/n)Σ(½−y)x: M = ½ ≤ Δ1 = 1; Λ2 = (a2/n)Σxxᵀ:
+//     M ≤ a2 ≤ Δ2 = √2·a2;
+//   - gaussian-fm's whitened pair (Λ1/τ1, Λ2/τ2) with a = (Δ1/τ1)²,
+//     b = (Δ2/τ2)²: M² ≤ a/4 + b/2, and J² = a/2 + b + a²/(16b) (a ≤ 4b) or
+//     a (a ≥ 4b, where b/2 ≤ a/8) is at least that (joint.go);
+//   - fm (L1 over all released coefficients): linear M ≤ 2‖x‖₁ +
+//     Σ_{i≤j}|x_i x_j| ≤ 2√d + (d+1)/2 ≤ 2(d+1)², logistic M ≤ ½√d + (d+1)/16
+//     ≤ d²/4 + 3d (a2 ≤ ⅛);
+//   - relaxed-fm (L2 over all): linear M² ≤ 4 + 1 ≤ 4(1+4d+d²), logistic
+//     M² ≤ ¼ + 1/64 ≤ d²/16 + d;
+//   - the target moment (1/n)Σy² (y ∈ [−1, 1]): M = 1 = Δ.
+//
+// So each unit-level sensitivity is the row-level formula evaluated at
+// Units instead of n: sensitivityN returns Units, and the mechanisms
+// calibrate with it while computing Λ with N() = Units·K. The floating-point
+// terms of the sensitivities (rounding.go) stay valid: the per-entry error
+// bound at Units is e_S = ErrorBound(Units)/Units + O(u), and the statistics
+// of r ≤ Units·K rows divided by Units·K err by at most
+// ErrorBound(Units·K)/(Units·K), the same (ErrorBound is linear in n).
+// Mechanisms that read the rows (objpert, noisygd, irls, dpme,
+// filter-priority) have no unit-level derivation: Config.validate refuses
+// unit statistics to every mechanism but the FM family.
+func UnitStats(s Stats, u PrivacyUnit) (Stats, error) {
+	if s == nil {
+		return nil, errors.New("regress: privacy unit: no statistics")
+	}
+	if u.MaxRows < 1 {
+		return nil, fmt.Errorf("regress: privacy unit: at most %d rows per unit; need ≥ 1", u.MaxRows)
+	}
+	if u.Units < 1 {
+		return nil, errors.New("regress: privacy unit: no units")
+	}
+	if u.Units > math.MaxInt64/int64(u.MaxRows) {
+		return nil, fmt.Errorf("regress: privacy unit: %d units × %d rows overflows", u.Units, u.MaxRows)
+	}
+	if s.N() > u.Units*int64(u.MaxRows) {
+		// The statistics cannot come from rows bounded to K per unit.
+		return nil, fmt.Errorf("regress: privacy unit: the statistics hold more rows than %d units × %d rows each: were the rows bounded per unit (dataset.UnitMoments)?", u.Units, u.MaxRows)
+	}
+	return unitStats{Stats: s, u: u}, nil
+}
+
+type unitStats struct {
+	Stats
+	u PrivacyUnit
+}
+
+// N returns the public Units·K, never the number of kept rows.
+func (s unitStats) N() int64 { return s.u.Units * int64(s.u.MaxRows) }
+
+// unitOf returns the privacy unit of unit statistics.
+func unitOf(s Stats) (PrivacyUnit, bool) {
+	us, ok := s.(unitStats)
+	return us.u, ok
+}
+
+// UnitOf returns the privacy unit of statistics made by UnitStats.
+func UnitOf(s Stats) (PrivacyUnit, bool) { return unitOf(s) }
+
+// sensitivityN is the N at which a mechanism evaluates its row-level
+// sensitivity formulas: N() for row-level statistics, Units for unit
+// statistics (see UnitStats for the derivation: the one rows-per-unit
+// factor K of the package).
+func sensitivityN(s Stats) int64 {
+	if u, ok := unitOf(s); ok {
+		return s.N() / int64(u.MaxRows)
+	}
+	return s.N()
+}
+
+// withoutNonzeroKnown returns st without its known non-zero entries (the
+// intercept's diagonal): under a privacy unit the rows are fewer than N()
+// by a private amount, so only homogeneous identities still hold.
+func (st *GramStructure) withoutNonzeroKnown() *GramStructure {
+	if st == nil {
+		return nil
+	}
+	out := &GramStructure{D: st.D, Equal: st.Equal}
+	for _, v := range st.Known {
+		if v.Value == 0 {
+			out.Known = append(out.Known, v)
+		}
+	}
+	if len(out.Known) == 0 && len(out.Equal) == 0 {
+		return nil
+	}
+	return out
+}
