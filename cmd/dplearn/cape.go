@@ -251,7 +251,8 @@ every site releases its own result with the full noise and the aggregator
 averages with weights N_s/N: gaussian-fm-local, fm-local, objpert-local,
 noisygd-local.
 
-Logs go to stderr (--format json: one JSON object per event and per line);
+Logs go to stderr (--format json: one JSON object per event and per line;
+--log-level debug adds slog diagnostics);
 the model and its report to stdout. --insecure runs without certificates on a
 loopback address only, for tests, and says so loudly.`,
 		Example: `  dplearn cape serve --listen 0.0.0.0:7443 --certs pki/aggregator \
