@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	mrand "math/rand/v2"
 	"strings"
@@ -190,8 +191,8 @@ func (f *fixture) run(t testing.TB, opt RunOptions) (*RunResult, error) {
 	if opt.RoundTimeout == 0 {
 		opt.RoundTimeout = 10 * time.Second
 	}
-	if testing.Verbose() && opt.Logf == nil {
-		opt.Logf = t.Logf
+	if testing.Verbose() && opt.Logger == nil {
+		opt.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return Run(context.Background(), f.template, f.sites, opt)
 }

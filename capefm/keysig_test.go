@@ -5,7 +5,7 @@ import (
 	"crypto/ecdh"
 	"crypto/rand"
 	"errors"
-	"fmt"
+	"log/slog"
 	mrand "math/rand/v2"
 	"slices"
 	"strings"
@@ -248,9 +248,9 @@ func TestAggregatorVerifiesKeys(t *testing.T) {
 		}
 	}})
 	f.template.MinSites = 2
-	var logs []string
+	var logs strings.Builder
 	res, err := f.run(t, RunOptions{KeyVerifier: testSigner(t, ca, "aggregator"),
-		Logf: func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }})
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err == nil {
 		t.Fatalf("a verifier from another CA than every site's accepted the fit")
 	}
@@ -261,20 +261,21 @@ func TestAggregatorVerifiesKeys(t *testing.T) {
 		}
 	}})
 	f.template.MinSites = 2
-	logs = nil
+	logs.Reset()
 	agg := testSigner(t, f.ca, "aggregator")
 	res, err = f.run(t, RunOptions{KeyVerifier: agg,
-		Logf: func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }})
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
-		t.Fatalf("%v\n%s", err, strings.Join(logs, "\n"))
+		t.Fatalf("%v\n%s", err, logs.String())
 	}
 	if len(res.Attempts) != 2 || len(res.Params.Sites) != 2 || slices.ContainsFunc(res.Params.Sites, func(s SiteInfo) bool { return s.Name == "site-3" }) {
 		t.Fatalf("attempts %d, final sites %v", len(res.Attempts), res.Params.Sites)
 	}
-	if !slices.ContainsFunc(logs, func(l string) bool {
-		return strings.Contains(l, "site site-3's key advertisement fails its signature check") && strings.Contains(l, "not from this deployment's CA")
+	if !slices.ContainsFunc(strings.Split(logs.String(), "\n"), func(l string) bool {
+		return strings.Contains(l, "level=WARN") && strings.Contains(l, "site=site-3") &&
+			strings.Contains(l, "site site-3's key advertisement fails its signature check") && strings.Contains(l, "not from this deployment's CA")
 	}) {
-		t.Errorf("no refusal naming site-3 in the log:\n%s", strings.Join(logs, "\n"))
+		t.Errorf("no refusal naming site-3 in the log:\n%s", logs.String())
 	}
 }
 

@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/internal/logx"
 )
 
 // ServeOptions configures Serve.
@@ -23,8 +25,12 @@ type ServeOptions struct {
 	// lost once the noise was fixed, composing the lost attempt's releases
 	// into the guarantee (Params.Prior); by default the fit aborts.
 	RedoAfterRelease bool
-	// Logf, if set, receives one line per round and attempt.
-	Logf func(format string, args ...any)
+	// Logger receives one record per attempt (Info) and per round (Debug),
+	// and the aggregator's problems with sites (Warn: refusals, lost
+	// sends), as attributes (attempt, round, site, sites, answered, missing,
+	// elapsed, err): names, rounds and timings only, never a site's
+	// statistics, shares or the model. nil discards.
+	Logger *slog.Logger
 	// Observe, if set, is called (from Serve's goroutine) with every message
 	// the aggregator sends or accepts: exactly its view.
 	Observe func(Message)
@@ -71,7 +77,7 @@ type RunOptions struct {
 	RoundTimeout     time.Duration
 	MaxAttempts      int
 	RedoAfterRelease bool
-	Logf             func(format string, args ...any)
+	Logger           *slog.Logger
 	Observe          func(Message)
 	NewSession       func() ([32]byte, error)
 	// Drop simulates sites that disconnect just before sending their
@@ -162,11 +168,7 @@ func Serve(ctx context.Context, template Params, hub Hub, opt ServeOptions) (*Ru
 	if opt.NewSession == nil {
 		opt.NewSession = func() (s [32]byte, err error) { _, err = rand.Read(s[:]); return s, err }
 	}
-	logf := func(format string, args ...any) {
-		if opt.Logf != nil {
-			opt.Logf(format, args...)
-		}
-	}
+	log := logx.OrDiscard(opt.Logger)
 	live := slices.Clone(template.Sites)
 	prior := slices.Clone(template.Prior)
 	// S_C, frozen at the first roster (see above).
@@ -201,11 +203,12 @@ func Serve(ctx context.Context, template Params, hub Hub, opt ServeOptions) (*Ru
 		for i, s := range live {
 			names[i] = s.Name
 		}
-		logf("attempt %d: %d sites (%v), τ = %g", attempt, len(live), names, p.Tau)
+		alog := log.With("attempt", attempt)
+		alog.Info("capefm: attempt started", "sites", names, "tau", p.Tau)
 		if opt.OnAttempt != nil {
 			opt.OnAttempt(agg.Params(), agg.Calibration())
 		}
-		res, err := runAttempt(ctx, agg, hub, opt, logf)
+		res, err := runAttempt(ctx, agg, hub, opt, alog)
 		logs = append(logs, AttemptLog{Attempt: attempt, Sites: names, Err: err, NoiseFixed: agg.NoiseFixed()})
 		if opt.OnAttemptEnd != nil {
 			opt.OnAttemptEnd(logs[len(logs)-1])
@@ -230,7 +233,7 @@ func Serve(ctx context.Context, template Params, hub Hub, opt ServeOptions) (*Ru
 		if int(attempt) >= opt.MaxAttempts {
 			return nil, fmt.Errorf("capefm: %d attempts used: %w", attempt, err)
 		}
-		logf("attempt %d failed (%v); retrying without %v", attempt, err, ab.Missing)
+		alog.Warn("capefm: attempt failed; retrying without the missing sites", "missing", ab.Missing, "noise_fixed", ab.NoiseFixed, logx.Err(err))
 	}
 }
 
@@ -256,7 +259,7 @@ func Run(ctx context.Context, template Params, sites []*Site, opt RunOptions) (*
 		}
 	}
 	sopt := ServeOptions{RoundTimeout: opt.RoundTimeout, MaxAttempts: opt.MaxAttempts, RedoAfterRelease: opt.RedoAfterRelease,
-		Logf: opt.Logf, Observe: opt.Observe, NewSession: opt.NewSession, KeyVerifier: opt.KeyVerifier}
+		Logger: opt.Logger, Observe: opt.Observe, NewSession: opt.NewSession, KeyVerifier: opt.KeyVerifier}
 	if sopt.RoundTimeout <= 0 {
 		sopt.RoundTimeout = 30 * time.Second
 	}
@@ -354,7 +357,7 @@ type upEnv struct {
 }
 
 // runAttempt drives one Aggregator through its rounds over the hub.
-func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions, logf func(string, ...any)) (*Result, error) {
+func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions, log *slog.Logger) (*Result, error) {
 	p := agg.Params()
 	lost := map[string]bool{}
 	observe := func(m Message) {
@@ -380,7 +383,7 @@ func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions,
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				logf("attempt %d: sending %s to site %s: %v", p.Attempt, m.Type(), name, err)
+				log.Warn("capefm: send failed", "site", name, "type", m.Type(), logx.Err(err))
 			}
 		}
 		return nil
@@ -388,6 +391,7 @@ func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions,
 	collect := func() error {
 		start := time.Now()
 		r := agg.Round()
+		rlog := log.With("round", int(r), "round_name", r.String())
 		expectedIDs := agg.Expected()
 		expected := len(expectedIDs)
 		rctx, cancel := context.WithTimeout(ctx, opt.RoundTimeout)
@@ -412,16 +416,16 @@ func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions,
 				for _, id := range agg.Pending() {
 					late = append(late, agg.Name(id))
 				}
-				logf("attempt %d round %s: timed out waiting for %v", p.Attempt, r, late)
+				rlog.Warn("capefm: round timed out", "missing", late, "timeout", opt.RoundTimeout.String())
 				break
 			}
 			switch {
 			case ev.Lost:
 				lost[ev.Site] = true
-				logf("attempt %d round %s: site %s disconnected", p.Attempt, r, ev.Site)
+				rlog.Warn("capefm: site disconnected", "site", ev.Site)
 				continue
 			case ev.Msg == nil:
-				logf("attempt %d round %s: site %s: %v", p.Attempt, r, ev.Site, ev.Failed)
+				rlog.Warn("capefm: site failed", "site", ev.Site, logx.Err(ev.Failed))
 				if ev.Session == p.Session && ev.Round == r {
 					failed[ev.Site] = true
 				}
@@ -436,14 +440,14 @@ func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions,
 				if inAttempt {
 					lost[ev.Site] = true
 				}
-				logf("attempt %d round %s: site %s announced itself after the fit started: told it cannot join", p.Attempt, r, ev.Site)
+				rlog.Info("capefm: late announcement: told the site it cannot join", "site", ev.Site)
 				if err := hub.Send(ctx, ev.Site, &Outcome{Session: p.Session, Text: fmt.Sprintf("the fit is under way (attempt %d, round %s): a site that announces itself now (late, or restarted) cannot join it", p.Attempt, r)}); err != nil && ctx.Err() != nil {
 					return ctx.Err()
 				}
 				continue
 			}
 			if id := m.Party(); agg.Name(id) != ev.Site {
-				logf("attempt %d round %s: site %s sent a message naming site %d: refused", p.Attempt, r, ev.Site, id)
+				rlog.Warn("capefm: refused a message naming another site", "site", ev.Site, "named", id)
 				continue
 			}
 			if err := agg.Receive(m); err != nil {
@@ -454,7 +458,7 @@ func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions,
 				if kae := (*KeyAuthError)(nil); errors.As(err, &kae) {
 					failed[ev.Site] = true // no second chance in this attempt
 				}
-				logf("attempt %d round %s: refused: %v", p.Attempt, r, err)
+				rlog.Warn("capefm: refused a message", "site", ev.Site, logx.Err(err))
 				if opt.OnRefused != nil {
 					opt.OnRefused(ev.Site, err)
 				}
@@ -482,7 +486,7 @@ func runAttempt(ctx context.Context, agg *Aggregator, hub Hub, opt ServeOptions,
 		for _, id := range pending {
 			missing = append(missing, agg.Name(id))
 		}
-		logf("attempt %d round %d (%s): %d of %d sites answered, missing %v (%v)", p.Attempt, r, r, expected-len(missing), expected, missing, time.Since(start).Round(time.Millisecond))
+		rlog.Debug("capefm: round closed", "expected", expected, "answered", expected-len(missing), "missing", missing, "elapsed", rep.Elapsed.Round(time.Millisecond).String())
 		if opt.OnRound != nil {
 			opt.OnRound(rep)
 		}

@@ -67,4 +67,10 @@
 // line. SlogHandler turns the transport's own warnings (a TLS handshake
 // refused for a certificate of another CA) into events. Events never hold
 // anything computed from a site's data.
+//
+// Diagnostics go to ServeOptions.Logger and JoinOptions.Logger
+// (*slog.Logger, nil discards): capefm's attempt and round records and one
+// Debug record per message with its size. One logger can serve the
+// transport too: SlogHandler takes only records whose message starts with
+// "transport:".
 package capenet

@@ -92,11 +92,14 @@ func (f emitter) emit(e Event) {
 }
 
 // SlogHandler returns a slog.Handler that turns the transport's warnings
-// (level Warn and above) into Events of kind "transport" (for example a
-// refused TLS handshake, which reaches no protocol code). Records carrying
-// a "reason" attribute are refusals that Serve already reports from the
-// hub's events, and records below Warn (attachments) are reported as
-// "connected"/"disconnected"; both are dropped here.
+// (level Warn and above, message starting "transport:") into Events of
+// kind "transport" (for example a refused TLS handshake, which reaches no
+// protocol code). Records carrying a "reason" attribute are refusals that
+// Serve already reports from the hub's events, records below Warn
+// (attachments) are reported as "connected"/"disconnected", and the
+// protocols' own records (capefm, capenet) are reported by their events;
+// all are dropped here, so that one logger can serve the transport and the
+// protocol.
 func SlogHandler(sink func(Event)) slog.Handler {
 	return &slogHandler{sink: emitter(sink)}
 }
@@ -109,6 +112,9 @@ type slogHandler struct {
 func (h *slogHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
 
 func (h *slogHandler) Handle(_ context.Context, r slog.Record) error {
+	if !strings.HasPrefix(r.Message, "transport:") {
+		return nil
+	}
 	var b strings.Builder
 	b.WriteString(r.Message)
 	skip := false

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dplearn/dplearn/capefm"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/report"
 	"github.com/dplearn/dplearn/transport"
 )
@@ -19,8 +21,12 @@ type JoinOptions struct {
 	// this long (default 10 min; the aggregator itself waits at most its
 	// join timeout and one round timeout per round).
 	IdleTimeout time.Duration
-	// Events receives the site's log.
+	// Events receives the site's log (the progress a person reads).
 	Events func(Event)
+	// Logger receives one Debug record per message sent or received
+	// (site, type, round, attempt, bytes): sizes and names, never
+	// payloads. nil discards.
+	Logger *slog.Logger
 	// BeforeSend is a test hook, called before each message is sent with
 	// the message and its encoding; a non-nil error stops Join with that
 	// error, nothing sent. The CLI test binary's --test-fault flag uses it to
@@ -76,6 +82,7 @@ func Join(ctx context.Context, conn transport.Conn, site *capefm.Site, opt JoinO
 		opt.IdleTimeout = 10 * time.Minute
 	}
 	log := emitter(opt.Events)
+	dlog := logx.OrDiscard(opt.Logger).With("site", site.Name())
 	res := &JoinResult{}
 	var current *capefm.Params
 	send := func(m capefm.Message) error {
@@ -88,6 +95,11 @@ func Join(ctx context.Context, conn transport.Conn, site *capefm.Site, opt JoinO
 				return err
 			}
 		}
+		var attempt uint32
+		if current != nil {
+			attempt = current.Attempt
+		}
+		dlog.Debug("capenet: send", "type", m.Type(), "round", int(m.Round()), "attempt", attempt, "bytes", len(b))
 		if err := conn.Send(ctx, transport.Envelope{Round: uint64(m.Round()), Type: m.Type(), Payload: b}); err != nil {
 			if r, ok := transport.RefusalReason(err); ok && r == transport.ReasonWrongRound && m.Type() == "announce" {
 				return fmt.Errorf("capenet: the aggregator's fit has already started, without this site (%w)", err)
@@ -124,6 +136,7 @@ func Join(ctx context.Context, conn transport.Conn, site *capefm.Site, opt JoinO
 			}
 			return res, fmt.Errorf("%s: %w", msg, err)
 		}
+		dlog.Debug("capenet: received", "type", env.Type, "round", env.Round, "bytes", len(env.Payload))
 		m, err := capefm.Unmarshal(env.Payload)
 		if err != nil {
 			log.emit(Event{Kind: "ignored", Message: fmt.Sprintf("ignored a malformed %q message from the aggregator: %v", env.Type, err)})

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/dplearn/dplearn/capefm"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/report"
 	"github.com/dplearn/dplearn/transport"
 )
@@ -74,8 +76,14 @@ type ServeOptions struct {
 	// come back before it counts as lost for the attempt (default 2 s; the
 	// transport reconnects by itself after a network hiccup).
 	ReconnectGrace time.Duration
-	// Events receives the log (TextLog, JSONLog, or any sink).
+	// Events receives the log (TextLog, JSONLog, or any sink): the
+	// progress a person or a monitor reads.
 	Events func(Event)
+	// Logger receives diagnostics as slog records: capefm's per-attempt
+	// and per-round records (capefm.ServeOptions.Logger) and one Debug
+	// record per message sent or received (site, type, round, bytes).
+	// Names, rounds, sizes and timings only. nil discards.
+	Logger *slog.Logger
 	// NewSession returns each attempt's capefm session (default random).
 	NewSession func() ([32]byte, error)
 	// FinishTimeout bounds the wait, after the outcome was sent to every
@@ -115,7 +123,7 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 		opt.FinishTimeout = 5 * time.Second
 	}
 	log := emitter(opt.Events)
-	a := &hubAdapter{hub: hub, log: log, grace: opt.ReconnectGrace, detached: map[string]time.Time{}}
+	a := &hubAdapter{hub: hub, log: log, dlog: logx.OrDiscard(opt.Logger), grace: opt.ReconnectGrace, detached: map[string]time.Time{}}
 	expected := make([]string, len(template.Sites))
 	known := map[string]int64{}
 	for i, s := range template.Sites {
@@ -167,7 +175,7 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 	template.Sites = roster
 	res, err := capefm.Serve(ctx, template, a, capefm.ServeOptions{
 		RoundTimeout: opt.RoundTimeout, MaxAttempts: opt.MaxAttempts, RedoAfterRelease: opt.RedoAfterRelease,
-		NewSession: opt.NewSession, KeyVerifier: opt.KeyVerifier,
+		NewSession: opt.NewSession, KeyVerifier: opt.KeyVerifier, Logger: opt.Logger,
 		OnRefused: func(site string, err error) {
 			reason := "protocol"
 			if kae := (*capefm.KeyAuthError)(nil); errors.As(err, &kae) {
@@ -224,6 +232,7 @@ func missingNames(want, got []string) []string {
 type hubAdapter struct {
 	hub   transport.Hub
 	log   emitter
+	dlog  *slog.Logger
 	grace time.Duration
 	// detached holds sites whose connection closed and who have not come
 	// back yet, with the time it closed; after grace they are reported
@@ -240,6 +249,7 @@ func (a *hubAdapter) Send(ctx context.Context, site string, m capefm.Message) er
 	if err != nil {
 		return err
 	}
+	a.dlog.Debug("capenet: send", "site", site, "type", m.Type(), "round", int(m.Round()), "bytes", len(b))
 	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
 	return a.hub.SendTo(sctx, site, transport.Envelope{Round: uint64(m.Round()), Type: m.Type(), Payload: b})
@@ -310,6 +320,7 @@ func (a *hubAdapter) next(ctx context.Context, wake <-chan time.Time) (capefm.Ev
 	}
 	select {
 	case env := <-a.hub.Inbox():
+		a.dlog.Debug("capenet: received", "site", env.Sender, "type", env.Type, "round", env.Round, "bytes", len(env.Payload))
 		m, err := capefm.Unmarshal(env.Payload)
 		if err == nil && (m.Type() != env.Type || uint64(m.Round()) != env.Round) {
 			err = fmt.Errorf("envelope says round %d %q, payload is round %d %q", env.Round, env.Type, m.Round(), m.Type())

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/dplearn/dplearn/internal/logx"
+	"log/slog"
 	"sync"
 	"time"
 )
@@ -24,9 +26,11 @@ type RunOptions struct {
 	// Observe, if set, is called (from the server's goroutine) with every
 	// message the server receives or sends: exactly the server's view.
 	Observe func(Message)
-	// Logf, if set, receives one line per round ("round ShareKeys: received
-	// 9 of 10, missing [4]").
-	Logf func(format string, args ...any)
+	// Logger receives one record per round (Info "secagg: round closed"
+	// with round, expected, received, missing) and each party failure or
+	// rejected message (Warn, with party and err): party ids and counts
+	// only, never inputs, masks or shares. nil discards.
+	Logger *slog.Logger
 	// Workers is passed to Server.Workers.
 	Workers int
 }
@@ -51,6 +55,7 @@ func Run(ctx context.Context, cfg Config, inputs map[uint32]*Input, opt RunOptio
 		return nil, err
 	}
 	srv.Workers = opt.Workers
+	log := logx.OrDiscard(opt.Logger)
 	if opt.RoundTimeout <= 0 {
 		opt.RoundTimeout = 30 * time.Second
 	}
@@ -113,9 +118,7 @@ func Run(ctx context.Context, cfg Config, inputs map[uint32]*Input, opt RunOptio
 				delete(waiting, env.from)
 				if env.err != nil {
 					partyErrs = append(partyErrs, env.err)
-					if opt.Logf != nil {
-						opt.Logf("round %s: party %d failed: %v", r, env.from, env.err)
-					}
+					log.Warn("secagg: party failed", "round", r.String(), "party", env.from, logx.Err(env.err))
 					continue
 				}
 				if env.msg == nil {
@@ -124,9 +127,7 @@ func Run(ctx context.Context, cfg Config, inputs map[uint32]*Input, opt RunOptio
 				observe(env.msg)
 				if err := srv.Receive(env.msg); err != nil {
 					partyErrs = append(partyErrs, err)
-					if opt.Logf != nil {
-						opt.Logf("round %s: rejected message: %v", r, err)
-					}
+					log.Warn("secagg: rejected a message", "round", r.String(), "party", env.from, logx.Err(err))
 				}
 			case <-timer.C:
 				break loop
@@ -134,10 +135,8 @@ func Run(ctx context.Context, cfg Config, inputs map[uint32]*Input, opt RunOptio
 				return nil
 			}
 		}
-		if opt.Logf != nil {
-			exp := len(expected)
-			opt.Logf("round %s: received %d of %d, missing %v", r, exp-len(srv.Pending()), exp, srv.Pending())
-		}
+		log.Info("secagg: round closed", "round", r.String(), "expected", len(expected),
+			"received", len(expected)-len(srv.Pending()), "missing", srv.Pending())
 		return errors.Join(partyErrs...)
 	}
 	withCause := func(err, cause error) error {

@@ -1,8 +1,11 @@
 package secagg
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	mrand "math/rand/v2"
 	"strings"
 	"testing"
@@ -70,22 +73,35 @@ func TestServerCannotUnmaskAnIndividual(t *testing.T) {
 
 func TestRunLogsRounds(t *testing.T) {
 	cfg := testConfig(t, 4, 3, 2, false)
-	var lines []string
+	var buf bytes.Buffer
 	_, err := Run(context.Background(), cfg, single(randomInputs(cfg, mrand.New(mrand.NewPCG(1, 1)))), RunOptions{
-		Drop: map[uint32]Round{4: RoundShareKeys},
-		Logf: func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) },
+		Drop:   map[uint32]Round{4: RoundShareKeys},
+		Logger: slog.New(slog.NewJSONHandler(&buf, nil)),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{
-		"round AdvertiseKeys: received 4 of 4, missing []",
-		"round ShareKeys: received 3 of 4, missing [4]",
-		"round MaskedInputCollection: received 3 of 3, missing []",
-		"round Unmasking: received 3 of 3, missing []",
+	type record struct {
+		Level, Msg, Round  string
+		Expected, Received int
+		Missing            []uint32
 	}
-	if strings.Join(lines, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("log:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	var got []record
+	for line := range strings.Lines(buf.String()) {
+		var r record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		got = append(got, r)
+	}
+	want := []record{
+		{"INFO", "secagg: round closed", "AdvertiseKeys", 4, 4, []uint32{}},
+		{"INFO", "secagg: round closed", "ShareKeys", 4, 3, []uint32{4}},
+		{"INFO", "secagg: round closed", "MaskedInputCollection", 3, 3, []uint32{}},
+		{"INFO", "secagg: round closed", "Unmasking", 3, 3, []uint32{}},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("log:\n%s\nparsed %v\nwant   %v", buf.String(), got, want)
 	}
 }
 

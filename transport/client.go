@@ -25,6 +25,8 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/dplearn/dplearn/internal/logx"
 )
 
 // ClientConfig configures a party's connection to a hub (Dial).
@@ -78,7 +80,9 @@ type ClientConfig struct {
 	MaxPayload int
 	// Dialer, if set, opens the TCP connection (tests put a proxy here).
 	Dialer func(ctx context.Context, addr string) (net.Conn, error)
-	// Logger receives connection changes; nil means slog.Default().
+	// Logger receives connection changes (Info) and problems (Warn), with
+	// party, hub, address, attempt, seq and err as attributes; payloads are
+	// never logged. nil discards.
 	Logger *slog.Logger
 }
 
@@ -279,7 +283,7 @@ func (cfg *ClientConfig) normalize() error {
 	if cfg.MaxPayload <= 0 {
 		cfg.MaxPayload = DefaultMaxPayload
 	}
-	cfg.Logger = loggerOr(cfg.Logger)
+	cfg.Logger = logx.OrDiscard(cfg.Logger)
 	return nil
 }
 
@@ -423,7 +427,7 @@ func (c *Client) pump(stream grpc.ServerStreamingClient[transportpb.Envelope]) (
 			continue
 		}
 		if gap != nil {
-			c.log.Warn(gap.Error(), "party", c.cfg.Name)
+			c.log.Warn("transport: envelopes lost", "party", c.cfg.Name, logx.Err(gap))
 			if !c.push(item{err: gap}) {
 				return got, c.life.Err()
 			}

@@ -55,9 +55,11 @@
 //     (ReasonOversized); gRPC's own message limit (cap + 1 KiB) stops
 //     anything larger before it is read.
 //
-// Every refusal is logged (slog, Warn) and reported as a Refused Event; the
-// party's Send returns a *Refusal with the same Reason (RefusalReason). A
-// party checks the hub in return: TLS 1.3 with the hub's certificate from
+// Every refusal is logged (HubConfig.Logger, a *slog.Logger: Warn
+// "transport: refused an envelope" with party, reason and err; nil
+// discards) and reported as a Refused Event; the party's Send returns a
+// *Refusal with the same Reason (RefusalReason). A party checks the hub
+// in return: TLS 1.3 with the hub's certificate from
 // the same CA carrying the expected hub name, and every downstream envelope's
 // protocol, session, sender, recipient and order.
 //

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -314,14 +313,6 @@ func (d *downstream) accept(env Envelope) (deliver bool, gap *GapError, err erro
 
 // validName checks a party name with the certificates' rule.
 func validName(name string) error { return certs.ValidateName(name) }
-
-// loggerOr returns l, or the standard library's default logger if l is nil.
-func loggerOr(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.Default()
-	}
-	return l
-}
 
 // Both implementations satisfy both interfaces.
 var (

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/dplearn/dplearn/internal/logx"
 )
 
 // HubConfig configures the hub side, shared by Server and Memory.
@@ -55,7 +57,8 @@ type HubConfig struct {
 	RefusalLogBurst    int
 	RefusalLogInterval time.Duration
 	// Logger receives attachments (Info), refusals (Warn) and accepted
-	// envelopes (Debug). nil means slog.Default().
+	// envelopes (Debug), with party, round, type, seq, bytes, reason and
+	// err as attributes; payloads are never logged. nil discards.
 	Logger *slog.Logger
 }
 
@@ -105,7 +108,7 @@ func (c *HubConfig) normalize() error {
 	}
 	c.Session.ID = bytes.Clone(c.Session.ID)
 	c.Roster = slices.Clone(c.Roster)
-	c.Logger = loggerOr(c.Logger)
+	c.Logger = logx.OrDiscard(c.Logger)
 	return nil
 }
 
@@ -255,7 +258,7 @@ func (h *hub) wakeChanged() {
 // returns it.
 func (h *hub) refused(party string, r *Refusal) *Refusal {
 	if h.refusals.allow(party, string(r.Reason)) {
-		h.log.Warn(r.Error(), "party", party, "reason", string(r.Reason))
+		h.log.Warn("transport: refused an envelope", "party", party, "reason", string(r.Reason), logx.Err(r))
 		h.emit(Event{Party: party, Kind: Refused, Err: r})
 	}
 	return r

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"math/big"
 	"os"
@@ -195,6 +194,7 @@ func partyIdentity(stderr io.Writer, insecure bool, certDir, name string) (*cert
 
 type capeServeOptions struct {
 	fit                              capeFitFlags
+	logLevel                         string
 	listen, certDir, out, name       string
 	sites                            []string
 	minSites, maxAttempts            int
@@ -251,7 +251,8 @@ every site releases its own result with the full noise and the aggregator
 averages with weights N_s/N: gaussian-fm-local, fm-local, objpert-local,
 noisygd-local.
 
-Logs go to stderr (--format json: one JSON object per event and per line);
+Logs go to stderr (--format json: one JSON object per event and per line;
+--log-level debug adds slog diagnostics);
 the model and its report to stdout. --insecure runs without certificates on a
 loopback address only, for tests, and says so loudly.`,
 		Example: `  dplearn cape serve --listen 0.0.0.0:7443 --certs pki/aggregator \
@@ -275,9 +276,13 @@ loopback address only, for tests, and says so loudly.`,
 	f.BoolVar(&o.insecure, "insecure", false, "no TLS, no certificates, no key signatures, loopback only: for tests on this machine")
 	f.StringVar(&o.name, "name", capenet.DefaultHubName, "with --insecure: the aggregator's name")
 	format := addFormatFlag(cmd)
+	logLevel := addLogLevelFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		fm, err := format()
 		if err != nil {
+			return err
+		}
+		if o.logLevel, err = logLevel(); err != nil {
 			return err
 		}
 		req := []string{"sites", "schema", "model", "epsilon", "out"}
@@ -329,10 +334,11 @@ func runCapeServe(ctx context.Context, cmd *cobra.Command, o capeServeOptions, f
 	defer out.Abort() // no-op after saveModel
 	template := capefm.Params{Mechanism: mech, Kind: kind, Schema: fp, D: d, Epsilon: o.fit.epsilon, Delta: o.fit.deltaFor(mech),
 		Split: o.fit.split, Sites: roster, Colluders: o.fit.colluders, MinSites: minSites, NoiseRatio: o.fit.ratio(mech)}
-	stderr := cmd.ErrOrStderr()
+	stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the events and the slog records of every party
 	sink := eventSink(stderr, format, "")
+	logger := newCapeLogger(stderr, format, o.logLevel, sink)
 	cfg := transport.ServerConfig{HubConfig: capenet.HubConfig(sites, d), Address: o.listen, Insecure: o.insecure}
-	cfg.Logger = slog.New(capenet.SlogHandler(sink))
+	cfg.Logger = logger
 	if cfg.Identity, cfg.Name, err = partyIdentity(stderr, o.insecure, o.certDir, o.name); err != nil {
 		return err
 	}
@@ -353,7 +359,7 @@ func runCapeServe(ctx context.Context, cmd *cobra.Command, o capeServeOptions, f
 		Message: fmt.Sprintf("listening on %s (%s); expecting %s; waiting up to %v for them to announce themselves (minimum %d)",
 			srv.Addr(), mode, strings.Join(sites, ", "), join, minSites)})
 	sopt := capenet.ServeOptions{RoundTimeout: o.roundTimeout, JoinTimeout: join,
-		MaxAttempts: o.maxAttempts, RedoAfterRelease: o.redo, ReconnectGrace: o.grace, Events: sink}
+		MaxAttempts: o.maxAttempts, RedoAfterRelease: o.redo, ReconnectGrace: o.grace, Events: sink, Logger: logger}
 	// The aggregator checks every site's signed keys before relaying them
 	// (a site whose keys fail counts as missing); --insecure cannot.
 	if cfg.Identity != nil {
@@ -428,6 +434,7 @@ func printCapeModel(w io.Writer, format outputFormat, model *regress.Model, path
 
 type capeJoinOptions struct {
 	fit                               capeFitFlags
+	logLevel                          string
 	server, serverName, certDir, data string
 	stats                             string
 	ledger, name                      string
@@ -510,9 +517,13 @@ exit status is 0 only when the aggregator reports a published model.`,
 		o.faults = addCapeJoinFaults(f)
 	}
 	format := addFormatFlag(cmd)
+	logLevel := addLogLevelFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		fm, err := format()
 		if err != nil {
+			return err
+		}
+		if o.logLevel, err = logLevel(); err != nil {
 			return err
 		}
 		req, err := dataOrStats(cmd, partyFlags(o.insecure, "server", "data", "schema", "model", "epsilon"))
@@ -546,7 +557,7 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	if err != nil {
 		return err
 	}
-	stderr := cmd.ErrOrStderr()
+	stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the events and the slog records of every party
 	id, name, err := partyIdentity(stderr, o.insecure, o.certDir, o.name)
 	if err != nil {
 		return err
@@ -594,12 +605,13 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 		return err
 	}
 	sink := eventSink(stderr, format, "")
+	logger := newCapeLogger(stderr, format, o.logLevel, sink)
 	sink(capenet.Event{Time: time.Now(), Kind: "loaded", Site: name, N: site.N(),
 		Message: fmt.Sprintf("read and validated %s of %s (%d features) as %s; %s", dataset.Plural(int64(site.N()), "row"), o.data+o.stats, site.D(), name, ledgerNote)})
 	d := len(s.FeatureNames())
 	ccfg := transport.ClientConfig{Address: o.server, Server: o.serverName, Identity: id, Insecure: o.insecure, Session: capenet.Session(),
 		Attempts: o.connectAttempts, PeerTimeout: o.peerTimeout, AckTimeout: o.idle,
-		MaxPayload: max(transport.DefaultMaxPayload, capenet.MaxPayload(d, 4096)), Logger: slog.New(capenet.SlogHandler(sink))}
+		MaxPayload: max(transport.DefaultMaxPayload, capenet.MaxPayload(d, 4096)), Logger: logger}
 	if o.insecure {
 		ccfg.Name = name
 	}
@@ -610,7 +622,7 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	defer conn.Close()
 	sink(capenet.Event{Time: time.Now(), Kind: "connected", Site: name, Address: o.server,
 		Message: fmt.Sprintf("connected to %s at %s as %s", o.serverName, o.server, name)})
-	jopt := capenet.JoinOptions{IdleTimeout: o.idle, Events: sink}
+	jopt := capenet.JoinOptions{IdleTimeout: o.idle, Events: sink, Logger: logger}
 	if h := fault.hook(stderr, faultTarget{id: id, insecure: o.insecure, name: name, server: o.serverName, address: o.server, d: d}); h != nil {
 		jopt.BeforeSend = h
 	}

@@ -28,6 +28,7 @@ import (
 
 type capeSimOptions struct {
 	fit                      capeFitFlags
+	logLevel                 string
 	data, out                string
 	sites, minSites, workers int
 	roundTimeout             time.Duration
@@ -73,9 +74,13 @@ No certificates or other setup are needed. It prints the per-round log
 	f.StringVar(&o.out, "out", "", "also write the model to this file")
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: all cores)")
 	format := addFormatFlag(cmd)
+	logLevel := addLogLevelFlag(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		fm, err := format()
 		if err != nil {
+			return err
+		}
+		if o.logLevel, err = logLevel(); err != nil {
 			return err
 		}
 		if err := requireFlags(cmd, "data", "schema", "model", "epsilon"); err != nil {
@@ -114,14 +119,15 @@ func runCapeSimulate(ctx context.Context, cmd *cobra.Command, o capeSimOptions, 
 	d := len(s.FeatureNames())
 	template := capefm.Params{Mechanism: mech, Kind: kind, Schema: fp, D: d, Epsilon: o.fit.epsilon, Delta: o.fit.deltaFor(mech),
 		Split: o.fit.split, Sites: roster, Colluders: o.fit.colluders, MinSites: minSites, NoiseRatio: o.fit.ratio(mech)}
-	stderr := cmd.ErrOrStderr()
+	stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the events and the slog records of every party
 	sink := eventSink(stderr, format, "aggregator: ")
-	sopt := capenet.ServeOptions{RoundTimeout: o.roundTimeout, Events: sink}
+	logger := newCapeLogger(stderr, format, o.logLevel, sink)
+	sopt := capenet.ServeOptions{RoundTimeout: o.roundTimeout, Events: sink, Logger: logger.With("party", capenet.DefaultHubName)}
 	var res *capefm.RunResult
 	if o.processes {
-		res, err = simulateProcesses(ctx, cmd, o, format, template, names, sink, sopt)
+		res, err = simulateProcesses(ctx, cmd, o, format, template, names, stderr, logger, sopt)
 	} else {
-		res, err = simulateInProcess(ctx, o, format, s, template, names, stderr, sink, sopt)
+		res, err = simulateInProcess(ctx, o, format, s, template, names, stderr, logger, sopt)
 	}
 	if err != nil {
 		return err
@@ -189,7 +195,7 @@ func splitData(ctx context.Context, path string, s *schema.Schema, kind regress.
 
 // simulateInProcess runs every party in this process over the in-memory hub.
 func simulateInProcess(ctx context.Context, o capeSimOptions, format outputFormat, s *schema.Schema, template capefm.Params,
-	names []string, stderr io.Writer, sink func(capenet.Event), sopt capenet.ServeOptions) (*capefm.RunResult, error) {
+	names []string, stderr io.Writer, logger *slog.Logger, sopt capenet.ServeOptions) (*capefm.RunResult, error) {
 	data, err := splitData(ctx, o.data, s, template.Kind, template.Mechanism, len(names), o.workers)
 	if err != nil {
 		return nil, err
@@ -225,7 +231,7 @@ func simulateInProcess(ctx context.Context, o capeSimOptions, format outputForma
 		return nil, err
 	}
 	cfg := capenet.HubConfig(names, template.D)
-	cfg.Name, cfg.Logger = capenet.DefaultHubName, slog.New(capenet.SlogHandler(sink))
+	cfg.Name, cfg.Logger = capenet.DefaultHubName, logger
 	hub, err := transport.NewMemory(cfg)
 	if err != nil {
 		return nil, err
@@ -245,7 +251,7 @@ func simulateInProcess(ctx context.Context, o capeSimOptions, format outputForma
 				return
 			}
 			defer conn.Close()
-			_, errs[i] = capenet.Join(ctx, conn, sites[i], capenet.JoinOptions{Events: eventSink(stderr, format, name+": ")})
+			_, errs[i] = capenet.Join(ctx, conn, sites[i], capenet.JoinOptions{Events: eventSink(stderr, format, name+": "), Logger: logger.With("party", name)})
 		}()
 	}
 	res, err := capenet.Serve(ctx, hub, template, sopt)
@@ -260,7 +266,7 @@ func simulateInProcess(ctx context.Context, o capeSimOptions, format outputForma
 // simulateProcesses runs the aggregator here and every site as a child
 // process of this binary over mutual TLS on 127.0.0.1.
 func simulateProcesses(ctx context.Context, cmd *cobra.Command, o capeSimOptions, format outputFormat, template capefm.Params,
-	names []string, sink func(capenet.Event), sopt capenet.ServeOptions) (*capefm.RunResult, error) {
+	names []string, stderr io.Writer, logger *slog.Logger, sopt capenet.ServeOptions) (*capefm.RunResult, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -282,7 +288,7 @@ func simulateProcesses(ctx context.Context, cmd *cobra.Command, o capeSimOptions
 		return nil, err
 	}
 	cfg := transport.ServerConfig{HubConfig: capenet.HubConfig(names, template.D), Address: "127.0.0.1:0", Identity: id}
-	cfg.Logger = slog.New(capenet.SlogHandler(sink))
+	cfg.Logger = logger
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv, err := transport.Listen(ctx, cfg)
@@ -290,9 +296,8 @@ func simulateProcesses(ctx context.Context, cmd *cobra.Command, o capeSimOptions
 		return nil, err
 	}
 	defer srv.Close()
-	sink(capenet.Event{Time: time.Now(), Kind: "listening", Address: srv.Addr().String(), Sites: names,
+	sopt.Events(capenet.Event{Time: time.Now(), Kind: "listening", Address: srv.Addr().String(), Sites: names,
 		Message: fmt.Sprintf("listening on %s (mutual TLS 1.3, certificates for this run in %s); starting %d site processes", srv.Addr(), pki, len(names))})
-	stderr := cmd.ErrOrStderr()
 	var mu sync.Mutex // serialises the children's forwarded lines
 	var wg sync.WaitGroup
 	children := make([]*exec.Cmd, len(names))
@@ -300,7 +305,7 @@ func simulateProcesses(ctx context.Context, cmd *cobra.Command, o capeSimOptions
 		args := []string{"cape", "join", "--server", srv.Addr().String(), "--certs", filepath.Join(pki, name),
 			"--data", o.data, "--part", fmt.Sprintf("%d/%d", i+1, len(names)), "--schema", o.fit.schemaPath, "--model", o.fit.model,
 			"--mechanism", string(template.Mechanism), "--epsilon", fmtFloat(o.fit.epsilon), "--delta", fmtFloat(o.fit.delta),
-			"--split", fmtFloat(o.fit.split), "--format", string(format), "--workers", "1"}
+			"--split", fmtFloat(o.fit.split), "--format", string(format), "--log-level", o.logLevel, "--workers", "1"}
 		if template.Mechanism == capefm.CapeFM {
 			args = append(args, "--noise-ratio", fmtFloat(template.NoiseRatio))
 		}
