@@ -17,7 +17,14 @@ type predictOptions struct {
 	model, data, out, delimiter, missing string
 	ids                                  []string
 	workers                              int
+	// digits is the number of significant digits of each prediction; 0
+	// writes the shortest decimal that reads back as the exact float64.
+	digits int
 }
+
+// maxPredictDigits is the most significant digits --digits accepts: 17
+// always identify a float64 (and more only print its binary expansion).
+const maxPredictDigits = 17
 
 func newPredictCmd() *cobra.Command {
 	var o predictOptions
@@ -37,7 +44,10 @@ Output CSV columns:
             is undone, e.g. wage rather than log wage; the prediction is
             clipped to the declared target range)
   logistic: probability (of the positive label), predicted (the label)
-'row' is the 1-based data row of the input. A row with a missing value in a
+'row' is the 1-based data row of the input. Predictions have 8 significant
+digits unless --digits says otherwise; --digits 0 writes every prediction
+at full precision (the shortest decimal that reads back as the very
+float64 the model computed, as the Python package uses). A row with a missing value in a
 column whose policy is "drop" (or every column with --missing drop) gets NA
 predictions, so the output has one line per input row.
 
@@ -65,6 +75,7 @@ replaced.`,
 	f.StringVar(&o.missing, "missing", "schema", "missing values: schema (the model schema's policies) or drop (NA predictions for rows with a missing value in any column)")
 	f.StringVar(&o.delimiter, "delimiter", ",", "CSV field delimiter of --data: ',', ';', tab or '|'")
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: all cores)")
+	f.IntVar(&o.digits, "digits", 8, "significant digits of the predictions, 1-17 (0: full precision, the shortest decimal that reads back as the exact float64)")
 	return cmd
 }
 
@@ -78,6 +89,13 @@ func runPredict(cmd *cobra.Command, o predictOptions) (err error) {
 	sep, err := parseDelimiter(o.delimiter)
 	if err != nil {
 		return err
+	}
+	if o.digits < 0 || o.digits > maxPredictDigits {
+		return fmt.Errorf("--digits %d: want 1 to %d significant digits, or 0 for full precision", o.digits, maxPredictDigits)
+	}
+	prec := o.digits
+	if prec == 0 {
+		prec = -1 // strconv: the shortest representation that round-trips
 	}
 	m, err := loadModel(o.model, cmd.InOrStdin())
 	if err != nil {
@@ -138,7 +156,7 @@ func runPredict(cmd *cobra.Command, o predictOptions) (err error) {
 				buf = append(buf, "NA"...)
 			case m.Kind == regress.Logistic:
 				p := regress.Score(m.Kind, m.Coefficients, b.Rows[i:i+k])
-				buf = strconv.AppendFloat(buf, p, 'g', 8, 64)
+				buf = strconv.AppendFloat(buf, p, 'g', prec, 64)
 				label := neg
 				if p >= 0.5 {
 					label = pos
@@ -147,7 +165,7 @@ func runPredict(cmd *cobra.Command, o predictOptions) (err error) {
 				buf = append(buf, csvField(label)...)
 			default:
 				p := regress.Score(m.Kind, m.Coefficients, b.Rows[i:i+k])
-				buf = strconv.AppendFloat(buf, m.Schema.DecodeTarget(p), 'g', 8, 64)
+				buf = strconv.AppendFloat(buf, m.Schema.DecodeTarget(p), 'g', prec, 64)
 			}
 			buf = append(buf, '\n')
 			if _, err := w.Write(buf); err != nil {
