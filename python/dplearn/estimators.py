@@ -4,8 +4,9 @@ Each ``fit`` writes the table to a temporary Parquet file (``_parquet``: the
 DataFrame's float64 values bit for bit), the schema to a JSON file, and runs
 ``dplearn fit`` on them: the mechanisms, their noise, sensitivities and
 privacy accounting are the Go code's, never Python's. ``predict`` runs
-``dplearn predict`` on the written model, so rows are encoded exactly as in
-training. Nothing here computes or changes a privacy guarantee; the report
+``dplearn predict --digits 0`` on the written model, so rows are encoded
+exactly as in training and every prediction arrives as the very float64
+the core computed. Nothing here computes or changes a privacy guarantee; the report
 in ``privacy_`` is the core's, parsed.
 """
 
@@ -64,12 +65,27 @@ class PrivacyReport:
     notes: tuple[str, ...] = ()
     randomness: str | None = None
     insecure_randomness: bool = False
+    # the privacy unit (a person ID column) and K, the most rows kept per
+    # unit, when the fit bounded each person's rows (None: one row is the
+    # unit); the core's ``neighbouring`` text states the same
+    privacy_unit: str | None = None
+    max_rows_per_unit: int | None = None
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "PrivacyReport":
+    def from_json(cls, d: Mapping[str, Any], privacy_unit: str | None = None,
+                  max_rows_per_unit: int | None = None) -> "PrivacyReport":
         rel = tuple(Release(**{k: r.get(k) for k in Release.__dataclass_fields__}) for r in d.get("releases") or [])
-        return cls(epsilon=float(d.get("epsilon", 0.0)), delta=float(d.get("delta", 0.0)),
+        if privacy_unit is not None:
+            # never claim a unit the core did not apply: its neighbouring
+            # relation must be the unit one, naming this column and K
+            nb = d.get("neighbouring") or ""
+            if not (nb.startswith("replace-one-unit") and f'privacy unit "{privacy_unit}"' in nb
+                    and f"K = {max_rows_per_unit} " in nb):
+                raise _cli.DplearnError(f"the core's report does not state the privacy unit {privacy_unit!r} with "
+                                        f"K = {max_rows_per_unit} (neighbouring: {nb!r})")
+        return cls(privacy_unit=privacy_unit, max_rows_per_unit=max_rows_per_unit,
+                   epsilon=float(d.get("epsilon", 0.0)), delta=float(d.get("delta", 0.0)),
                    mechanism=d.get("mechanism", ""), accountant=d.get("accountant", ""),
                    private=bool(d.get("private", False)), neighbouring=d.get("neighbouring"),
                    releases=rel, post_processing=tuple(d.get("post_processing") or ()),
@@ -87,7 +103,8 @@ class _DPEstimator(BaseEstimator):
                  schema: Schema | Mapping | str | None = None, bounds: Mapping | None = None,
                  categories: Mapping | None = None, target_bounds=None, ledger: Ledger | str | None = None,
                  random_state: int | None = None, ci_share: float | None = None,
-                 options: Mapping[str, Any] | None = None, workers: int = 0):
+                 options: Mapping[str, Any] | None = None, workers: int = 0, privacy_unit: str | None = None,
+                 max_rows_per_unit: int | None = None):
         self.epsilon = epsilon
         self.delta = delta
         self.mechanism = mechanism
@@ -100,6 +117,8 @@ class _DPEstimator(BaseEstimator):
         self.ci_share = ci_share
         self.options = options
         self.workers = workers
+        self.privacy_unit = privacy_unit
+        self.max_rows_per_unit = max_rows_per_unit
 
     # ---------------------------------------------------------------
     def _more_tags(self):
@@ -212,6 +231,30 @@ class _DPEstimator(BaseEstimator):
     def _encode_target(self, y: pd.Series, schema: Schema):
         return y, schema
 
+    def _split_unit(self, X, *, fitting: bool):
+        """Takes the privacy-unit column out of X (it identifies a person,
+        it is not a feature). Fitting needs it; predicting drops it if
+        present. Returns (X without it, its values as text or None): the
+        core groups rows by the unit's text, as it reads a CSV field."""
+        u = self.privacy_unit
+        if u is None:
+            return X, None
+        if not isinstance(X, pd.DataFrame):
+            if fitting:
+                raise TypeError(f"privacy_unit={u!r}: X must be a pandas DataFrame holding that column")
+            return X, None
+        cols = [c for c in X.columns if str(c) == str(u)]
+        if not cols:
+            if fitting:
+                raise _cli.DataError(f"column {str(u)!r}: the privacy unit is not a column of X", str(u))
+            return X, None
+        col = X[cols[0]]
+        if fitting and col.isna().any():
+            raise _cli.DataError(f"column {str(u)!r}: the privacy unit has a missing value in row "
+                                 f"{int(np.flatnonzero(col.isna().to_numpy())[0]) + 1}; every row needs its person's ID",
+                                 str(u))
+        return X.drop(columns=cols), (_unit_text(col) if fitting else None)
+
     def fit(self, X, y, sample_weight=None):
         """Fits the model with the dplearn core (``dplearn fit``)."""
         if sample_weight is not None:
@@ -221,6 +264,7 @@ class _DPEstimator(BaseEstimator):
             raise ValueError(f"epsilon must be > 0 (or None for a non-private reference fit), got {self.epsilon!r}")
         if y is None:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        X, units = self._split_unit(X, fitting=True)
         X, y = self._prepare(X, y, fitting=True)
         if any(not isinstance(c, str) for c in X.columns):
             X = X.copy(deep=False)
@@ -243,6 +287,10 @@ class _DPEstimator(BaseEstimator):
             table = X.copy(deep=False)
             table.columns = [str(c) for c in table.columns]
             table[schema.target_name] = y.to_numpy() if not isinstance(y.dtype, pd.CategoricalDtype) else y
+            if units is not None:
+                if self.privacy_unit in table.columns:
+                    raise ValueError(f"column {self.privacy_unit!r} is the privacy unit and also a feature or the target")
+                table[self.privacy_unit] = units
             _parquet.write(table, data)
             sp = os.path.join(tmp, "schema.json")
             schema.save(sp)
@@ -264,6 +312,10 @@ class _DPEstimator(BaseEstimator):
                 args += ["--ci-share", _cli._num(float(self.ci_share))]
             if self.workers:
                 args += ["--workers", str(int(self.workers))]
+            if self.privacy_unit is not None:
+                args += ["--privacy-unit", str(self.privacy_unit)]
+            if self.max_rows_per_unit is not None:
+                args += ["--max-rows-per-unit", str(int(self.max_rows_per_unit))]
             args += _cli.flags(**{k.rstrip("_"): v for k, v in (self.options or {}).items()})
             res = _cli.run_json(args)
             with open(out, encoding="utf-8") as f:
@@ -288,12 +340,15 @@ class _DPEstimator(BaseEstimator):
         else:
             self.intercept_ = 0.0
             self.coef_ = orig
-        self.privacy_ = PrivacyReport.from_json(res["privacy"])
+        unit = None if self.privacy_unit is None else str(self.privacy_unit)
+        self.privacy_ = PrivacyReport.from_json(res["privacy"], unit,
+                                                None if unit is None else int(self.max_rows_per_unit))
         self.warnings_ = list(res.get("warnings") or [])
 
     # ---------------------------------------------------------------
     def _predict_frame(self, X) -> pd.DataFrame:
         check_is_fitted(self, "model_")
+        X, _ = self._split_unit(X, fitting=False)
         X, _ = self._prepare(X, None, fitting=False)
         feats = self.schema_.feature_names
         X = X.copy(deep=False)
@@ -308,8 +363,11 @@ class _DPEstimator(BaseEstimator):
             mp = os.path.join(tmp, "model.json")
             with open(mp, "w", encoding="utf-8") as f:
                 json.dump(self.model_, f)
-            p = _cli.run(["predict", "--model", mp, "--data", data, "--out", "-"])
-        return pd.read_csv(io.BytesIO(p.stdout), keep_default_na=True, dtype={"predicted": str})
+            # --digits 0: each prediction as the shortest decimal of its
+            # float64, parsed back exactly (round_trip: Python's strtod)
+            p = _cli.run(["predict", "--model", mp, "--data", data, "--out", "-", "--digits", "0"])
+        return pd.read_csv(io.BytesIO(p.stdout), keep_default_na=True, dtype={"predicted": str},
+                           float_precision="round_trip")
 
     def summary(self) -> "Summary":
         """The coefficient table in original units (estimate, SE, z, p-value,
@@ -381,10 +439,11 @@ class LogisticRegression(ClassifierMixin, _DPEstimator):
 
     def __init__(self, epsilon: float | None = 1.0, delta: float | None = None, mechanism: str | None = None,
                  schema=None, bounds=None, categories=None, classes=None, ledger=None, random_state=None,
-                 ci_share=None, options=None, workers: int = 0):
+                 ci_share=None, options=None, workers: int = 0, privacy_unit=None, max_rows_per_unit=None):
         super().__init__(epsilon=epsilon, delta=delta, mechanism=mechanism, schema=schema, bounds=bounds,
                          categories=categories, target_bounds=None, ledger=ledger, random_state=random_state,
-                         ci_share=ci_share, options=options, workers=workers)
+                         ci_share=ci_share, options=options, workers=workers, privacy_unit=privacy_unit,
+                         max_rows_per_unit=max_rows_per_unit)
         self.classes = classes
 
     def _more_tags(self):
@@ -444,6 +503,18 @@ class LogisticRegression(ClassifierMixin, _DPEstimator):
         return self.classes_[(p > 0.5).astype(int)]
 
 
+def _unit_text(col: pd.Series) -> np.ndarray:
+    """The unit IDs as the text a CSV file of the table would hold (the
+    core keys each unit by its text): integers without a decimal point,
+    integral floats likewise, strings as they are."""
+    if pd.api.types.is_integer_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+        return np.asarray([str(int(v)) for v in col.to_numpy()], dtype=object)
+    if pd.api.types.is_float_dtype(col.dtype):
+        v = col.to_numpy(dtype=np.float64)
+        return np.asarray([str(int(x)) if x.is_integer() else repr(float(x)) for x in v], dtype=object)
+    return np.asarray([str(v) for v in col.to_numpy()], dtype=object)
+
+
 def _label(v):
     from .schema import _label as lab
     return lab(v)
@@ -461,17 +532,28 @@ class Summary:
         res = model.fit_result_
         inf = res.get("inference") or {}
         rows = []
+        self.p_source = None
         for r in inf.get("coefficients") or []:
             est = r.get("original", np.nan)
             se = r.get("original_se")
             z = est / se if se else np.nan
-            p = r.get("p_value", 2 * _normal_sf(abs(z)) if se else np.nan)
+            if r.get("p_value") is not None:
+                # the core's p-value (the interval's own bootstrap: it
+                # rejects at α exactly when the 1 − α interval excludes 0)
+                p = float(r["p_value"])
+                self.p_source = self.p_source or "core"
+            elif se:
+                p = 2 * _normal_sf(abs(z))  # the core gave none: normal approximation
+                self.p_source = "normal"
+            else:
+                p = np.nan
             rows.append({"coef": est, "std err": se if se is not None else np.nan, "z": z, "P>|z|": p,
                          "lower": r.get("original_lower", np.nan), "upper": r.get("original_upper", np.nan),
                          "fitted": r.get("fitted_original", est)})
         self.frame = pd.DataFrame(rows, index=res["features"][:len(rows)])
         self.level = inf.get("level", 0.95)
         self.method = inf.get("method", "")
+        self.unavailable = inf.get("unavailable", "")
         self.estimand = inf.get("estimand", "")
         self.model = model
         self.privacy = model.privacy_
@@ -499,9 +581,16 @@ class Summary:
                         f"{g(r['P>|z|'], '8.3f')}{g(r['lower'], '9.3f')}{g(r['upper'], '9.3f')}")
         foot = ["=" * w,
                 "Coefficients per unit of each feature, on the target's scale after its transform (e.g. log wage).",
-                "z and P>|z|: normal approximation from the interval's SE (post-processing of the release).",
-                f"Intervals: {self.method}" if self.method else "No intervals: this mechanism releases none.",
+                "z = coef / std err. " + {
+                    "core": "P>|z|: the core's bootstrap p-value of coef = 0, from the interval's own bootstrap.",
+                    "normal": "P>|z|: normal approximation from the SE (the core gave no p-value).",
+                    None: "P>|z|: none (no interval was released)."}[self.p_source],
+                f"Intervals: {self.method}" if self.method else
+                ("No intervals: " + (self.unavailable or "this mechanism releases none.")),
                 f"Accountant: {pr.accountant}"]
+        if pr.privacy_unit is not None:
+            foot.append(f"Privacy unit: {pr.privacy_unit!r}, at most {pr.max_rows_per_unit} rows per unit "
+                        "(No. Observations counts units).")
         if pr.insecure_randomness:
             foot.append("WARNING: " + (pr.randomness or "insecure seeded randomness: no privacy guarantee"))
         return "\n".join(head + body + foot)
