@@ -538,8 +538,9 @@ class Summary:
             se = r.get("original_se")
             z = est / se if se else np.nan
             if r.get("p_value") is not None:
-                # the core's p-value (the interval's own bootstrap: it
-                # rejects at α exactly when the 1 − α interval excludes 0)
+                # the core's p-value, calibrated as its interval is (the
+                # bootstrap's own law for the fm family: it rejects at α
+                # exactly when the 1 − α interval excludes 0)
                 p = float(r["p_value"])
                 self.p_source = self.p_source or "core"
             elif se:
@@ -582,7 +583,7 @@ class Summary:
         foot = ["=" * w,
                 "Coefficients per unit of each feature, on the target's scale after its transform (e.g. log wage).",
                 "z = coef / std err. " + {
-                    "core": "P>|z|: the core's bootstrap p-value of coef = 0, from the interval's own bootstrap.",
+                    "core": "P>|z|: the core's p-value of coef = 0, calibrated as its interval is (see Intervals).",
                     "normal": "P>|z|: normal approximation from the SE (the core gave no p-value).",
                     None: "P>|z|: none (no interval was released)."}[self.p_source],
                 f"Intervals: {self.method}" if self.method else
