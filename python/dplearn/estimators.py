@@ -409,7 +409,9 @@ class LinearRegression(RegressorMixin, _DPEstimator):
     from the DataFrame's columns and dtypes, ledger (a Ledger or path charged
     by the fit), random_state (INSECURE seeded noise, with a warning),
     ci_share (share of ε for confidence intervals), options (further
-    mechanism flags, e.g. {"lambda": 0.01}), workers.
+    mechanism flags, e.g. {"lambda": 0.01}), workers, privacy_unit (a
+    column of X naming the person; not a feature) with max_rows_per_unit
+    (K: the guarantee covers all rows of one person, at most K kept).
     """
     _kind = "linear"
     _default_mechanism = "gaussian-fm"
