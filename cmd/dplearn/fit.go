@@ -202,6 +202,11 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err != nil {
 		return fmt.Errorf("--mechanism: %w", err)
 	}
+	if o.unit.column != "" {
+		// intervals are not derived per unit: before fitRequest copies
+		// the share into the request (else Λ0 is released and charged)
+		o.ciShare = 0
+	}
 	req, err := fitRequest(cmd, o, kind)
 	if err != nil {
 		return err
@@ -214,9 +219,6 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	}
 	if err := o.unit.check(cmd, est, kind, o.stats); err != nil {
 		return err
-	}
-	if o.unit.column != "" {
-		o.ciShare = 0 // intervals are not derived per unit
 	}
 	sep, err := parseDelimiter(o.delimiter)
 	if err != nil {
