@@ -75,6 +75,31 @@ def test_unit_fit_same_bits_as_cli(tmp_path, panel, mech, delta):
     assert bits(refs[1, 3]["coefficients"]) != bits(refs[1, 7]["coefficients"])
 
 
+def test_unit_string_ids_same_bits_as_cli(tmp_path, panel):
+    """String person IDs (object dtype) key the units as the CSV's text does."""
+    p = panel.assign(person="id" + panel["person"].astype(str))
+    ref = _cli(tmp_path, p, "gaussian-fm", 4, 2, 1e-6)
+    m = dplearn.LinearRegression(epsilon=0.8, delta=1e-6, mechanism="gaussian-fm", schema=dplearn.Schema(SPEC),
+                                 random_state=4, privacy_unit="person", max_rows_per_unit=2, ci_share=0)
+    m.fit(p.drop(columns=["y"]), p["y"])
+    assert bits(m.coef_encoded_) == bits(ref["coefficients"])
+    assert m.model_["privacy"] == ref["privacy"]
+
+
+def test_unit_fit_spends_nothing_on_intervals(panel):
+    """Without ci_share a unit-level fit releases no interval statistic (the
+    core's default share is not spent: intervals are not derived per unit)
+    and the summary has no intervals."""
+    X, y = panel.drop(columns=["y"]), panel["y"]
+    m = dplearn.LinearRegression(epsilon=0.8, delta=1e-6, schema=dplearn.Schema(SPEC), random_state=1,
+                                 privacy_unit="person", max_rows_per_unit=3).fit(X, y)
+    assert not any(r.name.startswith("Λ0") for r in m.privacy_.releases)
+    assert "confidence intervals" not in m.privacy_.accountant
+    s = m.summary()
+    assert s.frame["P>|z|"].isna().all() and s.p_source is None
+    assert "Privacy unit: 'person', at most 3 rows per unit" in str(s)
+
+
 def test_unit_row_level_report_differs(panel):
     """Without a unit the report is the row-level one (the guarantee is per
     row; N counts rows)."""
