@@ -20,6 +20,7 @@ CASES = [
     # estimator, model, mechanism, table, schema, target, delta
     (dplearn.LinearRegression, "linear", "gaussian-fm", "CPS1988.csv", "cps1988.json", "wage", 1e-6),
     (dplearn.LinearRegression, "linear", "fm", "CPS1988.csv", "cps1988.json", "wage", None),
+    (dplearn.LinearRegression, "linear", "auto", "CPS1988.csv", "cps1988.json", "wage", 1e-6),
     (dplearn.RobustRegression, "robust", "irls", "CPS1988.csv", "cps1988.json", "wage", 1e-6),
     (dplearn.LogisticRegression, "logistic", "objpert", "SmokeBan.csv", "smokeban.json", "smoker", 1e-6),
     (dplearn.LogisticRegression, "logistic", "gaussian-fm", "SmokeBan.csv", "smokeban.json", "smoker", 1e-6),
