@@ -287,7 +287,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				}
 			}
 			c.stop(e.id)
-			eff = c.m.ProtocolEnd(e.id, e.res, e.err)
+			if e.dppp != nil {
+				eff = c.m.DPPPEnd(e.id, e.dppp, e.err)
+			} else {
+				eff = c.m.ProtocolEnd(e.id, e.res, e.err)
+			}
 		case te := <-c.events:
 			c.m.ProtocolEvent(te.id, te.ev)
 			continue

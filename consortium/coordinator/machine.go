@@ -466,7 +466,7 @@ func (m *Machine) checkDPPP(s *wire.TaskSpec) error {
 	if !ok {
 		return fmt.Errorf("no DPPP deployment %q at this coordinator (have %v)", s.Deployment, sortedKeys(m.cfg.Deployments))
 	}
-	if len(s.Sites) > 0 || s.Model != "" || s.Mechanism != "" || s.Epsilon != 0 || s.Delta != 0 || len(s.Schema) > 0 {
+	if len(s.Sites) > 0 || s.Model != "" || s.Mechanism != "" || s.Epsilon != 0 || s.Delta != 0 || (len(s.Schema) > 0 && string(s.Schema) != "null") {
 		return errors.New("a DPPP task names a deployment and rows only: its sites are the deployment's teachers, its per-query ε and δ the deployment's")
 	}
 	if len(s.Rows) == 0 || len(s.Rows) > MaxQueryRows {
@@ -721,6 +721,13 @@ func (m *Machine) ProtocolEnd(id string, res *capefm.RunResult, perr error) []Ef
 	return m.drain()
 }
 
+// DPPPEnd records the end of a DPPP task's run (res and err from
+// dpppnet.Serve).
+func (m *Machine) DPPPEnd(id string, res *dppp.RunResult, err error) []Effect {
+	m.finish(taskEnd{id: id, dppp: res, err: err})
+	return m.drain()
+}
+
 func (m *Machine) finish(e taskEnd) {
 	t := m.tasks[e.id]
 	if t == nil || t.Terminal() {
@@ -730,6 +737,8 @@ func (m *Machine) finish(e taskEnd) {
 	delete(m.dpppParams, e.id)
 	if e.err != nil {
 		t.State, t.Error = "failed", e.err.Error()
+	} else if isDPPP && e.dppp == nil {
+		t.State, t.Error = "failed", "dppp: the run ended without a result"
 	} else if isDPPP {
 		res := &Result{Labels: e.dppp.Labels, ClassNames: meta.classes, Sites: meta.accepted}
 		// The labels' guarantee for the teachers' data: k answered queries
