@@ -124,7 +124,7 @@ func (n *Node) decideDPPP(ctx context.Context, conn transport.Conn, o wire.Offer
 	}
 	a := n.cfg.Policy.Analysts[o.Analyst]
 	led.limitE, led.limitD = a.MaxEpsilon, a.MaxDelta
-	led.taskE, led.taskD = new(big.Rat), new(big.Rat)
+	led.taskE, led.taskD = newRat(), newRat()
 	if rule, err := led.checkN(k, p.Epsilon, p.Delta); err != nil {
 		return nil, nil, n.refuse(o, o.Analyst, rule, err.Error())
 	}
@@ -132,15 +132,7 @@ func (n *Node) decideDPPP(ctx context.Context, conn transport.Conn, o wire.Offer
 	if err != nil {
 		return nil, nil, n.refuse(o, o.Analyst, "data", err.Error())
 	}
-	signed := rowSet(spec.Rows)
-	predict := func(ctx context.Context, rows [][]float64) ([]int, error) {
-		for i, r := range rows {
-			if !signed[rowKey(r)] {
-				return nil, fmt.Errorf("node: row %d of the batch is not one of the rows analyst %s signed: not voting", i+1, o.Analyst)
-			}
-		}
-		return pred.PredictBatch(ctx, rows)
-	}
+	predict := signedOnly(spec.Rows, o.Analyst, pred.PredictBatch)
 	t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: n.name, Config: m.config, Key: m.key, Predict: predict, Ledger: led,
 		Signer: n.verifier, Noise: n.cfg.Source()})
 	if err != nil {
@@ -193,6 +185,23 @@ func timesUp(k int, x float64) float64 {
 	return roundup.Rat(new(big.Rat).Mul(big.NewRat(int64(k), 1), new(big.Rat).SetFloat64(x)))
 }
 
+// signedOnly wraps a teacher's predictor so that it labels only rows the
+// analyst signed: a batch holding any other row is refused (no vote, so
+// nothing charged), so the coordinator, the untrusted aggregator, cannot
+// spend the analyst's budget on rows of its own or learn the teachers'
+// answers about them.
+func signedOnly(signed [][]float64, analyst string, predict dppp.PredictFunc) dppp.PredictFunc {
+	set := rowSet(signed)
+	return func(ctx context.Context, rows [][]float64) ([]int, error) {
+		for i, r := range rows {
+			if !set[rowKey(r)] {
+				return nil, fmt.Errorf("node: row %d of the batch is not one of the rows analyst %s signed: not voting", i+1, analyst)
+			}
+		}
+		return predict(ctx, rows)
+	}
+}
+
 // rowKey identifies a row by the bits of its values.
 func rowKey(r []float64) string {
 	b := make([]byte, 8*len(r))
@@ -209,3 +218,5 @@ func rowSet(rows [][]float64) map[string]bool {
 	}
 	return s
 }
+
+func newRat() *big.Rat { return new(big.Rat) }
