@@ -108,11 +108,7 @@ func (n *Node) decideDPPP(ctx context.Context, conn transport.Conn, o wire.Offer
 	if err := dpppnet.CheckRows(spec.Rows, p.Features); err != nil {
 		return nil, nil, n.refuse(o, o.Analyst, "spec", err.Error())
 	}
-	// The task's total at this site: k·(ε, δ) by basic composition (as the
-	// ledgers sum the charges), exact, rounded up to a float64.
-	totE, totD := timesUp(k, p.Epsilon), timesUp(k, p.Delta)
-	if r := n.cfg.Policy.Decide(policy.Request{Analyst: o.Analyst, Dataset: o.Dataset, Mechanism: wire.MechanismDPPP,
-		Epsilon: totE, Delta: totD, Queries: k, QueryEpsilon: p.Epsilon, QueryDelta: p.Delta}); r != nil {
+	if r := n.cfg.Policy.Decide(dpppRequest(o.Analyst, o.Dataset, k, p.Epsilon, p.Delta)); r != nil {
 		return nil, nil, n.refuse(o, o.Analyst, r.Rule, r.Reason)
 	}
 	if k > p.MaxQueries {
@@ -180,6 +176,16 @@ func (n *Node) teach(ctx context.Context, conn transport.Conn, o wire.Offer, t *
 	n.record(n.name, "outcome", o.Task, fmt.Sprintf("dppp: %s (%d queries charged, %d votes, %d partial decryptions)", res.Done, t.Answered(), votes, partials))
 }
 
+// dpppRequest is the policy request of a DPPP task of k queries at the
+// per-query (ε, δ): its total at this site is k·(ε, δ) by basic
+// composition (as the ledgers sum the charges), computed exactly and
+// rounded up to a float64, so a total a hair above max_epsilon is refused.
+func dpppRequest(analyst, dataset string, k int, eps, delta float64) policy.Request {
+	totE, totD := timesUp(k, eps), timesUp(k, delta)
+	return policy.Request{Analyst: analyst, Dataset: dataset, Mechanism: wire.MechanismDPPP,
+		Epsilon: totE, Delta: totD, Queries: k, QueryEpsilon: eps, QueryDelta: delta}
+}
+
 // timesUp returns the smallest float64 ≥ k·x (exact product).
 func timesUp(k int, x float64) float64 {
 	return roundup.Rat(new(big.Rat).Mul(big.NewRat(int64(k), 1), new(big.Rat).SetFloat64(x)))
@@ -220,3 +226,7 @@ func rowSet(rows [][]float64) map[string]bool {
 }
 
 func newRat() *big.Rat { return new(big.Rat) }
+
+// ratNearest is r rounded to nearest (the mutation list's stand-in for a
+// total not rounded up).
+func ratNearest(r *big.Rat) float64 { f, _ := r.Float64(); return f }

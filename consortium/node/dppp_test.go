@@ -90,3 +90,40 @@ func TestDPPPTaskLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestDPPPRequest: the total a DPPP task asks the policy about is k times
+// the per-query (ε, δ), exact and rounded up: 3 queries of ε = 0.1 total
+// 3 × 0.1000000000000000055… = 0.3000000000000000166… > float64(0.3), so
+// a maximum of 0.3 per task refuses them (max-epsilon), as the ledger's
+// exact sum would exceed it.
+func TestDPPPRequest(t *testing.T) {
+	p, err := policy.Parse([]byte(`{"datasets": {"signs": {"budget": {"epsilon": 40, "delta": 1e-3}}},
+ "analysts": {"alice": {"datasets": ["signs"], "mechanisms": ["dppp"], "max_epsilon": 0.3, "max_delta": 1e-4,
+   "max_query_epsilon": 1, "max_query_delta": 1e-5, "budget": {"epsilon": 20, "delta": 1e-2}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		k          int
+		eps, delta float64
+		wantE      float64
+		rule       string
+	}{
+		{2, 0.1, 1e-6, 0.2, ""},
+		{3, 0.1, 1e-6, math.Nextafter(0.3, 1), "max-epsilon"},
+		{1, 0.3, 1e-6, 0.3, ""},
+		{5, 0.05, 1e-6, math.Nextafter(0.25, 1), ""}, // 0.05 is a hair above 1/20
+		{7, 0.05, 1e-6, 0.35000000000000003, "max-epsilon"},
+		{2, 0.1, 6e-5, 0.2, "max-delta"},
+	}
+	for _, c := range cases {
+		r := dpppRequest("alice", "signs", c.k, c.eps, c.delta)
+		if r.Epsilon != c.wantE || r.Queries != c.k {
+			t.Errorf("%d × %v: total ε %v, want %v", c.k, c.eps, r.Epsilon, c.wantE)
+		}
+		got := p.Decide(r)
+		if (c.rule == "") != (got == nil) || (got != nil && got.Rule != c.rule) {
+			t.Errorf("%d × (%v, %v): want rule %q, got %v", c.k, c.eps, c.delta, c.rule, got)
+		}
+	}
+}
