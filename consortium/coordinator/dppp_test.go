@@ -2,16 +2,13 @@ package coordinator_test
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"math/big"
-	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/dplearn/dplearn/classify"
 	"github.com/dplearn/dplearn/consortium/analyst"
 	"github.com/dplearn/dplearn/consortium/coordinator"
 	"github.com/dplearn/dplearn/consortium/node"
@@ -20,122 +17,12 @@ import (
 	"github.com/dplearn/dplearn/consortium/wire"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/internal/consortiumtest"
-	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/noise"
-	"github.com/dplearn/dplearn/paillier"
-	"github.com/dplearn/dplearn/paillier/keyfile"
-	"github.com/dplearn/dplearn/schema"
 )
-
-// dpppFixture is a DPPP deployment of four teachers (threshold 3) on a
-// seeded two-class, two-feature problem, with 2048-bit test keys.
-type dpppFixture struct {
-	dir, pki, deployFile, pubFile string
-	teachers                      []string
-	models                        []string
-	shares                        []string
-	tpk                           *paillier.ThresholdPublicKey
-	settings                      *wire.Deployment
-	queries                       [][]float64
-	preds                         [][]int // teacher × query: the plaintext votes
-}
 
 const dpppDeployment = `{"teachers": ["teacher1", "teacher2", "teacher3", "teacher4"], "threshold": 3,
  "epsilon": 2, "delta": 1e-5, "budget_epsilon": 50, "budget_delta": 1e-3}`
-
-func newDPPPFixture(t *testing.T) *dpppFixture {
-	t.Helper()
-	dir := t.TempDir()
-	f := &dpppFixture{dir: dir, pki: filepath.Join(dir, "pki"), teachers: []string{"teacher1", "teacher2", "teacher3", "teacher4"}}
-	consortiumtest.Certs(t, f.pki, append([]string{"coordinator", "alice", "bob"}, f.teachers...)...)
-	rng := func(lo, hi float64) *[2]float64 { return &[2]float64{lo, hi} }
-	spec, err := classify.NewSpec("y", []string{"neg", "pos"}, []schema.Feature{{Name: "x1", Range: rng(-1, 1)}, {Name: "x2", Range: rng(-1, 1)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// y = pos iff x1 + x2 > 0 (a clear margin away from the line).
-	r := rand.New(rand.NewPCG(29, 1))
-	row := func() ([]float64, int) {
-		for {
-			x1, x2 := 2*r.Float64()-1, 2*r.Float64()-1
-			if math.Abs(x1+x2) > 0.3 {
-				y := 0
-				if x1+x2 > 0 {
-					y = 1
-				}
-				return []float64{x1, x2}, y
-			}
-		}
-	}
-	for i := range f.teachers {
-		d := &classify.Data{D: 2, Classes: 2}
-		for range 200 {
-			x, y := row()
-			d.X, d.Y = append(d.X, x...), append(d.Y, y)
-		}
-		m, err := classify.TrainSoftmax(context.Background(), d, classify.SoftmaxOptions{MaxIterations: 50, Workers: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mf, err := classify.NewModelFile(m, spec.ClassNames(), spec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		path := filepath.Join(dir, fmt.Sprintf("model%d.json", i+1))
-		if err := mf.Save(path); err != nil {
-			t.Fatal(err)
-		}
-		f.models = append(f.models, path)
-	}
-	for range 6 {
-		x, _ := row()
-		f.queries = append(f.queries, x)
-	}
-	for _, path := range f.models {
-		mf, err := classify.Load(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pred, err := mf.Open(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, err := pred.PredictBatch(context.Background(), f.queries)
-		pred.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.preds = append(f.preds, ls)
-	}
-	if f.tpk, _, err = pailliertest.ThresholdKey(2048, 4, 3); err != nil {
-		t.Fatal(err)
-	}
-	tpk, shares, err := pailliertest.ThresholdKey(2048, 4, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.tpk = tpk
-	if f.pubFile, f.shares, err = keyfile.WriteKeyFiles(filepath.Join(dir, "keys"), tpk, shares, false); err != nil {
-		t.Fatal(err)
-	}
-	f.deployFile = consortiumtest.Write(t, dir, "deployment.json", dpppDeployment)
-	if f.settings, err = wire.LoadDeployment(f.deployFile); err != nil {
-		t.Fatal(err)
-	}
-	return f
-}
-
-// dpppPolicy grants analysts (name → max query ε, analyst budget ε) the
-// deployment "digits" (dataset budget ε 40), at most ε = 30 per task.
-func dpppPolicy(analysts map[string][2]float64) string {
-	var as []string
-	for name, lim := range analysts {
-		as = append(as, fmt.Sprintf(`%q: {"datasets": ["signs"], "mechanisms": ["dppp"], "max_epsilon": 30, "max_delta": 1e-3,
- "max_query_epsilon": %v, "max_query_delta": 1e-5, "budget": {"epsilon": %v, "delta": 1e-2}}`, name, lim[0], lim[1]))
-	}
-	return fmt.Sprintf(`{"datasets": {"signs": {"budget": {"epsilon": 40, "delta": 1e-2}}}, "analysts": {%s}}`, strings.Join(as, ",\n"))
-}
 
 // TestConsortiumDPPP runs a DPPP deployment as consortium tasks over real
 // sockets on 127.0.0.1: a coordinator (the aggregator) and four teacher
@@ -161,15 +48,25 @@ func TestConsortiumDPPP(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f := newDPPPFixture(t)
-	st, err := store.Open(filepath.Join(f.dir, "c.db"))
+	dir := t.TempDir()
+	pki := filepath.Join(dir, "pki")
+	teachers := []string{"teacher1", "teacher2", "teacher3", "teacher4"}
+	consortiumtest.Certs(t, pki, append([]string{"coordinator", "alice", "bob"}, teachers...)...)
+	fx := consortiumtest.DPPPModels(t, dir, 4, 6)
+	tpk, _, shares := consortiumtest.DPPPKeys(t, dir, 4, 3)
+	deployFile := consortiumtest.Write(t, dir, "deployment.json", dpppDeployment)
+	settings, err := wire.LoadDeployment(deployFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := coordinator.New(coordinator.Config{Identity: consortiumtest.Party(t, f.pki, "coordinator"), Address: "127.0.0.1:0",
-		Nodes: f.teachers, Analysts: []string{"alice", "bob"}, Store: st, RoundTimeout: 5 * time.Second, JoinWait: 500 * time.Millisecond,
+	st, err := store.Open(filepath.Join(dir, "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := coordinator.New(coordinator.Config{Identity: consortiumtest.Party(t, pki, "coordinator"), Address: "127.0.0.1:0",
+		Nodes: teachers, Analysts: []string{"alice", "bob"}, Store: st, RoundTimeout: 5 * time.Second, JoinWait: 500 * time.Millisecond,
 		AnswerTimeout: 10 * time.Second, Logf: func(fm string, a ...any) { t.Logf("coordinator: "+fm, a...) },
-		Deployments: map[string]coordinator.Deployment{"signs": {Settings: *f.settings, Key: f.tpk}}})
+		Deployments: map[string]coordinator.Deployment{"signs": {Settings: *settings, Key: tpk}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,18 +77,18 @@ func TestConsortiumDPPP(t *testing.T) {
 	for c.Addr() == "" {
 		time.Sleep(10 * time.Millisecond)
 	}
-	for i, name := range f.teachers {
-		pol := dpppPolicy(map[string][2]float64{"alice": {2, 20}, "bob": {2, 20}})
+	for i, name := range teachers {
+		pol := consortiumtest.DPPPPolicy(map[string][2]float64{"alice": {2, 20}, "bob": {2, 20}})
 		if name == "teacher4" {
-			pol = dpppPolicy(map[string][2]float64{"alice": {2, 20}, "bob": {1, 20}})
+			pol = consortiumtest.DPPPPolicy(map[string][2]float64{"alice": {2, 20}, "bob": {1, 20}})
 		}
 		p, err := policy.Parse([]byte(pol))
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := node.New(ctx, node.Config{Identity: consortiumtest.Party(t, f.pki, name), Coordinator: c.Addr(),
-			Models: []node.Model{{Name: "signs", Path: f.models[i], KeyShare: f.shares[i], Deployment: f.deployFile}},
-			Policy: p, LedgerDir: filepath.Join(f.dir, name, "ledgers"), AuditPath: filepath.Join(f.dir, name+"-audit.jsonl"),
+		n, err := node.New(ctx, node.Config{Identity: consortiumtest.Party(t, pki, name), Coordinator: c.Addr(),
+			Models: []node.Model{{Name: "signs", Path: fx.Models[i], KeyShare: shares[i], Deployment: deployFile}},
+			Policy: p, LedgerDir: filepath.Join(dir, name, "ledgers"), AuditPath: filepath.Join(dir, name+"-audit.jsonl"),
 			Source:      func() noise.Source { return zeroSource{} },
 			PeerTimeout: 3 * time.Second, MaxBackoff: time.Second, Logf: func(fm string, a ...any) { t.Logf(name+": "+fm, a...) }})
 		if err != nil {
@@ -204,17 +101,17 @@ func TestConsortiumDPPP(t *testing.T) {
 		defer func() { stop(); <-done }()
 	}
 	// The deployment's per-query (ε, δ), as every teacher calibrates it.
-	cfg, err := f.settings.Config(2, 2, [32]byte{})
+	cfg, err := settings.Config(2, 2, [32]byte{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := dppp.Calibrate(cfg, f.tpk)
+	p, err := dppp.Calibrate(cfg, tpk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	submit := func(who string, rows [][]float64) *coordinator.Task {
 		t.Helper()
-		cl, err := analyst.Dial(ctx, consortiumtest.Party(t, f.pki, who), c.Addr(), "")
+		cl, err := analyst.Dial(ctx, consortiumtest.Party(t, pki, who), c.Addr(), "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,16 +131,16 @@ func TestConsortiumDPPP(t *testing.T) {
 		}
 		return got
 	}
-	ledgers := func(name string) string { return filepath.Join(f.dir, name, "ledgers") }
+	ledgers := func(name string) string { return filepath.Join(dir, name, "ledgers") }
 
 	// 1. alice labels 6 rows.
-	got := submit("alice", f.queries)
+	got := submit("alice", fx.Queries)
 	if got.State != "done" {
 		t.Fatalf("alice's task: %s: %s\n%s", got.State, got.Error, strings.Join(got.Log, "\n"))
 	}
 	res := got.Result
 	t.Logf("labels %v (%v), %s", res.Labels, res.ClassNames, res.Guarantee)
-	if len(res.Labels) != len(f.queries) || len(res.ClassNames) != 2 {
+	if len(res.Labels) != len(fx.Queries) || len(res.ClassNames) != 2 {
 		t.Fatalf("result: %+v", res)
 	}
 	// Zero noise (every count gets the same share of coins): the label is
@@ -251,7 +148,7 @@ func TestConsortiumDPPP(t *testing.T) {
 	decided := 0
 	for q, l := range res.Labels {
 		votes := [2]int{}
-		for _, pr := range f.preds {
+		for _, pr := range fx.Preds {
 			votes[pr[q]]++
 		}
 		if votes[0] == votes[1] {
@@ -269,7 +166,7 @@ func TestConsortiumDPPP(t *testing.T) {
 	if decided < 3 {
 		t.Fatalf("only %d queries without a tie: the fixture does not test the labels", decided)
 	}
-	for _, name := range f.teachers {
+	for _, name := range teachers {
 		if s := got.Sites[name]; s.State != "included" {
 			t.Fatalf("%s: %+v", name, s)
 		}
@@ -278,7 +175,7 @@ func TestConsortiumDPPP(t *testing.T) {
 	}
 
 	// 2. bob: teacher4 refuses by rule max-query-epsilon; the others run it.
-	got = submit("bob", f.queries[:3])
+	got = submit("bob", fx.Queries[:3])
 	if got.State != "done" {
 		t.Fatalf("bob's task: %s: %s\n%s", got.State, got.Error, strings.Join(got.Log, "\n"))
 	}
@@ -287,7 +184,7 @@ func TestConsortiumDPPP(t *testing.T) {
 		t.Fatalf("teacher4 on bob's task: %+v", s4)
 	}
 	t.Logf("what bob sees of teacher4: refused by rule %s: %s", s4.Rule, s4.Reason)
-	for _, name := range f.teachers[:3] {
+	for _, name := range teachers[:3] {
 		checkDPPPLedger(t, ctx, ledgers(name), "analyst", "bob", 3, p.Epsilon, p.Delta)
 		checkDPPPLedger(t, ctx, ledgers(name), "dataset", "signs", 9, p.Epsilon, p.Delta)
 	}
@@ -295,11 +192,11 @@ func TestConsortiumDPPP(t *testing.T) {
 	checkDPPPLedger(t, ctx, ledgers("teacher4"), "dataset", "signs", 6, p.Epsilon, p.Delta)
 
 	// 3. alice again: 6 more queries cost 12 > 8 left: refused everywhere.
-	got = submit("alice", f.queries)
+	got = submit("alice", fx.Queries)
 	if got.State != "failed" {
 		t.Fatalf("alice past her budget: %s", got.State)
 	}
-	for _, name := range f.teachers {
+	for _, name := range teachers {
 		if s := got.Sites[name]; s.State != "refused" || s.Rule != policy.RuleAnalystBudget {
 			t.Fatalf("%s on alice's second task: %+v", name, s)
 		}
