@@ -75,6 +75,9 @@ func dpppTaskSpec(ctx context.Context, deployment, specPath, queries string) (wi
 	for i := range rows {
 		rows[i] = append([]float64(nil), d.Row(i)...)
 	}
+	if err := wire.CheckQueryRows(rows); err != nil {
+		return wire.TaskSpec{}, fmt.Errorf("--queries %s: %w", queries, err)
+	}
 	return wire.TaskSpec{Kind: wire.KindDPPP, Deployment: deployment, Rows: rows}, nil
 }
 

@@ -453,10 +453,6 @@ func (m *Machine) checkSpec(s *wire.TaskSpec) error {
 	return nil
 }
 
-// MaxQueryRows bounds a DPPP task's rows (they travel in the signed
-// specification, inside one envelope of at most wire.MaxPayload).
-const MaxQueryRows = 10000
-
 // checkDPPP checks a DPPP query task: a deployment this coordinator
 // serves, rows of one width, all finite, a deadline. Its sites are the
 // deployment's teachers; it needs the key's threshold of them online to
@@ -469,10 +465,10 @@ func (m *Machine) checkDPPP(s *wire.TaskSpec) error {
 	if len(s.Sites) > 0 || s.Model != "" || s.Mechanism != "" || s.Epsilon != 0 || s.Delta != 0 || (len(s.Schema) > 0 && string(s.Schema) != "null") {
 		return errors.New("a DPPP task names a deployment and rows only: its sites are the deployment's teachers, its per-query ε and δ the deployment's")
 	}
-	if len(s.Rows) == 0 || len(s.Rows) > MaxQueryRows {
-		return fmt.Errorf("a DPPP task has 1 to %d query rows, got %d", MaxQueryRows, len(s.Rows))
+	if len(s.Rows) == 0 {
+		return errors.New("a DPPP task needs query rows")
 	}
-	if err := dpppnet.CheckRows(s.Rows, len(s.Rows[0])); err != nil {
+	if err := wire.CheckQueryRows(s.Rows); err != nil {
 		return err
 	}
 	for _, t := range d.Settings.Teachers {

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/dpppnet"
 )
 
 // KindDPPP is TaskSpec.Kind of a DPPP query task: label the rows of a
@@ -18,6 +19,24 @@ const KindDPPP = "dppp"
 // MechanismDPPP is the mechanism a site's policy must allow an analyst
 // ("mechanisms": ["dppp"]) for DPPP query tasks.
 const MechanismDPPP = "dppp"
+
+// MaxQueryValues bounds a DPPP task's rows × features: the rows travel in
+// the signed specification (JSON, up to 24 bytes a value, base64 inside
+// the offer: about 3.2 MB at the bound), inside one envelope of at most
+// MaxPayload.
+const MaxQueryValues = 100_000
+
+// CheckQueryRows checks a DPPP task's rows: at least one, all of the same
+// width, all finite, at most MaxQueryValues values in all.
+func CheckQueryRows(rows [][]float64) error {
+	if len(rows) == 0 {
+		return errors.New("a DPPP task needs query rows")
+	}
+	if n := len(rows) * len(rows[0]); n > MaxQueryValues {
+		return fmt.Errorf("%d rows × %d features = %d values: a DPPP task carries at most %d (split the queries into several tasks)", len(rows), len(rows[0]), n, MaxQueryValues)
+	}
+	return dpppnet.CheckRows(rows, len(rows[0]))
+}
 
 // Deployment is a DPPP deployment's public settings, the same file at the
 // coordinator and at every teacher node (what `dplearn dppp serve` and
