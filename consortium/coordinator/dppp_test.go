@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"math"
 	"math/big"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dplearn/dplearn/certs"
+	"github.com/dplearn/dplearn/classify"
 	"github.com/dplearn/dplearn/consortium/analyst"
 	"github.com/dplearn/dplearn/consortium/coordinator"
 	"github.com/dplearn/dplearn/consortium/node"
@@ -19,6 +22,8 @@ import (
 	"github.com/dplearn/dplearn/internal/consortiumtest"
 	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/paillier"
+	"github.com/dplearn/dplearn/paillier/keyfile"
 )
 
 const dpppDeployment = `{"teachers": ["teacher1", "teacher2", "teacher3", "teacher4"], "threshold": 3,
@@ -30,8 +35,9 @@ const dpppDeployment = `{"teachers": ["teacher1", "teacher2", "teacher3", "teach
 //
 //  1. alice's query task labels 6 rows: every teacher node's analyst and
 //     deployment ledgers hold exactly 6 charges of the deployment's
-//     per-query (ε, δ) (as `dppp teach --ledger` charges: one per query,
-//     before the vote), and the labels, in the rows' order, are the
+//     per-query (ε, δ), the same charges as the same teachers run
+//     standalone (dppp.Run, a ledger file per teacher charged per call as
+//     `dppp teach --ledger` charges) hold on the same rows, and the labels, in the rows' order, are the
 //     teachers' plurality computed from their models (the nodes draw
 //     their noise from a source of zero bytes, so every class count gets
 //     the same noise: a known answer for the wiring; the noise itself is
@@ -174,6 +180,33 @@ func TestConsortiumDPPP(t *testing.T) {
 		checkDPPPLedger(t, ctx, ledgers(name), "dataset", "signs", 6, p.Epsilon, p.Delta)
 	}
 
+	// The reference: the same four teachers run standalone (dppp.Run, the
+	// in-process runner, each teacher's Ledger a ledger file charged per
+	// call as `dppp teach --ledger` does) on the same rows: the nodes'
+	// ledgers hold exactly the charges the standalone ledgers hold.
+	ref := standaloneCharges(t, ctx, dir, pki, teachers, fx, shares, settings, tpk)
+	for i, name := range teachers {
+		for _, kind := range [][2]string{{"analyst", "alice"}, {"dataset", "signs"}} {
+			l, err := ledger.Open(node.LedgerPath(ledgers(name), kind[0], kind[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := l.State(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(st.Charges) != len(ref[i]) {
+				t.Fatalf("%s %s ledger: %d charges, standalone %d", name, kind[0], len(st.Charges), len(ref[i]))
+			}
+			for j, c := range st.Charges {
+				if c.Epsilon != ref[i][j].Epsilon || c.Delta != ref[i][j].Delta {
+					t.Fatalf("%s %s ledger charge %d: (%v, %v), standalone (%v, %v)", name, kind[0], j, c.Epsilon, c.Delta, ref[i][j].Epsilon, ref[i][j].Delta)
+				}
+			}
+		}
+	}
+	t.Logf("standalone reference: %d charges per teacher, the nodes' ledgers the same", len(ref[0]))
+
 	// 2. bob: teacher4 refuses by rule max-query-epsilon; the others run it.
 	got = submit("bob", fx.Queries[:3])
 	if got.State != "done" {
@@ -243,3 +276,79 @@ type zeroSource struct{}
 func (zeroSource) Read(b []byte) (int, error) { clear(b); return len(b), nil }
 func (zeroSource) Secure() bool               { return false }
 func (zeroSource) String() string             { return "zero bytes (test)" }
+
+// fileLedger is a dppp.Ledger over a ledger file, charged per call: what
+// `dplearn dppp teach --ledger` uses (cmd/dplearn's siteLedger).
+type fileLedger struct {
+	ctx context.Context
+	l   *ledger.Ledger
+}
+
+func (f fileLedger) Charge(label string, eps, delta float64) error {
+	_, err := f.l.Charge(f.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta})
+	return err
+}
+
+// standaloneCharges runs the deployment's teachers standalone on the
+// fixture's queries (dppp.Run, each teacher with its certificate's signer
+// and a fresh ledger file) and returns each teacher's charges.
+func standaloneCharges(t *testing.T, ctx context.Context, dir, pki string, teachers []string, fx *consortiumtest.DPPPTeachers, shares []string,
+	settings *wire.Deployment, tpk *paillier.ThresholdPublicKey) [][]ledger.Charge {
+	t.Helper()
+	cfg, err := settings.Config(2, 2, sha256.Sum256([]byte(fx.Spec.Fingerprint())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, err := dppp.Calibrate(cfg, tpk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := p0.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ts []*dppp.Teacher
+	var files []*ledger.Ledger
+	for i, name := range teachers {
+		key, err := keyfile.LoadKeyShare(shares[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		mf, err := classify.Load(fx.Models[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pred, err := mf.Open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pred.Close()
+		signer, err := certs.NewStatementSigner(consortiumtest.Party(t, pki, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := ledger.Create(ctx, filepath.Join(dir, "standalone-"+name+".json"), name, ledger.Budget{Epsilon: 20, Delta: 1e-2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, l)
+		tt, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch, Ledger: fileLedger{ctx, l}, Signer: signer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts = append(ts, tt)
+	}
+	res, err := dppp.Run(ctx, p, tpk, ts, fx.Queries, dppp.RunOptions{})
+	if err != nil || len(res.Labels) != len(fx.Queries) {
+		t.Fatalf("standalone run: %v", err)
+	}
+	var out [][]ledger.Charge
+	for _, l := range files {
+		st, err := l.State(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, st.Charges)
+	}
+	return out
+}
