@@ -71,7 +71,7 @@ func TestConsortiumDPPP(t *testing.T) {
 	}
 	c, err := coordinator.New(coordinator.Config{Identity: consortiumtest.Party(t, pki, "coordinator"), Address: "127.0.0.1:0",
 		Nodes: teachers, Analysts: []string{"alice", "bob"}, Store: st, RoundTimeout: 5 * time.Second, JoinWait: 500 * time.Millisecond,
-		AnswerTimeout: 10 * time.Second, Logf: func(fm string, a ...any) { t.Logf("coordinator: "+fm, a...) },
+		AnswerTimeout: time.Minute, Logf: func(fm string, a ...any) { t.Logf("coordinator: "+fm, a...) },
 		Deployments: map[string]coordinator.Deployment{"signs": {Settings: *settings, Key: tpk}}})
 	if err != nil {
 		t.Fatal(err)
