@@ -41,7 +41,7 @@ func logfTo(w io.Writer) func(string, ...any) {
 func newCoordinatorCmd() *cobra.Command {
 	var (
 		listen, certDir, db, statusAddr string
-		nodes, analysts                 []string
+		nodes, analysts, deployments    []string
 		roundTimeout, joinWait, answer  time.Duration
 		maxRunning                      int
 	)
@@ -64,13 +64,17 @@ certificates. See docs/consortium.md.`,
 			if err != nil {
 				return err
 			}
+			deps, err := parseDeployments(deployments)
+			if err != nil {
+				return err
+			}
 			st, err := store.Open(db)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
 			logf := logfTo(cmd.ErrOrStderr())
-			c, err := coordinator.New(coordinator.Config{Identity: id, Address: listen, Nodes: trimAll(nodes), Analysts: trimAll(analysts),
+			c, err := coordinator.New(coordinator.Config{Identity: id, Address: listen, Nodes: trimAll(nodes), Analysts: trimAll(analysts), Deployments: deps,
 				Store: st, RoundTimeout: roundTimeout, JoinWait: joinWait, AnswerTimeout: answer, MaxRunning: maxRunning, Logf: logf,
 				OnListen: func(a string) { fmt.Fprintf(cmd.OutOrStdout(), "listening on %s\n", a) }})
 			if err != nil {
@@ -101,6 +105,7 @@ certificates. See docs/consortium.md.`,
 	f.StringSliceVar(&nodes, "nodes", nil, "the nodes' certificate names")
 	f.StringSliceVar(&analysts, "analysts", nil, "the analysts' certificate names")
 	f.StringVar(&statusAddr, "status-listen", "", "serve the read-only status page (HTTPS, analysts' certificates) on this address")
+	f.StringArrayVar(&deployments, "deployment", nil, "NAME=DEPLOYMENT.json:PUBLIC_KEY.pem (repeatable): a DPPP deployment analysts may query; the coordinator is its aggregator")
 	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "bound on each capeFM round")
 	f.DurationVar(&joinWait, "join-wait", 10*time.Second, "once a task's minimum sites are online, wait this long (from submission) for the others")
 	f.DurationVar(&answer, "answer-timeout", 30*time.Second, "bound on the nodes' answers to an offer")
@@ -111,7 +116,7 @@ certificates. See docs/consortium.md.`,
 func newNodeCmd() *cobra.Command {
 	var (
 		server, serverName, certDir, policyPath, ledgerDir, auditPath string
-		datasets                                                      []string
+		datasets, models                                              []string
 		peerTimeout, maxBackoff                                       time.Duration
 		faults                                                        func(func(string, ...any)) func(context.Context, string, capefm.Message) error
 	)
@@ -128,7 +133,14 @@ sent. Offers, decisions, charges and outcomes go to the hash-chained --audit
 log. See docs/consortium.md for the policy file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := requireFlags(cmd, "coordinator", "certs", "policy", "dataset", "ledgers", "audit"); err != nil {
+			if err := requireFlags(cmd, "coordinator", "certs", "policy", "ledgers", "audit"); err != nil {
+				return err
+			}
+			if len(datasets) == 0 && len(models) == 0 {
+				return errors.New("give --dataset or --model (at least one)")
+			}
+			mods, err := parseModels(models)
+			if err != nil {
 				return err
 			}
 			id, err := certs.LoadParty(certDir)
@@ -149,7 +161,7 @@ log. See docs/consortium.md for the policy file.`,
 				ds = append(ds, node.Dataset{Name: name, Path: data, Schema: sch})
 			}
 			logf := logfTo(cmd.ErrOrStderr())
-			cfg := node.Config{Identity: id, Coordinator: server, CoordinatorName: serverName, Datasets: ds,
+			cfg := node.Config{Identity: id, Coordinator: server, CoordinatorName: serverName, Datasets: ds, Models: mods,
 				Policy: pol, LedgerDir: ledgerDir, AuditPath: auditPath, PeerTimeout: peerTimeout, MaxBackoff: maxBackoff, Logf: logf}
 			if faults != nil {
 				cfg.BeforeSend = faults(logf)
@@ -159,7 +171,7 @@ log. See docs/consortium.md for the policy file.`,
 				return err
 			}
 			defer n.Close()
-			fmt.Fprintf(cmd.OutOrStdout(), "node %s: %d dataset(s) registered with the coordinator at %s\n", n.Name(), len(ds), server)
+			fmt.Fprintf(cmd.OutOrStdout(), "node %s: %d dataset(s), %d model(s) registered with the coordinator at %s\n", n.Name(), len(ds), len(mods), server)
 			if err := n.Run(cmd.Context()); err != nil && !errors.Is(err, context.Canceled) {
 				return err
 			}
@@ -172,6 +184,7 @@ log. See docs/consortium.md for the policy file.`,
 	f.StringVar(&certDir, "certs", "", "this node's certificate directory (its name is the node's)")
 	f.StringVar(&policyPath, "policy", "", "the site's policy file (JSON; docs/consortium.md)")
 	f.StringArrayVar(&datasets, "dataset", nil, "NAME=DATA_FILE:SCHEMA_FILE (repeatable)")
+	f.StringArrayVar(&models, "model", nil, "NAME=MODEL.json:KEY_SHARE.pem:DEPLOYMENT.json (repeatable): this site is a teacher of DPPP deployment NAME with this model and key share")
 	f.StringVar(&ledgerDir, "ledgers", "", "directory of the node's ledgers (one per analyst and per dataset)")
 	f.StringVar(&auditPath, "audit", "", "the node's hash-chained audit log (JSON lines)")
 	f.DurationVar(&peerTimeout, "peer-timeout", 20*time.Second, "redial when the connection has been down this long")
@@ -215,16 +228,33 @@ func newTaskCmd() *cobra.Command {
 	var (
 		sites                    []string
 		schemaPath, model, mech  string
+		kind, deployment, qfile  string
 		eps, delta, split, ratio float64
 		minSites, colluders      int
 		deadline                 time.Duration
 		wait, redo               bool
 	)
 	submit := &cobra.Command{
-		Use:   "submit --site NODE=DATASET ... --schema S.json --model linear --epsilon E --delta D",
-		Short: "Sign and submit a capeFM fit over named datasets at named sites",
+		Use:   "submit (--site NODE=DATASET ... --schema S.json --model linear --epsilon E --delta D | --kind dppp --deployment NAME --schema SPEC.json --queries FILE)",
+		Short: "Sign and submit a capeFM fit over named datasets at named sites, or a DPPP query task",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var spec wire.TaskSpec
+			switch kind {
+			case "", "capefm":
+			case wire.KindDPPP:
+				if err := requireFlags(cmd, "deployment", "schema", "queries"); err != nil {
+					return err
+				}
+				var err error
+				if spec, err = dpppTaskSpec(cmd.Context(), deployment, schemaPath, qfile); err != nil {
+					return err
+				}
+				spec.Deadline = time.Now().Add(deadline).UTC()
+				return submitTask(cmd, &af, spec, wait)
+			default:
+				return fmt.Errorf("--kind %q: want capefm or dppp", kind)
+			}
 			if err := requireFlags(cmd, "site", "schema", "epsilon"); err != nil {
 				return err
 			}
@@ -235,7 +265,7 @@ func newTaskCmd() *cobra.Command {
 			if _, err := schema.Parse(sb); err != nil {
 				return fmt.Errorf("--schema %s: %w", schemaPath, err)
 			}
-			spec := wire.TaskSpec{Sites: map[string]string{}, Model: model, Mechanism: mech, Epsilon: eps, Delta: delta, Split: split,
+			spec = wire.TaskSpec{Sites: map[string]string{}, Model: model, Mechanism: mech, Epsilon: eps, Delta: delta, Split: split,
 				NoiseRatio: ratio, Colluders: colluders, MinSites: minSites, Schema: json.RawMessage(sb), Deadline: time.Now().Add(deadline).UTC(), RedoAfterRelease: redo}
 			for _, s := range sites {
 				n, d, ok := strings.Cut(s, "=")
@@ -244,28 +274,15 @@ func newTaskCmd() *cobra.Command {
 				}
 				spec.Sites[n] = d
 			}
-			c, err := af.dial(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			t, err := c.Submit(cmd.Context(), spec)
-			if err != nil {
-				return err
-			}
-			if !wait {
-				fmt.Fprintln(cmd.OutOrStdout(), t.ID)
-				return nil
-			}
-			if t, err = c.Wait(cmd.Context(), t.ID); err != nil {
-				return err
-			}
-			return printTask(cmd.OutOrStdout(), t)
+			return submitTask(cmd, &af, spec, wait)
 		},
 	}
 	f := submit.Flags()
 	f.StringArrayVar(&sites, "site", nil, "NODE=DATASET (repeatable): a site and the dataset it fits on")
-	f.StringVar(&schemaPath, "schema", "", "the schema file every site encodes its rows with")
+	f.StringVar(&schemaPath, "schema", "", "the schema file every site encodes its rows with (--kind dppp: the deployment's input spec, which reads --queries)")
+	f.StringVar(&kind, "kind", "capefm", "capefm (a fit) or dppp (label --queries by a DPPP deployment's teachers)")
+	f.StringVar(&deployment, "deployment", "", "--kind dppp: the deployment to query")
+	f.StringVar(&qfile, "queries", "", "--kind dppp: the query rows (a table read through --schema; labels ignored)")
 	f.StringVar(&model, "model", "linear", "linear or logistic")
 	f.StringVar(&mech, "mechanism", "capefm", "capefm or gaussian-fm-local")
 	f.Float64Var(&eps, "epsilon", 0, "ε per site")
@@ -301,6 +318,33 @@ func newTaskCmd() *cobra.Command {
 	return cmd
 }
 
+// submitTask signs and submits spec; with wait it waits for the end and
+// prints the task, else it prints the task's ID.
+func submitTask(cmd *cobra.Command, af *analystFlags, spec wire.TaskSpec, wait bool) error {
+	c, err := af.dial(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	t, err := c.Submit(cmd.Context(), spec)
+	if err != nil {
+		return err
+	}
+	if !wait {
+		fmt.Fprintln(cmd.OutOrStdout(), t.ID)
+		return nil
+	}
+	if t, err = c.Wait(cmd.Context(), t.ID); err != nil {
+		return err
+	}
+	if t.State == "done" {
+		if t, err = c.Task(cmd.Context(), "result", t.ID); err != nil {
+			return err
+		}
+	}
+	return printTask(cmd.OutOrStdout(), t)
+}
+
 // printTask prints a task: state, every site's part, the model.
 func printTask(w io.Writer, t *coordinator.Task) error {
 	fmt.Fprintf(w, "task %s (%s): %s\n", t.ID, t.Analyst, t.State)
@@ -322,7 +366,9 @@ func printTask(w io.Writer, t *coordinator.Task) error {
 		}
 		fmt.Fprintln(w, line)
 	}
-	if r := t.Result; r != nil {
+	if r := t.Result; r != nil && t.Spec.Kind == wire.KindDPPP {
+		printLabels(w, r)
+	} else if r != nil {
 		fmt.Fprintf(w, "  model (%d sites, N = %d, attempt %d): %s\n", len(r.Sites), r.N, r.Attempts, r.Guarantee)
 		for i, c := range r.Coef {
 			name := fmt.Sprint(i)

@@ -81,6 +81,12 @@ func (c *Client) Call(ctx context.Context, r wire.Request, out any) error {
 	}
 	for {
 		env, err := c.conn.Recv(ctx)
+		var gap *transport.GapError
+		if errors.As(err, &gap) {
+			// Envelopes sent to this analyst's earlier connection (replies
+			// to its requests, which carry other IDs): not this reply.
+			continue
+		}
 		if err != nil {
 			return fmt.Errorf("analyst: waiting for the coordinator's reply: %w", err)
 		}

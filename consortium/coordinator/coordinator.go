@@ -37,6 +37,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"slices"
@@ -48,6 +49,9 @@ import (
 	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/consortium/store"
 	"github.com/dplearn/dplearn/consortium/wire"
+	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/dpppnet"
+	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/transport"
 )
 
@@ -80,6 +84,17 @@ type Config struct {
 	Logf func(format string, args ...any)
 	// OnListen, if set, is called with the listening address.
 	OnListen func(addr string)
+	// Deployments are the DPPP deployments analysts may query, by name:
+	// the coordinator is their aggregator (dpppnet.Serve over the task's
+	// hub), untrusted by the teachers as any DPPP aggregator is.
+	Deployments map[string]Deployment
+}
+
+// Deployment is a DPPP deployment as the coordinator serves it: its
+// public settings (the teachers' file) and its threshold public key.
+type Deployment struct {
+	Settings wire.Deployment
+	Key      *paillier.ThresholdPublicKey
 }
 
 // SiteStatus is one site's part in a task.
@@ -92,8 +107,13 @@ type SiteStatus struct {
 	N      int64  `json:"n,omitempty"`
 }
 
-// Result is a task's model.
+// Result is a task's model, or a DPPP task's labels.
 type Result struct {
+	// Labels (DPPP): one class index per query row; ClassNames the
+	// teachers' classes; Queries the rows labelled.
+	Labels     []int    `json:"labels,omitempty"`
+	ClassNames []string `json:"class_names,omitempty"`
+
 	Features  []string  `json:"features"`
 	Coef      []float64 `json:"coef"`
 	Guarantee string    `json:"guarantee"`
@@ -267,7 +287,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				}
 			}
 			c.stop(e.id)
-			eff = c.m.ProtocolEnd(e.id, e.res, e.err)
+			if e.dppp != nil {
+				eff = c.m.DPPPEnd(e.id, e.dppp, e.err)
+			} else {
+				eff = c.m.ProtocolEnd(e.id, e.res, e.err)
+			}
 		case te := <-c.events:
 			c.m.ProtocolEvent(te.id, te.ev)
 			continue
@@ -302,6 +326,10 @@ func (c *Coordinator) apply(ctx context.Context, effects []Effect) {
 			if r == nil {
 				continue
 			}
+			if e.Start.DPPP != nil {
+				c.startDPPP(ctx, e.Start, r)
+				continue
+			}
 			c.start(ctx, e.Start, r)
 		case e.Stop != "":
 			c.stop(e.Stop)
@@ -330,6 +358,41 @@ func (c *Coordinator) start(ctx context.Context, s *Start, r *running) {
 		res, err := capenet.Serve(rctx, hub, template, opt)
 		select {
 		case c.ended <- taskEnd{id: id, res: res, err: err}:
+		case <-ctx.Done():
+		}
+	}()
+}
+
+// startDPPP runs a DPPP query task in its own goroutine: the coordinator
+// is the deployment's aggregator, dpppnet.Serve (dppp's Driver and
+// Aggregator) over the task's hub, labelling the analyst's signed rows.
+// The teachers trust it no more than any aggregator: each checks the
+// offered parameters against its own, charges its ledgers before voting,
+// signs one contributor set per batch and decrypts only a sum every
+// contributor signed, every proof checked (dppp.Teacher).
+func (c *Coordinator) startDPPP(ctx context.Context, s *Start, r *running) {
+	rctx, cancel := context.WithCancel(ctx)
+	r.cancel = cancel
+	id := s.Task
+	aopt := dppp.AggregatorOptions{}
+	// Check the teachers' set signatures on arrival too (they check them
+	// anyway): a bad one abandons the batch at once.
+	aopt.Verifier, _ = certs.NewStatementSigner(c.cfg.Identity)
+	opt := dpppnet.ServeOptions{RoundTimeout: c.cfg.RoundTimeout, JoinTimeout: c.cfg.RoundTimeout, FinishTimeout: time.Second, Aggregator: aopt,
+		Logf: func(f string, a ...any) {
+			select {
+			case c.events <- taskEvent{id, capenet.Event{Time: time.Now(), Kind: "dppp", Message: fmt.Sprintf(f, a...)}}:
+			default:
+			}
+		}}
+	d := s.DPPP
+	r.hub.Close()
+	r.hub = wire.NewTaskHub(id, d.Teachers, c.hub)
+	hub := r.hub
+	go func() {
+		res, err := dpppnet.Serve(rctx, hub, d.Params, d.Key, d.Rows, opt)
+		select {
+		case c.ended <- taskEnd{id: id, dppp: res, err: err}:
 		case <-ctx.Done():
 		}
 	}()

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,9 @@ import (
 	"github.com/dplearn/dplearn/consortium/chain"
 	"github.com/dplearn/dplearn/consortium/store"
 	"github.com/dplearn/dplearn/consortium/wire"
+	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/dpppnet"
+	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/transport"
@@ -34,10 +38,13 @@ type Machine struct {
 	st       *store.Store
 	verifier *certs.StatementSigner
 
-	tasks   map[string]*Task
-	order   []string // task IDs in submission order
-	nodes   map[string]*NodeInfo
-	budgets map[string]Budget
+	tasks map[string]*Task
+	// dpppParams: the running DPPP tasks' parameters (not stored: a
+	// restart fails running tasks).
+	dpppParams map[string]dpppMeta
+	order      []string // task IDs in submission order
+	nodes      map[string]*NodeInfo
+	budgets    map[string]Budget
 
 	out      []Effect
 	snapshot atomic.Pointer[Snapshot]
@@ -73,12 +80,26 @@ type Start struct {
 	Task     string
 	Template capefm.Params
 	Redo     bool
+	// DPPP, if set, is a DPPP query task to run instead (Template unused).
+	DPPP *DPPPRun
+}
+
+// DPPPRun is a DPPP query task's run: the parameters offered to the
+// teachers (a fresh session), the deployment's key, the analyst's rows.
+type DPPPRun struct {
+	Params *dppp.Params
+	Key    *paillier.ThresholdPublicKey
+	Rows   [][]float64
+	// Teachers are the sites that accepted: the task's hub is narrowed to
+	// them (a refusing site gets nothing of the run).
+	Teachers []string
 }
 
 type taskEnd struct {
-	id  string
-	res *capefm.RunResult
-	err error
+	id   string
+	res  *capefm.RunResult
+	dppp *dppp.RunResult
+	err  error
 }
 
 type taskEvent struct {
@@ -151,7 +172,7 @@ func NewMachine(cfg Config) (*Machine, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Machine{cfg: cfg, st: cfg.Store, verifier: v, tasks: map[string]*Task{}, nodes: map[string]*NodeInfo{}, budgets: map[string]Budget{}}
+	m := &Machine{cfg: cfg, st: cfg.Store, verifier: v, tasks: map[string]*Task{}, dpppParams: map[string]dpppMeta{}, nodes: map[string]*NodeInfo{}, budgets: map[string]Budget{}}
 	raws, err := m.st.Raw("tasks")
 	if err != nil {
 		return nil, err
@@ -367,11 +388,19 @@ func (m *Machine) submit(analyst string, sg wire.Signed) (*Task, error) {
 	for site, ds := range spec.Sites {
 		t.Sites[site] = &SiteStatus{Dataset: ds, State: "waiting"}
 	}
+	if spec.Kind == wire.KindDPPP {
+		for _, site := range m.cfg.Deployments[spec.Deployment].Settings.Teachers {
+			t.Sites[site] = &SiteStatus{Dataset: spec.Deployment, State: "waiting"}
+		}
+		m.audit(analyst, "submit", t.ID, fmt.Sprintf("dppp: %d queries to deployment %s, deadline %s", len(spec.Rows), spec.Deployment, spec.Deadline.Format(time.RFC3339)))
+	}
 	m.tasks[t.ID] = t
 	m.order = append(m.order, t.ID)
 	m.saveTask(t)
-	m.audit(analyst, "submit", t.ID, fmt.Sprintf("%s %s over %s, ε = %v, δ = %v per site, min %d sites, deadline %s",
-		spec.Mechanism, spec.Model, describeSites(spec.Sites), spec.Epsilon, spec.Delta, spec.MinSites, spec.Deadline.Format(time.RFC3339)))
+	if spec.Kind == "" {
+		m.audit(analyst, "submit", t.ID, fmt.Sprintf("%s %s over %s, ε = %v, δ = %v per site, min %d sites, deadline %s",
+			spec.Mechanism, spec.Model, describeSites(spec.Sites), spec.Epsilon, spec.Delta, spec.MinSites, spec.Deadline.Format(time.RFC3339)))
+	}
 	m.cfg.Logf("task %s submitted by %s", t.ID, analyst)
 	return t, nil
 }
@@ -385,6 +414,13 @@ func describeSites(m map[string]string) string {
 }
 
 func (m *Machine) checkSpec(s *wire.TaskSpec) error {
+	switch s.Kind {
+	case "":
+	case wire.KindDPPP:
+		return m.checkDPPP(s)
+	default:
+		return fmt.Errorf("unknown task kind %q (want %q for a DPPP query task, none for a capeFM fit)", s.Kind, wire.KindDPPP)
+	}
 	if len(s.Sites) < 2 {
 		return fmt.Errorf("a task needs at least 2 sites, got %d", len(s.Sites))
 	}
@@ -411,6 +447,36 @@ func (m *Machine) checkSpec(s *wire.TaskSpec) error {
 	if _, err := schema.Parse(s.Schema); err != nil {
 		return err
 	}
+	if s.Deadline.IsZero() {
+		return errors.New("no deadline")
+	}
+	return nil
+}
+
+// checkDPPP checks a DPPP query task: a deployment this coordinator
+// serves, rows of one width, all finite, a deadline. Its sites are the
+// deployment's teachers; it needs the key's threshold of them online to
+// be offered (the protocol then needs the parameters' N − A).
+func (m *Machine) checkDPPP(s *wire.TaskSpec) error {
+	d, ok := m.cfg.Deployments[s.Deployment]
+	if !ok {
+		return fmt.Errorf("no DPPP deployment %q at this coordinator (have %v)", s.Deployment, sortedKeys(m.cfg.Deployments))
+	}
+	if len(s.Sites) > 0 || s.Model != "" || s.Mechanism != "" || s.Epsilon != 0 || s.Delta != 0 || (len(s.Schema) > 0 && string(s.Schema) != "null") {
+		return errors.New("a DPPP task names a deployment and rows only: its sites are the deployment's teachers, its per-query ε and δ the deployment's")
+	}
+	if len(s.Rows) == 0 {
+		return errors.New("a DPPP task needs query rows")
+	}
+	if err := wire.CheckQueryRows(s.Rows); err != nil {
+		return err
+	}
+	for _, t := range d.Settings.Teachers {
+		if !m.isNode(t) {
+			return fmt.Errorf("deployment %q: teacher %q is not a node of this consortium", s.Deployment, t)
+		}
+	}
+	s.MinSites = max(2, d.Key.Threshold())
 	if s.Deadline.IsZero() {
 		return errors.New("no deadline")
 	}
@@ -499,6 +565,10 @@ func (m *Machine) maybeStart(t *Task) {
 		m.end(t, "failed", fmt.Sprintf("%d site(s) accepted, the task needs %d: %s", len(accepted), t.Spec.MinSites, refusals(t)))
 		return
 	}
+	if t.Spec.Kind == wire.KindDPPP {
+		m.startDPPP(t, accepted)
+		return
+	}
 	s, err := schema.Parse(t.Spec.Schema)
 	if err != nil {
 		m.end(t, "failed", err.Error())
@@ -528,6 +598,78 @@ func (m *Machine) maybeStart(t *Task) {
 	m.audit("coordinator", "run", t.ID, "capeFM with "+strings.Join(accepted, ", "))
 	m.cfg.Logf("task %s running with %s", t.ID, strings.Join(accepted, ", "))
 	m.out = append(m.out, Effect{Start: &Start{Task: t.ID, Template: template, Redo: t.Spec.RedoAfterRelease}})
+}
+
+// startDPPP calibrates the deployment's parameters (the teachers'
+// settings file, the model input the accepting teachers registered, the
+// key) with a fresh session and starts the run. Every teacher recomputes
+// them from its own file, model and key share and refuses any difference.
+func (m *Machine) startDPPP(t *Task, accepted []string) {
+	d := m.cfg.Deployments[t.Spec.Deployment]
+	var reg *wire.Dataset
+	for _, s := range accepted {
+		for _, ds := range m.nodes[s].Datasets {
+			if ds.Name == t.Spec.Deployment && ds.Kind == "model" {
+				reg = &ds
+				break
+			}
+		}
+		if reg != nil {
+			break
+		}
+	}
+	fail := func(err error) { m.end(t, "failed", "dppp: "+err.Error()) }
+	if reg == nil {
+		fail(fmt.Errorf("no accepting teacher registered a model of deployment %q", t.Spec.Deployment))
+		return
+	}
+	var fp [32]byte
+	if b, err := hex.DecodeString(reg.Fingerprint); err != nil || len(b) != 32 {
+		fail(fmt.Errorf("model fingerprint %q is not 32 hex bytes", reg.Fingerprint))
+		return
+	} else {
+		copy(fp[:], b)
+	}
+	cfg, err := d.Settings.Config(reg.Classes, reg.Features, fp)
+	if err != nil {
+		fail(err)
+		return
+	}
+	p0, err := dppp.Calibrate(cfg, d.Key)
+	if err != nil {
+		fail(err)
+		return
+	}
+	p, err := p0.NewSession()
+	if err != nil {
+		fail(err)
+		return
+	}
+	if len(accepted) < p.MinContributors {
+		m.end(t, "failed", fmt.Sprintf("%d teacher(s) accepted, deployment %s needs N − A = %d: %s", len(accepted), t.Spec.Deployment, p.MinContributors, refusals(t)))
+		return
+	}
+	if err := dpppnet.CheckRows(t.Spec.Rows, p.Features); err != nil {
+		fail(err)
+		return
+	}
+	if len(t.Spec.Rows) > p.MaxQueries {
+		fail(fmt.Errorf("%d queries; one run of the deployment answers at most %d", len(t.Spec.Rows), p.MaxQueries))
+		return
+	}
+	t.State = "running"
+	m.saveTask(t)
+	m.audit("coordinator", "run", t.ID, fmt.Sprintf("dppp %s with %s: %d queries at ε = %v, δ = %v each", t.Spec.Deployment, strings.Join(accepted, ", "), len(t.Spec.Rows), p.Epsilon, p.Delta))
+	m.cfg.Logf("task %s running (dppp %s) with %s", t.ID, t.Spec.Deployment, strings.Join(accepted, ", "))
+	m.out = append(m.out, Effect{Start: &Start{Task: t.ID, DPPP: &DPPPRun{Params: p, Key: d.Key, Rows: t.Spec.Rows, Teachers: accepted}}})
+	m.dpppParams[t.ID] = dpppMeta{p: p, classes: reg.ClassNames, accepted: accepted}
+}
+
+// dpppMeta is what the machine keeps of a running DPPP task.
+type dpppMeta struct {
+	p        *dppp.Params
+	classes  []string
+	accepted []string
 }
 
 func refusals(t *Task) string {
@@ -575,13 +717,39 @@ func (m *Machine) ProtocolEnd(id string, res *capefm.RunResult, perr error) []Ef
 	return m.drain()
 }
 
+// DPPPEnd records the end of a DPPP task's run (res and err from
+// dpppnet.Serve).
+func (m *Machine) DPPPEnd(id string, res *dppp.RunResult, err error) []Effect {
+	m.finish(taskEnd{id: id, dppp: res, err: err})
+	return m.drain()
+}
+
 func (m *Machine) finish(e taskEnd) {
 	t := m.tasks[e.id]
 	if t == nil || t.Terminal() {
 		return
 	}
+	meta, isDPPP := m.dpppParams[e.id]
+	delete(m.dpppParams, e.id)
 	if e.err != nil {
 		t.State, t.Error = "failed", e.err.Error()
+	} else if isDPPP && e.dppp == nil {
+		t.State, t.Error = "failed", "dppp: the run ended without a result"
+	} else if isDPPP {
+		res := &Result{Labels: e.dppp.Labels, ClassNames: meta.classes, Sites: meta.accepted}
+		// The labels' guarantee for the teachers' data: k answered queries
+		// composed by the noise kind's accountant (dppp.Params.Composed).
+		if g, err := meta.p.Composed(len(e.dppp.Labels)); err != nil {
+			res.Guarantee = err.Error()
+		} else {
+			res.Guarantee = g.String()
+		}
+		for _, s := range meta.accepted {
+			if st := t.Sites[s]; st != nil && st.State == "accepted" {
+				st.State = "included"
+			}
+		}
+		t.State, t.Result = "done", res
 	} else {
 		s, _ := schema.Parse(t.Spec.Schema)
 		res := &Result{Coef: e.res.Coef, Guarantee: e.res.Privacy.Guarantee(), Attempts: int(e.res.Params.Attempt), N: e.res.Params.N()}
@@ -604,6 +772,7 @@ func (m *Machine) finish(e taskEnd) {
 
 // end stops a task that has not finished its protocol.
 func (m *Machine) end(t *Task, state, why string) {
+	delete(m.dpppParams, t.ID)
 	if t.State == "offered" || t.State == "running" {
 		m.out = append(m.out, Effect{Stop: t.ID})
 		for _, s := range sortedKeys(t.Sites) {

@@ -48,7 +48,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 {{range .Tasks}}<tr><td>{{.ID}}</td><td>{{.Analyst}}</td><td>{{.State}}</td><td>{{.Spec.Mechanism}} {{.Spec.Model}}</td><td>{{.Spec.Epsilon}}, {{.Spec.Delta}}</td>
 <td>{{range $s, $st := .Sites}}{{$s}}: {{$st.State}}{{if $st.Rule}} (rule {{$st.Rule}}){{end}}<br>{{end}}</td>
 <td>{{last .Log}}</td>
-<td>{{if .Result}}{{.Result.Guarantee}}, attempt {{.Result.Attempts}}{{else}}{{.Error}}{{end}}</td></tr>
+<td>{{if .Result}}{{.Result.Guarantee}}{{if .Result.Labels}}, {{len .Result.Labels}} labels{{else}}, attempt {{.Result.Attempts}}{{end}}{{else}}{{.Error}}{{end}}</td></tr>
 {{end}}</table>
 <h2>Budgets (as the nodes report them)</h2>
 <table id="budgets"><tr><th>node</th><th>ledger</th><th>spent ε</th><th>budget ε</th><th>remaining ε</th><th>spent δ</th><th>budget δ</th><th>releases</th></tr>

@@ -66,7 +66,9 @@ type Config struct {
 	// certificate name (default "coordinator").
 	Coordinator, CoordinatorName string
 	Datasets                     []Dataset
-	Policy                       *policy.Policy
+	// Models are the DPPP deployments this site is a teacher of.
+	Models []Model
+	Policy *policy.Policy
 	// LedgerDir holds the node's ledgers; AuditPath its audit chain.
 	LedgerDir, AuditPath string
 	// PeerTimeout: a connection down this long is given up and redialled
@@ -95,6 +97,7 @@ type Node struct {
 	audit    *chain.File
 	verifier *certs.StatementSigner
 	datasets map[string]registered
+	models   map[string]*model
 
 	ledgerMu sync.Mutex // charges and checks of this node's ledgers
 
@@ -162,6 +165,17 @@ func New(ctx context.Context, cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("node: dataset %q: %w", d.Name, err)
 		}
 		n.datasets[d.Name] = registered{Dataset: d, n: m.N(), fp: fp}
+	}
+	n.models = map[string]*model{}
+	for _, md := range cfg.Models {
+		if _, dup := n.datasets[md.Name]; dup || n.models[md.Name] != nil {
+			return nil, fmt.Errorf("node: dataset or model %q listed twice", md.Name)
+		}
+		lm, err := loadModel(n.name, md)
+		if err != nil {
+			return nil, err
+		}
+		n.models[md.Name] = lm
 	}
 	if n.audit, err = chain.OpenFile(cfg.AuditPath); err != nil {
 		return nil, fmt.Errorf("node: %w", err)
@@ -234,6 +248,11 @@ func (n *Node) session(ctx context.Context) error {
 		d := n.datasets[name]
 		reg.Datasets = append(reg.Datasets, wire.Dataset{Name: name, Fingerprint: fmt.Sprintf("%x", d.fp), N: d.n})
 	}
+	for _, name := range sortedNames(n.models) {
+		m := n.models[name]
+		reg.Datasets = append(reg.Datasets, wire.Dataset{Name: name, Kind: "model", Fingerprint: fmt.Sprintf("%x", m.fp),
+			Classes: len(m.file.ClassNames), Features: m.file.Features, ClassNames: m.file.ClassNames})
+	}
 	if err := n.send(sctx, conn, wire.TypeRegister, reg); err != nil {
 		return err
 	}
@@ -270,7 +289,7 @@ func (n *Node) session(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				site, tc, ans := n.decide(sctx, conn, o)
+				run, tc, ans := n.decide(sctx, conn, o)
 				if err := n.send(sctx, conn, wire.TypeAnswer, ans); err != nil {
 					n.cfg.Logf("task %s: sending the answer: %v", o.Task, err)
 					if tc != nil {
@@ -281,8 +300,8 @@ func (n *Node) session(ctx context.Context) error {
 					}
 					return
 				}
-				if site != nil {
-					n.run(sctx, conn, o, site, tc)
+				if run != nil {
+					run()
 				}
 			}()
 		case wire.TypeCape:
@@ -325,8 +344,9 @@ func (n *Node) refuse(o wire.Offer, analyst, rule, reason string) wire.Answer {
 }
 
 // decide verifies an offer, applies the policy and the ledgers, reads the
-// data and builds the site's state machine; nil with a refusal otherwise.
-func (n *Node) decide(ctx context.Context, conn transport.Conn, o wire.Offer) (*capefm.Site, *wire.TaskConn, wire.Answer) {
+// data and builds the site's state machine (a DPPP task: the teacher);
+// it returns the task's run, or nil with a refusal.
+func (n *Node) decide(ctx context.Context, conn transport.Conn, o wire.Offer) (func(), *wire.TaskConn, wire.Answer) {
 	// The analyst is whoever signed the specification.
 	if err := n.verifier.Verify(o.Analyst, o.Signed.Cert, o.Signed.Sig, wire.SpecDomain, o.Signed.Spec); err != nil {
 		return nil, nil, n.refuse(o, o.Analyst, "signature", "the task is not signed by analyst "+o.Analyst+": "+err.Error())
@@ -341,6 +361,12 @@ func (n *Node) decide(ctx context.Context, conn transport.Conn, o wire.Offer) (*
 	var spec wire.TaskSpec
 	if err := wire.Decode(transport.Envelope{Type: "spec", Payload: o.Signed.Spec}, &spec); err != nil {
 		return nil, nil, n.refuse(o, o.Analyst, "spec", err.Error())
+	}
+	if spec.Kind == wire.KindDPPP {
+		return n.decideDPPP(ctx, conn, o, spec, digest)
+	}
+	if spec.Kind != "" {
+		return nil, nil, n.refuse(o, o.Analyst, "spec", fmt.Sprintf("unknown task kind %q", spec.Kind))
 	}
 	if spec.Sites[n.name] != o.Dataset {
 		return nil, nil, n.refuse(o, o.Analyst, "spec", fmt.Sprintf("the signed task names dataset %q at %s, the offer %q", spec.Sites[n.name], n.name, o.Dataset))
@@ -402,7 +428,7 @@ func (n *Node) decide(ctx context.Context, conn transport.Conn, o wire.Offer) (*
 	n.mu.Unlock()
 	n.record(o.Analyst, "accept", o.Task, fmt.Sprintf("dataset %s, N = %d, spec sha256 %s", o.Dataset, m.N(), digest))
 	n.cfg.Logf("task %s from %s: accepted (%s on %s, ε = %v, δ = %v)", o.Task, o.Analyst, mech, o.Dataset, spec.Epsilon, delta)
-	return site, tc, wire.Answer{Task: o.Task, Accept: true}
+	return func() { n.run(ctx, conn, o, site, tc) }, tc, wire.Answer{Task: o.Task, Accept: true}
 }
 
 // run drives the site's capeFM state machine for one task.
@@ -497,6 +523,13 @@ type taskLedger struct {
 	task               string
 	analyst, dataset   *ledger.Ledger
 	analystN, datasetN string
+	// limitE, limitD (DPPP tasks, taskE non-nil): the policy's maximum
+	// (ε, δ) per task; taskE, taskD the exact sums charged by this task.
+	// A DPPP batch voted again (a contributor lost before signing) is
+	// charged again, so the offer's k·(ε, δ) is not a bound by itself:
+	// Charge refuses the charge that would take the task past the limit.
+	limitE, limitD float64
+	taskE, taskD   *big.Rat
 }
 
 func (n *Node) ledgers(ctx context.Context, analyst, ds, task string) (*taskLedger, error) {
@@ -523,12 +556,17 @@ func (n *Node) ledgers(ctx context.Context, analyst, ds, task string) (*taskLedg
 // canCharge reports whether l can pay (ε, δ): the exact sums of its charges
 // plus this one within its budget (as ledger.Ledger.Charge decides).
 func canCharge(ctx context.Context, l *ledger.Ledger, eps, delta float64) error {
+	return canChargeN(ctx, l, 1, eps, delta)
+}
+
+// canChargeN reports whether l can pay k charges of (ε, δ), exactly.
+func canChargeN(ctx context.Context, l *ledger.Ledger, k int, eps, delta float64) error {
 	st, err := l.State(ctx)
 	if err != nil {
 		return err
 	}
 	sum := func(get func(ledger.Charge) float64, add float64) *big.Rat {
-		r := new(big.Rat).SetFloat64(add)
+		r := new(big.Rat).Mul(big.NewRat(int64(k), 1), new(big.Rat).SetFloat64(add))
 		for _, c := range st.Charges {
 			r.Add(r, new(big.Rat).SetFloat64(get(c)))
 		}
@@ -538,6 +576,10 @@ func canCharge(ctx context.Context, l *ledger.Ledger, eps, delta float64) error 
 	d := sum(func(c ledger.Charge) float64 { return c.Delta }, delta)
 	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 {
 		sp := st.Spent()
+		if k != 1 {
+			return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this task would charge %d queries at ε = %g, δ = %g",
+				ledger.ErrOverBudget, st.Name, st.Budget, sp.Epsilon, sp.Delta, k, eps, delta)
+		}
 		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this task would charge ε = %g, δ = %g",
 			ledger.ErrOverBudget, st.Name, st.Budget, sp.Epsilon, sp.Delta, eps, delta)
 	}
@@ -550,6 +592,17 @@ func (t *taskLedger) check(eps, delta float64) (string, error) {
 		return policy.RuleAnalystBudget, err
 	}
 	if err := canCharge(t.ctx, t.dataset, eps, delta); err != nil {
+		return policy.RuleDatasetBudget, err
+	}
+	return "", nil
+}
+
+// checkN returns the budget rule that refuses k charges of (ε, δ), if any.
+func (t *taskLedger) checkN(k int, eps, delta float64) (string, error) {
+	if err := canChargeN(t.ctx, t.analyst, k, eps, delta); err != nil {
+		return policy.RuleAnalystBudget, err
+	}
+	if err := canChargeN(t.ctx, t.dataset, k, eps, delta); err != nil {
 		return policy.RuleDatasetBudget, err
 	}
 	return "", nil
@@ -573,6 +626,16 @@ func (t *taskLedger) Charge(label string, eps, delta float64) error {
 		t.n.record(t.analystN, "refuse-charge", t.task, fmt.Sprintf("rule %s: %v", rule, err))
 		return err
 	}
+	var nextE, nextD *big.Rat
+	if t.taskE != nil {
+		nextE = new(big.Rat).Add(t.taskE, new(big.Rat).SetFloat64(eps))
+		nextD = new(big.Rat).Add(t.taskD, new(big.Rat).SetFloat64(delta))
+		if nextE.Cmp(new(big.Rat).SetFloat64(t.limitE)) > 0 || nextD.Cmp(new(big.Rat).SetFloat64(t.limitD)) > 0 {
+			err := fmt.Errorf("%w: task %s would charge more than analyst %s's maximum per task (ε = %v, δ = %v)", ledger.ErrOverBudget, t.task, t.analystN, t.limitE, t.limitD)
+			t.n.record(t.analystN, "refuse-charge", t.task, "rule max-epsilon: "+err.Error())
+			return err
+		}
+	}
 	label = fmt.Sprintf("task %s: %s", t.task, label)
 	if _, err := t.dataset.Charge(t.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta}); err != nil {
 		return err
@@ -582,6 +645,9 @@ func (t *taskLedger) Charge(label string, eps, delta float64) error {
 		// back: the dataset paid a release that will not be sent (safe).
 		t.n.record(t.analystN, "charge-failed", t.task, fmt.Sprintf("dataset %s charged, analyst ledger refused: %v", t.datasetN, err))
 		return err
+	}
+	if nextE != nil {
+		t.taskE, t.taskD = nextE, nextD
 	}
 	t.n.record(t.analystN, "charge", t.task, fmt.Sprintf("ε = %v, δ = %v to analyst %s and dataset %s (%s)", eps, delta, t.analystN, t.datasetN, label))
 	return nil

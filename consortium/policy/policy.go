@@ -27,6 +27,16 @@
 //	max-epsilon    the task's per-site ε ≤ max_epsilon (exact float compare)
 //	max-delta      the task's per-site δ ≤ max_delta
 //	columns        every column the task's schema reads is allowed
+//	max-query-epsilon, max-query-delta
+//	               (DPPP query tasks) the deployment's per-query ε, δ are
+//	               at most max_query_epsilon, max_query_delta
+//
+// For a DPPP query task (mechanism "dppp", the dataset a deployment whose
+// model the site holds) the task's ε and δ checked by max-epsilon and
+// max-delta are its total at the site: k queries at the deployment's
+// per-query (ε, δ), k·ε and k·δ (basic composition, as the ledgers charge
+// them, rounded up); min-n and columns do not apply (the model reads its
+// own input spec; its training rows are not the site's to count here).
 //
 // The budgets ("analyst-budget", "dataset-budget") are not decided here:
 // they are ledgers kept by the node, charged before every release (package
@@ -73,6 +83,10 @@ type Analyst struct {
 	MaxEpsilon float64       `json:"max_epsilon"`
 	MaxDelta   float64       `json:"max_delta"`
 	Budget     ledger.Budget `json:"budget"`
+	// MaxQueryEpsilon and MaxQueryDelta bound a DPPP deployment's
+	// per-query (ε, δ); required (ε > 0) if Mechanisms lists "dppp".
+	MaxQueryEpsilon float64 `json:"max_query_epsilon,omitempty"`
+	MaxQueryDelta   float64 `json:"max_query_delta,omitempty"`
 }
 
 // Policy is a site's policy file.
@@ -92,6 +106,11 @@ type Request struct {
 	N int64
 	// Columns are the columns the task's schema reads.
 	Columns []string
+	// Queries > 0 marks a DPPP query task of that many queries at the
+	// per-query (QueryEpsilon, QueryDelta); Epsilon and Delta are then
+	// its total at the site.
+	Queries                  int
+	QueryEpsilon, QueryDelta float64
 }
 
 // Refusal is a request the policy refuses: Rule names the rule.
@@ -154,6 +173,9 @@ func (p *Policy) Validate() error {
 		if err := checkBudget(a.Budget); err != nil {
 			return fmt.Errorf("policy: analyst %q: budget: %w", name, err)
 		}
+		if slices.Contains(a.Mechanisms, "dppp") && (!(a.MaxQueryEpsilon > 0) || math.IsInf(a.MaxQueryEpsilon, 0) || a.MaxQueryDelta < 0 || !(a.MaxQueryDelta < 1)) {
+			return fmt.Errorf("policy: analyst %q may run dppp: need max_query_epsilon > 0 (finite) and max_query_delta in [0, 1), got %v, %v", name, a.MaxQueryEpsilon, a.MaxQueryDelta)
+		}
 		for _, ds := range a.Datasets {
 			if _, ok := p.Datasets[ds]; !ok {
 				return fmt.Errorf("policy: analyst %q: dataset %q is not declared under datasets", name, ds)
@@ -187,7 +209,7 @@ func (p *Policy) Decide(r Request) *Refusal {
 	if !slices.Contains(a.Mechanisms, r.Mechanism) {
 		return &Refusal{"mechanism", fmt.Sprintf("analyst %q may not run mechanism %q (allowed: %v)", r.Analyst, r.Mechanism, a.Mechanisms)}
 	}
-	if r.N < d.MinN {
+	if r.Queries == 0 && r.N < d.MinN {
 		return &Refusal{"min-n", fmt.Sprintf("dataset %q has %d rows, the policy requires at least %d", r.Dataset, r.N, d.MinN)}
 	}
 	if !(r.Epsilon <= a.MaxEpsilon) {
@@ -195,6 +217,15 @@ func (p *Policy) Decide(r Request) *Refusal {
 	}
 	if !(r.Delta <= a.MaxDelta) {
 		return &Refusal{"max-delta", fmt.Sprintf("δ = %v per task exceeds analyst %q's maximum %v", r.Delta, r.Analyst, a.MaxDelta)}
+	}
+	if r.Queries > 0 {
+		if !(r.QueryEpsilon <= a.MaxQueryEpsilon) {
+			return &Refusal{"max-query-epsilon", fmt.Sprintf("the deployment's ε = %v per query exceeds analyst %q's maximum %v", r.QueryEpsilon, r.Analyst, a.MaxQueryEpsilon)}
+		}
+		if !(r.QueryDelta <= a.MaxQueryDelta) {
+			return &Refusal{"max-query-delta", fmt.Sprintf("the deployment's δ = %v per query exceeds analyst %q's maximum %v", r.QueryDelta, r.Analyst, a.MaxQueryDelta)}
+		}
+		return nil
 	}
 	var bad []string
 	for _, c := range r.Columns {

@@ -62,6 +62,14 @@ type Dataset struct {
 	Name        string `json:"name"`
 	Fingerprint string `json:"fingerprint"`
 	N           int64  `json:"n"`
+	// Kind is "" for a data file, "model" for a DPPP teacher's model (the
+	// dataset's name is then its deployment's; Fingerprint is the model's
+	// input fingerprint, dppp.Config.Model, N is 0).
+	Kind     string `json:"kind,omitempty"`
+	Classes  int    `json:"classes,omitempty"`
+	Features int    `json:"features,omitempty"`
+	// ClassNames are a model's classes (label k is ClassNames[k]).
+	ClassNames []string `json:"class_names,omitempty"`
 }
 
 // Register is a node's registration, sent every time it connects.
@@ -70,8 +78,17 @@ type Register struct {
 }
 
 // TaskSpec is what an analyst submits: a fit over named datasets at named
-// sites.
+// sites, or (Kind KindDPPP) query rows for a DPPP deployment to label.
 type TaskSpec struct {
+	// Kind is "" for a capeFM fit, KindDPPP for a DPPP query task.
+	Kind string `json:"kind,omitempty"`
+	// Deployment names the DPPP deployment (the teachers' model dataset).
+	Deployment string `json:"deployment,omitempty"`
+	// Rows are a DPPP task's query rows (the deployment's features, in
+	// its input spec's encoding). The analyst signs them: a teacher node
+	// votes only on these rows, so the coordinator cannot spend the
+	// analyst's budget on rows of its own.
+	Rows [][]float64 `json:"rows,omitempty"`
 	// Sites maps a site (node name) to the dataset it fits on.
 	Sites      map[string]string `json:"sites"`
 	Model      string            `json:"model"`     // linear or logistic

@@ -88,3 +88,29 @@ func TestTaskHubGates(t *testing.T) {
 		t.Error("sent to a party outside the task")
 	}
 }
+
+// TestCheckQueryRows: a DPPP task's rows are refused when empty, ragged,
+// not finite, or past MaxQueryValues values (the envelope's bound).
+func TestCheckQueryRows(t *testing.T) {
+	wide := make([][]float64, MaxQueryValues/10+1)
+	for i := range wide {
+		wide[i] = make([]float64, 10)
+	}
+	cases := []struct {
+		name string
+		rows [][]float64
+		ok   bool
+	}{
+		{"fine", [][]float64{{1, 2}, {3, 4}}, true},
+		{"at the bound", wide[:MaxQueryValues/10], true},
+		{"past the bound", wide, false},
+		{"none", nil, false},
+		{"ragged", [][]float64{{1, 2}, {3}}, false},
+		{"NaN", [][]float64{{1, math.NaN()}}, false},
+	}
+	for _, c := range cases {
+		if err := CheckQueryRows(c.rows); (err == nil) != c.ok {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+}
