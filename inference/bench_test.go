@@ -35,7 +35,7 @@ var benchCases = map[int]*benchCase{}
 
 // benchData is D − 1 numeric features (uniform, the first two correlated)
 // and the intercept, with a linear target.
-func benchData(b *testing.B, d int) *benchCase {
+func benchData(b testing.TB, d int) *benchCase {
 	if c := benchCases[d]; c != nil {
 		return c
 	}

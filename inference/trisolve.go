@@ -1,0 +1,216 @@
+package inference
+
+import (
+	"errors"
+	"math"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/lapack/gonum"
+)
+
+// errTriFallback reports that the tridiagonal path could not finish (an
+// exactly singular shifted tridiagonal); the caller then decomposes.
+var errTriFallback = errors.New("inference: tridiagonal path fell back to the eigen-decomposition")
+
+// triSolver computes the minimiser over the located eigen-directions of a
+// symmetric n×n matrix A (the replicate's Λ2, or its restriction to the
+// located basis) without its full eigen-decomposition (issue 24). It is the
+// same minimiser as locator.solve, −½·Σ_{k located} v_k(v_kᵀg)/μ_k, computed
+// in three steps:
+//
+//  1. A = QTQᵀ with T tridiagonal (Householder, LAPACK's sytrd + orgtr,
+//     ≈ 8/3·n³ flops) and T's eigenvalues alone (sterf, O(n²)). A direction
+//     with μ > z·√2·σ is above every possible floor and always located; only
+//     the m "weak" eigenvalues μ ≤ z·√2·σ need a vector.
+//  2. The weak vectors y_k of T by inverse iteration at their (accurate)
+//     eigenvalues with reorthogonalisation among them (O(n·m²)), mapped
+//     back v_k = Q·y_k; each gets its floor, and is dropped exactly as in
+//     solve (μ ≤ 0 or μ ≤ floor).
+//  3. With Y the dropped vectors of T: h = Qᵀg, h' = h − YYᵀh, x the
+//     tridiagonal solve Tx = h' (partial pivoting, O(n)), x ← x − YYᵀx
+//     (removing the roundoff that T's near-singular dropped directions
+//     amplify, which lies along them), w = −½·Q·x. In exact arithmetic x =
+//     Σ_{k not dropped} y_k(y_kᵀh)/μ_k, the located directions' solve.
+//
+// The eigen-decomposition with vectors that it replaces (syev: sytrd, orgtr
+// and the implicit QL iteration accumulating every rotation into the
+// vectors, ≈ 9n³ flops in gonum) cost about 4× as much at n = 200
+// (BenchmarkIntervalsD200). TestTriSolveMatchesEigenSolve checks that both
+// give the same minimiser and the same dropped directions.
+type triSolver struct {
+	n                int
+	a, tau, work     []float64
+	d, e, vals, eTmp []float64
+	dl, dd, du, rhs  []float64
+	h, x, y          []float64
+	ys               [][]float64 // the weak vectors of T
+}
+
+func newTriSolver(n int) *triSolver {
+	t := &triSolver{n: n, a: make([]float64, n*n), tau: make([]float64, max(n-1, 1)),
+		d: make([]float64, n), e: make([]float64, max(n-1, 1)), vals: make([]float64, n), eTmp: make([]float64, max(n-1, 1)),
+		dl: make([]float64, max(n-1, 1)), dd: make([]float64, n), du: make([]float64, max(n-1, 1)), rhs: make([]float64, n),
+		h: make([]float64, n), x: make([]float64, n), y: make([]float64, n)}
+	impl := gonum.Implementation{}
+	q := make([]float64, 1)
+	impl.Dsytrd(blas.Upper, n, t.a, n, t.d, t.e, t.tau, q, -1)
+	lw := int(q[0])
+	impl.Dorgtr(blas.Upper, n, t.a, n, t.tau, q, -1)
+	t.work = make([]float64, max(lw, int(q[0]), 1))
+	return t
+}
+
+// solve returns the minimiser (in A's n-space) over the located
+// directions, the number of dropped directions, and errTriFallback or the
+// no-direction error. at(i, j) reads A; g is the linear term; weak is the
+// threshold above which a direction is always located; floor(v) returns the
+// floor of the n-space unit vector v (nil: 0).
+func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, floor func(v []float64) float64) ([]float64, int, error) {
+	n := t.n
+	impl := gonum.Implementation{}
+	for i := 0; i < n; i++ {
+		for j := i; j < n; j++ {
+			t.a[i*n+j] = at(i, j)
+		}
+	}
+	if n == 1 {
+		mu := t.a[0]
+		f := 0.0
+		if floor != nil && !(mu > weak) {
+			f = floor([]float64{1})
+		}
+		if !(mu > 0) || mu <= f {
+			return nil, 1, errNoDirection
+		}
+		return []float64{-g[0] / (2 * mu)}, 0, nil
+	}
+	impl.Dsytrd(blas.Upper, n, t.a, n, t.d, t.e, t.tau, t.work, len(t.work))
+	impl.Dorgtr(blas.Upper, n, t.a, n, t.tau, t.work, len(t.work)) // t.a = Q
+	copy(t.vals, t.d)
+	copy(t.eTmp, t.e)
+	if !impl.Dsterf(n, t.vals, t.eTmp) { // ascending
+		return nil, 0, errTriFallback
+	}
+	tnorm := 0.0
+	for i := 0; i < n; i++ {
+		s := math.Abs(t.d[i])
+		if i > 0 {
+			s += math.Abs(t.e[i-1])
+		}
+		if i < n-1 {
+			s += math.Abs(t.e[i])
+		}
+		tnorm = math.Max(tnorm, s)
+	}
+	// h = Qᵀg.
+	for k := 0; k < n; k++ {
+		s := 0.0
+		for i := 0; i < n; i++ {
+			s += t.a[i*n+k] * g[i]
+		}
+		t.h[k] = s
+	}
+	t.ys = t.ys[:0]
+	var dropped [][]float64
+	v := make([]float64, n)
+	for k := 0; k < n && !(t.vals[k] > weak); k++ {
+		mu := t.vals[k]
+		y, ok := t.inverseIteration(mu, tnorm, k)
+		if !ok {
+			return nil, 0, errTriFallback
+		}
+		t.ys = append(t.ys, y)
+		for i := 0; i < n; i++ {
+			s := 0.0
+			for j := 0; j < n; j++ {
+				s += t.a[i*n+j] * y[j]
+			}
+			v[i] = s
+		}
+		f := 0.0
+		if floor != nil {
+			f = floor(v)
+		}
+		if !(mu > 0) || mu <= f {
+			dropped = append(dropped, y)
+		}
+	}
+	if len(dropped) == n {
+		return nil, n, errNoDirection
+	}
+	copy(t.rhs, t.h)
+	project(t.rhs, dropped)
+	copy(t.dd, t.d)
+	copy(t.dl, t.e)
+	copy(t.du, t.e)
+	if !impl.Dgtsv(n, 1, t.dl, t.dd, t.du, t.rhs, 1) {
+		return nil, 0, errTriFallback
+	}
+	project(t.rhs, dropped)
+	w := make([]float64, n)
+	for i := 0; i < n; i++ {
+		s := 0.0
+		for j := 0; j < n; j++ {
+			s += t.a[i*n+j] * t.rhs[j]
+		}
+		w[i] = -s / 2
+		if math.IsNaN(w[i]) || math.IsInf(w[i], 0) {
+			return nil, 0, errTriFallback
+		}
+	}
+	return w, len(dropped), nil
+}
+
+// project removes from x its components along the orthonormal ys.
+func project(x []float64, ys [][]float64) {
+	for _, y := range ys {
+		s := 0.0
+		for i := range x {
+			s += y[i] * x[i]
+		}
+		for i := range x {
+			x[i] -= s * y[i]
+		}
+	}
+}
+
+// inverseIteration returns the unit eigenvector of the tridiagonal T
+// (t.d, t.e) at its eigenvalue mu, orthogonal to the weak vectors found
+// before it (as LAPACK's stein does for close eigenvalues): three solves of
+// (T − μ'I)y = y with μ' = μ perturbed by a few units of roundoff.
+func (t *triSolver) inverseIteration(mu, tnorm float64, seq int) ([]float64, bool) {
+	n := t.n
+	impl := gonum.Implementation{}
+	y := make([]float64, n)
+	for i := range y {
+		// A fixed start with components along every eigenvector
+		// (deterministic, not noise).
+		y[i] = 1 + 0.5*math.Sin(float64((i+1)*(seq+3)))
+	}
+	shift := mu + 4*1.1102230246251565e-16*math.Max(tnorm, 1e-300)*float64(seq%3+1)
+	for it := 0; it < 3; it++ {
+		project(y, t.ys)
+		copy(t.dd, t.d)
+		copy(t.dl, t.e)
+		copy(t.du, t.e)
+		for i := range t.dd {
+			t.dd[i] -= shift
+		}
+		if !impl.Dgtsv(n, 1, t.dl, t.dd, t.du, y, 1) {
+			return nil, false
+		}
+		project(y, t.ys)
+		nrm := 0.0
+		for _, v := range y {
+			nrm += v * v
+		}
+		nrm = math.Sqrt(nrm)
+		if !(nrm > 0) || math.IsInf(nrm, 0) {
+			return nil, false
+		}
+		for i := range y {
+			y[i] /= nrm
+		}
+	}
+	return y, true
+}

@@ -1,0 +1,109 @@
+package inference
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/dplearn/dplearn/regress"
+)
+
+// TestTriSolveMatchesEigenSolve checks the bootstrap's fast path
+// (locator.solveTri, issue 24) against the exact per-replicate solve
+// (locator.solve, a full eigen-decomposition) on moderate designs whose
+// noise puts several directions near, below and above their Fieller floor:
+// the same dropped directions in every replicate, and minimisers equal to a
+// relative 1e-8 (both are the same formula; the difference is roundoff,
+// amplified by the smallest located eigenvalue).
+func TestTriSolveMatchesEigenSolve(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		d          int
+		restricted bool
+		cluster    bool
+	}{
+		{"d=12", 12, false, false},
+		{"d=40", 40, false, false},
+		{"d=40 clustered weak eigenvalues", 40, false, true},
+		{"d=40 in a located basis", 40, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tc.d), 24))
+			const sigma = 1e-3
+			loc := &locator{z: 1.959963984540054, sd2: sigma * sigma, maxS: math.Sqrt2 * sigma}
+			// Λ2 = V·diag(μ)·Vᵀ with eigenvalues from 2σ (below the largest
+			// floor z·√2·σ ≈ 2.8σ) to 40σ.
+			var g mat.Dense
+			g.Apply(func(int, int, float64) float64 { return rng.NormFloat64() }, mat.NewDense(tc.d, tc.d, nil))
+			var qr mat.QR
+			qr.Factorize(&g)
+			var v mat.Dense
+			qr.QTo(&v)
+			mu := make([]float64, tc.d)
+			for k := range mu {
+				mu[k] = sigma * (2 + 38*float64(k)/float64(tc.d-1))
+				if tc.cluster && k < 6 {
+					mu[k] = sigma * (3 + 1e-9*float64(k))
+				}
+			}
+			q := &regress.Quadratic{D: tc.d, Lambda1: make([]float64, tc.d), Upper: make([]float64, tc.d*(tc.d+1)/2)}
+			p := 0
+			for i := 0; i < tc.d; i++ {
+				q.Lambda1[i] = 0.01 * rng.NormFloat64()
+				for j := i; j < tc.d; j++ {
+					for k := range mu {
+						q.Upper[p] += v.At(i, k) * mu[k] * v.At(j, k)
+					}
+					p++
+				}
+			}
+			var basis *mat.Dense
+			if tc.restricted {
+				sol, err := loc.solve(q, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sol.located[0], sol.located[1] = false, false // pretend the two weakest were not located
+				basis = sol.keptBasis()
+			}
+			rel := &regress.Released{VarLambda1: sigma * sigma, VarLambda2: sigma * sigma, Noise1: "gaussian", Noise2: "gaussian"}
+			star := &regress.Quadratic{D: tc.d, Lambda1: make([]float64, tc.d), Upper: make([]float64, len(q.Upper))}
+			const reps = 300
+			someDropped, failed := 0, 0
+			worst := 0.0
+			for b := 0; b < reps; b++ {
+				perturb(rng, q, star, rel)
+				exact, errE := loc.solve(star, basis)
+				fast, errF := loc.solveTri(star, basis)
+				if (errE == nil) != (errF == nil) {
+					t.Fatalf("replicate %d: exact error %v, fast error %v", b, errE, errF)
+				}
+				if errE != nil {
+					failed++
+					continue
+				}
+				if exact.dropped != fast.dropped {
+					t.Fatalf("replicate %d: exact drops %d directions, fast %d", b, exact.dropped, fast.dropped)
+				}
+				if exact.dropped > 0 {
+					someDropped++
+				}
+				num, den := 0.0, 0.0
+				for i := range exact.w {
+					num += (exact.w[i] - fast.w[i]) * (exact.w[i] - fast.w[i])
+					den += exact.w[i] * exact.w[i]
+				}
+				worst = math.Max(worst, math.Sqrt(num/den))
+			}
+			t.Logf("%d replicates: %d dropped a direction, %d failed; worst relative difference %.2g", reps, someDropped, failed, worst)
+			if someDropped < reps/10 {
+				t.Fatalf("design does not exercise the floors: %d of %d replicates dropped a direction", someDropped, reps)
+			}
+			if worst > 1e-8 {
+				t.Fatalf("fast path differs from the exact solve by a relative %.3g > 1e-8", worst)
+			}
+		})
+	}
+}
