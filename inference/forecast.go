@@ -2,6 +2,7 @@ package inference
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -309,12 +310,13 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 	d := q0.D
 	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
 	star := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(q0.Upper))}
+	tri := newTriSolver(d)
 	devs := make([][]float64, 0, reps)
 	failed := 0
 	predSS := 0.0
 	for b := 0; b < reps; b++ {
 		perturb(rng, q0, star, rel)
-		w, err := minimizeFast(star, pp)
+		w, _, err := minimizeFast(star, pp, tri)
 		if err != nil {
 			failed++
 			continue
@@ -384,22 +386,41 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 // minimizeFast is q.Minimize(pp) for a post-processing without a ball:
 // when nothing would be trimmed (Λ2 + (λ − floor)·I positive definite after
 // the structure's projection) it is the Cholesky solve of (Λ2 + λI)w =
-// −½Λ1, several times cheaper than the eigen-decomposition.
-func minimizeFast(q *regress.Quadratic, pp regress.PostProcess) ([]float64, error) {
-	if pp.Radius == 0 && pp.RelTol == 0 {
+// −½Λ1, several times cheaper than the eigen-decomposition; otherwise the
+// tridiagonal path (triSolver, tri its reused workspace of size q.D) with
+// the fit's trimming rule (an eigenvalue of Λ2 + λI at or below the floor,
+// or not positive, is trimmed), which needs vectors only for the trimmed
+// directions. It returns the number of trimmed directions.
+func minimizeFast(q *regress.Quadratic, pp regress.PostProcess, tri *triSolver) ([]float64, int, error) {
+	if pp.Radius == 0 && pp.RelTol == 0 && pp.Floor == 0 {
 		p := q
 		if pp.Structure != nil {
 			var err error
 			if p, err = pp.Structure.Project(q); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
 		if w, ok := cholSolve(p, pp.Lambda, pp.MinEigen); ok {
-			return w, nil
+			return w, 0, nil
+		}
+		if tri != nil && tri.n == p.D {
+			at := func(i, j int) float64 {
+				if i == j {
+					return p.At(i, j) + pp.Lambda
+				}
+				return p.At(i, j)
+			}
+			floor := func([]float64) float64 { return pp.MinEigen }
+			w, trimmed, err := tri.solve(at, p.Lambda1, pp.MinEigen, floor)
+			if err == nil {
+				return w, trimmed, nil
+			}
+			if !errors.Is(err, errTriFallback) {
+				return nil, trimmed, err
+			}
 		}
 	}
-	w, _, err := q.Minimize(pp)
-	return w, err
+	return q.Minimize(pp)
 }
 
 // shrinkage returns max_k of the fit's shrinkage 1 − μ_k/(max(μ_k, floor)
@@ -483,12 +504,13 @@ func ReleasedForecast(mechanism string, rel *regress.Released, s *schema.Schema,
 	seed := opt.seed()
 	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
 	star := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(q0.Upper))}
+	tri := newTriSolver(d)
 	devs := make([][]float64, 0, reps)
 	failed, trimmed := 0, 0
 	predSS := 0.0
 	for b := 0; b < reps; b++ {
 		perturb(rng, q0, star, rel)
-		w, tr, err := star.Minimize(pp)
+		w, tr, err := minimizeFast(star, pp, tri)
 		if err != nil {
 			failed++
 			continue
