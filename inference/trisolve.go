@@ -18,8 +18,8 @@ var errTriFallback = errors.New("inference: tridiagonal path fell back to the ei
 // same minimiser as locator.solve, −½·Σ_{k located} v_k(v_kᵀg)/μ_k, computed
 // in three steps:
 //
-//  1. A = QTQᵀ with T tridiagonal (Householder, LAPACK's sytrd + orgtr,
-//     ≈ 8/3·n³ flops) and T's eigenvalues alone (sterf, O(n²)). A direction
+//  1. A = QTQᵀ with T tridiagonal (Householder, LAPACK's sytrd, ≈ 4/3·n³
+//     flops; Q is kept as its reflectors and applied in O(n²) per vector) and T's eigenvalues alone (sterf, O(n²)). A direction
 //     with μ > z·√2·σ is above every possible floor and always located; only
 //     the m "weak" eigenvalues μ ≤ z·√2·σ need a vector.
 //  2. The weak vectors y_k of T by inverse iteration at their (accurate)
@@ -54,9 +54,7 @@ func newTriSolver(n int) *triSolver {
 	impl := gonum.Implementation{}
 	q := make([]float64, 1)
 	impl.Dsytrd(blas.Upper, n, t.a, n, t.d, t.e, t.tau, q, -1)
-	lw := int(q[0])
-	impl.Dorgtr(blas.Upper, n, t.a, n, t.tau, q, -1)
-	t.work = make([]float64, max(lw, int(q[0]), 1))
+	t.work = make([]float64, max(int(q[0]), 1))
 	return t
 }
 
@@ -84,8 +82,7 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, 
 		}
 		return []float64{-g[0] / (2 * mu)}, 0, nil
 	}
-	impl.Dsytrd(blas.Upper, n, t.a, n, t.d, t.e, t.tau, t.work, len(t.work))
-	impl.Dorgtr(blas.Upper, n, t.a, n, t.tau, t.work, len(t.work)) // t.a = Q
+	impl.Dsytrd(blas.Upper, n, t.a, n, t.d, t.e, t.tau, t.work, len(t.work)) // t.a holds Q's reflectors
 	copy(t.vals, t.d)
 	copy(t.eTmp, t.e)
 	if !impl.Dsterf(n, t.vals, t.eTmp) { // ascending
@@ -103,13 +100,8 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, 
 		tnorm = math.Max(tnorm, s)
 	}
 	// h = Qᵀg.
-	for k := 0; k < n; k++ {
-		s := 0.0
-		for i := 0; i < n; i++ {
-			s += t.a[i*n+k] * g[i]
-		}
-		t.h[k] = s
-	}
+	copy(t.h, g)
+	t.applyQ(t.h, true)
 	t.ys = t.ys[:0]
 	var dropped [][]float64
 	v := make([]float64, n)
@@ -120,13 +112,8 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, 
 			return nil, 0, errTriFallback
 		}
 		t.ys = append(t.ys, y)
-		for i := 0; i < n; i++ {
-			s := 0.0
-			for j := 0; j < n; j++ {
-				s += t.a[i*n+j] * y[j]
-			}
-			v[i] = s
-		}
+		copy(v, y)
+		t.applyQ(v, false)
 		f := 0.0
 		if floor != nil {
 			f = floor(v)
@@ -148,17 +135,47 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, 
 	}
 	project(t.rhs, dropped)
 	w := make([]float64, n)
-	for i := 0; i < n; i++ {
-		s := 0.0
-		for j := 0; j < n; j++ {
-			s += t.a[i*n+j] * t.rhs[j]
-		}
-		w[i] = -s / 2
+	copy(w, t.rhs)
+	t.applyQ(w, false)
+	for i := range w {
+		w[i] /= -2
 		if math.IsNaN(w[i]) || math.IsInf(w[i], 0) {
 			return nil, 0, errTriFallback
 		}
 	}
 	return w, len(dropped), nil
+}
+
+// applyQ sets x to Q·x (or Qᵀ·x with trans) for the Q of the last
+// Dsytrd (upper: Q = H_{n−2}⋯H_0, H_i = I − τ_i·u·uᵀ with u[i] = 1,
+// u[i+1:] = 0 and u[:i] stored in column i+1 of t.a above the diagonal),
+// applying the reflectors directly (O(n²), no explicit Q).
+func (t *triSolver) applyQ(x []float64, trans bool) {
+	n := t.n
+	apply := func(i int) {
+		tau := t.tau[i]
+		if tau == 0 {
+			return
+		}
+		s := x[i]
+		for j := 0; j < i; j++ {
+			s += t.a[j*n+i+1] * x[j]
+		}
+		s *= tau
+		x[i] -= s
+		for j := 0; j < i; j++ {
+			x[j] -= s * t.a[j*n+i+1]
+		}
+	}
+	if trans {
+		for i := n - 2; i >= 0; i-- {
+			apply(i)
+		}
+		return
+	}
+	for i := 0; i <= n-2; i++ {
+		apply(i)
+	}
 }
 
 // project removes from x its components along the orthonormal ys.
