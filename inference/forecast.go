@@ -384,15 +384,19 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 }
 
 // minimizeFast is q.Minimize(pp) for a post-processing without a ball:
-// when nothing would be trimmed (Λ2 + (λ − floor)·I positive definite after
-// the structure's projection) it is the Cholesky solve of (Λ2 + λI)w =
-// −½Λ1, several times cheaper than the eigen-decomposition; otherwise the
-// tridiagonal path (triSolver, tri its reused workspace of size q.D) with
-// the fit's trimming rule (an eigenvalue of Λ2 + λI at or below the floor,
-// or not positive, is trimmed), which needs vectors only for the trimmed
-// directions. It returns the number of trimmed directions.
+// when nothing would be trimmed or clipped (Λ2 + (λ − max(floor, clip))·I
+// positive definite after the structure's projection) it is the Cholesky
+// solve of (Λ2 + λI)w = −½Λ1, several times cheaper than the
+// eigen-decomposition; otherwise the tridiagonal path (triSolver, tri its
+// reused workspace of size q.D) with the fit's rule (an eigenvalue of
+// Λ2 + λI below the clip pp.Floor is raised to it, then one at or below the
+// trimming floor, or not positive, is trimmed), which needs vectors only
+// for the clipped and trimmed directions. It returns the number of trimmed
+// directions. (Before issue 24's change the Cholesky test ignored the clip
+// pp.Floor, so a replicate with an eigenvalue between the trimming floor
+// and the clip was solved unclipped, unlike the fit.)
 func minimizeFast(q *regress.Quadratic, pp regress.PostProcess, tri *triSolver) ([]float64, int, error) {
-	if pp.Radius == 0 && pp.RelTol == 0 && pp.Floor == 0 {
+	if pp.Radius == 0 && pp.RelTol == 0 {
 		p := q
 		if pp.Structure != nil {
 			var err error
@@ -400,7 +404,9 @@ func minimizeFast(q *regress.Quadratic, pp regress.PostProcess, tri *triSolver) 
 				return nil, 0, err
 			}
 		}
-		if w, ok := cholSolve(p, pp.Lambda, pp.MinEigen); ok {
+		// Above max(floor, clip) no eigenvalue is trimmed or clipped.
+		weak := math.Max(pp.MinEigen, pp.Floor)
+		if w, ok := cholSolve(p, pp.Lambda, weak); ok {
 			return w, 0, nil
 		}
 		if tri != nil && tri.n == p.D {
@@ -410,8 +416,17 @@ func minimizeFast(q *regress.Quadratic, pp regress.PostProcess, tri *triSolver) 
 				}
 				return p.At(i, j)
 			}
-			floor := func([]float64) float64 { return pp.MinEigen }
-			w, trimmed, err := tri.solve(at, p.Lambda1, pp.MinEigen, floor)
+			// Minimize's rule: raise to the clip, then trim at the floor.
+			keep := func(mu float64, _ []float64) float64 {
+				if pp.Floor > 0 {
+					mu = math.Max(mu, pp.Floor)
+				}
+				if !(mu > pp.MinEigen) || mu <= 0 {
+					return 0
+				}
+				return mu
+			}
+			w, trimmed, err := tri.solve(at, p.Lambda1, weak, keep)
 			if err == nil {
 				return w, trimmed, nil
 			}

@@ -370,7 +370,13 @@ func (l *locator) solveTri(q *regress.Quadratic, basis *mat.Dense) (*solution, e
 	if l.tri == nil || l.tri.n != n {
 		l.tri = newTriSolver(n)
 	}
-	x, dropped, err := l.tri.solve(at, g, l.z*l.maxS, floor)
+	keep := func(mu float64, v []float64) float64 {
+		if !(mu > 0) || mu <= floor(v) {
+			return 0
+		}
+		return mu
+	}
+	x, dropped, err := l.tri.solve(at, g, l.z*l.maxS, keep)
 	if err != nil {
 		return &solution{dropped: dropped}, err
 	}

@@ -26,11 +26,12 @@ var errTriFallback = errors.New("inference: tridiagonal path fell back to the ei
 //     eigenvalues with reorthogonalisation among them (O(n·m²)), mapped
 //     back v_k = Q·y_k; each gets its floor, and is dropped exactly as in
 //     solve (μ ≤ 0 or μ ≤ floor).
-//  3. With Y the dropped vectors of T: h = Qᵀg, h' = h − YYᵀh, x the
+//  3. With Y the weak vectors of T: h = Qᵀg, h' = h − YYᵀh, x the
 //     tridiagonal solve Tx = h' (partial pivoting, O(n)), x ← x − YYᵀx
-//     (removing the roundoff that T's near-singular dropped directions
-//     amplify, which lies along them), w = −½·Q·x. In exact arithmetic x =
-//     Σ_{k not dropped} y_k(y_kᵀh)/μ_k, the located directions' solve.
+//     (removing the roundoff that T's near-singular weak directions
+//     amplify, which lies along them), plus y_k(y_kᵀh)/μ_k for each weak
+//     direction kept, and w = −½·Q·x. In exact arithmetic x =
+//     Σ_{k kept} y_k(y_kᵀh)/μ_k, the located directions' solve.
 //
 // The eigen-decomposition with vectors that it replaces (syev: sytrd, orgtr
 // and the implicit QL iteration accumulating every rotation into the
@@ -44,6 +45,7 @@ type triSolver struct {
 	dl, dd, du, rhs  []float64
 	h, x, y          []float64
 	ys               [][]float64 // the weak vectors of T
+	kept             []float64   // their eigenvalues in the solve (0: dropped)
 }
 
 func newTriSolver(n int) *triSolver {
@@ -58,12 +60,14 @@ func newTriSolver(n int) *triSolver {
 	return t
 }
 
-// solve returns the minimiser (in A's n-space) over the located
-// directions, the number of dropped directions, and errTriFallback or the
-// no-direction error. at(i, j) reads A; g is the linear term; weak is the
-// threshold above which a direction is always located; floor(v) returns the
-// floor of the n-space unit vector v (nil: 0).
-func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, floor func(v []float64) float64) ([]float64, int, error) {
+// solve returns the minimiser (in A's n-space) and the number of dropped
+// directions, or errTriFallback, or errNoDirection when every direction is
+// dropped. at(i, j) reads A; g is the linear term; every eigenvalue above
+// weak is used as it is; an eigenvalue μ ≤ weak with unit eigenvector v
+// (n-space) is replaced by keep(μ, v): 0 drops the direction (locator:
+// μ itself when it is positive and above v's floor, else 0; the fit's
+// post-processing: its clip or trimming).
+func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, keep func(mu float64, v []float64) float64) ([]float64, int, error) {
 	n := t.n
 	impl := gonum.Implementation{}
 	for i := 0; i < n; i++ {
@@ -73,11 +77,10 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, 
 	}
 	if n == 1 {
 		mu := t.a[0]
-		f := 0.0
-		if floor != nil && !(mu > weak) {
-			f = floor([]float64{1})
+		if !(mu > weak) {
+			mu = keep(mu, []float64{1})
 		}
-		if !(mu > 0) || mu <= f {
+		if !(mu > 0) {
 			return nil, 1, errNoDirection
 		}
 		return []float64{-g[0] / (2 * mu)}, 0, nil
@@ -102,38 +105,61 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, 
 	// h = Qᵀg.
 	copy(t.h, g)
 	t.applyQ(t.h, true)
+	// The weak directions: their vectors, and the eigenvalue each is
+	// solved with (0: dropped).
 	t.ys = t.ys[:0]
-	var dropped [][]float64
+	t.kept = t.kept[:0]
+	dropped := 0
 	v := make([]float64, n)
 	for k := 0; k < n && !(t.vals[k] > weak); k++ {
-		mu := t.vals[k]
-		y, ok := t.inverseIteration(mu, tnorm, k)
+		y, ok := t.inverseIteration(t.vals[k], tnorm, k)
 		if !ok {
 			return nil, 0, errTriFallback
 		}
 		t.ys = append(t.ys, y)
 		copy(v, y)
 		t.applyQ(v, false)
-		f := 0.0
-		if floor != nil {
-			f = floor(v)
+		mu := keep(t.vals[k], v)
+		if !(mu > 0) {
+			mu = 0
+			dropped++
 		}
-		if !(mu > 0) || mu <= f {
-			dropped = append(dropped, y)
-		}
+		t.kept = append(t.kept, mu)
 	}
-	if len(dropped) == n {
+	if dropped == n {
 		return nil, n, errNoDirection
 	}
+	// The strong directions by the tridiagonal solve of the right-hand
+	// side without its weak components, the weak ones from their
+	// eigenvalues.
 	copy(t.rhs, t.h)
-	project(t.rhs, dropped)
-	copy(t.dd, t.d)
-	copy(t.dl, t.e)
-	copy(t.du, t.e)
-	if !impl.Dgtsv(n, 1, t.dl, t.dd, t.du, t.rhs, 1) {
-		return nil, 0, errTriFallback
+	project(t.rhs, t.ys)
+	if len(t.ys) < n {
+		copy(t.dd, t.d)
+		copy(t.dl, t.e)
+		copy(t.du, t.e)
+		if !impl.Dgtsv(n, 1, t.dl, t.dd, t.du, t.rhs, 1) {
+			return nil, 0, errTriFallback
+		}
+		project(t.rhs, t.ys)
+	} else {
+		for i := range t.rhs {
+			t.rhs[i] = 0
+		}
 	}
-	project(t.rhs, dropped)
+	for k, y := range t.ys {
+		if t.kept[k] == 0 {
+			continue
+		}
+		c := 0.0
+		for i := range y {
+			c += y[i] * t.h[i]
+		}
+		c /= t.kept[k]
+		for i := range y {
+			t.rhs[i] += c * y[i]
+		}
+	}
 	w := make([]float64, n)
 	copy(w, t.rhs)
 	t.applyQ(w, false)
@@ -143,7 +169,7 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, 
 			return nil, 0, errTriFallback
 		}
 	}
-	return w, len(dropped), nil
+	return w, dropped, nil
 }
 
 // applyQ sets x to Q·x (or Qᵀ·x with trans) for the Q of the last
