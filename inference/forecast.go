@@ -461,6 +461,10 @@ const ReferenceResidualSpread = 0.33
 // ReleasedDesign describes ReleasedForecast's stand-in for the data.
 const ReleasedDesign = "released design: the released Λ2 (after the schema's Gram structure) with its eigenvalues raised to the fit's trimming floor, and the released Λ1 — post-processing of the released values"
 
+// ReleasedForecaster reports whether ReleasedForecast supports the
+// mechanism (the FM family).
+func ReleasedForecaster(mechanism string) bool { return Forecaster(mechanism) && mechanism != "irls" }
+
 // ReleasedForecast is the forecast simulated on the released design
 // instead of the idealised reference one (issue 25 item 1: the reference
 // has independent features and equally likely levels, so it reported no
@@ -474,7 +478,7 @@ const ReleasedDesign = "released design: the released Λ2 (after the schema's Gr
 // the share of simulated fits that trimmed some direction. FM family only
 // (fm, relaxed-fm, gaussian-fm).
 func ReleasedForecast(mechanism string, rel *regress.Released, s *schema.Schema, opt Options) (*Forecast, error) {
-	if !Forecaster(mechanism) || mechanism == "irls" {
+	if !ReleasedForecaster(mechanism) {
 		return nil, fmt.Errorf("inference: no released-design forecast for mechanism %q (available for fm, gaussian-fm, relaxed-fm)", mechanism)
 	}
 	if err := rel.Validate(); err != nil {
