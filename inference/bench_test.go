@@ -121,6 +121,36 @@ func benchIntervals(b *testing.B, d int) {
 	}
 }
 
+// benchReleasedForecast is the forecast repeated after the fit on the
+// released design (fit.Result.ReleasedForecast, 500 simulated fits).
+func benchReleasedForecast(b *testing.B, d int) {
+	c := benchData(b, d)
+	m := suffstat.New(c.k)
+	if err := m.AddRows(c.rows); err != nil {
+		b.Fatal(err)
+	}
+	m.Flush()
+	est, _ := regress.New("gaussian-fm")
+	fit, err := est.Fit(context.Background(), regress.Data{Stats: m}, benchConfig(c))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ReleasedForecast("gaussian-fm", fit.Released, c.s, Options{Replicates: 500}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReleasedForecastD50(b *testing.B)  { benchReleasedForecast(b, 50) }
+func BenchmarkReleasedForecastD100(b *testing.B) { benchReleasedForecast(b, 100) }
+func BenchmarkReleasedForecastD200(b *testing.B) { benchReleasedForecast(b, 200) }
+func BenchmarkFitD400(b *testing.B)              { benchFit(b, 400) }
+func BenchmarkForecastD400(b *testing.B)         { benchForecast(b, 400) }
+func BenchmarkIntervalsD400(b *testing.B)        { benchIntervals(b, 400) }
+func BenchmarkReleasedForecastD400(b *testing.B) { benchReleasedForecast(b, 400) }
+
 func BenchmarkFitD50(b *testing.B)        { benchFit(b, 50) }
 func BenchmarkForecastD50(b *testing.B)   { benchForecast(b, 50) }
 func BenchmarkIntervalsD50(b *testing.B)  { benchIntervals(b, 50) }
