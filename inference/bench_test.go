@@ -25,6 +25,13 @@ import (
 
 const benchRows = 100_000
 
+// reportCPU reports the CPU seconds per operation since start (the
+// machine is shared: wall time counts other processes' load, CPU time
+// does not; gonum's parallel products are counted on every core).
+func reportCPU(b *testing.B, start float64) {
+	b.ReportMetric((processCPU()-start)/float64(b.N), "cpu-s/op")
+}
+
 type benchCase struct {
 	s    *schema.Schema
 	rows []float64
@@ -77,6 +84,7 @@ func benchFit(b *testing.B, d int) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	defer reportCPU(b, processCPU())
 	for i := 0; i < b.N; i++ {
 		m := suffstat.New(c.k)
 		m.SetWorkers(1)
@@ -93,6 +101,7 @@ func benchFit(b *testing.B, d int) {
 func benchForecast(b *testing.B, d int) {
 	c := benchData(b, d)
 	b.ResetTimer()
+	defer reportCPU(b, processCPU())
 	for i := 0; i < b.N; i++ {
 		if _, err := NoiseForecast("gaussian-fm", benchConfig(c), c.s, benchRows, Options{Replicates: 500}); err != nil {
 			b.Fatal(err)
@@ -114,6 +123,7 @@ func benchIntervals(b *testing.B, d int) {
 	}
 	y2 := &TargetMoment{Value: m.At(d, d) / benchRows}
 	b.ResetTimer()
+	defer reportCPU(b, processCPU())
 	for i := 0; i < b.N; i++ {
 		if _, err := FM(fit.Released, y2, Options{}); err != nil {
 			b.Fatal(err)
@@ -136,6 +146,7 @@ func benchReleasedForecast(b *testing.B, d int) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	defer reportCPU(b, processCPU())
 	for i := 0; i < b.N; i++ {
 		if _, err := ReleasedForecast("gaussian-fm", fit.Released, c.s, Options{Replicates: 500}); err != nil {
 			b.Fatal(err)
