@@ -417,16 +417,14 @@ func minimizeFast(q *regress.Quadratic, pp regress.PostProcess, tri *triSolver) 
 				return p.At(i, j)
 			}
 			// Minimize's rule: raise to the clip, then trim at the floor.
-			keep := func(mu float64, _ []float64) float64 {
-				if pp.Floor > 0 {
-					mu = math.Max(mu, pp.Floor)
-				}
-				if !(mu > pp.MinEigen) || mu <= 0 {
-					return 0
-				}
-				return mu
+			// Every eigenvalue at or below weak = max(floor, clip) ends
+			// at the clip when the clip is above the floor, else is
+			// trimmed: one value for all of them.
+			uniform := 0.0
+			if pp.Floor > pp.MinEigen && pp.Floor > 0 {
+				uniform = pp.Floor
 			}
-			w, trimmed, err := tri.solve(at, p.Lambda1, weak, keep)
+			w, trimmed, err := tri.solve(at, p.Lambda1, weak, uniform, nil)
 			if err == nil {
 				return w, trimmed, nil
 			}

@@ -376,7 +376,7 @@ func (l *locator) solveTri(q *regress.Quadratic, basis *mat.Dense) (*solution, e
 		}
 		return mu
 	}
-	x, dropped, err := l.tri.solve(at, g, l.z*l.maxS, keep)
+	x, dropped, err := l.tri.solve(at, g, l.z*l.maxS, -1, keep)
 	if err != nil {
 		return &solution{dropped: dropped}, err
 	}

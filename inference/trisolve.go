@@ -46,6 +46,9 @@ type triSolver struct {
 	h, x, y          []float64
 	ys               [][]float64 // the weak vectors of T
 	kept             []float64   // their eigenvalues in the solve (0: dropped)
+	// paths counts the solves by the weak vectors, by the strong ones and
+	// the fallbacks (tests check which path ran).
+	paths [3]int
 }
 
 func newTriSolver(n int) *triSolver {
@@ -67,7 +70,18 @@ func newTriSolver(n int) *triSolver {
 // (n-space) is replaced by keep(μ, v): 0 drops the direction (locator:
 // μ itself when it is positive and above v's floor, else 0; the fit's
 // post-processing: its clip or trimming).
-func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, keep func(mu float64, v []float64) float64) ([]float64, int, error) {
+//
+// uniform ≥ 0 says that every weak direction is solved with the eigenvalue
+// uniform (0: dropped) whatever its vector (the fit's clip or trimming;
+// keep is then unused), so that when most directions are weak the few
+// strong ones get the vectors instead: x = Σ_strong y(yᵀh)/μ +
+// (h − Σ_strong y yᵀh)/uniform. uniform < 0: keep decides per vector.
+// Vectors are computed for at most n/3 directions; beyond that the
+// eigen-decomposition is cheaper and errTriFallback is returned.
+func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak, uniform float64, keep func(mu float64, v []float64) float64) ([]float64, int, error) {
+	if uniform >= 0 {
+		keep = func(float64, []float64) float64 { return uniform }
+	}
 	n := t.n
 	impl := gonum.Implementation{}
 	for i := 0; i < n; i++ {
@@ -105,6 +119,23 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, 
 	// h = Qᵀg.
 	copy(t.h, g)
 	t.applyQ(t.h, true)
+	m := 0
+	for m < n && !(t.vals[m] > weak) {
+		m++
+	}
+	if uniform >= 0 && n-m < m {
+		if 3*(n-m) > n {
+			t.paths[2]++
+			return nil, 0, errTriFallback
+		}
+		t.paths[1]++
+		return t.solveStrong(m, uniform, tnorm)
+	}
+	if 3*m > n {
+		t.paths[2]++
+		return nil, 0, errTriFallback
+	}
+	t.paths[0]++
 	// The weak directions: their vectors, and the eigenvalue each is
 	// solved with (0: dropped).
 	t.ys = t.ys[:0]
@@ -158,6 +189,55 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak float64, 
 		c /= t.kept[k]
 		for i := range y {
 			t.rhs[i] += c * y[i]
+		}
+	}
+	w := make([]float64, n)
+	copy(w, t.rhs)
+	t.applyQ(w, false)
+	for i := range w {
+		w[i] /= -2
+		if math.IsNaN(w[i]) || math.IsInf(w[i], 0) {
+			return nil, 0, errTriFallback
+		}
+	}
+	return w, dropped, nil
+}
+
+// solveStrong is solve's uniform case when the m weak directions are the
+// majority: vectors only for the n − m strong ones.
+func (t *triSolver) solveStrong(m int, uniform, tnorm float64) ([]float64, int, error) {
+	n := t.n
+	dropped := 0
+	if uniform == 0 {
+		dropped = m
+	}
+	if dropped == n {
+		return nil, n, errNoDirection
+	}
+	t.ys = t.ys[:0]
+	for i := range t.rhs {
+		t.rhs[i] = 0
+	}
+	for k := m; k < n; k++ {
+		y, ok := t.inverseIteration(t.vals[k], tnorm, k)
+		if !ok {
+			return nil, 0, errTriFallback
+		}
+		t.ys = append(t.ys, y)
+		c := 0.0
+		for i := range y {
+			c += y[i] * t.h[i]
+		}
+		c /= t.vals[k]
+		for i := range y {
+			t.rhs[i] += c * y[i]
+		}
+	}
+	if uniform > 0 {
+		copy(t.x, t.h)
+		project(t.x, t.ys)
+		for i := range t.rhs {
+			t.rhs[i] += t.x[i] / uniform
 		}
 	}
 	w := make([]float64, n)

@@ -3,6 +3,7 @@ package inference
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -97,8 +98,8 @@ func TestTriSolveMatchesEigenSolve(t *testing.T) {
 				}
 				worst = math.Max(worst, math.Sqrt(num/den))
 			}
-			t.Logf("%d replicates: %d dropped a direction, %d failed; worst relative difference %.2g", reps, someDropped, failed, worst)
-			if someDropped < reps/10 {
+			t.Logf("%d replicates: %d dropped a direction, %d failed (tridiagonal paths: weak vectors, strong vectors, fallback %v); worst relative difference %.2g", reps, someDropped, failed, loc.tri.paths, worst)
+			if someDropped < reps/10 || loc.tri.paths[0] < reps/10 {
 				t.Fatalf("design does not exercise the floors: %d of %d replicates dropped a direction", someDropped, reps)
 			}
 			if worst > 1e-8 {
@@ -122,6 +123,9 @@ func TestMinimizeFastMatchesMinimize(t *testing.T) {
 	}{
 		{"trimming floor", regress.NoisyPostProcess(2 * sigma)},
 		{"eigenvalue clip", regress.PostProcess{Lambda: 2 * sigma, MinEigen: regress.TrimFraction * 2 * sigma, Floor: 1 * sigma}},
+		// Most eigenvalues below the clip: the strong directions' vectors.
+		{"clip above most eigenvalues", regress.PostProcess{Lambda: 2 * sigma, MinEigen: regress.TrimFraction * 2 * sigma, Floor: 34 * sigma}},
+		{"floor above most eigenvalues", regress.PostProcess{Lambda: 2 * sigma, MinEigen: 34 * sigma}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(30, 25))
@@ -160,8 +164,12 @@ func TestMinimizeFastMatchesMinimize(t *testing.T) {
 				}
 				worst = math.Max(worst, math.Sqrt(num/den))
 			}
-			t.Logf("300 replicates: %d trimmed or clipped a direction; worst relative difference %.2g", slow, worst)
-			if slow < 30 || slow > 270 {
+			t.Logf("300 replicates: %d trimmed or clipped a direction (tridiagonal paths: weak vectors, strong vectors, fallback %v); worst relative difference %.2g", slow, tri.paths, worst)
+			if strings.Contains(tc.name, "most") {
+				if tri.paths[1] < 30 {
+					t.Fatalf("the strong directions' path ran %d times, want ≥ 30", tri.paths[1])
+				}
+			} else if slow < 30 || slow > 270 || tri.paths[0] < 30 {
 				t.Fatalf("design does not exercise both paths: %d of 300 replicates trimmed or clipped", slow)
 			}
 			if worst > 1e-8 {
