@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/lapack"
 	"gonum.org/v1/gonum/lapack/gonum"
 )
 
@@ -59,7 +60,9 @@ func newTriSolver(n int) *triSolver {
 	impl := gonum.Implementation{}
 	q := make([]float64, 1)
 	impl.Dsytrd(blas.Upper, n, t.a, n, t.d, t.e, t.tau, q, -1)
-	t.work = make([]float64, max(int(q[0]), 1))
+	lw := int(q[0])
+	impl.Dorgtr(blas.Upper, n, t.a, n, t.tau, q, -1)
+	t.work = make([]float64, max(lw, int(q[0]), 2*n, 1))
 	return t
 }
 
@@ -77,7 +80,7 @@ func newTriSolver(n int) *triSolver {
 // strong ones get the vectors instead: x = Σ_strong y(yᵀh)/μ +
 // (h − Σ_strong y yᵀh)/uniform. uniform < 0: keep decides per vector.
 // Vectors are computed for at most n/3 directions; beyond that the
-// eigen-decomposition is cheaper and errTriFallback is returned.
+// eigen-decomposition is cheaper and solveAll finishes it.
 func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak, uniform float64, keep func(mu float64, v []float64) float64) ([]float64, int, error) {
 	if uniform >= 0 {
 		keep = func(float64, []float64) float64 { return uniform }
@@ -126,14 +129,14 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak, uniform 
 	if uniform >= 0 && n-m < m {
 		if 3*(n-m) > n {
 			t.paths[2]++
-			return nil, 0, errTriFallback
+			return t.solveAll(g, weak, keep)
 		}
 		t.paths[1]++
 		return t.solveStrong(m, uniform, tnorm)
 	}
 	if 3*m > n {
 		t.paths[2]++
-		return nil, 0, errTriFallback
+		return t.solveAll(g, weak, keep)
 	}
 	t.paths[0]++
 	// The weak directions: their vectors, and the eigenvalue each is
@@ -197,6 +200,54 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak, uniform 
 	for i := range w {
 		w[i] /= -2
 		if math.IsNaN(w[i]) || math.IsInf(w[i], 0) {
+			return nil, 0, errTriFallback
+		}
+	}
+	return w, dropped, nil
+}
+
+// solveAll finishes solve by the eigen-decomposition when more than n/3
+// vectors are needed either way: Q from its reflectors (orgtr) and the
+// implicit QL iteration on T accumulating into Q (steqr), the remaining
+// work of syev, so the tridiagonal reduction already done is not repeated.
+func (t *triSolver) solveAll(g []float64, weak float64, keep func(float64, []float64) float64) ([]float64, int, error) {
+	n := t.n
+	impl := gonum.Implementation{}
+	impl.Dorgtr(blas.Upper, n, t.a, n, t.tau, t.work, len(t.work)) // t.a = Q
+	copy(t.dd, t.d)
+	copy(t.du, t.e)
+	if !impl.Dsteqr(lapack.EVOrig, n, t.dd, t.du, t.a, n, t.work) {
+		return nil, 0, errTriFallback
+	}
+	w := make([]float64, n)
+	v := make([]float64, n)
+	dropped := 0
+	for k := 0; k < n; k++ {
+		mu := t.dd[k]
+		for i := 0; i < n; i++ {
+			v[i] = t.a[i*n+k]
+		}
+		if !(mu > weak) {
+			mu = keep(mu, v)
+		}
+		if !(mu > 0) {
+			dropped++
+			continue
+		}
+		c := 0.0
+		for i := range v {
+			c += v[i] * g[i]
+		}
+		c /= -2 * mu
+		for i := range v {
+			w[i] += c * v[i]
+		}
+	}
+	if dropped == n {
+		return nil, n, errNoDirection
+	}
+	for _, x := range w {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return nil, 0, errTriFallback
 		}
 	}

@@ -29,6 +29,7 @@ func TestTriSolveMatchesEigenSolve(t *testing.T) {
 		{"d=40", 40, false, false},
 		{"d=40 clustered weak eigenvalues", 40, false, true},
 		{"d=40 in a located basis", 40, true, false},
+		{"d=40 mostly near the floors", 40, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.d), 24))
@@ -45,6 +46,9 @@ func TestTriSolveMatchesEigenSolve(t *testing.T) {
 			mu := make([]float64, tc.d)
 			for k := range mu {
 				mu[k] = sigma * (2 + 38*float64(k)/float64(tc.d-1))
+				if strings.Contains(tc.name, "mostly") {
+					mu[k] = sigma * (1 + 8*float64(k)/float64(tc.d-1))
+				}
 				if tc.cluster && k < 6 {
 					mu[k] = sigma * (3 + 1e-9*float64(k))
 				}
@@ -99,7 +103,11 @@ func TestTriSolveMatchesEigenSolve(t *testing.T) {
 				worst = math.Max(worst, math.Sqrt(num/den))
 			}
 			t.Logf("%d replicates: %d dropped a direction, %d failed (tridiagonal paths: weak vectors, strong vectors, fallback %v); worst relative difference %.2g", reps, someDropped, failed, loc.tri.paths, worst)
-			if someDropped < reps/10 || loc.tri.paths[0] < reps/10 {
+			path := 0
+			if strings.Contains(tc.name, "mostly") {
+				path = 2 // more than n/3 weak: the eigen-decomposition's path
+			}
+			if someDropped < reps/10 || loc.tri.paths[path] < reps/10 {
 				t.Fatalf("design does not exercise the floors: %d of %d replicates dropped a direction", someDropped, reps)
 			}
 			if worst > 1e-8 {
@@ -126,6 +134,8 @@ func TestMinimizeFastMatchesMinimize(t *testing.T) {
 		// Most eigenvalues below the clip: the strong directions' vectors.
 		{"clip above most eigenvalues", regress.PostProcess{Lambda: 2 * sigma, MinEigen: regress.TrimFraction * 2 * sigma, Floor: 34 * sigma}},
 		{"floor above most eigenvalues", regress.PostProcess{Lambda: 2 * sigma, MinEigen: 34 * sigma}},
+		// About half below the clip: the eigen-decomposition's path.
+		{"clip at half the eigenvalues", regress.PostProcess{Lambda: 2 * sigma, MinEigen: regress.TrimFraction * 2 * sigma, Floor: 24 * sigma}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(30, 25))
@@ -165,7 +175,11 @@ func TestMinimizeFastMatchesMinimize(t *testing.T) {
 				worst = math.Max(worst, math.Sqrt(num/den))
 			}
 			t.Logf("300 replicates: %d trimmed or clipped a direction (tridiagonal paths: weak vectors, strong vectors, fallback %v); worst relative difference %.2g", slow, tri.paths, worst)
-			if strings.Contains(tc.name, "most") {
+			if strings.Contains(tc.name, "half") {
+				if tri.paths[2] < 30 {
+					t.Fatalf("the eigen-decomposition's path ran %d times, want ≥ 30", tri.paths[2])
+				}
+			} else if strings.Contains(tc.name, "most") {
 				if tri.paths[1] < 30 {
 					t.Fatalf("the strong directions' path ran %d times, want ≥ 30", tri.paths[1])
 				}
