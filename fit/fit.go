@@ -78,7 +78,8 @@ type Request struct {
 	// entered the fit as all-zero rows (or, for Data.FromStatsFile, were
 	// left out of the statistics file).
 	SkipBadRows bool
-	// NoForecast skips the forecast of the noise before fitting.
+	// NoForecast skips the forecast of the noise before fitting and its
+	// repetition on the released design after it.
 	NoForecast bool
 	// BeforeFit, when non-nil, is called after the forecast and before the
 	// fit with the Result so far (Forecast, ForecastErr, FitEpsilon), so
@@ -116,6 +117,15 @@ type Result struct {
 	// ForecastErr says why it could not be made.
 	Forecast    *inference.Forecast
 	ForecastErr error
+	// ReleasedForecast is the same forecast simulated after the fit on the
+	// released design (inference.ReleasedForecast: the released Λ2 after
+	// its structure, eigenvalues raised to the trimming floor), so it sees
+	// the data's collinear columns and rare levels (issue 25 item 1); a
+	// function of released values only. nil for mechanisms without it (irls
+	// and the non-FM mechanisms) or with NoForecast;
+	// ReleasedForecastErr says why it could not be made.
+	ReleasedForecast    *inference.Forecast
+	ReleasedForecastErr error
 	// FitEpsilon is the ε the fit itself spent (Epsilon less the
 	// intervals' share).
 	FitEpsilon float64
@@ -250,6 +260,12 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	table, err := plan.finish(ctx, data.Data, cfg, res, s)
 	if err != nil {
 		return nil, err
+	}
+	if !req.NoForecast && res.Released != nil && inference.ReleasedForecaster(req.Mechanism) {
+		out.ReleasedForecast, out.ReleasedForecastErr = inference.ReleasedForecast(req.Mechanism, res.Released, s, inference.Options{Replicates: ForecastReplicates})
+		if out.ReleasedForecastErr != nil {
+			out.ReleasedForecast = nil
+		}
 	}
 	if hasRadius {
 		res.Privacy.Notes = append(res.Privacy.Notes, radiusNote(req.Mechanism, req.Kind, s.Dim(), radius, radiusDefault))

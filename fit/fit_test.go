@@ -11,6 +11,7 @@ import (
 	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/exampledata"
 	"github.com/dplearn/dplearn/fit"
+	"github.com/dplearn/dplearn/inference"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
@@ -105,6 +106,20 @@ func TestRunComposesTheIntervalsRelease(t *testing.T) {
 	}
 	if res.FitEpsilon != eps*(1-share) || res.Forecast == nil {
 		t.Errorf("FitEpsilon %v, forecast %v: want %v and a forecast", res.FitEpsilon, res.Forecast, eps*(1-share))
+	}
+	// The forecast on the released design (issue 25 item 1) is the one of
+	// the fit's own release: recomputed from the fit alone's.
+	want, err := inference.ReleasedForecast("gaussian-fm", alone.Released, s, inference.Options{Replicates: fit.ForecastReplicates})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.ReleasedForecast; res.ReleasedForecastErr != nil || got == nil || got.Reference != inference.ReleasedDesign ||
+		!slices.Equal(got.CoefSD, want.CoefSD) || got.PredictionRMS != want.PredictionRMS {
+		t.Errorf("released-design forecast %+v (error %v), want %+v", got, res.ReleasedForecastErr, want)
+	}
+	req.NoForecast = true
+	if res, err := fit.Run(context.Background(), req, data, s); err != nil || res.Forecast != nil || res.ReleasedForecast != nil {
+		t.Errorf("NoForecast: forecasts %v, %v (error %v), want none", res.Forecast, res.ReleasedForecast, err)
 	}
 }
 

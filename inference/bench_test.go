@@ -25,6 +25,13 @@ import (
 
 const benchRows = 100_000
 
+// reportCPU reports the CPU seconds per operation since start (the
+// machine is shared: wall time counts other processes' load, CPU time
+// does not; gonum's parallel products are counted on every core).
+func reportCPU(b *testing.B, start float64) {
+	b.ReportMetric((processCPU()-start)/float64(b.N), "cpu-s/op")
+}
+
 type benchCase struct {
 	s    *schema.Schema
 	rows []float64
@@ -35,7 +42,7 @@ var benchCases = map[int]*benchCase{}
 
 // benchData is D − 1 numeric features (uniform, the first two correlated)
 // and the intercept, with a linear target.
-func benchData(b *testing.B, d int) *benchCase {
+func benchData(b testing.TB, d int) *benchCase {
 	if c := benchCases[d]; c != nil {
 		return c
 	}
@@ -77,6 +84,7 @@ func benchFit(b *testing.B, d int) {
 		b.Fatal(err)
 	}
 	b.ResetTimer()
+	defer reportCPU(b, processCPU())
 	for i := 0; i < b.N; i++ {
 		m := suffstat.New(c.k)
 		m.SetWorkers(1)
@@ -93,6 +101,7 @@ func benchFit(b *testing.B, d int) {
 func benchForecast(b *testing.B, d int) {
 	c := benchData(b, d)
 	b.ResetTimer()
+	defer reportCPU(b, processCPU())
 	for i := 0; i < b.N; i++ {
 		if _, err := NoiseForecast("gaussian-fm", benchConfig(c), c.s, benchRows, Options{Replicates: 500}); err != nil {
 			b.Fatal(err)
@@ -114,12 +123,44 @@ func benchIntervals(b *testing.B, d int) {
 	}
 	y2 := &TargetMoment{Value: m.At(d, d) / benchRows}
 	b.ResetTimer()
+	defer reportCPU(b, processCPU())
 	for i := 0; i < b.N; i++ {
 		if _, err := FM(fit.Released, y2, Options{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
+
+// benchReleasedForecast is the forecast repeated after the fit on the
+// released design (fit.Result.ReleasedForecast, 500 simulated fits).
+func benchReleasedForecast(b *testing.B, d int) {
+	c := benchData(b, d)
+	m := suffstat.New(c.k)
+	if err := m.AddRows(c.rows); err != nil {
+		b.Fatal(err)
+	}
+	m.Flush()
+	est, _ := regress.New("gaussian-fm")
+	fit, err := est.Fit(context.Background(), regress.Data{Stats: m}, benchConfig(c))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	defer reportCPU(b, processCPU())
+	for i := 0; i < b.N; i++ {
+		if _, err := ReleasedForecast("gaussian-fm", fit.Released, c.s, Options{Replicates: 500}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReleasedForecastD50(b *testing.B)  { benchReleasedForecast(b, 50) }
+func BenchmarkReleasedForecastD100(b *testing.B) { benchReleasedForecast(b, 100) }
+func BenchmarkReleasedForecastD200(b *testing.B) { benchReleasedForecast(b, 200) }
+func BenchmarkFitD400(b *testing.B)              { benchFit(b, 400) }
+func BenchmarkForecastD400(b *testing.B)         { benchForecast(b, 400) }
+func BenchmarkIntervalsD400(b *testing.B)        { benchIntervals(b, 400) }
+func BenchmarkReleasedForecastD400(b *testing.B) { benchReleasedForecast(b, 400) }
 
 func BenchmarkFitD50(b *testing.B)        { benchFit(b, 50) }
 func BenchmarkForecastD50(b *testing.B)   { benchForecast(b, 50) }

@@ -2,6 +2,7 @@ package inference
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -309,12 +310,13 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 	d := q0.D
 	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
 	star := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(q0.Upper))}
+	tri := newTriSolver(d)
 	devs := make([][]float64, 0, reps)
 	failed := 0
 	predSS := 0.0
 	for b := 0; b < reps; b++ {
 		perturb(rng, q0, star, rel)
-		w, err := minimizeFast(star, pp)
+		w, _, err := minimizeFast(star, pp, tri)
 		if err != nil {
 			failed++
 			continue
@@ -382,24 +384,56 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 }
 
 // minimizeFast is q.Minimize(pp) for a post-processing without a ball:
-// when nothing would be trimmed (Λ2 + (λ − floor)·I positive definite after
-// the structure's projection) it is the Cholesky solve of (Λ2 + λI)w =
-// −½Λ1, several times cheaper than the eigen-decomposition.
-func minimizeFast(q *regress.Quadratic, pp regress.PostProcess) ([]float64, error) {
+// when nothing would be trimmed or clipped (Λ2 + (λ − max(floor, clip))·I
+// positive definite after the structure's projection) it is the Cholesky
+// solve of (Λ2 + λI)w = −½Λ1, several times cheaper than the
+// eigen-decomposition; otherwise the tridiagonal path (triSolver, tri its
+// reused workspace of size q.D) with the fit's rule (an eigenvalue of
+// Λ2 + λI below the clip pp.Floor is raised to it, then one at or below the
+// trimming floor, or not positive, is trimmed), which needs vectors only
+// for the clipped and trimmed directions. It returns the number of trimmed
+// directions. (Before issue 24's change the Cholesky test ignored the clip
+// pp.Floor, so a replicate with an eigenvalue between the trimming floor
+// and the clip was solved unclipped, unlike the fit.)
+func minimizeFast(q *regress.Quadratic, pp regress.PostProcess, tri *triSolver) ([]float64, int, error) {
 	if pp.Radius == 0 && pp.RelTol == 0 {
 		p := q
 		if pp.Structure != nil {
 			var err error
 			if p, err = pp.Structure.Project(q); err != nil {
-				return nil, err
+				return nil, 0, err
 			}
 		}
-		if w, ok := cholSolve(p, pp.Lambda, pp.MinEigen); ok {
-			return w, nil
+		// Above max(floor, clip) no eigenvalue is trimmed or clipped.
+		weak := math.Max(pp.MinEigen, pp.Floor)
+		if w, ok := cholSolve(p, pp.Lambda, weak); ok {
+			return w, 0, nil
+		}
+		if tri != nil && tri.n == p.D {
+			at := func(i, j int) float64 {
+				if i == j {
+					return p.At(i, j) + pp.Lambda
+				}
+				return p.At(i, j)
+			}
+			// Minimize's rule: raise to the clip, then trim at the floor.
+			// Every eigenvalue at or below weak = max(floor, clip) ends
+			// at the clip when the clip is above the floor, else is
+			// trimmed: one value for all of them.
+			uniform := 0.0
+			if pp.Floor > pp.MinEigen && pp.Floor > 0 {
+				uniform = pp.Floor
+			}
+			w, trimmed, err := tri.solve(at, p.Lambda1, weak, uniform, nil)
+			if err == nil {
+				return w, trimmed, nil
+			}
+			if !errors.Is(err, errTriFallback) {
+				return nil, trimmed, err
+			}
 		}
 	}
-	w, _, err := q.Minimize(pp)
-	return w, err
+	return q.Minimize(pp)
 }
 
 // shrinkage returns max_k of the fit's shrinkage 1 − μ_k/(max(μ_k, floor)
@@ -425,6 +459,10 @@ const ReferenceResidualSpread = 0.33
 // ReleasedDesign describes ReleasedForecast's stand-in for the data.
 const ReleasedDesign = "released design: the released Λ2 (after the schema's Gram structure) with its eigenvalues raised to the fit's trimming floor, and the released Λ1 — post-processing of the released values"
 
+// ReleasedForecaster reports whether ReleasedForecast supports the
+// mechanism (the FM family).
+func ReleasedForecaster(mechanism string) bool { return Forecaster(mechanism) && mechanism != "irls" }
+
 // ReleasedForecast is the forecast simulated on the released design
 // instead of the idealised reference one (issue 25 item 1: the reference
 // has independent features and equally likely levels, so it reported no
@@ -438,7 +476,7 @@ const ReleasedDesign = "released design: the released Λ2 (after the schema's Gr
 // the share of simulated fits that trimmed some direction. FM family only
 // (fm, relaxed-fm, gaussian-fm).
 func ReleasedForecast(mechanism string, rel *regress.Released, s *schema.Schema, opt Options) (*Forecast, error) {
-	if !Forecaster(mechanism) || mechanism == "irls" {
+	if !ReleasedForecaster(mechanism) {
 		return nil, fmt.Errorf("inference: no released-design forecast for mechanism %q (available for fm, gaussian-fm, relaxed-fm)", mechanism)
 	}
 	if err := rel.Validate(); err != nil {
@@ -483,12 +521,13 @@ func ReleasedForecast(mechanism string, rel *regress.Released, s *schema.Schema,
 	seed := opt.seed()
 	rng := rand.New(rand.NewPCG(seed, seed^0x2545f4914f6cdd1d))
 	star := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(q0.Upper))}
+	tri := newTriSolver(d)
 	devs := make([][]float64, 0, reps)
 	failed, trimmed := 0, 0
 	predSS := 0.0
 	for b := 0; b < reps; b++ {
 		perturb(rng, q0, star, rel)
-		w, tr, err := star.Minimize(pp)
+		w, tr, err := minimizeFast(star, pp, tri)
 		if err != nil {
 			failed++
 			continue

@@ -1,6 +1,7 @@
 package inference
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -50,6 +51,8 @@ type locator struct {
 	// class is the structure projection's class of each packed entry
 	// (−1: known), so noiseSD needs no projection per direction.
 	class []int
+	// tri is the tridiagonal path's workspace (reused across replicates).
+	tri *triSolver
 }
 
 func newLocator(rel *regress.Released, level float64) *locator {
@@ -176,22 +179,7 @@ func (l *locator) solve(q *regress.Quadratic, basis *mat.Dense) (*solution, erro
 		}
 	} else {
 		_, r := basis.Dims()
-		full := mat.NewSymDense(d, nil)
-		for i := 0; i < d; i++ {
-			for j := i; j < d; j++ {
-				full.SetSym(i, j, q.At(i, j))
-			}
-		}
-		var tmp mat.Dense
-		tmp.Mul(full, basis)
-		var m mat.Dense
-		m.Mul(basis.T(), &tmp)
-		sym := mat.NewSymDense(r, nil)
-		for i := 0; i < r; i++ {
-			for j := i; j < r; j++ {
-				sym.SetSym(i, j, (m.At(i, j)+m.At(j, i))/2)
-			}
-		}
+		sym := restrict(q, basis)
 		var eig mat.EigenSym
 		if !eig.Factorize(sym, true) {
 			return nil, fmt.Errorf("inference: eigendecomposition of the restricted Λ2 did not converge")
@@ -232,9 +220,35 @@ func (l *locator) solve(q *regress.Quadratic, basis *mat.Dense) (*solution, erro
 		}
 	}
 	if s.dropped == cols {
-		return s, fmt.Errorf("inference: no eigen-direction of the noisy Λ2 is significantly positive")
+		return s, errNoDirection
 	}
 	return s, nil
+}
+
+// errNoDirection: the noisy Λ2 locates no direction (a failed replicate).
+var errNoDirection = errors.New("inference: no eigen-direction of the noisy Λ2 is significantly positive")
+
+// restrict returns Bᵀ·Λ2·B for the d×r basis B (orthonormal columns).
+func restrict(q *regress.Quadratic, basis *mat.Dense) *mat.SymDense {
+	d := q.D
+	_, r := basis.Dims()
+	full := mat.NewSymDense(d, nil)
+	for i := 0; i < d; i++ {
+		for j := i; j < d; j++ {
+			full.SetSym(i, j, q.At(i, j))
+		}
+	}
+	var tmp mat.Dense
+	tmp.Mul(full, basis)
+	var m mat.Dense
+	m.Mul(basis.T(), &tmp)
+	sym := mat.NewSymDense(r, nil)
+	for i := 0; i < r; i++ {
+		for j := i; j < r; j++ {
+			sym.SetSym(i, j, (m.At(i, j)+m.At(j, i))/2)
+		}
+	}
+	return sym
 }
 
 // keptBasis returns the located directions as the columns of a d×r matrix.
@@ -308,12 +322,72 @@ func cholSolve(q *regress.Quadratic, shift, margin float64) (w []float64, ok boo
 // solveFast is solve for a bootstrap replicate whose decomposition is not
 // needed: when every eigenvalue of Λ2 exceeds the largest floor any
 // direction can have (z·√2·σ), nothing is dropped and the minimiser is the
-// Cholesky solve; otherwise solve.
+// Cholesky solve; otherwise the tridiagonal path (triSolver: vectors only
+// for the directions near a floor), and solve only where that path cannot
+// finish. All three return the same minimiser and dropped count.
 func (l *locator) solveFast(q *regress.Quadratic, basis *mat.Dense) (*solution, error) {
 	if basis == nil {
 		if w, ok := cholSolve(q, 0, l.z*l.maxS); ok {
 			return &solution{w: w}, nil
 		}
 	}
-	return l.solve(q, basis)
+	s, err := l.solveTri(q, basis)
+	if errors.Is(err, errTriFallback) {
+		return l.solve(q, basis)
+	}
+	return s, err
+}
+
+// solveTri is solve's minimiser and dropped count by the tridiagonal path
+// (triSolver), in the column span of basis (nil: the whole space).
+func (l *locator) solveTri(q *regress.Quadratic, basis *mat.Dense) (*solution, error) {
+	d := q.D
+	at, g, n := q.At, q.Lambda1, d
+	floor := l.floor
+	if basis != nil {
+		_, n = basis.Dims()
+		sym := restrict(q, basis)
+		at = sym.At
+		gr := make([]float64, n)
+		for k := 0; k < n; k++ {
+			for i := 0; i < d; i++ {
+				gr[k] += basis.At(i, k) * g[i]
+			}
+		}
+		g = gr
+		full := make([]float64, d)
+		floor = func(u []float64) float64 {
+			for i := range full {
+				s := 0.0
+				for k, x := range u {
+					s += basis.At(i, k) * x
+				}
+				full[i] = s
+			}
+			return l.floor(full)
+		}
+	}
+	if l.tri == nil || l.tri.n != n {
+		l.tri = newTriSolver(n)
+	}
+	keep := func(mu float64, v []float64) float64 {
+		if !(mu > 0) || mu <= floor(v) {
+			return 0
+		}
+		return mu
+	}
+	x, dropped, err := l.tri.solve(at, g, l.z*l.maxS, -1, keep)
+	if err != nil {
+		return &solution{dropped: dropped}, err
+	}
+	if basis == nil {
+		return &solution{w: x, dropped: dropped}, nil
+	}
+	w := make([]float64, d)
+	for i := 0; i < d; i++ {
+		for k, c := range x {
+			w[i] += basis.At(i, k) * c
+		}
+	}
+	return &solution{w: w, dropped: dropped}, nil
 }

@@ -99,6 +99,24 @@ func printForecast(w io.Writer, res *fit.Result, n int64) {
 	}
 }
 
+// printReleasedForecast prints the forecast repeated after the fit on the
+// released design (issue 25 item 1): post-processing of released values.
+func printReleasedForecast(w io.Writer, res *fit.Result) {
+	if res.ReleasedForecastErr != nil {
+		fmt.Fprintf(w, "forecast on the released design: %v\n", res.ReleasedForecastErr)
+		return
+	}
+	f := res.ReleasedForecast
+	if f == nil {
+		return
+	}
+	fmt.Fprintf(w, "Forecast on the released design (released values only, %d simulated fits): noise standard deviation of the encoded coefficients %s (median), of the encoded prediction %.3g; the ridge removes up to %.0f%% of a coefficient; %.1f%% of the simulated fits trim a direction, %.1f%% fail.\n",
+		fit.ForecastReplicates, fmtMedian(f.CoefSD), f.PredictionRMS, 100*f.Shrinkage, 100*f.TrimmedShare, 100*f.FailedShare)
+	if f.Warning != "" {
+		fmt.Fprintf(w, "warning: %s\n", f.Warning)
+	}
+}
+
 func fmtMedian(xs []float64) string {
 	c := append([]float64(nil), xs...)
 	for i := 1; i < len(c); i++ {

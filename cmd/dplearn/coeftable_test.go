@@ -65,6 +65,9 @@ func TestFitCoefficientTable(t *testing.T) {
 	if fc < 0 || fitted < 0 || fc > fitted {
 		t.Fatalf("forecast not printed before the fit:\n%s", out)
 	}
+	if rf := strings.Index(out, "Forecast on the released design"); rf < fitted {
+		t.Fatalf("forecast on the released design not printed after the fit:\n%s", out)
+	}
 	for _, want := range []string{"95% CI (original units)", "P>|z|", "+1 education ≈ ×1.1", "ethnicity=afam instead of cauc", "Λ0 = (1/N)Σy²", "guarantee:     (1, 1e-06)-DP"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -310,18 +310,19 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	}
 	if format == formatJSON {
 		return writeJSON(w, map[string]any{
-			"model_file":   o.out,
-			"model":        model.Kind,
-			"mechanism":    o.mechanism,
-			"rows":         sum.Rows,
-			"skipped_rows": sum.Skipped, // console only, like the text
-			"dropped_rows": sum.Dropped,
-			"features":     model.Features,
-			"coefficients": model.Coefficients,
-			"privacy":      model.Privacy,
-			"warnings":     model.Training.Warnings,
-			"inference":    res.Table,
-			"forecast":     res.Forecast,
+			"model_file":        o.out,
+			"model":             model.Kind,
+			"mechanism":         o.mechanism,
+			"rows":              sum.Rows,
+			"skipped_rows":      sum.Skipped, // console only, like the text
+			"dropped_rows":      sum.Dropped,
+			"features":          model.Features,
+			"coefficients":      model.Coefficients,
+			"privacy":           model.Privacy,
+			"warnings":          model.Training.Warnings,
+			"inference":         res.Table,
+			"forecast":          res.Forecast,
+			"released_forecast": res.ReleasedForecast,
 		})
 	}
 	if err := printFitText(w, model, o.out, sum.Skipped); err != nil {
@@ -331,6 +332,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		fmt.Fprintf(w, "\n%s dropped for a missing value entered the fit as zero rows (N counts them; this count is shown on this console only).\n", dataset.Plural(sum.Dropped, "record"))
 	}
 	printDataCounts(w, sum)
+	printReleasedForecast(w, res)
 	return nil
 }
 
