@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
 
 	"github.com/dplearn/dplearn/regress"
@@ -169,5 +170,57 @@ func TestUnitRefusals(t *testing.T) {
 	_, sc := beam.NewPipelineWithRoot()
 	if _, err := Statistics(sc, o); err == nil {
 		t.Fatal("Statistics with a unit: no error (it would fit at the row level)")
+	}
+}
+
+// TestRemoteUnitFit: the unit-level pipeline reads through Beam's
+// filesystem API (memfs://, standing in for gs://; each file copied to a
+// local temporary file) and writes the same seeded model file, byte for
+// byte, as from local copies of the same files.
+func TestRemoteUnitFit(t *testing.T) {
+	ctx := context.Background()
+	d, s, _ := cps(t)
+	csv := withUnits(d.CSV, 3000)
+	local := t.TempDir()
+	glob := splitCSV(t, local, csv, 3)
+	paths, _ := filepath.Glob(glob)
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := "memfs://" + t.Name() + "/" + filepath.Base(p)
+		fs, err := filesystem.New(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := fs.OpenWrite(ctx, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(b)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var models [][]byte
+	for _, in := range []string{glob, "memfs://" + t.Name() + "/part-*"} {
+		out := filepath.Join(t.TempDir(), "m.json")
+		spec := FitSpec{Model: "linear", Mechanism: "gaussian-fm", Epsilon: 1, Delta: 1e-6, Lambda: -1, Seeded: true, Seed: 3, Out: out}
+		o := Options{Inputs: []string{in}, Schema: s, Unit: &Unit{Column: "person", MaxRows: 2, Seeded: true, Seed: 3}}
+		if _, err := FitFile(ctx, o, spec); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		models = append(models, b)
+	}
+	if !bytes.Equal(models[0], models[1]) {
+		t.Fatalf("memfs and local unit-level fits differ:\n%s\nvs\n%s", models[1], models[0])
+	}
+	if !bytes.Contains(models[0], []byte("replace-one-unit")) {
+		t.Fatal("no unit-level relation in the model's report")
 	}
 }
