@@ -28,8 +28,9 @@ var errCapeUnits = errors.New("--privacy-unit is not available for capeFM (cape 
 // capeFM command so that they are refused with errCapeUnits, not reported
 // as unknown flags (which would read as a typo) and never silently ignored.
 func addCapeUnitFlags(cmd *cobra.Command) func() error {
-	var u unitFlags
-	addUnitFlags(cmd, &u)
+	f := cmd.Flags()
+	f.String("privacy-unit", "", "not available for capeFM: refused (a unit-level capeFM fit is not derived; docs/privacy-units.md)")
+	f.Int("max-rows-per-unit", 0, "not available for capeFM: refused, as --privacy-unit")
 	return func() error {
 		if cmd.Flags().Changed("privacy-unit") || cmd.Flags().Changed("max-rows-per-unit") {
 			return errCapeUnits
