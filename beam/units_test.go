@@ -13,7 +13,9 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/prism"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 
 	"github.com/dplearn/dplearn/regress"
 )
@@ -222,5 +224,50 @@ func TestRemoteUnitFit(t *testing.T) {
 	}
 	if !bytes.Contains(models[0], []byte("replace-one-unit")) {
 		t.Fatal("no unit-level relation in the model's report")
+	}
+}
+
+func init() { register.Function1x2(momentsRows) }
+
+// momentsRows returns the row count of encoded statistics.
+func momentsRows(b []byte) (int64, error) {
+	m, err := decodeMoments(b)
+	if err != nil {
+		return 0, err
+	}
+	return m.N(), nil
+}
+
+// TestUnseededUnitBound: without a seed (each selecting step draws its key
+// from crypto/rand) the pipeline still keeps exactly Σ_u min(n_u, K) rows
+// and counts every unit once: the bound and the count do not depend on the
+// key.
+func TestUnseededUnitBound(t *testing.T) {
+	d, s, _ := cps(t)
+	csv := withUnits(d.CSV, 4000)
+	glob := splitCSV(t, t.TempDir(), csv, 3)
+	const k = 3
+	perUnit := map[string]int{}
+	lines := strings.Split(strings.TrimRight(string(csv), "\n"), "\n")[1:]
+	for _, l := range lines {
+		perUnit[l[strings.LastIndexByte(l, ',')+1:]]++
+	}
+	want := int64(0)
+	for _, n := range perUnit {
+		want += int64(min(n, k))
+	}
+	p, sc := beam.NewPipelineWithRoot()
+	st, units, err := UnitStatistics(sc, Options{Inputs: []string{glob}, Schema: s, Unit: &Unit{Column: "person", MaxRows: k}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := beam.ParDo(sc, momentsRows, st)
+	passert.Equals(sc, rows, want)
+	passert.Equals(sc, units, len(perUnit))
+	if _, err := prism.Execute(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	if want >= int64(len(lines)) {
+		t.Fatalf("the bound keeps all %d rows: K = %d too large for the test", len(lines), k)
 	}
 }
