@@ -42,6 +42,9 @@ type Options struct {
 	// ReadWorkers is the number of parsing goroutines per file (0: all of
 	// the worker's cores).
 	ReadWorkers int
+	// Unit, when non-nil, bounds each privacy unit to at most K rows
+	// (UnitStatistics, FitUnits; dplearn-beam fit --privacy-unit).
+	Unit *Unit
 }
 
 func (o Options) check() (k int, schemaJSON string, err error) {
@@ -70,6 +73,9 @@ func Statistics(s beam.Scope, o Options) (beam.PCollection, error) {
 	k, sj, err := o.check()
 	if err != nil {
 		return beam.PCollection{}, err
+	}
+	if o.Unit != nil {
+		return beam.PCollection{}, errors.New("dpbeam: with Options.Unit, use UnitStatistics")
 	}
 	s = s.Scope("dplearn.Statistics")
 	var files []beam.PCollection

@@ -99,6 +99,9 @@ func WriteStats(s beam.Scope, stats beam.PCollection, o Options, path string) er
 	if err != nil {
 		return err
 	}
+	if o.Unit != nil {
+		return errUnitStatsFile
+	}
 	s = s.Scope("dplearn.WriteStats")
 	imp, side := sinkInput(s, stats)
 	beam.ParDo0(s, &writeStatsFn{SchemaJSON: sj, SkipBadRows: o.SkipBadRows, Path: path}, imp, side)
@@ -227,6 +230,9 @@ func Fit(s beam.Scope, stats beam.PCollection, o Options, spec FitSpec) error {
 	if err != nil {
 		return err
 	}
+	if o.Unit != nil {
+		return errors.New("dpbeam: with Options.Unit, fit the outputs of UnitStatistics with FitUnits")
+	}
 	if _, _, err := spec.Validate(o.Schema); err != nil {
 		return err
 	}
@@ -251,12 +257,17 @@ func (f *fitFn) ProcessElement(ctx context.Context, _ []byte, stats func(*[]byte
 	if err != nil {
 		return err
 	}
-	if local(f.Spec.Out) {
-		return model.Save(f.Spec.Out)
+	return saveModel(ctx, f.Spec.Out, model)
+}
+
+// saveModel writes the model file at out (any Beam filesystem).
+func saveModel(ctx context.Context, out string, model *regress.Model) error {
+	if local(out) {
+		return model.Save(out)
 	}
 	data, err := json.MarshalIndent(model, "", "  ")
 	if err != nil {
 		return err
 	}
-	return writeFile(ctx, f.Spec.Out, append(data, '\n'))
+	return writeFile(ctx, out, append(data, '\n'))
 }

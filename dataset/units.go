@@ -109,7 +109,7 @@ func UnitStreamBatches(ctx context.Context, path string, s *schema.Schema, opt O
 	if u.Rand == nil {
 		return us, errors.New("dataset: privacy unit: no randomness source for the selection key")
 	}
-	var key [32]byte
+	var key [UnitKeySize]byte
 	if _, err := io.ReadFull(u.Rand, key[:]); err != nil {
 		return us, fmt.Errorf("dataset: privacy unit: draw the selection key: %w", err)
 	}
@@ -202,6 +202,40 @@ func UnitStreamBatches(ctx context.Context, path string, s *schema.Schema, opt O
 	}
 	us.Units = int64(len(counts))
 	return us, nil
+}
+
+// UnitKeySize is the size in bytes of the secret selection key that
+// UnitMoments reads from UnitOptions.Rand.
+const UnitKeySize = 32
+
+// UnitKeptRanks returns the ranks j (0-based, in the order of the unit's
+// rows, ascending) of the rows of unit id, which has n rows, that
+// UnitMoments keeps under key with at most k rows per unit: all of them
+// when n ≤ k, otherwise the k occurrences with the smallest priorities
+// HMAC(key, id, j) — the same rule, for engines that gather a unit's rows
+// in one place (the Beam pipeline's GroupByKey) instead of reading twice.
+// The privacy argument of UnitMoments applies unchanged: the choice
+// depends only on key, id, n and the ranks.
+func UnitKeptRanks(key []byte, id string, n int64, k int) []int64 {
+	if n <= int64(k) {
+		out := make([]int64, n)
+		for j := range out {
+			out[j] = int64(j)
+		}
+		return out
+	}
+	prf := newUnitPRF(key)
+	pri := make([]rankedPriority, n)
+	for j := int64(0); j < n; j++ {
+		pri[j] = rankedPriority{prf.priority(id, j), j}
+	}
+	slices.SortFunc(pri, rankedPriority.cmp)
+	out := make([]int64, k)
+	for i := range out {
+		out[i] = pri[i].j
+	}
+	slices.Sort(out)
+	return out
 }
 
 type unitState struct {

@@ -147,3 +147,38 @@ func TestUnitSelectionUniform(t *testing.T) {
 		t.Errorf("pairs kept %v: chi-square %.1f > 33.72 (9 df, p = 1e-4)", counts, chi)
 	}
 }
+
+// TestUnitKeptRanksIsUnitMomentsRule: UnitKeptRanks (the rule the Beam
+// pipeline applies to a unit's gathered rows) keeps exactly the rows
+// UnitStreamBatches keeps under the same key, min(n_u, K) of each unit, for
+// several K and keys.
+func TestUnitKeptRanksIsUnitMomentsRule(t *testing.T) {
+	s := mustSchema(t, unitSchema)
+	counts := map[string]int{"q1": 7, "q2": 1, "q3": 4, "q4": 7, "q5": 3, "q6": 6, "p0": 5}
+	order := []string{"q1", "q2", "p0", "q3", "q4", "q5", "q6"}
+	path := writeFile(t, "panel.csv", panelCSV(counts, order))
+	for _, k := range []int{1, 2, 3, 6} {
+		for _, seed := range []byte{1, 9} {
+			got := map[string][]int64{}
+			_, err := UnitStreamBatches(context.Background(), path, s, Options{Keep: []string{"person", "a"}},
+				UnitOptions{Column: "person", MaxRows: k, Rand: keyReader(seed)}, func(b Batch) error {
+					for i := 0; i+1 < len(b.Keep); i += 2 {
+						var a int64
+						fmt.Sscan(b.Keep[i+1], &a)
+						got[b.Keep[i]] = append(got[b.Keep[i]], int64(bits.TrailingZeros64(uint64(a))))
+					}
+					return nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := bytes.Repeat([]byte{seed}, UnitKeySize)
+			for p, n := range counts {
+				want := UnitKeptRanks(key, p, int64(n), k)
+				if len(want) != min(n, k) || fmt.Sprint(got[p]) != fmt.Sprint(want) {
+					t.Errorf("K = %d, key %d, unit %s of %d rows: streamed ranks %v, UnitKeptRanks %v (want %d)", k, seed, p, n, got[p], want, min(n, k))
+				}
+			}
+		}
+	}
+}

@@ -518,7 +518,11 @@ exit status is 0 only when the aggregator reports a published model.`,
 	}
 	format := addFormatFlag(cmd)
 	logLevel := addLogLevelFlag(cmd)
+	units := addCapeUnitFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := units(); err != nil {
+			return err
+		}
 		fm, err := format()
 		if err != nil {
 			return err

@@ -75,7 +75,11 @@ No certificates or other setup are needed. It prints the per-round log
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: all cores)")
 	format := addFormatFlag(cmd)
 	logLevel := addLogLevelFlag(cmd)
+	units := addCapeUnitFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := units(); err != nil {
+			return err
+		}
 		fm, err := format()
 		if err != nil {
 			return err

@@ -44,6 +44,9 @@ type options struct {
 	skipBadRows bool
 	readWorkers int
 	spec        dpbeam.FitSpec
+	unitColumn  string
+	unitK       int
+	unit        *dpbeam.Unit // set from --privacy-unit, --max-rows-per-unit
 }
 
 type multiFlag []string
@@ -62,7 +65,8 @@ const usage = `usage:
   dplearn-beam stats --input GLOB[,GLOB...] --schema S.json --out STATS.json [--skip-bad-rows] [Beam flags]
   dplearn-beam fit   --input GLOB[,GLOB...] --schema S.json --model linear|logistic
                      --mechanism fm|gaussian-fm|relaxed-fm|truncated|nonprivate --epsilon E [--delta D]
-                     --out MODEL.json [--ci-share S] [--seed N] [--skip-bad-rows] [Beam flags]
+                     --out MODEL.json [--ci-share S] [--seed N] [--skip-bad-rows]
+                     [--privacy-unit COLUMN --max-rows-per-unit K] [Beam flags]
 
 stats writes the PRIVATE, un-noised statistics file (mode 0600) for
 'dplearn fit --stats' and 'dplearn cape join --stats'. fit runs the
@@ -100,6 +104,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&o.spec.CIShare, "ci-share", fit.DefaultCIShare, "fit: linear fm/relaxed-fm/gaussian-fm: share of --epsilon spent on the target's second moment for confidence intervals (0: no intervals), as dplearn fit --ci-share")
 	fs.BoolVar(&o.spec.NoStructure, "no-schema-structure", false, "fit: do not project the released Λ2 onto the identities the schema's encoding implies (known intercept and indicator entries), as dplearn fit --no-schema-structure")
 	fs.Uint64Var(&o.spec.Seed, "seed", 0, "fit: deterministic INSECURE noise with this seed (experiments only; the report says so)")
+	fs.StringVar(&o.unitColumn, "privacy-unit", "", "fit: column identifying the privacy unit (a person ID): the guarantee protects all rows of one person; needs --max-rows-per-unit (fm, relaxed-fm, gaussian-fm), as dplearn fit --privacy-unit")
+	fs.IntVar(&o.unitK, "max-rows-per-unit", 0, "fit: with --privacy-unit: keep at most K rows per unit (a uniformly random subset); sensitivities scale to K rows")
 	verbose := fs.Bool("verbose", false, "show the runner's progress log (Prism logs every stage at INFO)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -109,11 +115,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	// On a cluster the same binary is the worker: Init takes over then.
 	beam.Init()
+	ciShareGiven := false
 	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "seed" {
+		switch f.Name {
+		case "seed":
 			o.spec.Seeded = true
+		case "ci-share":
+			ciShareGiven = true
 		}
 	})
+	if err := o.setUnit(cmd, ciShareGiven); err != nil {
+		return err
+	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
@@ -129,6 +142,30 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return errors.New("give a command: stats or fit")
 	}
 	return fmt.Errorf("unknown command %q (want stats or fit)", cmd)
+}
+
+// setUnit maps --privacy-unit and --max-rows-per-unit to o.unit, refusing
+// what dplearn fit refuses with them; intervals are not derived per unit,
+// so the default --ci-share becomes 0.
+func (o *options) setUnit(cmd string, ciShareGiven bool) error {
+	if o.unitColumn == "" {
+		if o.unitK != 0 {
+			return errors.New("--max-rows-per-unit needs --privacy-unit COLUMN")
+		}
+		return nil
+	}
+	if o.unitK < 1 {
+		return fmt.Errorf("--privacy-unit %s needs --max-rows-per-unit K ≥ 1", o.unitColumn)
+	}
+	if cmd == "stats" {
+		return errors.New("--privacy-unit: a statistics file does not record the rows-per-unit bound or the number of units; use dplearn-beam fit --privacy-unit")
+	}
+	if ciShareGiven && o.spec.CIShare > 0 {
+		return errors.New("--privacy-unit: confidence intervals are not derived for a unit-level guarantee; use --ci-share 0")
+	}
+	o.spec.CIShare = 0
+	o.unit = &dpbeam.Unit{Column: o.unitColumn, MaxRows: o.unitK, Seeded: o.spec.Seeded, Seed: o.spec.Seed}
+	return nil
 }
 
 func (o *options) common() (*schema.Schema, error) {
@@ -149,7 +186,7 @@ func (o *options) common() (*schema.Schema, error) {
 }
 
 func (o *options) pipelineOptions(s *schema.Schema) dpbeam.Options {
-	return dpbeam.Options{Inputs: o.inputs, Schema: s, SkipBadRows: o.skipBadRows, ReadWorkers: o.readWorkers}
+	return dpbeam.Options{Inputs: o.inputs, Schema: s, SkipBadRows: o.skipBadRows, ReadWorkers: o.readWorkers, Unit: o.unit}
 }
 
 // reportSkipped prints the skipped-rows count (on this console only: it
