@@ -3,6 +3,8 @@ package dppp
 import (
 	"context"
 	"fmt"
+	"github.com/dplearn/dplearn/internal/logx"
+	"log/slog"
 	"sync"
 	"testing"
 
@@ -136,4 +138,9 @@ func skipCryptoUnderRace(t *testing.T) {
 	if raceEnabled && testing.Short() {
 		t.Skip("race detector with -short: crypto-bound single-goroutine test, run in full without -race")
 	}
+}
+
+// testLogger prints a run's progress lines in the test's output.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(logx.LineHandler(t.Output(), "", ProgressLine))
 }
