@@ -3,12 +3,12 @@ package dppp
 import (
 	"context"
 	"fmt"
-	"github.com/dplearn/dplearn/internal/logx"
 	"log/slog"
 	"sync"
 	"testing"
 
 	"github.com/dplearn/dplearn/internal/dppptest"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
 )

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/dplearn/dplearn/internal/logx"
 	"log/slog"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/transport"
 	"github.com/dplearn/dplearn/transport/transportpb"
 	"google.golang.org/grpc"
