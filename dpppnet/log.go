@@ -95,3 +95,11 @@ func ProgressLine(r slog.Record) (line string, ok bool) {
 	}
 	return dppp.ProgressLine(r)
 }
+
+// LineLogger returns a logger calling emit with the progress line of each
+// of this package's (and dppp's) records at Info or above, for a caller
+// that forwards the lines elsewhere (what a Logf of earlier versions
+// received); emit must be safe for concurrent use.
+func LineLogger(emit func(line string)) *slog.Logger {
+	return slog.New(logx.LineFunc(ProgressLine, emit))
+}

@@ -75,19 +75,26 @@ func render(v slog.Value) string {
 // command prints a protocol's progress lines from the protocol's one
 // *slog.Logger (line: the protocol's Templates.Line).
 func LineHandler(w io.Writer, prefix string, line func(slog.Record) (string, bool)) slog.Handler {
-	return &lineHandler{out: &lineOut{w: w}, prefix: prefix, line: line}
+	var mu sync.Mutex
+	return &lineHandler{line: line, emit: func(at time.Time, s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, "%s %s%s\n", at.Format("15:04:05.000"), prefix, s)
+	}}
 }
 
-type lineOut struct {
-	mu sync.Mutex
-	w  io.Writer
+// LineFunc returns a handler calling emit with the line of each record at
+// Info or above that line renders (ok), for a caller that forwards
+// progress lines elsewhere (an event stream, its own log); emit must be
+// safe for concurrent use if the logger is.
+func LineFunc(line func(slog.Record) (string, bool), emit func(line string)) slog.Handler {
+	return &lineHandler{line: line, emit: func(_ time.Time, s string) { emit(s) }}
 }
 
 type lineHandler struct {
-	out    *lineOut
-	prefix string
-	line   func(slog.Record) (string, bool)
-	with   []slog.Attr
+	line func(slog.Record) (string, bool)
+	emit func(at time.Time, line string)
+	with []slog.Attr
 }
 
 func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelInfo }
@@ -105,14 +112,12 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	h.out.mu.Lock()
-	defer h.out.mu.Unlock()
-	_, err := fmt.Fprintf(h.out.w, "%s %s%s\n", at.Format("15:04:05.000"), h.prefix, line)
-	return err
+	h.emit(at, line)
+	return nil
 }
 
 func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return &lineHandler{out: h.out, prefix: h.prefix, line: h.line, with: append(append([]slog.Attr(nil), h.with...), as...)}
+	return &lineHandler{line: h.line, emit: h.emit, with: append(append([]slog.Attr(nil), h.with...), as...)}
 }
 
 func (h *lineHandler) WithGroup(string) slog.Handler { return h }

@@ -59,3 +59,15 @@ func TestLineHandler(t *testing.T) {
 		}
 	}
 }
+
+func TestLineFunc(t *testing.T) {
+	tm := Templates{"m: hello": "hello {who}"}
+	var got []string
+	l := slog.New(LineFunc(tm.Line, func(s string) { got = append(got, s) }))
+	l.Info("m: hello", "who", "bob")
+	l.Debug("m: hello", "who", "debug")
+	l.Info("m: other")
+	if strings.Join(got, "|") != "hello bob" {
+		t.Errorf("emitted %q, want [hello bob]", got)
+	}
+}
