@@ -10,7 +10,8 @@ import (
 // RunOptions.Logger). Their attributes are teachers' names ("teacher",
 // and lists "unsigned", "asked", "decryptors", "rejected"), batch numbers,
 // counts ("members", "teachers", "queries", "votes", "contributors",
-// "valid", "threshold"), the parameters' hash, timings ("seconds",
+// "valid", "threshold"), message types and sizes ("type", "bytes", Debug),
+// the parameters' hash, timings ("seconds",
 // "timeout"), what was awaited ("what"), a refusal's reason and an error
 // ("err"): public or the protocol's own words, never a vote, a noise
 // share or a (partial) decryption (TestRunLogIsStructuredAndPrivate).
@@ -35,6 +36,10 @@ const (
 	msgTeacherLost      = "dppp: teacher lost"
 	msgUnreadable       = "dppp: unreadable message from a teacher"
 	msgStatus           = "dppp: budget status"
+	// Debug records, not progress lines (no template): Run's messages and
+	// their sizes.
+	msgSent     = "dppp: message sent"
+	msgReceived = "dppp: message received"
 )
 
 // templates renders the records above as the progress lines a command

@@ -21,6 +21,7 @@ var (
 	countAttrs  = []string{"batch", "members", "teachers", "queries", "votes", "contributors", "valid", "threshold"}
 	stringAttrs = []string{"teacher", "reason", "err", "params", "what", "unsigned", "asked", "decryptors", "rejected", "type", "status", "timeout"}
 	floatAttrs  = []string{"seconds"}
+	sizeAttrs   = []string{"bytes"} // an encoding's length: unbounded
 )
 
 // logScan checks a JSON slog log of a run for private values and returns
@@ -53,6 +54,10 @@ func logScan(t *testing.T, log []byte, bound int, secrets map[string][]int64) []
 				} else if k != "params" && long.MatchString(s) {
 					bad = append(bad, fmt.Sprintf("%s: %s holds a long number: %q", r["msg"], k, s))
 				}
+			case slices.Contains(sizeAttrs, k):
+				if n, ok := v.(float64); !ok || n != float64(int(n)) || n < 0 {
+					bad = append(bad, fmt.Sprintf("%s: size %s = %v", r["msg"], k, v))
+				}
 			case slices.Contains(floatAttrs, k):
 				if _, ok := v.(float64); !ok {
 					bad = append(bad, fmt.Sprintf("%s: %s = %v is not a number", r["msg"], k, v))
@@ -81,8 +86,9 @@ func logScan(t *testing.T, log []byte, bound int, secrets map[string][]int64) []
 // abandoned and voted again by the 9 others), logging JSON at Debug, and
 // checks (a) the records carry the attributes a monitor needs (the
 // agreement with the parameters' hash, each batch voted and answered
-// with its counts, the abandoned batch, the lost teacher by name), each
-// rendered by ProgressLine as the former progress line; and (b) nothing
+// with its counts, the abandoned batch, the lost teacher by name, each
+// query sent at Debug), each record at Info or above rendered by
+// ProgressLine as the former progress line; and (b) nothing
 // private is in the log (logScan: no teacher's plaintext share, so no
 // vote and no noise share; no decrypted sum; no ciphertext). The scan is
 // shown able to fail on records that log a share.
@@ -149,9 +155,21 @@ func TestRunLogIsStructuredAndPrivate(t *testing.T) {
 			t.Errorf("record %v: message without the package prefix", r)
 		}
 	}
-	// Every record is a progress line, rendered from its attributes alone.
-	if got, want := strings.Count(lines.String(), "\n"), len(recs); got != want {
-		t.Errorf("%d progress lines for %d records", got, want)
+	// Every record at Info or above is a progress line, rendered from its
+	// attributes alone; Debug records count the messages and their sizes.
+	info, sent := 0, 0
+	for _, r := range recs {
+		if r["level"] != "DEBUG" {
+			info++
+		} else if r["msg"] == msgSent && r["type"] == "query" {
+			sent++
+		}
+	}
+	if got := strings.Count(lines.String(), "\n"); got != info {
+		t.Errorf("%d progress lines for %d records at Info or above", got, info)
+	}
+	if want := 2*n - 1; sent != want { // batch 1 to all, batch 2 to all but the lost teacher03
+		t.Errorf("%d Debug records of a query sent, want %d", sent, want)
 	}
 	for _, want := range []string{
 		fmt.Sprintf("%d of %d teachers agreed to parameters %x…", n, n, d.p.Hash()),

@@ -89,6 +89,7 @@ func (l *chanLink) Send(ctx context.Context, id uint32, m Message) {
 	}
 	for range copies {
 		l.res.BytesToTeacher[l.p.TeacherName(id)] += len(b)
+		l.log.Debug(msgSent, "type", m.Type(), "teacher", l.p.TeacherName(id), "bytes", len(b))
 		select {
 		case l.inbox[id] <- b:
 		case <-ctx.Done():
@@ -113,6 +114,7 @@ func (l *chanLink) Next(ctx context.Context) (Incoming, error) {
 				l.log.Warn(msgUnreadable, "teacher", l.p.TeacherName(e.from), logx.Err(err))
 				continue
 			}
+			l.log.Debug(msgReceived, "type", m.Type(), "teacher", l.p.TeacherName(e.from), "bytes", len(e.payload))
 			return Incoming{From: e.from, Msg: m}, nil
 		}
 	}

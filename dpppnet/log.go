@@ -26,6 +26,9 @@ const (
 	msgRefusedMessage  = "dpppnet: refused a message"
 	msgIgnoredClient   = "dpppnet: ignored a message from a client"
 	msgIgnored         = "dpppnet: ignored a message"
+	// Debug records, not progress lines (no template).
+	msgSent     = "dpppnet: message sent"
+	msgReceived = "dpppnet: message received"
 
 	msgTeacherUnsigned = "dpppnet: teacher runs UNSIGNED"
 	msgSentRefused     = "dpppnet: the aggregator refused a message"

@@ -358,6 +358,7 @@ func (s *server) send(ctx context.Context, id uint32, m dppp.Message) {
 		return
 	}
 	s.res.BytesToTeacher[name] += len(b)
+	s.log.Debug(msgSent, "type", m.Type(), "party", name, "round", s.round, "bytes", len(b))
 }
 
 // next waits for the next message or connection event until ctx is done.
@@ -432,6 +433,7 @@ func (s *server) envelope(env transport.Envelope) (dppp.Incoming, bool) {
 		return dppp.Incoming{}, false
 	}
 	s.res.BytesFromTeacher[env.Sender] += len(env.Payload)
+	s.log.Debug(msgReceived, "type", m.Type(), "party", env.Sender, "round", env.Round, "bytes", len(env.Payload))
 	return dppp.Incoming{From: id, Msg: m}, true
 }
 

@@ -71,6 +71,7 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 			}
 			return fmt.Errorf("dpppnet: sending %s: %w", m.Type(), err)
 		}
+		log.Debug(msgSent, "type", m.Type(), "round", round, "bytes", len(b))
 		if opt.AfterSend != nil {
 			return opt.AfterSend(m)
 		}
