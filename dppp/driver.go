@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/dplearn/dplearn/internal/logx"
 )
 
 // Link is the aggregator's side of a transport as the Driver uses it: Run
@@ -48,8 +51,11 @@ type DriverOptions struct {
 	// CanPay, if set, is asked before each batch whether the aggregator's
 	// budget can pay for that many queries.
 	CanPay func(queries int) error
-	// Logf receives progress lines (nil: none).
-	Logf func(format string, args ...any)
+	// Logger receives the driver's records (nil: none): fixed messages
+	// (Templates renders them as progress lines) with the teachers'
+	// names, batch numbers, counts and timings as attributes, never a
+	// vote, a noise share or a decrypted sum.
+	Logger *slog.Logger
 }
 
 // Driver runs the aggregator's side of DPPP over a Link: the one loop of
@@ -61,7 +67,7 @@ type Driver struct {
 	p       *Params
 	link    Link
 	opt     DriverOptions
-	logf    func(string, ...any)
+	log     *slog.Logger
 	res     *RunResult
 	members map[uint32]bool
 	dead    map[uint32]bool
@@ -83,14 +89,10 @@ func NewDriver(agg *Aggregator, link Link, opt DriverOptions, res *RunResult) *D
 	if opt.MinTeachers < p.MinContributors {
 		opt.MinTeachers = p.MinContributors
 	}
-	logf := opt.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
 	if res.Refusals == nil {
 		res.Refusals = map[string][]string{}
 	}
-	return &Driver{agg: agg, p: p, link: link, opt: opt, logf: logf, res: res, members: map[uint32]bool{}, dead: map[uint32]bool{}}
+	return &Driver{agg: agg, p: p, link: link, opt: opt, log: logx.OrDiscard(opt.Logger), res: res, members: map[uint32]bool{}, dead: map[uint32]bool{}}
 }
 
 // Result returns the outcome so far.
@@ -170,16 +172,16 @@ func (d *Driver) Agree(ctx context.Context, offerTo []uint32) error {
 			}
 		case *Accept:
 			if m.From != in.From || d.agg.CheckAccept(m) != nil {
-				d.logf("%s accepted other parameters: left out", name)
+				d.log.Warn(msgAcceptedOther, "teacher", name)
 				refused++
 				continue
 			}
 			if !d.members[in.From] {
 				d.members[in.From] = true
-				d.logf("%s accepted the parameters (%d of %d)", name, len(d.members), d.p.N())
+				d.log.Info(msgAccepted, "teacher", name, "members", len(d.members), "teachers", d.p.N())
 			}
 		case *Refuse:
-			d.logf("%s refused the parameters: %s", name, m.Reason)
+			d.log.Warn(msgRefusedParams, "teacher", name, "reason", m.Reason)
 			d.res.Refusals[name] = append(d.res.Refusals[name], m.Reason)
 			refused++
 		}
@@ -187,7 +189,7 @@ func (d *Driver) Agree(ctx context.Context, offerTo []uint32) error {
 	if len(d.members) < d.opt.MinTeachers {
 		return fmt.Errorf("%w: %d teachers accepted the parameters within %v, need %d", ErrTooFewContributors, len(d.members), d.opt.JoinTimeout, d.opt.MinTeachers)
 	}
-	d.logf("%d of %d teachers agreed to parameters %x…", len(d.members), d.p.N(), d.p.Hash())
+	d.log.Info(msgAgreed, "members", len(d.members), "teachers", d.p.N(), "params", fmt.Sprintf("%x", d.p.Hash()))
 	return nil
 }
 
@@ -206,7 +208,7 @@ func (d *Driver) Label(ctx context.Context, rows [][]float64) ([]int, [][]float6
 			if !errors.Is(err, ErrUnsigned) || try >= d.opt.MaxAbandoned {
 				break
 			}
-			d.logf("%v; voting the %d queries again in a new batch (new noise, charged again)", err, end-start)
+			d.log.Warn(msgRevote, logx.Err(err), "queries", end-start)
 		}
 		if err != nil {
 			return labels, hist, err
@@ -223,7 +225,7 @@ func (d *Driver) Label(ctx context.Context, rows [][]float64) ([]int, [][]float6
 func (d *Driver) refused(batch uint64, from uint32, reason string) {
 	name := d.p.TeacherName(from)
 	d.res.Refusals[name] = append(d.res.Refusals[name], reason)
-	d.logf("batch %d: %s refused: %s", batch, name, reason)
+	d.log.Warn(msgRefused, "batch", batch, "teacher", name, "reason", reason)
 }
 
 // collect waits (one RoundTimeout) until pending is empty; handle is
@@ -238,7 +240,7 @@ func (d *Driver) answered(batch uint64, from uint32, err error, keep bool) bool 
 		return false
 	}
 	if err != nil {
-		d.logf("batch %d: %v", batch, err)
+		d.log.Warn(msgBatchErr, "batch", batch, logx.Err(err))
 		if keep {
 			name := d.agg.Params().TeacherName(from)
 			d.res.Refusals[name] = append(d.res.Refusals[name], err.Error())
@@ -264,7 +266,7 @@ func (d *Driver) collect(ctx context.Context, batch uint64, what string, pending
 	var gone []uint32
 	for id := range pending {
 		if d.dead[id] {
-			d.logf("batch %d: %s lost before its %s", batch, d.p.TeacherName(id), what)
+			d.log.Warn(msgLostBefore, "batch", batch, "teacher", d.p.TeacherName(id), "what", what)
 			gone = append(gone, id)
 			delete(pending, id)
 		}
@@ -274,7 +276,7 @@ func (d *Driver) collect(ctx context.Context, batch uint64, what string, pending
 		if err != nil {
 			if timedOut(ctx, err) {
 				for id := range pending {
-					d.logf("batch %d: no %s within %v from %s", batch, what, d.opt.RoundTimeout, d.p.TeacherName(id))
+					d.log.Warn(msgNoAnswer, "batch", batch, "what", what, "timeout", d.opt.RoundTimeout, "teacher", d.p.TeacherName(id))
 					gone = append(gone, id)
 				}
 				clear(pending)
@@ -287,7 +289,7 @@ func (d *Driver) collect(ctx context.Context, batch uint64, what string, pending
 		}
 		if in.Msg == nil {
 			if in.Lost && pending[in.From] {
-				d.logf("batch %d: %s lost before its %s", batch, d.p.TeacherName(in.From), what)
+				d.log.Warn(msgLostBefore, "batch", batch, "teacher", d.p.TeacherName(in.From), "what", what)
 				gone = append(gone, in.From)
 				delete(pending, in.From)
 			}
@@ -328,14 +330,14 @@ func (d *Driver) batch(ctx context.Context, rows [][]float64) (*BatchResult, err
 	}); err != nil {
 		return nil, err
 	}
-	d.logf("batch %d: %d queries, %d of %d teachers voted (%.2f s)", q.Batch, len(rows), d.agg.Votes(q.Batch), p.N(), time.Since(start).Seconds())
+	d.log.Info(msgVoted, "batch", q.Batch, "queries", len(rows), "votes", d.agg.Votes(q.Batch), "teachers", p.N(), "seconds", time.Since(start).Seconds())
 	set, err := d.agg.Close(q.Batch)
 	for id, why := range d.agg.BadVotes(q.Batch) {
-		d.logf("batch %d: dropped %s's vote: %s", q.Batch, p.TeacherName(id), why)
+		d.log.Warn(msgDropped, "batch", q.Batch, "teacher", p.TeacherName(id), "reason", why)
 		d.res.Refusals[p.TeacherName(id)] = append(d.res.Refusals[p.TeacherName(id)], "vote dropped: "+why)
 	}
 	if err != nil {
-		d.logf("batch %d: refused, nothing decrypted: %v", q.Batch, err)
+		d.log.Warn(msgNothingDecrypted, "batch", q.Batch, logx.Err(err))
 		return nil, err
 	}
 	// The consistency round: every contributor signs the set.
@@ -367,9 +369,9 @@ func (d *Driver) batch(ctx context.Context, rows [][]float64) (*BatchResult, err
 		}
 	}
 	if len(empty) > 0 {
-		d.logf("batch %d: WARNING: %s answered the consistency round UNSIGNED (--insecure or TeacherConfig.Unsigned): no set signature protects their votes from being in two decrypted sums (differencing); only their own memory does", q.Batch, d.idNames(empty))
+		d.log.Warn(msgUnsigned, "batch", q.Batch, "unsigned", d.idNames(empty))
 	} else {
-		d.logf("batch %d: contributor set of %d votes signed by every contributor", q.Batch, len(req.Contributors))
+		d.log.Info(msgSigned, "batch", q.Batch, "contributors", len(req.Contributors))
 	}
 	exclude := map[uint32]bool{}
 	for {
@@ -377,7 +379,7 @@ func (d *Driver) batch(ctx context.Context, rows [][]float64) (*BatchResult, err
 		if valid >= p.Threshold {
 			br, err := d.agg.Combine(q.Batch)
 			if err == nil {
-				d.logf("batch %d: answered: %d contributors, decrypted by %s, rejected %s (%.2f s)", q.Batch, len(br.Contributors), d.idNames(br.Decryptors), d.rejected(br.Rejected), time.Since(start).Seconds())
+				d.log.Info(msgAnswered, "batch", q.Batch, "contributors", len(br.Contributors), "decryptors", d.idNames(br.Decryptors), "rejected", d.rejected(br.Rejected), "seconds", time.Since(start).Seconds())
 				return br, nil
 			}
 			if !errors.Is(err, ErrTooFewDecryptors) || d.agg.Ready(q.Batch) >= valid {
@@ -392,7 +394,7 @@ func (d *Driver) batch(ctx context.Context, rows [][]float64) (*BatchResult, err
 		if len(ask) == 0 {
 			return nil, fmt.Errorf("%w: batch %d: %d valid of t = %d, no live contributor left to ask (refusals: %v)", ErrTooFewDecryptors, q.Batch, valid, p.Threshold, d.res.Refusals)
 		}
-		d.logf("batch %d: asking %s to decrypt (%d of t = %d valid so far)", q.Batch, d.idNames(ask), valid, p.Threshold)
+		d.log.Info(msgAsking, "batch", q.Batch, "asked", d.idNames(ask), "valid", valid, "threshold", p.Threshold)
 		pending := map[uint32]bool{}
 		for _, id := range ask {
 			pending[id] = true
@@ -408,7 +410,7 @@ func (d *Driver) batch(ctx context.Context, rows [][]float64) (*BatchResult, err
 					if errors.Is(err, ErrDuplicate) || errors.Is(err, ErrStale) {
 						return false
 					}
-					d.logf("batch %d: %v", q.Batch, err)
+					d.log.Warn(msgBatchErr, "batch", q.Batch, logx.Err(err))
 				}
 				return true
 			case *Refuse:

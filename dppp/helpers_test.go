@@ -3,10 +3,12 @@ package dppp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 
 	"github.com/dplearn/dplearn/internal/dppptest"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
 )
@@ -136,4 +138,9 @@ func skipCryptoUnderRace(t *testing.T) {
 	if raceEnabled && testing.Short() {
 		t.Skip("race detector with -short: crypto-bound single-goroutine test, run in full without -race")
 	}
+}
+
+// testLogger prints a run's progress lines in the test's output.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(logx.LineHandler(t.Output(), "", ProgressLine))
 }

@@ -15,7 +15,7 @@ func TestDigitsFiftyQueries(t *testing.T) {
 	f := getFixture(t)
 	cfg := f.config(Binomial)
 	d := f.deploy(t, cfg, nil)
-	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows, RunOptions{Logf: t.Logf})
+	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, f.Rows, RunOptions{Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,10 @@ package dppp
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/paillier"
 )
 
@@ -33,8 +35,9 @@ type RunOptions struct {
 	Timeout time.Duration
 	// RoundTimeout bounds each phase (0: Timeout).
 	RoundTimeout time.Duration
-	// Logf receives progress lines (nil: none).
-	Logf func(format string, args ...any)
+	// Logger receives the run's records (nil: none); see
+	// DriverOptions.Logger.
+	Logger *slog.Logger
 }
 
 // RunResult is the outcome of Run (and of dpppnet.Serve).
@@ -66,7 +69,7 @@ type chanLink struct {
 	inbox  map[uint32]chan []byte
 	dead   map[uint32]bool
 	replay bool
-	logf   func(string, ...any)
+	log    *slog.Logger
 }
 
 func (l *chanLink) SetRound(uint64) {}
@@ -77,7 +80,7 @@ func (l *chanLink) Send(ctx context.Context, id uint32, m Message) {
 	}
 	b, err := m.MarshalBinary()
 	if err != nil {
-		l.logf("encoding %s: %v", m.Type(), err)
+		l.log.Error(msgEncoding, "type", m.Type(), logx.Err(err))
 		return
 	}
 	copies := 1
@@ -86,6 +89,7 @@ func (l *chanLink) Send(ctx context.Context, id uint32, m Message) {
 	}
 	for range copies {
 		l.res.BytesToTeacher[l.p.TeacherName(id)] += len(b)
+		l.log.Debug(msgSent, "type", m.Type(), "teacher", l.p.TeacherName(id), "bytes", len(b))
 		select {
 		case l.inbox[id] <- b:
 		case <-ctx.Done():
@@ -101,15 +105,16 @@ func (l *chanLink) Next(ctx context.Context) (Incoming, error) {
 		case e := <-l.out:
 			if e.lost {
 				l.dead[e.from] = true
-				l.logf("teacher %s lost", l.p.TeacherName(e.from))
+				l.log.Warn(msgTeacherLost, "teacher", l.p.TeacherName(e.from))
 				return Incoming{From: e.from, Lost: true}, nil
 			}
 			l.res.BytesFromTeacher[l.p.TeacherName(e.from)] += len(e.payload)
 			m, err := Unmarshal(e.payload)
 			if err != nil {
-				l.logf("teacher %s: %v", l.p.TeacherName(e.from), err)
+				l.log.Warn(msgUnreadable, "teacher", l.p.TeacherName(e.from), logx.Err(err))
 				continue
 			}
+			l.log.Debug(msgReceived, "type", m.Type(), "teacher", l.p.TeacherName(e.from), "bytes", len(e.payload))
 			return Incoming{From: e.from, Msg: m}, nil
 		}
 	}
@@ -131,16 +136,13 @@ func Run(ctx context.Context, p *Params, tpk *paillier.ThresholdPublicKey, teach
 	}
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 	defer cancel()
-	logf := opt.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
+	log := logx.OrDiscard(opt.Logger)
 	agg, err := NewAggregator(p, tpk, opt.Aggregator)
 	if err != nil {
 		return nil, err
 	}
 	res := &RunResult{BytesToTeacher: map[string]int{}, BytesFromTeacher: map[string]int{}, Refusals: map[string][]string{}}
-	link := &chanLink{p: p, res: res, out: make(chan envelope, 16*len(teachers)+16), inbox: map[uint32]chan []byte{}, dead: map[uint32]bool{}, replay: opt.Faults.Replay, logf: logf}
+	link := &chanLink{p: p, res: res, out: make(chan envelope, 16*len(teachers)+16), inbox: map[uint32]chan []byte{}, dead: map[uint32]bool{}, replay: opt.Faults.Replay, log: log}
 	var ids []uint32
 	for _, t := range teachers {
 		id := p.TeacherID(t.Name())
@@ -152,7 +154,7 @@ func Run(ctx context.Context, p *Params, tpk *paillier.ThresholdPublicKey, teach
 		ids = append(ids, id)
 		go runTeacher(ctx, t, id, ch, link.out, opt.Faults)
 	}
-	drv := NewDriver(agg, link, DriverOptions{RoundTimeout: opt.RoundTimeout, MinTeachers: len(ids), Logf: logf}, res)
+	drv := NewDriver(agg, link, DriverOptions{RoundTimeout: opt.RoundTimeout, MinTeachers: len(ids), Logger: log}, res)
 	if err := drv.Agree(ctx, ids); err != nil {
 		var refusal string
 		for _, rs := range res.Refusals {
@@ -166,7 +168,7 @@ func Run(ctx context.Context, p *Params, tpk *paillier.ThresholdPublicKey, teach
 	_, _, err = drv.Label(ctx, rows)
 	res.Status = statusOf(agg)
 	if err == nil {
-		logf("%s", res.Status)
+		log.Info(msgStatus, "status", res.Status)
 	}
 	return res, err
 }

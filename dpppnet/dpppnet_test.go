@@ -147,7 +147,7 @@ func (d *deployment) runOn(t *testing.T, nk netKind, f *fixture, rows [][]float6
 		}
 		return o
 	}, nil)
-	opt.Logf = t.Logf
+	opt.Logger = testLogger(t)
 	if opt.RoundTimeout == 0 {
 		opt.RoundTimeout = 10 * time.Second
 	}
@@ -196,9 +196,9 @@ func TestDPPPClient(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				defer cconn.Close()
-				qres, qerr = Query(ctx, cconn, rows, QueryOptions{Histogram: true, Logf: t.Logf, Model: d.p.Model})
+				qres, qerr = Query(ctx, cconn, rows, QueryOptions{Histogram: true, Logger: testLogger(t), Model: d.p.Model})
 			}()
-			res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 2, RoundTimeout: 10 * time.Second, JoinTimeout: 20 * time.Second, Logf: t.Logf})
+			res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 2, RoundTimeout: 10 * time.Second, JoinTimeout: 20 * time.Second, Logger: testLogger(t)})
 			wg.Wait()
 			if err != nil {
 				t.Fatal(err, qerr)
@@ -369,7 +369,7 @@ func TestDPPPClientBadRowRefused(t *testing.T) {
 			}
 		}
 	}()
-	res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 1, JoinTimeout: 20 * time.Second, Logf: t.Logf})
+	res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, MaxRequests: 1, JoinTimeout: 20 * time.Second, Logger: testLogger(t)})
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
@@ -407,9 +407,9 @@ func TestDPPPClientPartialAnswer(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		defer cconn.Close()
-		qres, qerr = Query(ctx, cconn, f.Rows[:asked], QueryOptions{Logf: t.Logf})
+		qres, qerr = Query(ctx, cconn, f.Rows[:asked], QueryOptions{Logger: testLogger(t)})
 	}()
-	res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, RoundTimeout: 10 * time.Second, JoinTimeout: 20 * time.Second, Logf: t.Logf,
+	res, err := Serve(ctx, n.hub, d.p, f.TPK, nil, ServeOptions{Clients: []string{"client"}, RoundTimeout: 10 * time.Second, JoinTimeout: 20 * time.Second, Logger: testLogger(t),
 		Left: func() int { return allowed }})
 	wg.Wait()
 	if !errors.Is(err, dppp.ErrBudget) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/transport"
 	"github.com/dplearn/dplearn/transport/transportpb"
 	"google.golang.org/grpc"
@@ -350,7 +351,7 @@ func TestNetUnknownCertificate(t *testing.T) {
 	n.waitLog(t, "TLS handshake refused")
 	// The run itself, without teacher03.
 	wg := startTeachers(t, ctx, n, d.teachers, nil, nil, "teacher03")
-	res, err := Serve(ctx, n.hub, d.p, f.TPK, f.Rows[:2], ServeOptions{JoinTimeout: 2 * time.Second, RoundTimeout: 5 * time.Second, Logf: t.Logf})
+	res, err := Serve(ctx, n.hub, d.p, f.TPK, f.Rows[:2], ServeOptions{JoinTimeout: 2 * time.Second, RoundTimeout: 5 * time.Second, Logger: testLogger(t)})
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
@@ -453,9 +454,7 @@ func TestNetReplays(t *testing.T) {
 		return rc
 	})
 	var logs logBuffer
-	res, err := Serve(ctx, n.hub, d.p, f.TPK, f.Rows[:2], ServeOptions{RoundTimeout: 10 * time.Second, Logf: func(format string, args ...any) {
-		fmt.Fprintf(&logs, format+"\n", args...)
-	}})
+	res, err := Serve(ctx, n.hub, d.p, f.TPK, f.Rows[:2], ServeOptions{RoundTimeout: 10 * time.Second, Logger: slog.New(logx.LineHandler(&logs, "", ProgressLine))})
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
@@ -507,4 +506,9 @@ func TestNetReplays(t *testing.T) {
 func isRefusal(err error, want transport.Reason) bool {
 	r, ok := transport.RefusalReason(err)
 	return ok && r == want
+}
+
+// testLogger prints a run's progress lines in the test's output.
+func testLogger(t testing.TB) *slog.Logger {
+	return slog.New(logx.LineHandler(t.Output(), "", ProgressLine))
 }

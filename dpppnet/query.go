@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/transport"
 )
 
@@ -17,8 +19,10 @@ type QueryOptions struct {
 	Histogram bool
 	// Timeout bounds the wait for each answer (default 10 min).
 	Timeout time.Duration
-	// Logf receives the client's log lines (nil: none).
-	Logf func(format string, args ...any)
+	// Logger receives the client's records (nil: none): the parameters,
+	// each request's labels counted, the budget; ProgressLine renders
+	// them as progress lines.
+	Logger *slog.Logger
 	// Model, if not zero, is the input fingerprint the client expects
 	// (dppp.Config.Model): Query refuses a deployment that answers about
 	// another input before it sends any row.
@@ -60,10 +64,7 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 	if opt.Timeout <= 0 {
 		opt.Timeout = 10 * time.Minute
 	}
-	logf := opt.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
+	log := logx.OrDiscard(opt.Logger)
 	recv := func() (transport.Envelope, error) {
 		rctx, cancel := context.WithTimeout(ctx, opt.Timeout)
 		defer cancel()
@@ -71,7 +72,7 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 			env, err := conn.Recv(rctx)
 			var gap *transport.GapError
 			if errors.As(err, &gap) {
-				logf("lost messages from the aggregator: %v", gap)
+				log.Warn(msgGap, "err", gap.Error())
 				continue
 			}
 			return env, err
@@ -93,7 +94,7 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 	}
 	p := res.Params
 	cc, aa := p.Trust()
-	logf("parameters %x…: %d teachers, t = %d, colluders C = %d, absent A = %d (noise for H = %d honest shares), %s noise, ε = %g, δ = %g per query, %d queries per batch", p.Hash(), p.N(), p.Threshold, cc, aa, p.Honest, p.Noise, p.Epsilon, p.Delta, p.QPC)
+	log.Info(msgParams, "params", fmt.Sprintf("%x", p.Hash()), "teachers", p.N(), "threshold", p.Threshold, "colluders", cc, "absent", aa, "honest", p.Honest, "noise", p.Noise.String(), "epsilon", p.Epsilon, "delta", p.Delta, "qpc", p.QPC)
 	if opt.Model != ([32]byte{}) && opt.Model != p.Model {
 		return res, fmt.Errorf("dpppnet: the aggregator serves another input (fingerprint %x…, this client's %x…): another spec, image size or class list", p.Model[:6], opt.Model[:6])
 	}
@@ -103,7 +104,7 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 	res.Requested = len(rows)
 	partial := func() {
 		res.Partial = fmt.Sprintf("labelled %d of %d requested: the budget allowed %d", len(res.Labels), len(rows), len(res.Labels))
-		logf("%s", res.Partial)
+		log.Info(msgPartial, "text", res.Partial)
 	}
 	id := uint64(0)
 	for start := 0; start < len(rows) && res.Partial == ""; start += p.QPC {
@@ -162,7 +163,7 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 				res.Labels = append(res.Labels, int(l))
 			}
 			res.Hist = append(res.Hist, a.Hist...)
-			logf("request %d: %d labels", id, len(a.Labels))
+			log.Info(msgLabels, "request", id, "labels", len(a.Labels))
 			if len(a.Labels) < end-start { // the budget allowed the first ones only
 				partial()
 			}
@@ -182,7 +183,7 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 		}
 	}
 	if res.Budget != "" {
-		logf("%s", res.Budget)
+		log.Info(msgBudget, "text", res.Budget)
 	}
 	return res, nil
 }

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/transport"
 )
@@ -78,8 +80,12 @@ type ServeOptions struct {
 	// FinishTimeout bounds the wait for the teachers to hang up after the
 	// "done" envelope (default 5 s).
 	FinishTimeout time.Duration
-	// Logf receives progress lines (nil: none).
-	Logf func(format string, args ...any)
+	// Logger receives the aggregator's records (nil: none): those of
+	// dppp.DriverOptions.Logger and the server's own (connections,
+	// clients' requests, the final line), with names, counts and errors
+	// as attributes, never a vote or a decrypted sum; ProgressLine
+	// renders them as progress lines.
+	Logger *slog.Logger
 	// Clients are the parties (on the hub's roster, not teachers) that may
 	// send dppp.Request messages; each is sent the Offer when it connects
 	// (the public parameters, whose session its requests must carry) and
@@ -118,10 +124,7 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if opt.FinishTimeout <= 0 {
 		opt.FinishTimeout = 5 * time.Second
 	}
-	logf := opt.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
+	log := logx.OrDiscard(opt.Logger)
 	if len(rows) > p.MaxQueries {
 		return nil, fmt.Errorf("%w: %d queries, the budget (ε = %g, δ = %g) allows %d at ε = %g, δ = %g each", dppp.ErrBudget, len(rows), p.BudgetEpsilon, p.BudgetDelta, p.MaxQueries, p.Epsilon, p.Delta)
 	}
@@ -132,9 +135,9 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if err != nil {
 		return nil, err
 	}
-	s := &server{hub: hub, p: p, agg: agg, logf: logf, opt: opt, clients: map[string]bool{},
+	s := &server{hub: hub, p: p, agg: agg, log: log, opt: opt, clients: map[string]bool{},
 		res: &dppp.RunResult{BytesToTeacher: map[string]int{}, BytesFromTeacher: map[string]int{}, Refusals: map[string][]string{}}}
-	s.drv = dppp.NewDriver(agg, s, dppp.DriverOptions{RoundTimeout: opt.RoundTimeout, JoinTimeout: opt.JoinTimeout, MinTeachers: opt.MinTeachers, CanPay: opt.CanPay, Logf: logf}, s.res)
+	s.drv = dppp.NewDriver(agg, s, dppp.DriverOptions{RoundTimeout: opt.RoundTimeout, JoinTimeout: opt.JoinTimeout, MinTeachers: opt.MinTeachers, CanPay: opt.CanPay, Logger: log}, s.res)
 	hub.SetRound(0)
 	hub.SetGate(sessionGate(p))
 	for _, c := range opt.Clients {
@@ -175,7 +178,7 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	if s.res.Status != "" {
 		text += "; " + s.res.Status
 	}
-	logf("%s", text)
+	log.Info(msgDone, "text", text)
 	s.finish(ctx, text)
 	return s.res, err
 }
@@ -215,7 +218,7 @@ type server struct {
 	p       *dppp.Params
 	agg     *dppp.Aggregator
 	drv     *dppp.Driver
-	logf    func(string, ...any)
+	log     *slog.Logger
 	opt     ServeOptions
 	res     *dppp.RunResult
 	round   uint64
@@ -243,9 +246,9 @@ func (s *server) serveRequests(ctx context.Context) error {
 		}
 		r := s.requests[0]
 		s.requests = s.requests[1:]
-		s.logf("request %d from %s: %d rows", r.req.ID, r.client, len(r.req.Rows))
+		s.log.Info(msgRequest, "request", r.req.ID, "client", r.client, "rows", len(r.req.Rows))
 		if err := CheckRows(r.req.Rows, s.p.Features); err != nil {
-			s.logf("request %d from %s refused: %v", r.req.ID, r.client, err)
+			s.log.Warn(msgRequestRefused, "request", r.req.ID, "client", r.client, logx.Err(err))
 			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
 			answered++
 			continue
@@ -280,7 +283,7 @@ func (s *server) serveRequests(ctx context.Context) error {
 		if st := s.status(); st != "" {
 			s.sendClient(ctx, r.client, TypeBudget, []byte("aggregator: "+st))
 		}
-		s.logf("request %d from %s: answered %d of %d queries", r.req.ID, r.client, len(labels), len(r.req.Rows))
+		s.log.Info(msgRequestAnswered, "request", r.req.ID, "client", r.client, "answered", len(labels), "rows", len(r.req.Rows))
 		answered++
 		if len(rows) < len(r.req.Rows) {
 			return fmt.Errorf("%w: request %d from %s: labelled %d of %d rows, the budget allowed no more", dppp.ErrBudget, r.req.ID, r.client, len(rows), len(r.req.Rows))
@@ -317,7 +320,7 @@ func (s *server) sendClient(ctx context.Context, client, typ string, payload []b
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := s.hub.SendTo(sctx, client, transport.Envelope{Round: s.round, Type: typ, Payload: payload}); err != nil {
-		s.logf("sending %s to %s: %v", typ, client, err)
+		s.log.Warn(msgSendFailed, "type", typ, "party", client, logx.Err(err))
 	}
 }
 
@@ -344,17 +347,18 @@ func (s *server) Next(ctx context.Context) (dppp.Incoming, error) {
 func (s *server) send(ctx context.Context, id uint32, m dppp.Message) {
 	b, err := m.MarshalBinary()
 	if err != nil {
-		s.logf("encoding %s: %v", m.Type(), err)
+		s.log.Error(msgEncoding, "type", m.Type(), logx.Err(err))
 		return
 	}
 	name := s.p.TeacherName(id)
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := s.hub.SendTo(sctx, name, transport.Envelope{Round: s.round, Type: m.Type(), Payload: b}); err != nil {
-		s.logf("sending %s to %s: %v", m.Type(), name, err)
+		s.log.Warn(msgSendFailed, "type", m.Type(), "party", name, logx.Err(err))
 		return
 	}
 	s.res.BytesToTeacher[name] += len(b)
+	s.log.Debug(msgSent, "type", m.Type(), "party", name, "round", s.round, "bytes", len(b))
 }
 
 // next waits for the next message or connection event until ctx is done.
@@ -378,7 +382,7 @@ func (s *server) next(ctx context.Context) (dppp.Incoming, error) {
 		case ev := <-s.hub.Events():
 			id := s.p.TeacherID(ev.Party)
 			if s.clients[ev.Party] {
-				s.logf("client %s: %s", ev.Party, ev.Kind)
+				s.log.Info(msgClientEvent, "client", ev.Party, "event", ev.Kind.String())
 				if ev.Kind == transport.Attached {
 					if b, err := s.agg.Offer().MarshalBinary(); err == nil {
 						s.sendClient(ctx, ev.Party, "offer", b)
@@ -388,17 +392,17 @@ func (s *server) next(ctx context.Context) (dppp.Incoming, error) {
 			}
 			switch ev.Kind {
 			case transport.Attached:
-				s.logf("%s connected", ev.Party)
+				s.log.Info(msgConnected, "party", ev.Party)
 				if id != 0 {
 					return dppp.Incoming{From: id, Back: true}, nil
 				}
 			case transport.Detached:
-				s.logf("%s disconnected (%v)", ev.Party, ev.Err)
+				s.log.Warn(msgDisconnected, "party", ev.Party, "err", fmt.Sprint(ev.Err))
 				if id != 0 {
 					return dppp.Incoming{From: id, Lost: true}, nil
 				}
 			case transport.Refused:
-				s.logf("refused a message from %s: %v", ev.Party, ev.Err)
+				s.log.Warn(msgRefusedMessage, "party", ev.Party, "err", fmt.Sprint(ev.Err))
 			}
 		case env := <-s.hub.Inbox():
 			if in, ok := s.envelope(env); ok {
@@ -421,14 +425,15 @@ func (s *server) envelope(env transport.Envelope) (dppp.Incoming, bool) {
 			s.requests = append(s.requests, request{client: env.Sender, req: r})
 			return dppp.Incoming{}, true // queued: wakes serveRequests
 		}
-		s.logf("ignored a message from client %s: %v", env.Sender, err)
+		s.log.Warn(msgIgnoredClient, "client", env.Sender, "err", fmt.Sprint(err))
 		return dppp.Incoming{}, false
 	}
 	if err != nil || id == 0 {
-		s.logf("ignored a message from %s: %v", env.Sender, err)
+		s.log.Warn(msgIgnored, "party", env.Sender, "err", fmt.Sprint(err))
 		return dppp.Incoming{}, false
 	}
 	s.res.BytesFromTeacher[env.Sender] += len(env.Payload)
+	s.log.Debug(msgReceived, "type", m.Type(), "party", env.Sender, "round", env.Round, "bytes", len(env.Payload))
 	return dppp.Incoming{From: id, Msg: m}, true
 }
 

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
 	"github.com/dplearn/dplearn/dppp"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/transport"
 )
 
@@ -16,8 +18,12 @@ type TeachOptions struct {
 	// IdleTimeout: Teach gives up when the aggregator sends nothing for
 	// this long (default 10 min).
 	IdleTimeout time.Duration
-	// Logf receives the teacher's log lines (nil: none).
-	Logf func(format string, args ...any)
+	// Logger receives the teacher's records (nil: none): parameters
+	// accepted or refused, each batch voted, signed and decrypted, with
+	// batch numbers, counts and errors as attributes, never the
+	// teacher's votes, noise shares or partial decryptions; ProgressLine
+	// renders them as progress lines.
+	Logger *slog.Logger
 	// AfterSend is a TEST HOOK called after each message was sent; a
 	// non-nil error stops Teach with that error (the connection is left to
 	// the caller to close), as if the process died.
@@ -46,15 +52,12 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 	if opt.IdleTimeout <= 0 {
 		opt.IdleTimeout = 10 * time.Minute
 	}
-	logf := opt.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
-	}
+	log := logx.OrDiscard(opt.Logger)
 	res := &TeachResult{}
 	var id uint32
 	var params *dppp.Params
 	if t.Unsigned() {
-		logf("UNSIGNED: this teacher neither signs contributor sets nor checks the other contributors' signatures; a malicious aggregator can have two different sums holding its vote decrypted (differencing). Tests and --insecure runs only")
+		log.Warn(msgTeacherUnsigned)
 	}
 	send := func(round uint64, m dppp.Message) error {
 		b, err := m.MarshalBinary()
@@ -63,11 +66,12 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 		}
 		if err := conn.Send(ctx, transport.Envelope{Round: round, Type: m.Type(), Payload: b}); err != nil {
 			if _, ok := transport.RefusalReason(err); ok {
-				logf("the aggregator refused this teacher's %s of round %d: %v", m.Type(), round, err)
+				log.Warn(msgSentRefused, "type", m.Type(), "round", round, logx.Err(err))
 				return nil
 			}
 			return fmt.Errorf("dpppnet: sending %s: %w", m.Type(), err)
 		}
+		log.Debug(msgSent, "type", m.Type(), "round", round, "bytes", len(b))
 		if opt.AfterSend != nil {
 			return opt.AfterSend(m)
 		}
@@ -81,7 +85,7 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 		if err != nil {
 			var gap *transport.GapError
 			if errors.As(err, &gap) {
-				logf("lost messages from the aggregator: %v", gap)
+				log.Warn(msgGap, "err", gap.Error())
 				continue
 			}
 			if ctx.Err() != nil {
@@ -96,12 +100,12 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 		if env.Type == TypeDone {
 			res.Done = quote(string(env.Payload))
 			res.Answered = t.Answered()
-			logf("aggregator: %s", res.Done)
+			log.Info(msgAggregatorDone, "text", res.Done)
 			return res, nil
 		}
 		m, err := dppp.Unmarshal(env.Payload)
 		if err != nil {
-			logf("ignored a malformed %q message: %v", env.Type, err)
+			log.Warn(msgMalformed, "type", env.Type, logx.Err(err))
 			continue
 		}
 		var ans dppp.Message
@@ -109,7 +113,7 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 		case *dppp.Offer:
 			a, err := t.Accept(m)
 			if err != nil {
-				logf("refused the offered parameters: %v", err)
+				log.Warn(msgRefusedOffer, logx.Err(err))
 				ans = &dppp.Refuse{Session: m.Params.Session, From: id, Reason: err.Error()}
 				if serr := send(env.Round, ans); serr != nil {
 					return res, errors.Join(err, serr)
@@ -119,8 +123,8 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 			id = a.From
 			params = m.Params.Clone()
 			cc, aa := m.Params.Trust()
-			logf("accepted parameters %x… (N = %d, t = %d, colluders C = %d, absent A = %d: min contributors N − A = %d, noise for H = %d honest shares; %s noise, ε = %g, δ = %g per query, at most %d queries)",
-				m.Params.Hash(), m.Params.N(), m.Params.Threshold, cc, aa, m.Params.MinContributors, m.Params.Honest, m.Params.Noise, m.Params.Epsilon, m.Params.Delta, m.Params.MaxQueries)
+			log.Info(msgAcceptedParams, "params", fmt.Sprintf("%x", m.Params.Hash()), "teachers", m.Params.N(), "threshold", m.Params.Threshold, "colluders", cc, "absent", aa,
+				"min_contributors", m.Params.MinContributors, "honest", m.Params.Honest, "noise", m.Params.Noise.String(), "epsilon", m.Params.Epsilon, "delta", m.Params.Delta, "max_queries", m.Params.MaxQueries)
 			ans = a
 		case *dppp.Query:
 			var v *dppp.Vote
@@ -132,37 +136,37 @@ func Teach(ctx context.Context, conn transport.Conn, t *dppp.Teacher, opt TeachO
 				v, err = t.HandleQuery(ctx, m)
 			}
 			if err != nil {
-				logf("batch %d: refused to vote: %v", m.Batch, err)
+				log.Warn(msgRefusedVote, "batch", m.Batch, logx.Err(err))
 				res.Refusals++
 				ans = &dppp.Refuse{Session: m.Session, Batch: m.Batch, From: id, Reason: err.Error()}
 			} else {
-				logf("batch %d: voted on %d queries (charged before voting: %d queries so far)", m.Batch, len(m.Rows), t.Answered())
+				log.Info(msgVotedOn, "batch", m.Batch, "queries", len(m.Rows), "answered", t.Answered())
 				res.Votes++
 				ans = v
 			}
 		case *dppp.SignSet:
 			sig, err := t.HandleSignSet(m)
 			if err != nil {
-				logf("batch %d: refused to sign the contributor set: %v", m.Batch, err)
+				log.Warn(msgRefusedSign, "batch", m.Batch, logx.Err(err))
 				res.Refusals++
 				ans = &dppp.Refuse{Session: m.Session, Batch: m.Batch, From: id, Reason: err.Error()}
 			} else {
-				logf("batch %d: signed the contributor set of %d votes", m.Batch, len(m.Set))
+				log.Info(msgSignedSet, "batch", m.Batch, "contributors", len(m.Set))
 				ans = sig
 			}
 		case *dppp.Decrypt:
 			pd, err := t.HandleDecrypt(m)
 			if err != nil {
-				logf("batch %d: refused to decrypt: %v", m.Batch, err)
+				log.Warn(msgRefusedDecrypt, "batch", m.Batch, logx.Err(err))
 				res.Refusals++
 				ans = &dppp.Refuse{Session: m.Session, Batch: m.Batch, From: id, Reason: err.Error()}
 			} else {
-				logf("batch %d: partially decrypted the sum of %d contributors (every signature and proof checked)", m.Batch, len(m.Contributors))
+				log.Info(msgDecrypted, "batch", m.Batch, "contributors", len(m.Contributors))
 				res.Partials++
 				ans = pd
 			}
 		default:
-			logf("ignored a %s message", m.Type())
+			log.Warn(msgIgnoredType, "type", m.Type())
 			continue
 		}
 		if err := send(env.Round, ans); err != nil {

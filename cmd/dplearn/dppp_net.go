@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -201,7 +200,11 @@ address only, for tests.`,
 	f.IntVar(&maxRequests, "max-requests", 0, "with --clients: stop after answering this many requests (0: serve until interrupted)")
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", dpppnet.DefaultHubName, "with --insecure: the aggregator's name")
+	logFlags := addDPPPLogFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := logFlags.check(); err != nil {
+			return err
+		}
 		req := []string{"teachers", "public-key"}
 		clients = trimAll(clients)
 		if len(clients) == 0 || queries != "" {
@@ -225,6 +228,7 @@ address only, for tests.`,
 		ctx := cmd.Context()
 		stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the transport and the protocol log here concurrently
 		logf := lineLogger(stderr, "")
+		plog, tlog := logFlags.loggers(stderr, "", name)
 		input, rows, err := in.load(ctx, queries)
 		if err != nil {
 			return err
@@ -271,7 +275,7 @@ address only, for tests.`,
 			logf("%s", led.note)
 		}
 		scfg := transport.ServerConfig{HubConfig: dpppnet.HubConfig(p, clients...), Address: listen, Insecure: insecure}
-		scfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		scfg.Logger = tlog
 		if scfg.Identity, scfg.Name, err = partyIdentity(stderr, insecure, certDir, name); err != nil {
 			return err
 		}
@@ -296,7 +300,7 @@ address only, for tests.`,
 		} else {
 			logf("WARNING: --insecure: no certificates, so no set signatures: neither the transport nor the consistency round protects this run against a malicious aggregator (differencing); tests only")
 		}
-		res, err := dpppnet.Serve(ctx, srv, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, JoinTimeout: joinTimeout, MinTeachers: minTeachers, Logf: logf,
+		res, err := dpppnet.Serve(ctx, srv, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: roundTimeout, JoinTimeout: joinTimeout, MinTeachers: minTeachers, Logger: plog,
 			Clients: clients, MaxRequests: maxRequests, Aggregator: aopt, Status: status, CanPay: canPay, Left: left})
 		if res != nil && len(rows) > 0 && len(res.Labels) > 0 {
 			if werr := writeDPPPLabels(out, input.classNames, res, hist, p); werr != nil {
@@ -376,7 +380,11 @@ past the budget is refused.`,
 	f.DurationVar(&peerTimeout, "peer-timeout", transport.DefaultPeerTimeout, "give up when the connection to the aggregator has been down this long (it died or is unreachable)")
 	f.BoolVar(&insecure, "insecure", false, "no TLS, no certificates, loopback only: for tests on this machine")
 	f.StringVar(&name, "name", "", "with --insecure: this client's name")
+	logFlags := addDPPPLogFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := logFlags.check(); err != nil {
+			return err
+		}
 		if err := requireFlags(cmd, partyFlags(insecure, "server", "data", "out")...); err != nil {
 			return err
 		}
@@ -396,10 +404,10 @@ past the budget is refused.`,
 		if err != nil {
 			return err
 		}
-		logf := lineLogger(stderr, name+": ")
+		plog, tlog := logFlags.loggers(stderr, name+": ", name)
 		ccfg := transport.ClientConfig{Address: server, Server: serverName, Identity: id, Insecure: insecure, Session: dpppnet.Session(),
 			Attempts: attempts, PeerTimeout: peerTimeout, AckTimeout: timeout, MaxPayload: transport.DefaultMaxPayload,
-			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+			Logger: tlog}
 		if insecure {
 			ccfg.Name = name
 		}
@@ -408,7 +416,7 @@ past the budget is refused.`,
 			return err
 		}
 		defer conn.Close()
-		res, err := dpppnet.Query(ctx, conn, rows, dpppnet.QueryOptions{Histogram: hist, Timeout: timeout, Logf: logf, Model: input.fingerprint})
+		res, err := dpppnet.Query(ctx, conn, rows, dpppnet.QueryOptions{Histogram: hist, Timeout: timeout, Logger: plog, Model: input.fingerprint})
 		if res != nil && len(res.Labels) > 0 {
 			if werr := writeDPPPLabels(out, input.classNames, &dppp.RunResult{Labels: res.Labels, Hist: res.Hist}, hist, res.Params); werr != nil {
 				return errors.Join(err, werr)
@@ -448,7 +456,9 @@ func (f *dpppDeployFlags) session(teachers []string, input *dpppInput, tpk *pail
 	return p0.NewSession()
 }
 
-// lineLogger returns a Logf printing timestamped lines (concurrent use).
+// lineLogger returns a printf printing the command's own progress lines,
+// timestamped and prefixed like the protocol's (logx.LineHandler), to w
+// (concurrent use). They are user-facing output, not log records.
 func lineLogger(w io.Writer, prefix string) func(string, ...any) {
 	var mu sync.Mutex
 	return func(format string, args ...any) {
@@ -618,7 +628,11 @@ runs).`,
 	if addDPPPTeachHooks != nil {
 		hooks = addDPPPTeachHooks(f) // the test binary only
 	}
+	logFlags := addDPPPLogFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := logFlags.check(); err != nil {
+			return err
+		}
 		if err := requireFlags(cmd, partyFlags(insecure, "server", "model", "key-share", "teachers")...); err != nil {
 			return err
 		}
@@ -653,10 +667,11 @@ runs).`,
 			fileLedger.bind(p0)
 		}
 		logf := lineLogger(stderr, name+": ")
+		plog, tlog := logFlags.loggers(stderr, name+": ", name)
 		logf("model %s (%d classes, %d features); %s", model, pred.Classes(), pred.Features(), note)
 		ccfg := transport.ClientConfig{Address: server, Server: serverName, Identity: id, Insecure: insecure, Session: dpppnet.Session(),
 			Attempts: attempts, PeerTimeout: peerTimeout, AckTimeout: idle, MaxPayload: transport.DefaultMaxPayload,
-			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+			Logger: tlog}
 		if insecure {
 			ccfg.Name = name
 		}
@@ -666,7 +681,7 @@ runs).`,
 		}
 		defer conn.Close()
 		logf("connected to %s at %s", serverName, server)
-		topt := dpppnet.TeachOptions{IdleTimeout: idle, Logf: logf, AfterSend: h.afterSend}
+		topt := dpppnet.TeachOptions{IdleTimeout: idle, Logger: plog, AfterSend: h.afterSend}
 		res, err := dpppnet.Teach(ctx, conn, t, topt)
 		w := cmd.OutOrStdout()
 		if res != nil && res.Done != "" {

@@ -92,7 +92,11 @@ on stdout.`,
 	f.IntVar(&workers, "workers", runtime.GOMAXPROCS(0), "goroutines searching for safe primes")
 	f.DurationVar(&roundTimeout, "round-timeout", 30*time.Second, "how long each phase of a batch waits")
 	f.BoolVar(&processes, "processes", false, "run each teacher as a child process over mutual TLS on 127.0.0.1")
+	logFlags := addDPPPLogFlags(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := logFlags.check(); err != nil {
+			return err
+		}
 		if err := requireFlags(cmd, "models", "queries", "out"); err != nil {
 			return err
 		}
@@ -145,12 +149,14 @@ on stdout.`,
 		for _, line := range p.Report() {
 			logf("%s", line)
 		}
-		sopt := dpppnet.ServeOptions{RoundTimeout: roundTimeout, Logf: logf}
+		plog, tlog := logFlags.loggers(stderr, "", dpppnet.DefaultHubName)
+		sopt := dpppnet.ServeOptions{RoundTimeout: roundTimeout, Logger: plog}
+		lg := simLogs{flags: logFlags, logf: logf, transport: tlog}
 		var res *dppp.RunResult
 		if processes {
-			res, err = simulateDPPPProcesses(ctx, stderr, &d, p, tpk, shares, models, rows, sopt)
+			res, err = simulateDPPPProcesses(ctx, stderr, lg, &d, p, tpk, shares, models, rows, sopt)
 		} else {
-			res, err = simulateDPPPInProcess(ctx, stderr, &d, p, tpk, shares, models, rows, sopt)
+			res, err = simulateDPPPInProcess(ctx, stderr, lg, &d, p, tpk, shares, models, rows, sopt)
 		}
 		if res != nil && len(res.Labels) > 0 {
 			if werr := writeDPPPLabels(out, input.classNames, res, hist, p); werr != nil {
@@ -168,13 +174,21 @@ on stdout.`,
 	return cmd
 }
 
+// simLogs are a simulation's logs: the --log-level flags, the command's
+// own progress lines (logf) and the aggregator's transport logger.
+type simLogs struct {
+	flags     *dpppLogFlags
+	logf      func(string, ...any)
+	transport *slog.Logger
+}
+
 // simulateDPPPInProcess runs every teacher in this process over the
 // in-memory hub.
-func simulateDPPPInProcess(ctx context.Context, stderr io.Writer, d *dpppDeployFlags, p *dppp.Params, tpk *paillier.ThresholdPublicKey,
+func simulateDPPPInProcess(ctx context.Context, stderr io.Writer, lg simLogs, d *dpppDeployFlags, p *dppp.Params, tpk *paillier.ThresholdPublicKey,
 	shares []*paillier.KeyShare, models []string, rows [][]float64, sopt dpppnet.ServeOptions) (*dppp.RunResult, error) {
 	hcfg := dpppnet.HubConfig(p)
 	hcfg.Name = dpppnet.DefaultHubName
-	hcfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	hcfg.Logger = lg.transport
 	hub, err := transport.NewMemory(hcfg)
 	if err != nil {
 		return nil, err
@@ -207,9 +221,9 @@ func simulateDPPPInProcess(ctx context.Context, stderr io.Writer, d *dpppDeployF
 		go func() {
 			defer wg.Done()
 			defer conn.Close()
-			tlog := lineLogger(stderr, name+": ")
-			if _, err := dpppnet.Teach(ctx, conn, tt, dpppnet.TeachOptions{Logf: tlog}); err != nil && ctx.Err() == nil {
-				tlog("%v", err)
+			plog, _ := lg.flags.loggers(stderr, name+": ", name)
+			if _, err := dpppnet.Teach(ctx, conn, tt, dpppnet.TeachOptions{Logger: plog}); err != nil && ctx.Err() == nil {
+				lineLogger(stderr, name+": ")("%v", err)
 			}
 		}()
 	}
@@ -223,7 +237,7 @@ func simulateDPPPInProcess(ctx context.Context, stderr io.Writer, d *dpppDeployF
 // teacher as a child process ('dppp teach') over mutual TLS on 127.0.0.1,
 // with certificates and key share files made for the run in a temporary
 // directory.
-func simulateDPPPProcesses(ctx context.Context, stderr io.Writer, d *dpppDeployFlags, p *dppp.Params, tpk *paillier.ThresholdPublicKey,
+func simulateDPPPProcesses(ctx context.Context, stderr io.Writer, lg simLogs, d *dpppDeployFlags, p *dppp.Params, tpk *paillier.ThresholdPublicKey,
 	shares []*paillier.KeyShare, models []string, rows [][]float64, sopt dpppnet.ServeOptions) (*dppp.RunResult, error) {
 	tmp, err := os.MkdirTemp("", "dplearn-dppp-simulate-")
 	if err != nil {
@@ -249,7 +263,7 @@ func simulateDPPPProcesses(ctx context.Context, stderr io.Writer, d *dpppDeployF
 		}
 	}
 	scfg := transport.ServerConfig{HubConfig: dpppnet.HubConfig(p), Address: "127.0.0.1:0", Identity: id}
-	scfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	scfg.Logger = lg.transport
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv, err := transport.Listen(ctx, scfg)
@@ -257,11 +271,11 @@ func simulateDPPPProcesses(ctx context.Context, stderr io.Writer, d *dpppDeployF
 		return nil, err
 	}
 	defer srv.Close()
-	sopt.Logf("listening on %s (mutual TLS 1.3, certificates and key shares for this run in %s); starting %d teacher processes", srv.Addr(), tmp, len(p.Teachers))
+	lg.logf("listening on %s (mutual TLS 1.3, certificates and key shares for this run in %s); starting %d teacher processes", srv.Addr(), tmp, len(p.Teachers))
 	if sopt.JoinTimeout == 0 {
 		sopt.JoinTimeout = 2 * sopt.RoundTimeout // the children start, load their models and connect
 	}
-	common := d.args(p.Teachers)
+	common := append(d.args(p.Teachers), lg.flags.args()...)
 	kids, err := startChildren(ctx, stderr, p.Teachers, func(i int) []string {
 		return append([]string{"dppp", "teach", "--server", srv.Addr().String(), "--certs", filepath.Join(pki, p.Teachers[i]),
 			"--model", abs[i], "--key-share", sharePaths[i], "--idle-timeout", (4 * sopt.RoundTimeout).String()}, common...)

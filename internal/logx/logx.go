@@ -1,7 +1,9 @@
 // Package logx holds the one logging convention of the protocol packages
-// (capefm, secagg, capenet, transport): they take a *slog.Logger, nil
-// meaning discard, and log names, rounds, attempts, peers, sizes and
-// timings as attributes, never anything computed from a party's data.
+// (capefm, secagg, capenet, transport, dppp, dpppnet): they take a
+// *slog.Logger, nil meaning discard, and log names, rounds, attempts,
+// peers, sizes and timings as attributes, never anything computed from a
+// party's data. Where records are also a user's progress output (dppp),
+// Templates and LineHandler print them as human lines.
 package logx
 
 import "log/slog"
