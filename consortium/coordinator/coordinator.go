@@ -37,7 +37,6 @@ package coordinator
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"slices"
@@ -379,12 +378,12 @@ func (c *Coordinator) startDPPP(ctx context.Context, s *Start, r *running) {
 	// anyway): a bad one abandons the batch at once.
 	aopt.Verifier, _ = certs.NewStatementSigner(c.cfg.Identity)
 	opt := dpppnet.ServeOptions{RoundTimeout: c.cfg.RoundTimeout, JoinTimeout: c.cfg.RoundTimeout, FinishTimeout: time.Second, Aggregator: aopt,
-		Logf: func(f string, a ...any) {
+		Logger: dpppnet.LineLogger(func(line string) {
 			select {
-			case c.events <- taskEvent{id, capenet.Event{Time: time.Now(), Kind: "dppp", Message: fmt.Sprintf(f, a...)}}:
+			case c.events <- taskEvent{id, capenet.Event{Time: time.Now(), Kind: "dppp", Message: line}}:
 			default:
 			}
-		}}
+		})}
 	d := s.DPPP
 	r.hub.Close()
 	r.hub = wire.NewTaskHub(id, d.Teachers, c.hub)

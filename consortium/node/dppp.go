@@ -162,9 +162,9 @@ func (n *Node) teach(ctx context.Context, conn transport.Conn, o wire.Offer, t *
 	if idle <= 0 {
 		idle = 10 * time.Minute
 	}
-	res, err := dpppnet.Teach(ctx, tc, t, dpppnet.TeachOptions{IdleTimeout: idle, Logf: func(f string, a ...any) {
-		n.cfg.Logf("task %s: %s", o.Task, fmt.Sprintf(f, a...))
-	}})
+	res, err := dpppnet.Teach(ctx, tc, t, dpppnet.TeachOptions{IdleTimeout: idle, Logger: dpppnet.LineLogger(func(line string) {
+		n.cfg.Logf("task %s: %s", o.Task, line)
+	})})
 	votes, partials := 0, 0
 	if res != nil {
 		votes, partials = res.Votes, res.Partials
