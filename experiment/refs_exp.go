@@ -133,9 +133,12 @@ type refsTask struct {
 	b    refBounds
 }
 
-func buildRefs(ctx context.Context, e *env) (*plan, error) {
+// refsTasks loads the named tables with their public bounds: the embedded
+// tables by name (a fixed prefix under tests' synthN), the synthetic
+// "collinear" (linear) and "collinear-logistic" designs built here.
+func refsTasks(e *env, names []string) ([]refsTask, error) {
 	var tasks []refsTask
-	for _, n := range append(append([]string{}, refsLinearTables...), refsLogisticTables...) {
+	for _, n := range names {
 		if strings.HasPrefix(n, "collinear") {
 			kind := regress.Linear
 			if n == "collinear-logistic" {
@@ -166,6 +169,14 @@ func buildRefs(ctx context.Context, e *env) (*plan, error) {
 			return nil, err
 		}
 		tasks = append(tasks, refsTask{n, t, b})
+	}
+	return tasks, nil
+}
+
+func buildRefs(ctx context.Context, e *env) (*plan, error) {
+	tasks, err := refsTasks(e, append(append([]string{}, refsLinearTables...), refsLogisticTables...))
+	if err != nil {
+		return nil, err
 	}
 	var jobs []job
 	for run := 0; run < e.runs; run++ {

@@ -47,33 +47,9 @@ func objPertLambdaShare(s, eps float64, n int) float64 {
 }
 
 func buildRefsLogit(ctx context.Context, e *env) (*plan, error) {
-	var tasks []refsTask
-	for _, n := range refsLogisticTables {
-		if n == "collinear-logistic" {
-			size := collinearN
-			if e.opt.synthN > 0 {
-				size = e.opt.synthN
-			}
-			t, b := collinearTable(regress.Logistic, size)
-			tasks = append(tasks, refsTask{n, t, b})
-			continue
-		}
-		t, err := e.real(n, nil)
-		if err != nil {
-			return nil, err
-		}
-		if e.opt.synthN > 0 && t.N() > 4*e.opt.synthN {
-			t = &table{Name: t.Name, Kind: t.Kind, K: t.K, Rows: t.Rows[:4*e.opt.synthN*t.K], Note: t.Note}
-		}
-		s, err := loadSchema(realDatasets[n].schema)
-		if err != nil {
-			return nil, err
-		}
-		b, err := boundsForSchema(s)
-		if err != nil {
-			return nil, err
-		}
-		tasks = append(tasks, refsTask{n, t, b})
+	tasks, err := refsTasks(e, refsLogisticTables)
+	if err != nil {
+		return nil, err
 	}
 	var jobs []job
 	for run := 0; run < e.runs; run++ {
@@ -229,33 +205,9 @@ func refsRadiusSpec() spec {
 }
 
 func buildRefsRadius(ctx context.Context, e *env) (*plan, error) {
-	var tasks []refsTask
-	for _, n := range refsLinearTables {
-		if n == "collinear" {
-			size := collinearN
-			if e.opt.synthN > 0 {
-				size = e.opt.synthN
-			}
-			t, b := collinearTable(regress.Linear, size)
-			tasks = append(tasks, refsTask{n, t, b})
-			continue
-		}
-		t, err := e.real(n, nil)
-		if err != nil {
-			return nil, err
-		}
-		if e.opt.synthN > 0 && t.N() > 4*e.opt.synthN {
-			t = &table{Name: t.Name, Kind: t.Kind, K: t.K, Rows: t.Rows[:4*e.opt.synthN*t.K], Note: t.Note}
-		}
-		s, err := loadSchema(realDatasets[n].schema)
-		if err != nil {
-			return nil, err
-		}
-		b, err := boundsForSchema(s)
-		if err != nil {
-			return nil, err
-		}
-		tasks = append(tasks, refsTask{n, t, b})
+	tasks, err := refsTasks(e, refsLinearTables)
+	if err != nil {
+		return nil, err
 	}
 	var jobs []job
 	for run := 0; run < e.runs; run++ {
