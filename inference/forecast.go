@@ -588,7 +588,7 @@ func ReleasedForecast(mechanism string, rel *regress.Released, s *schema.Schema,
 	f.FailedShare = float64(failed) / float64(reps)
 	if f.PredictionRMS > limit || f.Shrinkage > ShrinkSwamp || f.FailedShare > 0.05 {
 		f.Swamped = true
-		f.Warning = fmt.Sprintf("on the released design the privacy noise swamps the signal: the noise alone moves predictions by about %.3g (warning above %g), the ridge removes up to %.0f%% of a coefficient (warning above %.0f%%), %.0f%% of simulated fits trim a direction and %.0f%% fail",
+		f.Warning = fmt.Sprintf("on the released design the privacy noise swamps the signal: the noise alone moves predictions by about %.3g (warning above %g), the post-processing (ridge or eigenvalue clip) shrinks a coefficient by up to %.0f%% (warning above %.0f%%), %.0f%% of simulated fits trim a direction and %.0f%% fail",
 			f.PredictionRMS, limit, 100*f.Shrinkage, 100*ShrinkSwamp, 100*f.TrimmedShare, 100*f.FailedShare)
 	}
 	return f, nil

@@ -89,7 +89,7 @@ func printForecast(w io.Writer, res *fit.Result, n int64) {
 	if f == nil {
 		return
 	}
-	fmt.Fprintf(w, "Forecast before fitting (public quantities only: N = %d, %d coefficients, ε = %s for the fit, the schema's ranges): noise standard deviation of the encoded coefficients %s (median), of the encoded prediction %.3g; the ridge removes up to %.0f%% of a coefficient.\n",
+	fmt.Fprintf(w, "Forecast before fitting (public quantities only: N = %d, %d coefficients, ε = %s for the fit, the schema's ranges): noise standard deviation of the encoded coefficients %s (median), of the encoded prediction %.3g; the post-processing (ridge or eigenvalue clip) shrinks a coefficient by up to %.0f%%.\n",
 		n, len(f.CoefSD), report.Up(res.FitEpsilon), fmtMedian(f.CoefSD), f.PredictionRMS, 100*f.Shrinkage)
 	// The forecast cannot see the data's design (issue 25 item 1): say so,
 	// and where to read the real design's failures.
@@ -110,7 +110,7 @@ func printReleasedForecast(w io.Writer, res *fit.Result) {
 	if f == nil {
 		return
 	}
-	fmt.Fprintf(w, "Forecast on the released design (released values only, %d simulated fits): noise standard deviation of the encoded coefficients %s (median), of the encoded prediction %.3g; the ridge removes up to %.0f%% of a coefficient; %.1f%% of the simulated fits trim a direction, %.1f%% fail.\n",
+	fmt.Fprintf(w, "Forecast on the released design (released values only, %d simulated fits): noise standard deviation of the encoded coefficients %s (median), of the encoded prediction %.3g; the post-processing (ridge or eigenvalue clip) shrinks a coefficient by up to %.0f%%; %.1f%% of the simulated fits trim a direction, %.1f%% fail.\n",
 		fit.ForecastReplicates, fmtMedian(f.CoefSD), f.PredictionRMS, 100*f.Shrinkage, 100*f.TrimmedShare, 100*f.FailedShare)
 	if f.Warning != "" {
 		fmt.Fprintf(w, "warning: %s\n", f.Warning)
