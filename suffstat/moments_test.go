@@ -222,10 +222,14 @@ func TestAddRowsErrors(t *testing.T) {
 		{"negative range", []float64{-1.5, 0}, "row 0, column 0: value -1.5 is outside [-1, 1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m := New(2)
-			err := m.AddRows(tc.rows)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want %q", err, tc.want)
+			// Every kernel: the integer (IFMA) and float paths check the
+			// range in their own loops.
+			for _, kn := range kernels() {
+				m := newWithKernel(2, kn)
+				err := m.AddRows(tc.rows)
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("kernel %s: err = %v, want %q", kn.name, err, tc.want)
+				}
 			}
 		})
 	}
@@ -390,14 +394,16 @@ func TestOutOfRangeMidStream(t *testing.T) {
 		rows[i] = 0.5
 	}
 	rows[len(rows)-1] = 2
-	m := New(1)
-	if err := m.AddRows(rows); err == nil || !strings.Contains(err.Error(), "row 384, column 0: value 2 is outside") {
-		t.Fatalf("err = %v", err)
-	}
-	if v := m.At(0, 0); !math.IsNaN(v) {
-		t.Fatalf("At = %v, want NaN after a rejected value", v)
-	}
-	if _, err := m.MarshalBinary(); err == nil {
-		t.Fatal("MarshalBinary of a poisoned accumulator succeeded")
+	for _, kn := range kernels() {
+		m := newWithKernel(1, kn)
+		if err := m.AddRows(rows); err == nil || !strings.Contains(err.Error(), "row 384, column 0: value 2 is outside") {
+			t.Fatalf("kernel %s: err = %v", kn.name, err)
+		}
+		if v := m.At(0, 0); !math.IsNaN(v) {
+			t.Fatalf("kernel %s: At = %v, want NaN after a rejected value", kn.name, v)
+		}
+		if _, err := m.MarshalBinary(); err == nil {
+			t.Fatalf("kernel %s: MarshalBinary of a poisoned accumulator succeeded", kn.name)
+		}
 	}
 }
