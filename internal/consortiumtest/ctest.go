@@ -40,7 +40,10 @@ func Party(t testing.TB, dir, name string) *certs.Party {
 	return p
 }
 
-// Data writes n rows of the linear model to path (seeded).
+// Data writes n rows of the linear model to path (seeded). The normal draw
+// is the synthetic table's own error term, test data and not privacy noise
+// (PRIVACY-NOTES item 17 concerns the mechanisms' noise, which comes from
+// package noise).
 func Data(t testing.TB, path string, n int, seed uint64) {
 	t.Helper()
 	r := rand.New(rand.NewPCG(seed, 7))
