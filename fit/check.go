@@ -211,10 +211,7 @@ func CheckBudget(r Request, st ledger.State) error {
 		// irls reports its zCDP ρ; fm is pure ε-DP, which is ε²/2-zCDP.
 		return fmt.Errorf("ledger %q is a zCDP (ρ) budget, and --mechanism %s reports an (ε, δ) guarantee that has no ρ to charge; use an (ε, δ) ledger (dplearn ledger create FILE --epsilon E --delta D)", st.Name, r.Mechanism)
 	}
-	// A relative slack of 1e-12 keeps this early check from refusing a fit
-	// that fills the budget exactly (Spent is rounded up).
-	over := func(spent, cost, budget float64) bool { return spent+cost > budget*(1+1e-12) }
-	if !b.IsZCDP() && (over(spent.Epsilon, r.Epsilon, b.Epsilon) || over(spent.Delta, r.Delta, b.Delta)) {
+	if !b.IsZCDP() && st.ClearlyExceeds(ledger.Charge{Epsilon: r.Epsilon, Delta: r.Delta}) {
 		return fmt.Errorf("refused before reading the data: this fit asks for ε = %g, δ = %g but the ledger %q has spent ε = %g of %g and δ = %g of %g",
 			r.Epsilon, r.Delta, st.Name, spent.Epsilon, b.Epsilon, spent.Delta, b.Delta)
 	}

@@ -169,11 +169,11 @@ Example:
 		if err := requireFlags(cmd, "sigma", "sensitivity", "steps", "delta"); err != nil {
 			return err
 		}
-		s := sens
-		if !noSlack && sigma > 0 && !math.IsInf(sigma, 0) {
-			s += noise.GridSlackRatio * sigma
+		account := accounting.GaussianStepsOnGrid
+		if noSlack {
+			account = accounting.GaussianSteps
 		}
-		r, err := accounting.GaussianSteps(sigma, s, steps, delta)
+		r, err := account(sigma, sens, steps, delta)
 		if err != nil {
 			return fmt.Errorf("privacy gaussian-steps: %w", err)
 		}
@@ -445,8 +445,7 @@ Example:
 		if err != nil {
 			return fmt.Errorf("privacy binomial: cpSGD: %w", err)
 		}
-		fs := float64(sens)
-		nd, err := accounting.BinomialDPPP(eps/fs, delta/(fs*math.Exp(eps*(fs-1)/fs)), 1)
+		nd, err := accounting.BinomialDPPPGroup(eps, delta, sens)
 		if err != nil {
 			return fmt.Errorf("privacy binomial: DPPP: %w", err)
 		}

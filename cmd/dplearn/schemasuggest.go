@@ -205,8 +205,7 @@ func runSchemaSuggest(cmd *cobra.Command, o suggestFlags) error {
 	if o.out == "-" {
 		w = cmd.ErrOrStderr()
 	}
-	printSuggestReport(w, res, o)
-	return nil
+	return printSuggestReport(w, res, o)
 }
 
 // withTargetPlaceholder replaces the empty target of a suggestion made
@@ -222,38 +221,32 @@ func withTargetPlaceholder(doc []byte) []byte {
 	return []byte(s[:i] + ph + s[j:])
 }
 
-func printSuggestReport(w io.Writer, res *describe.Suggestion, o suggestFlags) {
+func printSuggestReport(w io.Writer, res *describe.Suggestion, o suggestFlags) error {
 	if o.out != "-" {
 		fmt.Fprintf(w, "Wrote a schema with DP-estimated bounds to %s (each bound is marked \"estimated\").\n", o.out)
 	}
 	fmt.Fprintf(w, "Privacy: (ε = %s, δ = %s)-DP; neighbouring tables differ in one record replaced (the number of records is public).\n", report.Up(res.Epsilon), report.Up(res.Delta))
 	fmt.Fprintf(w, "Composition: %s.\n", res.Accountant)
 	fmt.Fprintf(w, "Noise: %s.\n", res.Noise)
-	fmt.Fprintln(w, "Spent per column:")
-	per := map[string][2]float64{}
-	var order []string
-	for _, p := range res.Parts {
-		if _, ok := per[p.Column]; !ok {
-			order = append(order, p.Column)
-		}
-		v := per[p.Column]
-		per[p.Column] = [2]float64{v[0] + p.Epsilon, v[1] + p.Delta}
+	cols, err := res.PerColumn()
+	if err != nil {
+		return err
 	}
-	for _, c := range order {
-		fmt.Fprintf(w, "  %-16s ε = %s", c, report.Up(per[c][0]))
-		if per[c][1] > 0 {
-			fmt.Fprintf(w, ", δ = %s", report.Up(per[c][1]))
+	fmt.Fprintln(w, "Spent per column:")
+	for _, c := range cols {
+		fmt.Fprintf(w, "  %-16s ε = %s", c.Column, report.Up(c.Epsilon))
+		if c.Delta > 0 {
+			fmt.Fprintf(w, ", δ = %s", report.Up(c.Delta))
 		}
-		for _, p := range res.Parts {
-			if p.Column == c {
-				fmt.Fprintf(w, "; %s %s", p.What, report.Up(p.Epsilon))
-			}
+		for _, p := range c.Parts {
+			fmt.Fprintf(w, "; %s %s", p.What, report.Up(p.Epsilon))
 		}
 		fmt.Fprintln(w)
 	}
 	if o.ledger != "" {
 		fmt.Fprintf(w, "Charged to the ledger %s.\n", o.ledger)
 	}
+	return nil
 }
 
 // openSpendLedger opens --ledger for a release of at most (ε, δ) by
@@ -278,9 +271,8 @@ func openSpendLedger(ctx context.Context, path string, eps, delta float64, seede
 	if st.Budget.IsZCDP() {
 		return nil, fmt.Errorf("--ledger %s: ledger %q is a zCDP (ρ) budget; this release reports an (ε, δ) guarantee: use an (ε, δ) ledger", path, st.Name)
 	}
-	spent, b := st.Spent(), st.Budget
-	over := func(spent, cost, budget float64) bool { return spent+cost > budget*(1+1e-12) }
-	if over(spent.Epsilon, eps, b.Epsilon) || over(spent.Delta, delta, b.Delta) {
+	if st.ClearlyExceeds(ledger.Charge{Epsilon: eps, Delta: delta}) {
+		spent, b := st.Spent(), st.Budget
 		return nil, fmt.Errorf("--ledger %s: refused before reading the data: this asks for ε = %g, δ = %g but the ledger %q has spent ε = %g of %g and δ = %g of %g",
 			path, eps, delta, st.Name, spent.Epsilon, b.Epsilon, spent.Delta, b.Delta)
 	}
