@@ -29,7 +29,7 @@ func goldenMessages(t *testing.T) []struct {
 	at := time.Date(2026, 11, 27, 9, 30, 0, 123456789, time.UTC)
 	fitSpec := TaskSpec{Sites: map[string]string{"site-a": "cohort", "site-b": "cohort", "site-c": "registry"},
 		Model: "linear", Mechanism: "capefm", Epsilon: 0.8, Delta: 1e-6, Split: 0.5, NoiseRatio: 1, Colluders: 1, MinSites: 2,
-		Schema: json.RawMessage(`{"target":{"name":"wage","range":[4,9]},"features":[{"name":"education","range":[0,20]}]}`),
+		Schema:   json.RawMessage(`{"target":{"name":"wage","range":[4,9]},"features":[{"name":"education","range":[0,20]}]}`),
 		Deadline: at, RedoAfterRelease: true, Nonce: "n-0001"}
 	dpppSpec := TaskSpec{Kind: KindDPPP, Deployment: "triage", Rows: [][]float64{{0.25, -1, 3e-9}, {1, 2, 0}},
 		Sites: map[string]string{"teacher1": "triage", "teacher2": "triage"}, Epsilon: 0.1, Delta: 1e-7, MinSites: 2, Schema: json.RawMessage("null"), Deadline: at, Nonce: "n-0002"}
