@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,6 +25,7 @@ import (
 	"github.com/dplearn/dplearn/consortium/policy"
 	"github.com/dplearn/dplearn/consortium/store"
 	"github.com/dplearn/dplearn/consortium/wire"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/schema"
 )
 
@@ -32,6 +34,23 @@ func consortiumCmds() []*cobra.Command {
 	return []*cobra.Command{newCoordinatorCmd(), newNodeCmd(), newTaskCmd(), newBudgetCmd(), newAuditCmd()}
 }
 
+// newConsortiumLogger builds the coordinator's or a node's one
+// *slog.Logger: its progress records become timestamped lines on w, as
+// line renders them (coordinator.ProgressLine, node.ProgressLine); with
+// --log-level other than off, every record at that level or above (the
+// transport's too) is also written to w by slog's text handler, as the
+// cape commands do. The records carry names, task IDs, public parameters
+// and errors, never a dataset's values (TestConsortiumLogHasNoPrivateValues).
+func newConsortiumLogger(w io.Writer, level string, line func(slog.Record) (string, bool)) *slog.Logger {
+	hs := teeHandler{logx.LineHandler(w, "", line)}
+	if l, ok := logLevels[level]; ok {
+		hs = append(hs, slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
+	}
+	return slog.New(hs)
+}
+
+// logfTo returns a printf-style line writer for the test hooks of
+// addNodeFaults.
 func logfTo(w io.Writer) func(string, ...any) {
 	return func(f string, a ...any) {
 		fmt.Fprintf(w, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(f, a...))
@@ -44,6 +63,7 @@ func newCoordinatorCmd() *cobra.Command {
 		nodes, analysts, deployments    []string
 		roundTimeout, joinWait, answer  time.Duration
 		maxRunning                      int
+		logLevel                        func() (string, error)
 	)
 	cmd := &cobra.Command{
 		Use:   "coordinator --listen ADDR --certs DIR/coordinator --db FILE --nodes A,B,C --analysts X,Y",
@@ -73,9 +93,13 @@ certificates. See docs/consortium.md.`,
 				return err
 			}
 			defer st.Close()
-			logf := logfTo(cmd.ErrOrStderr())
+			level, err := logLevel()
+			if err != nil {
+				return err
+			}
+			logger := newConsortiumLogger(cmd.ErrOrStderr(), level, coordinator.ProgressLine)
 			c, err := coordinator.New(coordinator.Config{Identity: id, Address: listen, Nodes: trimAll(nodes), Analysts: trimAll(analysts), Deployments: deps,
-				Store: st, RoundTimeout: roundTimeout, JoinWait: joinWait, AnswerTimeout: answer, MaxRunning: maxRunning, Logf: logf,
+				Store: st, RoundTimeout: roundTimeout, JoinWait: joinWait, AnswerTimeout: answer, MaxRunning: maxRunning, Logger: logger,
 				OnListen: func(a string) { fmt.Fprintf(cmd.OutOrStdout(), "listening on %s\n", a) }})
 			if err != nil {
 				return err
@@ -87,7 +111,7 @@ certificates. See docs/consortium.md.`,
 						fmt.Fprintf(cmd.OutOrStdout(), "status page on https://%s/\n", a)
 					})
 					if err != nil {
-						logf("status page: %v", err)
+						logger.Error("consortium: status page", logx.Err(err))
 					}
 				}()
 			}
@@ -110,6 +134,7 @@ certificates. See docs/consortium.md.`,
 	f.DurationVar(&joinWait, "join-wait", 10*time.Second, "once a task's minimum sites are online, wait this long (from submission) for the others")
 	f.DurationVar(&answer, "answer-timeout", 30*time.Second, "bound on the nodes' answers to an offer")
 	f.IntVar(&maxRunning, "max-running", 16, "tasks offered or running at once (the rest wait in the queue)")
+	logLevel = addLogLevelFlag(cmd)
 	return cmd
 }
 
@@ -119,6 +144,7 @@ func newNodeCmd() *cobra.Command {
 		datasets, models                                              []string
 		peerTimeout, maxBackoff                                       time.Duration
 		faults                                                        func(func(string, ...any)) func(context.Context, string, capefm.Message) error
+		logLevel                                                      func() (string, error)
 	)
 	cmd := &cobra.Command{
 		Use:   "node --coordinator ADDR --certs DIR/SITE --policy FILE --dataset NAME=DATA:SCHEMA --ledgers DIR --audit FILE",
@@ -160,11 +186,15 @@ log. See docs/consortium.md for the policy file.`,
 				}
 				ds = append(ds, node.Dataset{Name: name, Path: data, Schema: sch})
 			}
-			logf := logfTo(cmd.ErrOrStderr())
+			level, err := logLevel()
+			if err != nil {
+				return err
+			}
 			cfg := node.Config{Identity: id, Coordinator: server, CoordinatorName: serverName, Datasets: ds, Models: mods,
-				Policy: pol, LedgerDir: ledgerDir, AuditPath: auditPath, PeerTimeout: peerTimeout, MaxBackoff: maxBackoff, Logf: logf}
+				Policy: pol, LedgerDir: ledgerDir, AuditPath: auditPath, PeerTimeout: peerTimeout, MaxBackoff: maxBackoff,
+				Logger: newConsortiumLogger(cmd.ErrOrStderr(), level, node.ProgressLine)}
 			if faults != nil {
-				cfg.BeforeSend = faults(logf)
+				cfg.BeforeSend = faults(logfTo(cmd.ErrOrStderr()))
 			}
 			n, err := node.New(cmd.Context(), cfg)
 			if err != nil {
@@ -192,6 +222,7 @@ log. See docs/consortium.md for the policy file.`,
 	if addNodeFaults != nil {
 		faults = addNodeFaults(f)
 	}
+	logLevel = addLogLevelFlag(cmd)
 	return cmd
 }
 

@@ -50,6 +50,7 @@ import (
 	"github.com/dplearn/dplearn/consortium/wire"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/dpppnet"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/transport"
 )
@@ -79,8 +80,10 @@ type Config struct {
 	ReconnectGrace time.Duration
 	// PeerKeepalive sets the hub's keepalive (default transport's).
 	KeepaliveTime time.Duration
-	// Logf receives the coordinator's log lines.
-	Logf func(format string, args ...any)
+	// Logger receives the coordinator's records (nil: discard), also
+	// handed to the transport; ProgressLine renders its progress records
+	// as lines. See log.go for what they hold.
+	Logger *slog.Logger
 	// OnListen, if set, is called with the listening address.
 	OnListen func(addr string)
 	// Deployments are the DPPP deployments analysts may query, by name:
@@ -196,9 +199,6 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.AnswerTimeout <= 0 {
 		cfg.AnswerTimeout = 30 * time.Second
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
 	if cfg.MaxRunning <= 0 {
 		cfg.MaxRunning = 16
 	}
@@ -225,7 +225,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	roster := append(slices.Clone(c.cfg.Nodes), c.cfg.Analysts...)
 	srv, err := transport.Listen(ctx, transport.ServerConfig{
 		HubConfig: transport.HubConfig{Session: wire.Session(), Roster: roster, MaxPayload: wire.MaxPayload, AllowRepeats: true,
-			InboxSize: 1024, QueueSize: 256, Resend: 64, Logger: slog.New(slog.DiscardHandler)},
+			InboxSize: 1024, QueueSize: 256, Resend: 64, Logger: c.m.log},
 		Address: c.cfg.Address, Listener: c.cfg.Listener, Identity: c.cfg.Identity, KeepaliveTime: c.cfg.KeepaliveTime,
 		// Every node and analyst holds one connection; a load test's 50
 		// nodes connect at once.
@@ -238,7 +238,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	c.hub = srv
 	addr := srv.Addr().String()
 	c.addr.Store(addr)
-	c.cfg.Logf("coordinator listening on %s (mutual TLS 1.3) for %d node(s) and %d analyst(s)", addr, len(c.cfg.Nodes), len(c.cfg.Analysts))
+	c.m.log.Info(msgListening, "address", addr, "nodes", len(c.cfg.Nodes), "analysts", len(c.cfg.Analysts))
 	if c.cfg.OnListen != nil {
 		c.cfg.OnListen(addr)
 	}
@@ -308,12 +308,12 @@ func (c *Coordinator) apply(ctx context.Context, effects []Effect) {
 		case e.Send != nil:
 			env, err := wire.Encode(e.Send.Type, e.Send.Msg)
 			if err != nil {
-				c.cfg.Logf("encode %s: %v", e.Send.Type, err)
+				c.m.log.Error(msgEncodeFailed, "type", e.Send.Type, logx.Err(err))
 				continue
 			}
 			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			if err := c.hub.SendTo(sctx, e.Send.To, env); err != nil {
-				c.cfg.Logf("send %s to %s: %v", e.Send.Type, e.Send.To, err)
+				c.m.log.Warn(msgSendFailed, "type", e.Send.Type, "party", e.Send.To, logx.Err(err))
 			}
 			cancel()
 		case e.Open != nil:

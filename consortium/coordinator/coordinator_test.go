@@ -35,7 +35,7 @@ func startCoordinator(t *testing.T, ctx context.Context, pki, db string, nodes, 
 	}
 	c, err := coordinator.New(coordinator.Config{Identity: consortiumtest.Party(t, pki, "coordinator"), Address: "127.0.0.1:0",
 		Nodes: nodes, Analysts: analysts, Store: st, RoundTimeout: 10 * time.Second, JoinWait: 500 * time.Millisecond,
-		AnswerTimeout: 5 * time.Second, Logf: func(f string, a ...any) { t.Logf("coordinator: "+f, a...) }})
+		AnswerTimeout: 5 * time.Second, Logger: lineLogger(t, "coordinator: ", coordinator.ProgressLine)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func (f *fixture) startNode(ctx context.Context, name, pol string) {
 	n, err := node.New(ctx, node.Config{Identity: consortiumtest.Party(f.t, f.pki, name), Coordinator: f.addr,
 		Datasets: []node.Dataset{{Name: "cohort", Path: filepath.Join(f.dir, name+".csv"), Schema: filepath.Join(f.dir, "schema.json")}},
 		Policy:   p, LedgerDir: filepath.Join(dir, "ledgers"), AuditPath: filepath.Join(dir + "-audit.jsonl"),
-		PeerTimeout: 3 * time.Second, MaxBackoff: time.Second, Logf: func(fm string, a ...any) { f.t.Logf(name+": "+fm, a...) }})
+		PeerTimeout: 3 * time.Second, MaxBackoff: time.Second, Logger: lineLogger(f.t, name+": ", node.ProgressLine)})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func TestConsortiumDPPP(t *testing.T) {
 	}
 	c, err := coordinator.New(coordinator.Config{Identity: consortiumtest.Party(t, pki, "coordinator"), Address: "127.0.0.1:0",
 		Nodes: teachers, Analysts: []string{"alice", "bob"}, Store: st, RoundTimeout: 5 * time.Second, JoinWait: 500 * time.Millisecond,
-		AnswerTimeout: time.Minute, Logf: func(fm string, a ...any) { t.Logf("coordinator: "+fm, a...) },
+		AnswerTimeout: time.Minute, Logger: lineLogger(t, "coordinator: ", coordinator.ProgressLine),
 		Deployments: map[string]coordinator.Deployment{"signs": {Settings: *settings, Key: tpk}}})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestConsortiumDPPP(t *testing.T) {
 			Models: []node.Model{{Name: "signs", Path: fx.Models[i], KeyShare: shares[i], Deployment: deployFile}},
 			Policy: p, LedgerDir: filepath.Join(dir, name, "ledgers"), AuditPath: filepath.Join(dir, name+"-audit.jsonl"),
 			Source:      func() noise.Source { return zeroSource{} },
-			PeerTimeout: 3 * time.Second, MaxBackoff: time.Second, Logf: func(fm string, a ...any) { t.Logf(name+": "+fm, a...) }})
+			PeerTimeout: 3 * time.Second, MaxBackoff: time.Second, Logger: lineLogger(t, name+": ", node.ProgressLine)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/dplearn/dplearn/consortium/wire"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/dpppnet"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
@@ -35,6 +37,7 @@ import (
 // task's capeFM protocol). Tests can drive it directly.
 type Machine struct {
 	cfg      Config
+	log      *slog.Logger
 	st       *store.Store
 	verifier *certs.StatementSigner
 
@@ -142,7 +145,7 @@ func (m *Machine) Connection(ev transport.Event) []Effect {
 		case transport.Detached:
 			n.Online, n.LastSeen = false, ev.Time.UTC()
 			m.st.PutJSON("nodes", n.Name, n)
-			m.cfg.Logf("node %s disconnected", n.Name)
+			m.log.Info(msgDisconnected, "node", n.Name)
 		}
 	}
 	return m.drain()
@@ -172,7 +175,7 @@ func NewMachine(cfg Config) (*Machine, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Machine{cfg: cfg, st: cfg.Store, verifier: v, tasks: map[string]*Task{}, dpppParams: map[string]dpppMeta{}, nodes: map[string]*NodeInfo{}, budgets: map[string]Budget{}}
+	m := &Machine{cfg: cfg, log: logx.OrDiscard(cfg.Logger), st: cfg.Store, verifier: v, tasks: map[string]*Task{}, dpppParams: map[string]dpppMeta{}, nodes: map[string]*NodeInfo{}, budgets: map[string]Budget{}}
 	raws, err := m.st.Raw("tasks")
 	if err != nil {
 		return nil, err
@@ -245,13 +248,13 @@ func (m *Machine) publish() {
 
 func (m *Machine) saveTask(t *Task) {
 	if err := m.st.PutJSON("tasks", t.ID, t); err != nil {
-		m.cfg.Logf("STORE WRITE FAILED for task %s: %v", t.ID, err)
+		m.log.Error(msgStoreFailed, "task", t.ID, logx.Err(err))
 	}
 }
 
 func (m *Machine) audit(actor, action, task, detail string) {
 	if _, err := m.st.Audit(chain.Entry{Actor: actor, Action: action, Task: task, Detail: detail}); err != nil {
-		m.cfg.Logf("AUDIT WRITE FAILED: %v", err)
+		m.log.Error(msgAuditFailed, logx.Err(err))
 	}
 }
 
@@ -273,7 +276,7 @@ func (m *Machine) handle(env transport.Envelope) {
 			names[i] = fmt.Sprintf("%s (N = %d)", d.Name, d.N)
 		}
 		m.audit(from, "register", "", strings.Join(names, ", "))
-		m.cfg.Logf("node %s registered: %s", from, strings.Join(names, ", "))
+		m.log.Info(msgRegistered, "node", from, "datasets", strings.Join(names, ", "))
 	case wire.TypeBudget:
 		var b wire.BudgetReport
 		if !m.isNode(from) || wire.Decode(env, &b) != nil {
@@ -401,7 +404,7 @@ func (m *Machine) submit(analyst string, sg wire.Signed) (*Task, error) {
 		m.audit(analyst, "submit", t.ID, fmt.Sprintf("%s %s over %s, ε = %v, δ = %v per site, min %d sites, deadline %s",
 			spec.Mechanism, spec.Model, describeSites(spec.Sites), spec.Epsilon, spec.Delta, spec.MinSites, spec.Deadline.Format(time.RFC3339)))
 	}
-	m.cfg.Logf("task %s submitted by %s", t.ID, analyst)
+	m.log.Info(msgSubmitted, "task", t.ID, "analyst", analyst)
 	return t, nil
 }
 
@@ -540,7 +543,11 @@ func (m *Machine) offer(t *Task, on, off []string) {
 	}
 	m.saveTask(t)
 	m.audit("coordinator", "offer", t.ID, "offered to "+strings.Join(on, ", ")+absentNote(off))
-	m.cfg.Logf("task %s offered to %s%s", t.ID, strings.Join(on, ", "), absentNote(off))
+	if len(off) == 0 {
+		m.log.Info(msgOffered, "task", t.ID, "nodes", strings.Join(on, ", "))
+	} else {
+		m.log.Info(msgOfferedAbsent, "task", t.ID, "nodes", strings.Join(on, ", "), "absent", strings.Join(off, ", "))
+	}
 }
 
 func absentNote(off []string) string {
@@ -596,7 +603,7 @@ func (m *Machine) maybeStart(t *Task) {
 	t.State = "running"
 	m.saveTask(t)
 	m.audit("coordinator", "run", t.ID, "capeFM with "+strings.Join(accepted, ", "))
-	m.cfg.Logf("task %s running with %s", t.ID, strings.Join(accepted, ", "))
+	m.log.Info(msgRunning, "task", t.ID, "nodes", strings.Join(accepted, ", "))
 	m.out = append(m.out, Effect{Start: &Start{Task: t.ID, Template: template, Redo: t.Spec.RedoAfterRelease}})
 }
 
@@ -660,7 +667,7 @@ func (m *Machine) startDPPP(t *Task, accepted []string) {
 	t.State = "running"
 	m.saveTask(t)
 	m.audit("coordinator", "run", t.ID, fmt.Sprintf("dppp %s with %s: %d queries at ε = %v, δ = %v each", t.Spec.Deployment, strings.Join(accepted, ", "), len(t.Spec.Rows), p.Epsilon, p.Delta))
-	m.cfg.Logf("task %s running (dppp %s) with %s", t.ID, t.Spec.Deployment, strings.Join(accepted, ", "))
+	m.log.Info(msgRunningDPPP, "task", t.ID, "deployment", t.Spec.Deployment, "nodes", strings.Join(accepted, ", "))
 	m.out = append(m.out, Effect{Start: &Start{Task: t.ID, DPPP: &DPPPRun{Params: p, Key: d.Key, Rows: t.Spec.Rows, Teachers: accepted}}})
 	m.dpppParams[t.ID] = dpppMeta{p: p, classes: reg.ClassNames, accepted: accepted}
 }
@@ -767,7 +774,11 @@ func (m *Machine) finish(e taskEnd) {
 	t.Ended = time.Now().UTC()
 	m.saveTask(t)
 	m.audit("coordinator", t.State, t.ID, t.Error)
-	m.cfg.Logf("task %s %s%s", t.ID, t.State, suffix(t.Error))
+	if t.Error == "" {
+		m.log.Info(msgEnded, "task", t.ID, "state", t.State)
+	} else {
+		m.log.Info(msgEndedReason, "task", t.ID, "state", t.State, "reason", t.Error)
+	}
 }
 
 // end stops a task that has not finished its protocol.
@@ -784,7 +795,7 @@ func (m *Machine) end(t *Task, state, why string) {
 	t.State, t.Error, t.Ended = state, why, time.Now().UTC()
 	m.saveTask(t)
 	m.audit("coordinator", state, t.ID, why)
-	m.cfg.Logf("task %s %s: %s", t.ID, state, why)
+	m.log.Info(msgEndedReason, "task", t.ID, "state", state, "reason", why)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/dplearn/dplearn/consortium/store"
 	"github.com/dplearn/dplearn/consortium/wire"
 	"github.com/dplearn/dplearn/internal/consortiumtest"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/transport"
 )
 
@@ -26,7 +28,7 @@ func machineFixture(t *testing.T, maxRunning int) (*Machine, *certs.Party) {
 	}
 	t.Cleanup(func() { st.Close() })
 	m, err := NewMachine(Config{Identity: consortiumtest.Party(t, pki, "coordinator"), Store: st, Nodes: []string{"site-a", "site-b", "site-c"},
-		Analysts: []string{"alice"}, JoinWait: time.Second, AnswerTimeout: 5 * time.Second, MaxRunning: maxRunning, Logf: t.Logf})
+		Analysts: []string{"alice"}, JoinWait: time.Second, AnswerTimeout: 5 * time.Second, MaxRunning: maxRunning, Logger: slog.New(logx.LineFunc(ProgressLine, func(l string) { t.Log(l) }))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"html/template"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -76,12 +77,21 @@ func (c *Coordinator) StatusHandler() http.Handler {
 	})
 }
 
-// logWriter turns log lines into Logf calls.
-type logWriter func(string, ...any)
+// statusErrorLog returns the status page server's error log: each line
+// becomes a record of l (the TLS handshake and request errors net/http
+// reports).
+func statusErrorLog(l *slog.Logger) *log.Logger {
+	return slog.NewLogLogger(&statusErrHandler{l.Handler()}, slog.LevelWarn)
+}
 
-func (w logWriter) Write(b []byte) (int, error) {
-	w("%s", strings.TrimRight(string(b), "\n"))
-	return len(b), nil
+// statusErrHandler renames net/http's records msgStatusPage, their text
+// an "err" attribute, so that they render as the status page's lines.
+type statusErrHandler struct{ slog.Handler }
+
+func (h *statusErrHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, msgStatusPage, r.PC)
+	out.AddAttrs(slog.String("err", strings.TrimRight(r.Message, "\n")))
+	return h.Handler.Handle(ctx, out)
 }
 
 // ServeStatus serves the status page over TLS 1.3 on addr to clients
@@ -105,7 +115,7 @@ func (c *Coordinator) ServeStatus(ctx context.Context, addr string, viewers []st
 		return fmt.Errorf("status page: %w", err)
 	}
 	srv := &http.Server{Handler: c.StatusHandler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx },
-		ErrorLog: log.New(logWriter(c.cfg.Logf), "status page: ", 0)}
+		ErrorLog: statusErrorLog(c.m.log)}
 	go func() {
 		<-ctx.Done()
 		srv.Close()

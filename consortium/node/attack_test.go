@@ -15,6 +15,7 @@ import (
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/dpppnet"
 	"github.com/dplearn/dplearn/internal/consortiumtest"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/transport"
 )
@@ -61,7 +62,7 @@ func TestNodeDPPPForeignRows(t *testing.T) {
 		n, err := node.New(ctx, node.Config{Identity: consortiumtest.Party(t, pki, name), Coordinator: srv.Addr().String(),
 			Models: []node.Model{{Name: "signs", Path: fx.Models[i], KeyShare: shares[i], Deployment: deploy}},
 			Policy: pol, LedgerDir: filepath.Join(dir, name, "ledgers"), AuditPath: filepath.Join(dir, name+"-audit.jsonl"),
-			PeerTimeout: 3 * time.Second, MaxBackoff: time.Second, Logf: func(fm string, a ...any) { t.Logf(name+": "+fm, a...) }})
+			PeerTimeout: 3 * time.Second, MaxBackoff: time.Second, Logger: slog.New(logx.LineFunc(node.ProgressLine, func(l string) { t.Log(name + ": " + l) }))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -141,7 +141,7 @@ func (n *Node) decideDPPP(ctx context.Context, conn transport.Conn, o wire.Offer
 	n.accepted[digest] = true
 	n.mu.Unlock()
 	n.record(o.Analyst, "accept", o.Task, fmt.Sprintf("dppp deployment %s, %d queries at ε = %v, δ = %v each, spec sha256 %s", o.Dataset, k, p.Epsilon, p.Delta, digest))
-	n.cfg.Logf("task %s from %s: accepted (dppp, %d queries to deployment %s)", o.Task, o.Analyst, k, o.Dataset)
+	n.log.Info(msgAcceptedDPPP, "task", o.Task, "analyst", o.Analyst, "queries", k, "dataset", o.Dataset)
 	run := func() {
 		defer pred.Close()
 		n.teach(ctx, conn, o, t, tc)
@@ -162,9 +162,7 @@ func (n *Node) teach(ctx context.Context, conn transport.Conn, o wire.Offer, t *
 	if idle <= 0 {
 		idle = 10 * time.Minute
 	}
-	res, err := dpppnet.Teach(ctx, tc, t, dpppnet.TeachOptions{IdleTimeout: idle, Logger: dpppnet.LineLogger(func(line string) {
-		n.cfg.Logf("task %s: %s", o.Task, line)
-	})})
+	res, err := dpppnet.Teach(ctx, tc, t, dpppnet.TeachOptions{IdleTimeout: idle, Logger: n.log.With("task", o.Task)})
 	votes, partials := 0, 0
 	if res != nil {
 		votes, partials = res.Votes, res.Partials

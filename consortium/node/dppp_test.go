@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"math"
 	"path/filepath"
 	"testing"
@@ -56,7 +57,7 @@ func TestDPPPTaskLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer audit.Close()
-	n := &Node{cfg: Config{Logf: func(string, ...any) {}}, name: "teacher1", audit: audit}
+	n := &Node{log: slog.New(slog.DiscardHandler), name: "teacher1", audit: audit}
 	a, err := ledger.Create(ctx, filepath.Join(dir, "a.json"), "analyst", ledger.Budget{Epsilon: 100, Delta: 1e-2})
 	if err != nil {
 		t.Fatal(err)

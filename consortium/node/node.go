@@ -43,6 +43,7 @@ import (
 	"github.com/dplearn/dplearn/consortium/policy"
 	"github.com/dplearn/dplearn/consortium/wire"
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
@@ -82,8 +83,10 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Source draws the noise (default noise.NewSecure()).
 	Source func() noise.Source
-	// Logf receives the node's log lines.
-	Logf func(format string, args ...any)
+	// Logger receives the node's records (nil: discard), also handed to
+	// the transport and to DPPP's teacher; ProgressLine renders its
+	// progress records as lines. See log.go for what they hold.
+	Logger *slog.Logger
 	// BeforeSend is a test hook passed to capenet.JoinOptions.BeforeSend
 	// with the task's ID (the CLI's test binary uses it to stall a node in
 	// the middle of a task); nil in production.
@@ -93,6 +96,7 @@ type Config struct {
 // Node is a running site.
 type Node struct {
 	cfg      Config
+	log      *slog.Logger
 	name     string
 	audit    *chain.File
 	verifier *certs.StatementSigner
@@ -137,9 +141,6 @@ func New(ctx context.Context, cfg Config) (*Node, error) {
 	if cfg.Source == nil {
 		cfg.Source = func() noise.Source { return noise.NewSecure() }
 	}
-	if cfg.Logf == nil {
-		cfg.Logf = func(string, ...any) {}
-	}
 	if err := os.MkdirAll(cfg.LedgerDir, 0o700); err != nil {
 		return nil, fmt.Errorf("node: ledger directory: %w", err)
 	}
@@ -147,7 +148,7 @@ func New(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, name: cfg.Identity.Name, verifier: v, datasets: map[string]registered{}, tasks: map[string]*wire.TaskConn{}}
+	n := &Node{cfg: cfg, name: cfg.Identity.Name, log: logx.OrDiscard(cfg.Logger).With("node", cfg.Identity.Name), verifier: v, datasets: map[string]registered{}, tasks: map[string]*wire.TaskConn{}}
 	for _, d := range cfg.Datasets {
 		if _, dup := n.datasets[d.Name]; dup {
 			return nil, fmt.Errorf("node: dataset %q listed twice", d.Name)
@@ -203,7 +204,7 @@ func (n *Node) Close() error { return n.audit.Close() }
 
 func (n *Node) record(actor, action, task, detail string) {
 	if _, err := n.audit.Append(chain.Entry{Actor: actor, Action: action, Task: task, Detail: detail}); err != nil {
-		n.cfg.Logf("AUDIT LOG WRITE FAILED: %v", err)
+		n.log.Error(msgAuditFailed, logx.Err(err))
 	}
 }
 
@@ -222,7 +223,7 @@ func (n *Node) Run(ctx context.Context) error {
 		if time.Since(start) > time.Minute {
 			backoff = 200 * time.Millisecond
 		}
-		n.cfg.Logf("connection to the coordinator ended: %v; reconnecting in %v", err, backoff)
+		n.log.Warn(msgConnectionLost, logx.Err(err), "backoff", backoff)
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff):
@@ -236,7 +237,7 @@ func (n *Node) Run(ctx context.Context) error {
 func (n *Node) session(ctx context.Context) error {
 	conn, err := transport.Dial(ctx, transport.ClientConfig{Address: n.cfg.Coordinator, Server: n.cfg.CoordinatorName,
 		Identity: n.cfg.Identity, Session: wire.Session(), PeerTimeout: n.cfg.PeerTimeout, MaxPayload: wire.MaxPayload,
-		Logger: slog.New(slog.DiscardHandler)})
+		Logger: n.log})
 	if err != nil {
 		return err
 	}
@@ -256,7 +257,7 @@ func (n *Node) session(ctx context.Context) error {
 	if err := n.send(sctx, conn, wire.TypeRegister, reg); err != nil {
 		return err
 	}
-	n.cfg.Logf("connected to %s at %s; registered %d dataset(s)", n.cfg.CoordinatorName, n.cfg.Coordinator, len(reg.Datasets))
+	n.log.Info(msgConnected, "coordinator", n.cfg.CoordinatorName, "address", n.cfg.Coordinator, "datasets", len(reg.Datasets))
 	n.reportBudget(sctx, conn)
 	var wg sync.WaitGroup
 	defer func() {
@@ -281,7 +282,7 @@ func (n *Node) session(ctx context.Context) error {
 		case wire.TypeOffer:
 			var o wire.Offer
 			if err := wire.Decode(env, &o); err != nil {
-				n.cfg.Logf("ignored: %v", err)
+				n.log.Warn(msgIgnored, logx.Err(err))
 				continue
 			}
 			// Deciding reads the dataset: off the receive loop, so that the
@@ -291,7 +292,7 @@ func (n *Node) session(ctx context.Context) error {
 				defer wg.Done()
 				run, tc, ans := n.decide(sctx, conn, o)
 				if err := n.send(sctx, conn, wire.TypeAnswer, ans); err != nil {
-					n.cfg.Logf("task %s: sending the answer: %v", o.Task, err)
+					n.log.Warn(msgAnswerFailed, "task", o.Task, logx.Err(err))
 					if tc != nil {
 						tc.Fail(err)
 						n.mu.Lock()
@@ -339,7 +340,7 @@ func (n *Node) send(ctx context.Context, conn transport.Conn, typ string, v any)
 // refuse builds a refusal answer and records it.
 func (n *Node) refuse(o wire.Offer, analyst, rule, reason string) wire.Answer {
 	n.record(analyst, "refuse", o.Task, fmt.Sprintf("rule %s: %s", rule, reason))
-	n.cfg.Logf("task %s from %s: REFUSED by rule %s: %s", o.Task, analyst, rule, reason)
+	n.log.Info(msgRefused, "task", o.Task, "analyst", analyst, "rule", rule, "reason", reason)
 	return wire.Answer{Task: o.Task, Rule: rule, Reason: reason}
 }
 
@@ -427,7 +428,7 @@ func (n *Node) decide(ctx context.Context, conn transport.Conn, o wire.Offer) (f
 	n.accepted[digest] = true
 	n.mu.Unlock()
 	n.record(o.Analyst, "accept", o.Task, fmt.Sprintf("dataset %s, N = %d, spec sha256 %s", o.Dataset, m.N(), digest))
-	n.cfg.Logf("task %s from %s: accepted (%s on %s, ε = %v, δ = %v)", o.Task, o.Analyst, mech, o.Dataset, spec.Epsilon, delta)
+	n.log.Info(msgAccepted, "task", o.Task, "analyst", o.Analyst, "mechanism", mech, "dataset", o.Dataset, "epsilon", spec.Epsilon, "delta", delta)
 	return func() { n.run(ctx, conn, o, site, tc) }, tc, wire.Answer{Task: o.Task, Accept: true}
 }
 
@@ -450,7 +451,7 @@ func (n *Node) run(ctx context.Context, conn transport.Conn, o wire.Offer, site 
 		if ev.Kind == "released" {
 			n.record(n.name, "release", o.Task, ev.Message)
 		}
-		n.cfg.Logf("task %s: %s", o.Task, ev.Message)
+		n.log.Info(msgTaskEvent, "task", o.Task, "event", ev.Message)
 	}
 	res, err := capenet.Join(ctx, tc, site, jopt)
 	if err != nil {
@@ -492,7 +493,7 @@ func (n *Node) Ledgers(ctx context.Context) ([]wire.LedgerState, error) {
 func (n *Node) reportBudget(ctx context.Context, conn transport.Conn) {
 	ls, err := n.Ledgers(ctx)
 	if err != nil {
-		n.cfg.Logf("ledger report: %v", err)
+		n.log.Warn(msgLedgerReport, logx.Err(err))
 		return
 	}
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
