@@ -42,11 +42,11 @@ func consortiumCmds() []*cobra.Command {
 // cape commands do. The records carry names, task IDs, public parameters
 // and errors, never a dataset's values (TestConsortiumLogHasNoPrivateValues).
 func newConsortiumLogger(w io.Writer, level string, line func(slog.Record) (string, bool)) *slog.Logger {
-	hs := teeHandler{logx.LineHandler(w, "", line)}
+	hs := []slog.Handler{logx.LineHandler(w, "", line)}
 	if l, ok := logLevels[level]; ok {
 		hs = append(hs, slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 	}
-	return slog.New(hs)
+	return slog.New(slog.NewMultiHandler(hs...))
 }
 
 // logfTo returns a printf-style line writer for the test hooks of

@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,9 +26,20 @@ type fixture struct {
 	addr  string
 	nodes map[string]*node.Node
 	stop  map[string]context.CancelFunc
+	// logger, if set, is each party's logger (by name); the default
+	// writes their progress lines to the test's log.
+	logger func(name string) *slog.Logger
 }
 
-func startCoordinator(t *testing.T, ctx context.Context, pki, db string, nodes, analysts []string) (string, context.CancelFunc, chan error) {
+// log returns the logger of the party name.
+func (f *fixture) log(name string, line func(slog.Record) (string, bool)) *slog.Logger {
+	if f.logger != nil {
+		return f.logger(name)
+	}
+	return lineLogger(f.t, name+": ", line)
+}
+
+func startCoordinator(t *testing.T, ctx context.Context, pki, db string, nodes, analysts []string, logger *slog.Logger) (string, context.CancelFunc, chan error) {
 	t.Helper()
 	st, err := store.Open(db)
 	if err != nil {
@@ -35,7 +47,7 @@ func startCoordinator(t *testing.T, ctx context.Context, pki, db string, nodes, 
 	}
 	c, err := coordinator.New(coordinator.Config{Identity: consortiumtest.Party(t, pki, "coordinator"), Address: "127.0.0.1:0",
 		Nodes: nodes, Analysts: analysts, Store: st, RoundTimeout: 10 * time.Second, JoinWait: 500 * time.Millisecond,
-		AnswerTimeout: 5 * time.Second, Logger: lineLogger(t, "coordinator: ", coordinator.ProgressLine)})
+		AnswerTimeout: 5 * time.Second, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +74,7 @@ func (f *fixture) startNode(ctx context.Context, name, pol string) {
 	n, err := node.New(ctx, node.Config{Identity: consortiumtest.Party(f.t, f.pki, name), Coordinator: f.addr,
 		Datasets: []node.Dataset{{Name: "cohort", Path: filepath.Join(f.dir, name+".csv"), Schema: filepath.Join(f.dir, "schema.json")}},
 		Policy:   p, LedgerDir: filepath.Join(dir, "ledgers"), AuditPath: filepath.Join(dir + "-audit.jsonl"),
-		PeerTimeout: 3 * time.Second, MaxBackoff: time.Second, Logger: lineLogger(f.t, name+": ", node.ProgressLine)})
+		PeerTimeout: 3 * time.Second, MaxBackoff: time.Second, Logger: f.log(name, node.ProgressLine)})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -90,7 +102,7 @@ func TestConsortiumInProcess(t *testing.T) {
 		consortiumtest.Data(t, filepath.Join(dir, s+".csv"), 3000, uint64(i+1))
 	}
 	var stopC context.CancelFunc
-	f.addr, stopC, _ = startCoordinator(t, ctx, f.pki, filepath.Join(dir, "c.db"), sites, []string{"alice", "bob"})
+	f.addr, stopC, _ = startCoordinator(t, ctx, f.pki, filepath.Join(dir, "c.db"), sites, []string{"alice", "bob"}, f.log("coordinator", coordinator.ProgressLine))
 	defer stopC()
 	cols := []string{"x1", "x2", "y"}
 	// site-c allows bob only ε ≤ 0.5 per task; bob's budget is ε = 1.2 at a and b, 0.9 at c.
