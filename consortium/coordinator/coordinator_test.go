@@ -84,6 +84,28 @@ func (f *fixture) startNode(ctx context.Context, name, pol string) {
 	go n.Run(nctx)
 }
 
+// runToDone submits spec as a, waits for the task and returns its result;
+// a task that does not end "done" fails the test.
+func runToDone(t *testing.T, ctx context.Context, a *analyst.Client, spec wire.TaskSpec) *coordinator.Task {
+	t.Helper()
+	tk, err := a.Submit(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, err := a.Wait(ctx, tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.State != "done" {
+		t.Fatalf("task %s: %s: %s\n%s", done.ID, done.State, done.Error, strings.Join(done.Log, "\n"))
+	}
+	res, err := a.Task(ctx, "result", tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 // TestConsortiumInProcess runs a coordinator, three nodes with different
 // policies and two analysts over real sockets: a capeFM task that runs (the
 // coefficients near the truth, each node's ledgers charged exactly once
@@ -125,21 +147,7 @@ func TestConsortiumInProcess(t *testing.T) {
 			Mechanism: "capefm", Epsilon: eps, Delta: 1e-6, MinSites: 3, Schema: json.RawMessage(consortiumtest.Schema), Deadline: time.Now().Add(time.Minute)}
 	}
 	// 1. a task that runs
-	tk, err := alice.Submit(ctx, spec(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	done, err := alice.Wait(ctx, tk.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done.State != "done" {
-		t.Fatalf("task %s: %s: %s\n%s", done.ID, done.State, done.Error, strings.Join(done.Log, "\n"))
-	}
-	res, err := alice.Task(ctx, "result", tk.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runToDone(t, ctx, alice, spec(1))
 	t.Logf("model %v %v, %s", res.Result.Features, res.Result.Coef, res.Result.Guarantee)
 	if len(res.Result.Sites) != 3 || res.Result.N != 9000 {
 		t.Fatalf("result sites %v N %d", res.Result.Sites, res.Result.N)
@@ -149,7 +157,7 @@ func TestConsortiumInProcess(t *testing.T) {
 		checkLedger(t, ctx, filepath.Join(dir, s, "ledgers"), "dataset", "cohort", 1, 1)
 	}
 	// bob cannot read alice's task
-	if _, err := bob.Task(ctx, "status", tk.ID); err == nil {
+	if _, err := bob.Task(ctx, "status", res.ID); err == nil {
 		t.Fatal("bob read alice's task")
 	}
 	// 2. bob at ε = 0.8: site-c's max-epsilon rule refuses; min sites 3 → the task fails naming it

@@ -187,23 +187,10 @@ func TestConsortiumLogHasNoPrivateValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer alice.Close()
-	tk, err := alice.Submit(ctx, wire.TaskSpec{Sites: map[string]string{"site-a": "cohort", "site-b": "cohort", "site-c": "cohort"},
+	res := runToDone(t, ctx, alice, wire.TaskSpec{Sites: map[string]string{"site-a": "cohort", "site-b": "cohort", "site-c": "cohort"},
 		Model: "linear", Mechanism: "capefm", Epsilon: 1, Delta: 1e-6, MinSites: 3,
 		Schema: json.RawMessage(consortiumtest.Schema), Deadline: time.Now().Add(time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done, err := alice.Wait(ctx, tk.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if done.State != "done" {
-		t.Fatalf("task %s: %s: %s\n%s", done.ID, done.State, done.Error, lines.Bytes())
-	}
-	res, err := alice.Task(ctx, "result", tk.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+
 	// Let the nodes log the task's end and their ledger reports.
 	time.Sleep(300 * time.Millisecond)
 	for _, s := range sites {
@@ -225,16 +212,16 @@ func TestConsortiumLogHasNoPrivateValues(t *testing.T) {
 	// The records are structured: the task's and the node's progress
 	// carry the task ID and the node's name as attributes.
 	for _, want := range []string{
-		`"msg":"consortium: task submitted","who":"coordinator","task":"` + tk.ID + `","analyst":"alice"`,
-		`"msg":"consortium: task running","who":"coordinator","task":"` + tk.ID + `"`,
-		`"msg":"consortium: task accepted","who":"site-a","node":"site-a","task":"` + tk.ID + `","analyst":"alice","mechanism":"capefm","dataset":"cohort"`,
-		`"msg":"consortium: task event","who":"site-b","node":"site-b","task":"` + tk.ID + `"`,
+		`"msg":"consortium: task submitted","who":"coordinator","task":"` + res.ID + `","analyst":"alice"`,
+		`"msg":"consortium: task running","who":"coordinator","task":"` + res.ID + `"`,
+		`"msg":"consortium: task accepted","who":"site-a","node":"site-a","task":"` + res.ID + `","analyst":"alice","mechanism":"capefm","dataset":"cohort"`,
+		`"msg":"consortium: task event","who":"site-b","node":"site-b","task":"` + res.ID + `"`,
 	} {
 		if !bytes.Contains(rec, []byte(want)) {
 			t.Errorf("no record %s", want)
 		}
 	}
-	if !bytes.Contains(lin, []byte("site-b: task "+tk.ID+" from alice: accepted (capefm on cohort, ε = 1, δ = 1e-06)")) {
+	if !bytes.Contains(lin, []byte("site-b: task "+res.ID+" from alice: accepted (capefm on cohort, ε = 1, δ = 1e-06)")) {
 		t.Errorf("progress lines lack site-b's acceptance:\n%s", lin)
 	}
 	t.Logf("%d private values; %d bytes of records, %d of progress lines, none found", len(private), len(rec), len(lin))
