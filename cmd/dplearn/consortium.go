@@ -80,6 +80,10 @@ certificates. See docs/consortium.md.`,
 			if err := requireFlags(cmd, "certs", "db", "nodes", "analysts"); err != nil {
 				return err
 			}
+			level, err := logLevel()
+			if err != nil {
+				return err
+			}
 			id, err := certs.LoadParty(certDir)
 			if err != nil {
 				return err
@@ -93,10 +97,6 @@ certificates. See docs/consortium.md.`,
 				return err
 			}
 			defer st.Close()
-			level, err := logLevel()
-			if err != nil {
-				return err
-			}
 			logger := newConsortiumLogger(cmd.ErrOrStderr(), level, coordinator.ProgressLine)
 			c, err := coordinator.New(coordinator.Config{Identity: id, Address: listen, Nodes: trimAll(nodes), Analysts: trimAll(analysts), Deployments: deps,
 				Store: st, RoundTimeout: roundTimeout, JoinWait: joinWait, AnswerTimeout: answer, MaxRunning: maxRunning, Logger: logger,
@@ -162,6 +162,10 @@ log. See docs/consortium.md for the policy file.`,
 			if err := requireFlags(cmd, "coordinator", "certs", "policy", "ledgers", "audit"); err != nil {
 				return err
 			}
+			level, err := logLevel()
+			if err != nil {
+				return err
+			}
 			if len(datasets) == 0 && len(models) == 0 {
 				return errors.New("give --dataset or --model (at least one)")
 			}
@@ -185,10 +189,6 @@ log. See docs/consortium.md for the policy file.`,
 					return fmt.Errorf("--dataset %q: want NAME=DATA_FILE:SCHEMA_FILE", d)
 				}
 				ds = append(ds, node.Dataset{Name: name, Path: data, Schema: sch})
-			}
-			level, err := logLevel()
-			if err != nil {
-				return err
 			}
 			cfg := node.Config{Identity: id, Coordinator: server, CoordinatorName: serverName, Datasets: ds, Models: mods,
 				Policy: pol, LedgerDir: ledgerDir, AuditPath: auditPath, PeerTimeout: peerTimeout, MaxBackoff: maxBackoff,
