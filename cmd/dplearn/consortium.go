@@ -107,12 +107,10 @@ certificates. See docs/consortium.md.`,
 			ctx := cmd.Context()
 			if statusAddr != "" {
 				go func() {
-					err := c.ServeStatus(ctx, statusAddr, trimAll(analysts), func(a string) {
+					// A failure is logged by ServeStatus; the coordinator runs on.
+					_ = c.ServeStatus(ctx, statusAddr, trimAll(analysts), func(a string) {
 						fmt.Fprintf(cmd.OutOrStdout(), "status page on https://%s/\n", a)
 					})
-					if err != nil {
-						logger.Error("consortium: status page", logx.Err(err))
-					}
 				}()
 			}
 			err = c.Run(ctx)

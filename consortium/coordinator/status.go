@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/dplearn/dplearn/certs"
+	"github.com/dplearn/dplearn/internal/logx"
 )
 
 // statusPage renders a Snapshot: plain HTML, no script. Every value is
@@ -97,8 +98,16 @@ func (h *statusErrHandler) Handle(ctx context.Context, r slog.Record) error {
 // ServeStatus serves the status page over TLS 1.3 on addr to clients
 // presenting a certificate from the consortium's CA whose name is one of
 // viewers (the analysts), until ctx ends. ready, if set, receives the
-// address.
+// address. A failure is also logged (Config.Logger).
 func (c *Coordinator) ServeStatus(ctx context.Context, addr string, viewers []string, ready func(string)) error {
+	err := c.serveStatus(ctx, addr, viewers, ready)
+	if err != nil {
+		c.m.log.Error(msgStatusPage, logx.Err(err))
+	}
+	return err
+}
+
+func (c *Coordinator) serveStatus(ctx context.Context, addr string, viewers []string, ready func(string)) error {
 	tc := c.cfg.Identity.ServerTLS()
 	tc.VerifyConnection = func(cs tls.ConnectionState) error {
 		name, err := certs.PeerName(cs)
