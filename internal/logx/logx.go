@@ -1,9 +1,10 @@
 // Package logx holds the one logging convention of the protocol packages
-// (capefm, secagg, capenet, transport, dppp, dpppnet): they take a
-// *slog.Logger, nil meaning discard, and log names, rounds, attempts,
-// peers, sizes and timings as attributes, never anything computed from a
-// party's data. Where records are also a user's progress output (dppp),
-// Templates and LineHandler print them as human lines.
+// (capefm, secagg, capenet, transport, dppp, dpppnet, the consortium's
+// coordinator and node): they take a *slog.Logger, nil meaning discard,
+// and log names, rounds, attempts, peers, sizes and timings as
+// attributes, never anything computed from a party's data. Where records
+// are also a user's progress output (dppp, the consortium), Templates and
+// LineHandler print them as human lines.
 package logx
 
 import "log/slog"
