@@ -24,12 +24,14 @@ func TestTriSolveMatchesEigenSolve(t *testing.T) {
 		d          int
 		restricted bool
 		cluster    bool
+		deflated   bool // in the basis by deflating its complement (solveDeflated)
 	}{
-		{"d=12", 12, false, false},
-		{"d=40", 40, false, false},
-		{"d=40 clustered weak eigenvalues", 40, false, true},
-		{"d=40 in a located basis", 40, true, false},
-		{"d=40 mostly near the floors", 40, false, false},
+		{"d=12", 12, false, false, false},
+		{"d=40", 40, false, false, false},
+		{"d=40 clustered weak eigenvalues", 40, false, true, false},
+		{"d=40 in a located basis", 40, true, false, false},
+		{"d=40 in a located basis, complement deflated", 40, true, false, true},
+		{"d=40 mostly near the floors", 40, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.d), 24))
@@ -72,6 +74,9 @@ func TestTriSolveMatchesEigenSolve(t *testing.T) {
 				}
 				sol.located[0], sol.located[1] = false, false // pretend the two weakest were not located
 				basis = sol.keptBasis()
+				if tc.deflated {
+					loc.setBasis(basis, sol.droppedBasis())
+				}
 			}
 			rel := &regress.Released{VarLambda1: sigma * sigma, VarLambda2: sigma * sigma, Noise1: "gaussian", Noise2: "gaussian"}
 			star := &regress.Quadratic{D: tc.d, Lambda1: make([]float64, tc.d), Upper: make([]float64, len(q.Upper))}
