@@ -88,6 +88,9 @@ func newTriSolver(n int) *triSolver {
 // more than n/3 vectors went to solveAll, which was 70% of the forecast's
 // time at n = 200 (its clip makes about half the directions weak).
 func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak, uniform float64, keep func(mu float64, v []float64) float64) ([]float64, int, error) {
+	// Without a uniform value keep is the locator's rule, which drops
+	// every μ ≤ 0 without reading its vector.
+	dropsNonPositive := uniform < 0
 	if uniform >= 0 {
 		keep = func(float64, []float64) float64 { return uniform }
 	}
@@ -149,9 +152,20 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak, uniform 
 			return nil, 0, errTriFallback
 		}
 		t.ys, t.yvals = append(t.ys, y), append(t.yvals, t.vals[k])
-		copy(v, y)
-		t.applyQ(v, false)
-		mu := keep(t.vals[k], v)
+		// The vector in A's space only when keep reads it: not for a
+		// uniform value, nor when keep drops a non-positive μ anyway
+		// (locator; the deflated complement of solveDeflated sits there).
+		var mu float64
+		switch {
+		case uniform >= 0:
+			mu = uniform
+		case !(t.vals[k] > 0) && dropsNonPositive:
+			mu = 0
+		default:
+			copy(v, y)
+			t.applyQ(v, false)
+			mu = keep(t.vals[k], v)
+		}
 		if !(mu > 0) {
 			mu = 0
 			dropped++
