@@ -300,9 +300,25 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 		rep.Rows = append(rep.Rows, r)
 	}
 	if iv != nil && rep.Estimand != "" {
-		rep.Estimand += "; the printed estimate is the interval's own point estimate of this estimand (de-ridged: computed without the ridge, less the bootstrap's median bias), inside its interval by construction; the model predicts with the ridge-regularised fit (fitted_encoded in the model file)"
+		rep.Estimand += estimateWording(p.mechanism, res.Released)
 	}
 	return rep, nil
+}
+
+// estimateWording is the estimand line's account of the printed estimate
+// against the fit the model predicts with, naming the post-processing the
+// fit actually applied (issue 25: a gaussian-fm linear fit clips the noisy
+// Λ2's eigenvalues at a public floor and adds no ridge, so "de-ridged"
+// described an estimator it does not use). objpert's estimand says it
+// itself (EstimandObjPert).
+func estimateWording(mechanism string, rel *regress.Released) string {
+	switch {
+	case mechanism == "objpert":
+		return ""
+	case rel != nil && rel.Floor > 0:
+		return fmt.Sprintf("; the printed estimate is the interval's own point estimate of this estimand (computed without the eigenvalue clip: the released objective's minimiser over the directions it locates, less the bootstrap's median bias), inside its interval by construction; the model predicts with the eigenvalue-clipped fit (every eigenvalue of the noisy Λ2 below the public floor %.3g raised to it, no ridge; fitted_encoded in the model file)", rel.Floor)
+	}
+	return "; the printed estimate is the interval's own point estimate of this estimand (de-ridged: computed without the ridge, less the bootstrap's median bias), inside its interval by construction; the model predicts with the ridge-regularised fit (fitted_encoded in the model file)"
 }
 
 // identifiedUnit reports whether coefficient i in original units has an

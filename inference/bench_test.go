@@ -171,3 +171,62 @@ func BenchmarkIntervalsD100(b *testing.B) { benchIntervals(b, 100) }
 func BenchmarkFitD200(b *testing.B)       { benchFit(b, 200) }
 func BenchmarkForecastD200(b *testing.B)  { benchForecast(b, 200) }
 func BenchmarkIntervalsD200(b *testing.B) { benchIntervals(b, 200) }
+
+// BenchmarkInferenceShare reports, in one run per D, the CPU time of what
+// `dplearn fit` adds for inference — the forecast before fitting
+// (ForecastReplicates = 500 simulated releases), the forecast on the
+// released design (500) and the intervals (DefaultReplicates, with the
+// calibration's second level) — divided by the CPU time of the rest of
+// the fit (statistics of 100,000 rows and the gaussian-fm release and
+// solve): the metric "inference/fit" (issue 24's goal: ≤ 0.2 for every
+// D ≤ 1000). Per replicate the inference costs O(d³) (a tridiagonal
+// reduction or Cholesky factorisation of a noisy d×d matrix) and the fit
+// O(N·d²), so the ratio grows about linearly in d at fixed N and
+// replicate count. D = 500 takes minutes; run it with -bench
+// 'InferenceShare/D=500'.
+func BenchmarkInferenceShare(b *testing.B) {
+	for _, d := range []int{50, 100, 200, 500} {
+		b.Run(fmt.Sprintf("D=%d", d), func(b *testing.B) {
+			c := benchData(b, d)
+			est, err := regress.New("gaussian-fm")
+			if err != nil {
+				b.Fatal(err)
+			}
+			var fitS, fcS, rfS, ivS float64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				t0 := processCPU()
+				m := suffstat.New(c.k)
+				m.SetWorkers(1)
+				if err := m.AddRows(c.rows); err != nil {
+					b.Fatal(err)
+				}
+				m.Flush()
+				fit, err := est.Fit(context.Background(), regress.Data{Stats: m}, benchConfig(c))
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := processCPU()
+				if _, err := NoiseForecast("gaussian-fm", benchConfig(c), c.s, benchRows, Options{Replicates: 500}); err != nil {
+					b.Fatal(err)
+				}
+				t2 := processCPU()
+				if _, err := ReleasedForecast("gaussian-fm", fit.Released, c.s, Options{Replicates: 500}); err != nil {
+					b.Fatal(err)
+				}
+				t3 := processCPU()
+				if _, err := FM(fit.Released, &TargetMoment{Value: m.At(d, d) / benchRows}, Options{}); err != nil {
+					b.Fatal(err)
+				}
+				t4 := processCPU()
+				fitS, fcS, rfS, ivS = fitS+t1-t0, fcS+t2-t1, rfS+t3-t2, ivS+t4-t3
+			}
+			n := float64(b.N)
+			b.ReportMetric(fitS/n, "fit-cpu-s")
+			b.ReportMetric(fcS/n, "forecast-cpu-s")
+			b.ReportMetric(rfS/n, "released-forecast-cpu-s")
+			b.ReportMetric(ivS/n, "intervals-cpu-s")
+			b.ReportMetric((fcS+rfS+ivS)/fitS, "inference/fit")
+		})
+	}
+}

@@ -516,6 +516,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	unlocated := make([]bool, d)
 	if sol.dropped > 0 {
 		basis = sol.keptBasis()
+		loc.setBasis(basis, sol.droppedBasis())
 		for k, ok := range sol.located {
 			if ok {
 				continue

@@ -46,6 +46,7 @@ type triSolver struct {
 	dl, dd, du, rhs  []float64
 	h, x, y          []float64
 	ys               [][]float64 // the weak vectors of T
+	yvals            []float64   // their eigenvalues (ascending)
 	kept             []float64   // their eigenvalues in the solve (0: dropped)
 	// paths counts the solves by the weak vectors, by the strong ones and
 	// the fallbacks (tests check which path ran).
@@ -79,9 +80,17 @@ func newTriSolver(n int) *triSolver {
 // keep is then unused), so that when most directions are weak the few
 // strong ones get the vectors instead: x = Σ_strong y(yᵀh)/μ +
 // (h − Σ_strong y yᵀh)/uniform. uniform < 0: keep decides per vector.
-// Vectors are computed for at most n/3 directions; beyond that the
-// eigen-decomposition is cheaper and solveAll finishes it.
+// Each vector costs O(n) on T (inverse iteration, reorthogonalised only
+// within its cluster of close eigenvalues, as LAPACK's stein does) plus
+// O(n²) to map it back when keep needs it, so every split of weak and
+// strong directions takes this path; solveAll (the eigen-decomposition,
+// ≈ 9n³ flops) is left for the fallback. Before issue 24's second change
+// more than n/3 vectors went to solveAll, which was 70% of the forecast's
+// time at n = 200 (its clip makes about half the directions weak).
 func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak, uniform float64, keep func(mu float64, v []float64) float64) ([]float64, int, error) {
+	// Without a uniform value keep is the locator's rule, which drops
+	// every μ ≤ 0 without reading its vector.
+	dropsNonPositive := uniform < 0
 	if uniform >= 0 {
 		keep = func(float64, []float64) float64 { return uniform }
 	}
@@ -127,21 +136,13 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak, uniform 
 		m++
 	}
 	if uniform >= 0 && n-m < m {
-		if 3*(n-m) > n {
-			t.paths[2]++
-			return t.solveAll(g, weak, keep)
-		}
 		t.paths[1]++
 		return t.solveStrong(m, uniform, tnorm)
-	}
-	if 3*m > n {
-		t.paths[2]++
-		return t.solveAll(g, weak, keep)
 	}
 	t.paths[0]++
 	// The weak directions: their vectors, and the eigenvalue each is
 	// solved with (0: dropped).
-	t.ys = t.ys[:0]
+	t.ys, t.yvals = t.ys[:0], t.yvals[:0]
 	t.kept = t.kept[:0]
 	dropped := 0
 	v := make([]float64, n)
@@ -150,10 +151,21 @@ func (t *triSolver) solve(at func(i, j int) float64, g []float64, weak, uniform 
 		if !ok {
 			return nil, 0, errTriFallback
 		}
-		t.ys = append(t.ys, y)
-		copy(v, y)
-		t.applyQ(v, false)
-		mu := keep(t.vals[k], v)
+		t.ys, t.yvals = append(t.ys, y), append(t.yvals, t.vals[k])
+		// The vector in A's space only when keep reads it: not for a
+		// uniform value, nor when keep drops a non-positive μ anyway
+		// (locator; the deflated complement of solveDeflated sits there).
+		var mu float64
+		switch {
+		case uniform >= 0:
+			mu = uniform
+		case !(t.vals[k] > 0) && dropsNonPositive:
+			mu = 0
+		default:
+			copy(v, y)
+			t.applyQ(v, false)
+			mu = keep(t.vals[k], v)
+		}
 		if !(mu > 0) {
 			mu = 0
 			dropped++
@@ -265,7 +277,7 @@ func (t *triSolver) solveStrong(m int, uniform, tnorm float64) ([]float64, int, 
 	if dropped == n {
 		return nil, n, errNoDirection
 	}
-	t.ys = t.ys[:0]
+	t.ys, t.yvals = t.ys[:0], t.yvals[:0]
 	for i := range t.rhs {
 		t.rhs[i] = 0
 	}
@@ -274,7 +286,7 @@ func (t *triSolver) solveStrong(m int, uniform, tnorm float64) ([]float64, int, 
 		if !ok {
 			return nil, 0, errTriFallback
 		}
-		t.ys = append(t.ys, y)
+		t.ys, t.yvals = append(t.ys, y), append(t.yvals, t.vals[k])
 		c := 0.0
 		for i := range y {
 			c += y[i] * t.h[i]
@@ -348,13 +360,29 @@ func project(x []float64, ys [][]float64) {
 	}
 }
 
+// clusterGap is LAPACK stein's ORTOL: eigenvalues of T closer than
+// clusterGap·‖T‖₁ form a cluster whose inverse-iteration vectors are
+// orthogonalised against each other; vectors of eigenvalues farther apart
+// come out orthogonal to O(ε‖T‖/gap) ≤ O(10³ε) by themselves.
+const clusterGap = 1e-3
+
 // inverseIteration returns the unit eigenvector of the tridiagonal T
-// (t.d, t.e) at its eigenvalue mu, orthogonal to the weak vectors found
-// before it (as LAPACK's stein does for close eigenvalues): three solves of
-// (T − μ'I)y = y with μ' = μ perturbed by a few units of roundoff.
+// (t.d, t.e) at its eigenvalue mu (t.vals[k]), orthogonal to the vectors
+// found before it (t.ys, computed in ascending order of eigenvalue) whose
+// eigenvalues lie in its cluster (as LAPACK's stein does for close
+// eigenvalues): three solves of (T − μ'I)y = y with μ' = μ perturbed by a
+// few units of roundoff.
 func (t *triSolver) inverseIteration(mu, tnorm float64, seq int) ([]float64, bool) {
 	n := t.n
 	impl := gonum.Implementation{}
+	// The cluster: the previous vectors back to the last gap above
+	// clusterGap·‖T‖ (t.yvals holds their eigenvalues, ascending).
+	first, prev := len(t.ys), mu
+	for first > 0 && prev-t.yvals[first-1] <= clusterGap*tnorm {
+		first--
+		prev = t.yvals[first]
+	}
+	cluster := t.ys[first:]
 	y := make([]float64, n)
 	for i := range y {
 		// A fixed start with components along every eigenvector
@@ -363,7 +391,7 @@ func (t *triSolver) inverseIteration(mu, tnorm float64, seq int) ([]float64, boo
 	}
 	shift := mu + 4*1.1102230246251565e-16*math.Max(tnorm, 1e-300)*float64(seq%3+1)
 	for it := 0; it < 3; it++ {
-		project(y, t.ys)
+		project(y, cluster)
 		copy(t.dd, t.d)
 		copy(t.dl, t.e)
 		copy(t.du, t.e)
@@ -373,7 +401,7 @@ func (t *triSolver) inverseIteration(mu, tnorm float64, seq int) ([]float64, boo
 		if !impl.Dgtsv(n, 1, t.dl, t.dd, t.du, y, 1) {
 			return nil, false
 		}
-		project(y, t.ys)
+		project(y, cluster)
 		nrm := 0.0
 		for _, v := range y {
 			nrm += v * v

@@ -24,12 +24,14 @@ func TestTriSolveMatchesEigenSolve(t *testing.T) {
 		d          int
 		restricted bool
 		cluster    bool
+		deflated   bool // in the basis by deflating its complement (solveDeflated)
 	}{
-		{"d=12", 12, false, false},
-		{"d=40", 40, false, false},
-		{"d=40 clustered weak eigenvalues", 40, false, true},
-		{"d=40 in a located basis", 40, true, false},
-		{"d=40 mostly near the floors", 40, false, false},
+		{"d=12", 12, false, false, false},
+		{"d=40", 40, false, false, false},
+		{"d=40 clustered weak eigenvalues", 40, false, true, false},
+		{"d=40 in a located basis", 40, true, false, false},
+		{"d=40 in a located basis, complement deflated", 40, true, false, true},
+		{"d=40 mostly near the floors", 40, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.d), 24))
@@ -72,6 +74,9 @@ func TestTriSolveMatchesEigenSolve(t *testing.T) {
 				}
 				sol.located[0], sol.located[1] = false, false // pretend the two weakest were not located
 				basis = sol.keptBasis()
+				if tc.deflated {
+					loc.setBasis(basis, sol.droppedBasis())
+				}
 			}
 			rel := &regress.Released{VarLambda1: sigma * sigma, VarLambda2: sigma * sigma, Noise1: "gaussian", Noise2: "gaussian"}
 			star := &regress.Quadratic{D: tc.d, Lambda1: make([]float64, tc.d), Upper: make([]float64, len(q.Upper))}
@@ -103,11 +108,10 @@ func TestTriSolveMatchesEigenSolve(t *testing.T) {
 				worst = math.Max(worst, math.Sqrt(num/den))
 			}
 			t.Logf("%d replicates: %d dropped a direction, %d failed (tridiagonal paths: weak vectors, strong vectors, fallback %v); worst relative difference %.2g", reps, someDropped, failed, loc.tri.paths, worst)
-			path := 0
-			if strings.Contains(tc.name, "mostly") {
-				path = 2 // more than n/3 weak: the eigen-decomposition's path
-			}
-			if someDropped < reps/10 || loc.tri.paths[path] < reps/10 {
+			// Every split of weak and strong directions takes the
+			// vectors' path (before issue 24's second change, more than
+			// n/3 weak ones took the eigen-decomposition's, paths[2]).
+			if someDropped < reps/10 || loc.tri.paths[0] < reps/10 || loc.tri.paths[2] > 0 {
 				t.Fatalf("design does not exercise the floors: %d of %d replicates dropped a direction", someDropped, reps)
 			}
 			if worst > 1e-8 {
@@ -134,7 +138,8 @@ func TestMinimizeFastMatchesMinimize(t *testing.T) {
 		// Most eigenvalues below the clip: the strong directions' vectors.
 		{"clip above most eigenvalues", regress.PostProcess{Lambda: 2 * sigma, MinEigen: regress.TrimFraction * 2 * sigma, Floor: 34 * sigma}},
 		{"floor above most eigenvalues", regress.PostProcess{Lambda: 2 * sigma, MinEigen: 34 * sigma}},
-		// About half below the clip: the eigen-decomposition's path.
+		// About half below the clip: the vectors' path since issue 24's
+		// second change (the eigen-decomposition's before it).
 		{"clip at half the eigenvalues", regress.PostProcess{Lambda: 2 * sigma, MinEigen: regress.TrimFraction * 2 * sigma, Floor: 24 * sigma}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,8 +181,8 @@ func TestMinimizeFastMatchesMinimize(t *testing.T) {
 			}
 			t.Logf("300 replicates: %d trimmed or clipped a direction (tridiagonal paths: weak vectors, strong vectors, fallback %v); worst relative difference %.2g", slow, tri.paths, worst)
 			if strings.Contains(tc.name, "half") {
-				if tri.paths[2] < 30 {
-					t.Fatalf("the eigen-decomposition's path ran %d times, want ≥ 30", tri.paths[2])
+				if tri.paths[0]+tri.paths[1] < 30 || tri.paths[2] > 0 {
+					t.Fatalf("the vectors' paths ran %d times and the eigen-decomposition's %d, want ≥ 30 and 0", tri.paths[0]+tri.paths[1], tri.paths[2])
 				}
 			} else if strings.Contains(tc.name, "most") {
 				if tri.paths[1] < 30 {

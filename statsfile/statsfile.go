@@ -13,16 +13,23 @@
 // under any other schema, because the statistics of rows encoded with other
 // bounds would void the sensitivities the mechanisms compute.
 //
-// # Format (version 1)
+// # Format (version 2)
 //
 // JSON, one object, keys in this order:
 //
 //	{"private": "PRIVATE: un-noised ...",   the warning, first
-//	 "format": "dplearn-statistics", "version": 1,
+//	 "format": "dplearn-statistics", "version": 2,
 //	 "schema_sha256": "<hex>",              schema.Fingerprint of the schema
 //	 "columns": ["x1", ..., "y"],           encoded feature names, then the target
 //	 "skip_bad_rows": false,                whether rows that could not be encoded were skipped
-//	 "moments": "<base64>"}                 suffstat.Moments.MarshalBinary (exact, checksummed)
+//	 "moments": "<base64>",                 suffstat.Moments.MarshalBinary (exact, checksummed)
+//	 "schema": {...}}                       the schema itself (public), so a mismatch names the column and field
+//
+// Version 2 added "schema" (required in version 2). Read also reads
+// version 1 files, with or without it (files written between the field's
+// introduction and the version bump carry it under version 1); for a
+// version 1 file without it, a schema mismatch can only name the column
+// lists. Newer versions are refused with a message saying so.
 //
 // The row count is inside "moments". The number of skipped rows is not
 // recorded (it is data-dependent, and the CLI shows it only on the console
@@ -54,7 +61,10 @@ const Warning = "PRIVATE: un-noised sufficient statistics (N, Σz, Σzzᵀ) of e
 
 const (
 	formatName = "dplearn-statistics"
-	version    = 1
+	// version is the version Encode writes; minVersion the oldest Decode
+	// reads (version 1: "schema" optional).
+	version    = 2
+	minVersion = 1
 	// Perm is the mode Write gives the file.
 	Perm fs.FileMode = 0o600
 )
@@ -163,8 +173,13 @@ func Decode(data []byte, name string, s *schema.Schema) (Stats, error) {
 	if f.Format != formatName {
 		return Stats{}, fmt.Errorf("%s: not a statistics file (format %q, want %q)", name, f.Format, formatName)
 	}
-	if f.Version != version {
-		return Stats{}, fmt.Errorf("%s: statistics file version %d; this build reads version %d", name, f.Version, version)
+	switch {
+	case f.Version > version:
+		return Stats{}, fmt.Errorf("%s: statistics file version %d is newer than this build reads (versions %d to %d): read it with a newer dplearn, or compute the statistics again with this one", name, f.Version, minVersion, version)
+	case f.Version < minVersion:
+		return Stats{}, fmt.Errorf("%s: statistics file version %d is not a version of this format (versions %d to %d)", name, f.Version, minVersion, version)
+	case f.Version >= 2 && len(f.Declaration) == 0:
+		return Stats{}, fmt.Errorf("%s: statistics file version %d lacks its \"schema\" declaration: the file is damaged; compute the statistics again", name, f.Version)
 	}
 	fp, err := schema.Fingerprint(s)
 	if err != nil {

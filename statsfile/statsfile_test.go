@@ -2,6 +2,7 @@ package statsfile
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -100,7 +101,9 @@ func TestRefusals(t *testing.T) {
 		{"other range named", write("o3.json", good, 0o600), otherRange, `column "a": field "range" is [0,10] in one schema and [0,20]`, ErrSchemaMismatch},
 		{"not json", write("n.json", []byte("a,b\n1,2\n"), 0o600), s, "not a statistics file", nil},
 		{"format", write("f.json", edit(`"dplearn-statistics"`, `"other"`), 0o600), s, "not a statistics file", nil},
-		{"version", write("v.json", edit(`"version": 1`, `"version": 2`), 0o600), s, "version 2", nil},
+		{"newer version", write("v.json", edit(`"version": 2`, `"version": 3`), 0o600), s, "version 3 is newer than this build reads (versions 1 to 2)", nil},
+		{"version 0", write("v0.json", edit(`"version": 2`, `"version": 0`), 0o600), s, "version 0 is not a version", nil},
+		{"version 2 without its schema", write("v2.json", withoutDeclaration(t, good, 2), 0o600), s, `lacks its "schema" declaration`, nil},
 		{"unknown key", write("u.json", edit(`"format"`, `"extra": 1, "format"`), 0o600), s, "unknown field", nil},
 		{"columns", write("c.json", edit(`"a"`, `"z"`), 0o600), s, "different schema", ErrSchemaMismatch},
 		{"corrupt moments", write("m.json", edit(`"moments": "`, `"moments": "AAAA`), 0o600), s, "corrupt", suffstat.ErrCorrupt},
@@ -122,5 +125,64 @@ func TestRefusals(t *testing.T) {
 	empty, _ := Encode(s, Stats{Moments: suffstat.New(m.K())})
 	if _, err := Decode(empty, "e", s); err == nil || !strings.Contains(err.Error(), "no rows") {
 		t.Errorf("no rows: err = %v", err)
+	}
+}
+
+// withoutDeclaration returns the file good with the given version and no
+// "schema" declaration (a version 1 file as written before the field).
+func withoutDeclaration(t *testing.T, good []byte, version int) []byte {
+	t.Helper()
+	var f fileJSON
+	if err := json.Unmarshal(good, &f); err != nil {
+		t.Fatal(err)
+	}
+	f.Version, f.Declaration = version, nil
+	b, err := json.Marshal(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte(`"schema":`)) {
+		t.Fatal("declaration still present")
+	}
+	return b
+}
+
+// TestReadsVersion1 checks the version bump that came with the "schema"
+// field: Encode writes version 2 with the declaration; version 1 files,
+// without the declaration (before the field) or with it (written by the
+// builds that added it without a bump), read to the same statistics; a
+// version 1 file without the declaration still refuses another schema,
+// naming the column lists when they differ. On the starting commit Encode
+// wrote version 1.
+func TestReadsVersion1(t *testing.T) {
+	s, m := fixture(t)
+	good, err := Encode(s, Stats{Moments: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(good, []byte(`"version": 2`)) || !bytes.Contains(good, []byte(`"schema": {`)) {
+		t.Fatalf("Encode wrote no version 2 file with its declaration:\n%s", good)
+	}
+	want, _ := m.MarshalBinary()
+	withDecl := bytes.Replace(good, []byte(`"version": 2`), []byte(`"version": 1`), 1)
+	for name, data := range map[string][]byte{
+		"version 1 without the declaration": withoutDeclaration(t, good, 1),
+		"version 1 with the declaration":    withDecl,
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, err := Decode(data, "old.json", s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := got.Moments.MarshalBinary()
+			if !bytes.Equal(b, want) {
+				t.Fatal("version 1 file read to other statistics")
+			}
+		})
+	}
+	other, _ := schema.Parse([]byte(strings.Replace(testSchema, `"w"]`, `"x"]`, 1)))
+	_, err = Decode(withoutDeclaration(t, good, 1), "old.json", other)
+	if !errors.Is(err, ErrSchemaMismatch) || !strings.Contains(err.Error(), "file columns") {
+		t.Fatalf("version 1 file under another schema: err = %v, want a mismatch naming the columns", err)
 	}
 }
