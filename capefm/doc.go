@@ -375,7 +375,7 @@
 // L = D + D(D+1)/2 and P = len(Params.Prior):
 //
 //	upload   16L + 135S + 301 + len(name) + A_s
-//	download 8L + 200S + 323 + Σ len(site names) + Σ_s A_s + 8P
+//	download 8L + 200S + 329 + Σ len(site names) + Σ_s A_s + 8P + len(unit)
 //
 // where A_s is site s's key signature and certificate (about 566 bytes
 // with certificates from package certs; 0 with UnsignedKeys). The masked

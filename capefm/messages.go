@@ -161,12 +161,28 @@ type Release struct {
 // builds the roster of the first Offer from them, so it needs no N_s on its
 // command line; N_s is public under bounded DP. Its session is all zeros
 // (there is no attempt yet).
+//
+// With a privacy unit, N is the site's number of units U_s and Unit and
+// MaxRows (K) say how the site bounded its rows; both zero at row level.
+// Declaration, if not empty, is the site's schema as Schema fingerprints
+// it (the JSON encoding of the parsed schema, public like every schema
+// bound): the aggregator checks that it hashes to Schema and, when the
+// fingerprints differ, names the column and field that differ
+// (schema.Diff). It explains a mismatch; agreement is still by Schema.
 type Announce struct {
-	Name   string
-	N      int64
-	Schema [32]byte
-	Secure bool
+	Name        string
+	N           int64
+	Schema      [32]byte
+	Secure      bool
+	Unit        string
+	MaxRows     int
+	Declaration []byte
 }
+
+// MaxDeclaration bounds Announce.Declaration in bytes; a site whose schema
+// encodes to more sends none (a mismatch is then reported by fingerprint
+// only).
+const MaxDeclaration = 32 << 10
 
 // Outcome (aggregator → one site) ends the site's part in the fit: OK
 // reports a published model, otherwise Text says why the site is not (or
@@ -402,6 +418,12 @@ func (m *Announce) MarshalBinary() ([]byte, error) {
 	if m.N < 1 {
 		return nil, fmt.Errorf("capefm: announce: N = %d rows", m.N)
 	}
+	if m.MaxRows < 0 || m.MaxRows > MaxRowsPerUnit || len(m.Unit) > maxUnitName {
+		return nil, fmt.Errorf("capefm: announce: privacy unit %q, K = %d", m.Unit, m.MaxRows)
+	}
+	if len(m.Declaration) > MaxDeclaration {
+		return nil, fmt.Errorf("capefm: announce: schema declaration of %d bytes, limit %d", len(m.Declaration), MaxDeclaration)
+	}
 	w := header(codeAnnounce, [32]byte{})
 	w.Str16(m.Name)
 	w.U64(uint64(m.N))
@@ -411,6 +433,9 @@ func (m *Announce) MarshalBinary() ([]byte, error) {
 	} else {
 		w.U8(0)
 	}
+	w.Str16(m.Unit)
+	w.U32(uint32(m.MaxRows))
+	w.Blob(m.Declaration)
 	return w.Bytes(), nil
 }
 
@@ -792,6 +817,14 @@ func Unmarshal(b []byte) (Message, error) {
 			x.Secure = true
 		default:
 			r.Fail("announce: secure flag is not 0 or 1")
+		}
+		x.Unit = r.Str16("privacy unit", maxUnitName)
+		x.MaxRows = int(r.U32("max rows per unit"))
+		if decl := r.Blob("schema declaration", MaxDeclaration); len(decl) > 0 {
+			x.Declaration = decl
+		}
+		if r.Err() == nil && x.MaxRows > MaxRowsPerUnit {
+			r.Fail("announce: max rows per unit K = %d", x.MaxRows)
 		}
 		if r.Err() == nil && !ValidName(x.Name) {
 			r.Fail("announce: invalid site name")

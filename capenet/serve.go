@@ -13,6 +13,7 @@ import (
 	"github.com/dplearn/dplearn/capefm"
 	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/report"
+	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/transport"
 )
 
@@ -38,7 +39,7 @@ const DefaultHubName = "aggregator"
 // (ReasonOversized).
 func MaxPayload(d, sites int) int {
 	l := d + d*(d+1)/2
-	return 8*l + (512+keyAuthRoom)*sites + 4096
+	return 8*l + (512+keyAuthRoom)*sites + 4096 + capefm.MaxDeclaration
 }
 
 // keyAuthRoom is the room per site for its key signature and certificate
@@ -60,6 +61,10 @@ func HubConfig(sites []string, d int) transport.HubConfig {
 
 // ServeOptions configures Serve.
 type ServeOptions struct {
+	// Schema, if set, is the fit's schema (fingerprinting to the
+	// template's): a site announcing another schema is then told which
+	// column and field differ (capefm.GatherOptions.Declaration).
+	Schema *schema.Schema
 	// RoundTimeout bounds each protocol round (default 30 s).
 	RoundTimeout time.Duration
 	// JoinTimeout bounds the wait for the expected sites' announcements
@@ -134,6 +139,7 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 	}
 	roster, err := capefm.Gather(ctx, a, capefm.GatherOptions{
 		Expected: expected, MinSites: template.MinSites, Timeout: opt.JoinTimeout, Schema: template.Schema, KnownN: known,
+		Unit: template.Unit, MaxRows: template.MaxRows, Declaration: opt.Schema,
 		OnAnnounce: func(site string, an *capefm.Announce, refusal error, lost bool) {
 			switch {
 			case lost:
