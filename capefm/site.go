@@ -199,6 +199,13 @@ func NewSite(cfg SiteConfig, data regress.Data) (*Site, error) {
 	if r := cfg.noiseRatio(); !(r >= MinNoiseRatio && r <= MaxNoiseRatio) {
 		return nil, fmt.Errorf("capefm: site %s: noise ratio must be in [%g, %g], got %v", cfg.Name, MinNoiseRatio, MaxNoiseRatio, cfg.NoiseRatio)
 	}
+	if data.Stats == nil {
+		return nil, fmt.Errorf("capefm: site %s: no statistics", cfg.Name)
+	}
+	n, err := siteCount(cfg, data)
+	if err != nil {
+		return nil, fmt.Errorf("capefm: site %s: %w", cfg.Name, err)
+	}
 	if err := ValidateData(cfg.Kind, data); err != nil {
 		return nil, fmt.Errorf("capefm: site %s: %w", cfg.Name, err)
 	}
@@ -215,10 +222,6 @@ func NewSite(cfg SiteConfig, data regress.Data) (*Site, error) {
 		if fp, err := declarationFingerprint(cfg.Declaration); err != nil || fp != cfg.Schema {
 			return nil, fmt.Errorf("capefm: site %s: the schema declaration does not hash to the schema fingerprint %s (SchemaDeclaration of the same schema)", cfg.Name, fmtHash(cfg.Schema))
 		}
-	}
-	n, err := siteCount(cfg, data)
-	if err != nil {
-		return nil, fmt.Errorf("capefm: site %s: %w", cfg.Name, err)
 	}
 	return &Site{cfg: cfg, data: data, n: n, d: data.Stats.K() - 1,
 		sessions: make(map[[32]byte]bool), frozenSC: -1}, nil

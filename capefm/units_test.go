@@ -426,3 +426,77 @@ func gatherReason(t *testing.T, opt GatherOptions, site string, an *Announce) st
 	_, _ = Gather(context.Background(), hub, opt)
 	return reason
 }
+
+// TestUnitSiteConfigRefusals: a site refuses statistics that do not match
+// its configured unit (another K, another column, unit statistics without
+// a configured unit, a unit with plain statistics, encoded rows with a
+// unit), naming the problem, so its announced count is always units
+// exactly when the fit is person-level.
+func TestUnitSiteConfigRefusals(t *testing.T) {
+	d := 3
+	site := panelSites(regress.Linear, d, []int{40}, 2)[0]
+	unitSt, kept := boundedStats(t, site, d+1, 2, "pid")
+	plain := statsOf(t, kept, d+1)
+	for _, tc := range []struct {
+		name    string
+		unit    string
+		K       int
+		data    regress.Data
+		mech    Mechanism
+		want    string
+		wantErr bool
+	}{
+		{"matching", "pid", 2, regress.Data{Stats: unitSt}, CapeFM, "", false},
+		{"other K", "pid", 3, regress.Data{Stats: unitSt}, CapeFM, "not bounded to K rows per unit", true},
+		{"other column", "household", 2, regress.Data{Stats: unitSt}, CapeFM, "not bounded to K rows per unit", true},
+		{"no unit configured", "", 0, regress.Data{Stats: unitSt}, CapeFM, "no privacy unit configured", true},
+		{"plain statistics", "pid", 2, regress.Data{Stats: plain}, CapeFM, "not bounded to K rows per unit", true},
+		{"rows", "pid", 2, regress.Data{Stats: unitSt, Rows: kept}, GaussianFMLocal, "encoded rows", true},
+		{"objpert", "pid", 2, regress.Data{Stats: unitSt}, ObjPertLocal, "no sensitivity derived", true},
+		{"K only", "", 2, regress.Data{Stats: unitSt}, CapeFM, "give both or neither", true},
+	} {
+		cfg := SiteConfig{Name: "site-a", Mechanism: tc.mech, Kind: regress.Linear, Schema: testSchema, Epsilon: 1, Delta: 1e-6,
+			Source: f64src(), Ledger: &memLedger{}, UnsignedKeys: true, Unit: tc.unit, MaxRows: tc.K}
+		s, err := NewSite(cfg, tc.data)
+		switch {
+		case tc.wantErr && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		case !tc.wantErr && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case !tc.wantErr && (s.N() != 40 || s.Announce().N != 40 || s.Announce().MaxRows != 2 || s.Announce().Unit != "pid"):
+			t.Errorf("%s: announces N = %d, K = %d, unit %q; want 40 units, K = 2, pid", tc.name, s.Announce().N, s.Announce().MaxRows, s.Announce().Unit)
+		}
+	}
+}
+
+// TestUnitBaselines: gaussian-fm-local with a privacy unit gives every
+// site the noise of central unit-level gaussian-fm on its own U_s units
+// (regress.GaussianFMJointScales at U_s), and fm-local fits through
+// regress's unit-aware fm; both report the person-level relation.
+func TestUnitBaselines(t *testing.T) {
+	d := 3
+	persons := []int{200, 300}
+	sites := panelSites(regress.Linear, d, persons, 6)
+	for _, mech := range []Mechanism{GaussianFMLocal, FMLocal} {
+		u := newUnitRun(t, mech, regress.Linear, d, 3, sites, 3)
+		res, err := Run(context.Background(), u.template, u.sites, RunOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", mech, err)
+		}
+		if mech == GaussianFMLocal {
+			for i, us := range persons {
+				js, err := regress.GaussianFMJointScales(regress.Linear, d, int64(us), regress.TaylorQuadratic, 1, 1e-6, 0.5)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Calibration.SiteTau1[i] != js.Tau1 || res.Calibration.SiteTau2[i] != js.Tau2 {
+					t.Errorf("site %d: noise (%v, %v), central unit-level at U_s = %d: (%v, %v)", i+1,
+						res.Calibration.SiteTau1[i], res.Calibration.SiteTau2[i], us, js.Tau1, js.Tau2)
+				}
+			}
+		}
+		if !strings.Contains(res.Privacy.Neighbouring, "differ in all rows of one person") || len(res.Coef) != d {
+			t.Errorf("%s: neighbouring %q, %d coefficients", mech, res.Privacy.Neighbouring, len(res.Coef))
+		}
+	}
+}
