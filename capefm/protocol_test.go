@@ -708,11 +708,12 @@ func TestFixedPointRange(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Fatalf("N = 5·10⁹, D = 100: want a refusal, got %v", err)
 	}
-	// A site offered such Params refuses before drawing or spending.
-	p.Tau = 20
+	// A site offered such Params refuses before drawing or spending (δ
+	// below 1/N, so that the refusal is the fixed point's).
+	p.Tau, p.Delta = 200, 1e-11
 	led := &memLedger{}
 	site, err := NewSite(SiteConfig{Name: "site-1", Mechanism: CapeFM, Kind: regress.Linear, Schema: testSchema,
-		Epsilon: 1, Delta: 1e-5, Source: f64src(), Ledger: led, Signer: testSigner(t, testCA(t), "site-1")}, regress.Data{Stats: bigStats{k: 101, n: 1e9}})
+		Epsilon: 1, Delta: 1e-11, Source: f64src(), Ledger: led, Signer: testSigner(t, testCA(t), "site-1")}, regress.Data{Stats: bigStats{k: 101, n: 1e9}})
 	if err != nil {
 		t.Fatal(err)
 	}

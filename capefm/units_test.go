@@ -500,3 +500,33 @@ func TestUnitBaselines(t *testing.T) {
 		}
 	}
 }
+
+// TestSiteRefusesDeltaAboveOneOverN: a site refuses an offer whose δ is
+// not below 1/N for the pooled N (units with a privacy unit), by the rule
+// of every front end (fit.CheckDeltaN), naming δ; just below 1/N passes.
+func TestSiteRefusesDeltaAboveOneOverN(t *testing.T) {
+	d := 3
+	sites := panelSites(regress.Linear, d, []int{50, 60}, 1)
+	for _, tc := range []struct {
+		delta  float64
+		refuse bool
+	}{{1.0 / 110, true}, {0.02, true}, {0.009, false}} {
+		u := newUnitRun(t, GaussianFMLocal, regress.Linear, d, 3, sites, 1)
+		for _, s := range u.sites {
+			s.cfg.Delta = tc.delta
+		}
+		p := u.template.Clone()
+		p.Session, p.Attempt, p.Colluders, p.Delta = [32]byte{9}, 1, 0, tc.delta
+		if err := p.Calibrate(); err != nil {
+			t.Fatal(err)
+		}
+		err := u.sites[0].Check(&p)
+		var me *MismatchError
+		switch {
+		case tc.refuse && (!errors.As(err, &me) || me.Field != "delta" || !strings.Contains(me.Want, "below 1/N = 0.00909090909090909 for N = 110 units")):
+			t.Errorf("δ = %v with N = 110 units: %v, want a refusal of delta", tc.delta, err)
+		case !tc.refuse && err != nil:
+			t.Errorf("δ = %v with N = 110 units: %v", tc.delta, err)
+		}
+	}
+}
