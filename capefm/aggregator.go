@@ -268,7 +268,7 @@ func (a *Aggregator) receiveHello(h *Hello) error {
 	case h.Schema != a.p.Schema:
 		return mis("schema fingerprint", fmtHash(a.p.Schema), fmtHash(h.Schema))
 	case h.N != want.N:
-		return mis("rows N", fmt.Sprint(want.N), fmt.Sprint(h.N))
+		return mis(a.p.countNoun()+" N", fmt.Sprint(want.N), fmt.Sprint(h.N))
 	case h.ParamsHash != a.hash:
 		return mis("parameters hash", fmtHash(a.hash), fmtHash(h.ParamsHash))
 	}

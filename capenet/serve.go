@@ -156,7 +156,7 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 				if !an.Secure {
 					noise = "INSECURE seeded noise"
 				}
-				log.emit(Event{Kind: "announce", Site: site, N: an.N, Message: fmt.Sprintf("%s announced N = %d rows, schema %x…, %s", site, an.N, an.Schema[:6], noise)})
+				log.emit(Event{Kind: "announce", Site: site, N: an.N, Message: fmt.Sprintf("%s announced N = %d %s, schema %x…, %s", site, an.N, countNoun(an), an.Schema[:6], noise)})
 			}
 		},
 	})
@@ -389,4 +389,13 @@ func (a *hubAdapter) finish(ctx context.Context, sites []string, out *capefm.Out
 			return
 		}
 	}
+}
+
+// countNoun is what an announcement's N counts: rows, or units of the
+// privacy unit (at most K rows each).
+func countNoun(a *capefm.Announce) string {
+	if a.MaxRows > 0 {
+		return fmt.Sprintf("units of %q (at most %d rows each)", a.Unit, a.MaxRows)
+	}
+	return "rows"
 }
