@@ -405,21 +405,30 @@ func printCapeModel(w io.Writer, format outputFormat, model *regress.Model, path
 		}
 		attempts = append(attempts, m)
 	}
+	// With a privacy unit the public counts are units ("units"); the rows
+	// per unit are not released, so there is no "rows".
+	count := "rows"
+	if res.Params.MaxRows > 0 {
+		count = "units"
+	}
 	sites := make([]map[string]any, len(res.Params.Sites))
 	for i, s := range res.Params.Sites {
-		sites[i] = map[string]any{"name": s.Name, "rows": s.N}
+		sites[i] = map[string]any{"name": s.Name, count: s.N}
 	}
 	if format == formatJSON {
 		out := map[string]any{
 			"model_file":   path,
 			"model":        model.Kind,
 			"mechanism":    res.Params.Mechanism,
-			"rows":         res.Params.N(),
+			count:          res.Params.N(),
 			"sites":        sites,
 			"attempts":     attempts,
 			"features":     model.Features,
 			"coefficients": model.Coefficients,
 			"privacy":      model.Privacy,
+		}
+		if res.Params.MaxRows > 0 {
+			out["privacy_unit"], out["max_rows_per_unit"] = res.Params.Unit, res.Params.MaxRows
 		}
 		if res.Params.Mechanism == capefm.CapeFM {
 			out["noise_ratio"] = res.Params.NoiseRatio

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	mrand "math/rand/v2"
@@ -130,6 +131,13 @@ func TestCapeProcessesUnitFit(t *testing.T) {
 	}
 	if sites[2].err == nil {
 		t.Errorf("site-3 with K = 3 exited 0:\n%s", sites[2].stderr())
+	}
+	var printed map[string]any
+	if err := json.Unmarshal(srv.stdout.Bytes(), &printed); err != nil {
+		t.Fatalf("serve's output: %v\n%s", err, srv.stdout.String())
+	}
+	if printed["units"] != float64(persons[0]+persons[1]) || printed["rows"] != nil || printed["privacy_unit"] != "pid" || printed["max_rows_per_unit"] != float64(2) {
+		t.Errorf("serve's JSON: units %v, rows %v, unit %v, K %v", printed["units"], printed["rows"], printed["privacy_unit"], printed["max_rows_per_unit"])
 	}
 	m, err := regress.LoadModel(filepath.Join(n.dir, "model.json"))
 	if err != nil {
