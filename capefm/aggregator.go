@@ -99,6 +99,7 @@ type Aggregator struct {
 	srv      *secagg.Server
 	keyAuth  map[uint32]KeyAuth // signatures of the advertised keys, relayed unchanged
 	verifier KeySigner          // if set, checks them first (ServeOptions.KeyVerifier)
+	decl     []byte             // the fit's schema declaration for the Offer (ServeOptions.Declaration)
 	sum      []uint64
 	included []uint32
 	fixed    bool // the noise is fixed (SumBroadcast sent)
@@ -145,7 +146,9 @@ func (a *Aggregator) NoiseFixed() bool { return a.fixed }
 func (a *Aggregator) Name(id uint32) string { return a.names[id] }
 
 // Offer returns the message that opens the attempt (to every site).
-func (a *Aggregator) Offer() *Offer { return &Offer{Params: a.p.Clone()} }
+func (a *Aggregator) Offer() *Offer {
+	return &Offer{Params: a.p.Clone(), Declaration: slices.Clone(a.decl)}
+}
 
 // Expected returns the sites that may send a message in the current round.
 func (a *Aggregator) Expected() []uint32 {

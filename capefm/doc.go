@@ -406,9 +406,11 @@
 // L = D + D(D+1)/2 and P = len(Params.Prior):
 //
 //	upload   16L + 135S + 301 + len(name) + A_s
-//	download 8L + 200S + 329 + Σ len(site names) + Σ_s A_s + 8P + len(unit)
+//	download 8L + 200S + 333 + Σ len(site names) + Σ_s A_s + 8P + len(unit) + len(decl)
 //
-// where A_s is site s's key signature and certificate (about 566 bytes
+// where decl is the fit's schema declaration the Offer carries when the
+// aggregator has one (ServeOptions.Declaration; a few hundred bytes for
+// a typical schema, at most MaxDeclaration), A_s is site s's key signature and certificate (about 566 bytes
 // with certificates from package certs; 0 with UnsignedKeys). The masked
 // ê_s and the release are 8L bytes each; the Shamir shares grow with S.
 // For S = 5: D = 20 (L = 230) about 5.2 kB up and 6.0 kB down; D = 100

@@ -16,7 +16,7 @@ import (
 // constant (and bump the version if old peers would misread it).
 // Regenerate with `go test ./capefm -run TestGoldenWire -v`, which prints
 // the new digest.
-const goldenWire = "27343f4d5b91cbc61c941fdb45ecd20be65a54bd151b9ff90b624e37dea7d2bb"
+const goldenWire = "14c089fbac89e64aedf946f0f4e382a79dd9d6abca18e3a8fe41d68cbb92f66a"
 
 // TestGoldenWire checks that encodings and Params.Hash are unchanged (one
 // digest over many outputs, as crypto/mlkem's TestAccumulated).
@@ -54,7 +54,7 @@ func TestGoldenWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.Write(uh[:])
-	msgs = append(msgs, &Offer{Params: up},
+	msgs = append(msgs, &Offer{Params: up, Declaration: []byte(`{"target":{"name":"y"}}`)},
 		&Announce{Name: "site-3", N: 12, Schema: testSchema, Unit: "pid", MaxRows: 3, Declaration: []byte(`{"target":{"name":"y"}}`)})
 	msgs = append(msgs,
 		&Refuse{Session: [32]byte{1}, From: 2, Name: "site-2", Reason: "parameter epsilon"},

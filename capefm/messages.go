@@ -71,9 +71,13 @@ type Message interface {
 }
 
 // Offer (round Hello, aggregator → every site) proposes the attempt's
-// public parameters.
+// public parameters. Declaration, if not empty, is the fit's schema as
+// Params.Schema fingerprints it: a site whose schema differs checks it
+// against the fingerprint and names the column and field in its refusal.
+// It is not part of the agreed parameters (the fingerprint is).
 type Offer struct {
-	Params Params
+	Params      Params
+	Declaration []byte
 }
 
 // Hello (round Hello, site → aggregator) accepts an Offer: the site's name,
@@ -347,8 +351,12 @@ func (m *Offer) MarshalBinary() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(m.Declaration) > MaxDeclaration {
+		return nil, fmt.Errorf("capefm: offer: schema declaration of %d bytes, limit %d", len(m.Declaration), MaxDeclaration)
+	}
 	w := header(codeOffer, m.Params.Session)
 	w.Raw(p)
+	w.Blob(m.Declaration)
 	return w.Bytes(), nil
 }
 
@@ -697,7 +705,11 @@ func Unmarshal(b []byte) (Message, error) {
 		if p.Session != session {
 			r.Fail("offer: header session differs from the params' session")
 		}
-		m = &Offer{Params: *p}
+		o := &Offer{Params: *p}
+		if decl := r.Blob("schema declaration", MaxDeclaration); len(decl) > 0 {
+			o.Declaration = decl
+		}
+		m = o
 	case codeHello:
 		h := &Hello{Session: session}
 		h.From = r.U32("site ID")

@@ -612,7 +612,7 @@ func TestValidateData(t *testing.T) {
 
 // TestMessageSizes checks the byte counts stated in the package
 // documentation: per site, upload 16L + 135S + 301 + len(name) + A_s and
-// download 8L + 200S + 329 + Σ len(names) + Σ A + 8·len(Prior) + len(Unit) bytes of
+// download 8L + 200S + 333 + Σ len(names) + Σ A + 8·len(Prior) + len(Unit) bytes of
 // payload, where A_s is site s's key signature and certificate.
 func TestMessageSizes(t *testing.T) {
 	for _, tc := range []struct{ S, D int }{{3, 2}, {5, 20}} {
@@ -654,7 +654,7 @@ func TestMessageSizes(t *testing.T) {
 		}
 		for id := uint32(1); id <= uint32(tc.S); id++ {
 			wantUp := 16*L + 135*tc.S + 301 + len("site-1") + auth[id]
-			wantDown := 8*L + 200*tc.S + 329 + names + auths
+			wantDown := 8*L + 200*tc.S + 333 + names + auths
 			if up[id] != wantUp || down[id] != wantDown {
 				t.Errorf("S=%d D=%d site %d: up %d (formula %d), down %d (formula %d)", tc.S, tc.D, id, up[id], wantUp, down[id], wantDown)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/dplearn/dplearn/fit"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/secagg"
 )
 
@@ -226,6 +227,36 @@ func NewSite(cfg SiteConfig, data regress.Data) (*Site, error) {
 	}
 	return &Site{cfg: cfg, data: data, n: n, d: data.Stats.K() - 1,
 		sessions: make(map[[32]byte]bool), frozenSC: -1}, nil
+}
+
+// schemaField names the column and field behind a schema fingerprint
+// mismatch from the offer's declaration (verified against the offered
+// fingerprint) and the site's own; without both it keeps the fingerprints.
+func (s *Site) schemaField(offered []byte, me *MismatchError) (field, want, got string) {
+	field, want, got = me.Field, me.Want, me.Got
+	if len(offered) == 0 || len(s.cfg.Declaration) == 0 {
+		return
+	}
+	theirs, err := schema.Parse(offered)
+	if err != nil {
+		return
+	}
+	if fp, err := schema.Fingerprint(theirs); err != nil || fmtHash(fp) != me.Got {
+		return
+	}
+	ours, err := schema.Parse(s.cfg.Declaration)
+	if err != nil {
+		return
+	}
+	d := schema.Diff(ours, theirs)
+	if d == nil {
+		return
+	}
+	where := "schema"
+	if d.Column != "" {
+		where = fmt.Sprintf("schema column %q", d.Column)
+	}
+	return fmt.Sprintf("%s %s (fingerprint %s, offered %s)", where, d.Field, me.Want, me.Got), d.A, d.B
 }
 
 // siteCount returns the site's public count N_s: its rows, or with a
@@ -587,6 +618,10 @@ func (s *Site) offer(o *Offer) (Message, error) {
 		return &Refuse{Session: p.Session, From: id, Name: s.cfg.Name, Reason: err.Error()}, err
 	}
 	if err := s.check(&p); err != nil {
+		var me *MismatchError
+		if errors.As(err, &me) && me.Field == "schema fingerprint" {
+			me.Field, me.Want, me.Got = s.schemaField(o.Declaration, me)
+		}
 		return refuse(err)
 	}
 	cal, err := p.Calibration()

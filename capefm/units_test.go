@@ -13,6 +13,7 @@ import (
 	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/suffstat"
 )
 
@@ -527,6 +528,69 @@ func TestSiteRefusesDeltaAboveOneOverN(t *testing.T) {
 			t.Errorf("δ = %v with N = 110 units: %v, want a refusal of delta", tc.delta, err)
 		case !tc.refuse && err != nil:
 			t.Errorf("δ = %v with N = 110 units: %v", tc.delta, err)
+		}
+	}
+}
+
+// TestOfferSchemaMismatchNamesField: a site offered another schema than
+// its own refuses naming the column and field when the offer carries the
+// fit's declaration (checked against the offered fingerprint), and by
+// fingerprint otherwise or when the declaration does not match it.
+func TestOfferSchemaMismatchNamesField(t *testing.T) {
+	decl := func(js string) ([32]byte, []byte) {
+		s, err := schema.Parse([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp, err := schema.Fingerprint(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := SchemaDeclaration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fp, b
+	}
+	siteFP, siteDecl := decl(`{"target": {"name": "y", "range": [0, 1]}, "features": [{"name": "age", "range": [0, 100]}, {"name": "bmi", "range": [10, 60]}]}`)
+	fitFP, fitDecl := decl(`{"target": {"name": "y", "range": [0, 1]}, "features": [{"name": "age", "range": [0, 100]}, {"name": "bmi", "range": [10, 50]}]}`)
+	_, otherDecl := decl(`{"target": {"name": "y", "range": [0, 1]}, "features": [{"name": "age", "range": [0, 90]}, {"name": "bmi", "range": [10, 60]}]}`)
+	d := 3
+	rows := syntheticRows(regress.Linear, 200, d, mrand.New(mrand.NewPCG(1, 1)))
+	for _, tc := range []struct {
+		name  string
+		decl  []byte
+		field string
+	}{
+		{"declared", fitDecl, `schema column "bmi" range (fingerprint ` + fmtHash(siteFP) + `, offered ` + fmtHash(fitFP) + `)`},
+		{"no declaration", nil, "schema fingerprint"},
+		{"declaration of another schema", otherDecl, "schema fingerprint"},
+	} {
+		site, err := NewSite(SiteConfig{Name: "site-1", Mechanism: GaussianFMLocal, Kind: regress.Linear, Schema: siteFP, Declaration: siteDecl,
+			Epsilon: 1, Delta: 1e-5, Source: f64src(), Ledger: &memLedger{}}, regress.Data{Stats: statsOf(t, rows, d+1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		roster, _ := Roster([]string{"site-1", "site-2"}, []int64{200, 300})
+		p := Params{Session: [32]byte{3}, Attempt: 1, Mechanism: GaussianFMLocal, Kind: regress.Linear, Schema: fitFP, D: d,
+			Epsilon: 1, Delta: 1e-5, Split: 0.5, Sites: roster, MinSites: 2}
+		// Through the wire.
+		b, err := (&Offer{Params: p, Declaration: tc.decl}).MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Unmarshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ans, err := site.Handle(context.Background(), m)
+		var me *MismatchError
+		if _, ok := ans.(*Refuse); !ok || !errors.As(err, &me) || me.Field != tc.field {
+			t.Errorf("%s: answered %T, %v; want a refusal of field %q", tc.name, ans, err, tc.field)
+			continue
+		}
+		if tc.name == "declared" && (me.Want != "[10,60]" || me.Got != "[10,50]" || !strings.Contains(ans.(*Refuse).Reason, `schema column "bmi" range`)) {
+			t.Errorf("declared: want [10,60], got [10,50]; have %+v, reason %q", me, ans.(*Refuse).Reason)
 		}
 	}
 }

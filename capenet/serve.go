@@ -179,7 +179,14 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 	}
 	log.emit(Event{Kind: "roster", Sites: names, N: total, Message: msg})
 	template.Sites = roster
+	var decl []byte
+	if opt.Schema != nil {
+		if decl, err = capefm.SchemaDeclaration(opt.Schema); err != nil {
+			return nil, err
+		}
+	}
 	res, err := capefm.Serve(ctx, template, a, capefm.ServeOptions{
+		Declaration:  decl,
 		RoundTimeout: opt.RoundTimeout, MaxAttempts: opt.MaxAttempts, RedoAfterRelease: opt.RedoAfterRelease,
 		NewSession: opt.NewSession, KeyVerifier: opt.KeyVerifier, Logger: opt.Logger,
 		OnRefused: func(site string, err error) {
