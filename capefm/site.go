@@ -232,7 +232,7 @@ func NewSite(cfg SiteConfig, data regress.Data) (*Site, error) {
 // schemaField names the column and field behind a schema fingerprint
 // mismatch from the offer's declaration (verified against the offered
 // fingerprint) and the site's own; without both it keeps the fingerprints.
-func (s *Site) schemaField(offered []byte, me *MismatchError) (field, want, got string) {
+func (s *Site) schemaField(offered []byte, offeredFP [32]byte, me *MismatchError) (field, want, got string) {
 	field, want, got = me.Field, me.Want, me.Got
 	if len(offered) == 0 || len(s.cfg.Declaration) == 0 {
 		return
@@ -241,7 +241,7 @@ func (s *Site) schemaField(offered []byte, me *MismatchError) (field, want, got 
 	if err != nil {
 		return
 	}
-	if fp, err := schema.Fingerprint(theirs); err != nil || fmtHash(fp) != me.Got {
+	if fp, err := schema.Fingerprint(theirs); err != nil || fp != offeredFP {
 		return
 	}
 	ours, err := schema.Parse(s.cfg.Declaration)
@@ -620,7 +620,7 @@ func (s *Site) offer(o *Offer) (Message, error) {
 	if err := s.check(&p); err != nil {
 		var me *MismatchError
 		if errors.As(err, &me) && me.Field == "schema fingerprint" {
-			me.Field, me.Want, me.Got = s.schemaField(o.Declaration, me)
+			me.Field, me.Want, me.Got = s.schemaField(o.Declaration, p.Schema, me)
 		}
 		return refuse(err)
 	}
