@@ -118,7 +118,7 @@ type Params struct {
 	// (replace-one-unit). Both zero: the row-level guarantee. With a unit,
 	// Sites[i].N is the site's number of units U_s (public), not its rows;
 	// each site divides its sums by U·K (U = Σ U_s) and every sensitivity
-	// is the row-level formula at U and U_s (Calibration.RowsPerUnit; the
+	// is the row-level formula at U and U_s (Params.RowsPerUnit; the
 	// derivation is in the package documentation, Privacy units). Both are
 	// in the canonical encoding, so every site agrees on them by the hash.
 	Unit    string

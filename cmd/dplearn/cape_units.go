@@ -32,7 +32,8 @@ func capeUnitFlags(cmd *cobra.Command, u *unitFlags, simulate bool) func(mech ca
 		f.StringVar(&u.column, "privacy-unit", "", "not available for cape simulate: refused (it splits one table by row, so a person's rows would be at several sites); run cape serve and cape join with each site's own table")
 		f.IntVar(&u.k, "max-rows-per-unit", 0, "not available for cape simulate: refused, as --privacy-unit")
 	} else {
-		addUnitFlags(cmd, u)
+		f.StringVar(&u.column, "privacy-unit", "", "column identifying the privacy unit (a person ID): the guarantee protects all rows of one person, assumed to have rows at one site only; the aggregator and every site give the same column and --max-rows-per-unit (capefm, gaussian-fm-local, fm-local)")
+		f.IntVar(&u.k, "max-rows-per-unit", 0, "with --privacy-unit: every site keeps at most K rows per unit of its own table (a uniformly random subset) and announces its number of units")
 	}
 	return func(mech capefm.Mechanism) error {
 		if simulate && (f.Changed("privacy-unit") || f.Changed("max-rows-per-unit")) {
