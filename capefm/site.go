@@ -77,6 +77,10 @@ type SiteConfig struct {
 	// that the aggregator can name the column and field of a mismatch.
 	// NewSite checks that it hashes to Schema.
 	Declaration []byte
+	// AllowDeltaAboveOneOverN accepts offers whose δ is not below 1/N
+	// for the roster's N (by default refused: fit.CheckDeltaN). Only for
+	// experiments that sweep δ on purpose (the seed's δ panels).
+	AllowDeltaAboveOneOverN bool
 	// Unit and MaxRows: the privacy unit the site bounded its rows by
 	// (both zero for the row-level guarantee). The site's statistics must
 	// be regress.UnitStats with the same column and K; the site then
@@ -448,7 +452,7 @@ func (s *Site) check(p *Params) error {
 	// publishing a whole record (person) with probability δ; the site
 	// refuses to take part in one. Only the aggregator's roster knows N, so
 	// the check is made here, when the roster is offered.
-	if err := fit.CheckDeltaN(p.Delta, p.N()); err != nil {
+	if err := fit.CheckDeltaN(p.Delta, p.N()); err != nil && !c.AllowDeltaAboveOneOverN {
 		return mis("delta", fmt.Sprintf("below 1/N = %g for N = %d %s in all sites (δ ≥ 1/N permits publishing a whole record with probability δ; e.g. %g)",
 			1/float64(p.N()), p.N(), p.countNoun(), fit.SuggestDelta(p.N())), fmt.Sprint(p.Delta))
 	}

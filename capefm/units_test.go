@@ -504,7 +504,8 @@ func TestUnitBaselines(t *testing.T) {
 
 // TestSiteRefusesDeltaAboveOneOverN: a site refuses an offer whose δ is
 // not below 1/N for the pooled N (units with a privacy unit), by the rule
-// of every front end (fit.CheckDeltaN), naming δ; just below 1/N passes.
+// of every front end (fit.CheckDeltaN), naming δ; just below 1/N passes,
+// and so does any δ for a site configured to allow it (experiments).
 func TestSiteRefusesDeltaAboveOneOverN(t *testing.T) {
 	d := 3
 	sites := panelSites(regress.Linear, d, []int{50, 60}, 1)
@@ -528,6 +529,11 @@ func TestSiteRefusesDeltaAboveOneOverN(t *testing.T) {
 			t.Errorf("δ = %v with N = 110 units: %v, want a refusal of delta", tc.delta, err)
 		case !tc.refuse && err != nil:
 			t.Errorf("δ = %v with N = 110 units: %v", tc.delta, err)
+		}
+		// An experiment sweeping δ opts out explicitly.
+		u.sites[0].cfg.AllowDeltaAboveOneOverN = true
+		if err := u.sites[0].Check(&p); err != nil {
+			t.Errorf("δ = %v with AllowDeltaAboveOneOverN: %v", tc.delta, err)
 		}
 	}
 }
