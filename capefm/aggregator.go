@@ -99,6 +99,7 @@ type Aggregator struct {
 	srv      *secagg.Server
 	keyAuth  map[uint32]KeyAuth // signatures of the advertised keys, relayed unchanged
 	verifier KeySigner          // if set, checks them first (ServeOptions.KeyVerifier)
+	decl     []byte             // the fit's schema declaration for the Offer (ServeOptions.Declaration)
 	sum      []uint64
 	included []uint32
 	fixed    bool // the noise is fixed (SumBroadcast sent)
@@ -145,7 +146,9 @@ func (a *Aggregator) NoiseFixed() bool { return a.fixed }
 func (a *Aggregator) Name(id uint32) string { return a.names[id] }
 
 // Offer returns the message that opens the attempt (to every site).
-func (a *Aggregator) Offer() *Offer { return &Offer{Params: a.p.Clone()} }
+func (a *Aggregator) Offer() *Offer {
+	return &Offer{Params: a.p.Clone(), Declaration: slices.Clone(a.decl)}
+}
 
 // Expected returns the sites that may send a message in the current round.
 func (a *Aggregator) Expected() []uint32 {
@@ -268,7 +271,7 @@ func (a *Aggregator) receiveHello(h *Hello) error {
 	case h.Schema != a.p.Schema:
 		return mis("schema fingerprint", fmtHash(a.p.Schema), fmtHash(h.Schema))
 	case h.N != want.N:
-		return mis("rows N", fmt.Sprint(want.N), fmt.Sprint(h.N))
+		return mis(a.p.countNoun()+" N", fmt.Sprint(want.N), fmt.Sprint(h.N))
 	case h.ParamsHash != a.hash:
 		return mis("parameters hash", fmtHash(a.hash), fmtHash(h.ParamsHash))
 	}
@@ -523,6 +526,27 @@ func (a *Aggregator) combine() (*Result, error) {
 	return res, nil
 }
 
+// UnitNeighbouring is the neighbouring relation of a fit with a privacy
+// unit (p.MaxRows > 0): the person-level relation of regress.UnitNeighbouring
+// at one site, with what is public and the consortium's assumption about
+// persons at several sites.
+//
+// # Persons at several sites
+//
+// Each site bounds its own rows to K per unit; nothing links IDs across
+// sites (that would need a private join). The guarantee is for a person
+// whose rows are all at one site (at most M = 1 site per person): replacing
+// that person's rows moves one site's release by at most the per-site
+// sensitivity at U_s, which is what the calibration covers. A person at m
+// sites is m neighbouring steps away (each step replaces their rows at one
+// site), so the guarantee degrades by group privacy (m·η for η-Gaussian-DP
+// mechanisms); it is printed as an assumption, and capefm has no bound M > 1
+// (it would scale every view's sensitivity by M).
+func UnitNeighbouring(p *Params, cal *Calibration) string {
+	return fmt.Sprintf("replace-one-unit (bounded DP on persons): neighbouring datasets differ in all rows of one person (privacy unit %q, at most K = %d rows per unit kept at each site, a uniformly random subset); each site's number of units U_s and their total N = U = %d are public, the number of rows per unit (and so of rows) is not released; assumption: every person has rows at one site only (at most M = 1 site per person; a person at m sites is protected only as a group of m persons)",
+		p.Unit, p.MaxRows, cal.N)
+}
+
 // privacy writes the report: public parameters and calibration only.
 func (a *Aggregator) privacy(lambda float64) report.Privacy {
 	p, cal := &a.p, a.cal
@@ -546,6 +570,11 @@ func (a *Aggregator) privacy(lambda float64) report.Privacy {
 		sizes[i] = fmt.Sprintf("%s %d", s.Name, s.N)
 	}
 	sitesNote := fmt.Sprintf("sites and their public numbers of rows N_s: %s (N = %d)", strings.Join(sizes, ", "), cal.N)
+	if p.MaxRows > 0 {
+		pr.Neighbouring = UnitNeighbouring(p, cal)
+		sitesNote = fmt.Sprintf("sites and their public numbers of units N_s = U_s: %s (N = U = %d units; every sensitivity is evaluated at these unit counts, each site divides its sums over at most K rows per unit by U·K = %d)",
+			strings.Join(sizes, ", "), cal.N, cal.N*p.RowsPerUnit())
+	}
 	split := fmt.Sprintf("%.2f/%.2f", p.Split, 1-p.Split)
 	objectivePP := []string{
 		"Λ2 noised on its upper triangle and mirrored (symmetric)",
@@ -590,6 +619,9 @@ func (a *Aggregator) privacy(lambda float64) report.Privacy {
 			"the seed's Theorem 1 δ(ε) (CAPE as published) is not a guarantee and is not printed (PRIVACY-NOTES item 18)",
 			"weights N_s/N are applied before the noise (each site releases its sum over the pooled N), so the zero-sum noise cancels exactly and every site's sensitivity equals the pooled one, (N_s/N)·Δ(N_s) = Δ(N)",
 			sitesNote,
+		}
+		if p.MaxRows > 0 {
+			pr.Notes = append(pr.Notes, fmt.Sprintf("a person with rows at m sites outside the adversary is protected as a group of m units: m·η-Gaussian-DP with η = %s (group privacy of Gaussian DP, Dong, Roth & Su 2019, Theorem 2.14), not by the printed (ε, δ)", report.Up(cal.ComposedEta)))
 		}
 	case p.Mechanism == GaussianFMLocal:
 		pr.Mechanism = fmt.Sprintf("gaussian-fm-local (conventional decentralised Gaussian FM on %d sites: each site releases its own Gaussian FM objective with the full noise for (ε, δ) on its N_s rows; the aggregator averages them with weights N_s/N)", cal.S)

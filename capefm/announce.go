@@ -2,17 +2,74 @@ package capefm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/dplearn/dplearn/schema"
 )
 
 // Announce returns the site's announcement: what it sends when it connects,
 // before any Offer (see Gather).
 func (s *Site) Announce() *Announce {
-	return &Announce{Name: s.cfg.Name, N: s.n, Schema: s.cfg.Schema, Secure: s.cfg.Source.Secure()}
+	a := &Announce{Name: s.cfg.Name, N: s.n, Schema: s.cfg.Schema, Secure: s.cfg.Source.Secure(),
+		Unit: s.cfg.Unit, MaxRows: s.cfg.MaxRows}
+	if len(s.cfg.Declaration) <= MaxDeclaration {
+		a.Declaration = slices.Clone(s.cfg.Declaration)
+	}
+	return a
+}
+
+// SchemaDeclaration returns the encoding of s that schema.Fingerprint
+// hashes, for SiteConfig.Declaration.
+func SchemaDeclaration(s *schema.Schema) ([]byte, error) {
+	if s == nil {
+		return nil, errors.New("capefm: no schema")
+	}
+	return json.Marshal(s)
+}
+
+// declarationFingerprint parses a declaration and returns its schema
+// fingerprint.
+func declarationFingerprint(b []byte) ([32]byte, error) {
+	s, err := schema.Parse(b)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return schema.Fingerprint(s)
+}
+
+// schemaMismatch explains an announcement whose schema fingerprint differs
+// from the fit's: by column and field when the site sent its declaration
+// (checked against its fingerprint, so the words describe the schema the
+// site actually agreed by) and the aggregator knows the fit's schema;
+// otherwise by fingerprint.
+func schemaMismatch(site string, a *Announce, fit *schema.Schema, fitFP [32]byte) string {
+	base := fmt.Sprintf("its schema fingerprint %s differs from the fit's %s", fmtHash(a.Schema), fmtHash(fitFP))
+	const advice = ": every party must use the same schema file (same features, ranges, categories, target)"
+	if fit == nil || len(a.Declaration) == 0 {
+		return base + advice
+	}
+	theirs, err := schema.Parse(a.Declaration)
+	if err != nil {
+		return base + advice + fmt.Sprintf(" (its schema declaration cannot be read: %v)", err)
+	}
+	if fp, err := schema.Fingerprint(theirs); err != nil || fp != a.Schema {
+		return base + advice + " (its schema declaration does not match its fingerprint: ignored)"
+	}
+	d := schema.Diff(theirs, fit)
+	if d == nil {
+		return base + advice
+	}
+	where := "schema"
+	if d.Column != "" {
+		where = fmt.Sprintf("column %q", d.Column)
+	}
+	return fmt.Sprintf("%s's %s: %s %s differs from the fit's %s (schema fingerprint %s, the fit's %s)%s",
+		site, where, d.Field, d.A, d.B, fmtHash(a.Schema), fmtHash(fitFP), advice)
 }
 
 // GatherOptions configures Gather.
@@ -30,6 +87,15 @@ type GatherOptions struct {
 	// Schema is the fit's schema fingerprint: an announcement with another
 	// one is refused.
 	Schema [32]byte
+	// Declaration, if set, is the fit's schema (it must fingerprint to
+	// Schema): a refusal then names the column and field that differ from
+	// the site's declaration.
+	Declaration *schema.Schema
+	// Unit and MaxRows are the fit's privacy unit and K (both zero: row
+	// level): an announcement with another unit or K is refused, naming
+	// the field.
+	Unit    string
+	MaxRows int
 	// KnownN optionally gives a site's N_s in advance (by name): an
 	// announcement with another N_s is refused.
 	KnownN map[string]int64
@@ -100,6 +166,11 @@ func Gather(ctx context.Context, hub Hub, opt GatherOptions) ([]SiteInfo, error)
 		}
 		ids[name] = uint32(i + 1)
 	}
+	if opt.Declaration != nil {
+		if fp, err := schema.Fingerprint(opt.Declaration); err != nil || fp != opt.Schema {
+			return nil, fmt.Errorf("capefm: gather: the fit's schema does not fingerprint to %s", fmtHash(opt.Schema))
+		}
+	}
 	if opt.MinSites < 2 || opt.MinSites > len(opt.Expected) {
 		return nil, fmt.Errorf("capefm: gather: minimum sites %d, want 2 to %d", opt.MinSites, len(opt.Expected))
 	}
@@ -148,7 +219,11 @@ func Gather(ctx context.Context, hub Hub, opt GatherOptions) ([]SiteInfo, error)
 		case a.Name != ev.Site:
 			reason = fmt.Sprintf("it announces itself as %q but its certificate says %q: a site takes part only under the name in its certificate", a.Name, ev.Site)
 		case a.Schema != opt.Schema:
-			reason = fmt.Sprintf("its schema fingerprint %s differs from the fit's %s: every party must use the same schema file (same features, ranges, categories, target)", fmtHash(a.Schema), fmtHash(opt.Schema))
+			reason = schemaMismatch(ev.Site, a, opt.Declaration, opt.Schema)
+		case a.Unit != opt.Unit:
+			reason = fmt.Sprintf("its privacy unit %q differs from the fit's %q: every site must bound its rows per unit of the same column", a.Unit, opt.Unit)
+		case a.MaxRows != opt.MaxRows:
+			reason = fmt.Sprintf("its max rows per unit K = %d differs from the fit's K = %d: every site must keep at most the same K rows per unit", a.MaxRows, opt.MaxRows)
 		case opt.KnownN[ev.Site] != 0 && opt.KnownN[ev.Site] != a.N:
 			reason = fmt.Sprintf("it announces N = %d rows, the aggregator was told %d", a.N, opt.KnownN[ev.Site])
 		}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dplearn/dplearn/schema"
 )
 
 // fakeHub feeds scripted events to Gather and records what it sends.
@@ -121,5 +123,63 @@ func TestGatherMinimum(t *testing.T) {
 	out := hub.sent["site-2"]
 	if len(out) != 1 || !strings.Contains(out[0].(*Outcome).Text, "schema") {
 		t.Errorf("site-2 was told %v", out)
+	}
+}
+
+// TestAnnounceSchemaMismatchNamesField: an announcement whose schema
+// differs from the fit's is refused with the column and field that differ
+// (from the site's declaration, verified against its fingerprint), not
+// only two fingerprints; a declaration that does not hash to the
+// announced fingerprint is ignored, and without declarations the reason
+// falls back to the fingerprints.
+func TestAnnounceSchemaMismatchNamesField(t *testing.T) {
+	parse := func(js string) (*schema.Schema, [32]byte, []byte) {
+		s, err := schema.Parse([]byte(js))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fp, err := schema.Fingerprint(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decl, err := SchemaDeclaration(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, fp, decl
+	}
+	fit, fitFP, _ := parse(`{"target": {"name": "y", "range": [0, 1]}, "features": [{"name": "age", "range": [0, 100]}, {"name": "sex", "categories": ["f", "m"]}]}`)
+	_, ageFP, ageDecl := parse(`{"target": {"name": "y", "range": [0, 1]}, "features": [{"name": "age", "range": [0, 90]}, {"name": "sex", "categories": ["f", "m"]}]}`)
+	_, sexFP, sexDecl := parse(`{"target": {"name": "y", "range": [0, 1]}, "features": [{"name": "age", "range": [0, 100]}, {"name": "sex", "categories": ["m", "f"]}]}`)
+	for _, tc := range []struct {
+		name string
+		an   *Announce
+		fit  *schema.Schema
+		want string
+	}{
+		{"range", &Announce{Name: "site-b", N: 10, Schema: ageFP, Declaration: ageDecl}, fit,
+			`site-b's column "age": range [0,90] differs from the fit's [0,100] (schema fingerprint ` + fmtHash(ageFP) + `, the fit's ` + fmtHash(fitFP) + `)`},
+		{"categories", &Announce{Name: "site-b", N: 10, Schema: sexFP, Declaration: sexDecl}, fit,
+			`site-b's column "sex": categories ["m","f"] differs from the fit's ["f","m"]`},
+		{"forged declaration", &Announce{Name: "site-b", N: 10, Schema: sexFP, Declaration: ageDecl}, fit,
+			"its schema fingerprint " + fmtHash(sexFP) + " differs from the fit's " + fmtHash(fitFP) + ": every party must use the same schema file (same features, ranges, categories, target) (its schema declaration does not match its fingerprint: ignored)"},
+		{"no declaration", &Announce{Name: "site-b", N: 10, Schema: ageFP}, fit,
+			"its schema fingerprint " + fmtHash(ageFP) + " differs from the fit's " + fmtHash(fitFP) + ": every party must"},
+		{"aggregator without schema", &Announce{Name: "site-b", N: 10, Schema: ageFP, Declaration: ageDecl}, nil,
+			"its schema fingerprint " + fmtHash(ageFP) + " differs"},
+	} {
+		// Through the wire, as a transport carries it.
+		b, err := tc.an.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Unmarshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reason := gatherReason(t, GatherOptions{Schema: fitFP, Declaration: tc.fit}, "site-b", m.(*Announce))
+		if !strings.Contains(reason, tc.want) {
+			t.Errorf("%s: refusal\n%s\nwant it to contain\n%s", tc.name, reason, tc.want)
+		}
 	}
 }

@@ -109,6 +109,37 @@
 // refused by Params.Calibration, on the aggregator and at every site when
 // offered, before anything is drawn or spent.
 //
+// # Privacy units
+//
+// With Params.Unit and Params.MaxRows = K, neighbouring datasets differ in
+// all rows of one person (replace-one-unit). Every site keeps at most K
+// rows per unit of its own table (dataset.UnitMoments: which rows of a
+// unit are kept depends only on a private key and that unit's own rows)
+// and its statistics are regress.UnitStats. The roster's N_s is then the
+// site's number of units U_s (announced: public, as N_s is under bounded
+// DP), N = U = Σ U_s, and site s releases Σ_{kept rows at s} λ / (U·K)
+// (Params.RowsPerUnit). Replacing one person at site s changes at most K
+// kept rows against at most K; pairing them and counting the unpaired
+// against no row, the sum changes by at most K·max(Δ, M) with Δ the
+// row-level sensitivity numerator and M = sup‖λ‖ ≤ Δ (derived for every
+// FM release in regress.UnitStats), so the release moves by at most
+// K·Δ/(U·K) = Δ/U: the pooled row-level sensitivity at N = U. Hence the
+// whole calibration is the row-level one evaluated at the unit counts:
+// whitening at U, each site's whitened sensitivity at U_s with weight
+// U_s/U (siteSensitivities; (U_s/U)·Δ(U_s) = Δ(U)), gaussian-fm-local at
+// U_s; K cancels from every weight, and the fixed-point bound |w·Λ_s| ≤
+// a·w is unchanged. Every view of the CAPE accounting is a function of the
+// site releases, so the per-site guarantee holds for a person at an honest
+// site exactly as for a record. fm-local runs regress's unit-aware fm.
+//
+// A person with rows at several sites is not bounded jointly: the
+// guarantee assumes every person has rows at one site (the report says
+// so); a person at m sites is m replace-one-unit steps away, so m·η-
+// Gaussian-DP for an η-Gaussian-DP release (group privacy). Sites refuse
+// an offer whose unit or K differs from theirs, and Gather an
+// announcement with another K, naming the field (both are in the hashed
+// encoding). Tests: units_test.go; mutations: mutants/capeunit.txt.
+//
 // # Lattice
 //
 // The CAPE curve is computed for continuous Gaussians; the implementation
@@ -375,9 +406,11 @@
 // L = D + D(D+1)/2 and P = len(Params.Prior):
 //
 //	upload   16L + 135S + 301 + len(name) + A_s
-//	download 8L + 200S + 323 + Σ len(site names) + Σ_s A_s + 8P
+//	download 8L + 200S + 333 + Σ len(site names) + Σ_s A_s + 8P + len(unit) + len(decl)
 //
-// where A_s is site s's key signature and certificate (about 566 bytes
+// where decl is the fit's schema declaration the Offer carries when the
+// aggregator has one (ServeOptions.Declaration; a few hundred bytes for
+// a typical schema, at most MaxDeclaration), A_s is site s's key signature and certificate (about 566 bytes
 // with certificates from package certs; 0 with UnsignedKeys). The masked
 // ê_s and the release are 8L bytes each; the Shamir shares grow with S.
 // For S = 5: D = 20 (L = 230) about 5.2 kB up and 6.0 kB down; D = 100

@@ -16,7 +16,7 @@ import (
 // constant (and bump the version if old peers would misread it).
 // Regenerate with `go test ./capefm -run TestGoldenWire -v`, which prints
 // the new digest.
-const goldenWire = "d99623339dd4f2b52649b8acdede90aee2850729afd433529a11ef1a67b8c3ec"
+const goldenWire = "14c089fbac89e64aedf946f0f4e382a79dd9d6abca18e3a8fe41d68cbb92f66a"
 
 // TestGoldenWire checks that encodings and Params.Hash are unchanged (one
 // digest over many outputs, as crypto/mlkem's TestAccumulated).
@@ -46,6 +46,16 @@ func TestGoldenWire(t *testing.T) {
 		h.Write(ph[:])
 		msgs = append(msgs, &Offer{Params: p})
 	}
+	// A person-level capeFM offer (version 4: unit and K in Params).
+	up := Params{Session: [32]byte{7}, Attempt: 1, Mechanism: CapeFM, Kind: regress.Linear, Schema: testSchema, D: 4,
+		Epsilon: 1, Delta: 1e-6, Split: 0.5, Sites: roster, Colluders: 1, MinSites: 2, Tau: 0.05, NoiseRatio: 1, Unit: "pid", MaxRows: 3}
+	uh, err := up.Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Write(uh[:])
+	msgs = append(msgs, &Offer{Params: up, Declaration: []byte(`{"target":{"name":"y"}}`)},
+		&Announce{Name: "site-3", N: 12, Schema: testSchema, Unit: "pid", MaxRows: 3, Declaration: []byte(`{"target":{"name":"y"}}`)})
 	msgs = append(msgs,
 		&Refuse{Session: [32]byte{1}, From: 2, Name: "site-2", Reason: "parameter epsilon"},
 		&Release{Session: [32]byte{1}, From: 2, Values: []float64{0.5, -1}},

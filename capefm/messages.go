@@ -71,9 +71,13 @@ type Message interface {
 }
 
 // Offer (round Hello, aggregator → every site) proposes the attempt's
-// public parameters.
+// public parameters. Declaration, if not empty, is the fit's schema as
+// Params.Schema fingerprints it: a site whose schema differs checks it
+// against the fingerprint and names the column and field in its refusal.
+// It is not part of the agreed parameters (the fingerprint is).
 type Offer struct {
-	Params Params
+	Params      Params
+	Declaration []byte
 }
 
 // Hello (round Hello, site → aggregator) accepts an Offer: the site's name,
@@ -161,12 +165,28 @@ type Release struct {
 // builds the roster of the first Offer from them, so it needs no N_s on its
 // command line; N_s is public under bounded DP. Its session is all zeros
 // (there is no attempt yet).
+//
+// With a privacy unit, N is the site's number of units U_s and Unit and
+// MaxRows (K) say how the site bounded its rows; both zero at row level.
+// Declaration, if not empty, is the site's schema as Schema fingerprints
+// it (the JSON encoding of the parsed schema, public like every schema
+// bound): the aggregator checks that it hashes to Schema and, when the
+// fingerprints differ, names the column and field that differ
+// (schema.Diff). It explains a mismatch; agreement is still by Schema.
 type Announce struct {
-	Name   string
-	N      int64
-	Schema [32]byte
-	Secure bool
+	Name        string
+	N           int64
+	Schema      [32]byte
+	Secure      bool
+	Unit        string
+	MaxRows     int
+	Declaration []byte
 }
+
+// MaxDeclaration bounds Announce.Declaration in bytes; a site whose schema
+// encodes to more sends none (a mismatch is then reported by fingerprint
+// only).
+const MaxDeclaration = 32 << 10
 
 // Outcome (aggregator → one site) ends the site's part in the fit: OK
 // reports a published model, otherwise Text says why the site is not (or
@@ -331,8 +351,12 @@ func (m *Offer) MarshalBinary() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(m.Declaration) > MaxDeclaration {
+		return nil, fmt.Errorf("capefm: offer: schema declaration of %d bytes, limit %d", len(m.Declaration), MaxDeclaration)
+	}
 	w := header(codeOffer, m.Params.Session)
 	w.Raw(p)
+	w.Blob(m.Declaration)
 	return w.Bytes(), nil
 }
 
@@ -402,6 +426,12 @@ func (m *Announce) MarshalBinary() ([]byte, error) {
 	if m.N < 1 {
 		return nil, fmt.Errorf("capefm: announce: N = %d rows", m.N)
 	}
+	if m.MaxRows < 0 || m.MaxRows > MaxRowsPerUnit || len(m.Unit) > maxUnitName {
+		return nil, fmt.Errorf("capefm: announce: privacy unit %q, K = %d", m.Unit, m.MaxRows)
+	}
+	if len(m.Declaration) > MaxDeclaration {
+		return nil, fmt.Errorf("capefm: announce: schema declaration of %d bytes, limit %d", len(m.Declaration), MaxDeclaration)
+	}
 	w := header(codeAnnounce, [32]byte{})
 	w.Str16(m.Name)
 	w.U64(uint64(m.N))
@@ -411,6 +441,9 @@ func (m *Announce) MarshalBinary() ([]byte, error) {
 	} else {
 		w.U8(0)
 	}
+	w.Str16(m.Unit)
+	w.U32(uint32(m.MaxRows))
+	w.Blob(m.Declaration)
 	return w.Bytes(), nil
 }
 
@@ -672,7 +705,11 @@ func Unmarshal(b []byte) (Message, error) {
 		if p.Session != session {
 			r.Fail("offer: header session differs from the params' session")
 		}
-		m = &Offer{Params: *p}
+		o := &Offer{Params: *p}
+		if decl := r.Blob("schema declaration", MaxDeclaration); len(decl) > 0 {
+			o.Declaration = decl
+		}
+		m = o
 	case codeHello:
 		h := &Hello{Session: session}
 		h.From = r.U32("site ID")
@@ -792,6 +829,14 @@ func Unmarshal(b []byte) (Message, error) {
 			x.Secure = true
 		default:
 			r.Fail("announce: secure flag is not 0 or 1")
+		}
+		x.Unit = r.Str16("privacy unit", maxUnitName)
+		x.MaxRows = int(r.U32("max rows per unit"))
+		if decl := r.Blob("schema declaration", MaxDeclaration); len(decl) > 0 {
+			x.Declaration = decl
+		}
+		if r.Err() == nil && x.MaxRows > MaxRowsPerUnit {
+			r.Fail("announce: max rows per unit K = %d", x.MaxRows)
 		}
 		if r.Err() == nil && !ValidName(x.Name) {
 			r.Fail("announce: invalid site name")

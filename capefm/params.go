@@ -113,6 +113,31 @@ type Params struct {
 	// fit that reached the release round (their releases compose with this
 	// one; see Accounting.ComposedEta).
 	Prior []float64
+	// Unit names the privacy-unit column and MaxRows is K, the rows per
+	// unit each site keeps (dataset.UnitMoments): a person-level guarantee
+	// (replace-one-unit). Both zero: the row-level guarantee. With a unit,
+	// Sites[i].N is the site's number of units U_s (public), not its rows;
+	// each site divides its sums by U·K (U = Σ U_s) and every sensitivity
+	// is the row-level formula at U and U_s (Params.RowsPerUnit; the
+	// derivation is in the package documentation, Privacy units). Both are
+	// in the canonical encoding, so every site agrees on them by the hash.
+	Unit    string
+	MaxRows int
+}
+
+// MaxRowsPerUnit is the largest K Params accept (dataset's cap).
+const MaxRowsPerUnit = 1 << 20
+
+// maxUnitName bounds the unit column's name in bytes.
+const maxUnitName = 256
+
+// unitMechanism reports whether m has a unit-level derivation: the
+// FM-family releases of capefm and gaussian-fm-local (their sensitivities
+// at U and U_s, regress.UnitStats) and fm-local (regress's fm on
+// regress.UnitStats). objpert and noisygd read rows: regress has no
+// unit-level sensitivity for them.
+func (m Mechanism) unitMechanism() bool {
+	return m == CapeFM || m == GaussianFMLocal || m == FMLocal
 }
 
 // DefaultNoiseRatio is the noise ratio R = Var ê_s / Var g_s used when none
@@ -172,6 +197,20 @@ func (p *Params) SiteByName(name string) (SiteInfo, bool) {
 	return SiteInfo{}, false
 }
 
+// RowsPerUnit returns K, the divisor factor of the sites' sums: each
+// site divides by N()·RowsPerUnit() (U·K with a privacy unit, N rows
+// without), while every sensitivity is evaluated at N() (U units).
+func (p *Params) RowsPerUnit() int64 { return int64(max(p.MaxRows, 1)) }
+
+// countNoun is what Sites[i].N counts: "rows", or "units" with a privacy
+// unit.
+func (p *Params) countNoun() string {
+	if p.MaxRows > 0 {
+		return "units"
+	}
+	return "rows"
+}
+
 // Released returns L = D + D(D+1)/2, the number of released objective
 // coefficients (Λ1 and the upper triangle of Λ2).
 func (p *Params) Released() int { return p.D + p.D*(p.D+1)/2 }
@@ -215,6 +254,20 @@ func (p *Params) Validate() error {
 	if S < 2 || S > MaxSites {
 		return fmt.Errorf("capefm: params: %d sites, want 2 to %d", S, MaxSites)
 	}
+	if p.MaxRows < 0 || p.MaxRows > MaxRowsPerUnit {
+		return fmt.Errorf("capefm: params: max rows per unit K = %d, want 0 (row level) or 1 to %d", p.MaxRows, MaxRowsPerUnit)
+	}
+	if (p.MaxRows == 0) != (p.Unit == "") {
+		return fmt.Errorf("capefm: params: privacy unit %q with max rows per unit K = %d: give both or neither", p.Unit, p.MaxRows)
+	}
+	if len(p.Unit) > maxUnitName {
+		return fmt.Errorf("capefm: params: privacy unit name of %d bytes, want at most %d", len(p.Unit), maxUnitName)
+	}
+	if p.MaxRows > 0 && !p.Mechanism.unitMechanism() {
+		return fmt.Errorf("capefm: params: mechanism %s has no sensitivity derived for a privacy unit of K rows; use capefm, gaussian-fm-local or fm-local", p.Mechanism)
+	}
+	// Units·K per site and U·K in all must fit in an int64.
+	maxN := math.MaxInt64 / int64(MaxSites) / int64(max(p.MaxRows, 1))
 	names := map[string]bool{}
 	var total int64
 	for i, s := range p.Sites {
@@ -231,8 +284,8 @@ func (p *Params) Validate() error {
 		if i > 0 && s.ID <= p.Sites[i-1].ID {
 			return fmt.Errorf("capefm: params: roster not sorted by ID or ID %d repeated", s.ID)
 		}
-		if s.N < 1 || s.N > math.MaxInt64/int64(MaxSites) {
-			return fmt.Errorf("capefm: params: site %s has N = %d rows, want 1 to %d", s.Name, s.N, math.MaxInt64/int64(MaxSites))
+		if s.N < 1 || s.N > maxN {
+			return fmt.Errorf("capefm: params: site %s has N = %d %s, want 1 to %d", s.Name, s.N, p.countNoun(), maxN)
 		}
 		total += s.N
 	}
@@ -273,11 +326,12 @@ func (p *Params) Validate() error {
 
 const paramsMagic = "CFMP"
 
-// MarshalBinary returns the canonical encoding of p (version 2, big-endian):
+// MarshalBinary returns the canonical encoding of p (wireVersion, big-endian):
 //
 //	"CFMP" version:u8 session:[32] attempt:u32 mechanism:str16 kind:str16
 //	schema:[32] D:u32 ε:f64 δ:f64 split:f64 τ:f64 R:f64 colluders:u32
 //	minSites:u32 S:u32 S×(ID:u32 N:u64 name:str16) priors:u32 priors×f64
+//	unit:str16 K:u32
 //
 // It fails unless p is valid, so that every encoded Params is.
 func (p *Params) MarshalBinary() ([]byte, error) {
@@ -310,6 +364,8 @@ func (p *Params) MarshalBinary() ([]byte, error) {
 	for _, e := range p.Prior {
 		w.F64(e)
 	}
+	w.Str16(p.Unit)
+	w.U32(uint32(p.MaxRows))
 	return w.Bytes(), nil
 }
 
@@ -363,6 +419,8 @@ func readParams(r *reader) (*Params, error) {
 			p.Prior[i] = r.Finite("prior η")
 		}
 	}
+	p.Unit = r.Str16("privacy unit", maxUnitName)
+	p.MaxRows = int(r.U32("max rows per unit"))
 	if r.Err() != nil {
 		return nil, r.Err()
 	}
@@ -381,7 +439,7 @@ func (p *Params) Hash() ([32]byte, error) {
 		return [32]byte{}, err
 	}
 	h := sha256.New()
-	h.Write([]byte("dplearn/capefm/params/v2\x00"))
+	h.Write([]byte("dplearn/capefm/params/v3\x00"))
 	h.Write(b)
 	var out [32]byte
 	copy(out[:], h.Sum(nil))

@@ -612,7 +612,7 @@ func TestValidateData(t *testing.T) {
 
 // TestMessageSizes checks the byte counts stated in the package
 // documentation: per site, upload 16L + 135S + 301 + len(name) + A_s and
-// download 8L + 200S + 323 + Σ len(names) + Σ A + 8·len(Prior) bytes of
+// download 8L + 200S + 333 + Σ len(names) + Σ A + 8·len(Prior) + len(Unit) bytes of
 // payload, where A_s is site s's key signature and certificate.
 func TestMessageSizes(t *testing.T) {
 	for _, tc := range []struct{ S, D int }{{3, 2}, {5, 20}} {
@@ -654,7 +654,7 @@ func TestMessageSizes(t *testing.T) {
 		}
 		for id := uint32(1); id <= uint32(tc.S); id++ {
 			wantUp := 16*L + 135*tc.S + 301 + len("site-1") + auth[id]
-			wantDown := 8*L + 200*tc.S + 323 + names + auths
+			wantDown := 8*L + 200*tc.S + 333 + names + auths
 			if up[id] != wantUp || down[id] != wantDown {
 				t.Errorf("S=%d D=%d site %d: up %d (formula %d), down %d (formula %d)", tc.S, tc.D, id, up[id], wantUp, down[id], wantDown)
 			}
@@ -708,11 +708,12 @@ func TestFixedPointRange(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Fatalf("N = 5·10⁹, D = 100: want a refusal, got %v", err)
 	}
-	// A site offered such Params refuses before drawing or spending.
-	p.Tau = 20
+	// A site offered such Params refuses before drawing or spending (δ
+	// below 1/N, so that the refusal is the fixed point's).
+	p.Tau, p.Delta = 200, 1e-11
 	led := &memLedger{}
 	site, err := NewSite(SiteConfig{Name: "site-1", Mechanism: CapeFM, Kind: regress.Linear, Schema: testSchema,
-		Epsilon: 1, Delta: 1e-5, Source: f64src(), Ledger: led, Signer: testSigner(t, testCA(t), "site-1")}, regress.Data{Stats: bigStats{k: 101, n: 1e9}})
+		Epsilon: 1, Delta: 1e-11, Source: f64src(), Ledger: led, Signer: testSigner(t, testCA(t), "site-1")}, regress.Data{Stats: bigStats{k: 101, n: 1e9}})
 	if err != nil {
 		t.Fatal(err)
 	}

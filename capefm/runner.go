@@ -16,6 +16,11 @@ import (
 
 // ServeOptions configures Serve.
 type ServeOptions struct {
+	// Declaration, if set, is the fit's schema as the template's Schema
+	// fingerprints it (SchemaDeclaration): Gather names the column and
+	// field of a site announcing another schema, and every Offer carries
+	// it so that a site refusing the fingerprint names them too.
+	Declaration []byte
 	// RoundTimeout bounds the wait for each round's messages; sites that
 	// have not answered by then count as missing. Default 30 s.
 	RoundTimeout time.Duration
@@ -199,6 +204,9 @@ func Serve(ctx context.Context, template Params, hub Hub, opt ServeOptions) (*Ru
 			return nil, err
 		}
 		agg.verifier = opt.KeyVerifier
+		if len(opt.Declaration) <= MaxDeclaration {
+			agg.decl = opt.Declaration
+		}
 		names := make([]string, len(live))
 		for i, s := range live {
 			names[i] = s.Name

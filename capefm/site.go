@@ -11,8 +11,10 @@ import (
 
 	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/cape"
+	"github.com/dplearn/dplearn/fit"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
+	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/secagg"
 )
 
@@ -70,6 +72,22 @@ type SiteConfig struct {
 	// Signer signs this site's secure-aggregation keys and verifies the
 	// other sites' (KeySigner): required for capeFM unless UnsignedKeys.
 	Signer KeySigner
+	// Declaration optionally holds the site's schema as Schema
+	// fingerprints it (SchemaDeclaration): sent in the announcement so
+	// that the aggregator can name the column and field of a mismatch.
+	// NewSite checks that it hashes to Schema.
+	Declaration []byte
+	// AllowDeltaAboveOneOverN accepts offers whose δ is not below 1/N
+	// for the roster's N (by default refused: fit.CheckDeltaN). Only for
+	// experiments that sweep δ on purpose (the seed's δ panels).
+	AllowDeltaAboveOneOverN bool
+	// Unit and MaxRows: the privacy unit the site bounded its rows by
+	// (both zero for the row-level guarantee). The site's statistics must
+	// be regress.UnitStats with the same column and K; the site then
+	// announces its number of units and refuses Params with another unit
+	// or K.
+	Unit    string
+	MaxRows int
 	// UnsignedKeys runs capeFM without key signatures: the site neither
 	// signs its keys nor checks the others', so a malicious aggregator can
 	// substitute keys and read this site's zero-sum draw ê_s (KeySigner).
@@ -187,6 +205,13 @@ func NewSite(cfg SiteConfig, data regress.Data) (*Site, error) {
 	if r := cfg.noiseRatio(); !(r >= MinNoiseRatio && r <= MaxNoiseRatio) {
 		return nil, fmt.Errorf("capefm: site %s: noise ratio must be in [%g, %g], got %v", cfg.Name, MinNoiseRatio, MaxNoiseRatio, cfg.NoiseRatio)
 	}
+	if data.Stats == nil {
+		return nil, fmt.Errorf("capefm: site %s: no statistics", cfg.Name)
+	}
+	n, err := siteCount(cfg, data)
+	if err != nil {
+		return nil, fmt.Errorf("capefm: site %s: %w", cfg.Name, err)
+	}
 	if err := ValidateData(cfg.Kind, data); err != nil {
 		return nil, fmt.Errorf("capefm: site %s: %w", cfg.Name, err)
 	}
@@ -199,8 +224,68 @@ func NewSite(cfg SiteConfig, data regress.Data) (*Site, error) {
 			return nil, fmt.Errorf("capefm: site %s: mechanism %s needs the encoded rows", cfg.Name, cfg.Mechanism)
 		}
 	}
-	return &Site{cfg: cfg, data: data, n: data.Stats.N(), d: data.Stats.K() - 1,
+	if len(cfg.Declaration) > 0 {
+		if fp, err := declarationFingerprint(cfg.Declaration); err != nil || fp != cfg.Schema {
+			return nil, fmt.Errorf("capefm: site %s: the schema declaration does not hash to the schema fingerprint %s (SchemaDeclaration of the same schema)", cfg.Name, fmtHash(cfg.Schema))
+		}
+	}
+	return &Site{cfg: cfg, data: data, n: n, d: data.Stats.K() - 1,
 		sessions: make(map[[32]byte]bool), frozenSC: -1}, nil
+}
+
+// schemaField names the column and field behind a schema fingerprint
+// mismatch from the offer's declaration (verified against the offered
+// fingerprint) and the site's own; without both it keeps the fingerprints.
+func (s *Site) schemaField(offered []byte, offeredFP [32]byte, me *MismatchError) (field, want, got string) {
+	field, want, got = me.Field, me.Want, me.Got
+	if len(offered) == 0 || len(s.cfg.Declaration) == 0 {
+		return
+	}
+	theirs, err := schema.Parse(offered)
+	if err != nil {
+		return
+	}
+	if fp, err := schema.Fingerprint(theirs); err != nil || fp != offeredFP {
+		return
+	}
+	ours, err := schema.Parse(s.cfg.Declaration)
+	if err != nil {
+		return
+	}
+	d := schema.Diff(ours, theirs)
+	if d == nil {
+		return
+	}
+	where := "schema"
+	if d.Column != "" {
+		where = fmt.Sprintf("schema column %q", d.Column)
+	}
+	return fmt.Sprintf("%s %s (fingerprint %s, offered %s)", where, d.Field, me.Want, me.Got), d.A, d.B
+}
+
+// siteCount returns the site's public count N_s: its rows, or with a
+// privacy unit its number of units U_s, after checking that the statistics
+// were bounded to cfg.MaxRows rows per unit of cfg.Unit (regress.UnitStats)
+// exactly when the configuration says so.
+func siteCount(cfg SiteConfig, data regress.Data) (int64, error) {
+	u, isUnit := regress.UnitOf(data.Stats)
+	switch {
+	case cfg.MaxRows < 0 || cfg.MaxRows > MaxRowsPerUnit:
+		return 0, fmt.Errorf("max rows per unit K = %d, want 1 to %d", cfg.MaxRows, MaxRowsPerUnit)
+	case (cfg.MaxRows == 0) != (cfg.Unit == ""):
+		return 0, fmt.Errorf("privacy unit %q with max rows per unit K = %d: give both or neither", cfg.Unit, cfg.MaxRows)
+	case cfg.MaxRows > 0 && !cfg.Mechanism.unitMechanism():
+		return 0, fmt.Errorf("mechanism %s has no sensitivity derived for a privacy unit of K rows; use capefm, gaussian-fm-local or fm-local", cfg.Mechanism)
+	case cfg.MaxRows > 0 && (!isUnit || u.Column != cfg.Unit || u.MaxRows != cfg.MaxRows):
+		return 0, fmt.Errorf("privacy unit %q, K = %d: the statistics are not bounded to K rows per unit of that column (regress.UnitStats over dataset.UnitMoments)", cfg.Unit, cfg.MaxRows)
+	case cfg.MaxRows == 0 && isUnit:
+		return 0, fmt.Errorf("the statistics are bounded per unit of %q but the site has no privacy unit configured", u.Column)
+	case isUnit && data.Rows != nil:
+		return 0, errors.New("a privacy unit with encoded rows: the unit-level mechanisms read only the statistics")
+	case isUnit:
+		return u.Units, nil
+	}
+	return data.Stats.N(), nil
 }
 
 // encTol is the tolerance on the encoding bounds (as regress's row checks).
@@ -299,7 +384,8 @@ func ValidateData(kind regress.Kind, data regress.Data) error {
 // Name returns the site's name.
 func (s *Site) Name() string { return s.cfg.Name }
 
-// N returns the site's number of rows.
+// N returns the site's public count: its number of rows, or of units
+// with a privacy unit.
 func (s *Site) N() int64 { return s.n }
 
 // D returns the site's number of encoded features.
@@ -348,12 +434,27 @@ func (s *Site) check(p *Params) error {
 	if !equalFloat(p.Split, c.split()) {
 		return mis("budget split", fmt.Sprint(c.split()), fmt.Sprint(p.Split))
 	}
+	if p.Unit != c.Unit {
+		return mis("privacy unit", strconv.Quote(c.Unit), strconv.Quote(p.Unit))
+	}
+	if p.MaxRows != c.MaxRows {
+		return mis("max rows per unit K", strconv.Itoa(c.MaxRows), strconv.Itoa(p.MaxRows))
+	}
 	me, ok := p.SiteByName(c.Name)
 	if !ok {
 		return mis("sites", "a roster listing "+c.Name, describeSites(p.Sites))
 	}
 	if me.N != s.n {
-		return mis("rows N of "+c.Name, strconv.FormatInt(s.n, 10), strconv.FormatInt(me.N, 10))
+		return mis(p.countNoun()+" N of "+c.Name, strconv.FormatInt(s.n, 10), strconv.FormatInt(me.N, 10))
+	}
+	// δ against the pooled N (units with a privacy unit): the one rule of
+	// every front end (fit.CheckDeltaN). A guarantee with δ ≥ 1/N permits
+	// publishing a whole record (person) with probability δ; the site
+	// refuses to take part in one. Only the aggregator's roster knows N, so
+	// the check is made here, when the roster is offered.
+	if err := fit.CheckDeltaN(p.Delta, p.N()); err != nil && !c.AllowDeltaAboveOneOverN {
+		return mis("delta", fmt.Sprintf("below 1/N = %g for N = %d %s in all sites (δ ≥ 1/N permits publishing a whole record with probability δ; e.g. %g)",
+			1/float64(p.N()), p.N(), p.countNoun(), fit.SuggestDelta(p.N())), fmt.Sprint(p.Delta))
 	}
 	minSites := max(c.MinSites, 2)
 	if len(p.Sites) < minSites {
@@ -521,6 +622,10 @@ func (s *Site) offer(o *Offer) (Message, error) {
 		return &Refuse{Session: p.Session, From: id, Name: s.cfg.Name, Reason: err.Error()}, err
 	}
 	if err := s.check(&p); err != nil {
+		var me *MismatchError
+		if errors.As(err, &me) && me.Field == "schema fingerprint" {
+			me.Field, me.Want, me.Got = s.schemaField(o.Declaration, p.Schema, me)
+		}
 		return refuse(err)
 	}
 	cal, err := p.Calibration()
@@ -666,7 +771,10 @@ func (s *Site) capeRelease(p *Params, cal *Calibration, id uint32, share *cape.Z
 	if len(share.Fixed) != cal.L || share.FracBits != cal.EFracBits {
 		return nil, fmt.Errorf("zero-sum share has %d coordinates at 2^-%d, want %d at 2^-%d", len(share.Fixed), share.FracBits, cal.L, cal.EFracBits)
 	}
-	q, err := regress.Objective(p.Kind, pooledStats{Stats: s.data.Stats, n: cal.N})
+	// Σ_{rows kept at s} λ / (N·K): with a privacy unit the divisor is U·K
+	// (the sum over at most K rows per unit), the sensitivity that of U
+	// units (whitening, siteSensitivities); K = 1 without.
+	q, err := regress.Objective(p.Kind, pooledStats{Stats: s.data.Stats, n: cal.N * p.RowsPerUnit()})
 	if err != nil {
 		return nil, err
 	}

@@ -30,7 +30,7 @@ const (
 )
 
 // wireVersion is the version byte that starts every payload.
-const wireVersion = 3 // 3: key advertisements carry their signatures (KeyAuth)
+const wireVersion = 4 // 3: key advertisements carry their signatures (KeyAuth); 4: privacy unit in Params and Announce, schema declarations in Announce and Offer
 
 // writer and reader are the shared strict encoding of package wire; every
 // decoding error wraps ErrMalformed.

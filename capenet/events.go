@@ -44,7 +44,8 @@ type Event struct {
 	// key advertisement failed its signature check).
 	Reason    string  `json:"reason,omitempty"`
 	ElapsedMS float64 `json:"elapsed_ms,omitempty"`
-	// N is an announced site's public number of rows, or Σ N_s of a roster.
+	// N is an announced site's public number of rows (of units with a
+	// privacy unit), or Σ N_s of a roster.
 	N int64 `json:"n,omitempty"`
 	// Address is the hub's listening address ("listening").
 	Address string `json:"address,omitempty"`

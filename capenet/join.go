@@ -112,7 +112,7 @@ func Join(ctx context.Context, conn transport.Conn, site *capefm.Site, opt JoinO
 	if err := send(an); err != nil {
 		return nil, err
 	}
-	log.emit(Event{Kind: "announced", Site: site.Name(), N: an.N, Message: fmt.Sprintf("announced %s: N = %d rows, schema %x…; waiting for the other sites and the offer", site.Name(), an.N, an.Schema[:6])})
+	log.emit(Event{Kind: "announced", Site: site.Name(), N: an.N, Message: fmt.Sprintf("announced %s: N = %d %s, schema %x…; waiting for the other sites and the offer", site.Name(), an.N, countNoun(an), an.Schema[:6])})
 	for {
 		rctx, cancel := context.WithTimeout(ctx, opt.IdleTimeout)
 		env, err := conn.Recv(rctx)

@@ -13,6 +13,7 @@ import (
 	"github.com/dplearn/dplearn/capefm"
 	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/report"
+	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/transport"
 )
 
@@ -38,7 +39,7 @@ const DefaultHubName = "aggregator"
 // (ReasonOversized).
 func MaxPayload(d, sites int) int {
 	l := d + d*(d+1)/2
-	return 8*l + (512+keyAuthRoom)*sites + 4096
+	return 8*l + (512+keyAuthRoom)*sites + 4096 + capefm.MaxDeclaration
 }
 
 // keyAuthRoom is the room per site for its key signature and certificate
@@ -60,6 +61,10 @@ func HubConfig(sites []string, d int) transport.HubConfig {
 
 // ServeOptions configures Serve.
 type ServeOptions struct {
+	// Schema, if set, is the fit's schema (fingerprinting to the
+	// template's): a site announcing another schema is then told which
+	// column and field differ (capefm.GatherOptions.Declaration).
+	Schema *schema.Schema
 	// RoundTimeout bounds each protocol round (default 30 s).
 	RoundTimeout time.Duration
 	// JoinTimeout bounds the wait for the expected sites' announcements
@@ -134,6 +139,7 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 	}
 	roster, err := capefm.Gather(ctx, a, capefm.GatherOptions{
 		Expected: expected, MinSites: template.MinSites, Timeout: opt.JoinTimeout, Schema: template.Schema, KnownN: known,
+		Unit: template.Unit, MaxRows: template.MaxRows, Declaration: opt.Schema,
 		OnAnnounce: func(site string, an *capefm.Announce, refusal error, lost bool) {
 			switch {
 			case lost:
@@ -150,7 +156,7 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 				if !an.Secure {
 					noise = "INSECURE seeded noise"
 				}
-				log.emit(Event{Kind: "announce", Site: site, N: an.N, Message: fmt.Sprintf("%s announced N = %d rows, schema %x…, %s", site, an.N, an.Schema[:6], noise)})
+				log.emit(Event{Kind: "announce", Site: site, N: an.N, Message: fmt.Sprintf("%s announced N = %d %s, schema %x…, %s", site, an.N, countNoun(an), an.Schema[:6], noise)})
 			}
 		},
 	})
@@ -173,7 +179,14 @@ func Serve(ctx context.Context, hub transport.Hub, template capefm.Params, opt S
 	}
 	log.emit(Event{Kind: "roster", Sites: names, N: total, Message: msg})
 	template.Sites = roster
+	var decl []byte
+	if opt.Schema != nil {
+		if decl, err = capefm.SchemaDeclaration(opt.Schema); err != nil {
+			return nil, err
+		}
+	}
 	res, err := capefm.Serve(ctx, template, a, capefm.ServeOptions{
+		Declaration:  decl,
 		RoundTimeout: opt.RoundTimeout, MaxAttempts: opt.MaxAttempts, RedoAfterRelease: opt.RedoAfterRelease,
 		NewSession: opt.NewSession, KeyVerifier: opt.KeyVerifier, Logger: opt.Logger,
 		OnRefused: func(site string, err error) {
@@ -383,4 +396,13 @@ func (a *hubAdapter) finish(ctx context.Context, sites []string, out *capefm.Out
 			return
 		}
 	}
+}
+
+// countNoun is what an announcement's N counts: rows, or units of the
+// privacy unit (at most K rows each).
+func countNoun(a *capefm.Announce) string {
+	if a.MaxRows > 0 {
+		return fmt.Sprintf("units of %q (at most %d rows each)", a.Unit, a.MaxRows)
+	}
+	return "rows"
 }

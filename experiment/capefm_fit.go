@@ -121,6 +121,8 @@ func capeFit(ctx context.Context, mech capefm.Mechanism, kind regress.Kind, site
 			Name: names[i], Mechanism: mech, Kind: kind, Schema: fp,
 			Epsilon: eps, Delta: delta, Source: srcs[i], Ledger: noLedger{},
 			UnsignedKeys: true, // in process: the aggregator is this program, key signatures would protect nothing
+			// The seed's δ panels sweep δ up to 0.05, beyond 1/N on purpose.
+			AllowDeltaAboveOneOverN: true,
 		}, regress.Data{Stats: s.stats, Rows: s.rows.Rows})
 		if err != nil {
 			return nil, nil, 0, err

@@ -194,6 +194,7 @@ func partyIdentity(stderr io.Writer, insecure bool, certDir, name string) (*cert
 
 type capeServeOptions struct {
 	fit                              capeFitFlags
+	unit                             unitFlags
 	logLevel                         string
 	listen, certDir, out, name       string
 	sites                            []string
@@ -277,7 +278,11 @@ loopback address only, for tests, and says so loudly.`,
 	f.StringVar(&o.name, "name", capenet.DefaultHubName, "with --insecure: the aggregator's name")
 	format := addFormatFlag(cmd)
 	logLevel := addLogLevelFlag(cmd)
+	units := capeUnitFlags(cmd, &o.unit, false)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := units(capefm.Mechanism(o.fit.mechanism)); err != nil {
+			return err
+		}
 		fm, err := format()
 		if err != nil {
 			return err
@@ -333,7 +338,8 @@ func runCapeServe(ctx context.Context, cmd *cobra.Command, o capeServeOptions, f
 	}
 	defer out.Abort() // no-op after saveModel
 	template := capefm.Params{Mechanism: mech, Kind: kind, Schema: fp, D: d, Epsilon: o.fit.epsilon, Delta: o.fit.deltaFor(mech),
-		Split: o.fit.split, Sites: roster, Colluders: o.fit.colluders, MinSites: minSites, NoiseRatio: o.fit.ratio(mech)}
+		Split: o.fit.split, Sites: roster, Colluders: o.fit.colluders, MinSites: minSites, NoiseRatio: o.fit.ratio(mech),
+		Unit: o.unit.column, MaxRows: o.unit.k}
 	stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the events and the slog records of every party
 	sink := eventSink(stderr, format, "")
 	logger := newCapeLogger(stderr, format, o.logLevel, sink)
@@ -358,7 +364,7 @@ func runCapeServe(ctx context.Context, cmd *cobra.Command, o capeServeOptions, f
 	sink(capenet.Event{Time: time.Now(), Kind: "listening", Address: srv.Addr().String(), Sites: sites,
 		Message: fmt.Sprintf("listening on %s (%s); expecting %s; waiting up to %v for them to announce themselves (minimum %d)",
 			srv.Addr(), mode, strings.Join(sites, ", "), join, minSites)})
-	sopt := capenet.ServeOptions{RoundTimeout: o.roundTimeout, JoinTimeout: join,
+	sopt := capenet.ServeOptions{Schema: s, RoundTimeout: o.roundTimeout, JoinTimeout: join,
 		MaxAttempts: o.maxAttempts, RedoAfterRelease: o.redo, ReconnectGrace: o.grace, Events: sink, Logger: logger}
 	// The aggregator checks every site's signed keys before relaying them
 	// (a site whose keys fail counts as missing); --insecure cannot.
@@ -399,21 +405,30 @@ func printCapeModel(w io.Writer, format outputFormat, model *regress.Model, path
 		}
 		attempts = append(attempts, m)
 	}
+	// With a privacy unit the public counts are units ("units"); the rows
+	// per unit are not released, so there is no "rows".
+	count := "rows"
+	if res.Params.MaxRows > 0 {
+		count = "units"
+	}
 	sites := make([]map[string]any, len(res.Params.Sites))
 	for i, s := range res.Params.Sites {
-		sites[i] = map[string]any{"name": s.Name, "rows": s.N}
+		sites[i] = map[string]any{"name": s.Name, count: s.N}
 	}
 	if format == formatJSON {
 		out := map[string]any{
 			"model_file":   path,
 			"model":        model.Kind,
 			"mechanism":    res.Params.Mechanism,
-			"rows":         res.Params.N(),
+			count:          res.Params.N(),
 			"sites":        sites,
 			"attempts":     attempts,
 			"features":     model.Features,
 			"coefficients": model.Coefficients,
 			"privacy":      model.Privacy,
+		}
+		if res.Params.MaxRows > 0 {
+			out["privacy_unit"], out["max_rows_per_unit"] = res.Params.Unit, res.Params.MaxRows
 		}
 		if res.Params.Mechanism == capefm.CapeFM {
 			out["noise_ratio"] = res.Params.NoiseRatio
@@ -434,6 +449,7 @@ func printCapeModel(w io.Writer, format outputFormat, model *regress.Model, path
 
 type capeJoinOptions struct {
 	fit                               capeFitFlags
+	unit                              unitFlags
 	logLevel                          string
 	server, serverName, certDir, data string
 	stats                             string
@@ -518,9 +534,9 @@ exit status is 0 only when the aggregator reports a published model.`,
 	}
 	format := addFormatFlag(cmd)
 	logLevel := addLogLevelFlag(cmd)
-	units := addCapeUnitFlags(cmd)
+	units := capeUnitFlags(cmd, &o.unit, false)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := units(); err != nil {
+		if err := units(capefm.Mechanism(o.fit.mechanism)); err != nil {
 			return err
 		}
 		fm, err := format()
@@ -567,10 +583,20 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 		return err
 	}
 	// The whole table is read and validated before anything is sent.
+	// With a privacy unit the selection key is the noise source's first 32
+	// bytes, as in 'dplearn fit --privacy-unit'.
+	src := randomSource(o.seeded, o.seed)
 	var data regress.Data
-	if o.stats != "" {
+	var kept string
+	switch {
+	case o.stats != "":
 		data, err = loadSiteStats(o.stats, s, kind, mech, parts)
-	} else {
+	case o.unit.column != "":
+		var sum dataset.UnitSummary
+		data, sum, err = loadUnitInput(ctx, o.data, s, o.unit, src, dataset.Options{Workers: o.workers})
+		kept = fmt.Sprintf(" (%s of %s kept, at most %d per unit of %q; the row counts stay on this console)",
+			dataset.Plural(sum.Kept, "row"), dataset.Plural(sum.Units, "unit"), o.unit.k, o.unit.column)
+	default:
 		data, err = loadSiteData(ctx, o.data, s, kind, mech, part, parts, o.workers)
 	}
 	if err != nil {
@@ -587,7 +613,10 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	scfg := capefm.SiteConfig{Name: siteName, Mechanism: mech, Kind: kind, Schema: fp,
 		Epsilon: o.fit.epsilon, Delta: o.fit.deltaFor(mech), Split: o.fit.split, NoiseRatio: o.fit.ratio(mech),
 		MinColluders: max(o.fit.colluders, 0), MinSites: o.minSites, MaxAttempts: o.maxAttempts,
-		Source: randomSource(o.seeded, o.seed), Ledger: ledger}
+		Source: src, Ledger: ledger, Unit: o.unit.column, MaxRows: o.unit.k}
+	if scfg.Declaration, err = capefm.SchemaDeclaration(s); err != nil {
+		return err
+	}
 	// The site signs its secure-aggregation keys with its certificate and
 	// checks every other site's against its CA; --insecure has no
 	// certificate to do either (insecureWarning says so).
@@ -611,7 +640,7 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	sink := eventSink(stderr, format, "")
 	logger := newCapeLogger(stderr, format, o.logLevel, sink)
 	sink(capenet.Event{Time: time.Now(), Kind: "loaded", Site: name, N: site.N(),
-		Message: fmt.Sprintf("read and validated %s of %s (%d features) as %s; %s", dataset.Plural(int64(site.N()), "row"), o.data+o.stats, site.D(), name, ledgerNote)})
+		Message: fmt.Sprintf("read and validated %s of %s (%d features) as %s%s; %s", dataset.Plural(int64(site.N()), siteNoun(o.unit)), o.data+o.stats, site.D(), name, kept, ledgerNote)})
 	d := len(s.FeatureNames())
 	ccfg := transport.ClientConfig{Address: o.server, Server: o.serverName, Identity: id, Insecure: o.insecure, Session: capenet.Session(),
 		Attempts: o.connectAttempts, PeerTimeout: o.peerTimeout, AckTimeout: o.idle,
@@ -648,6 +677,14 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 	fmt.Fprintf(w, "%s: %s\n", name, res.Outcome.Text)
 	fmt.Fprintf(w, "%s: released %d time(s) in %d attempt(s); %s\n", name, res.Releases, res.Attempts, ledgerNote)
 	return nil
+}
+
+// siteNoun is what a site's public count counts.
+func siteNoun(u unitFlags) string {
+	if u.column != "" {
+		return "unit"
+	}
+	return "row"
 }
 
 // parsePart parses --part I/S.

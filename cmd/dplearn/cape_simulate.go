@@ -75,9 +75,10 @@ No certificates or other setup are needed. It prints the per-round log
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: all cores)")
 	format := addFormatFlag(cmd)
 	logLevel := addLogLevelFlag(cmd)
-	units := addCapeUnitFlags(cmd)
+	var unit unitFlags
+	units := capeUnitFlags(cmd, &unit, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := units(); err != nil {
+		if err := units(capefm.Mechanism(o.fit.mechanism)); err != nil {
 			return err
 		}
 		fm, err := format()

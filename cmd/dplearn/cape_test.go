@@ -529,7 +529,9 @@ func TestCapeSchemaDiffers(t *testing.T) {
 		t.Fatalf("serve: %v\n%s", err, srv.stderr())
 	}
 	n.checkModel(srv, 4)
-	if srv.event("announce-refused", "schema fingerprint") == nil {
+	// The refusal names the column and field (issue 25 item 6), from
+	// site-4's declaration checked against its fingerprint.
+	if srv.event("announce-refused", `site-4's column "experience": range [0,70] differs from the fit's [0,60] (schema fingerprint`) == nil {
 		t.Errorf("log:\n%s", srv.stderr())
 	}
 	if sites[3].err == nil || !strings.Contains(sites[3].stderr(), "schema") {

@@ -2,39 +2,66 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/dplearn/dplearn/capefm"
 )
 
-// errCapeUnits is the refusal of --privacy-unit on the capeFM commands.
+// capeUnitFlags registers --privacy-unit COLUMN --max-rows-per-unit K on a
+// capeFM command (the flags of `dplearn fit`, unitFlags) and returns a
+// function that checks them once the flags are parsed.
 //
-// A unit-level capeFM fit is not derived yet. What it needs (docs/privacy-units.md,
-// "capeFM sites"): each site bounds its rows per unit (dataset.UnitMoments)
-// and announces units·K as its public N (regress.UnitStats), while every
-// noise share is calibrated at the sensitivity N = units, the one
-// rows-per-unit factor (regress.sensitivityN), which capefm's calibration
-// (capefm/calibrate.go) takes from the announced N's today; the offer and
-// every announce must carry K so that a site with another K is refused by
-// name; and a unit that spans two sites breaks the per-site bound (the
-// consortium must then assume disjoint units across sites, or bound K over
-// all sites together). Until those are built and tested with an extremal
-// neighbouring pair at one site, the flags are refused rather than ignored.
-var errCapeUnits = errors.New("--privacy-unit is not available for capeFM (cape join, cape simulate): " +
-	"the capeFM calibration takes each site's public N as its row count and has no unit-level sensitivity, " +
-	"and the offer does not carry the rows-per-unit bound K; fit each person-level model with " +
-	"'dplearn fit --privacy-unit' instead (docs/privacy-units.md)")
-
-// addCapeUnitFlags registers --privacy-unit and --max-rows-per-unit on a
-// capeFM command so that they are refused with errCapeUnits, not reported
-// as unknown flags (which would read as a typo) and never silently ignored.
-func addCapeUnitFlags(cmd *cobra.Command) func() error {
+// A person-level capeFM fit (capefm.Params.Unit, MaxRows; the derivation
+// is in capefm's documentation and docs/privacy-units.md): every site
+// bounds its own rows to K per unit with dataset.UnitMoments, announces
+// its number of units U_s, and all sites and the aggregator must agree on
+// the column and K (in the fingerprinted parameters: a site with another K
+// is refused naming the field). The guarantee assumes that a person has
+// rows at one site only (printed in the report).
+//
+// Refused: mechanisms without a unit-level sensitivity (objpert-local,
+// noisygd-local), --stats (a statistics file does not bound rows per
+// unit), and `cape simulate` and `cape join --part`, which split one table
+// by row, putting a person's rows at several sites against the one-site
+// assumption.
+func capeUnitFlags(cmd *cobra.Command, u *unitFlags, simulate bool) func(mech capefm.Mechanism) error {
 	f := cmd.Flags()
-	f.String("privacy-unit", "", "not available for capeFM: refused (a unit-level capeFM fit is not derived; docs/privacy-units.md)")
-	f.Int("max-rows-per-unit", 0, "not available for capeFM: refused, as --privacy-unit")
-	return func() error {
-		if cmd.Flags().Changed("privacy-unit") || cmd.Flags().Changed("max-rows-per-unit") {
-			return errCapeUnits
+	if simulate {
+		f.StringVar(&u.column, "privacy-unit", "", "not available for cape simulate: refused (it splits one table by row, so a person's rows would be at several sites); run cape serve and cape join with each site's own table")
+		f.IntVar(&u.k, "max-rows-per-unit", 0, "not available for cape simulate: refused, as --privacy-unit")
+	} else {
+		f.StringVar(&u.column, "privacy-unit", "", "column identifying the privacy unit (a person ID): the guarantee protects all rows of one person, assumed to have rows at one site only; the aggregator and every site give the same column and --max-rows-per-unit (capefm, gaussian-fm-local, fm-local)")
+		f.IntVar(&u.k, "max-rows-per-unit", 0, "with --privacy-unit: every site keeps at most K rows per unit of its own table (a uniformly random subset) and announces its number of units")
+	}
+	return func(mech capefm.Mechanism) error {
+		if simulate && (f.Changed("privacy-unit") || f.Changed("max-rows-per-unit")) {
+			return errCapeSimulateUnits
+		}
+		if u.column == "" {
+			if f.Changed("max-rows-per-unit") {
+				return errors.New("--max-rows-per-unit needs --privacy-unit COLUMN")
+			}
+			return nil
+		}
+		if u.k < 1 || u.k > capefm.MaxRowsPerUnit {
+			return fmt.Errorf("--privacy-unit %s needs --max-rows-per-unit K from 1 to %d", u.column, capefm.MaxRowsPerUnit)
+		}
+		if mech != capefm.CapeFM && mech != capefm.GaussianFMLocal && mech != capefm.FMLocal {
+			return fmt.Errorf("--privacy-unit: --mechanism %s has no sensitivity derived for a unit of K rows; use capefm, gaussian-fm-local or fm-local", mech)
+		}
+		if f.Lookup("stats") != nil && f.Changed("stats") {
+			return errors.New("--privacy-unit cannot be used with --stats: the statistics file does not bound rows per unit")
+		}
+		if f.Lookup("part") != nil && f.Changed("part") {
+			return errors.New("--privacy-unit cannot be used with --part: splitting one table by row puts a person's rows at several sites")
 		}
 		return nil
 	}
 }
+
+// errCapeSimulateUnits refuses --privacy-unit in cape simulate.
+var errCapeSimulateUnits = errors.New("--privacy-unit is not available for cape simulate: it splits one table among the sites by row, " +
+	"so a person's rows would be at several sites, against the person-level guarantee's assumption that every person has rows at one site; " +
+	"run 'dplearn cape serve --privacy-unit' and 'dplearn cape join --privacy-unit' with each site's own table (docs/privacy-units.md)")
