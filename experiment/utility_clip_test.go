@@ -24,7 +24,7 @@ func TestUtilityClipExperiment(t *testing.T) {
 	r := res[0]
 	for _, task := range refsLinearTables {
 		for _, eps := range refsEps {
-			for _, s := range []string{rSSPClip, rAdaSSP, cRidge4, cRidgeSqd, clipSeries(2)} {
+			for _, s := range []string{rSSPClip, rAdaSSP, cPaired, cStruct, cRidge4, cRidgeSqd, clipSeries(2), filterSeries("tikhonov", 2), filterSeries("soft", 1.5)} {
 				if v := rowMean(t, r, task, s, "excess_rmse", eps); math.IsNaN(v) {
 					t.Errorf("%s %s ε=%g: NaN", task, s, eps)
 				}
