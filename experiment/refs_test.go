@@ -490,7 +490,7 @@ func TestRefsExperiment(t *testing.T) {
 	r := res[0]
 	for _, task := range refsLinearTables {
 		for _, eps := range refsEps {
-			for _, s := range append(append([]string{}, refsLinearMechs...), refsLinearRefs...) {
+			for _, s := range append(append(append([]string{}, refsLinearMechs...), refsLinearRefs...), cPaired) {
 				for _, m := range []string{"excess_rmse", "rmse_ratio"} {
 					if v := rowMean(t, r, task, s, m, eps); math.IsNaN(v) {
 						t.Errorf("%s %s %s ε=%g: NaN", task, s, m, eps)
@@ -518,8 +518,9 @@ func TestRefsExperiment(t *testing.T) {
 			}
 		}
 	}
-	// One claim per task and ε, and one more per linear task and ε for auto.
-	if n := len(r.Claims); n != (2*len(refsLinearTables)+len(refsLogisticTables))*len(refsEps) {
+	// One claim per task and ε, and two more per linear task and ε: auto,
+	// and the default against SSP eig-clip on the same noise draws.
+	if n := len(r.Claims); n != (3*len(refsLinearTables)+len(refsLogisticTables))*len(refsEps) {
 		t.Errorf("%d claims", n)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "utility-refs.md"))

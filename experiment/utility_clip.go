@@ -24,7 +24,103 @@ var clipFactors = []float64{0.5, 0.75, 1, 1.5, 2, 2.5, 3, 4}
 const (
 	cRidge4   = "ridge 4τ2 + trim (before)"
 	cRidgeSqd = "ridge τ2√d + trim"
+	// cPaired is eigenvalue-clipped SSP on the same standard-normal noise
+	// draws as this split's gaussian-fm release, rescaled to the
+	// reference's own σ_S, σ_b (its floor 2σ_S√d): the reference with
+	// common random numbers, so that the paired ratio isolates the
+	// calibration from the draw.
+	cPaired = "SSP eig-clip, same noise"
+	// cStruct is the default clip with the public Gram structure
+	// (refsTask.st) projected first, as `dplearn fit` does.
+	cStruct = "clip c=2 + structure"
 )
+
+// Spectral filters swept besides clipping (filterSeries): the coefficient
+// along the released Λ2's eigen-direction k is g_k·φ(λ_k) with g_k =
+// v_kᵀ(−Λ1/2), t = c·τ2·√d:
+//
+//	trunc:    φ = 1/λ for λ > t, 0 below (truncation at the noise level);
+//	tikhonov: φ = λ⁺/(λ⁺² + t²) (the minimiser of ‖Λ2ω + Λ1/2‖² + t²‖ω‖²
+//	          on the positive part of the spectrum);
+//	soft:     φ = 1/√(λ⁺² + t²) (a smooth clip: 1/t at 0, 1/λ above t);
+//	soft4:    φ = (λ⁺⁴ + t⁴)^(−1/4) (between soft and the hard clip).
+var filterRules = []struct {
+	name string
+	c    float64
+}{{"trunc", 2}, {"tikhonov", 1}, {"tikhonov", 1.5}, {"tikhonov", 2}, {"soft", 1.5}, {"soft", 1.75}, {"soft", 2}, {"soft4", 2}, {"soft4", 2.5}}
+
+func filterSeries(name string, c float64) string { return fmt.Sprintf("%s c=%g", name, c) }
+
+// filterFit applies the spectral filter rule (filterRules) with t =
+// c·τ2·√d to the released objective q.
+func filterFit(q *regress.Quadratic, tau2 float64, rule string, c float64) ([]float64, error) {
+	d := q.D
+	vals, vecs, err := q.Eigen(0, true)
+	if err != nil {
+		return nil, err
+	}
+	t := regress.EigenFloor(d, tau2, c)
+	w := make([]float64, d)
+	for k, l := range vals {
+		lp := math.Max(l, 0)
+		var phi float64
+		switch rule {
+		case "trunc":
+			if l > t {
+				phi = 1 / l
+			}
+		case "tikhonov":
+			phi = lp / (lp*lp + t*t)
+		case "soft":
+			phi = 1 / math.Hypot(lp, t)
+		case "soft4":
+			phi = 1 / math.Sqrt(math.Sqrt(lp*lp*lp*lp+t*t*t*t))
+		default:
+			return nil, fmt.Errorf("experiment: unknown spectral filter %q", rule)
+		}
+		var g float64
+		for i := 0; i < d; i++ {
+			g += vecs.At(i, k) * (-q.Lambda1[i] / 2)
+		}
+		for i := 0; i < d; i++ {
+			w[i] += g * phi * vecs.At(i, k)
+		}
+	}
+	return w, nil
+}
+
+// pairedSSPClip is cPaired: the exact objective of the training rows
+// plus the release's noise rescaled from gaussian-fm's (τ1, τ2) to the
+// reference's (σ_b, σ_S) in Λ units (Λ2 = S/N, Λ1 = −2b/N), then clipped
+// at the reference's floor 2σ_S√d/N. Its output is refSSPClip's estimator
+// on noise draws Z = (gaussian-fm's noise)/τ.
+func pairedSSPClip(train *table, rel *regress.Released, eps float64) ([]float64, error) {
+	st, err := moments(train)
+	if err != nil {
+		return nil, err
+	}
+	ex, err := regress.ObjectiveApprox(regress.Linear, st, regress.TaylorQuadratic)
+	if err != nil {
+		return nil, err
+	}
+	d, n := rowsDim(train.Rows, train.K)
+	sig, err := gaussCalibrate(eps, utilityDelta, []float64{sspSensS, sspSensB}, []int{d * (d + 1) / 2, d}, []float64{0.5, 0.5}, nil)
+	if err != nil {
+		return nil, err
+	}
+	N := float64(n)
+	tau1, tau2 := math.Sqrt(rel.VarLambda1), math.Sqrt(rel.VarLambda2)
+	r1, r2 := 2*sig[1]/N/tau1, sig[0]/N/tau2
+	q := &regress.Quadratic{D: d, Lambda1: make([]float64, d), Upper: make([]float64, len(ex.Upper))}
+	for i := range q.Lambda1 {
+		q.Lambda1[i] = ex.Lambda1[i] + r1*(rel.Objective.Lambda1[i]-ex.Lambda1[i])
+	}
+	for i := range q.Upper {
+		q.Upper[i] = ex.Upper[i] + r2*(rel.Objective.Upper[i]-ex.Upper[i])
+	}
+	w, _, err := q.Minimize(regress.PostProcess{Floor: 2 * sig[0] / N * math.Sqrt(float64(d))})
+	return w, err
+}
 
 func clipSeries(c float64) string { return fmt.Sprintf("clip c=%g", c) }
 
@@ -47,10 +143,14 @@ func buildUtilityClip(ctx context.Context, e *env) (*plan, error) {
 			jobs = append(jobs, clipJob(tk))
 		}
 	}
-	series := []string{rSSPClip, rAdaSSP, cRidge4, cRidgeSqd}
+	series := []string{rSSPClip, rAdaSSP, cPaired, cStruct, cRidge4, cRidgeSqd}
 	for _, c := range clipFactors {
 		series = append(series, clipSeries(c))
 	}
+	for _, f := range filterRules {
+		series = append(series, filterSeries(f.name, f.c))
+	}
+
 	var panels []panel
 	for _, tk := range tasks {
 		panels = append(panels, panel{id: tk.name, title: tk.name + ": excess test RMSE", xlabel: "ε", ylabel: "test RMSE − non-private's", logX: true, logY: true, metric: "excess_rmse", series: series})
@@ -93,6 +193,23 @@ func clipJob(tk refsTask) job {
 				}
 				add(clipSeries(c), w)
 			}
+			for _, f := range filterRules {
+				w, err := filterFit(q, tau2, f.name, f.c)
+				if err != nil {
+					return nil, err
+				}
+				add(filterSeries(f.name, f.c), w)
+			}
+			ws, _, err := q.Minimize(regress.PostProcess{Floor: regress.EigenFloor(d, tau2, regress.DefaultEigenFloorFactor), Structure: tk.st})
+			if err != nil {
+				return nil, err
+			}
+			add(cStruct, ws)
+			w, err := pairedSSPClip(train, res.Released, eps)
+			if err != nil {
+				return nil, err
+			}
+			add(cPaired, w)
 			for _, r := range []string{rSSPClip, rAdaSSP} {
 				w, err := refsRun(r, train, refParams{Eps: eps, Delta: utilityDelta, Src: src, Bounds: tk.b}, rng)
 				if err != nil {
@@ -107,12 +224,17 @@ func clipJob(tk refsTask) job {
 
 // clipRatio is a rule's mean excess RMSE over the better SSP reference's.
 func clipRatio(a *Aggregate, task, series string, eps float64) (float64, bool) {
+	return clipRatioTo(a, task, series, eps, []string{rSSPClip, rAdaSSP})
+}
+
+// clipRatioTo is a rule's mean excess RMSE over the best of refs'.
+func clipRatioTo(a *Aggregate, task, series string, eps float64, refs []string) (float64, bool) {
 	s, ok := refsCell(a, task, series, "excess_rmse", eps)
 	if !ok {
 		return 0, false
 	}
 	best := math.Inf(1)
-	for _, r := range []string{rSSPClip, rAdaSSP} {
+	for _, r := range refs {
 		if c, ok := refsCell(a, task, r, "excess_rmse", eps); ok {
 			best = math.Min(best, c.mean)
 		}
@@ -121,6 +243,46 @@ func clipRatio(a *Aggregate, task, series string, eps float64) (float64, bool) {
 }
 
 func clipMarkdown(a *Aggregate, series []string) string {
+	return clipMarkdownTo(a, series, []string{rSSPClip, rAdaSSP}) +
+		"\nThe same, ÷ SSP eig-clip on the same noise draws (cPaired):\n" +
+		clipMarkdownTo(a, series, []string{cPaired}) +
+		"\nLargest draw ÷ median draw per cell, and in parentheses the share of draws above 3× the median:\n" +
+		clipBlowups(a, series)
+}
+
+// clipBlowups tabulates, per rule, task and ε, the largest excess RMSE
+// over the median and the share of draws above 3× the median.
+func clipBlowups(a *Aggregate, series []string) string {
+	var b strings.Builder
+	b.WriteString("\n| rule |")
+	for _, task := range refsLinearTables {
+		for _, eps := range refsEps {
+			fmt.Fprintf(&b, " %s %g |", task, eps)
+		}
+	}
+	b.WriteString("\n|---|")
+	for range len(refsLinearTables) * len(refsEps) {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	for _, s := range series {
+		fmt.Fprintf(&b, "| %s |", s)
+		for _, task := range refsLinearTables {
+			for _, eps := range refsEps {
+				c, ok := refsCell(a, task, s, "excess_rmse", eps)
+				if !ok {
+					b.WriteString(" – |")
+					continue
+				}
+				fmt.Fprintf(&b, " %.1f (%.0f%%) |", c.maxMed, 100*c.over3)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func clipMarkdownTo(a *Aggregate, series []string, refs []string) string {
 	var b strings.Builder
 	b.WriteString("\n| rule |")
 	for _, task := range refsLinearTables {
@@ -138,7 +300,7 @@ func clipMarkdown(a *Aggregate, series []string) string {
 		worst, blow := 0.0, 0.0
 		for _, task := range refsLinearTables {
 			for _, eps := range refsEps {
-				r, ok := clipRatio(a, task, s, eps)
+				r, ok := clipRatioTo(a, task, s, eps, refs)
 				if !ok {
 					b.WriteString(" – |")
 					continue
