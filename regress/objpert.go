@@ -1033,7 +1033,13 @@ func checkRows(data Data, kind Kind) ([]float64, error) {
 	if len(rows)%k != 0 {
 		return nil, fmt.Errorf("rows have length %d, not a multiple of K = %d", len(rows), k)
 	}
-	if int64(len(rows)/k) != data.Stats.N() {
+	if _, unit := unitOf(data.Stats); unit {
+		// Unit statistics count the public Units·K; at most that many
+		// rows were kept (UnitStats).
+		if int64(len(rows)/k) > data.Stats.N() {
+			return nil, fmt.Errorf("%d rows but at most Units·K = %d under the privacy unit", len(rows)/k, data.Stats.N())
+		}
+	} else if int64(len(rows)/k) != data.Stats.N() {
 		return nil, fmt.Errorf("%d rows but the statistics count N = %d", len(rows)/k, data.Stats.N())
 	}
 	const tol = 1e-9

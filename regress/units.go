@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/dplearn/dplearn/report"
 )
 
 // PrivacyUnit is the public description of a person-level (unit-level)
@@ -63,9 +65,11 @@ func UnitNeighbouring(u PrivacyUnit) string {
 // bound at Units is e_S = ErrorBound(Units)/Units + O(u), and the statistics
 // of r ≤ Units·K rows divided by Units·K err by at most
 // ErrorBound(Units·K)/(Units·K), the same (ErrorBound is linear in n).
-// Mechanisms that read the rows (objpert, noisygd, irls, dpme,
-// filter-priority) have no unit-level derivation: Config.validate refuses
-// unit statistics to every mechanism but the FM family.
+// Of the mechanisms that read the rows, irls (PlanIRLSUnits) and noisygd
+// (noisygd.go) derive their unit-level sensitivities, with every release
+// divided by the public N() = Units·K; objpert, dpme and filter-priority
+// have none, and Config.validate refuses unit statistics to them (see
+// docs/privacy-units.md for why).
 func UnitStats(s Stats, u PrivacyUnit) (Stats, error) {
 	if s == nil {
 		return nil, errors.New("regress: privacy unit: no statistics")
@@ -112,6 +116,27 @@ func sensitivityN(s Stats) int64 {
 		return s.N() / int64(u.MaxRows)
 	}
 	return s.N()
+}
+
+// UnitLevelRows reports whether est reads the rows (Estimator.NeedsRows)
+// and has a unit-level derivation for them, so that it accepts unit
+// statistics (UnitStats) with Data.Rows holding the at most K kept rows
+// per unit: irls (PlanIRLSUnits) and noisygd (noisygd.go). The FM family
+// needs no rows and always accepts unit statistics.
+func UnitLevelRows(est Estimator) bool {
+	_, ok := est.(interface{ unitLevelRows() })
+	return ok
+}
+
+func (irlsEstimator) unitLevelRows() {}
+
+// neighbouring returns the neighbouring relation of a fit on s: the unit
+// relation for unit statistics, the row-level one otherwise.
+func neighbouring(s Stats) string {
+	if u, ok := unitOf(s); ok {
+		return UnitNeighbouring(u)
+	}
+	return report.Neighbouring
 }
 
 // withoutNonzeroKnown returns st without its known non-zero entries (the

@@ -269,7 +269,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		}
 	} else if o.unit.column != "" {
 		var us dataset.UnitSummary
-		data, us, err = loadUnitInput(ctx, o.data, s, o.unit, randomSource(o.seeded, o.seed), opt)
+		data, us, err = loadUnitInput(ctx, o.data, s, o.unit, randomSource(o.seeded, o.seed), opt, req.NeedsRows())
 		sum = us.Summary
 		sum.Rows = us.Units // N is the public number of units; rows per unit are not released
 	} else {
