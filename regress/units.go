@@ -129,6 +129,7 @@ func UnitLevelRows(est Estimator) bool {
 }
 
 func (irlsEstimator) unitLevelRows() {}
+func (noisyGD) unitLevelRows()       {}
 
 // neighbouring returns the neighbouring relation of a fit on s: the unit
 // relation for unit statistics, the row-level one otherwise.
