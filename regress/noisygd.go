@@ -533,23 +533,7 @@ func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.S
 				return nil, fmt.Errorf("noisygd: sample batch: %w", err)
 			}
 		}
-		for i := 0; i < n; i++ {
-			if take != nil && !take[i] {
-				continue
-			}
-			r := rows[i*k : (i+1)*k]
-			x := r[:d]
-			z := dot(x, w)
-			var c float64
-			if p.Kind == Logistic {
-				c = sigmoid(z) - r[d]
-			} else {
-				c = -2 * (r[d] - z)
-			}
-			for j := range g {
-				g[j] += c * x[j]
-			}
-		}
+		p.addGradients(g, rows, k, w, take)
 		denom := float64(p.N) // the public N (Units·K under a privacy unit)
 		if sampler != nil {
 			// Noise on the sum, then the public normalisation by qN.
@@ -583,6 +567,29 @@ func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.S
 		avg[j] /= cnt
 	}
 	return avg, nil
+}
+
+// addGradients adds Σ_i ∇ℓ(w; z_i) over the rows (those with take[i] when
+// take is non-nil) to g, in a plain loop.
+func (p NoisyGDPlan) addGradients(g, rows []float64, k int, w []float64, take []bool) {
+	d := k - 1
+	for i := 0; i*k < len(rows); i++ {
+		if take != nil && !take[i] {
+			continue
+		}
+		r := rows[i*k : (i+1)*k]
+		x := r[:d]
+		z := dot(x, w)
+		var c float64
+		if p.Kind == Logistic {
+			c = sigmoid(z) - r[d]
+		} else {
+			c = -2 * (r[d] - z)
+		}
+		for j := range g {
+			g[j] += c * x[j]
+		}
+	}
 }
 
 func (p NoisyGDPlan) report(cfg Config) report.Privacy {
