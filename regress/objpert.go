@@ -186,6 +186,23 @@ import (
 // pathological input. Likewise an ω̃ too large for the
 // output grid (|ω̃_j|/g2 > 2^52) is refused with a generic error.
 //
+// # Privacy units: refused
+//
+// Under a privacy unit (UnitStats) K rows change at once. Steps 1 and 3 do
+// not depend on the neighbours. Step 2 does: the Hessians of the replaced
+// rows are K rank-one terms on each side, so the determinant lemma applied
+// K times bounds the log-determinant term by K·ln(1 + β/(NΛ)) (N the
+// public divisor); and Δ(v) = Σ_K(∇ℓ(v; z_i) − ∇ℓ(v; z'_i)) lies in the
+// span of 2K vectors, so the linear bound becomes |b_cᵀΔ| ≤ K·D‖Pb_c‖
+// with ρ = ‖Pb_c‖/σ1 a χ variable with up to 2K degrees of freedom (not
+// the Rayleigh variable of DeltaAt's Riemann sum), and the logistic bound a
+// maximum over the 2^(2K) vertices of a zonotope instead of the
+// parallelogram's two. Neither replacement is implemented or tested, and
+// group privacy converted from the row-level guarantee would print ε·K at
+// δ·K·e^((K−1)ε), not the ε asked for. So Fit refuses unit statistics with
+// that reason (UnitSupported); noisygd and gaussian-fm cover the same
+// models under a unit.
+//
 // # Hessian release for inference (logistic, ObjPertOptions.HessianShare)
 //
 // With a Hessian share s > 0 the fit also releases S̃ = S(ω_priv) + Z,
@@ -612,6 +629,11 @@ var errObjPertTolerance = errors.New("objpert: the optimiser did not reach the p
 func (objPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
 	if cfg.Kind == Robust {
 		return nil, errors.New("objpert: robust regression is not supported (use --mechanism irls)")
+	}
+	if u, ok := unitOf(data.Stats); ok {
+		// Not derived for K rows: see UnitSupported and "Privacy units"
+		// above.
+		return nil, fmt.Errorf("objpert: privacy unit %q: %w", u.Column, UnitSupported(objPert{}, cfg.Kind))
 	}
 	if err := cfg.validate(data, true); err != nil {
 		return nil, err

@@ -131,6 +131,28 @@ func UnitLevelRows(est Estimator) bool {
 func (irlsEstimator) unitLevelRows() {}
 func (noisyGD) unitLevelRows()       {}
 
+// UnitSupported returns nil when est can fit kind under a privacy unit
+// (the FM family, irls, noisygd), and otherwise an error that says why no
+// unit-level guarantee is derived for it (docs/privacy-units.md).
+func UnitSupported(est Estimator, kind Kind) error {
+	if !est.Private() {
+		return fmt.Errorf("--mechanism %s is not differentially private: a privacy unit has nothing to scale", est.Name())
+	}
+	if !est.NeedsRows(kind) && est.Name() != "objpert" || UnitLevelRows(est) {
+		return nil
+	}
+	why := "no sensitivity is derived for a unit of K rows"
+	switch est.Name() {
+	case "objpert":
+		why = "its proof (regress/objpert.go) bounds one replaced row: for K rows the log-determinant term becomes K·ln(1 + β/(NΛ)), and the Gaussian term a maximum over the 2^(2K) vertices of a zonotope (logistic) or a χ variable with 2K degrees of freedom (linear), which the calibration does not compute; group privacy from the row-level guarantee would print ε·K with δ·K·e^((K−1)ε), not the ε asked for"
+	case "dpme":
+		why = "its histogram is fitted on cells weighted by the noisy counts with the row-level L1 sensitivity 2; a unit moves up to 2K cells, and its synthetic-data weighting has no unit-level derivation here"
+	case "filter-priority":
+		why = "its exact ε-DP proof (threshold θ, geometric noise, priority sampling of empty cells) is for cells that change by one; a unit changes up to 2K cells by up to K each"
+	}
+	return fmt.Errorf("--mechanism %s has no unit-level guarantee: %s; use fm, relaxed-fm, gaussian-fm, irls (robust) or noisygd", est.Name(), why)
+}
+
 // neighbouring returns the neighbouring relation of a fit on s: the unit
 // relation for unit statistics, the row-level one otherwise.
 func neighbouring(s Stats) string {

@@ -356,3 +356,35 @@ func TestIRLSNoisyGDUnitPrintedGuaranteeIsExactProfile(t *testing.T) {
 		}, p.Epsilon, p.Delta)
 	}
 }
+
+// TestUnitSupported: exactly the FM family, irls and noisygd accept a
+// privacy unit; objpert, dpme, filter-priority, auto and the non-private
+// mechanisms are refused with a reason (objpert's names the 2K degrees of
+// freedom its proof would need), and objpert's Fit refuses unit statistics
+// with the same reason even for linear regression, which needs no rows.
+func TestUnitSupported(t *testing.T) {
+	allowed := map[string]bool{"fm": true, "relaxed-fm": true, "gaussian-fm": true, "irls": true, "noisygd": true}
+	for _, name := range Mechanisms() {
+		est, _ := New(name)
+		err := UnitSupported(est, Linear)
+		if allowed[name] != (err == nil) {
+			t.Errorf("%s: UnitSupported = %v, want allowed %v", name, err, allowed[name])
+		}
+		if err != nil && !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: refusal %q does not name the mechanism", name, err)
+		}
+	}
+	est, _ := New("objpert")
+	if err := UnitSupported(est, Linear); err == nil || !strings.Contains(err.Error(), "2K degrees of freedom") {
+		t.Errorf("objpert: %v", err)
+	}
+	rows, _ := xpRows(Linear, 200, 3, 1)
+	st, err := UnitStats(stats(t, rows, 4), PrivacyUnit{Column: "p", MaxRows: 2, Units: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = est.Fit(context.Background(), Data{Stats: st}, Config{Kind: Linear, Epsilon: 1, Delta: 1e-5, Lambda: -1, Source: noise.NewInsecureSeeded(1)})
+	if err == nil || !strings.Contains(err.Error(), "privacy unit") || !strings.Contains(err.Error(), "log-determinant") {
+		t.Errorf("objpert on unit statistics: %v", err)
+	}
+}

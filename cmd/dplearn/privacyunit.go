@@ -39,8 +39,8 @@ func (u unitFlags) check(cmd *cobra.Command, est regress.Estimator, kind regress
 	if statsPath != "" {
 		return fmt.Errorf("--privacy-unit cannot be used with --stats: the statistics file does not bound rows per unit")
 	}
-	if !est.Private() || (est.NeedsRows(kind) && !regress.UnitLevelRows(est)) {
-		return fmt.Errorf("--privacy-unit: --mechanism %s has no sensitivity derived for a unit of K rows; use fm, relaxed-fm, gaussian-fm, irls or noisygd", est.Name())
+	if err := regress.UnitSupported(est, kind); err != nil {
+		return fmt.Errorf("--privacy-unit: %w", err)
 	}
 	if cmd.Flags().Changed("ci-share") {
 		if v, _ := cmd.Flags().GetFloat64("ci-share"); v > 0 {
