@@ -533,11 +533,10 @@ func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.S
 				return nil, fmt.Errorf("noisygd: sample batch: %w", err)
 			}
 		}
-		p.addGradients(g, rows, k, w, take)
-		denom := float64(p.N) // the public N (Units·K under a privacy unit)
 		if sampler != nil {
+			p.addGradients(g, rows, k, w, take)
 			// Noise on the sum, then the public normalisation by qN.
-			denom = p.BatchRate * float64(p.N)
+			denom := p.BatchRate * float64(p.N)
 			if err := noise.AddGaussian(src, g, p.NoiseStd); err != nil {
 				return nil, fmt.Errorf("noisygd: add noise: %w", err)
 			}
@@ -545,9 +544,7 @@ func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.S
 				g[j] /= denom
 			}
 		} else {
-			for j := range g {
-				g[j] /= denom
-			}
+			p.averageGradient(g, rows, k, w)
 			if err := noise.AddGaussian(src, g, p.NoiseStd); err != nil {
 				return nil, fmt.Errorf("noisygd: add noise: %w", err)
 			}
@@ -567,6 +564,17 @@ func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.S
 		avg[j] /= cnt
 	}
 	return avg, nil
+}
+
+// averageGradient sets g to the full-batch average gradient
+// (1/N)Σ_i ∇ℓ(w; z_i), N the public p.N (Units·K under a privacy unit, not
+// the private number of kept rows). g must be zero on entry.
+func (p NoisyGDPlan) averageGradient(g, rows []float64, k int, w []float64) {
+	p.addGradients(g, rows, k, w, nil)
+	denom := float64(p.N)
+	for j := range g {
+		g[j] /= denom
+	}
 }
 
 // addGradients adds Σ_i ∇ℓ(w; z_i) over the rows (those with take[i] when

@@ -206,10 +206,7 @@ func TestNoisyGDUnitSensitivityExtremalPairs(t *testing.T) {
 			}
 			avg := func(first [][]float64) []float64 {
 				g := make([]float64, d)
-				p.addGradients(g, withUnit(first, base), d+1, w, nil)
-				for j := range g {
-					g[j] /= float64(p.N)
-				}
+				p.averageGradient(g, withUnit(first, base), d+1, w)
 				return g
 			}
 			got := diffNorm(avg(repeatRow(bestA, k)), avg(repeatRow(bestB, k)))
@@ -386,5 +383,21 @@ func TestUnitSupported(t *testing.T) {
 	_, err = est.Fit(context.Background(), Data{Stats: st}, Config{Kind: Linear, Epsilon: 1, Delta: 1e-5, Lambda: -1, Source: noise.NewInsecureSeeded(1)})
 	if err == nil || !strings.Contains(err.Error(), "privacy unit") || !strings.Contains(err.Error(), "log-determinant") {
 		t.Errorf("objpert on unit statistics: %v", err)
+	}
+	// More rows than the public Units·K: the rows were not bounded per unit.
+	small, err := UnitStats(stats(t, rows[:4*150], 4), PrivacyUnit{Column: "p", MaxRows: 1, Units: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mech := range []string{"irls", "noisygd"} {
+		e, _ := New(mech)
+		kind := Linear
+		if mech == "irls" {
+			kind = Robust
+		}
+		_, err := e.Fit(context.Background(), Data{Stats: small, Rows: rows}, Config{Kind: kind, Epsilon: 1, Delta: 1e-5, Lambda: -1, Source: noise.NewInsecureSeeded(1)})
+		if err == nil || !strings.Contains(err.Error(), "Units·K") {
+			t.Errorf("%s: 200 rows under 150 units × 1 row accepted: %v", mech, err)
+		}
 	}
 }
