@@ -72,7 +72,19 @@ func TestFitPrivacyUnitRowMechanisms(t *testing.T) {
 			}
 		}
 	}
+	// Linear gaussian-fm with an explicit --ci-share: intervals whose
+	// sampling part is inflated by (K + 1)²/4 = 16, the Λ0 release composed.
+	out, err := runCLI(t, append(base, "--delta", "1e-6", "--model", "linear", "--mechanism", "gaussian-fm", "--ci-share", "0.1", "--out", dir+"/ci.json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"(K + 1)²/4 = 16", "differ in all rows of one person", `"delta": 0.000001`, "target moment"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("gaussian-fm --ci-share 0.1: output lacks %q:\n%s", s, out)
+		}
+	}
 	for _, extra := range [][]string{
+		{"--delta", "1e-6", "--model", "robust", "--mechanism", "irls", "--ci-share", "0.1"},
 		{"--delta", "1e-6", "--model", "linear", "--mechanism", "objpert"},
 		{"--delta", "1e-6", "--model", "robust", "--mechanism", "irls-wishart"},
 		{"--model", "linear", "--mechanism", "dpme"},
