@@ -371,9 +371,11 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 // s ≤ 1/η, |ψ| ≤ 1, 0 < η·s ≤ 1): A: M = 1/η ≤ 2/η (L1: √d/η ≤ 2√d/η);
 // B: ‖upper(s xxᵀ)‖ ≤ s‖x‖² ≤ 1/η ≤ √2/η; g: M = 1 ≤ 2 (L1 √d ≤ 2√d);
 // m: M = 1 = Δ. So the unit-level sensitivity is the row-level formula
-// evaluated at units instead of N (irlsFormSensitivities(·, units, ·)), and
-// it is attained: k rows x = e1, y = 1 against k rows x = e1, y = −1
-// (A and g), as the row-level pairs are. The warm start's Λ1 and Λ2 are the
+// evaluated at units instead of N (irlsFormSensitivities(·, units, ·)),
+// attained by k copies of the row-level extremal pairs (g: x = e1 with
+// y = ±1 at ω = 0; B: e1 against e2 with residuals under η), approached for
+// m, and for A reached to the same √2/2 as at row level
+// (TestIRLSUnitSensitivityExtremalPairs). The warm start's Λ1 and Λ2 are the
 // FM family's, calibrated at units as UnitStats derives (SensitivitiesFor
 // and GaussianFMJointScalesMu at units). The iterate ω that defines the
 // next weights is a released (post-processed) value, the same on both
