@@ -65,11 +65,12 @@ func UnitNeighbouring(u PrivacyUnit) string {
 // bound at Units is e_S = ErrorBound(Units)/Units + O(u), and the statistics
 // of r ≤ Units·K rows divided by Units·K err by at most
 // ErrorBound(Units·K)/(Units·K), the same (ErrorBound is linear in n).
-// Of the mechanisms that read the rows, irls (PlanIRLSUnits) and noisygd
-// (noisygd.go) derive their unit-level sensitivities, with every release
-// divided by the public N() = Units·K; objpert, dpme and filter-priority
-// have none, and Config.validate refuses unit statistics to them (see
-// docs/privacy-units.md for why).
+// Of the other mechanisms, irls (PlanIRLSUnits), noisygd
+// (PlanNoisyGDUnits) and linear objpert (PlanObjPertUnits) derive their
+// unit-level guarantees, with every release or objective divided by the
+// public N() = Units·K; logistic objpert, dpme and filter-priority have
+// none, and they refuse unit statistics (UnitSupported says why;
+// docs/privacy-units.md).
 func UnitStats(s Stats, u PrivacyUnit) (Stats, error) {
 	if s == nil {
 		return nil, errors.New("regress: privacy unit: no statistics")
@@ -132,19 +133,23 @@ func (irlsEstimator) unitLevelRows() {}
 func (noisyGD) unitLevelRows()       {}
 
 // UnitSupported returns nil when est can fit kind under a privacy unit
-// (the FM family, irls, noisygd), and otherwise an error that says why no
+// (the FM family, irls, noisygd, linear objpert), and otherwise an error that says why no
 // unit-level guarantee is derived for it (docs/privacy-units.md).
 func UnitSupported(est Estimator, kind Kind) error {
 	if !est.Private() {
 		return fmt.Errorf("--mechanism %s is not differentially private: a privacy unit has nothing to scale", est.Name())
 	}
-	if !est.NeedsRows(kind) && est.Name() != "objpert" || UnitLevelRows(est) {
+	if est.Name() == "objpert" {
+		if kind == Logistic {
+			return fmt.Errorf("--mechanism objpert has no unit-level guarantee for logistic regression: its proof (regress/objpert.go) bounds the Gaussian term over the parallelogram of one replaced row's gradient difference; for K rows it becomes a maximum over the 2^(2K) vertices of a zonotope, which the calibration does not compute (linear objpert is derived: PlanObjPertUnits); use gaussian-fm or noisygd")
+		}
+		return nil // linear: PlanObjPertUnits
+	}
+	if !est.NeedsRows(kind) || UnitLevelRows(est) {
 		return nil
 	}
 	why := "no sensitivity is derived for a unit of K rows"
 	switch est.Name() {
-	case "objpert":
-		why = "its proof (regress/objpert.go) bounds one replaced row: for K rows the log-determinant term becomes K·ln(1 + β/(NΛ)), and the Gaussian term a maximum over the 2^(2K) vertices of a zonotope (logistic) or a χ variable with 2K degrees of freedom (linear), which the calibration does not compute; group privacy from the row-level guarantee would print ε·K with δ·K·e^((K−1)ε), not the ε asked for"
 	case "dpme":
 		why = "its histogram is fitted on cells weighted by the noisy counts with the row-level L1 sensitivity 2; a unit moves up to 2K cells, and its synthetic-data weighting has no unit-level derivation here"
 	case "filter-priority":

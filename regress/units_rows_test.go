@@ -354,13 +354,13 @@ func TestIRLSNoisyGDUnitPrintedGuaranteeIsExactProfile(t *testing.T) {
 	}
 }
 
-// TestUnitSupported: exactly the FM family, irls and noisygd accept a
-// privacy unit; objpert, dpme, filter-priority, auto and the non-private
-// mechanisms are refused with a reason (objpert's names the 2K degrees of
-// freedom its proof would need), and objpert's Fit refuses unit statistics
-// with the same reason even for linear regression, which needs no rows.
+// TestUnitSupported: exactly the FM family, irls, noisygd and (linear)
+// objpert accept a privacy unit; dpme, filter-priority, auto and the
+// non-private mechanisms are refused with a reason, logistic objpert too
+// (its reason names the zonotope's 2^(2K) vertices), in UnitSupported and
+// in objpert's Fit.
 func TestUnitSupported(t *testing.T) {
-	allowed := map[string]bool{"fm": true, "relaxed-fm": true, "gaussian-fm": true, "irls": true, "noisygd": true}
+	allowed := map[string]bool{"fm": true, "relaxed-fm": true, "gaussian-fm": true, "irls": true, "noisygd": true, "objpert": true}
 	for _, name := range Mechanisms() {
 		est, _ := New(name)
 		err := UnitSupported(est, Linear)
@@ -372,17 +372,17 @@ func TestUnitSupported(t *testing.T) {
 		}
 	}
 	est, _ := New("objpert")
-	if err := UnitSupported(est, Linear); err == nil || !strings.Contains(err.Error(), "2K degrees of freedom") {
-		t.Errorf("objpert: %v", err)
+	if err := UnitSupported(est, Logistic); err == nil || !strings.Contains(err.Error(), "2^(2K) vertices") {
+		t.Errorf("logistic objpert: %v", err)
 	}
 	rows, _ := xpRows(Linear, 200, 3, 1)
 	st, err := UnitStats(stats(t, rows, 4), PrivacyUnit{Column: "p", MaxRows: 2, Units: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = est.Fit(context.Background(), Data{Stats: st}, Config{Kind: Linear, Epsilon: 1, Delta: 1e-5, Lambda: -1, Source: noise.NewInsecureSeeded(1)})
-	if err == nil || !strings.Contains(err.Error(), "privacy unit") || !strings.Contains(err.Error(), "log-determinant") {
-		t.Errorf("objpert on unit statistics: %v", err)
+	_, err = est.Fit(context.Background(), Data{Stats: st, Rows: rows}, Config{Kind: Logistic, Epsilon: 1, Delta: 1e-5, Lambda: -1, Source: noise.NewInsecureSeeded(1)})
+	if err == nil || !strings.Contains(err.Error(), "privacy unit") || !strings.Contains(err.Error(), "zonotope") {
+		t.Errorf("logistic objpert on unit statistics: %v", err)
 	}
 	// More rows than the public Units·K: the rows were not bounded per unit.
 	small, err := UnitStats(stats(t, rows[:4*150], 4), PrivacyUnit{Column: "p", MaxRows: 1, Units: 150})
@@ -470,5 +470,120 @@ func TestUnitRowMechanismsPanel(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestObjPertUnitExactProfile checks PlanObjPertUnits (linear, K = 3,
+// d = 4, 400 units) against an independent recomputation: the Jacobian
+// term is K·ln(1 + β/(NΛ)) at N = units·K with the printed Λ, the gradient
+// sensitivity K·2(R + 2) (up to the encoding tolerance), and δ(ε) of the
+// printed noise, integrated here numerically over ρ ~ χ₄ (4 = 2·min(K,
+// ⌈d/2⌉) degrees of freedom; midpoint rule, step 2·10⁻⁴ to 30) with the analytic
+// Gaussian hockey-stick, is at most the printed δ and within a factor 2 of
+// it. The row-level plan's noise (same Λ, N) has δ above the target under
+// the unit-level bound, so the test can fail. At K = 1 the unit plan is the
+// row-level plan. K rows of one unit against one row and random pairs move
+// the sum-form gradient Σ∇ℓ(ω; z) at ‖ω‖ ≤ R by at most GradSensitivity.
+func TestObjPertUnitExactProfile(t *testing.T) {
+	const units, k, d = 400, 3, 4
+	const eps, delta = 1.0, 1e-5
+	N := int64(units * k)
+	p, err := PlanObjPertUnits(Linear, eps, delta, units, k, d, ObjPertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	beta := 2 * (1 + 1e-9)
+	wantJ := float64(k) * math.Log1p(beta/(float64(N)*p.Lambda))
+	if !(p.Jacobian >= wantJ && p.Jacobian <= wantJ*(1+1e-12)) {
+		t.Errorf("Jacobian %v, want K·ln(1 + β/(NΛ)) = %v", p.Jacobian, wantJ)
+	}
+	R := p.Radius
+	D := 2 * (R + 2)
+	if !(p.GradSensitivity >= float64(k)*D && p.GradSensitivity <= float64(k)*D*(1+1e-8)) {
+		t.Errorf("gradient sensitivity %v, want K·2(R + 2) = %v", p.GradSensitivity, float64(k)*D)
+	}
+	if p.ChiDF != 4 {
+		t.Errorf("χ degrees of freedom %d, want 4", p.ChiDF)
+	}
+	h := func(c, mu float64) float64 { // E[(1 − e^{c−L})₊], L ~ N(μ²/2, μ²)
+		if c >= 0 {
+			v, _ := accounting.AnalyticGaussianDelta(c, 1, mu)
+			return v
+		}
+		v, _ := accounting.AnalyticGaussianDelta(-c, 1, mu)
+		return 1 - math.Exp(c) + math.Exp(c)*v
+	}
+	profile := func(jac, mu1, mu2 float64) float64 {
+		e := eps - jac
+		const step = 2e-4
+		sum := 0.0
+		for r := step / 2; r < 30; r += step {
+			dens := r * r * r * math.Exp(-r*r/2) / 2 // χ₄: ρ³e^{−ρ²/2}/(2·Γ(2))
+			sum += h(e-mu1*r-mu1*mu1/2, mu2) * dens * step
+		}
+		return sum
+	}
+	mu1 := p.GradSensitivity / p.Sigma1
+	got := profile(p.Jacobian, mu1, p.Mu2)
+	t.Logf("K = %d: printed δ = %v (achieved bound %v), recomputed %v; μ1 = %v, μ2 = %v, J = %v", k, p.Delta, p.AchievedDelta, got, mu1, p.Mu2, p.Jacobian)
+	if got > p.Delta || got < p.Delta/2 {
+		t.Errorf("recomputed δ = %v, printed %v", got, p.Delta)
+	}
+	row, err := PlanObjPert(Linear, eps, delta, N, d, ObjPertOptions{Lambda: p.Lambda})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad := profile(wantJ, float64(k)*D/row.Sigma1, row.Mu2); bad <= delta {
+		t.Errorf("row-level noise meets δ under the unit bound (%v): the test cannot fail", bad)
+	}
+	one, err := PlanObjPertUnits(Linear, eps, delta, N, 1, d, ObjPertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rowDefault, _ := PlanObjPert(Linear, eps, delta, N, d, ObjPertOptions{})
+	one.RowsPerUnit = rowDefault.RowsPerUnit
+	if one != rowDefault {
+		t.Errorf("K = 1: unit plan %+v differs from the row-level plan %+v", one, rowDefault)
+	}
+	if _, err := PlanObjPertUnits(Logistic, eps, delta, units, k, d, ObjPertOptions{}); err == nil {
+		t.Error("logistic objpert planned under a unit")
+	}
+	// Gradient differences of K rows (sum form) at iterates in the ball.
+	rng := rand.New(rand.NewPCG(4, 4))
+	grad := func(rs [][]float64, w []float64) []float64 {
+		g := make([]float64, d)
+		for _, r := range rs {
+			c := -2 * (r[d] - dot(r[:d], w))
+			for j := range g {
+				g[j] += c * r[j]
+			}
+		}
+		return g
+	}
+	worst := 0.0
+	for i := 0; i < 3000; i++ {
+		w := inUnitBall(rng, d)
+		for j := range w {
+			w[j] *= R
+		}
+		na, nb := 1+rng.IntN(k), 1+rng.IntN(k)
+		if i%3 == 0 {
+			na, nb = k, 1
+		}
+		var a, b [][]float64
+		for j := 0; j < na; j++ {
+			a = append(a, randomRow(rng, Linear, d))
+		}
+		for j := 0; j < nb; j++ {
+			b = append(b, randomRow(rng, Linear, d))
+		}
+		worst = math.Max(worst, diffNorm(grad(a, w), grad(b, w)))
+	}
+	// K copies of (e1, 1) against (e1, −1) at ω = R·e1: 4 per row.
+	w := []float64{R, 0, 0, 0}
+	pair := diffNorm(grad(repeatRow(basisRow(d, 0, 1), k), w), grad(repeatRow(basisRow(d, 0, -1), k), w))
+	t.Logf("largest random K-row gradient difference %.3f, extremal pair %.3f, bound K·D = %.3f", worst, pair, p.GradSensitivity)
+	if worst > p.GradSensitivity || pair > p.GradSensitivity || math.Abs(pair-4*float64(k)) > 1e-9 {
+		t.Errorf("gradient differences %v (random), %v (pair, want %v) against the bound %v", worst, pair, 4*float64(k), p.GradSensitivity)
 	}
 }

@@ -34,12 +34,14 @@ func writePanel(t *testing.T, dir string, persons, per int) string {
 
 // TestFitPrivacyUnitRowMechanisms runs fit with --privacy-unit person
 // --max-rows-per-unit 7 on the panel (3,000 persons × 7 rows) with the
-// mechanisms that read rows and have a unit-level derivation (irls for
-// robust regression, noisygd for linear): each prints the guarantee asked
-// for, per person (the unit, K and N = 3000 units), and the sensitivity of
-// its releases at N = units (noisygd: D/3000 with D = 2(R + 2), R = √d/2).
-// objpert, dpme, filter-priority and Poisson-batched noisygd are refused
-// with an error naming the privacy unit.
+// mechanisms newly derived for a unit (irls for robust regression, noisygd
+// and objpert for linear): each prints the guarantee asked for, per person
+// (the unit, K and N = 3000 units), noisygd the sensitivity of its
+// gradients at N = units (D/3000 with D = 2(R + 2), R = √d/2), objpert
+// its χ bound for K = 7 rows. Linear gaussian-fm with --ci-share gets
+// intervals with the unit inflation; irls's intervals, irls-wishart, dpme,
+// filter-priority and Poisson-batched noisygd are refused with an error
+// naming the privacy unit.
 func TestFitPrivacyUnitRowMechanisms(t *testing.T) {
 	dir := t.TempDir()
 	data := writePanel(t, dir, 3000, 7)
@@ -48,7 +50,7 @@ func TestFitPrivacyUnitRowMechanisms(t *testing.T) {
 		"--privacy-unit", "person", "--max-rows-per-unit", "7", "--seed", "5", "--format", "json"}
 	for _, c := range []struct {
 		model, mech string
-	}{{"robust", "irls"}, {"linear", "noisygd"}} {
+	}{{"robust", "irls"}, {"linear", "noisygd"}, {"linear", "objpert"}} {
 		out, err := runCLI(t, append(base, "--delta", "1e-6", "--model", c.model, "--mechanism", c.mech, "--out", dir+"/"+c.mech+".json")...)
 		if err != nil {
 			t.Fatalf("%s: %v", c.mech, err)
@@ -57,6 +59,9 @@ func TestFitPrivacyUnitRowMechanisms(t *testing.T) {
 			if !strings.Contains(out, s) {
 				t.Errorf("%s: output lacks %q:\n%s", c.mech, s, out)
 			}
+		}
+		if c.mech == "objpert" && !strings.Contains(out, "for K = 7 rows of one unit") {
+			t.Errorf("objpert: the accountant does not state the unit bound:\n%s", out)
 		}
 		if c.mech == "noisygd" {
 			d := 3.0 // intercept, education, afam
@@ -85,7 +90,6 @@ func TestFitPrivacyUnitRowMechanisms(t *testing.T) {
 	}
 	for _, extra := range [][]string{
 		{"--delta", "1e-6", "--model", "robust", "--mechanism", "irls", "--ci-share", "0.1"},
-		{"--delta", "1e-6", "--model", "linear", "--mechanism", "objpert"},
 		{"--delta", "1e-6", "--model", "robust", "--mechanism", "irls-wishart"},
 		{"--model", "linear", "--mechanism", "dpme"},
 		{"--model", "linear", "--mechanism", "filter-priority"},
