@@ -52,7 +52,7 @@ func TestFitPrivacyUnit(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ extra []string }{
-		{[]string{"--model", "robust", "--mechanism", "irls-wishart"}}, // not DP
+		{[]string{"--model", "robust", "--mechanism", "irls-wishart"}},              // not DP
 		{[]string{"--model", "robust", "--mechanism", "irls", "--ci-share", "0.1"}}, // intervals derived for linear FM only
 	} {
 		if _, err := runCLI(t, append(append(args, c.extra...), "--out", dir+"/x.json")...); err == nil || !strings.Contains(err.Error(), "privacy") || !strings.Contains(err.Error(), "unit") {
