@@ -21,7 +21,7 @@ type unitFlags struct {
 
 func addUnitFlags(cmd *cobra.Command, u *unitFlags) {
 	f := cmd.Flags()
-	f.StringVar(&u.column, "privacy-unit", "", "column identifying the privacy unit (a person ID): the guarantee protects all rows of one person; needs --max-rows-per-unit (fit: fm, relaxed-fm, gaussian-fm, irls, noisygd)")
+	f.StringVar(&u.column, "privacy-unit", "", "column identifying the privacy unit (a person ID): the guarantee protects all rows of one person; needs --max-rows-per-unit (fit: fm, relaxed-fm, gaussian-fm, irls, noisygd, linear objpert)")
 	f.IntVar(&u.k, "max-rows-per-unit", 0, "with --privacy-unit: keep at most K rows per unit (a uniformly random subset, secure generator); sensitivities scale to K rows")
 }
 
