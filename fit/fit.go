@@ -235,6 +235,9 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 		return nil, err
 	}
 	radius, radiusDefault, hasRadius := setupRadius(req.Mechanism, &cfg, s.Dim())
+	if err := checkUnitIntervals(req, data, s.DropsRecords() || req.SkipBadRows); err != nil {
+		return nil, err // units.go
+	}
 	plan, err := planInference(req.Mechanism, &cfg, req.CIShare)
 	if err != nil {
 		return nil, err

@@ -209,6 +209,9 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 				return nil, err
 			}
 			y2 = &inference.TargetMoment{Value: v}
+			if u, ok := regress.UnitOf(data.Stats); ok {
+				y2.SamplingInflation = UnitSamplingInflation(u.MaxRows) // units.go
+			}
 			rep.TargetMoment = &v
 			if correct {
 				epsF := p.momentEps - epsY2
@@ -228,6 +231,10 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 			return nil, err
 		}
 		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
+		if u, ok := regress.UnitOf(data.Stats); ok && y2 != nil {
+			rep.Method += "; " + unitIntervalNote(u)
+			rep.Estimand += "; " + unitIntervalNote(u)
+		}
 		switch {
 		case rep.DroppedShare != nil:
 			rep.Method += fmt.Sprintf("; the residual variance is divided by 1 − f̂ = %.4g, f̂ the released share of rows that are dropped records (Laplace, half of --ci-share's budget), since their zero rows shrink Λ0 − βᵀΛ2β by 1 − f", 1-*rep.DroppedShare)

@@ -74,6 +74,10 @@ type TargetMoment struct {
 	// shrink Λ0 − βᵀΛ2β to (1 − f)σ², so the residual variance is divided
 	// by KeptShare.
 	KeptShare float64 `json:"kept_share,omitempty"`
+	// SamplingInflation multiplies the sampling part's variance (a public
+	// design effect: fit.UnitSamplingInflation under a privacy unit, whose
+	// rows are correlated within a unit); 0 means 1.
+	SamplingInflation float64 `json:"sampling_inflation,omitempty"`
 }
 
 // Coefficient is the inference for one encoded coefficient.
@@ -199,9 +203,16 @@ func FM(rel *regress.Released, y2 *TargetMoment, opt Options) (*Intervals, error
 		if !(kept > 0 && kept <= 1) {
 			return nil, fmt.Errorf("inference: kept share %v must be in (0, 1]", y2.KeptShare)
 		}
+		infl := y2.SamplingInflation
+		if infl == 0 {
+			infl = 1
+		}
+		if !(infl >= 1) || math.IsInf(infl, 0) {
+			return nil, fmt.Errorf("inference: sampling inflation %v must be finite and ≥ 1", y2.SamplingInflation)
+		}
 		model = func(fitQuad float64) (float64, float64, float64) {
 			s2 := clamp((y2.Value-fitQuad)/kept, 0, 1)
-			return s2, s2, 1
+			return s2, s2 * infl, 1
 		}
 	case regress.Logistic:
 		// (y − ½)² = ¼ exactly, so σ_r² = ¼ − γᵀSγ with γ = β/4 and

@@ -143,7 +143,12 @@ const (
 
 // IRLSPlan is the calibration of one DP-IRLS fit.
 type IRLSPlan struct {
-	N             int64
+	// N is the public divisor of every release: the number of rows, or
+	// Units·K under a privacy unit (PlanIRLSUnits).
+	N int64
+	// RowsPerUnit is K under a privacy unit (neighbours differ in up to K
+	// rows), 1 for the row-level guarantee.
+	RowsPerUnit   int
 	D             int
 	Form          string
 	Iterations    int
@@ -343,11 +348,66 @@ func WarmIRLSResidualFloor(n int64, d int, epsilon float64) float64 {
 // accountant (see the package comment of this file): Gaussian DP when A's
 // noise is Gaussian, the improved zCDP conversion when it is Laplace.
 func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan, error) {
-	p := IRLSPlan{N: n, D: d, Delta: delta}
+	return planIRLS(epsilon, delta, n, 1, d, opt)
+}
+
+// PlanIRLSUnits calibrates DP-IRLS for a target (ε, δ) under a privacy
+// unit: neighbouring datasets differ in all (at most k) kept rows of one of
+// the public number of units, and every release is divided by the public
+// N = units·k (not by the private number of kept rows).
+//
+// # Sensitivities under replace-one-unit
+//
+// Every release of an iteration is R = (1/N)Σ_rows f(z) with, for the row
+// z at the (public) iterate ω, f(z) = s·y·x (A), upper(s·x·xᵀ) (B),
+// ψ_η(r)·x (g) or η·s (m); PlanIRLS's row-level sensitivity is
+// Δ/N = sup ‖f(z) − f(z')‖/N. Replacing one unit turns its r ≤ k kept rows
+// into r' ≤ k rows; pair min(r, r') of them, the other |r − r'| stand
+// against no row, so by the triangle inequality
+//
+//	‖R − R'‖ ≤ (min(r, r')·Δ + |r − r'|·M)/N ≤ k·max(Δ, M)/N = max(Δ, M)/units,
+//
+// with M = sup ‖f(z)‖. For every release M ≤ Δ (‖x‖ ≤ 1, |y| ≤ 1,
+// s ≤ 1/η, |ψ| ≤ 1, 0 < η·s ≤ 1): A: M = 1/η ≤ 2/η (L1: √d/η ≤ 2√d/η);
+// B: ‖upper(s xxᵀ)‖ ≤ s‖x‖² ≤ 1/η ≤ √2/η; g: M = 1 ≤ 2 (L1 √d ≤ 2√d);
+// m: M = 1 = Δ. So the unit-level sensitivity is the row-level formula
+// evaluated at units instead of N (irlsFormSensitivities(·, units, ·)),
+// attained by k copies of the row-level extremal pairs (g: x = e1 with
+// y = ±1 at ω = 0; B: e1 against e2 with residuals under η), approached for
+// m, and for A reached to the same √2/2 as at row level
+// (TestIRLSUnitSensitivityExtremalPairs). The warm start's Λ1 and Λ2 are the
+// FM family's, calibrated at units as UnitStats derives (SensitivitiesFor
+// and GaussianFMJointScalesMu at units). The iterate ω that defines the
+// next weights is a released (post-processed) value, the same on both
+// sides, so the adaptive composition of the releases is unchanged: μ² adds.
+//
+// Rounding (rounding.go): each computed release is a plain loop over at
+// most N = units·k rows divided by N, so its per-entry error is
+// loopSumError(N, bound, N), the same bound as PlanIRLS's at N; it enters
+// once on each side, so roundedSensitivity adds 2·spread·e to the unit
+// sensitivity unchanged. The public defaults of the form (J, η) follow the
+// rules at units, the number of independent contributors.
+func PlanIRLSUnits(epsilon, delta float64, units int64, k int, d int, opt IRLSOptions) (IRLSPlan, error) {
+	if k < 1 || units < 1 {
+		return IRLSPlan{}, fmt.Errorf("irls: privacy unit: need ≥ 1 unit and K ≥ 1 rows per unit, got %d units, K = %d", units, k)
+	}
+	if units > math.MaxInt64/int64(k) {
+		return IRLSPlan{}, fmt.Errorf("irls: privacy unit: %d units × %d rows overflows", units, k)
+	}
+	return planIRLS(epsilon, delta, units*int64(k), k, d, opt)
+}
+
+// planIRLS calibrates DP-IRLS whose releases divide by the public n and in
+// which neighbouring datasets differ in at most k rows (PlanIRLSUnits).
+func planIRLS(epsilon, delta float64, n int64, k int, d int, opt IRLSOptions) (IRLSPlan, error) {
+	p := IRLSPlan{N: n, D: d, Delta: delta, RowsPerUnit: k}
 	if n < 1 || d < 1 {
 		return p, fmt.Errorf("irls: need N ≥ 1 and d ≥ 1, got N=%d d=%d", n, d)
 	}
-	opt, err := opt.withDefaults(n, d, epsilon)
+	// sensN is the N at which the row-level sensitivity formulas are
+	// evaluated: units = n/k (PlanIRLSUnits), n itself when k = 1.
+	sensN := n / int64(k)
+	opt, err := opt.withDefaults(sensN, d, epsilon)
 	if err != nil {
 		return p, err
 	}
@@ -363,7 +423,7 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 	// is s·y·x_p, s·x_p·x_q, ψ·x_p or η·s with |·| ≤ the form's bound (1/η
 	// or 1) up to four roundings, summed over the N rows in a plain loop
 	// and divided by N (irls_forms.go derives the forms' bounds).
-	sensFirst, sensSecond, nSecond, bound := irlsFormSensitivities(p.Form, n, d, p.ResidualFloor, p.FirstMoment == "laplace")
+	sensFirst, sensSecond, nSecond, bound := irlsFormSensitivities(p.Form, sensN, d, p.ResidualFloor, p.FirstMoment == "laplace")
 	termBound := bound * (1 + gamma(4))
 	e := loopSumError(n, termBound, N)
 	p.SensB = roundedSensitivity(sensSecond, 4, nSecond, e, false)
@@ -404,7 +464,7 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 	muA2, muB2 := p.Split*iter2/J, (1-p.Split)*iter2/J
 	var rhoFM float64
 	if p.WarmStart > 0 {
-		sens, err := SensitivitiesFor(Linear, d, n)
+		sens, err := SensitivitiesFor(Linear, d, sensN)
 		if err != nil {
 			return p, err
 		}
@@ -412,7 +472,7 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 		// The two blocks are calibrated as one Gaussian mechanism by the
 		// supremum of their whitened change (joint.go), as gaussian-fm is:
 		// Gaussian DP μ_FM = √(WarmStart·μ²), split evenly.
-		js, err := GaussianFMJointScalesMu(Linear, d, n, TaylorQuadratic, math.Sqrt(p.WarmStart*total2), DefaultGaussianFMSplit)
+		js, err := GaussianFMJointScalesMu(Linear, d, sensN, TaylorQuadratic, math.Sqrt(p.WarmStart*total2), DefaultGaussianFMSplit)
 		if err != nil {
 			return p, fmt.Errorf("irls: warm start: %w", err)
 		}
@@ -488,13 +548,19 @@ func PlanIRLS(epsilon, delta float64, n int64, d int, opt IRLSOptions) (IRLSPlan
 // moments returns A = (1/N)Σ s_i y_i x_i and the upper triangle of
 // B = (1/N)Σ s_i x_i x_iᵀ (packed as Quadratic.Upper) at the iterate w.
 func irlsMoments(rows []float64, k int, w []float64, floor float64) (a, upper []float64) {
-	return irlsFirstAndB(rows, k, w, floor, func(_, y, den float64) float64 { return (1 / den) * y })
+	return irlsMomentsN(rows, k, w, floor, int64(len(rows)/k))
+}
+
+// irlsMomentsN is irlsMoments divided by the public divisor N (the number
+// of rows, or Units·K under a privacy unit: PlanIRLSUnits).
+func irlsMomentsN(rows []float64, k int, w []float64, floor float64, divisor int64) (a, upper []float64) {
+	return irlsFirstAndB(rows, k, w, floor, divisor, func(_, y, den float64) float64 { return (1 / den) * y })
 }
 
 // irlsFirstAndB returns (1/N)Σ c_i x_i and the upper triangle of B at the
 // iterate w in one pass, with c_i = coef(r_i, y_i, max(η, |r_i|)): s_i·y_i
-// for A, ψ_η(r_i) for g.
-func irlsFirstAndB(rows []float64, k int, w []float64, floor float64, coef func(res, y, den float64) float64) (first, upper []float64) {
+// for A, ψ_η(r_i) for g. N is the public divisor (≥ the number of rows).
+func irlsFirstAndB(rows []float64, k int, w []float64, floor float64, divisor int64, coef func(res, y, den float64) float64) (first, upper []float64) {
 	d := k - 1
 	n := len(rows) / k
 	first = make([]float64, d)
@@ -514,7 +580,7 @@ func irlsFirstAndB(rows []float64, k int, w []float64, floor float64, coef func(
 			}
 		}
 	}
-	N := float64(n)
+	N := float64(divisor)
 	upper = make([]float64, 0, d*(d+1)/2)
 	for p := 0; p < d; p++ {
 		first[p] /= N
@@ -553,6 +619,9 @@ func (irlsEstimator) NeedsRows(Kind) bool { return true }
 func (irlsEstimator) Private() bool       { return true }
 
 func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
+	// Under a privacy unit the releases divide by the public Units·K and
+	// are calibrated at Units (PlanIRLSUnits derives it).
+	cfg.unitAware, cfg.unitRows = true, true
 	if err := validateRobust(data, cfg, true); err != nil {
 		return nil, err
 	}
@@ -565,7 +634,13 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	}
 	k := data.Stats.K()
 	d := k - 1
-	plan, err := PlanIRLS(cfg.Epsilon, cfg.Delta, data.Stats.N(), d, cfg.IRLS)
+	var plan IRLSPlan
+	unit, isUnit := unitOf(data.Stats)
+	if isUnit {
+		plan, err = PlanIRLSUnits(cfg.Epsilon, cfg.Delta, unit.Units, unit.MaxRows, d, cfg.IRLS)
+	} else {
+		plan, err = PlanIRLS(cfg.Epsilon, cfg.Delta, data.Stats.N(), d, cfg.IRLS)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -602,7 +677,7 @@ func (irlsEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 		Epsilon:      plan.Epsilon,
 		Delta:        plan.Delta,
 		Rho:          plan.Rho,
-		Neighbouring: report.Neighbouring,
+		Neighbouring: neighbouring(data.Stats),
 		Accountant:   plan.accountantText(),
 		Releases: []report.Release{
 			{Name: nameFirst, Entries: d,
@@ -683,9 +758,9 @@ func (plan IRLSPlan) run(ctx context.Context, rows []float64, k int, w0 []float6
 		}
 		var a, upper []float64
 		if plan.Form == IRLSFormGradient {
-			a, upper = irlsGradientMoments(rows, k, w, plan.ResidualFloor)
+			a, upper = irlsGradientMomentsN(rows, k, w, plan.ResidualFloor, plan.N)
 		} else {
-			a, upper = irlsMoments(rows, k, w, plan.ResidualFloor)
+			a, upper = irlsMomentsN(rows, k, w, plan.ResidualFloor, plan.N)
 		}
 		var err error
 		if plan.FirstMoment == "gaussian" {

@@ -84,6 +84,12 @@ func irlsFormSensitivities(form string, n int64, d int, floor float64, l1 bool) 
 // irlsGradient returns g = (1/N)Σ ψ_η(r_i) x_i and m = (1/N)Σ η/max(η, |r_i|)
 // at the iterate w (rows row-major, k per row, target last).
 func irlsGradient(rows []float64, k int, w []float64, floor float64) (g []float64, m float64) {
+	return irlsGradientN(rows, k, w, floor, int64(len(rows)/k))
+}
+
+// irlsGradientN is irlsGradient divided by the public divisor N (the number
+// of rows, or Units·K under a privacy unit: PlanIRLSUnits).
+func irlsGradientN(rows []float64, k int, w []float64, floor float64, divisor int64) (g []float64, m float64) {
 	d := k - 1
 	n := len(rows) / k
 	g = make([]float64, d)
@@ -98,7 +104,7 @@ func irlsGradient(rows []float64, k int, w []float64, floor float64) (g []float6
 			g[p] += psi * x[p]
 		}
 	}
-	N := float64(n)
+	N := float64(divisor)
 	for p := range g {
 		g[p] /= N
 	}
@@ -108,7 +114,13 @@ func irlsGradient(rows []float64, k int, w []float64, floor float64) (g []float6
 // irlsGradientMoments returns g (irlsGradient) and the upper triangle of B
 // (irlsMoments) at w in one pass.
 func irlsGradientMoments(rows []float64, k int, w []float64, floor float64) (g, upper []float64) {
-	return irlsFirstAndB(rows, k, w, floor, func(res, _, den float64) float64 { return res / den })
+	return irlsGradientMomentsN(rows, k, w, floor, int64(len(rows)/k))
+}
+
+// irlsGradientMomentsN is irlsGradientMoments divided by the public
+// divisor N.
+func irlsGradientMomentsN(rows []float64, k int, w []float64, floor float64, divisor int64) (g, upper []float64) {
+	return irlsFirstAndB(rows, k, w, floor, divisor, func(res, _, den float64) float64 { return res / den })
 }
 
 // preconditionedScale post-processes the released m̃ into the public range
@@ -221,7 +233,7 @@ func (plan IRLSPlan) runPreconditioned(ctx context.Context, rows []float64, k in
 		if err := ctx.Err(); err != nil {
 			return nil, 0, fmt.Errorf("irls: %w", err)
 		}
-		g, m := irlsGradient(rows, k, w, plan.ResidualFloor)
+		g, m := irlsGradientN(rows, k, w, plan.ResidualFloor, plan.N)
 		var err error
 		if plan.FirstMoment == "gaussian" {
 			err = noise.AddGaussian(src, g, plan.ScaleA)

@@ -274,8 +274,12 @@ func noisyGDMeets(z float64, steps int, q, epsilon, delta float64) (bool, error)
 
 // NoisyGDPlan is the calibration of one noisy gradient descent run.
 type NoisyGDPlan struct {
-	Kind         Kind
-	N            int64
+	Kind Kind
+	// N is the public divisor of the gradients: the number of rows, or
+	// Units·K under a privacy unit (PlanNoisyGDUnits).
+	N int64
+	// RowsPerUnit is K under a privacy unit, 1 at row level.
+	RowsPerUnit  int
 	D            int
 	Steps        int
 	BatchRate    float64 // 1 for full batch
@@ -294,7 +298,61 @@ type NoisyGDPlan struct {
 // reports the ε at δ; otherwise it solves for the multiplier that meets
 // (ε, δ).
 func PlanNoisyGD(kind Kind, epsilon, delta float64, n int64, d int, opt NoisyGDOptions) (NoisyGDPlan, error) {
-	p := NoisyGDPlan{Kind: kind, N: n, D: d, Steps: opt.Iterations, BatchRate: opt.BatchRate,
+	return planNoisyGD(kind, epsilon, delta, n, 1, d, opt)
+}
+
+// PlanNoisyGDUnits calibrates full-batch noisy gradient descent under a
+// privacy unit: neighbouring datasets differ in all (at most k) kept rows
+// of one of the public number of units, and each step's average gradient is
+// divided by the public N = units·k.
+//
+// # Sensitivity under replace-one-unit (the per-unit K·D bound)
+//
+// The average gradient is (1/N)Σ_rows ∇ℓ(ω; z) at the released (public)
+// iterate ω. Replacing one unit turns its r ≤ k kept rows into r' ≤ k
+// rows: pair min(r, r') of them (each pair moves the sum by at most D, the
+// per-row difference bound) and let the other |r − r'| stand against no
+// row (each moves it by at most G, the per-row norm bound), so
+//
+//	‖Δg‖ ≤ (min(r, r')·D + |r − r'|·G)/N ≤ k·max(D, G)/N = D/units,
+//
+// since G ≤ D (linear G = 2(1 + R) ≤ 2(R + 2) = D; logistic
+// G = σ(R) ≤ 2σ(R) = D). So the unit-level Δ is the row-level formula
+// D/N evaluated at N = units, attained up to the row-level pair's own
+// tightness by k copies of the row-level extremal pair. (A standard
+// alternative, clipping each unit's summed gradient at a public C_u, needs
+// the unit of every row inside the mechanism and changes the estimator; the
+// K·D bound needs neither, and at K = 1 it is the row-level mechanism.)
+// The T steps compose adaptively exactly as at row level (the iterates are
+// post-processing of released gradients): μ = √T/z_eff Gaussian DP.
+//
+// Rounding: the sum runs over at most N = units·k rows and is divided by
+// N, so the per-entry error loopSumError(N, ·, N) is PlanNoisyGD's at N,
+// entering once per side.
+//
+// Poisson mini-batches are refused: their accountant (Mironov, Talwar &
+// Zhang 2019) amplifies by sampling each row independently, and a unit's
+// k rows are sampled independently of each other, which is not the
+// sampled-Gaussian mixture that accountant bounds; no unit-level analysis is
+// derived here.
+func PlanNoisyGDUnits(kind Kind, epsilon, delta float64, units int64, k int, d int, opt NoisyGDOptions) (NoisyGDPlan, error) {
+	if k < 1 || units < 1 {
+		return NoisyGDPlan{}, fmt.Errorf("noisygd: privacy unit: need ≥ 1 unit and K ≥ 1 rows per unit, got %d units, K = %d", units, k)
+	}
+	if units > math.MaxInt64/int64(k) {
+		return NoisyGDPlan{}, fmt.Errorf("noisygd: privacy unit: %d units × %d rows overflows", units, k)
+	}
+	if opt.BatchRate > 0 && opt.BatchRate < 1 {
+		return NoisyGDPlan{}, fmt.Errorf("noisygd: privacy unit: Poisson batches (rate %v) have no unit-level derivation (the subsampled-Gaussian accountant samples rows, not persons); use the full batch", opt.BatchRate)
+	}
+	return planNoisyGD(kind, epsilon, delta, units*int64(k), k, d, opt)
+}
+
+// planNoisyGD calibrates noisy gradient descent whose gradients divide by
+// the public n and in which neighbours differ in at most k rows
+// (PlanNoisyGDUnits; k = 1 is the row-level PlanNoisyGD).
+func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt NoisyGDOptions) (NoisyGDPlan, error) {
+	p := NoisyGDPlan{Kind: kind, N: n, RowsPerUnit: k, D: d, Steps: opt.Iterations, BatchRate: opt.BatchRate,
 		Radius: opt.Radius, LearningRate: opt.LearningRate, Lambda: opt.Lambda}
 	if n < 1 || d < 1 {
 		return p, fmt.Errorf("noisygd: need N ≥ 1 and d ≥ 1, got N=%d d=%d", n, d)
@@ -345,7 +403,9 @@ func PlanNoisyGD(kind Kind, epsilon, delta float64, n int64, d int, opt NoisyGDO
 	if p.BatchRate < 1 {
 		p.Sensitivity = roundedSensitivity(g, float64(d+8), d, loopSumError(n, termBound, 1), false)
 	} else {
-		p.Sensitivity = roundedSensitivity(diff/float64(n), float64(d+8), d, loopSumError(n, termBound, float64(n)), false)
+		// Row level: D/N. Unit level: D at N/k = units (PlanNoisyGDUnits).
+		units := n / int64(k)
+		p.Sensitivity = roundedSensitivity(diff/float64(units), float64(d+8), d, loopSumError(n, termBound, float64(n)), false)
 	}
 	calSens := func(s float64) float64 { return noise.GaussianCalibrationSensitivity(p.Sensitivity, s, d) }
 	if opt.Sigma > 0 {
@@ -407,6 +467,9 @@ func (noisyGD) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	if cfg.NoisyGD.Sigma > 0 && cfg.Epsilon == 0 {
 		cfg.Epsilon = math.MaxFloat64 // ε is an output when σ is given
 	}
+	// Under a privacy unit the gradients divide by the public Units·K and
+	// are calibrated at Units (PlanNoisyGDUnits derives it).
+	cfg.unitAware, cfg.unitRows = true, true
 	if err := cfg.validate(data, true); err != nil {
 		return nil, err
 	}
@@ -419,7 +482,12 @@ func (noisyGD) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	}
 	k := data.Stats.K()
 	d := k - 1
-	plan, err := PlanNoisyGD(cfg.Kind, cfg.Epsilon, cfg.Delta, data.Stats.N(), d, cfg.NoisyGD)
+	var plan NoisyGDPlan
+	if unit, ok := unitOf(data.Stats); ok {
+		plan, err = PlanNoisyGDUnits(cfg.Kind, cfg.Epsilon, cfg.Delta, unit.Units, unit.MaxRows, d, cfg.NoisyGD)
+	} else {
+		plan, err = PlanNoisyGD(cfg.Kind, cfg.Epsilon, cfg.Delta, data.Stats.N(), d, cfg.NoisyGD)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -431,7 +499,9 @@ func (noisyGD) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Coef: w, Privacy: plan.report(cfg)}, nil
+	pr := plan.report(cfg)
+	pr.Neighbouring = neighbouring(data.Stats)
+	return &Result{Coef: w, Privacy: pr}, nil
 }
 
 // run performs the descent.
@@ -463,27 +533,10 @@ func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.S
 				return nil, fmt.Errorf("noisygd: sample batch: %w", err)
 			}
 		}
-		for i := 0; i < n; i++ {
-			if take != nil && !take[i] {
-				continue
-			}
-			r := rows[i*k : (i+1)*k]
-			x := r[:d]
-			z := dot(x, w)
-			var c float64
-			if p.Kind == Logistic {
-				c = sigmoid(z) - r[d]
-			} else {
-				c = -2 * (r[d] - z)
-			}
-			for j := range g {
-				g[j] += c * x[j]
-			}
-		}
-		denom := float64(n)
 		if sampler != nil {
+			p.addGradients(g, rows, k, w, take)
 			// Noise on the sum, then the public normalisation by qN.
-			denom = p.BatchRate * float64(n)
+			denom := p.BatchRate * float64(p.N)
 			if err := noise.AddGaussian(src, g, p.NoiseStd); err != nil {
 				return nil, fmt.Errorf("noisygd: add noise: %w", err)
 			}
@@ -491,9 +544,7 @@ func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.S
 				g[j] /= denom
 			}
 		} else {
-			for j := range g {
-				g[j] /= denom
-			}
+			p.averageGradient(g, rows, k, w)
 			if err := noise.AddGaussian(src, g, p.NoiseStd); err != nil {
 				return nil, fmt.Errorf("noisygd: add noise: %w", err)
 			}
@@ -513,6 +564,40 @@ func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.S
 		avg[j] /= cnt
 	}
 	return avg, nil
+}
+
+// averageGradient sets g to the full-batch average gradient
+// (1/N)Σ_i ∇ℓ(w; z_i), N the public p.N (Units·K under a privacy unit, not
+// the private number of kept rows). g must be zero on entry.
+func (p NoisyGDPlan) averageGradient(g, rows []float64, k int, w []float64) {
+	p.addGradients(g, rows, k, w, nil)
+	denom := float64(p.N)
+	for j := range g {
+		g[j] /= denom
+	}
+}
+
+// addGradients adds Σ_i ∇ℓ(w; z_i) over the rows (those with take[i] when
+// take is non-nil) to g, in a plain loop.
+func (p NoisyGDPlan) addGradients(g, rows []float64, k int, w []float64, take []bool) {
+	d := k - 1
+	for i := 0; i*k < len(rows); i++ {
+		if take != nil && !take[i] {
+			continue
+		}
+		r := rows[i*k : (i+1)*k]
+		x := r[:d]
+		z := dot(x, w)
+		var c float64
+		if p.Kind == Logistic {
+			c = sigmoid(z) - r[d]
+		} else {
+			c = -2 * (r[d] - z)
+		}
+		for j := range g {
+			g[j] += c * x[j]
+		}
+	}
 }
 
 func (p NoisyGDPlan) report(cfg Config) report.Privacy {

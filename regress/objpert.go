@@ -186,6 +186,35 @@ import (
 // pathological input. Likewise an ω̃ too large for the
 // output grid (|ω̃_j|/g2 > 2^52) is refused with a generic error.
 //
+// # Privacy units (PlanObjPertUnits): linear derived, logistic refused
+//
+// Under a privacy unit (UnitStats) up to K rows change on each side and the
+// objective divides by the public N = Units·K. Steps 1 and 3 do not depend
+// on the neighbours (r = γ/Λ + u1/(NΛ) as before). Step 2 changes in two
+// places. The Hessians of the replaced rows are r ≤ K and r' ≤ K rank-one
+// terms, each ⪯ β·I: adding them one by one to a matrix ⪰ cI multiplies the
+// determinant by a factor in [1, 1 + β/c] each time (determinant lemma), so
+// the log-determinant term is at most J_K = K·ln(1 + β/(NΛ)) (also for the
+// compressed matrices on the sphere). The gradient difference Δ(v) =
+// Σ_{i≤r}∇ℓ(v; z_i) − Σ_{j≤r'}∇ℓ(v; z'_j): pairing min(r, r') rows
+// (each pair ≤ D = 2(R + 2) on C) and leaving |r − r'| against no row
+// (each ≤ 2(1 + R) ≤ D), ‖Δ(v)‖ ≤ K·D for every v, and Δ(v) lies in the
+// span of the r + r' ≤ 2K feature vectors, a fixed subspace of dimension
+// m₀ ≤ min(2K, d). So |b_cᵀΔ| ≤ K·D·‖Pb_c‖, L1 ≤ J_K + μ1ρ + μ1²/2 with
+// μ1 = K·D/σ1 and ρ = ‖Pb_c‖/σ1 a χ variable with m₀ degrees of freedom,
+// stochastically below a χ with m = 2·min(K, ⌈d/2⌉) ≥ m₀ (even, so its
+// tail is e^{−a²/2}Σ_{j<m/2}(a²/2)^j/j!, chiTail). The integrand of step
+// 4 increases in ρ, so δ ≤ E_ρ[h(ε − J_K − μ1ρ − μ1²/2)] with ρ ~ χ_m,
+// computed by the same upper Riemann sum (chiHockey; m = 2 is the row-level
+// Rayleigh bound, and K = 1 gives the row-level plan exactly). The default
+// Λ keeps J_K at the row-level share of ε (PlanObjPertUnits).
+//
+// Logistic regression is refused: there Δ(v) = Σα_i x_i − Σα'_j x'_j with
+// |α| ≤ 1 ranges over a zonotope with up to 2^(2K) vertices, and the bound
+// "max over the vertices ≤ sum over them" would multiply δ by 2^(2K−1);
+// no tighter argument is implemented. Group privacy from the row-level
+// guarantee would print ε·K at δ·K·e^((K−1)ε), not the ε asked for.
+//
 // # Hessian release for inference (logistic, ObjPertOptions.HessianShare)
 //
 // With a Hessian share s > 0 the fit also releases S̃ = S(ω_priv) + Z,
@@ -327,6 +356,14 @@ type ObjPertPlan struct {
 	// standard deviation of its noise, and its whitened sensitivity
 	// (grid slack and margin included).
 	HessianSensitivity, Sigma3, Mu3 float64
+	// RowsPerUnit is K under a privacy unit (PlanObjPertUnits: neighbours
+	// differ in up to K rows, N = Units·K), 1 at row level. Jacobian is
+	// then K·ln(1 + β/(NΛ)), GradSensitivity K·2(R + 2), and the Gaussian
+	// term's ρ a χ variable with ChiDF degrees of freedom.
+	RowsPerUnit int
+	// ChiDF is the number of degrees of freedom of the χ variable of the
+	// linear bound: 2·min(K, ⌈d/2⌉) (2, Rayleigh, at row level).
+	ChiDF int
 }
 
 // objPertPlans caches plans (a function of public inputs only): the linear
@@ -338,24 +375,52 @@ var objPertPlans = struct {
 }{m: map[objPertKey]ObjPertPlan{}}
 
 type objPertKey struct {
-	kind       Kind
-	eps, delta float64
-	n          int64
-	d          int
-	opt        ObjPertOptions
+	rowsPerUnit int
+	kind        Kind
+	eps, delta  float64
+	n           int64
+	d           int
+	opt         ObjPertOptions
 }
 
 // PlanObjPert computes the calibration of objective perturbation for a
 // target (ε, δ), N rows and d features.
 func PlanObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertOptions) (ObjPertPlan, error) {
-	key := objPertKey{kind, epsilon, delta, n, d, opt}
+	return planObjPertCached(kind, epsilon, delta, n, 1, d, opt)
+}
+
+// PlanObjPertUnits calibrates linear objective perturbation under a privacy
+// unit: neighbouring datasets differ in all (at most k) kept rows of one of
+// the public number of units, and the objective divides by the public
+// N = units·k. The proof of this file extends (see "Privacy units"
+// above): the Jacobian term becomes k·ln(1 + β/(NΛ)), the gradient
+// difference k·2(R + 2) in a span of dimension ≤ min(2k, d), and ρ a χ
+// variable with 2·min(k, ⌈d/2⌉) degrees of freedom. Logistic regression is
+// refused (its Gaussian term would be a maximum over 2^(2k) vertices).
+// The default Λ keeps the row-level Jacobian share at units:
+// Λ = β/(N·(e^{j/k} − 1)) with j the row-level share, so k·ln(1 + β/(NΛ)) = j.
+func PlanObjPertUnits(kind Kind, epsilon, delta float64, units int64, k int, d int, opt ObjPertOptions) (ObjPertPlan, error) {
+	if kind != Linear {
+		return ObjPertPlan{}, fmt.Errorf("objpert: privacy unit: derived for linear regression only, not %s: the logistic bound's Gaussian term would be a maximum over the 2^(2K) vertices of a zonotope", kind)
+	}
+	if k < 1 || units < 1 {
+		return ObjPertPlan{}, fmt.Errorf("objpert: privacy unit: need ≥ 1 unit and K ≥ 1 rows per unit, got %d units, K = %d", units, k)
+	}
+	if units > math.MaxInt64/int64(k) {
+		return ObjPertPlan{}, fmt.Errorf("objpert: privacy unit: %d units × %d rows overflows", units, k)
+	}
+	return planObjPertCached(kind, epsilon, delta, units*int64(k), k, d, opt)
+}
+
+func planObjPertCached(kind Kind, epsilon, delta float64, n int64, k int, d int, opt ObjPertOptions) (ObjPertPlan, error) {
+	key := objPertKey{k, kind, epsilon, delta, n, d, opt}
 	objPertPlans.Lock()
 	p, ok := objPertPlans.m[key]
 	objPertPlans.Unlock()
 	if ok {
 		return p, nil
 	}
-	p, err := planObjPert(kind, epsilon, delta, n, d, opt)
+	p, err := planObjPert(kind, epsilon, delta, n, k, d, opt)
 	if err != nil {
 		return ObjPertPlan{}, err
 	}
@@ -368,7 +433,7 @@ func PlanObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertO
 	return p, nil
 }
 
-func planObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertOptions) (ObjPertPlan, error) {
+func planObjPert(kind Kind, epsilon, delta float64, n int64, k int, d int, opt ObjPertOptions) (ObjPertPlan, error) {
 	if !(epsilon > 0) || math.IsInf(epsilon, 0) {
 		return ObjPertPlan{}, fmt.Errorf("objpert: ε must be finite and > 0, got %v", epsilon)
 	}
@@ -402,10 +467,22 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertO
 	if opt.HessianShare > 0 && kind != Logistic {
 		return ObjPertPlan{}, errors.New("objpert: the Hessian release for inference is implemented for logistic regression only")
 	}
+	if k < 1 || (k > 1 && kind != Linear) {
+		return ObjPertPlan{}, fmt.Errorf("objpert: K = %d rows per unit: derived for linear regression only", k)
+	}
+	K := float64(k)
 	p := ObjPertPlan{Kind: kind, N: n, D: d, Epsilon: epsilon, Delta: delta,
-		Lambda: opt.Lambda, Tolerance: opt.Tolerance}
+		Lambda: opt.Lambda, Tolerance: opt.Tolerance, RowsPerUnit: k, ChiDF: 2 * min(k, (d+1)/2)}
+	if k == 1 {
+		p.ChiDF = 2 // the row-level bound's Rayleigh variable
+	}
 	if p.Lambda == 0 {
 		p.Lambda = DefaultObjPertLambda(kind, epsilon, n)
+		if k > 1 {
+			// K·ln(1 + β/(NΛ)) equals the row-level share j.
+			j := math.Min(ObjPertJacobianShare*epsilon, objPertJacobianCap)
+			p.Lambda = objPertHessian(kind) / (float64(n) * math.Expm1(j/K))
+		}
 	}
 	if p.Tolerance == 0 {
 		p.Tolerance = DefaultObjPertTolerance
@@ -423,9 +500,11 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertO
 		return ObjPertPlan{}, fmt.Errorf("objpert: regularisation Λ = %v unusable", p.Lambda)
 	}
 	// J rounded up (log1p is accurate to an ulp or two).
-	p.Jacobian = math.Log1p(objPertHessian(kind)/(N*p.Lambda)) * (1 + 1e-14)
+	// Under a unit, K rank-one Hessians on each side: the determinant
+	// lemma applied K times gives K·ln(1 + β/(NΛ)).
+	p.Jacobian = K * math.Log1p(objPertHessian(kind)/(N*p.Lambda)) * (1 + 1e-14)
 	if p.Jacobian >= 0.99*epsilon {
-		lmin := objPertHessian(kind) / (N * math.Expm1(0.5*epsilon))
+		lmin := objPertHessian(kind) / (N * math.Expm1(0.5*epsilon/K))
 		return ObjPertPlan{}, fmt.Errorf("objpert: Λ = %v is too small for ε = %v: the Jacobian term ln(1 + β/(NΛ)) = %.4g leaves no budget for the noise; use Λ ≥ %.3g (that spends ε/2 on it) or 0 for the default",
 			p.Lambda, epsilon, p.Jacobian, lmin)
 	}
@@ -441,7 +520,8 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertO
 			return ObjPertPlan{}, fmt.Errorf("objpert: radius R must be > 0, got %v", p.Radius)
 		}
 		yb := 1 + encTol
-		p.GradSensitivity = (4*yb*xb + 2*xb*xb*p.Radius) * (1 + 1e-15)
+		// K rows paired (≤ D each) or against no row (2(1 + R) ≤ D).
+		p.GradSensitivity = K * (4*yb*xb + 2*xb*xb*p.Radius) * (1 + 1e-15)
 	}
 	m3 := d * (d + 1) / 2 // entries of the Hessian's upper triangle
 	if hshare > 0 {
@@ -541,7 +621,7 @@ func (p ObjPertPlan) deltaFor(epsilon, mu1, mu2 float64) float64 {
 		// μ1 is for the vertex of norm 2·xb; the other vertex has ≤ √2·xb.
 		return math.Min(1, 2*gaussHockey(e, math.Hypot(mu1, mu2))+2*gaussHockey(e, math.Hypot(mu1/math.Sqrt2, mu2)))
 	}
-	return rayleighHockey(e, mu1, mu2)
+	return chiHockey(e, mu1, mu2, p.ChiDF)
 }
 
 // gaussHockey returns h(c) = E[(1 − e^{c−L})₊] for the Gaussian privacy
@@ -578,8 +658,29 @@ const rayleighStep = 0.002
 // argument of h falls to μ2(μ2/2 + 40) (h is below 1e-340 before it); the
 // others have width 0.002. The sum stops once the remaining mass is below
 // 1e-6 of the sum so far and then adds that whole mass (h ≤ 1).
-func rayleighHockey(e, mu1, mu2 float64) float64 {
-	tailAt := func(a float64) float64 { return math.Exp(-a * a / 2) }
+func rayleighHockey(e, mu1, mu2 float64) float64 { return chiHockey(e, mu1, mu2, 2) }
+
+// chiTail returns P(ρ ≥ a) for ρ a χ variable with m (even) degrees of
+// freedom: e^{−a²/2}·Σ_{j<m/2} (a²/2)^j/j! (e^{−a²/2} for m = 2).
+func chiTail(a float64, m int) float64 {
+	x := a * a / 2
+	term, sum := 1.0, 1.0
+	for j := 1; j < m/2; j++ {
+		term *= x / float64(j)
+		sum += term
+	}
+	return math.Min(1, math.Exp(-x)*sum)
+}
+
+// chiHockey is rayleighHockey for ρ a χ variable with m (even) degrees of
+// freedom (m = 2: Rayleigh), the same upper Riemann sum with the exact
+// cell masses chiTail(a) − chiTail(b). Under a privacy unit of K rows the
+// gradient difference spans up to min(2K, d) dimensions and m = 2·min(K,
+// ⌈d/2⌉) ≥ that: a χ variable with more degrees of freedom is
+// stochastically larger and the integrand increases in ρ, so the bound
+// holds.
+func chiHockey(e, mu1, mu2 float64, m int) float64 {
+	tailAt := func(a float64) float64 { return chiTail(a, m) }
 	a := math.Max(0, (e-mu1*mu1/2-mu2*(mu2/2+40))/mu1)
 	sum := 0.0
 	if a > 0 {
@@ -613,6 +714,13 @@ func (objPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	if cfg.Kind == Robust {
 		return nil, errors.New("objpert: robust regression is not supported (use --mechanism irls)")
 	}
+	unit, isUnit := unitOf(data.Stats)
+	if isUnit && cfg.Kind != Linear {
+		// Not derived for logistic regression: see UnitSupported and
+		// "Privacy units" above.
+		return nil, fmt.Errorf("objpert: privacy unit %q: %w", unit.Column, UnitSupported(objPert{}, cfg.Kind))
+	}
+	cfg.unitAware = true // linear: PlanObjPertUnits, from the statistics
 	if err := cfg.validate(data, true); err != nil {
 		return nil, err
 	}
@@ -622,7 +730,13 @@ func (objPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	k := data.Stats.K()
 	d := k - 1
 	n := data.Stats.N()
-	plan, err := PlanObjPert(cfg.Kind, cfg.Epsilon, cfg.Delta, n, d, cfg.ObjPert)
+	var plan ObjPertPlan
+	var err error
+	if isUnit {
+		plan, err = PlanObjPertUnits(cfg.Kind, cfg.Epsilon, cfg.Delta, unit.Units, unit.MaxRows, d, cfg.ObjPert)
+	} else {
+		plan, err = PlanObjPert(cfg.Kind, cfg.Epsilon, cfg.Delta, n, d, cfg.ObjPert)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -651,6 +765,7 @@ func objPertRelease(ctx context.Context, data Data, rows []float64, cfg Config, 
 		return nil, errors.New("objpert: the output perturbation could not be applied (coefficients too large for the noise grid); nothing was released")
 	}
 	res := &Result{Coef: w, Privacy: plan.report(cfg)}
+	res.Privacy.Neighbouring = neighbouring(data.Stats)
 	if plan.Sigma3 > 0 {
 		h := objPertHessianStat(rows, plan.D+1, w)
 		if err := noise.AddGaussianSymmetric(cfg.Source, h, plan.D, plan.Sigma3); err != nil {
@@ -841,6 +956,10 @@ func (p ObjPertPlan) report(cfg Config) report.Privacy {
 		r.Mechanism = fmt.Sprintf("objpert (approximate minima perturbation, Iyengar et al. 2019, on the ball ‖ω‖ ≤ %s: Gaussian objective perturbation of the squared loss, then Gaussian output perturbation)", fmtG(p.Radius))
 		r.Accountant = fmt.Sprintf("exact-minimiser density argument with the Jacobian term ln(1 + β/(NΛ)) = %s (β = 2), gradient difference ≤ 2(R+2) in a 2-dimensional span, objective and output noise composed: δ ≤ E_ρ[δ_G(ε − J − μ1ρ − μ1²/2; μ2)] over ρ Rayleigh, with μ1 = %s, μ2 = %s (analytic Gaussian δ_G, Balle & Wang 2018); achieved δ = %s",
 			report.Up(p.Jacobian), report.Up(p.Mu1), report.Up(p.Mu2), report.Up(p.AchievedDelta))
+		if p.RowsPerUnit > 1 {
+			r.Accountant = fmt.Sprintf("exact-minimiser density argument for K = %d rows of one unit: Jacobian term K·ln(1 + β/(NΛ)) = %s (β = 2), gradient difference ≤ K·2(R+2) in a span of dimension ≤ min(2K, d), objective and output noise composed: δ ≤ E_ρ[δ_G(ε − J − μ1ρ − μ1²/2; μ2)] over ρ a χ variable with %d degrees of freedom, with μ1 = %s, μ2 = %s (analytic Gaussian δ_G, Balle & Wang 2018); achieved δ = %s",
+				p.RowsPerUnit, report.Up(p.Jacobian), p.ChiDF, report.Up(p.Mu1), report.Up(p.Mu2), report.Up(p.AchievedDelta))
+		}
 	}
 	r.Notes = append(r.Notes, objective)
 	if p.Kind == Linear {
@@ -1033,7 +1152,13 @@ func checkRows(data Data, kind Kind) ([]float64, error) {
 	if len(rows)%k != 0 {
 		return nil, fmt.Errorf("rows have length %d, not a multiple of K = %d", len(rows), k)
 	}
-	if int64(len(rows)/k) != data.Stats.N() {
+	if _, unit := unitOf(data.Stats); unit {
+		// Unit statistics count the public Units·K; at most that many
+		// rows were kept (UnitStats).
+		if int64(len(rows)/k) > data.Stats.N() {
+			return nil, fmt.Errorf("%d rows but at most Units·K = %d under the privacy unit", len(rows)/k, data.Stats.N())
+		}
+	} else if int64(len(rows)/k) != data.Stats.N() {
 		return nil, fmt.Errorf("%d rows but the statistics count N = %d", len(rows)/k, data.Stats.N())
 	}
 	const tol = 1e-9

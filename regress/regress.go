@@ -178,8 +178,10 @@ type Config struct {
 	IRLS    IRLSOptions
 
 	// unitAware is set by the mechanisms that calibrate unit statistics
-	// (UnitStats) at sensitivityN: the FM family.
-	unitAware bool
+	// (UnitStats) at sensitivityN: the FM family, irls and noisygd;
+	// unitRows by those among them that read the rows (Data.Rows, at most
+	// K per unit) with a unit-level derivation: irls and noisygd.
+	unitAware, unitRows bool
 }
 
 // Result is a fitted model in the encoded feature space.
@@ -244,8 +246,8 @@ func (c *Config) validate(data Data, private bool) error {
 	if !private {
 		return nil
 	}
-	if u, ok := unitOf(data.Stats); ok && (!c.unitAware || data.Rows != nil) {
-		return fmt.Errorf("regress: privacy unit %q: this mechanism bounds one row's influence and has no sensitivity derived for a unit of %d rows; use fm, relaxed-fm or gaussian-fm", u.Column, u.MaxRows)
+	if u, ok := unitOf(data.Stats); ok && (!c.unitAware || (data.Rows != nil && !c.unitRows)) {
+		return fmt.Errorf("regress: privacy unit %q: this mechanism bounds one row's influence and has no sensitivity derived for a unit of %d rows; use fm, relaxed-fm, gaussian-fm, irls or noisygd", u.Column, u.MaxRows)
 	}
 	if !(c.Epsilon > 0) || math.IsInf(c.Epsilon, 0) {
 		return fmt.Errorf("regress: ε must be finite and > 0, got %v", c.Epsilon)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/dplearn/dplearn/report"
 )
 
 // PrivacyUnit is the public description of a person-level (unit-level)
@@ -63,9 +65,12 @@ func UnitNeighbouring(u PrivacyUnit) string {
 // bound at Units is e_S = ErrorBound(Units)/Units + O(u), and the statistics
 // of r ≤ Units·K rows divided by Units·K err by at most
 // ErrorBound(Units·K)/(Units·K), the same (ErrorBound is linear in n).
-// Mechanisms that read the rows (objpert, noisygd, irls, dpme,
-// filter-priority) have no unit-level derivation: Config.validate refuses
-// unit statistics to every mechanism but the FM family.
+// Of the other mechanisms, irls (PlanIRLSUnits), noisygd
+// (PlanNoisyGDUnits) and linear objpert (PlanObjPertUnits) derive their
+// unit-level guarantees, with every release or objective divided by the
+// public N() = Units·K; logistic objpert, dpme and filter-priority have
+// none, and they refuse unit statistics (UnitSupported says why;
+// docs/privacy-units.md).
 func UnitStats(s Stats, u PrivacyUnit) (Stats, error) {
 	if s == nil {
 		return nil, errors.New("regress: privacy unit: no statistics")
@@ -112,6 +117,54 @@ func sensitivityN(s Stats) int64 {
 		return s.N() / int64(u.MaxRows)
 	}
 	return s.N()
+}
+
+// UnitLevelRows reports whether est reads the rows (Estimator.NeedsRows)
+// and has a unit-level derivation for them, so that it accepts unit
+// statistics (UnitStats) with Data.Rows holding the at most K kept rows
+// per unit: irls (PlanIRLSUnits) and noisygd (noisygd.go). The FM family
+// needs no rows and always accepts unit statistics.
+func UnitLevelRows(est Estimator) bool {
+	_, ok := est.(interface{ unitLevelRows() })
+	return ok
+}
+
+func (irlsEstimator) unitLevelRows() {}
+func (noisyGD) unitLevelRows()       {}
+
+// UnitSupported returns nil when est can fit kind under a privacy unit
+// (the FM family, irls, noisygd, linear objpert), and otherwise an error that says why no
+// unit-level guarantee is derived for it (docs/privacy-units.md).
+func UnitSupported(est Estimator, kind Kind) error {
+	if !est.Private() {
+		return fmt.Errorf("--mechanism %s is not differentially private: a privacy unit has nothing to scale", est.Name())
+	}
+	if est.Name() == "objpert" {
+		if kind == Logistic {
+			return fmt.Errorf("--mechanism objpert has no unit-level guarantee for logistic regression: its proof (regress/objpert.go) bounds the Gaussian term over the parallelogram of one replaced row's gradient difference; for K rows it becomes a maximum over the 2^(2K) vertices of a zonotope, which the calibration does not compute (linear objpert is derived: PlanObjPertUnits); use gaussian-fm or noisygd")
+		}
+		return nil // linear: PlanObjPertUnits
+	}
+	if !est.NeedsRows(kind) || UnitLevelRows(est) {
+		return nil
+	}
+	why := "no sensitivity is derived for a unit of K rows"
+	switch est.Name() {
+	case "dpme":
+		why = "its histogram is fitted on cells weighted by the noisy counts with the row-level L1 sensitivity 2; a unit moves up to 2K cells, and its synthetic-data weighting has no unit-level derivation here"
+	case "filter-priority":
+		why = "its exact ε-DP proof (threshold θ, geometric noise, priority sampling of empty cells) is for cells that change by one; a unit changes up to 2K cells by up to K each"
+	}
+	return fmt.Errorf("--mechanism %s has no unit-level guarantee: %s; use fm, relaxed-fm, gaussian-fm, irls (robust) or noisygd", est.Name(), why)
+}
+
+// neighbouring returns the neighbouring relation of a fit on s: the unit
+// relation for unit statistics, the row-level one otherwise.
+func neighbouring(s Stats) string {
+	if u, ok := unitOf(s); ok {
+		return UnitNeighbouring(u)
+	}
+	return report.Neighbouring
 }
 
 // withoutNonzeroKnown returns st without its known non-zero entries (the

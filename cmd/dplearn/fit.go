@@ -202,9 +202,10 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 	if err != nil {
 		return fmt.Errorf("--mechanism: %w", err)
 	}
-	if o.unit.column != "" {
-		// intervals are not derived per unit: before fitRequest copies
-		// the share into the request (else Λ0 is released and charged)
+	if o.unit.column != "" && !cmd.Flags().Changed("ci-share") {
+		// no intervals by default under a unit (only an explicit
+		// --ci-share asks for them): before fitRequest copies the share
+		// into the request (else Λ0 is released and charged)
 		o.ciShare = 0
 	}
 	req, err := fitRequest(cmd, o, kind)
@@ -269,7 +270,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		}
 	} else if o.unit.column != "" {
 		var us dataset.UnitSummary
-		data, us, err = loadUnitInput(ctx, o.data, s, o.unit, randomSource(o.seeded, o.seed), opt)
+		data, us, err = loadUnitInput(ctx, o.data, s, o.unit, randomSource(o.seeded, o.seed), opt, req.NeedsRows())
 		sum = us.Summary
 		sum.Rows = us.Units // N is the public number of units; rows per unit are not released
 	} else {

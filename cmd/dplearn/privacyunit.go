@@ -10,6 +10,7 @@ import (
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
+	"github.com/dplearn/dplearn/suffstat"
 )
 
 // unitFlags are --privacy-unit COLUMN --max-rows-per-unit K.
@@ -20,7 +21,7 @@ type unitFlags struct {
 
 func addUnitFlags(cmd *cobra.Command, u *unitFlags) {
 	f := cmd.Flags()
-	f.StringVar(&u.column, "privacy-unit", "", "column identifying the privacy unit (a person ID): the guarantee protects all rows of one person; needs --max-rows-per-unit (fit: fm, relaxed-fm, gaussian-fm)")
+	f.StringVar(&u.column, "privacy-unit", "", "column identifying the privacy unit (a person ID): the guarantee protects all rows of one person; needs --max-rows-per-unit (fit: fm, relaxed-fm, gaussian-fm, irls, noisygd, linear objpert)")
 	f.IntVar(&u.k, "max-rows-per-unit", 0, "with --privacy-unit: keep at most K rows per unit (a uniformly random subset, secure generator); sensitivities scale to K rows")
 }
 
@@ -38,21 +39,37 @@ func (u unitFlags) check(cmd *cobra.Command, est regress.Estimator, kind regress
 	if statsPath != "" {
 		return fmt.Errorf("--privacy-unit cannot be used with --stats: the statistics file does not bound rows per unit")
 	}
-	if !est.Private() || est.NeedsRows(kind) {
-		return fmt.Errorf("--privacy-unit: --mechanism %s has no sensitivity derived for a unit of K rows; use fm, relaxed-fm or gaussian-fm", est.Name())
+	if err := regress.UnitSupported(est, kind); err != nil {
+		return fmt.Errorf("--privacy-unit: %w", err)
 	}
-	if cmd.Flags().Changed("ci-share") {
-		if v, _ := cmd.Flags().GetFloat64("ci-share"); v > 0 {
-			return fmt.Errorf("--privacy-unit: confidence intervals are not derived for a unit-level guarantee; use --ci-share 0")
-		}
-	}
+	// An explicit --ci-share > 0 asks for intervals: fit.Run allows them
+	// for linear fm, relaxed-fm and gaussian-fm (sampling part inflated by
+	// fit.UnitSamplingInflation) and refuses the rest with the reason.
 	return nil
 }
 
 // loadUnitInput reads the statistics of at most K rows per unit and wraps
-// them for the unit-level sensitivities (regress.UnitStats).
-func loadUnitInput(ctx context.Context, path string, s *schema.Schema, u unitFlags, src noise.Source, opt dataset.Options) (regress.Data, dataset.UnitSummary, error) {
-	m, sum, err := dataset.UnitMoments(ctx, path, s, opt, dataset.UnitOptions{Column: u.column, MaxRows: u.k, Rand: src})
+// them for the unit-level sensitivities (regress.UnitStats); with needsRows
+// (irls, noisygd) it also keeps those rows, the same kept rows as the
+// statistics' (one pass of dataset.UnitStreamBatches feeds both).
+func loadUnitInput(ctx context.Context, path string, s *schema.Schema, u unitFlags, src noise.Source, opt dataset.Options, needsRows bool) (regress.Data, dataset.UnitSummary, error) {
+	uo := dataset.UnitOptions{Column: u.column, MaxRows: u.k, Rand: src}
+	var (
+		m    *suffstat.Moments
+		rows []float64
+		sum  dataset.UnitSummary
+		err  error
+	)
+	if needsRows {
+		m = suffstat.New(s.Dim() + 1)
+		sum, err = dataset.UnitStreamBatches(ctx, path, s, opt, uo, func(b dataset.Batch) error {
+			rows = append(rows, b.Rows...)
+			return m.AddRows(b.Rows)
+		})
+		m.Flush()
+	} else {
+		m, sum, err = dataset.UnitMoments(ctx, path, s, opt, uo)
+	}
 	if err != nil {
 		return regress.Data{}, sum, err
 	}
@@ -60,5 +77,5 @@ func loadUnitInput(ctx context.Context, path string, s *schema.Schema, u unitFla
 	if err != nil {
 		return regress.Data{}, sum, err
 	}
-	return regress.Data{Stats: st}, sum, nil
+	return regress.Data{Stats: st, Rows: rows}, sum, nil
 }

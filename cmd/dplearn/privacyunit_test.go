@@ -11,7 +11,7 @@ import (
 // TestFitPrivacyUnit runs fit with --privacy-unit on a panel (3 to 9 rows
 // per person): the report states the unit, K and "differ in all rows of one
 // person", the guarantee is the one asked for, and the fit refuses what has
-// no unit-level derivation.
+// no unit-level derivation (irls-wishart; irls's intervals).
 func TestFitPrivacyUnit(t *testing.T) {
 	dir := t.TempDir()
 	rng := rand.New(rand.NewPCG(3, 3))
@@ -52,8 +52,8 @@ func TestFitPrivacyUnit(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ extra []string }{
-		{[]string{"--mechanism", "objpert"}},
-		{[]string{"--mechanism", "gaussian-fm", "--ci-share", "0.1"}},
+		{[]string{"--model", "robust", "--mechanism", "irls-wishart"}},              // not DP
+		{[]string{"--model", "robust", "--mechanism", "irls", "--ci-share", "0.1"}}, // intervals derived for linear FM only
 	} {
 		if _, err := runCLI(t, append(append(args, c.extra...), "--out", dir+"/x.json")...); err == nil || !strings.Contains(err.Error(), "privacy") || !strings.Contains(err.Error(), "unit") {
 			t.Errorf("%v: err %v, want a refusal naming the privacy unit", c.extra, err)
