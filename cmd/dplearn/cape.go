@@ -593,7 +593,7 @@ func runCapeJoin(ctx context.Context, cmd *cobra.Command, o capeJoinOptions, for
 		data, err = loadSiteStats(o.stats, s, kind, mech, parts)
 	case o.unit.column != "":
 		var sum dataset.UnitSummary
-		data, sum, err = loadUnitInput(ctx, o.data, s, o.unit, src, dataset.Options{Workers: o.workers})
+		data, sum, err = loadUnitInput(ctx, o.data, s, o.unit, src, dataset.Options{Workers: o.workers}, false)
 		kept = fmt.Sprintf(" (%s of %s kept, at most %d per unit of %q; the row counts stay on this console)",
 			dataset.Plural(sum.Kept, "row"), dataset.Plural(sum.Units, "unit"), o.unit.k, o.unit.column)
 	default:

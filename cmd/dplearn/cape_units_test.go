@@ -57,10 +57,10 @@ func TestCapeUnitFlagsRefused(t *testing.T) {
 const panelSchema = `{"target": {"name": "y", "range": [-1, 1]},
  "features": [{"name": "x1", "range": [-1, 1]}, {"name": "x2", "range": [-1, 1]}]}`
 
-// writePanel writes one CSV per site of persons (pid) with 1 to 7 rows
+// writeSitePanels writes one CSV per site of persons (pid) with 1 to 7 rows
 // each, disjoint across sites, and their concatenation; it returns the
 // site files, the pooled file and the number of persons.
-func writePanel(t *testing.T, dir string, persons []int) ([]string, string, int) {
+func writeSitePanels(t *testing.T, dir string, persons []int) ([]string, string, int) {
 	t.Helper()
 	rng := mrand.New(mrand.NewPCG(3, 30))
 	var all strings.Builder
@@ -106,7 +106,7 @@ func TestCapeProcessesUnitFit(t *testing.T) {
 	ctx := capeCtx(t)
 	dir := t.TempDir()
 	persons := []int{120, 150, 90}
-	files, pooled, U := writePanel(t, dir, persons)
+	files, pooled, U := writeSitePanels(t, dir, persons)
 	n := &capeNet{t: t, dir: dir, pki: filepath.Join(dir, "pki"), schema: filepath.Join(dir, "panel.json"), model: "linear",
 		sites: []string{"site-1", "site-2", "site-3"}, parts: files}
 	if err := os.WriteFile(n.schema, []byte(panelSchema), 0o644); err != nil {
