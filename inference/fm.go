@@ -34,6 +34,11 @@ type Options struct {
 	// values: it is post-processing, not privacy noise, so a deterministic
 	// generator is right here.
 	Seed uint64
+
+	// calibration selects the second-level calibration's variant for the
+	// coverage probes (TestCoverageEdgeProbe); the zero value is the
+	// shipped rule.
+	calibration calibrationVariant
 }
 
 func (o Options) level() (float64, error) {
@@ -536,7 +541,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 
 	// Pass 1: the noise-only bootstrap.
 	noiseDraws := make([][]float64, 0, reps)
-	cal := newCalibration(d, sol)
+	cal := newCalibration(d, sol, loc, opt.calibration)
 	quad := func(w []float64) float64 {
 		s := 0.0
 		for i := 0; i < d; i++ {
@@ -609,7 +614,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	// Second level (FM fits): how much wider the replicates' spread is
 	// than the estimator's, estimated one level out (calibration).
 	kn, ks := ones(d), ones(d)
-	if ex == nil {
+	if ex == nil && !opt.calibration.off {
 		var err error
 		if kn, ks, err = cal.factors(rng, rel, loc, basis, w0, noiseDraws, reps); err != nil {
 			return nil, err
