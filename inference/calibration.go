@@ -104,6 +104,10 @@ const calibrationMinKept = 10
 type calibrationVariant struct {
 	off      bool // no calibration (factors 1)
 	noFilter bool // every replicate counts (the rule before the margin)
+	// identifyMargin > 0: coefficients loading on a direction that the
+	// released objective locates by less than this many noise SDs are
+	// unidentified (the selection fix weighed in docs/inference.md).
+	identifyMargin float64
 }
 
 func newCalibration(d int, sol *solution, loc *locator, v calibrationVariant) *calibration {

@@ -47,6 +47,17 @@ func TestCoverageEdgeProbe(t *testing.T) {
 		{"every replicate (before)", calibrationVariant{noFilter: true}},
 		{"calibration off", calibrationVariant{off: true}},
 	}
+	if os.Getenv("DPLEARN_EDGE_IDENTIFY") == "1" {
+		variants = append(variants[:1:1],
+			struct {
+				name string
+				v    calibrationVariant
+			}{"margin + unidentified below 1 SD", calibrationVariant{identifyMargin: 1}},
+			struct {
+				name string
+				v    calibrationVariant
+			}{"margin + unidentified below 2 SDs", calibrationVariant{identifyMargin: 2}})
+	}
 	nv := len(variants)
 	covered, ident := make([][]int, nv), make([][]int, nv)
 	for v := range variants {

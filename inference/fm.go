@@ -534,6 +534,14 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		}
 		out.Diagnosis = diagnose(sol, loc, rel, "trimmed")
 	}
+	if m := opt.calibration.identifyMargin; m > 0 {
+		// Probe variant: a coefficient loading on a direction located by
+		// less than m noise SDs above its floor is reported unidentified.
+		near := (&calibration{d: d, loc: loc, margin: m}).nearFloor(sol)
+		for i, x := range near {
+			unlocated[i] = unlocated[i] || x
+		}
+	}
 
 	// Eigen-decomposition of the released Λ2 for the sampling part (the
 	// located directions only).
