@@ -104,6 +104,13 @@ const calibrationMinKept = 10
 type calibrationVariant struct {
 	off      bool // no calibration (factors 1)
 	noFilter bool // every replicate counts (the rule before the margin)
+	// margin, when marginSet, replaces CalibrationMargin.
+	margin    float64
+	marginSet bool
+	// releasedGate > 0: no replicate filter; instead coefficients loading
+	// on a direction the released objective locates by less than this
+	// many noise SDs get factor 1.
+	releasedGate float64
 	// identifyMargin > 0: coefficients loading on a direction that the
 	// released objective locates by less than this many noise SDs are
 	// unidentified (the selection fix weighed in docs/inference.md).
@@ -113,7 +120,10 @@ type calibrationVariant struct {
 func newCalibration(d int, sol *solution, loc *locator, v calibrationVariant) *calibration {
 	c := &calibration{d: d, base: inverseDiag(sol), ratio: make([]float64, d), kept: make([]int, d),
 		loc: loc, margin: CalibrationMargin}
-	if v.noFilter {
+	if v.marginSet {
+		c.margin = v.margin
+	}
+	if v.noFilter || v.releasedGate > 0 {
 		c.margin = math.Inf(-1)
 	}
 	return c

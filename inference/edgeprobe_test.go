@@ -31,7 +31,16 @@ func TestCoverageEdgeProbe(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("DPLEARN_EDGE_DATASETS")); err == nil && v > 0 {
 		datasets = v
 	}
-	const n, eps = 10_000, 4.0
+	n, eps := 10_000, 4.0
+	if v, err := strconv.Atoi(os.Getenv("DPLEARN_EDGE_N")); err == nil && v > 0 {
+		n = v
+	}
+	if v, err := strconv.ParseFloat(os.Getenv("DPLEARN_EDGE_EPS"), 64); err == nil && v > 0 {
+		eps = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("DPLEARN_EDGE_REPS")); err == nil && v > 0 {
+		reps = v
+	}
 	rd := newRealistic(t, regress.Linear)
 	truth := rd.truth()
 	d := len(truth)
@@ -43,12 +52,23 @@ func TestCoverageEdgeProbe(t *testing.T) {
 		name string
 		v    calibrationVariant
 	}{
-		{fmt.Sprintf("margin %d SDs (shipped)", CalibrationMargin), calibrationVariant{}},
 		{"every replicate (before)", calibrationVariant{noFilter: true}},
+		{fmt.Sprintf("margin %d SDs (shipped)", CalibrationMargin), calibrationVariant{}},
 		{"calibration off", calibrationVariant{off: true}},
 	}
+	if os.Getenv("DPLEARN_EDGE_MARGINS") == "1" {
+		type vt = struct {
+			name string
+			v    calibrationVariant
+		}
+		variants = append(variants,
+			vt{"margin 0 SDs", calibrationVariant{marginSet: true, margin: 0}},
+			vt{"margin 1 SD", calibrationVariant{marginSet: true, margin: 1}},
+			vt{"released gate 2 SDs", calibrationVariant{releasedGate: 2}},
+			vt{"released gate 3 SDs", calibrationVariant{releasedGate: 3}})
+	}
 	if os.Getenv("DPLEARN_EDGE_IDENTIFY") == "1" {
-		variants = append(variants[:1:1],
+		variants = append(variants[:2:2],
 			struct {
 				name string
 				v    calibrationVariant
@@ -60,6 +80,7 @@ func TestCoverageEdgeProbe(t *testing.T) {
 	}
 	nv := len(variants)
 	covered, ident := make([][]int, nv), make([][]int, nv)
+	seRatio, seCount := make([]float64, nv), make([]int, nv) // SE ÷ the first variant's SE
 	for v := range variants {
 		covered[v], ident[v] = make([]int, d), make([]int, d)
 	}
@@ -80,16 +101,24 @@ func TestCoverageEdgeProbe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var first *Intervals
 		for v, va := range variants {
 			iv, err := FM(fit.Released, &TargetMoment{Value: y2v}, Options{Replicates: reps, Seed: uint64(r) + 1, calibration: va.v})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if v == 0 {
+				first = iv
 			}
 			for i, co := range iv.Coefficients {
 				if !co.Identified {
 					continue
 				}
 				ident[v][i]++
+				if f := first.Coefficients[i]; f.Identified && f.SE > 0 {
+					seRatio[v] += co.SE / f.SE
+					seCount[v]++
+				}
 				if co.Lower <= truth[i] && truth[i] <= co.Upper {
 					covered[v][i]++
 				}
@@ -111,6 +140,7 @@ func TestCoverageEdgeProbe(t *testing.T) {
 			lo, hi = math.Min(lo, c), math.Max(hi, c)
 			line = append(line, fmt.Sprintf("%.1f", 100*c))
 		}
+		t.Logf("%s: N = %d, ε = %g, %d datasets, %d replicates: mean SE ÷ first variant's %.3f", va.name, n, eps, datasets, reps, seRatio[v]/float64(max(seCount[v], 1)))
 		t.Logf("%s: pooled %.1f%% of %d identified, per coefficient %.1f–%.1f%%, unidentified %.1f%%", va.name,
 			100*float64(pc)/float64(max(pi, 1)), pi, 100*lo, 100*hi, 100*(1-float64(pi)/float64(datasets*d)))
 		t.Logf("%s: per coefficient (%%, identified count) %s", va.name, strings.Join(line, " "))

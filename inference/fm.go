@@ -627,6 +627,14 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		if kn, ks, err = cal.factors(rng, rel, loc, basis, w0, noiseDraws, reps); err != nil {
 			return nil, err
 		}
+		if g := opt.calibration.releasedGate; g > 0 {
+			near := (&calibration{d: d, loc: loc, margin: g}).nearFloor(sol)
+			for i, x := range near {
+				if x {
+					kn[i], ks[i] = 1, 1
+				}
+			}
+		}
 		out.Method += "; the spread of the noise and sampling parts divided per coefficient by its inflation, estimated by a second-level bootstrap (calibration.go)"
 	}
 	// Pass 2: total deviations δ = (noise draw + sampling draw) − w0.
