@@ -93,7 +93,7 @@ type calibration struct {
 // replicates narrowed the intervals by 2–6 points of coverage. Leaving
 // them out selects the better-conditioned replicates, whose inflation is
 // smaller: the factors can only move towards 1 (wider intervals).
-const CalibrationMargin = 2
+const CalibrationMargin = 1
 
 // calibrationMinKept: a coefficient whose calibration keeps fewer first-level
 // replicates (or second-level centres) than this gets factor 1.

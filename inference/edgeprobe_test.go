@@ -53,7 +53,7 @@ func TestCoverageEdgeProbe(t *testing.T) {
 		v    calibrationVariant
 	}{
 		{"every replicate (before)", calibrationVariant{noFilter: true}},
-		{fmt.Sprintf("margin %d SDs (shipped)", CalibrationMargin), calibrationVariant{}},
+		{fmt.Sprintf("margin %g SDs (shipped)", float64(CalibrationMargin)), calibrationVariant{}},
 		{"calibration off", calibrationVariant{off: true}},
 	}
 	if os.Getenv("DPLEARN_EDGE_MARGINS") == "1" {
@@ -63,7 +63,7 @@ func TestCoverageEdgeProbe(t *testing.T) {
 		}
 		variants = append(variants,
 			vt{"margin 0 SDs", calibrationVariant{marginSet: true, margin: 0}},
-			vt{"margin 1 SD", calibrationVariant{marginSet: true, margin: 1}},
+			vt{"margin 2 SDs", calibrationVariant{marginSet: true, margin: 2}},
 			vt{"released gate 2 SDs", calibrationVariant{releasedGate: 2}},
 			vt{"released gate 3 SDs", calibrationVariant{releasedGate: 3}})
 	}
