@@ -17,10 +17,14 @@ import (
 // TestCoverageEdgeProbe measures, when DPLEARN_EDGE_PROBE=1, the coverage of
 // the identified intervals at the identification edge of the realistic
 // design (linear, N = 10⁴, ε = 4, the seeds of TestCoverageRealisticTable's
-// row) under the calibration's variants, in the same datasets: the shipped
-// rule (CalibrationMargin), every replicate counted (the rule before the
-// margin), and no calibration. DPLEARN_EDGE_DATASETS sets the number of
-// datasets (default 150). It prints per-coefficient and pooled coverage and
+// row) under the calibration's variants, in the same datasets: every
+// replicate counted (the rule before the margin), the shipped rule
+// (CalibrationMargin), and no calibration; DPLEARN_EDGE_MARGINS=1 adds
+// margins 0 and 2 and gates on the released fit's margin,
+// DPLEARN_EDGE_IDENTIFY=1 replaces the last variants by the selection rule
+// weighed for the second cause (unidentified below 1 or 2 SDs).
+// DPLEARN_EDGE_DATASETS, _REPS, _N and _EPS change the number of datasets
+// (150), replicates (500), N and ε. It prints per-coefficient and pooled coverage and
 // the unidentified share; it asserts nothing (docs/inference.md, "Diagnosis
 // at the edge", reports its numbers).
 func TestCoverageEdgeProbe(t *testing.T) {
