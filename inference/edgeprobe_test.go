@@ -24,7 +24,8 @@ import (
 // DPLEARN_EDGE_IDENTIFY=1 replaces the last variants by the selection rule
 // weighed for the second cause (unidentified below 1 or 2 SDs).
 // DPLEARN_EDGE_DATASETS, _REPS, _N and _EPS change the number of datasets
-// (150), replicates (500), N and ε. It prints per-coefficient and pooled coverage and
+// (150), replicates (500), N and ε; DPLEARN_EDGE_KIND=logistic runs the
+// grid's logistic design (90/10 classes). It prints per-coefficient and pooled coverage and
 // the unidentified share; it asserts nothing (docs/inference.md, "Diagnosis
 // at the edge", reports its numbers).
 func TestCoverageEdgeProbe(t *testing.T) {
@@ -45,7 +46,14 @@ func TestCoverageEdgeProbe(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("DPLEARN_EDGE_REPS")); err == nil && v > 0 {
 		reps = v
 	}
-	rd := newRealistic(t, regress.Linear)
+	kind := regress.Linear
+	if os.Getenv("DPLEARN_EDGE_KIND") == "logistic" {
+		kind = regress.Logistic
+	}
+	rd := newRealistic(t, kind)
+	if kind == regress.Logistic {
+		rd.beta[0] = -2.2 / rd.sc // P(y = 1) ≈ 10%, as in the grid
+	}
 	truth := rd.truth()
 	d := len(truth)
 	gs, err := regress.GramStructureFor(rd.s)
@@ -96,10 +104,15 @@ func TestCoverageEdgeProbe(t *testing.T) {
 	}
 	for r := 0; r < datasets; r++ {
 		st := rd.sample(rng, n)
-		cfg := regress.Config{Kind: regress.Linear, Epsilon: eps * (1 - testShare), Delta: 1e-6, Lambda: -1, Source: src, Structure: gs}
-		y2v, _, err := regress.ReleaseTargetMoment(st, eps*testShare, src)
-		if err != nil {
-			t.Fatal(err)
+		cfg := regress.Config{Kind: kind, Epsilon: eps, Delta: 1e-6, Lambda: -1, Source: src, Structure: gs}
+		var y2 *TargetMoment
+		if kind == regress.Linear {
+			cfg.Epsilon = eps * (1 - testShare)
+			v, _, err := regress.ReleaseTargetMoment(st, eps*testShare, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			y2 = &TargetMoment{Value: v}
 		}
 		fit, err := est.Fit(context.Background(), regress.Data{Stats: st}, cfg)
 		if err != nil {
@@ -107,7 +120,7 @@ func TestCoverageEdgeProbe(t *testing.T) {
 		}
 		var first *Intervals
 		for v, va := range variants {
-			iv, err := FM(fit.Released, &TargetMoment{Value: y2v}, Options{Replicates: reps, Seed: uint64(r) + 1, calibration: va.v})
+			iv, err := FM(fit.Released, y2, Options{Replicates: reps, Seed: uint64(r) + 1, calibration: va.v})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -144,7 +157,7 @@ func TestCoverageEdgeProbe(t *testing.T) {
 			lo, hi = math.Min(lo, c), math.Max(hi, c)
 			line = append(line, fmt.Sprintf("%.1f", 100*c))
 		}
-		t.Logf("%s: N = %d, ε = %g, %d datasets, %d replicates: mean SE ÷ first variant's %.3f", va.name, n, eps, datasets, reps, seRatio[v]/float64(max(seCount[v], 1)))
+		t.Logf("%s: %s, N = %d, ε = %g, %d datasets, %d replicates: mean SE ÷ first variant's %.3f", va.name, kind, n, eps, datasets, reps, seRatio[v]/float64(max(seCount[v], 1)))
 		t.Logf("%s: pooled %.1f%% of %d identified, per coefficient %.1f–%.1f%%, unidentified %.1f%%", va.name,
 			100*float64(pc)/float64(max(pi, 1)), pi, 100*lo, 100*hi, 100*(1-float64(pi)/float64(datasets*d)))
 		t.Logf("%s: per coefficient (%%, identified count) %s", va.name, strings.Join(line, " "))
