@@ -243,7 +243,7 @@ func (c *calibration) factors(rng *rand.Rand, rel *regress.Released, loc *locato
 	}
 	star := &regress.Quadratic{D: c.d, Lambda1: make([]float64, c.d), Upper: make([]float64, c.d*(c.d+1)/2)}
 	for b, q := range c.outer {
-		if centres := countFalse(c.near[b]); centres == 0 {
+		if countFalse(c.near[b]) == 0 {
 			continue // no coefficient uses this centre
 		}
 		for i, near := range c.near[b] {
