@@ -254,6 +254,7 @@ func TestCoverage(t *testing.T) {
 				fmt.Printf("| %s | %s | %g | %d | %d | 95%% | %.1f%% | %.4g | %.4g | %.2f |\n", c.label(), c.kind, c.epsilon, c.n, i,
 					100*float64(r.covered[i])/float64(r.total[i]), r.width[i], r.npWidth[i], r.width[i]/r.npWidth[i])
 			}
+			t.Logf("%s %s ε=%g N=%d coefficient %d: %d of %d intervals covered the truth", c.label(), c.kind, c.epsilon, c.n, i, r.covered[i], r.total[i])
 			if r.covered[i] < lo || r.covered[i] > hi {
 				t.Errorf("%s %s ε=%g N=%d coefficient %d: %d of %d intervals covered the truth, want %d–%d",
 					c.label(), c.kind, c.epsilon, c.n, i, r.covered[i], r.total[i], lo, hi)

@@ -34,6 +34,11 @@ type Options struct {
 	// values: it is post-processing, not privacy noise, so a deterministic
 	// generator is right here.
 	Seed uint64
+
+	// calibration selects the second-level calibration's variant for the
+	// coverage probes (TestCoverageEdgeProbe); the zero value is the
+	// shipped rule.
+	calibration calibrationVariant
 }
 
 func (o Options) level() (float64, error) {
@@ -540,6 +545,14 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		}
 		out.Diagnosis = diagnose(sol, loc, rel, "trimmed")
 	}
+	if m := opt.calibration.identifyMargin; m > 0 {
+		// Probe variant: a coefficient loading on a direction located by
+		// less than m noise SDs above its floor is reported unidentified.
+		near := (&calibration{d: d, loc: loc, margin: m}).nearFloor(sol)
+		for i, x := range near {
+			unlocated[i] = unlocated[i] || x
+		}
+	}
 
 	// Eigen-decomposition of the released Λ2 for the sampling part (the
 	// located directions only).
@@ -547,7 +560,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 
 	// Pass 1: the noise-only bootstrap.
 	noiseDraws := make([][]float64, 0, reps)
-	cal := newCalibration(d, sol)
+	cal := newCalibration(d, sol, loc, opt.calibration)
 	quad := func(w []float64) float64 {
 		s := 0.0
 		for i := 0; i < d; i++ {
@@ -620,10 +633,18 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	// Second level (FM fits): how much wider the replicates' spread is
 	// than the estimator's, estimated one level out (calibration).
 	kn, ks := ones(d), ones(d)
-	if ex == nil {
+	if ex == nil && !opt.calibration.off {
 		var err error
 		if kn, ks, err = cal.factors(rng, rel, loc, basis, w0, noiseDraws, reps); err != nil {
 			return nil, err
+		}
+		if g := opt.calibration.releasedGate; g > 0 {
+			near := (&calibration{d: d, loc: loc, margin: g}).nearFloor(sol)
+			for i, x := range near {
+				if x {
+					kn[i], ks[i] = 1, 1
+				}
+			}
 		}
 		out.Method += "; the spread of the noise and sampling parts divided per coefficient by its inflation, estimated by a second-level bootstrap (calibration.go)"
 	}
