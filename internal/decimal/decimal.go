@@ -14,6 +14,7 @@
 package decimal
 
 import (
+	"math"
 	"strconv"
 	"unsafe"
 )
@@ -121,71 +122,63 @@ func fast(b []byte) (float64, bool) {
 // (at least one digit, no exponent) and returns its value and its length
 // n: exactly strconv.ParseFloat(string(b[:n]), 64). ok is false when b
 // does not start with such a prefix or when the prefix is beyond the fast
-// path (a mantissa above 2⁵³ or of more than 19 digits, more than 22
-// decimals); the caller then parses the whole field with Parse. A reader
-// that splits fields itself parses as it splits: a field is the number
-// when b[n] is the delimiter (or n == len(b)), otherwise it is text.
+// path (more than 19 digits, leading zeros included, a mantissa above 2⁵³,
+// more than 22 decimals); the caller then parses the whole field with
+// Parse. A reader that splits fields itself parses as it splits: a field
+// is the number when b[n] is the delimiter (or n == len(b)), otherwise it
+// is text.
 //
 // The value is m·10^−e with m ≤ 2⁵³ and e ≤ 22, converted with one
-// correctly rounded IEEE division (or none): the correctly rounded value
-// of the text, which is what strconv returns.
+// correctly rounded IEEE division (exact when e = 0): the correctly
+// rounded value of the text, which is what strconv returns. The sign is
+// applied without a branch (a column of random signs would mispredict
+// one in two).
 func Prefix(b []byte) (v float64, n int, ok bool) {
-	i := 0
-	neg := false
-	if i < len(b) && (b[i] == '+' || b[i] == '-') {
-		neg = b[i] == '-'
-		i++
-	}
-	m, i0 := uint64(0), i
-	m, i, ok = digits(b, i, m)
-	if !ok {
+	if len(b) == 0 {
 		return 0, 0, false
 	}
-	nd := i - i0
-	exp := 0
-	if i < len(b) && b[i] == '.' {
-		i++
-		f0 := i
-		if m, i, ok = digits(b, i, m); !ok {
-			return 0, 0, false
-		}
-		exp = i - f0
-		nd += exp
-	}
-	if nd == 0 || m > 1<<53 {
-		return 0, 0, false
-	}
-	switch {
-	case m == 0:
-		v = 0
-	case exp == 0:
-		v = float64(m)
-	case exp <= 22:
-		v = float64(m) / pow10[exp]
-	default:
-		return 0, 0, false
-	}
-	if neg {
-		v = -v
-	}
-	return v, i, true
-}
-
-// digits accumulates the run of decimal digits at b[i:] into m (m·10^len
-// + run) and returns the new m and the index after the run; false when m
-// would exceed 10¹⁹ (the caller falls back to strconv).
-func digits(b []byte, i int, m uint64) (uint64, int, bool) {
-	for ; i < len(b); i++ {
+	c := b[0]
+	neg := b2u(c == '-')
+	i := int(neg | b2u(c == '+'))
+	i0 := i
+	var m uint64
+	// At most 19 digits are accepted below, so m cannot wrap before
+	// the check; a longer run wraps harmlessly and is refused.
+	for i < len(b) {
 		d := b[i] - '0'
 		if d > 9 {
 			break
 		}
-		if m >= 1e18 {
-			return 0, 0, false
-		}
 		m = m*10 + uint64(d)
+		i++
 	}
-	return m, i, true
+	nd, exp := i-i0, 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		f0 := i
+		for i < len(b) {
+			d := b[i] - '0'
+			if d > 9 {
+				break
+			}
+			m = m*10 + uint64(d)
+			i++
+		}
+		exp = i - f0
+		nd += exp
+	}
+	if nd == 0 || nd > 19 || exp > 22 || m > 1<<53 {
+		return 0, 0, false
+	}
+	v = float64(m) / pow10[exp]
+	return math.Float64frombits(math.Float64bits(v) | neg<<63), i, true
 }
 
-var pow10u = [...]uint64{1, 10, 100, 1000, 1e4, 1e5, 1e6, 1e7, 1e8}
+// b2u is 1 for true, 0 for false (compiled without a branch).
+func b2u(b bool) uint64 {
+	var x uint64
+	if b {
+		x = 1
+	}
+	return x
+}
