@@ -206,6 +206,8 @@ type Moments struct {
 	// 64-bit sums of the products.
 	upanel []uint64
 	lo, hi []uint64
+	// spillEvery, when positive, replaces intSpillPanels (tests).
+	spillEvery int
 }
 
 // New returns an empty accumulator for rows of width k (k ≥ 1).
