@@ -345,7 +345,13 @@ func (w *worker) csvChunk(c *chunk, r *result) {
 			}
 		}
 		w.fields = fields
-		if !w.emit(r, fields, recLine) {
+		if w.p.csvNum != nil {
+			w.parseNumbers(fields)
+			w.numbers, w.textErrors = true, true
+		}
+		ok := w.emit(r, fields, recLine)
+		w.numbers, w.textErrors = false, false
+		if !ok {
 			return
 		}
 	}
@@ -464,6 +470,25 @@ func (p *pipeline) numericFields(header []string) []bool {
 		return nil
 	}
 	return out
+}
+
+// parseNumbers parses, as splitNumbers does, the fields of a record split
+// by parseRecord (quoted fields unescaped): a numeric column's field that
+// is a plain decimal in its entirety becomes a number.
+func (w *worker) parseNumbers(fields [][]byte) {
+	nums, isNum := w.nums[:0], w.isNum[:0]
+	for col, f := range fields {
+		v, n, ok := 0.0, 0, false
+		if col < len(w.p.csvNum) && w.p.csvNum[col] {
+			v, n, ok = decimal.Prefix(f)
+		}
+		ok = ok && n == len(f)
+		if !ok {
+			v = 0
+		}
+		nums, isNum = append(nums, v), append(isNum, ok)
+	}
+	w.nums, w.isNum = nums, isNum
 }
 
 // splitNumbers splits an unquoted record (without its line end) at sep
