@@ -2,7 +2,13 @@
 // against the references named in issue 5 and prints a table:
 //
 //  1. in-memory statistics for N = 2,000,000 rows, D = 100 (float64) against
-//     numpy's X.T @ X (OpenBLAS dsyrk) on the same data;
+//     numpy's X.T @ X (OpenBLAS dsyrk) on the same data, interleaved (step
+//     "gram", see interleave.go: one repetition of each in turn, -reps
+//     times, medians, the BLAS pinned to GOMAXPROCS threads);
+//     F. with -dplearn, step "fit": pandas.read_csv, dataset.Moments and
+//     `dplearn fit --mechanism gaussian-fm` with and without intervals on
+//     one 500,000 × 50 CSV, interleaved the same way, with CPU times, peak
+//     RSS and the load average of each repetition;
 //  2. end-to-end statistics of a 500,000 × 50 CSV (6 decimals) with
 //     dataset.Moments against pandas.read_csv alone on the same file;
 //  3. peak RSS of dataset.Moments on 100,000 and 4,000,000 rows (each in a
@@ -23,6 +29,11 @@
 //	go run ./bench -quick      # smaller sizes, for a smoke test
 //	go run ./bench -only gram,csv
 //	go build -o /tmp/dplearn ./cmd/dplearn && go run ./bench -dplearn /tmp/dplearn
+//
+// Issue 24's ratios (both cores, interleaved, medians of 7):
+//
+//	go build -o /tmp/dplearn ./cmd/dplearn && go build -o /tmp/bench ./bench
+//	GOMAXPROCS=2 /tmp/bench -only gram,fit -reps 7 -dplearn /tmp/dplearn
 package main
 
 import (
@@ -37,7 +48,8 @@ import (
 func main() {
 	var cfg config
 	flag.BoolVar(&cfg.quick, "quick", false, "smaller sizes (smoke test)")
-	flag.StringVar(&cfg.only, "only", "", "comma-separated subset of gram,csv,rss,linear,accuracy")
+	flag.StringVar(&cfg.only, "only", "", "comma-separated subset of gram,fit,csv,rss,linear,accuracy")
+	flag.IntVar(&cfg.reps, "reps", 5, "interleaved repetitions of the gram and fit steps (medians reported)")
 	flag.StringVar(&cfg.python, "python", "", "python3 to use for the references (default: first of python3, /usr/bin/python3 that has numpy and pandas)")
 	flag.IntVar(&cfg.workers, "workers", 0, "goroutines (0: GOMAXPROCS)")
 	flag.StringVar(&cfg.dplearn, "dplearn", "", "a dplearn binary: also time `dplearn fit --mechanism gaussian-fm` end to end and its peak RSS")
@@ -61,6 +73,7 @@ func main() {
 
 type config struct {
 	quick               bool
+	reps                int
 	only                string
 	python              string
 	workers             int

@@ -49,7 +49,7 @@ func run(ctx context.Context, cfg *config) error {
 		name string
 		f    func(context.Context, *config, string, string, int) ([]row, error)
 	}{
-		{"gram", benchGram}, {"csv", benchCSV}, {"rss", benchRSS}, {"linear", benchLinear}, {"accuracy", benchAccuracy},
+		{"gram", benchGramInterleaved}, {"fit", benchFit}, {"csv", benchCSV}, {"rss", benchRSS}, {"linear", benchLinear}, {"accuracy", benchAccuracy},
 	}
 	for _, s := range steps {
 		if !cfg.want(s.name) {
@@ -139,68 +139,6 @@ func golden(x []float64, offset int) {
 	for i := range x {
 		x[i] = math.Mod(float64(offset+i)*phi, 1)*2 - 1
 	}
-}
-
-const gramScript = `
-import sys, time, numpy as np
-n, d, out = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-X = np.empty((n, d))
-flat = X.reshape(-1)
-step = 1 << 22
-for s in range(0, n * d, step):
-    e = min(s + step, n * d)
-    flat[s:e] = np.remainder(np.arange(s, e, dtype=np.float64) * 0.6180339887498949, 1.0) * 2 - 1
-G = X.T @ X
-b = 1e9
-for _ in range(3):
-    t = time.perf_counter(); G = X.T @ X; b = min(b, time.perf_counter() - t)
-np.save(out, G)
-print(b)
-`
-
-func benchGram(ctx context.Context, cfg *config, dir, py string, workers int) ([]row, error) {
-	n, d := 2_000_000, 100
-	if cfg.quick {
-		n = 200_000
-	}
-	x := make([]float64, n*d)
-	golden(x, 0)
-	var m *suffstat.Moments
-	ours, err := best(3, func() error {
-		m = suffstat.New(d)
-		m.SetWorkers(workers)
-		if err := m.AddRows(x); err != nil {
-			return err
-		}
-		m.At(0, 0) // flush pending panels
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	r := row{metric: fmt.Sprintf("1. Gram in memory, N=%d D=%d", n, d), ours: secs(ours),
-		ref: "reference unavailable", target: "≤ 1.0× numpy X.T@X"}
-	if py != "" {
-		out := filepath.Join(dir, "gram.npy")
-		line, err := python(ctx, py, gramScript, strconv.Itoa(n), strconv.Itoa(d), out)
-		if err != nil {
-			return nil, err
-		}
-		refSec, err := strconv.ParseFloat(line, 64)
-		if err != nil {
-			return nil, fmt.Errorf("numpy output %q: %w", line, err)
-		}
-		ratio := ours.Seconds() / refSec
-		r.ref = fmt.Sprintf("%.3f s numpy", refSec)
-		r.ratio = fmt.Sprintf("%.2f×", ratio)
-		r.verdict = verdict(ratio <= 1.0)
-		if diff, err := compareNpy(out, m, d); err == nil {
-			r.verdict += fmt.Sprintf(" (max rel. diff vs numpy %.1e)", diff)
-		} else {
-			r.verdict += " (cross-check failed: " + err.Error() + ")"
-		}
-	}
-	return []row{r}, nil
 }
 
 // compareNpy reads a float64 d×d .npy written by numpy and returns the largest

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/dplearn/dplearn/internal/decimal"
 )
 
 // csvSource splits a CSV byte stream into chunks of whole records.
@@ -306,6 +308,16 @@ func (w *worker) csvChunk(c *chunk, r *result) {
 				line++
 			}
 			rec = trimCR(rec)
+			if w.p.csvNum != nil {
+				fields = w.splitNumbers(rec, sep)
+				w.numbers, w.textErrors = true, true
+				ok := w.emit(r, fields, recLine)
+				w.numbers, w.textErrors = false, false
+				if !ok {
+					return
+				}
+				continue
+			}
 			for {
 				j := bytes.IndexByte(rec, sep)
 				if j < 0 {
@@ -333,7 +345,13 @@ func (w *worker) csvChunk(c *chunk, r *result) {
 			}
 		}
 		w.fields = fields
-		if !w.emit(r, fields, recLine) {
+		if w.p.csvNum != nil {
+			w.parseNumbers(fields)
+			w.numbers, w.textErrors = true, true
+		}
+		ok := w.emit(r, fields, recLine)
+		w.numbers, w.textErrors = false, false
+		if !ok {
 			return
 		}
 	}
@@ -422,4 +440,88 @@ func Plural(n int64, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// numericFields returns, per header field, whether the splitter should
+// parse it as a number: the field is a numeric feature or a numeric
+// (ranged) target of the schema, matched by name as schema.NewEncoder
+// matches, and not a Keep column (whose text passes through as is).
+// Anything else (categories, labels, unused columns) stays text.
+func (p *pipeline) numericFields(header []string) []bool {
+	numeric := map[string]bool{}
+	for _, f := range p.schema.Features {
+		if !f.Categorical() {
+			numeric[f.Name] = true
+		}
+	}
+	if t := p.schema.Target; !t.Binary() && !p.opt.IgnoreTarget {
+		numeric[t.Name] = true
+	}
+	out := make([]bool, len(header))
+	any := false
+	for i, h := range header {
+		out[i] = numeric[strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))]
+		any = any || out[i]
+	}
+	for _, i := range p.keepIdx {
+		out[i] = false
+	}
+	if !any {
+		return nil
+	}
+	return out
+}
+
+// parseNumbers parses, as splitNumbers does, the fields of a record split
+// by parseRecord (quoted fields unescaped): a numeric column's field that
+// is a plain decimal in its entirety becomes a number.
+func (w *worker) parseNumbers(fields [][]byte) {
+	nums, isNum := w.nums[:0], w.isNum[:0]
+	for col, f := range fields {
+		v, n, ok := 0.0, 0, false
+		if col < len(w.p.csvNum) && w.p.csvNum[col] {
+			v, n, ok = decimal.Prefix(f)
+		}
+		ok = ok && n == len(f)
+		if !ok {
+			v = 0
+		}
+		nums, isNum = append(nums, v), append(isNum, ok)
+	}
+	w.nums, w.isNum = nums, isNum
+}
+
+// splitNumbers splits an unquoted record (without its line end) at sep
+// into w.fields, exactly as bytes.IndexByte splitting would, and in the
+// same scan parses each field of a numeric column that is a plain decimal
+// (decimal.Prefix) into w.nums, setting w.isNum. Such a field reaches the
+// encoder as the float64 its text parses to (schema.Encoder.EncodeNumbers:
+// the same path, the same bits); every other field is text, parsed by the
+// encoder as before.
+func (w *worker) splitNumbers(rec []byte, sep byte) [][]byte {
+	fields, nums, isNum := w.fields[:0], w.nums[:0], w.isNum[:0]
+	numCol := w.p.csvNum
+	for {
+		col := len(fields)
+		if col < len(numCol) && numCol[col] {
+			if v, n, ok := decimal.Prefix(rec); ok && (n == len(rec) || rec[n] == sep) {
+				fields, nums, isNum = append(fields, rec[:n]), append(nums, v), append(isNum, true)
+				if n == len(rec) {
+					break
+				}
+				rec = rec[n+1:]
+				continue
+			}
+		}
+		nums, isNum = append(nums, 0), append(isNum, false)
+		j := bytes.IndexByte(rec, sep)
+		if j < 0 {
+			fields = append(fields, rec)
+			break
+		}
+		fields = append(fields, rec[:j])
+		rec = rec[j+1:]
+	}
+	w.fields, w.nums, w.isNum = fields, nums, isNum
+	return fields
 }

@@ -6,6 +6,12 @@
 // whatever the number of rows: the file is read in chunks of a few MiB, a
 // bounded number of which are in flight.
 //
+// A CSV worker splits each record and parses the fields of the schema's
+// numeric columns in one scan: a plain decimal (sign, digits, point; the
+// common case) reaches the encoder as the float64 its text parses to,
+// which the encoder treats exactly as that text (the same bits, counts and
+// errors); anything else stays text and is parsed by the encoder.
+//
 // Three entry points share one pipeline: Moments returns the sufficient
 // statistics (the only thing the Functional Mechanism family needs), Stream
 // hands encoded row batches to a callback in file order, and Load keeps all

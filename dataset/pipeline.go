@@ -79,6 +79,9 @@ type pipeline struct {
 	free    chan []byte
 	free64  chan []float64
 	pqHex   []bool // Parquet: column i is numeric in the schema (its numbers go to the encoder as numbers)
+	// csvNum: CSV field i belongs to a numeric column of the schema (and is
+	// not passed through by Keep), so the splitter parses it (splitNumbers).
+	csvNum []bool
 }
 
 // countingReader counts the bytes read from the file (for Summary and
@@ -177,6 +180,9 @@ func (p *pipeline) run(ctx context.Context, consume func(*result) error) (sum Su
 	}
 	p.width = p.enc.Width()
 	sum.HasTarget = p.enc.HasTarget()
+	if _, ok := src.(*csvSource); ok {
+		p.csvNum = p.numericFields(header)
+	}
 
 	workers := p.opt.Workers
 	if workers <= 0 {
@@ -392,14 +398,17 @@ type worker struct {
 	fields [][]byte
 	text   []byte // Parquet: values formatted as text
 	ends   []int  // Parquet: end of each value in text
-	// Parquet: while numbers is set, field i is nums[i] where isNum[i]
-	// (schema.Encoder.EncodeNumbersCounted).
+	// Parquet and CSV: while numbers is set, field i is nums[i] where
+	// isNum[i] (schema.Encoder.EncodeNumbersCounted).
 	numbers bool
-	nums    []float64
-	isNum   []bool
-	dst     []float64
-	rows    []float64 // Moments mode: reused row buffer
-	counts  *schema.Counts
+	// textErrors (CSV): on an encoding error, encode the text fields again
+	// for the error (its value quoted as the file holds it).
+	textErrors bool
+	nums       []float64
+	isNum      []bool
+	dst        []float64
+	rows       []float64 // Moments mode: reused row buffer
+	counts     *schema.Counts
 }
 
 // emit encodes one record, or records why it cannot be. It returns false when
@@ -435,6 +444,14 @@ func (w *worker) emit(r *result, fields [][]byte, line int) bool {
 		var err error
 		if w.numbers {
 			err = p.enc.EncodeNumbersCounted(fields, w.nums[:len(fields)], w.isNum[:len(fields)], dst, w.counts)
+			if err != nil && w.textErrors {
+				// The same column fails on the text path (a number takes
+				// the path of its text), with the field's text in the
+				// message; counts are not touched twice.
+				if terr := p.enc.Encode(fields, dst); terr != nil {
+					err = terr
+				}
+			}
 		} else {
 			err = p.enc.EncodeCounted(fields, dst, w.counts)
 		}

@@ -12,12 +12,15 @@ import (
 // rounded half-even to the grid 2⁻⁴⁶), and rows are packed into panels of
 // [u | 1] (width K+1, half of [h₁ | h₂ | 1]). The kernel adds each product
 // u_i·u_j < 2⁹⁴, split exactly into its low 52 bits (< 2⁵²) and its high
-// bits (< 2⁴²), into two 64-bit sums, lo and hi; after at most
-// intSpillRows rows (4096·(2⁵² − 1) < 2⁶⁴) they are added into the 192-bit
+// bits (< 2⁴²), into two 64-bit sums, lo and hi. Every intNormPanels
+// panels (at most 4095 rows, so lo < 2⁵² + 4095·(2⁵² − 1) < 2⁶⁴) the carries
+// of lo move into hi (normalizeInt: hi += lo >> 52, lo &= 2⁵² − 1, which
+// keeps lo + hi·2⁵²); after at most intSpillRows rows (2²¹: hi ≤ 2²¹·(2⁴² +
+// 1) < 2⁶⁴, the +1 bounding the carries) they are added into the 192-bit
 // totals:
 //
-//	Σ u_i u_j = lo + hi·2⁵²,  Σ u_i = U_i (the product with the constant 1),
-//	n = the count (1·1),
+//	Σ u_i u_j = lo + hi·2⁵²,  Σ u_i = U_i = lo + hi·2⁵² of the product
+//	with the constant 1, n = the count (1·1, < 2⁵²: always in lo),
 //	Σ q_i q_j·2⁹² = Σ u_i u_j − 2⁴⁶(U_i + U_j) + n·2⁹²,
 //	Σ q_i·2⁴⁶ = U_i − n·2⁴⁶,
 //
@@ -29,9 +32,13 @@ import (
 
 const (
 	intBias = 1 << fracBits // 2⁴⁶: u = q·2⁴⁶ + intBias
-	// intSpillRows bounds the rows in lo and hi between spills:
-	// 4096·(2⁵² − 1) < 2⁶⁴.
-	intSpillRows   = 4096
+	// intNormPanels bounds the panels between normalizations of lo:
+	// 2⁵² − 1 left after one, plus 31·128 = 3968 rows of products of low
+	// halves below 2⁵² each, is below 4096·(2⁵² − 1) < 2⁶⁴.
+	intNormPanels = 31
+	// intSpillRows bounds the rows in lo and hi between spills into the
+	// totals: hi gains at most 2⁴² + 1 per row (high half and carry).
+	intSpillRows   = 1 << 21
 	intSpillPanels = intSpillRows / panelRows
 	// intMagic rounds a float64 of magnitude below 2⁵¹ to the nearest
 	// integer, ties to even, in its low mantissa bits: bits(s + 1.5·2⁵²) −
@@ -93,8 +100,29 @@ func (m *Moments) runPanelInt() {
 	m.kn.gramInt(m.upanel, m.prow, m.ld, m.lo, m.hi, m.ldc, m.w)
 	m.prow = 0
 	m.pendPanels++
-	if m.pendPanels >= intSpillPanels {
+	if m.pendPanels >= m.intSpill() {
 		m.spillInt()
+	} else if m.pendPanels%intNormPanels == 0 {
+		normalizeInt(m.lo, m.hi)
+	}
+}
+
+// intSpill is the number of panels between spills of the integer path
+// (intSpillPanels; tests lower it to spill often).
+func (m *Moments) intSpill() int {
+	if m.spillEvery > 0 {
+		return m.spillEvery
+	}
+	return intSpillPanels
+}
+
+// normalizeInt moves the bits of lo above 2⁵² into hi: lo + hi·2⁵² is
+// unchanged.
+func normalizeInt(lo, hi []uint64) {
+	hi = hi[:len(lo)]
+	for x, v := range lo {
+		hi[x] += v >> 52
+		lo[x] = v & (1<<52 - 1)
 	}
 }
 
@@ -102,29 +130,45 @@ func (m *Moments) runPanelInt() {
 func (m *Moments) spillInt() {
 	k, ldc := m.k, m.ldc
 	one := k * ldc // column of the constant 1
+	if m.hi[one+k] != 0 {
+		panic("suffstat: row count of the integer path beyond 2⁵²")
+	}
 	cnt := m.lo[one+k]
+	// v[i] = 2⁴⁶·U_i, and c = n·2⁹².
+	v := make([]acc, k)
+	for i := range v {
+		v[i].addU(m.lo[one+i], fracBits)
+		v[i].addU(m.hi[one+i], fracBits+52)
+	}
+	c := shiftedU(cnt, 2*fracBits)
 	for j := 0; j < k; j++ {
-		uj := m.lo[one+j]
 		for i := 0; i <= j; i++ {
 			t := &m.tot[tri(i, j)]
 			t.addU(m.lo[j*ldc+i], 0)
 			t.addU(m.hi[j*ldc+i], 52)
-			ui := m.lo[one+i]
-			s, c := bits.Add64(ui, uj, 0) // < 2⁶⁰: c = 0
-			_ = c
-			t.subU(s, fracBits)
-			t.addU(cnt, 2*fracBits)
+			t.sub(&v[i])
+			t.sub(&v[j])
+			t.add(&c)
 		}
 	}
 	for i := 0; i < k; i++ {
 		t := &m.tot[tri(i, k)]
 		t.addU(m.lo[one+i], 0)
+		t.addU(m.hi[one+i], 52)
 		t.subU(cnt, fracBits)
 	}
 	m.tot[tri(k, k)].addU(cnt, 0)
 	clear(m.lo)
 	clear(m.hi)
 	m.pendPanels = 0
+}
+
+// sub subtracts b from a.
+func (a *acc) sub(b *acc) {
+	var c uint64
+	a[0], c = bits.Sub64(a[0], b[0], 0)
+	a[1], c = bits.Sub64(a[1], b[1], c)
+	a[2], _ = bits.Sub64(a[2], b[2], c)
 }
 
 // shiftedU returns v·2^s (s < 128) as a 192-bit integer.

@@ -50,6 +50,7 @@ import (
 	"math/bits"
 	"runtime"
 	"sync"
+	"sync/atomic"
 )
 
 const (
@@ -205,6 +206,8 @@ type Moments struct {
 	// 64-bit sums of the products.
 	upanel []uint64
 	lo, hi []uint64
+	// spillEvery, when positive, replaces intSpillPanels (tests).
+	spillEvery int
 }
 
 // New returns an empty accumulator for rows of width k (k ≥ 1).
@@ -423,16 +426,25 @@ func (m *Moments) flush() {
 	}
 }
 
+// addParallel splits rows into blocks that w goroutines take in turn, each
+// into its own accumulator (m for the first), then merges them into m. A
+// goroutine that the machine slows down takes fewer blocks instead of
+// holding up the others (on a shared machine a static split waits for the
+// slowest core). Totals are integers, so the result does not depend on
+// which goroutine took which block.
 func (m *Moments) addParallel(rows []float64, n, w int) error {
 	for len(m.children) < w-1 {
 		c := newWithKernel(m.k, m.kn)
 		c.workers = 1
 		m.children = append(m.children, c)
 	}
+	// About 8 blocks per goroutine, each at least parallelMin/2 rows.
+	block := max(parallelMin/2, n/(8*w))
+	var next atomic.Int64
+	var failed atomic.Bool
 	errs := make([]error, w)
 	var wg sync.WaitGroup
 	for t := 0; t < w; t++ {
-		lo, hi := t*n/w, (t+1)*n/w
 		acc := m
 		if t > 0 {
 			acc = m.children[t-1]
@@ -440,12 +452,23 @@ func (m *Moments) addParallel(rows []float64, n, w int) error {
 		wg.Add(1)
 		go func(t int, acc *Moments) {
 			defer wg.Done()
-			errs[t] = acc.addSerial(rows[lo*m.k:hi*m.k], lo)
+			for !failed.Load() {
+				lo := int(next.Add(int64(block))) - block
+				if lo >= n {
+					return
+				}
+				hi := min(lo+block, n)
+				if err := acc.addSerial(rows[lo*m.k:hi*m.k], lo); err != nil {
+					errs[t] = err
+					failed.Store(true)
+					return
+				}
+			}
 		}(t, acc)
 	}
 	wg.Wait()
 	for t, c := range m.children[:w-1] {
-		if errs[t+1] == nil {
+		if errs[t+1] == nil && errs[0] == nil {
 			errs[t+1] = m.Merge(c)
 		}
 		c.reset()

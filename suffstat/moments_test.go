@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"math/big"
@@ -404,6 +405,29 @@ func TestOutOfRangeMidStream(t *testing.T) {
 		}
 		if _, err := m.MarshalBinary(); err == nil {
 			t.Fatalf("kernel %s: MarshalBinary of a poisoned accumulator succeeded", kn.name)
+		}
+	}
+}
+
+// TestParallelAddRowsError puts one bad value at rows spread over the
+// blocks of a parallel AddRows: the error names that row and column
+// whichever goroutine took its block, and the accumulator is poisoned.
+func TestParallelAddRowsError(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	const k = 3
+	n := 4*parallelMin + 5
+	for _, r := range []int{0, parallelMin/2 - 1, parallelMin / 2, 2*parallelMin + 1, n - 1} {
+		rows := randRows(rng, n, k)
+		rows[r*k+2] = 1.5
+		m := New(k)
+		m.SetWorkers(3)
+		err := m.AddRows(rows)
+		want := fmt.Sprintf("row %d, column 2: value 1.5 is outside [-1, 1]", r)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("bad row %d: err = %v, want %q", r, err, want)
+		}
+		if m.Err() == nil || !math.IsNaN(m.At(0, 0)) {
+			t.Fatalf("bad row %d: accumulator not poisoned", r)
 		}
 	}
 }

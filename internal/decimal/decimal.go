@@ -8,10 +8,13 @@
 // one correctly rounded IEEE multiplication or division (Clinger's fast
 // path), which is exact; everything else (long mantissas, large exponents,
 // hex, inf, nan, syntax errors) is handed to strconv.ParseFloat. CSV values
-// with six decimals, the common case, take the fast path.
+// with six decimals, the common case, take the fast path. Prefix parses a
+// plain decimal at the start of a buffer, for a CSV reader that splits and
+// parses fields in one scan.
 package decimal
 
 import (
+	"math"
 	"strconv"
 	"unsafe"
 )
@@ -113,4 +116,69 @@ func fast(b []byte) (float64, bool) {
 		f = -f
 	}
 	return f, true
+}
+
+// Prefix parses the longest prefix of b of the form [+-]digits[.digits]
+// (at least one digit, no exponent) and returns its value and its length
+// n: exactly strconv.ParseFloat(string(b[:n]), 64). ok is false when b
+// does not start with such a prefix or when the prefix is beyond the fast
+// path (more than 19 digits, leading zeros included, a mantissa above 2⁵³,
+// more than 22 decimals); the caller then parses the whole field with
+// Parse. A reader that splits fields itself parses as it splits: a field
+// is the number when b[n] is the delimiter (or n == len(b)), otherwise it
+// is text.
+//
+// The value is m·10^−e with m ≤ 2⁵³ and e ≤ 22, converted with one
+// correctly rounded IEEE division (exact when e = 0): the correctly
+// rounded value of the text, which is what strconv returns. The sign is
+// applied without a branch (a column of random signs would mispredict
+// one in two).
+func Prefix(b []byte) (v float64, n int, ok bool) {
+	if len(b) == 0 {
+		return 0, 0, false
+	}
+	c := b[0]
+	neg := b2u(c == '-')
+	i := int(neg | b2u(c == '+'))
+	i0 := i
+	var m uint64
+	// At most 19 digits are accepted below, so m cannot wrap before
+	// the check; a longer run wraps harmlessly and is refused.
+	for i < len(b) {
+		d := b[i] - '0'
+		if d > 9 {
+			break
+		}
+		m = m*10 + uint64(d)
+		i++
+	}
+	nd, exp := i-i0, 0
+	if i < len(b) && b[i] == '.' {
+		i++
+		f0 := i
+		for i < len(b) {
+			d := b[i] - '0'
+			if d > 9 {
+				break
+			}
+			m = m*10 + uint64(d)
+			i++
+		}
+		exp = i - f0
+		nd += exp
+	}
+	if nd == 0 || nd > 19 || exp > 22 || m > 1<<53 {
+		return 0, 0, false
+	}
+	v = float64(m) / pow10[exp]
+	return math.Float64frombits(math.Float64bits(v) | neg<<63), i, true
+}
+
+// b2u is 1 for true, 0 for false (compiled without a branch).
+func b2u(b bool) uint64 {
+	var x uint64
+	if b {
+		x = 1
+	}
+	return x
 }
