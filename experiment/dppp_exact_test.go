@@ -13,7 +13,7 @@ import (
 func exactEnsemble(t *testing.T, name string) (*dpppSetup, dpppConf) {
 	t.Helper()
 	dir := t.TempDir()
-	e := &env{opt: Options{Out: dir, DataDir: dir}, runs: 1, data: &dataCache{m: map[string]*table{}}}
+	e := &env{opt: Options{Out: dir}, runs: 1, data: &dataCache{m: map[string]*table{}}}
 	c := dpppConfig(name, false)
 	s, err := dpppEnsemble(context.Background(), e, c)
 	if err != nil {
@@ -94,9 +94,9 @@ func TestDPPPExactGaps(t *testing.T) {
 		name string
 		eps  []float64
 	}{
+		{"dppp-smokeban", []float64{0.01, 0.05, 1}},
 		{"dppp-digits", []float64{0.01, 0.05, 0.2, 1}},
 		{"dppp-breast-cancer", []float64{0.01, 0.05, 0.1, 1}},
-		{"dppp-smokeban", []float64{0.01, 0.05, 1}},
 		{"dppp-fashion", []float64{0.01, 0.02, 1}},
 	} {
 		s, _ := exactEnsemble(t, c.name)
