@@ -217,10 +217,10 @@ func (p *Params) QueryGuarantee() (Guarantee, error) {
 // pldName names the accountant and its starting grid.
 func (p *Params) pldName() string {
 	o := p.pldOptions()
-	if o.MaxPoints > 0 {
+	if o.MaxPoints > 0 || o.Grid != PLDGrid {
 		return fmt.Sprintf("exact privacy-loss distribution of the noisy histogram, composed (pessimistic, grid %.3g widening to keep %d points)", o.Grid, o.MaxPoints)
 	}
-	return fmt.Sprintf("exact privacy-loss distribution of the noisy histogram, composed (pessimistic, grid %g)", o.Grid)
+	return "exact privacy-loss distribution of the noisy histogram, composed (pessimistic, grid 1e-3)"
 }
 
 // kovComposed is the previous accountant, kept as a secondary figure: the
