@@ -18,7 +18,7 @@ import (
 // evaluations on the requested grid (10 s); after, about 15.
 func BenchmarkCalibrateBudgetQueries(b *testing.B) {
 	for _, kind := range []NoiseKind{Binomial, DGauss} {
-		for _, q := range []int{100, 1000} {
+		for _, q := range []int{100, 1000, 20000} {
 			b.Run(fmt.Sprintf("%v/Q=%d", kind, q), func(b *testing.B) {
 				cfg := Config{Teachers: rosterOf(20), Classes: 10, Features: 1, Noise: kind, BudgetEpsilon: 10, BudgetDelta: 1e-5, Queries: q}
 				var p *Params
@@ -35,9 +35,9 @@ func BenchmarkCalibrateBudgetQueries(b *testing.B) {
 				t0 := time.Now()
 				var err error
 				if kind == Binomial {
-					_, err = accounting.BinomialHistogramEpsilon(int64(p.Honest)*p.Coins, q, p.BudgetDelta, pldOptions())
+					_, err = accounting.BinomialHistogramEpsilon(int64(p.Honest)*p.Coins, q, p.BudgetDelta, p.pldOptions())
 				} else {
-					_, err = accounting.DGaussSumHistogramEpsilon(p.Sigma, p.Honest, q, p.BudgetDelta, pldOptions())
+					_, err = accounting.DGaussSumHistogramEpsilon(p.Sigma, p.Honest, q, p.BudgetDelta, p.pldOptions())
 				}
 				if err != nil {
 					b.Fatal(err)

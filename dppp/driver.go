@@ -51,6 +51,10 @@ type DriverOptions struct {
 	// CanPay, if set, is asked before each batch whether the aggregator's
 	// budget can pay for that many queries.
 	CanPay func(queries int) error
+	// Left, if set, returns the number of queries the aggregator's budget
+	// can still pay for beyond this run's MaxQueries (e.g. a ledger file
+	// across runs); LabelAllowed labels no more rows than it allows.
+	Left func() int
 	// Logger receives the driver's records (nil: none): fixed messages
 	// (Templates renders them as progress lines) with the teachers'
 	// names, batch numbers, counts and timings as attributes, never a
@@ -191,6 +195,55 @@ func (d *Driver) Agree(ctx context.Context, offerTo []uint32) error {
 	}
 	d.log.Info(msgAgreed, "members", len(d.members), "teachers", d.p.N(), "params", fmt.Sprintf("%x", d.p.Hash()))
 	return nil
+}
+
+// Allowed returns the number of further queries this run may answer: what
+// MaxQueries leaves after the queries answered (the aggregator's in-memory
+// budget, or the labels of this driver's result), and no more than
+// DriverOptions.Left. An aggregator built with the IgnoreBudget test hook
+// (and no Left) sends every row: its teachers must refuse.
+func (d *Driver) Allowed() int {
+	if d.agg.opt.IgnoreBudget && d.opt.Left == nil {
+		return maxQueriesCap // the malicious test aggregator: the teachers refuse
+	}
+	left := d.p.MaxQueries - len(d.res.Labels)
+	if b := d.agg.Budget(); b != nil {
+		left = d.p.MaxQueries - b.Answered()
+	}
+	if d.opt.Left != nil {
+		left = min(left, d.opt.Left())
+	}
+	return max(0, left)
+}
+
+// PartialText is the one line telling who asked for `requested` query rows
+// that only the first `labelled` were labelled because the budget allowed
+// no more (issue 27: more rows than remain are labelled up to what
+// remains, not refused).
+func PartialText(labelled, requested int) string {
+	return fmt.Sprintf("labelled %d of %d requested: budget allows %d more", labelled, requested, labelled)
+}
+
+// LabelAllowed is Label on the first Allowed() rows: a request for more
+// rows than the budget still allows gets those rows labelled and a
+// PartialText ("" when every row was labelled). With no row allowed it
+// refuses with ErrBudget before any teacher is asked.
+func (d *Driver) LabelAllowed(ctx context.Context, rows [][]float64) ([]int, [][]float64, string, error) {
+	if len(rows) == 0 {
+		return nil, nil, "", nil
+	}
+	left := d.Allowed()
+	if left == 0 {
+		return nil, nil, "", fmt.Errorf("%w: %d queries requested, none remain in the budget", ErrBudget, len(rows))
+	}
+	partial := ""
+	if left < len(rows) {
+		partial = PartialText(left, len(rows))
+		d.log.Warn(msgPartial, "text", partial)
+		rows = rows[:left]
+	}
+	labels, hist, err := d.Label(ctx, rows)
+	return labels, hist, partial, err
 }
 
 // Label labels rows batch by batch (QPC rows each), adding every answered

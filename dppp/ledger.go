@@ -120,7 +120,7 @@ func (p *Params) RunCharge(k int) (Guarantee, error) {
 	if err != nil {
 		return Guarantee{}, fmt.Errorf("dppp: run of %d queries at δ = %v: %w", k, delta, err)
 	}
-	return Guarantee{Queries: k, Epsilon: e, Delta: delta, Accountant: pldName + "; one ledger entry per run"}, nil
+	return Guarantee{Queries: k, Epsilon: e, Delta: delta, Accountant: p.pldName() + "; one ledger entry per run"}, nil
 }
 
 // RunStore keeps the running total of one run in a ledger kept across runs

@@ -36,6 +36,7 @@ const (
 	msgTeacherLost      = "dppp: teacher lost"
 	msgUnreadable       = "dppp: unreadable message from a teacher"
 	msgStatus           = "dppp: budget status"
+	msgPartial          = "dppp: budget allowed part of the rows"
 	// Debug records, not progress lines (no template): Run's messages and
 	// their sizes.
 	msgSent     = "dppp: message sent"
@@ -65,6 +66,7 @@ var templates = logx.Templates{
 	msgTeacherLost:      "teacher {teacher} lost",
 	msgUnreadable:       "teacher {teacher}: {err}",
 	msgStatus:           "{status}",
+	msgPartial:          "{text}",
 }
 
 // ProgressLine renders a record of this package's Driver or Run as the

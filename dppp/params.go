@@ -325,7 +325,7 @@ func (p *Params) calibrateNoise() (lo, hi int64, err error) {
 	}
 	switch c.Noise {
 	case Binomial:
-		hn, err := accounting.BinomialHistogramCoins(eps, delta, q, pldOptions())
+		hn, err := accounting.BinomialHistogramCoins(eps, delta, q, pldOptionsFor(c.BudgetEpsilon, c.Queries))
 		if err != nil {
 			return 0, 0, fmt.Errorf("dppp: calibrating the binomial noise: %w", err)
 		}
@@ -335,7 +335,7 @@ func (p *Params) calibrateNoise() (lo, hi int64, err error) {
 		p.NoiseBound = p.Coins
 		lo, hi = 0, p.Coins+1
 	case DGauss:
-		s, err := accounting.DGaussSumHistogramSigma(eps, delta, p.Honest, q, pldOptions())
+		s, err := accounting.DGaussSumHistogramSigma(eps, delta, p.Honest, q, pldOptionsFor(c.BudgetEpsilon, c.Queries))
 		if err != nil {
 			return 0, 0, fmt.Errorf("dppp: calibrating the discrete Gaussian noise: %w", err)
 		}
@@ -346,12 +346,43 @@ func (p *Params) calibrateNoise() (lo, hi int64, err error) {
 		return 0, 0, fmt.Errorf("dppp: unknown noise kind %v", c.Noise)
 	}
 	// The PLD of one query at the calibrated noise (H·Coins ≥ n coins: more
-	// coins are post-processing of fewer), cached for Composed.
-	one, err := p.queryPLD()
-	if err != nil {
-		return 0, 0, err
+	// coins are post-processing of fewer), cached for Composed. Calibrated
+	// to Q queries, Composed(Q) must fit the budget as this accountant
+	// computes it (on a widening grid, accounting.PLDOptions.MaxPoints,
+	// the result depends slightly on the noise and the order of the
+	// compositions): the noise is raised by a coin per share (or σ by
+	// 0.05%) until it does.
+	var one *accounting.PLD
+	for try := 0; ; try++ {
+		if one, err = p.queryPLD(); err != nil {
+			return 0, 0, err
+		}
+		p.acct = newPLDAccountant(one)
+		if c.Queries == 0 {
+			break
+		}
+		g, err := p.Composed(c.Queries)
+		if err != nil {
+			return 0, 0, err
+		}
+		if g.Epsilon <= c.BudgetEpsilon {
+			break
+		}
+		if try >= 100 {
+			return 0, 0, fmt.Errorf("dppp: %d queries compose to ε = %v > %v after raising the noise 100 times", c.Queries, g.Epsilon, c.BudgetEpsilon)
+		}
+		switch c.Noise {
+		case Binomial:
+			p.Coins++
+			p.HistogramCoins = int64(p.Honest) * p.Coins
+			p.NoiseBound = p.Coins
+			hi = p.Coins + 1
+		case DGauss:
+			p.Sigma *= 1.0005
+			p.NoiseBound = int64(math.Ceil(20 * p.Sigma))
+			lo, hi = -p.NoiseBound, p.NoiseBound+1
+		}
 	}
-	p.acct = newPLDAccountant(one)
 	if c.Queries > 0 {
 		// Derived per-query guarantee: δ = D/Q (so Q per-query charges sum
 		// to D in δ) and the accountant's ε of one query there.
@@ -455,7 +486,7 @@ func (p *Params) Composed(k int) (Guarantee, error) {
 	if err != nil {
 		return Guarantee{Queries: k, Epsilon: math.Inf(1), Delta: p.BudgetDelta, Accountant: "infeasible at the budget's δ"}, nil
 	}
-	return Guarantee{Queries: k, Epsilon: e, Delta: p.BudgetDelta, Accountant: pldName}, nil
+	return Guarantee{Queries: k, Epsilon: e, Delta: p.BudgetDelta, Accountant: p.pldName()}, nil
 }
 
 // maxQueries finds the largest k ≤ maxQueriesCap the budget allows by the

@@ -74,7 +74,7 @@ func TestRunCharge(t *testing.T) {
 		if math.Abs(g.Delta-wantDelta) > 1e-15*wantDelta {
 			t.Errorf("k = %d: δ = %v, want D·k/K = %v", k, g.Delta, wantDelta)
 		}
-		ref, err := accounting.BinomialHistogramEpsilon(int64(p.Honest)*p.Coins, k, g.Delta, pldOptions())
+		ref, err := accounting.BinomialHistogramEpsilon(int64(p.Honest)*p.Coins, k, g.Delta, p.pldOptions())
 		if err != nil {
 			t.Fatal(err)
 		}

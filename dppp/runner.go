@@ -47,6 +47,9 @@ type RunResult struct {
 	Batches []*BatchResult
 	// Status is the aggregator's spent and remaining budget.
 	Status string
+	// Partial is PartialText when the budget allowed only the first rows
+	// of those given ("" when all were labelled or none was allowed).
+	Partial string
 	// BytesToTeacher and BytesFromTeacher count protocol payload bytes per
 	// teacher (offer and accept included).
 	BytesToTeacher, BytesFromTeacher map[string]int
@@ -127,6 +130,9 @@ func (l *chanLink) Next(ctx context.Context) (Incoming, error) {
 // decrypted by t contributors (more are asked when some fail, refuse or
 // forge) and tallied. The first batch that cannot be answered ends the run
 // with an error; the result then holds the batches answered before it.
+// More rows than the budget allows: the first ones it allows are labelled
+// and RunResult.Partial says how many (none allowed: ErrBudget before any
+// teacher is asked).
 func Run(ctx context.Context, p *Params, tpk *paillier.ThresholdPublicKey, teachers []*Teacher, rows [][]float64, opt RunOptions) (*RunResult, error) {
 	if opt.Timeout == 0 {
 		opt.Timeout = 2 * time.Minute
@@ -165,7 +171,7 @@ func Run(ctx context.Context, p *Params, tpk *paillier.ThresholdPublicKey, teach
 		}
 		return res, err
 	}
-	_, _, err = drv.Label(ctx, rows)
+	_, _, res.Partial, err = drv.LabelAllowed(ctx, rows)
 	res.Status = statusOf(agg)
 	if err == nil {
 		log.Info(msgStatus, "status", res.Status)

@@ -422,7 +422,7 @@ func TestDPPPClientPartialAnswer(t *testing.T) {
 	if len(qres.Labels) != allowed || fmt.Sprint(qres.Labels) != fmt.Sprint(res.Labels) || qres.Requested != asked {
 		t.Fatalf("client got %v of %d, aggregator tallied %v", qres.Labels, qres.Requested, res.Labels)
 	}
-	if want := "labelled 3 of 5 requested: the budget allowed 3"; qres.Partial != want {
+	if want := "labelled 3 of 5 requested: budget allows 3 more"; qres.Partial != want {
 		t.Errorf("partial line %q, want %q", qres.Partial, want)
 	}
 }

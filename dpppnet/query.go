@@ -41,8 +41,8 @@ type QueryResult struct {
 	Budget string
 	// Requested is the number of rows asked for; Partial, when the
 	// aggregator's budget allowed fewer than Requested (len(Labels) of
-	// them, the first ones in order), says so in one line ("labelled 37 of
-	// 50 requested: the budget allowed 37"), "" otherwise.
+	// them, the first ones in order), says so in one line (dppp.PartialText:
+	// "labelled 37 of 50 requested: budget allows 37 more"), "" otherwise.
 	Requested int
 	Partial   string
 }
@@ -103,7 +103,7 @@ func Query(ctx context.Context, conn transport.Conn, rows [][]float64, opt Query
 	}
 	res.Requested = len(rows)
 	partial := func() {
-		res.Partial = fmt.Sprintf("labelled %d of %d requested: the budget allowed %d", len(res.Labels), len(rows), len(res.Labels))
+		res.Partial = dppp.PartialText(len(res.Labels), len(rows))
 		log.Info(msgPartial, "text", res.Partial)
 	}
 	id := uint64(0)

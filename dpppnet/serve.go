@@ -125,9 +125,6 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 		opt.FinishTimeout = 5 * time.Second
 	}
 	log := logx.OrDiscard(opt.Logger)
-	if len(rows) > p.MaxQueries {
-		return nil, fmt.Errorf("%w: %d queries, the budget (ε = %g, δ = %g) allows %d at ε = %g, δ = %g each", dppp.ErrBudget, len(rows), p.BudgetEpsilon, p.BudgetDelta, p.MaxQueries, p.Epsilon, p.Delta)
-	}
 	if err := CheckRows(rows, p.Features); err != nil {
 		return nil, err
 	}
@@ -137,7 +134,7 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	}
 	s := &server{hub: hub, p: p, agg: agg, log: log, opt: opt, clients: map[string]bool{},
 		res: &dppp.RunResult{BytesToTeacher: map[string]int{}, BytesFromTeacher: map[string]int{}, Refusals: map[string][]string{}}}
-	s.drv = dppp.NewDriver(agg, s, dppp.DriverOptions{RoundTimeout: opt.RoundTimeout, JoinTimeout: opt.JoinTimeout, MinTeachers: opt.MinTeachers, CanPay: opt.CanPay, Logger: log}, s.res)
+	s.drv = dppp.NewDriver(agg, s, dppp.DriverOptions{RoundTimeout: opt.RoundTimeout, JoinTimeout: opt.JoinTimeout, MinTeachers: opt.MinTeachers, CanPay: opt.CanPay, Left: opt.Left, Logger: log}, s.res)
 	hub.SetRound(0)
 	hub.SetGate(sessionGate(p))
 	for _, c := range opt.Clients {
@@ -155,7 +152,7 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	}
 	err = s.drv.Agree(ctx, offerTo)
 	if err == nil {
-		_, _, err = s.drv.Label(ctx, rows)
+		_, _, s.res.Partial, err = s.drv.LabelAllowed(ctx, rows)
 	}
 	if err == nil && len(opt.Clients) > 0 {
 		err = s.serveRequests(ctx)
@@ -171,6 +168,9 @@ func Serve(ctx context.Context, hub transport.Hub, p *dppp.Params, tpk *paillier
 	}
 	if c := len(s.res.Labels) - fromRows; c > 0 || len(opt.Clients) > 0 {
 		text += fmt.Sprintf(", %d rows labelled for clients", c)
+	}
+	if s.res.Partial != "" {
+		text += "; " + s.res.Partial
 	}
 	if err != nil {
 		text += "; stopped: " + err.Error()
@@ -253,16 +253,9 @@ func (s *server) serveRequests(ctx context.Context) error {
 			answered++
 			continue
 		}
-		left := s.left()
-		if left == 0 {
-			err := fmt.Errorf("%w: %d queries requested, none remain in the budget", dppp.ErrBudget, len(r.req.Rows))
-			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
-			return err
-		}
 		// Partial answer: the rows the budget still allows, in order; the
 		// client is told how many (issue 27).
-		rows := r.req.Rows[:min(left, len(r.req.Rows))]
-		labels, hist, err := s.drv.Label(ctx, rows)
+		labels, hist, partial, err := s.drv.LabelAllowed(ctx, r.req.Rows)
 		s.SetRound(0)
 		if err != nil {
 			s.sendClient(ctx, r.client, TypeRefused, []byte(err.Error()))
@@ -285,24 +278,11 @@ func (s *server) serveRequests(ctx context.Context) error {
 		}
 		s.log.Info(msgRequestAnswered, "request", r.req.ID, "client", r.client, "answered", len(labels), "rows", len(r.req.Rows))
 		answered++
-		if len(rows) < len(r.req.Rows) {
-			return fmt.Errorf("%w: request %d from %s: labelled %d of %d rows, the budget allowed no more", dppp.ErrBudget, r.req.ID, r.client, len(rows), len(r.req.Rows))
+		if partial != "" {
+			return fmt.Errorf("%w: request %d from %s: %s", dppp.ErrBudget, r.req.ID, r.client, partial)
 		}
 	}
 	return nil
-}
-
-// left is the number of queries the aggregator can still answer: what
-// this run's MaxQueries leaves, and no more than ServeOptions.Left.
-func (s *server) left() int {
-	left := s.p.MaxQueries - len(s.res.Labels)
-	if b := s.agg.Budget(); b != nil {
-		left = s.p.MaxQueries - b.Answered()
-	}
-	if s.opt.Left != nil {
-		left = min(left, s.opt.Left())
-	}
-	return max(0, left)
 }
 
 // status is the aggregator's budget line ("" if it has none).

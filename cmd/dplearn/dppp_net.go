@@ -267,8 +267,9 @@ address only, for tests.`,
 			led.bind(p)
 			led.restart = true
 			// A restart past the budget refuses before any teacher is
-			// asked (at least one query, also when serving clients only).
-			if err := led.canPay(max(len(rows), 1)); err != nil {
+			// asked (not even one query remains); a --queries file larger
+			// than what remains gets the rows that remain labelled.
+			if err := led.canPay(1); err != nil {
 				return err
 			}
 			aopt.Ledger, status, canPay, left = led, led.status, led.canPay, led.remaining
@@ -319,6 +320,9 @@ address only, for tests.`,
 			fmt.Fprintf(w, "; wrote %s", out)
 		}
 		fmt.Fprintln(w)
+		if res.Partial != "" {
+			fmt.Fprintf(w, "--queries: %s\n", res.Partial)
+		}
 		fmt.Fprintln(w, res.Status)
 		if insecure {
 			fmt.Fprintln(w, "WARNING: --insecure run: no certificates, no set signatures; neither the transport nor the consistency round protected it against a malicious aggregator")

@@ -168,6 +168,9 @@ on stdout.`,
 		}
 		w := cmd.OutOrStdout()
 		fmt.Fprintf(w, "labelled %d queries in %d batches with %d teachers (t = %d); wrote %s\n", len(res.Labels), len(res.Batches), n, p.Threshold, out)
+		if res.Partial != "" {
+			fmt.Fprintf(w, "--queries: %s\n", res.Partial)
+		}
 		fmt.Fprintln(w, res.Status)
 		return nil
 	}
