@@ -280,6 +280,7 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 			r.FittedEncoded, r.FittedOriginal = fp(r.Encoded), fp(r.Original)
 			r.Encoded, r.Original = est[i], u.Apply(est)
 			r.Identified, r.SE, r.Lower, r.Upper = true, c.SE, c.Lower, c.Upper
+			r.WeaklyLocated = weakUnit(iv, u, i)
 			if sl, ok := u.Slope(); ok {
 				r.OriginalSE = math.Abs(sl) * c.SE
 				a, b := sl*c.Lower, sl*c.Upper
@@ -341,6 +342,21 @@ func identifiedUnit(iv *inference.Intervals, u schema.Unit, i int) bool {
 		}
 	}
 	return true
+}
+
+// weakUnit reports whether coefficient i in original units rests on a
+// weakly located direction: its encoded coefficient or, for the intercept,
+// any coefficient it combines is inference.Coefficient.WeaklyLocated.
+func weakUnit(iv *inference.Intervals, u schema.Unit, i int) bool {
+	if iv.Coefficients[i].WeaklyLocated {
+		return true
+	}
+	for j, w := range u.Weights {
+		if w != 0 && iv.Coefficients[j].WeaklyLocated {
+			return true
+		}
+	}
+	return false
 }
 
 // surrogateLogistic reports whether a logistic fit by the mechanism

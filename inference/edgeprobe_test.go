@@ -26,7 +26,8 @@ import (
 // DPLEARN_EDGE_DATASETS, _REPS, _N and _EPS change the number of datasets
 // (150), replicates (500), N and ε; DPLEARN_EDGE_KIND=logistic runs the
 // grid's logistic design (90/10 classes). It prints per-coefficient and pooled coverage and
-// the unidentified share; it asserts nothing (docs/inference.md, "Diagnosis
+// the unidentified share, and the coverage of the intervals flagged
+// Coefficient.WeaklyLocated and of the others; it asserts nothing (docs/inference.md, "Diagnosis
 // at the edge", reports its numbers).
 func TestCoverageEdgeProbe(t *testing.T) {
 	if os.Getenv("DPLEARN_EDGE_PROBE") != "1" {
@@ -93,6 +94,7 @@ func TestCoverageEdgeProbe(t *testing.T) {
 	nv := len(variants)
 	covered, ident := make([][]int, nv), make([][]int, nv)
 	seRatio, seCount := make([]float64, nv), make([]int, nv) // SE ÷ the first variant's SE
+	weakN, weakC := make([]int, nv), make([]int, nv)         // WeaklyLocated intervals, covering ones
 	for v := range variants {
 		covered[v], ident[v] = make([]int, d), make([]int, d)
 	}
@@ -136,8 +138,15 @@ func TestCoverageEdgeProbe(t *testing.T) {
 					seRatio[v] += co.SE / f.SE
 					seCount[v]++
 				}
-				if co.Lower <= truth[i] && truth[i] <= co.Upper {
+				in := co.Lower <= truth[i] && truth[i] <= co.Upper
+				if in {
 					covered[v][i]++
+				}
+				if co.WeaklyLocated {
+					weakN[v]++
+					if in {
+						weakC[v]++
+					}
 				}
 			}
 		}
@@ -162,5 +171,7 @@ func TestCoverageEdgeProbe(t *testing.T) {
 			100*float64(pc)/float64(max(pi, 1)), pi, 100*lo, 100*hi, 100*(1-float64(pi)/float64(datasets*d)))
 		t.Logf("%s: per coefficient (%%, identified count) %s", va.name, strings.Join(line, " "))
 		t.Logf("%s: identified counts %v", va.name, ident[v])
+		t.Logf("%s: flagged WeaklyLocated %d of %d identified, covering %.1f%%; unflagged cover %.1f%%", va.name,
+			weakN[v], pi, 100*float64(weakC[v])/float64(max(weakN[v], 1)), 100*float64(pc-weakC[v])/float64(max(pi-weakN[v], 1)))
 	}
 }

@@ -116,7 +116,21 @@ type Coefficient struct {
 	// Monte Carlo p-value, never 0), capped at 1. It rejects at level α
 	// exactly when the 1 − α interval excludes 0 (up to the +1).
 	PValue float64 `json:"p_value"`
+	// WeaklyLocated is set on an identified coefficient that loads
+	// (|v_i| ≥ UnlocatedLoading) on an eigen-direction the released
+	// objective locates by less than WeakLocationMargin noise SDs above its
+	// Fieller floor: at the identification edge such intervals covered
+	// 85–93% for 95% nominal (docs/inference.md, "Diagnosis at the edge").
+	// A warning only; the interval is reported as computed.
+	WeaklyLocated bool `json:"weakly_located,omitempty"`
 }
+
+// WeakLocationMargin is the margin, in noise SDs s(v) above the Fieller
+// floor z·s(v), below which a located direction marks the coefficients
+// loading on it as Coefficient.WeaklyLocated. Reporting them unidentified
+// instead (the probe's identifyMargin) removed too many intervals (45.8%
+// unidentified at 1 SD at the edge), so they are flagged, not dropped.
+const WeakLocationMargin = 1
 
 // NormalPValue is the two-sided normal p-value 2Φ(−|est/se|) of the test
 // est = 0, for linear combinations of the coefficients (the intercept in
@@ -545,6 +559,10 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		}
 		out.Diagnosis = diagnose(sol, loc, rel, "trimmed")
 	}
+	// Coefficients loading on a direction located by less than
+	// WeakLocationMargin noise SDs are flagged (nearFloor also marks those
+	// loading on dropped directions, which are unidentified anyway).
+	weak := (&calibration{d: d, loc: loc, margin: WeakLocationMargin}).nearFloor(sol)
 	if m := opt.calibration.identifyMargin; m > 0 {
 		// Probe variant: a coefficient loading on a direction located by
 		// less than m noise SDs above its floor is reported unidentified.
@@ -708,7 +726,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 			Estimate: center[i] - med, SE: s,
 			Lower: center[i] - hi, Upper: center[i] - lo,
 			NoiseSE: ns, SamplingSE: math.Sqrt(sampVar[i]),
-			PValue: bootstrapPValue(col, reps, center[i])}
+			PValue: bootstrapPValue(col, reps, center[i]), WeaklyLocated: weak[i]}
 	}
 	for _, c := range out.Coefficients {
 		if !c.Identified && out.Diagnosis == nil {

@@ -52,6 +52,11 @@ type CoefRow struct {
 	OriginalSE    float64  `json:"original_se,omitempty"`
 	OriginalLower float64  `json:"original_lower,omitempty"`
 	OriginalUpper float64  `json:"original_upper,omitempty"`
+	// WeaklyLocated warns that the interval rests on an eigen-direction
+	// the released objective locates by less than one noise SD above its
+	// identification floor (inference.Coefficient.WeaklyLocated): at the
+	// identification edge such intervals under-covered.
+	WeaklyLocated bool `json:"weakly_located,omitempty"`
 	// FittedEncoded and FittedOriginal are the ridge-regularised fit the
 	// model predicts with, when the printed estimate is the interval's
 	// de-ridged point estimate instead.
