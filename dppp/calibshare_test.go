@@ -60,6 +60,26 @@ func TestSharedCalibration(t *testing.T) {
 	if a.Hash() != b.Hash() || a.MaxQueries != b.MaxQueries || a == p0 {
 		t.Errorf("shared calibration: hash %x, MaxQueries %d (a copy: %v); own: hash %x, MaxQueries %d", a.Hash(), a.MaxQueries, a != p0, b.Hash(), b.MaxQueries)
 	}
+	// Calibrated to a total budget (Calibrate derives the per-query ε, δ):
+	// accepted for the same budget, refused for another number of queries.
+	total := cfg
+	total.Epsilon, total.Delta = 0, 0
+	total.BudgetEpsilon, total.BudgetDelta, total.Queries = 10, 1e-5, 20
+	pTotal, err := Calibrate(total, f.TPK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := total
+	more.Queries = 40
+	c := base
+	c.Config, c.Calibrated = total, pTotal
+	if _, err := NewTeacher(c); err != nil {
+		t.Errorf("total budget: NewTeacher refused its own calibration: %v", err)
+	}
+	c.Config = more
+	if _, err := NewTeacher(c); err == nil || !strings.Contains(err.Error(), "another configuration or key") {
+		t.Errorf("total budget of 20 queries handed to a teacher of 40: NewTeacher: %v, want a refusal", err)
+	}
 	// An offer of other parameters is refused by the teacher that was
 	// handed the calibration, as by the one that calibrated itself.
 	pOff, err := pOther.NewSession()

@@ -122,7 +122,13 @@ func NewTeacher(cfg TeacherConfig) (*Teacher, error) {
 	}
 	t := &Teacher{cfg: cfg, votes: map[uint64]*voteRecord{}, decrypted: map[uint64][32]byte{}, partials: map[uint64]*Partial{}, used: map[[32]byte]uint64{}}
 	if cal := cfg.Calibrated; cal != nil {
-		if !reflect.DeepEqual(cal.Config, cfg.Config.withDefaults()) || cal.Key != cfg.Key.PublicKey().ID() {
+		own := cfg.Config.withDefaults()
+		if own.Queries > 0 {
+			// Calibrated to a total budget: the per-query (ε, δ) are
+			// derived by Calibrate from the fields compared here.
+			own.Epsilon, own.Delta = cal.Epsilon, cal.Delta
+		}
+		if !reflect.DeepEqual(cal.Config, own) || cal.Key != cfg.Key.PublicKey().ID() {
 			return nil, fmt.Errorf("dppp: teacher %s: the shared calibration is of another configuration or key", cfg.Name)
 		}
 		cal = cal.Clone()
