@@ -419,10 +419,10 @@ func TestAttackDifferencing(t *testing.T) {
 }
 
 // smallFixture is the digits deployment cut to its first n teachers with
-// an (n, t) key.
+// an (n, t) key on the 1024-bit test primes.
 func smallFixture(t *testing.T, f *fixture, n, thr int) *fixture {
 	t.Helper()
-	tpk, shares, err := pailliertest.ThresholdKey(2048, n, thr)
+	tpk, shares, err := pailliertest.ThresholdKey(1024, n, thr) // as dppptest: test binaries only
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -80,6 +81,7 @@ func (f *fixture) deploy(t testing.TB, cfg Config, tweak func(i int, tc *Teacher
 		if tweak != nil {
 			tweak(i, &tc)
 		}
+		shareCalibration(&tc, cfg, p0)
 		tt, err := NewTeacher(tc)
 		if err != nil {
 			t.Fatal(err)
@@ -143,4 +145,15 @@ func skipCryptoUnderRace(t *testing.T) {
 // testLogger prints a run's progress lines in the test's output.
 func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(logx.LineHandler(t.Output(), "", ProgressLine))
+}
+
+// shareCalibration hands a teacher the deployment's calibration p0 (the
+// PLD calibration costs about a second, and ten teachers would repeat it)
+// unless a tweak gave it a configuration of its own, which it then
+// calibrates itself. TestSharedCalibration checks that a shared
+// calibration is the teacher's own.
+func shareCalibration(tc *TeacherConfig, cfg Config, p0 *Params) {
+	if tc.Calibrated == nil && reflect.DeepEqual(tc.Config, cfg) && tc.Key.PublicKey().ID() == p0.Key {
+		tc.Calibrated = p0
+	}
 }

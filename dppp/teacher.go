@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"sync"
 
 	"github.com/dplearn/dplearn/noise"
@@ -61,6 +62,13 @@ type TeacherConfig struct {
 	// requests with a partial decryption of another ciphertext (a lying
 	// teacher).
 	ForgePartial bool
+	// Calibrated, if set, is Calibrate(Config, Key.PublicKey()) already
+	// computed by this teacher's operator, so that teachers run in one
+	// process (simulations, tests) share one PLD calibration (about a
+	// second each) instead of repeating it. NewTeacher refuses it unless
+	// its configuration and key are this teacher's; it is cloned, and must
+	// not have been modified after Calibrate. nil: the teacher calibrates.
+	Calibrated *Params
 }
 
 type voteRecord struct {
@@ -113,6 +121,19 @@ func NewTeacher(cfg TeacherConfig) (*Teacher, error) {
 		cfg.Random = rand.Reader
 	}
 	t := &Teacher{cfg: cfg, votes: map[uint64]*voteRecord{}, decrypted: map[uint64][32]byte{}, partials: map[uint64]*Partial{}, used: map[[32]byte]uint64{}}
+	if cal := cfg.Calibrated; cal != nil {
+		own := cfg.Config.withDefaults()
+		if own.Queries > 0 {
+			// Calibrated to a total budget: the per-query (ε, δ) are
+			// derived by Calibrate from the fields compared here.
+			own.Epsilon, own.Delta = cal.Epsilon, cal.Delta
+		}
+		if !reflect.DeepEqual(cal.Config, own) || cal.Key != cfg.Key.PublicKey().ID() {
+			return nil, fmt.Errorf("dppp: teacher %s: the shared calibration is of another configuration or key", cfg.Name)
+		}
+		cal = cal.Clone()
+		t.calOnce.Do(func() { t.cal = cal })
+	}
 	// Calibrate now (about half a second with the PLD accountant), not
 	// while an aggregator waits for the acceptance; an error is returned
 	// by Accept.

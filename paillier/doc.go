@@ -112,7 +112,9 @@
 //     of the ciphertexts in transit is the transport's job (mutual TLS).
 //   - Key sizes below 2048 bits are refused by every decoder and by key
 //     generation (MinModulusBits); the seed paper's 1024-bit keys are not
-//     supported. Every constructor and decoder also refuses moduli that are
+//     supported. The one exception, DealTestThreshold (1024 bits, for the
+//     protocol tests of other packages), deals only inside `go test`
+//     binaries and its keys cannot be decoded. Every constructor and decoder also refuses moduli that are
 //     even, prime, perfect powers or have a prime factor below 2^15, and,
 //     where the primes are known (NewPrivateKey, DealThreshold), primes of
 //     unequal length or closer than 2^(|n|/2 - 100) (Fermat factoring).

@@ -542,7 +542,7 @@ func dpppTeacherParams(ctx context.Context, d *dpppDeployFlags, name string, tea
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	tc := dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch, Ledger: ledger, Noise: src}
+	tc := dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch, Ledger: ledger, Noise: src, Calibrated: p} // p: calibrated once, above
 	if id != nil {
 		// The teacher signs contributor sets with its certificate's key and
 		// checks the others' against the deployment's CA.

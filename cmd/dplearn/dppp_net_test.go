@@ -28,15 +28,38 @@ type dpppNetFiles struct {
 	models             []string
 }
 
+// trainedModels holds the model files newDPPPNetFiles trained, by
+// partition (i, n), for the later tests of this binary: 'dppp train' is
+// deterministic, and the tests ask for the same ten teachers many times.
+// Each test still gets its own copies.
+var trainedModels = struct {
+	sync.Mutex
+	files map[[2]int][]byte
+}{files: map[[2]int][]byte{}}
+
 func newDPPPNetFiles(t *testing.T, n, q int) *dpppNetFiles {
 	t.Helper()
 	data, spec := writeEmbedded(t, "digits")
 	f := &dpppNetFiles{dir: t.TempDir(), spec: spec}
+	trainedModels.Lock()
+	defer trainedModels.Unlock()
 	for i := 1; i <= n; i++ {
 		out := filepath.Join(f.dir, fmt.Sprintf("t%d.json", i))
-		if _, stderr, err := runDPPP(t, "train", "--data", data, "--schema", spec, "--partition", fmt.Sprintf("%d/%d", i, n),
-			"--model", "softmax", "--max-iterations", "30", "--out", out); err != nil {
-			t.Fatalf("train %d: %v\n%s", i, err, stderr)
+		key := [2]int{i, n}
+		if b, ok := trainedModels.files[key]; ok {
+			if err := os.WriteFile(out, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			if _, stderr, err := runDPPP(t, "train", "--data", data, "--schema", spec, "--partition", fmt.Sprintf("%d/%d", i, n),
+				"--model", "softmax", "--max-iterations", "30", "--out", out); err != nil {
+				t.Fatalf("train %d: %v\n%s", i, err, stderr)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			trainedModels.files[key] = b
 		}
 		f.models = append(f.models, out)
 	}

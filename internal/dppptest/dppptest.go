@@ -1,7 +1,7 @@
 // Package dppptest builds the DPPP test deployment shared by the dppp and
 // dpppnet tests: softmax teachers on disjoint parts of the embedded digits
-// data, held-out query rows, and a threshold Paillier key on the published
-// test primes (never for real use).
+// data, held-out query rows, and a 1024-bit threshold Paillier key on the
+// published test primes (never for real use; dealt only in test binaries).
 package dppptest
 
 import (
@@ -32,7 +32,12 @@ type Digits struct {
 
 // NewDigits trains 10 softmax teachers on disjoint tenths of digits'
 // training part (80%, seed 1), takes the first queries rows of the test part,
-// and deals a (10, 6) threshold key on the 2048-bit test primes.
+// and deals a (10, 6) threshold key on the 1024-bit test primes
+// (pailliertest.ThresholdKey: test binaries only). The protocol's
+// arithmetic does not depend on the modulus size beyond the number of
+// queries packed per ciphertext (QPC 11 instead of 22 for binomial noise);
+// the 2048-bit floor itself is tested in package paillier and by the CLI
+// tests, whose key files must pass the decoders.
 func NewDigits(ctx context.Context, queries int) (*Digits, error) {
 	ds, err := exampledata.GetClassification("digits")
 	if err != nil {
@@ -68,7 +73,7 @@ func NewDigits(ctx context.Context, queries int) (*Digits, error) {
 		d.Rows = append(d.Rows, te.Row(i))
 		d.Truth = append(d.Truth, te.Y[i])
 	}
-	if d.TPK, d.Shares, err = pailliertest.ThresholdKey(2048, 10, 6); err != nil {
+	if d.TPK, d.Shares, err = pailliertest.ThresholdKey(1024, 10, 6); err != nil {
 		return nil, err
 	}
 	return d, nil

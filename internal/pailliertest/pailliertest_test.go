@@ -10,7 +10,7 @@ import (
 )
 
 func TestKeys(t *testing.T) {
-	for _, bits := range []int{2048, 3072} {
+	for _, bits := range []int{1024, 2048, 3072} {
 		p, q, err := Primes(bits)
 		if err != nil {
 			t.Fatal(err)
@@ -21,7 +21,7 @@ func TestKeys(t *testing.T) {
 			}
 		}
 	}
-	for _, bits := range []int{2048, 3072} {
+	for _, bits := range []int{1024, 2048, 3072} {
 		p, q, _ := Primes(bits)
 		if !IsPublished(p) || !IsPublished(q) {
 			t.Fatalf("%d-bit test primes not reported as published", bits)
@@ -33,29 +33,42 @@ func TestKeys(t *testing.T) {
 	if IsPublished(nil) {
 		t.Fatal("nil reported as published")
 	}
-	if _, _, err := Primes(1024); err == nil {
-		t.Fatal("1024-bit test primes offered")
+	if _, _, err := Primes(1536); err == nil {
+		t.Fatal("1536-bit test primes offered")
+	}
+	if _, err := PrivateKey(1024); err == nil {
+		t.Fatal("paillier.NewPrivateKey accepted the 1024-bit test primes")
 	}
 	sk, err := PrivateKey(2048)
 	if err != nil || sk.Bits() != 2048 {
 		t.Fatal(err)
 	}
-	tpk, shares, err := ThresholdKey(2048, 3, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct, _ := tpk.Encrypt(rand.Reader, big.NewInt(5))
-	var parts []*paillier.PartialDecryption
-	for _, s := range shares[:2] {
-		pd, err := s.Decrypt(rand.Reader, ct)
+	for _, bits := range []int{1024, 2048} {
+		tpk, shares, err := ThresholdKey(bits, 3, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
-		parts = append(parts, pd)
-	}
-	res, err := tpk.Combine(ct, parts)
-	if err != nil || res.Plaintext.Int64() != 5 {
-		t.Fatalf("%v %v", res, err)
+		if tpk.Bits() != bits {
+			t.Fatalf("ThresholdKey(%d) has %d bits", bits, tpk.Bits())
+		}
+		ct, _ := tpk.Encrypt(rand.Reader, big.NewInt(5))
+		var parts []*paillier.PartialDecryption
+		for _, s := range shares[:2] {
+			pd, err := s.Decrypt(rand.Reader, ct)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts = append(parts, pd)
+		}
+		res, err := tpk.Combine(ct, parts)
+		if err != nil || res.Plaintext.Int64() != 5 {
+			t.Fatalf("%d bits: %v %v", bits, res, err)
+		}
+		// The 1024-bit key cannot leave the process: decoders refuse it.
+		b, _ := tpk.MarshalBinary()
+		if _, err := paillier.ParseThresholdPublicKey(b); (err == nil) != (bits >= paillier.MinModulusBits) {
+			t.Fatalf("%d bits: ParseThresholdPublicKey: %v", bits, err)
+		}
 	}
 }
 
