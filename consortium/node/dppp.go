@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/big"
 	"time"
 
 	"github.com/dplearn/dplearn/classify"
@@ -14,7 +13,6 @@ import (
 	"github.com/dplearn/dplearn/consortium/wire"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/dpppnet"
-	"github.com/dplearn/dplearn/internal/roundup"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/paillier/keyfile"
 	"github.com/dplearn/dplearn/transport"
@@ -86,11 +84,15 @@ func containsName(list []string, name string) bool {
 }
 
 // decideDPPP applies the policy and the ledgers to a DPPP query task whose
-// signature and replay checks passed, and builds the teacher. The task's
-// cost at this site is k queries at the deployment's per-query (ε, δ),
-// each charged to the analyst's and the deployment's ledgers before the
-// teacher's vote on it leaves (dppp.Teacher charges before voting), as
-// `dplearn dppp teach --ledger` charges its ledger.
+// signature and replay checks passed, and builds the teacher. The task is
+// one run of the deployment at this site: it is charged to the analyst's
+// and the deployment's ledgers as ONE entry each (labelled by the task and
+// its spec digest), raised before each batch's vote leaves to the run's
+// PLD-composed total of all the queries answered so far
+// (dppp.Params.RunCharge, through dppp.RunLedger over taskLedger.Raise),
+// exactly as `dplearn dppp teach --ledger` charges its ledger file. The
+// policy and the ledgers are asked about RunCharge(k) of the task's k
+// queries before anything is voted.
 func (n *Node) decideDPPP(ctx context.Context, conn transport.Conn, o wire.Offer, spec wire.TaskSpec, digest string) (func(), *wire.TaskConn, wire.Answer) {
 	if spec.Deployment != o.Dataset {
 		return nil, nil, n.refuse(o, o.Analyst, "spec", fmt.Sprintf("the signed task names deployment %q, the offer %q", spec.Deployment, o.Dataset))
@@ -108,11 +110,15 @@ func (n *Node) decideDPPP(ctx context.Context, conn transport.Conn, o wire.Offer
 	if err := dpppnet.CheckRows(spec.Rows, p.Features); err != nil {
 		return nil, nil, n.refuse(o, o.Analyst, "spec", err.Error())
 	}
-	if r := n.cfg.Policy.Decide(dpppRequest(o.Analyst, o.Dataset, k, p.Epsilon, p.Delta)); r != nil {
-		return nil, nil, n.refuse(o, o.Analyst, r.Rule, r.Reason)
-	}
 	if k > p.MaxQueries {
 		return nil, nil, n.refuse(o, o.Analyst, "max-queries", fmt.Sprintf("%d queries; one run of deployment %q answers at most %d (budget ε = %g, δ = %g per run)", k, o.Dataset, p.MaxQueries, p.BudgetEpsilon, p.BudgetDelta))
+	}
+	req, total, err := dpppRequest(o.Analyst, o.Dataset, k, p)
+	if err != nil {
+		return nil, nil, n.refuse(o, o.Analyst, "spec", err.Error())
+	}
+	if r := n.cfg.Policy.Decide(req); r != nil {
+		return nil, nil, n.refuse(o, o.Analyst, r.Rule, r.Reason)
 	}
 	led, err := n.ledgers(ctx, o.Analyst, o.Dataset, o.Task)
 	if err != nil {
@@ -120,8 +126,8 @@ func (n *Node) decideDPPP(ctx context.Context, conn transport.Conn, o wire.Offer
 	}
 	a := n.cfg.Policy.Analysts[o.Analyst]
 	led.limitE, led.limitD = a.MaxEpsilon, a.MaxDelta
-	led.taskE, led.taskD = newRat(), newRat()
-	if rule, err := led.checkN(k, p.Epsilon, p.Delta); err != nil {
+	label := dpppLabel(o.Task, digest)
+	if rule, err := led.checkRaise(label, total.Epsilon, total.Delta, true); err != nil {
 		return nil, nil, n.refuse(o, o.Analyst, rule, err.Error())
 	}
 	pred, err := m.file.Open(ctx)
@@ -129,8 +135,8 @@ func (n *Node) decideDPPP(ctx context.Context, conn transport.Conn, o wire.Offer
 		return nil, nil, n.refuse(o, o.Analyst, "data", err.Error())
 	}
 	predict := signedOnly(spec.Rows, o.Analyst, pred.PredictBatch)
-	t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: n.name, Config: m.config, Key: m.key, Predict: predict, Ledger: led,
-		Signer: n.verifier, Noise: n.cfg.Source()})
+	t, err := dppp.NewTeacher(dppp.TeacherConfig{Name: n.name, Config: m.config, Key: m.key, Predict: predict,
+		Ledger: dppp.NewRunLedger(p, label, led), Calibrated: p, Signer: n.verifier, Noise: n.cfg.Source()})
 	if err != nil {
 		pred.Close()
 		return nil, nil, n.refuse(o, o.Analyst, "spec", err.Error())
@@ -140,7 +146,7 @@ func (n *Node) decideDPPP(ctx context.Context, conn transport.Conn, o wire.Offer
 	n.tasks[o.Task] = tc
 	n.accepted[digest] = true
 	n.mu.Unlock()
-	n.record(o.Analyst, "accept", o.Task, fmt.Sprintf("dppp deployment %s, %d queries at ε = %v, δ = %v each, spec sha256 %s", o.Dataset, k, p.Epsilon, p.Delta, digest))
+	n.record(o.Analyst, "accept", o.Task, fmt.Sprintf("dppp deployment %s, %d queries at ε = %v, δ = %v each, charged as one run of at most %v, spec sha256 %s", o.Dataset, k, p.Epsilon, p.Delta, total, digest))
 	n.log.Info(msgAcceptedDPPP, "task", o.Task, "analyst", o.Analyst, "queries", k, "dataset", o.Dataset)
 	run := func() {
 		defer pred.Close()
@@ -174,19 +180,26 @@ func (n *Node) teach(ctx context.Context, conn transport.Conn, o wire.Offer, t *
 	n.record(n.name, "outcome", o.Task, fmt.Sprintf("dppp: %s (%d queries charged, %d votes, %d partial decryptions)", res.Done, t.Answered(), votes, partials))
 }
 
-// dpppRequest is the policy request of a DPPP task of k queries at the
-// per-query (ε, δ): its total at this site is k·(ε, δ) by basic
-// composition (as the ledgers sum the charges), computed exactly and
-// rounded up to a float64, so a total a hair above max_epsilon is refused.
-func dpppRequest(analyst, dataset string, k int, eps, delta float64) policy.Request {
-	totE, totD := timesUp(k, eps), timesUp(k, delta)
+// dpppRequest is the policy request of a DPPP task of k queries of
+// deployment p at this site, and the run's total it is asked about: the
+// PLD-composed total of k queries, p.RunCharge(k) (ε rounded up by the
+// accountant), the most the task's single ledger entry is ever raised to
+// (RunCharge grows with k), so max_epsilon and max_delta per task bound
+// what the ledgers are charged.
+func dpppRequest(analyst, dataset string, k int, p *dppp.Params) (policy.Request, dppp.Guarantee, error) {
+	g, err := p.RunCharge(k)
+	if err != nil {
+		return policy.Request{}, g, fmt.Errorf("node: the total of %d queries: %w", k, err)
+	}
 	return policy.Request{Analyst: analyst, Dataset: dataset, Mechanism: wire.MechanismDPPP,
-		Epsilon: totE, Delta: totD, Queries: k, QueryEpsilon: eps, QueryDelta: delta}
+		Epsilon: g.Epsilon, Delta: g.Delta, Queries: k, QueryEpsilon: p.Epsilon, QueryDelta: p.Delta}, g, nil
 }
 
-// timesUp returns the smallest float64 ≥ k·x (exact product).
-func timesUp(k int, x float64) float64 {
-	return roundup.Rat(new(big.Rat).Mul(big.NewRat(int64(k), 1), new(big.Rat).SetFloat64(x)))
+// dpppLabel is the label of a DPPP task's one entry in the node's
+// ledgers: the task and its signed spec's digest, which the node accepts
+// once (replay check, across restarts), so no other run shares it.
+func dpppLabel(task, digest string) string {
+	return fmt.Sprintf("task %s: dppp run, spec sha256 %s", task, digest)
 }
 
 // signedOnly wraps a teacher's predictor so that it labels only rows the
@@ -222,9 +235,3 @@ func rowSet(rows [][]float64) map[string]bool {
 	}
 	return s
 }
-
-func newRat() *big.Rat { return new(big.Rat) }
-
-// ratNearest is r rounded to nearest (the mutation list's stand-in for a
-// total not rounded up).
-func ratNearest(r *big.Rat) float64 { f, _ := r.Float64(); return f }

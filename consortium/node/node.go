@@ -524,13 +524,12 @@ type taskLedger struct {
 	task               string
 	analyst, dataset   *ledger.Ledger
 	analystN, datasetN string
-	// limitE, limitD (DPPP tasks, taskE non-nil): the policy's maximum
-	// (ε, δ) per task; taskE, taskD the exact sums charged by this task.
-	// A DPPP batch voted again (a contributor lost before signing) is
-	// charged again, so the offer's k·(ε, δ) is not a bound by itself:
-	// Charge refuses the charge that would take the task past the limit.
+	// limitE, limitD (DPPP tasks): the policy's maximum (ε, δ) per task,
+	// which Raise checks the run's raised total against. A DPPP batch
+	// voted again (a contributor lost before signing) is charged again
+	// (dppp.RunLedger counts it), so the offer's RunCharge(k) is not a
+	// bound by itself: Raise refuses the total that would pass the limit.
 	limitE, limitD float64
-	taskE, taskD   *big.Rat
 }
 
 func (n *Node) ledgers(ctx context.Context, analyst, ds, task string) (*taskLedger, error) {
@@ -557,31 +556,46 @@ func (n *Node) ledgers(ctx context.Context, analyst, ds, task string) (*taskLedg
 // canCharge reports whether l can pay (ε, δ): the exact sums of its charges
 // plus this one within its budget (as ledger.Ledger.Charge decides).
 func canCharge(ctx context.Context, l *ledger.Ledger, eps, delta float64) error {
-	return canChargeN(ctx, l, 1, eps, delta)
-}
-
-// canChargeN reports whether l can pay k charges of (ε, δ), exactly.
-func canChargeN(ctx context.Context, l *ledger.Ledger, k int, eps, delta float64) error {
 	st, err := l.State(ctx)
 	if err != nil {
 		return err
 	}
-	sum := func(get func(ledger.Charge) float64, add float64) *big.Rat {
-		r := new(big.Rat).Mul(big.NewRat(int64(k), 1), new(big.Rat).SetFloat64(add))
-		for _, c := range st.Charges {
-			r.Add(r, new(big.Rat).SetFloat64(get(c)))
-		}
-		return r
+	e, d := new(big.Rat).SetFloat64(eps), new(big.Rat).SetFloat64(delta)
+	for _, c := range st.Charges {
+		e.Add(e, new(big.Rat).SetFloat64(c.Epsilon))
+		d.Add(d, new(big.Rat).SetFloat64(c.Delta))
 	}
-	e := sum(func(c ledger.Charge) float64 { return c.Epsilon }, eps)
-	d := sum(func(c ledger.Charge) float64 { return c.Delta }, delta)
 	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 {
 		sp := st.Spent()
-		if k != 1 {
-			return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this task would charge %d queries at ε = %g, δ = %g",
-				ledger.ErrOverBudget, st.Name, st.Budget, sp.Epsilon, sp.Delta, k, eps, delta)
-		}
 		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this task would charge ε = %g, δ = %g",
+			ledger.ErrOverBudget, st.Name, st.Budget, sp.Epsilon, sp.Delta, eps, delta)
+	}
+	return nil
+}
+
+// canRaise reports whether l can hold (ε, δ) as the total recorded under
+// label: the exact sums of its other charges plus this one within its
+// budget (as ledger.Ledger.Raise decides). With fresh, a charge already
+// recorded under label is refused (a run's label is its own).
+func canRaise(ctx context.Context, l *ledger.Ledger, label string, eps, delta float64, fresh bool) error {
+	st, err := l.State(ctx)
+	if err != nil {
+		return err
+	}
+	e, d := new(big.Rat).SetFloat64(eps), new(big.Rat).SetFloat64(delta)
+	for _, c := range st.Charges {
+		if c.Label == label {
+			if fresh {
+				return fmt.Errorf("ledger %q already holds a charge labelled %q", st.Name, label)
+			}
+			continue
+		}
+		e.Add(e, new(big.Rat).SetFloat64(c.Epsilon))
+		d.Add(d, new(big.Rat).SetFloat64(c.Delta))
+	}
+	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 {
+		sp := st.Spent()
+		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this task's run would be charged ε = %g, δ = %g in all",
 			ledger.ErrOverBudget, st.Name, st.Budget, sp.Epsilon, sp.Delta, eps, delta)
 	}
 	return nil
@@ -598,12 +612,13 @@ func (t *taskLedger) check(eps, delta float64) (string, error) {
 	return "", nil
 }
 
-// checkN returns the budget rule that refuses k charges of (ε, δ), if any.
-func (t *taskLedger) checkN(k int, eps, delta float64) (string, error) {
-	if err := canChargeN(t.ctx, t.analyst, k, eps, delta); err != nil {
+// checkRaise returns the budget rule that refuses (ε, δ) as the total
+// under label in the analyst's or the dataset's ledger, if any.
+func (t *taskLedger) checkRaise(label string, eps, delta float64, fresh bool) (string, error) {
+	if err := canRaise(t.ctx, t.analyst, label, eps, delta, fresh); err != nil {
 		return policy.RuleAnalystBudget, err
 	}
-	if err := canChargeN(t.ctx, t.dataset, k, eps, delta); err != nil {
+	if err := canRaise(t.ctx, t.dataset, label, eps, delta, fresh); err != nil {
 		return policy.RuleDatasetBudget, err
 	}
 	return "", nil
@@ -627,16 +642,6 @@ func (t *taskLedger) Charge(label string, eps, delta float64) error {
 		t.n.record(t.analystN, "refuse-charge", t.task, fmt.Sprintf("rule %s: %v", rule, err))
 		return err
 	}
-	var nextE, nextD *big.Rat
-	if t.taskE != nil {
-		nextE = new(big.Rat).Add(t.taskE, new(big.Rat).SetFloat64(eps))
-		nextD = new(big.Rat).Add(t.taskD, new(big.Rat).SetFloat64(delta))
-		if nextE.Cmp(new(big.Rat).SetFloat64(t.limitE)) > 0 || nextD.Cmp(new(big.Rat).SetFloat64(t.limitD)) > 0 {
-			err := fmt.Errorf("%w: task %s would charge more than analyst %s's maximum per task (ε = %v, δ = %v)", ledger.ErrOverBudget, t.task, t.analystN, t.limitE, t.limitD)
-			t.n.record(t.analystN, "refuse-charge", t.task, "rule max-epsilon: "+err.Error())
-			return err
-		}
-	}
 	label = fmt.Sprintf("task %s: %s", t.task, label)
 	if _, err := t.dataset.Charge(t.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta}); err != nil {
 		return err
@@ -647,10 +652,37 @@ func (t *taskLedger) Charge(label string, eps, delta float64) error {
 		t.n.record(t.analystN, "charge-failed", t.task, fmt.Sprintf("dataset %s charged, analyst ledger refused: %v", t.datasetN, err))
 		return err
 	}
-	if nextE != nil {
-		t.taskE, t.taskD = nextE, nextD
-	}
 	t.n.record(t.analystN, "charge", t.task, fmt.Sprintf("ε = %v, δ = %v to analyst %s and dataset %s (%s)", eps, delta, t.analystN, t.datasetN, label))
+	return nil
+}
+
+// Raise is dppp.RunStore (a DPPP task's dppp.RunLedger calls it before
+// each batch's vote leaves): the task's one entry in the analyst's and
+// the dataset's ledgers becomes the run's total (ε, δ). The task's limit
+// and both ledgers are checked, then both raised, under the node's ledger
+// lock, so a total is held by both or refused by both.
+func (t *taskLedger) Raise(label string, eps, delta float64) error {
+	t.n.ledgerMu.Lock()
+	defer t.n.ledgerMu.Unlock()
+	if !(eps <= t.limitE) || !(delta <= t.limitD) {
+		err := fmt.Errorf("%w: task %s's total (ε = %v, δ = %v) would exceed analyst %s's maximum per task (ε = %v, δ = %v)", ledger.ErrOverBudget, t.task, eps, delta, t.analystN, t.limitE, t.limitD)
+		t.n.record(t.analystN, "refuse-charge", t.task, "rule max-epsilon: "+err.Error())
+		return err
+	}
+	if rule, err := t.checkRaise(label, eps, delta, false); err != nil {
+		t.n.record(t.analystN, "refuse-charge", t.task, fmt.Sprintf("rule %s: %v", rule, err))
+		return err
+	}
+	if _, err := t.dataset.Raise(t.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta}); err != nil {
+		return err
+	}
+	if _, err := t.analyst.Raise(t.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta}); err != nil {
+		// Not reached unless a ledger file was changed behind the node's
+		// back: the dataset paid a total that will not be sent (safe).
+		t.n.record(t.analystN, "charge-failed", t.task, fmt.Sprintf("dataset %s raised, analyst ledger refused: %v", t.datasetN, err))
+		return err
+	}
+	t.n.record(t.analystN, "charge", t.task, fmt.Sprintf("run total raised to ε = %v, δ = %v at analyst %s and dataset %s (%s)", eps, delta, t.analystN, t.datasetN, label))
 	return nil
 }
 
