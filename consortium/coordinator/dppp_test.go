@@ -3,8 +3,6 @@ package coordinator_test
 import (
 	"context"
 	"crypto/sha256"
-	"math"
-	"math/big"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,20 +32,24 @@ const dpppDeployment = `{"teachers": ["teacher1", "teacher2", "teacher3", "teach
 // nodes (threshold 3, N − A = 3) whose datasets are models.
 //
 //  1. alice's query task labels 6 rows: every teacher node's analyst and
-//     deployment ledgers hold exactly 6 charges of the deployment's
-//     per-query (ε, δ), the same charges as the same teachers run
-//     standalone (dppp.Run, a ledger file per teacher charged per call as
-//     `dppp teach --ledger` charges) hold on the same rows, and the labels, in the rows' order, are the
+//     deployment ledgers hold exactly ONE entry, the run's PLD total
+//     RunCharge(6) (recomputed here from the deployment's dppp.Params;
+//     basic composition would charge 6·ε = 12), the same entry as the
+//     same teachers run standalone (dppp.Run, a ledger file per teacher
+//     charged through dppp.RunLedger as `dppp teach --ledger` charges)
+//     hold on the same rows, and the labels, in the rows' order, are the
 //     teachers' plurality computed from their models (the nodes draw
 //     their noise from a source of zero bytes, so every class count gets
 //     the same noise: a known answer for the wiring; the noise itself is
 //     dppp's, tested there);
 //  2. bob's task: teacher4's policy refuses by rule max-query-epsilon (bob
 //     may use at most ε = 1 per query there); the task runs with the other
-//     three, and teacher4's ledgers for bob stay empty;
-//  3. alice's second task of 6 rows costs 12 more ε at every teacher, past
-//     her remaining budget (20 − 12 = 8): refused by analyst-budget at
-//     every node, nothing charged.
+//     three (one entry RunCharge(3) each), and teacher4's ledgers for bob
+//     stay empty;
+//  3. alice's second task of 6 rows costs another RunCharge(6) at every
+//     teacher, past her budget of 6 (2·RunCharge(6) > 6 ≥ RunCharge(6)):
+//     refused by analyst-budget at every node before any vote, nothing
+//     charged.
 func TestConsortiumDPPP(t *testing.T) {
 	if testing.Short() {
 		t.Skip("DPPP over the consortium: 2048-bit keys, 4 teachers")
@@ -84,9 +86,9 @@ func TestConsortiumDPPP(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	for i, name := range teachers {
-		pol := consortiumtest.DPPPPolicy(map[string][2]float64{"alice": {2, 20}, "bob": {2, 20}})
+		pol := consortiumtest.DPPPPolicy(map[string][2]float64{"alice": {2, 6}, "bob": {2, 20}})
 		if name == "teacher4" {
-			pol = consortiumtest.DPPPPolicy(map[string][2]float64{"alice": {2, 20}, "bob": {1, 20}})
+			pol = consortiumtest.DPPPPolicy(map[string][2]float64{"alice": {2, 6}, "bob": {1, 20}})
 		}
 		p, err := policy.Parse([]byte(pol))
 		if err != nil {
@@ -115,6 +117,19 @@ func TestConsortiumDPPP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	charge := func(k int) dppp.Guarantee {
+		t.Helper()
+		g, err := p.RunCharge(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	g3, g6 := charge(3), charge(6)
+	if !(g6.Epsilon <= 6 && 2*g6.Epsilon > 6) || !(g6.Epsilon < 6*p.Epsilon) {
+		t.Fatalf("RunCharge(6) = %v: alice's budget of 6 no longer tests one task paid and a second refused", g6)
+	}
+	t.Logf("6 queries at (%v, %v): one entry of %v, basic composition ε = %v", p.Epsilon, p.Delta, g6, 6*p.Epsilon)
 	submit := func(who string, rows [][]float64) *coordinator.Task {
 		t.Helper()
 		cl, err := analyst.Dial(ctx, consortiumtest.Party(t, pki, who), c.Addr(), "")
@@ -178,14 +193,15 @@ func TestConsortiumDPPP(t *testing.T) {
 		if s := got.Sites[name]; s.State != "included" {
 			t.Fatalf("%s: %+v", name, s)
 		}
-		checkDPPPLedger(t, ctx, ledgers(name), "analyst", "alice", 6, p.Epsilon, p.Delta)
-		checkDPPPLedger(t, ctx, ledgers(name), "dataset", "signs", 6, p.Epsilon, p.Delta)
+		checkDPPPLedger(t, ctx, ledgers(name), "analyst", "alice", g6)
+		checkDPPPLedger(t, ctx, ledgers(name), "dataset", "signs", g6)
 	}
 
 	// The reference: the same four teachers run standalone (dppp.Run, the
 	// in-process runner, each teacher's Ledger a ledger file charged per
-	// call as `dppp teach --ledger` does) on the same rows: the nodes'
-	// ledgers hold exactly the charges the standalone ledgers hold.
+	// run through dppp.RunLedger as `dppp teach --ledger` does) on the
+	// same rows: the nodes' ledgers hold exactly the entry the standalone
+	// ledgers hold.
 	start = time.Now()
 	ref := standaloneCharges(t, ctx, dir, pki, teachers, fx, shares, settings, tpk)
 	standaloneTime := time.Since(start)
@@ -227,13 +243,13 @@ func TestConsortiumDPPP(t *testing.T) {
 	}
 	t.Logf("what bob sees of teacher4: refused by rule %s: %s", s4.Rule, s4.Reason)
 	for _, name := range teachers[:3] {
-		checkDPPPLedger(t, ctx, ledgers(name), "analyst", "bob", 3, p.Epsilon, p.Delta)
-		checkDPPPLedger(t, ctx, ledgers(name), "dataset", "signs", 9, p.Epsilon, p.Delta)
+		checkDPPPLedger(t, ctx, ledgers(name), "analyst", "bob", g3)
+		checkDPPPLedger(t, ctx, ledgers(name), "dataset", "signs", g6, g3)
 	}
-	checkDPPPLedger(t, ctx, ledgers("teacher4"), "analyst", "bob", 0, p.Epsilon, p.Delta)
-	checkDPPPLedger(t, ctx, ledgers("teacher4"), "dataset", "signs", 6, p.Epsilon, p.Delta)
+	checkDPPPLedger(t, ctx, ledgers("teacher4"), "analyst", "bob")
+	checkDPPPLedger(t, ctx, ledgers("teacher4"), "dataset", "signs", g6)
 
-	// 3. alice again: 6 more queries cost 12 > 8 left: refused everywhere.
+	// 3. alice again: another RunCharge(6) would pass her budget of 6.
 	got = submit("alice", fx.Queries)
 	if got.State != "failed" {
 		t.Fatalf("alice past her budget: %s", got.State)
@@ -242,19 +258,18 @@ func TestConsortiumDPPP(t *testing.T) {
 		if s := got.Sites[name]; s.State != "refused" || s.Rule != policy.RuleAnalystBudget {
 			t.Fatalf("%s on alice's second task: %+v", name, s)
 		}
-		checkDPPPLedger(t, ctx, ledgers(name), "analyst", "alice", 6, p.Epsilon, p.Delta)
+		checkDPPPLedger(t, ctx, ledgers(name), "analyst", "alice", g6)
 	}
 	t.Logf("what alice sees: %s", got.Error)
 }
 
-// checkDPPPLedger asserts that a node's ledger holds exactly charges
-// charges, each of exactly (eps, delta), and spent their exact sum
-// (rounded up by package ledger).
-func checkDPPPLedger(t *testing.T, ctx context.Context, dir, kind, name string, charges int, eps, delta float64) {
+// checkDPPPLedger asserts that a node's ledger holds exactly the entries
+// want (one per DPPP task: its run's PLD total), in order.
+func checkDPPPLedger(t *testing.T, ctx context.Context, dir, kind, name string, want ...dppp.Guarantee) {
 	t.Helper()
 	l, err := ledger.Open(node.LedgerPath(dir, kind, name))
 	if err != nil {
-		if charges == 0 {
+		if len(want) == 0 {
 			return
 		}
 		t.Fatal(err)
@@ -263,18 +278,13 @@ func checkDPPPLedger(t *testing.T, ctx context.Context, dir, kind, name string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Charges) != charges {
-		t.Fatalf("%s ledger %s %s: %d charges, want %d", dir, kind, name, len(st.Charges), charges)
+	if len(st.Charges) != len(want) {
+		t.Fatalf("%s ledger %s %s: %d entries %+v, want %d", dir, kind, name, len(st.Charges), st.Charges, len(want))
 	}
-	sum := new(big.Rat)
-	for _, c := range st.Charges {
-		if c.Epsilon != eps || c.Delta != delta {
-			t.Fatalf("%s ledger %s %s: a charge of (%v, %v), want the per-query (%v, %v)", dir, kind, name, c.Epsilon, c.Delta, eps, delta)
+	for i, c := range st.Charges {
+		if c.Epsilon != want[i].Epsilon || c.Delta != want[i].Delta {
+			t.Fatalf("%s ledger %s %s: entry %d is (%v, %v), want the run's PLD total (%v, %v)", dir, kind, name, i, c.Epsilon, c.Delta, want[i].Epsilon, want[i].Delta)
 		}
-		sum.Add(sum, new(big.Rat).SetFloat64(c.Epsilon))
-	}
-	if f, _ := sum.Float64(); charges > 0 && math.Abs(st.Spent().Epsilon-f) > 1e-12*f {
-		t.Fatalf("%s ledger %s %s: spent ε %v, the charges sum to %v", dir, kind, name, st.Spent().Epsilon, f)
 	}
 }
 
@@ -286,21 +296,22 @@ func (zeroSource) Read(b []byte) (int, error) { clear(b); return len(b), nil }
 func (zeroSource) Secure() bool               { return false }
 func (zeroSource) String() string             { return "zero bytes (test)" }
 
-// fileLedger is a dppp.Ledger over a ledger file, charged per call: what
-// `dplearn dppp teach --ledger` uses (cmd/dplearn's siteLedger).
-type fileLedger struct {
+// fileRun is a dppp.RunStore over a ledger file: what `dplearn dppp
+// teach --ledger` raises (cmd/dplearn's runFile) through dppp.RunLedger.
+type fileRun struct {
 	ctx context.Context
 	l   *ledger.Ledger
 }
 
-func (f fileLedger) Charge(label string, eps, delta float64) error {
-	_, err := f.l.Charge(f.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta})
+func (f fileRun) Raise(label string, eps, delta float64) error {
+	_, err := f.l.Raise(f.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta})
 	return err
 }
 
 // standaloneCharges runs the deployment's teachers standalone on the
 // fixture's queries (dppp.Run, each teacher with its certificate's signer
-// and a fresh ledger file) and returns each teacher's charges.
+// and a fresh ledger file raised through dppp.RunLedger) and returns each
+// teacher's charges.
 func standaloneCharges(t *testing.T, ctx context.Context, dir, pki string, teachers []string, fx *consortiumtest.DPPPTeachers, shares []string,
 	settings *wire.Deployment, tpk *paillier.ThresholdPublicKey) [][]ledger.Charge {
 	t.Helper()
@@ -341,7 +352,8 @@ func standaloneCharges(t *testing.T, ctx context.Context, dir, pki string, teach
 			t.Fatal(err)
 		}
 		files = append(files, l)
-		tt, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch, Ledger: fileLedger{ctx, l}, Signer: signer})
+		tt, err := dppp.NewTeacher(dppp.TeacherConfig{Name: name, Config: cfg, Key: key, Predict: pred.PredictBatch,
+			Ledger: dppp.NewRunLedger(p0, "standalone run", fileRun{ctx, l}), Calibrated: p0, Signer: signer})
 		if err != nil {
 			t.Fatal(err)
 		}
