@@ -26,8 +26,9 @@ import (
 // rows of its own. Every teacher refuses to vote, so nothing is labelled
 // and nothing is charged to alice's or the deployment's ledgers. Control:
 // the same coordinator running a second signed task on its signed rows
-// gets 3 labels, charged 3 times at each teacher (so the refusal is the
-// row check's, not a broken run).
+// gets 3 labels, charged at each teacher as one entry per ledger of the
+// run's PLD total RunCharge(3) (so the refusal is the row check's, not a
+// broken run).
 func TestNodeDPPPForeignRows(t *testing.T) {
 	if testing.Short() {
 		t.Skip("2048-bit threshold decryption")
@@ -138,7 +139,7 @@ func TestNodeDPPPForeignRows(t *testing.T) {
 		}
 		return dpppnet.Serve(rctx, th, p, tpk, rows, dpppnet.ServeOptions{RoundTimeout: 3 * time.Second, FinishTimeout: time.Second})
 	}
-	charges := func(name, kind, ledgerName string) int {
+	charges := func(name, kind, ledgerName string) []ledger.Charge {
 		l, err := ledger.Open(node.LedgerPath(filepath.Join(dir, name, "ledgers"), kind, ledgerName))
 		if err != nil {
 			t.Fatal(err)
@@ -147,7 +148,7 @@ func TestNodeDPPPForeignRows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(st.Charges)
+		return st.Charges
 	}
 
 	res, err := run("t1", fx.Queries[:3], fx.Queries[3:])
@@ -156,17 +157,23 @@ func TestNodeDPPPForeignRows(t *testing.T) {
 	}
 	t.Logf("attack: %v", err)
 	for _, name := range teachers {
-		if a, d := charges(name, "analyst", "alice"), charges(name, "dataset", "signs"); a != 0 || d != 0 {
-			t.Fatalf("%s charged alice %d and the deployment %d queries for rows she did not sign", name, a, d)
+		if a, d := charges(name, "analyst", "alice"), charges(name, "dataset", "signs"); len(a) != 0 || len(d) != 0 {
+			t.Fatalf("%s charged alice %+v and the deployment %+v for rows she did not sign", name, a, d)
 		}
 	}
 	res, err = run("t2", fx.Queries[:3], fx.Queries[:3])
 	if err != nil || len(res.Labels) != 3 {
 		t.Fatalf("control: %v, %+v", err, res)
 	}
+	want, err := p0.RunCharge(3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, name := range teachers {
-		if a, d := charges(name, "analyst", "alice"), charges(name, "dataset", "signs"); a != 3 || d != 3 {
-			t.Fatalf("control: %s charged alice %d and the deployment %d, want 3 and 3", name, a, d)
+		for _, cs := range [][]ledger.Charge{charges(name, "analyst", "alice"), charges(name, "dataset", "signs")} {
+			if len(cs) != 1 || cs[0].Epsilon != want.Epsilon || cs[0].Delta != want.Delta {
+				t.Fatalf("control: %s charged %+v, want one entry of the run's PLD total %v", name, cs, want)
+			}
 		}
 	}
 }
