@@ -565,7 +565,7 @@ func canCharge(ctx context.Context, l *ledger.Ledger, eps, delta float64) error 
 		e.Add(e, new(big.Rat).SetFloat64(c.Epsilon))
 		d.Add(d, new(big.Rat).SetFloat64(c.Delta))
 	}
-	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 {
+	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 { // one more charge
 		sp := st.Spent()
 		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this task would charge ε = %g, δ = %g",
 			ledger.ErrOverBudget, st.Name, st.Budget, sp.Epsilon, sp.Delta, eps, delta)
@@ -593,7 +593,7 @@ func canRaise(ctx context.Context, l *ledger.Ledger, label string, eps, delta fl
 		e.Add(e, new(big.Rat).SetFloat64(c.Epsilon))
 		d.Add(d, new(big.Rat).SetFloat64(c.Delta))
 	}
-	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 {
+	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 { // the run's raised total
 		sp := st.Spent()
 		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this task's run would be charged ε = %g, δ = %g in all",
 			ledger.ErrOverBudget, st.Name, st.Budget, sp.Epsilon, sp.Delta, eps, delta)
