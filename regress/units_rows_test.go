@@ -416,18 +416,7 @@ func TestUnitRowMechanismsPanel(t *testing.T) {
 	const persons, per, d = 3000, 7, 4
 	rng := rand.New(rand.NewPCG(30, 8))
 	beta := []float64{0.3, -0.4, 0.2, 0.1}
-	var rows []float64
-	for p := 0; p < persons; p++ {
-		eff := 0.15 * (2*rng.Float64() - 1)
-		for r := 0; r < per; r++ {
-			x := inUnitBall(rng, d)
-			y := eff + 0.1*(2*rng.Float64()-1)
-			for j := range x {
-				y += beta[j] * x[j]
-			}
-			rows = append(rows, append(x, math.Max(-1, math.Min(1, y)))...)
-		}
-	}
+	rows := unitPanel(rng, persons, per, beta)
 	const eps, delta = 1, 1e-6
 	type mech struct {
 		name string

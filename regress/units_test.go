@@ -305,18 +305,7 @@ func TestUnitPanelRowVersusPerson(t *testing.T) {
 	const persons, per, d = 3000, 7, 4
 	rng := rand.New(rand.NewPCG(30, 7))
 	beta := []float64{0.3, -0.4, 0.2, 0.1}
-	var rows []float64
-	for p := 0; p < persons; p++ {
-		eff := 0.15 * (2*rng.Float64() - 1)
-		for r := 0; r < per; r++ {
-			x := inUnitBall(rng, d)
-			y := eff + 0.1*(2*rng.Float64()-1)
-			for j := range x {
-				y += beta[j] * x[j]
-			}
-			rows = append(rows, append(x, math.Max(-1, math.Min(1, y)))...)
-		}
-	}
+	rows := unitPanel(rng, persons, per, beta)
 	ref, err := (nonPrivate{}).Fit(context.Background(), Data{Stats: stats(t, rows, d+1), Rows: rows}, Config{Kind: Linear})
 	if err != nil {
 		t.Fatal(err)
@@ -366,4 +355,23 @@ func TestUnitPanelRowVersusPerson(t *testing.T) {
 		}
 	}
 	t.Logf("row-level fit: coefficient RMSE vs non-private %.4f (one draw)", rmse(row))
+}
+
+// unitPanel draws the panel of issue 30: persons × per rows in the unit
+// ball, y = xᵀβ + a person effect shared by the person's rows + a
+// symmetric error, clipped to [−1, 1]; rows are the flat (x, y) records.
+func unitPanel(rng *rand.Rand, persons, per int, beta []float64) []float64 {
+	var rows []float64
+	for p := 0; p < persons; p++ {
+		eff := 0.15 * (2*rng.Float64() - 1)
+		for r := 0; r < per; r++ {
+			x := inUnitBall(rng, len(beta))
+			y := eff + 0.1*(2*rng.Float64()-1)
+			for j := range x {
+				y += beta[j] * x[j]
+			}
+			rows = append(rows, append(x, math.Max(-1, math.Min(1, y)))...)
+		}
+	}
+	return rows
 }
