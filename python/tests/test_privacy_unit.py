@@ -88,8 +88,8 @@ def test_unit_string_ids_same_bits_as_cli(tmp_path, panel):
 
 def test_unit_fit_spends_nothing_on_intervals(panel):
     """Without ci_share a unit-level fit releases no interval statistic (the
-    core's default share is not spent: intervals are not derived per unit)
-    and the summary has no intervals."""
+    core's default share is not spent under a unit: intervals there need an
+    explicit share) and the summary has no intervals."""
     X, y = panel.drop(columns=["y"]), panel["y"]
     m = dplearn.LinearRegression(epsilon=0.8, delta=1e-6, schema=dplearn.Schema(SPEC), random_state=1,
                                  privacy_unit="person", max_rows_per_unit=3).fit(X, y)
@@ -112,9 +112,8 @@ def test_unit_row_level_report_differs(panel):
 
 
 @pytest.mark.parametrize("kw,err,words", [
-    ({"mechanism": "noisygd", "delta": 1e-6}, dplearn.ParameterError, "--privacy-unit"),
+    ({"mechanism": "noisygd", "delta": 1e-6, "options": {"batch_rate": 0.5}}, dplearn.DplearnError, "privacy unit: Poisson batches"),
     ({"mechanism": "dpme", "delta": None}, dplearn.ParameterError, "--privacy-unit"),
-    ({"ci_share": 0.1}, dplearn.ParameterError, "--ci-share 0"),
     ({"max_rows_per_unit": 0}, dplearn.ParameterError, "--max-rows-per-unit"),
     ({"privacy_unit": None}, dplearn.ParameterError, "--max-rows-per-unit needs --privacy-unit"),
     ({"privacy_unit": "patient"}, dplearn.DataError, "patient"),
@@ -149,3 +148,19 @@ def test_unit_params_clone():
     c = clone(m)
     assert c.get_params()["privacy_unit"] == "person" and c.get_params()["max_rows_per_unit"] == 3
     assert dplearn.LogisticRegression(privacy_unit="p", max_rows_per_unit=2).get_params()["max_rows_per_unit"] == 2
+
+
+def test_unit_noisygd_and_intervals(panel):
+    """Mechanisms that read rows run under a unit too (noisygd, full batch),
+    and a linear FM fit with ci_share > 0 gets intervals whose method names
+    the public design-effect inflation (K + 1)²/4 for K rows per person."""
+    X, y = panel.drop(columns=["y"]), panel["y"]
+    m = dplearn.LinearRegression(epsilon=0.8, delta=1e-6, mechanism="noisygd", schema=dplearn.Schema(SPEC),
+                                 random_state=1, privacy_unit="person", max_rows_per_unit=3, ci_share=0).fit(X, y)
+    assert m.privacy_.privacy_unit == "person" and m.privacy_.neighbouring.startswith("replace-one-unit")
+    assert m.n_samples_ == panel["person"].nunique()
+    m = dplearn.LinearRegression(epsilon=0.8, delta=1e-6, schema=dplearn.Schema(SPEC), random_state=1,
+                                 privacy_unit="person", max_rows_per_unit=3, ci_share=0.1).fit(X, y)
+    inf = m.model_["inference"]
+    assert "(K + 1)²/4 = 4" in inf["method"] and "(K + 1)²/4 = 4" in inf["estimand"]
+    assert any(r.name.startswith("Λ0") for r in m.privacy_.releases)
