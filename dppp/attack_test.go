@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -232,7 +233,15 @@ func TestAttackRogueVote(t *testing.T) {
 	skipCryptoUnderRace(t)
 	f := getFixture(t)
 	const victim, colluder = 3, 10
-	for _, kind := range []NoiseKind{Binomial, DGauss} {
+	// The proof of plaintext knowledge does not depend on the noise kind
+	// (it binds the ciphertext, whatever its plaintext); by default the
+	// attack runs against binomial votes, with DPLEARN_LONG_TESTS=1 also
+	// against discrete Gaussian ones (issue 24: test time).
+	kinds := []NoiseKind{Binomial}
+	if os.Getenv("DPLEARN_LONG_TESTS") == "1" {
+		kinds = append(kinds, DGauss)
+	}
+	for _, kind := range kinds {
 		c := newCoalition(t, f, f.config(kind))
 		q0, _ := c.vote(f.Rows[3:4], ids(1, 10)) // an earlier batch whose proofs are replayed
 		// forge returns the cancelling vote of batch q: E(0)·Π_{h≠victim,

@@ -3,6 +3,7 @@ package dppp
 import (
 	"fmt"
 	"math"
+	"os"
 	"testing"
 
 	"github.com/dplearn/dplearn/noise"
@@ -107,11 +108,20 @@ func TestGoalLabelAccuracy(t *testing.T) {
 		names[i] = fmt.Sprintf("t%02d", i+1)
 	}
 	const reps = 40
+	// By default the setting where the goal is required (C = A = 0), both
+	// noise kinds; the logged default-C, A settings with
+	// DPLEARN_LONG_TESTS=1 (issue 24: test time). Same checks, same
+	// false-alarm rate.
+	type setting struct {
+		name string
+		c, a int
+	}
+	settings := []setting{{"C = A = 0", NoneAssumed, NoneAssumed}}
+	if os.Getenv("DPLEARN_LONG_TESTS") == "1" {
+		settings = append(settings, setting{"default C, A", 0, 0})
+	}
 	for _, kind := range []NoiseKind{Binomial, DGauss} {
-		for _, trust := range []struct {
-			name string
-			c, a int
-		}{{"C = A = 0", NoneAssumed, NoneAssumed}, {"default C, A", 0, 0}} {
+		for _, trust := range settings {
 			cfg := Config{Teachers: names, Classes: 2, Features: 1, Noise: kind, Colluders: trust.c, Absent: trust.a,
 				BudgetEpsilon: 10, BudgetDelta: 1e-5, Queries: 100}
 			p, err := CalibrateNoise(cfg)

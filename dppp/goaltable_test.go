@@ -117,22 +117,31 @@ func TestTeachersNeeded(t *testing.T) {
 		}
 		return f.Lower[n]
 	}
-	var need [2]int
-	for i, trust := range []int{0, NoneAssumed} {
+	// By default C = A = 0 only (the answer met, not one below); the
+	// defaults and the comparison of the two with DPLEARN_LONG_TESTS=1
+	// (issue 24: test time; the defaults need the most teachers, so the
+	// most calibrations).
+	long := os.Getenv("DPLEARN_LONG_TESTS") == "1"
+	trusts := []int{NoneAssumed}
+	if long {
+		trusts = []int{NoneAssumed, 0}
+	}
+	need := map[int]int{}
+	for _, trust := range trusts {
 		cfg := Config{Teachers: rosterOf(10), Classes: 2, Features: 1, Noise: Binomial, Colluders: trust, Absent: trust,
 			BudgetEpsilon: 10, BudgetDelta: 1e-5, Queries: 100}
 		n, err := TeachersNeeded(cfg, 0.99, 200)
 		if err != nil {
 			t.Fatal(err)
 		}
-		need[i] = n
+		need[trust] = n
 		at, below := lower(cfg, n), lower(cfg, n-1)
 		t.Logf("trust %d: N = %d (unanimous agreement %.4f; %.4f at N − 1)", trust, n, at, below)
 		if at < 0.99 || below >= 0.99 {
 			t.Errorf("trust %d: N = %d: agreement %.4f, at N − 1 %.4f", trust, n, at, below)
 		}
 	}
-	if need[1] >= need[0] {
-		t.Errorf("C = A = 0 needs %d teachers, the defaults %d", need[1], need[0])
+	if long && need[NoneAssumed] >= need[0] {
+		t.Errorf("C = A = 0 needs %d teachers, the defaults %d", need[NoneAssumed], need[0])
 	}
 }

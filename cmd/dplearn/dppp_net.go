@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -513,15 +514,50 @@ func writeDPPPLabels(path string, classes []string, res *dppp.RunResult, hist bo
 
 // dpppTeacherFromModel builds a teacher from a model file and a key share.
 // src is the noise source (nil: secure).
-func dpppTeacherFromModel(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source, id *certs.Party) (*dppp.Teacher, classify.Predictor, error) {
-	t, pred, _, err := dpppTeacherParams(ctx, d, name, teachers, modelPath, key, ledger, src, id)
+// cals, if not nil, shares one calibration among the teachers built with
+// it (simulate's in-process teachers).
+func dpppTeacherFromModel(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source, id *certs.Party, cals *dpppCalibrations) (*dppp.Teacher, classify.Predictor, error) {
+	t, pred, _, err := dpppTeacherParams(ctx, d, name, teachers, modelPath, key, ledger, src, id, cals)
 	return t, pred, err
+}
+
+// dpppCalibrations shares the result of dppp.Calibrate among the teachers
+// one process builds (simulate runs every teacher in-process): Calibrate
+// is a function of the configuration and the public key alone and costs
+// about half a second per call with the PLD accountant. A teacher whose
+// configuration or key differs from the cached one calibrates afresh (and
+// becomes the cached one); NewTeacher checks a shared calibration against
+// the teacher's own configuration and key in any case. Safe for
+// concurrent use; the zero value is ready.
+type dpppCalibrations struct {
+	mu  sync.Mutex
+	cfg dppp.Config
+	p   *dppp.Params
+}
+
+// calibrate returns Calibrate(cfg, tpk), from the cache when it holds the
+// same configuration and key. A nil c always calibrates.
+func (c *dpppCalibrations) calibrate(cfg dppp.Config, tpk *paillier.ThresholdPublicKey) (*dppp.Params, error) {
+	if c == nil {
+		return dppp.Calibrate(cfg, tpk)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.p != nil && c.p.Key == tpk.ID() && reflect.DeepEqual(c.cfg, cfg) {
+		return c.p.Clone(), nil
+	}
+	p, err := dppp.Calibrate(cfg, tpk)
+	if err != nil {
+		return nil, err
+	}
+	c.cfg, c.p = cfg, p
+	return p.Clone(), nil
 }
 
 // dpppTeacherParams is dpppTeacherFromModel that also returns the
 // parameters the teacher calibrated itself (session aside): the ones it
 // accepts.
-func dpppTeacherParams(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source, id *certs.Party) (*dppp.Teacher, classify.Predictor, *dppp.Params, error) {
+func dpppTeacherParams(ctx context.Context, d *dpppDeployFlags, name string, teachers []string, modelPath string, key *paillier.KeyShare, ledger dppp.Ledger, src noise.Source, id *certs.Party, cals *dpppCalibrations) (*dppp.Teacher, classify.Predictor, *dppp.Params, error) {
 	mf, err := classify.Load(modelPath)
 	if err != nil {
 		return nil, nil, nil, err
@@ -534,7 +570,7 @@ func dpppTeacherParams(ctx context.Context, d *dpppDeployFlags, name string, tea
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	p, err := dppp.Calibrate(cfg, key.PublicKey())
+	p, err := cals.calibrate(cfg, key.PublicKey())
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -662,7 +698,7 @@ runs).`,
 			ledger, fileLedger, note = l, l, l.note
 		}
 		h := hooks(stderr)
-		t, pred, p0, err := dpppTeacherParams(ctx, &d, name, teachers, model, key, ledger, h.source, id)
+		t, pred, p0, err := dpppTeacherParams(ctx, &d, name, teachers, model, key, ledger, h.source, id, nil)
 		if err != nil {
 			return err
 		}

@@ -206,12 +206,13 @@ func simulateDPPPInProcess(ctx context.Context, stderr io.Writer, lg simLogs, d 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	var cals dpppCalibrations // one calibration for every teacher (same configuration and key)
 	for i, name := range p.Teachers {
 		id, err := ca.IssueParty(name, certs.Options{})
 		if err != nil {
 			return nil, err
 		}
-		tt, pred, err := dpppTeacherFromModel(ctx, d, name, p.Teachers, models[i], shares[i], nil, nil, id)
+		tt, pred, err := dpppTeacherFromModel(ctx, d, name, p.Teachers, models[i], shares[i], nil, nil, id, &cals)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
