@@ -439,7 +439,7 @@ func schemaOf(t testing.TB, js string) (*schema.Schema, error) {
 }
 
 // TestFitModelRefusesDeltaAboveOneOverN: the pipeline's fit applies the
-// CLI's rule for δ against N (fit.CheckDeltaN): δ = 1/N is refused (the
+// CLI's rule for δ against N (accounting.CheckDeltaN): δ = 1/N is refused (the
 // pipeline used to fit and only warn), δ just below it is accepted.
 func TestFitModelRefusesDeltaAboveOneOverN(t *testing.T) {
 	_, s, whole := cps(t)

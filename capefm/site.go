@@ -11,7 +11,6 @@ import (
 
 	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/cape"
-	"github.com/dplearn/dplearn/fit"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
@@ -78,7 +77,7 @@ type SiteConfig struct {
 	// NewSite checks that it hashes to Schema.
 	Declaration []byte
 	// AllowDeltaAboveOneOverN accepts offers whose δ is not below 1/N
-	// for the roster's N (by default refused: fit.CheckDeltaN). Only for
+	// for the roster's N (by default refused: accounting.CheckDeltaN). Only for
 	// experiments that sweep δ on purpose (the seed's δ panels).
 	AllowDeltaAboveOneOverN bool
 	// Unit and MaxRows: the privacy unit the site bounded its rows by
@@ -448,13 +447,13 @@ func (s *Site) check(p *Params) error {
 		return mis(p.countNoun()+" N of "+c.Name, strconv.FormatInt(s.n, 10), strconv.FormatInt(me.N, 10))
 	}
 	// δ against the pooled N (units with a privacy unit): the one rule of
-	// every front end (fit.CheckDeltaN). A guarantee with δ ≥ 1/N permits
+	// every front end (accounting.CheckDeltaN). A guarantee with δ ≥ 1/N permits
 	// publishing a whole record (person) with probability δ; the site
 	// refuses to take part in one. Only the aggregator's roster knows N, so
 	// the check is made here, when the roster is offered.
-	if err := fit.CheckDeltaN(p.Delta, p.N()); err != nil && !c.AllowDeltaAboveOneOverN {
+	if err := accounting.CheckDeltaN(p.Delta, p.N()); err != nil && !c.AllowDeltaAboveOneOverN {
 		return mis("delta", fmt.Sprintf("below 1/N = %g for N = %d %s in all sites (δ ≥ 1/N permits publishing a whole record with probability δ; e.g. %g)",
-			1/float64(p.N()), p.N(), p.countNoun(), fit.SuggestDelta(p.N())), fmt.Sprint(p.Delta))
+			1/float64(p.N()), p.N(), p.countNoun(), accounting.SuggestDelta(p.N())), fmt.Sprint(p.Delta))
 	}
 	minSites := max(c.MinSites, 2)
 	if len(p.Sites) < minSites {

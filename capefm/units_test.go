@@ -504,7 +504,7 @@ func TestUnitBaselines(t *testing.T) {
 
 // TestSiteRefusesDeltaAboveOneOverN: a site refuses an offer whose δ is
 // not below 1/N for the pooled N (units with a privacy unit), by the rule
-// of every front end (fit.CheckDeltaN), naming δ; just below 1/N passes,
+// of every front end (accounting.CheckDeltaN), naming δ; just below 1/N passes,
 // and so does any δ for a site configured to allow it (experiments).
 func TestSiteRefusesDeltaAboveOneOverN(t *testing.T) {
 	d := 3

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dplearn/dplearn/dataset"
 	"github.com/dplearn/dplearn/ledger"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/report"
@@ -97,23 +96,6 @@ func CheckTarget(kind regress.Kind, s *schema.Schema) error {
 		return fmt.Errorf("--model %s needs a continuous target: the schema's target %q has no \"range\"; declare its public bounds as \"range\": [lo, hi] (without a range a target is read as a binary label, for --model logistic)", kind, s.Target.Name)
 	}
 	return nil
-}
-
-// CheckDeltaN refuses a δ that is not below 1/N: such a guarantee permits
-// publishing a whole record with probability δ. It is the one rule for δ
-// against N of every front end (the CLI, Beam, the experiments).
-func CheckDeltaN(delta float64, n int64) error {
-	if delta > 0 && n > 0 && delta >= 1/float64(n) {
-		return fmt.Errorf("--delta %g is not below 1/N = %g (N = %s): an (ε, δ) guarantee with δ ≥ 1/N permits publishing a whole record with probability δ; choose δ well below 1/N, e.g. %g",
-			delta, 1/float64(n), dataset.Plural(n, "row"), SuggestDelta(n))
-	}
-	return nil
-}
-
-// SuggestDelta returns 1/(10·N) rounded down to a power of ten: a common
-// choice of δ for N rows.
-func SuggestDelta(n int64) float64 {
-	return math.Pow(10, math.Floor(math.Log10(1/(10*float64(n)))))
 }
 
 // checkCIShare refuses a share of ε for the intervals outside [0, 1).

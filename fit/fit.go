@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/inference"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
@@ -226,7 +227,7 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	}
 	est = regress.WithSchema(est, s) // the histogram baselines' public grid
 	if est.Private() {
-		if err := CheckDeltaN(req.Delta, n); err != nil {
+		if err := accounting.CheckDeltaN(req.Delta, n); err != nil {
 			return nil, err
 		}
 	}
