@@ -553,72 +553,67 @@ func (n *Node) ledgers(ctx context.Context, analyst, ds, task string) (*taskLedg
 	return &taskLedger{n: n, ctx: ctx, task: task, analyst: a, dataset: d, analystN: analyst, datasetN: ds}, nil
 }
 
-// canCharge reports whether l can pay (ε, δ): the exact sums of its charges
-// plus this one within its budget (as ledger.Ledger.Charge decides).
-func canCharge(ctx context.Context, l *ledger.Ledger, eps, delta float64) error {
-	st, err := l.State(ctx)
-	if err != nil {
-		return err
-	}
-	e, d := new(big.Rat).SetFloat64(eps), new(big.Rat).SetFloat64(delta)
-	for _, c := range st.Charges {
-		e.Add(e, new(big.Rat).SetFloat64(c.Epsilon))
-		d.Add(d, new(big.Rat).SetFloat64(c.Delta))
-	}
-	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 { // one more charge
-		sp := st.Spent()
-		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this task would charge ε = %g, δ = %g",
-			ledger.ErrOverBudget, st.Name, st.Budget, sp.Epsilon, sp.Delta, eps, delta)
-	}
-	return nil
+// payment says how (ε, δ) would enter a ledger: as one more charge
+// (ledger.Ledger.Charge; the zero value), or, with raise, as the new total
+// of the charges recorded under label, which it replaces
+// (ledger.Ledger.Raise: a DPPP run's label holds the run's total so far).
+type payment struct {
+	raise bool
+	label string
+	// fresh, with raise, refuses a ledger that already holds a charge
+	// under label (a new run's label is its own).
+	fresh bool
 }
 
-// canRaise reports whether l can hold (ε, δ) as the total recorded under
-// label: the exact sums of its other charges plus this one within its
-// budget (as ledger.Ledger.Raise decides). With fresh, a charge already
-// recorded under label is refused (a run's label is its own).
-func canRaise(ctx context.Context, l *ledger.Ledger, label string, eps, delta float64, fresh bool) error {
+// canPay reports whether l can take (ε, δ) paid as p says: the exact sums
+// of its charges (without those under p.label when p.raise: they are
+// replaced) plus this one are within its budget, as ledger.Ledger decides.
+func canPay(ctx context.Context, l *ledger.Ledger, eps, delta float64, p payment) error {
 	st, err := l.State(ctx)
 	if err != nil {
 		return err
 	}
 	e, d := new(big.Rat).SetFloat64(eps), new(big.Rat).SetFloat64(delta)
 	for _, c := range st.Charges {
-		if c.Label == label {
-			if fresh {
-				return fmt.Errorf("ledger %q already holds a charge labelled %q", st.Name, label)
+		if p.raise && c.Label == p.label {
+			if p.fresh {
+				return fmt.Errorf("ledger %q already holds a charge labelled %q", st.Name, p.label)
 			}
 			continue
 		}
 		e.Add(e, new(big.Rat).SetFloat64(c.Epsilon))
 		d.Add(d, new(big.Rat).SetFloat64(c.Delta))
 	}
-	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 { // the run's raised total
+	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 {
 		sp := st.Spent()
-		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this task's run would be charged ε = %g, δ = %g in all",
-			ledger.ErrOverBudget, st.Name, st.Budget, sp.Epsilon, sp.Delta, eps, delta)
+		what := fmt.Sprintf("this task would charge ε = %g, δ = %g", eps, delta)
+		if p.raise {
+			what = fmt.Sprintf("this task's run would be charged ε = %g, δ = %g in all", eps, delta)
+		}
+		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; %s",
+			ledger.ErrOverBudget, st.Name, st.Budget, sp.Epsilon, sp.Delta, what)
 	}
 	return nil
 }
 
 // check returns the budget rule that refuses (ε, δ), if any.
 func (t *taskLedger) check(eps, delta float64) (string, error) {
-	if err := canCharge(t.ctx, t.analyst, eps, delta); err != nil {
-		return policy.RuleAnalystBudget, err
-	}
-	if err := canCharge(t.ctx, t.dataset, eps, delta); err != nil {
-		return policy.RuleDatasetBudget, err
-	}
-	return "", nil
+	return t.checkPay(eps, delta, payment{})
 }
 
 // checkRaise returns the budget rule that refuses (ε, δ) as the total
 // under label in the analyst's or the dataset's ledger, if any.
 func (t *taskLedger) checkRaise(label string, eps, delta float64, fresh bool) (string, error) {
-	if err := canRaise(t.ctx, t.analyst, label, eps, delta, fresh); err != nil {
+	return t.checkPay(eps, delta, payment{raise: true, label: label, fresh: fresh})
+}
+
+// checkPay returns the budget rule that refuses (ε, δ) paid as p in the
+// analyst's or the dataset's ledger, if any.
+func (t *taskLedger) checkPay(eps, delta float64, p payment) (string, error) {
+	if err := canPay(t.ctx, t.analyst, eps, delta, p); err != nil {
 		return policy.RuleAnalystBudget, err
 	}
-	if err := canRaise(t.ctx, t.dataset, label, eps, delta, fresh); err != nil {
+	if err := canPay(t.ctx, t.dataset, eps, delta, p); err != nil {
 		return policy.RuleDatasetBudget, err
 	}
 	return "", nil
