@@ -106,7 +106,7 @@ func TestRunLogIsStructuredAndPrivate(t *testing.T) {
 	}
 	h := slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: noTime})
 	var lines bytes.Buffer
-	logger := slog.New(teeHandler{h, logx.LineHandler(&lines, "", ProgressLine)})
+	logger := slog.New(slog.NewMultiHandler(h, logx.LineHandler(&lines, "", ProgressLine)))
 	res, err := Run(context.Background(), d.p, f.TPK, d.teachers, rows, RunOptions{Logger: logger,
 		Faults: Faults{KillAfterVote: map[string]bool{"teacher03": true}}})
 	if err != nil {
@@ -226,43 +226,4 @@ func TestRunLogIsStructuredAndPrivate(t *testing.T) {
 	if got := logScan(t, bad.Bytes(), bound, secrets); len(got) < 3 {
 		t.Errorf("the scan found %d leaks in 3 leaking records: %v\n%s", len(got), got, bad.String())
 	}
-}
-
-// teeHandler hands each record to every handler enabled for its level.
-type teeHandler []slog.Handler
-
-func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	for _, h := range t {
-		if h.Enabled(ctx, l) {
-			return true
-		}
-	}
-	return false
-}
-
-func (t teeHandler) Handle(ctx context.Context, r slog.Record) error {
-	for _, h := range t {
-		if h.Enabled(ctx, r.Level) {
-			if err := h.Handle(ctx, r.Clone()); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	out := make(teeHandler, len(t))
-	for i, h := range t {
-		out[i] = h.WithAttrs(as)
-	}
-	return out
-}
-
-func (t teeHandler) WithGroup(name string) slog.Handler {
-	out := make(teeHandler, len(t))
-	for i, h := range t {
-		out[i] = h.WithGroup(name)
-	}
-	return out
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -39,7 +38,7 @@ func addLogLevelFlag(cmd *cobra.Command) func() (string, error) {
 //     sizes, refusals. The records carry names, rounds, sizes and timings,
 //     never a party's data (TestCapeLogHasNoPrivateValues).
 func newCapeLogger(w io.Writer, format outputFormat, level string, sink func(capenet.Event)) *slog.Logger {
-	hs := teeHandler{capenet.SlogHandler(sink)}
+	hs := []slog.Handler{capenet.SlogHandler(sink)}
 	if l, ok := logLevels[level]; ok {
 		opts := &slog.HandlerOptions{Level: l}
 		if format == formatJSON {
@@ -48,46 +47,5 @@ func newCapeLogger(w io.Writer, format outputFormat, level string, sink func(cap
 			hs = append(hs, slog.NewTextHandler(w, opts))
 		}
 	}
-	return slog.New(hs)
-}
-
-// teeHandler hands each record to every handler that is enabled for its
-// level.
-type teeHandler []slog.Handler
-
-func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	for _, h := range t {
-		if h.Enabled(ctx, l) {
-			return true
-		}
-	}
-	return false
-}
-
-func (t teeHandler) Handle(ctx context.Context, r slog.Record) error {
-	var first error
-	for _, h := range t {
-		if h.Enabled(ctx, r.Level) {
-			if err := h.Handle(ctx, r.Clone()); err != nil && first == nil {
-				first = err
-			}
-		}
-	}
-	return first
-}
-
-func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	out := make(teeHandler, len(t))
-	for i, h := range t {
-		out[i] = h.WithAttrs(as)
-	}
-	return out
-}
-
-func (t teeHandler) WithGroup(name string) slog.Handler {
-	out := make(teeHandler, len(t))
-	for i, h := range t {
-		out[i] = h.WithGroup(name)
-	}
-	return out
+	return slog.New(slog.NewMultiHandler(hs...))
 }

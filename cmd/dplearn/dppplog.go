@@ -80,9 +80,9 @@ func (f *dpppLogFlags) loggers(w io.Writer, prefix, self string) (proto, trans *
 		return slog.New(lines), slog.New(warn)
 	}
 	diag = diag.WithAttrs([]slog.Attr{slog.String("self", self)})
-	proto = slog.New(teeHandler{lines, diag})
+	proto = slog.New(slog.NewMultiHandler(lines, diag))
 	if diag.Enabled(context.Background(), slog.LevelWarn) {
 		return proto, slog.New(diag)
 	}
-	return proto, slog.New(teeHandler{warn, diag})
+	return proto, slog.New(slog.NewMultiHandler(warn, diag))
 }
