@@ -309,14 +309,20 @@ func (m *Machine) handle(env transport.Envelope) {
 			return
 		}
 		body, err := m.request(from, r)
-		rep := wire.Reply{ID: r.ID}
-		if err != nil {
-			rep.Error = err.Error()
-		} else if rep.Body, err = json.Marshal(body); err != nil {
-			rep.Error = err.Error()
-		}
-		m.send(from, wire.TypeReply, rep)
+		m.send(from, wire.TypeReply, reply(r.ID, body, err))
 	}
+}
+
+// reply is the answer to request id: the error, or body (a *Task, []Task or
+// []Budget) as JSON. Its encodings are fixed by TestGoldenReplies.
+func reply(id uint64, body any, err error) wire.Reply {
+	rep := wire.Reply{ID: id}
+	if err != nil {
+		rep.Error = err.Error()
+	} else if rep.Body, err = json.Marshal(body); err != nil {
+		rep.Error = err.Error()
+	}
+	return rep
 }
 
 // request answers an analyst.
