@@ -249,13 +249,16 @@ func (f *unitSelectFn) ProcessElement(ctx context.Context, id string, iter func(
 }
 
 // checkUnitSpec refuses what `dplearn fit --privacy-unit` refuses: a
-// mechanism without a unit-level sensitivity and confidence intervals.
-func checkUnitSpec(est regress.Estimator, spec FitSpec, u Unit) error {
+// mechanism without a unit-level guarantee for the model (the one rule,
+// regress.UnitSupported; Validate has already refused the mechanisms that
+// need the rows), and confidence intervals (not yet derived for the
+// pipeline's unit-level statistics).
+func checkUnitSpec(est regress.Estimator, kind regress.Kind, spec FitSpec, u Unit) error {
 	if err := u.check(); err != nil {
 		return err
 	}
-	if !est.Private() {
-		return fmt.Errorf("--privacy-unit: --mechanism %s has no sensitivity derived for a unit of K rows; use fm, relaxed-fm or gaussian-fm", spec.Mechanism)
+	if err := regress.UnitSupported(est, kind); err != nil {
+		return fmt.Errorf("--privacy-unit: %w", err)
 	}
 	if spec.CIShare > 0 {
 		return errors.New("--privacy-unit: confidence intervals are not derived for a unit-level guarantee; use --ci-share 0")
@@ -272,7 +275,7 @@ func FitUnitModel(ctx context.Context, s *schema.Schema, m *suffstat.Moments, un
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUnitSpec(est, spec, u); err != nil {
+	if err := checkUnitSpec(est, kind, spec, u); err != nil {
 		return nil, err
 	}
 	st, err := regress.UnitStats(m, regress.PrivacyUnit{Column: u.Column, MaxRows: u.MaxRows, Units: units})
@@ -298,11 +301,11 @@ func FitUnits(s beam.Scope, stats, units beam.PCollection, o Options, spec FitSp
 	if o.Unit == nil {
 		return errors.New("dpbeam: FitUnits needs Options.Unit")
 	}
-	_, est, err := spec.Validate(o.Schema)
+	kind, est, err := spec.Validate(o.Schema)
 	if err != nil {
 		return err
 	}
-	if err := checkUnitSpec(est, spec, *o.Unit); err != nil {
+	if err := checkUnitSpec(est, kind, spec, *o.Unit); err != nil {
 		return err
 	}
 	s = s.Scope("dplearn.FitUnits")

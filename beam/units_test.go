@@ -152,7 +152,7 @@ func TestUnitRefusals(t *testing.T) {
 		unit *Unit
 		want string
 	}{
-		{"nonprivate", FitSpec{Model: "linear", Mechanism: "nonprivate", Lambda: -1, Out: "m.json"}, u, "no sensitivity derived for a unit"},
+		{"nonprivate", FitSpec{Model: "linear", Mechanism: "nonprivate", Lambda: -1, Out: "m.json"}, u, "is not differentially private: a privacy unit has nothing to scale"},
 		{"intervals", FitSpec{Model: "linear", Mechanism: "fm", Epsilon: 1, Lambda: -1, CIShare: 0.05, Out: "m.json"}, u, "--ci-share 0"},
 		{"K=0", FitSpec{Model: "linear", Mechanism: "fm", Epsilon: 1, Lambda: -1, Out: "m.json"}, &Unit{Column: "person"}, "K ≥ 1"},
 	} {
