@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/dplearn/dplearn/internal/atomicfile"
 	"github.com/dplearn/dplearn/internal/fileperm"
 )
 
@@ -260,44 +261,14 @@ func mkdirPrivate(dir string, mayExist bool) error {
 }
 
 // writeNew writes data to path with the given mode, atomically and without
-// ever replacing an existing file: a temporary file in the same directory is
-// written, synced and hard-linked to path (link fails if path exists).
-func writeNew(path string, data []byte, mode os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("certs: %w", err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if rerr := os.Remove(tmp); rerr != nil && err == nil && !errors.Is(rerr, fs.ErrNotExist) {
-			err = fmt.Errorf("certs: %w", rerr)
-		}
-	}()
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return fmt.Errorf("certs: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("certs: write %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("certs: sync %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("certs: close %s: %w", path, err)
-	}
-	if err := os.Link(tmp, path); err != nil {
+// ever replacing an existing file (internal/atomicfile.WriteNew: a
+// temporary file in the same directory, synced, hard-linked to path).
+func writeNew(path string, data []byte, mode os.FileMode) error {
+	if err := atomicfile.WriteNew(path, data, mode); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("certs: %s exists; refusing to overwrite", path)
 		}
 		return fmt.Errorf("certs: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // best effort: make the new name durable
-		d.Close()
 	}
 	return nil
 }

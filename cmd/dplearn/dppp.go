@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dplearn/dplearn/internal/atomicfile"
 	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/paillier/keyfile"
@@ -288,24 +289,11 @@ func generatePrimes(ctx context.Context, stderr io.Writer, bits, workers int) (p
 	return found[0], found[1], nil
 }
 
-// writeSecretFile writes data with mode 0600, refusing to overwrite unless
-// force.
+// writeSecretFile writes data with mode 0600, atomically (never a partial
+// file), refusing to overwrite unless force.
 func writeSecretFile(path string, data []byte, force bool) error {
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if !force {
-		flags |= os.O_EXCL
+	if force {
+		return atomicfile.WriteFile(path, data, 0o600)
 	}
-	f, err := os.OpenFile(path, flags, 0o600)
-	if err != nil {
-		return err
-	}
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return atomicfile.WriteNew(path, data, 0o600)
 }

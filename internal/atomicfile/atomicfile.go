@@ -138,6 +138,24 @@ func (a *File) Commit() error {
 	return a.f.Close() // releases the lock
 }
 
+// CommitNew is Commit for a target that must not exist yet (key material,
+// certificates): it prepares the content if needed and hard-links it to the
+// target, which fails, leaving any existing target untouched, with an
+// error wrapping fs.ErrExist if the target exists; then it removes the
+// temporary name and fsyncs the directory. On error call Abort.
+func (a *File) CommitNew() error {
+	if err := a.Prepare(); err != nil {
+		return err
+	}
+	if err := os.Link(a.tmp, a.final); err != nil {
+		return fmt.Errorf("write %s: %w", a.final, err)
+	}
+	os.Remove(a.tmp)
+	a.tmp = ""
+	SyncDir(filepath.Dir(a.final))
+	return a.f.Close() // releases the lock
+}
+
 // Abort discards the temporary file; it does nothing after Commit.
 func (a *File) Abort() {
 	if a.tmp != "" {
@@ -167,6 +185,25 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err := a.Commit(); err != nil {
+		a.Abort()
+		return err
+	}
+	return nil
+}
+
+// WriteNew writes data to path atomically with mode perm, never replacing
+// an existing file: if path exists it returns an error wrapping
+// fs.ErrExist and leaves the file as it was.
+func WriteNew(path string, data []byte, perm os.FileMode) error {
+	a, err := Create(path, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := a.Write(data); err != nil {
+		a.Abort()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := a.CommitNew(); err != nil {
 		a.Abort()
 		return err
 	}

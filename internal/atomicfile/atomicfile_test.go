@@ -1,6 +1,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -75,5 +77,28 @@ func TestRemoveStaleSparesLiveWriters(t *testing.T) {
 		if _, err := os.Stat(keep); err != nil {
 			t.Fatalf("%s removed: %v", keep, err)
 		}
+	}
+}
+
+// TestWriteNewNeverReplaces: a new file gets the content and mode with no
+// temporary file left; an existing file is refused with fs.ErrExist and
+// keeps its content and mode.
+func TestWriteNewNeverReplaces(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "key.pem")
+	if err := WriteNew(p, []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteNew(p, []byte("two"), 0o644)
+	if !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("second WriteNew: err = %v, want fs.ErrExist", err)
+	}
+	b, _ := os.ReadFile(p)
+	st, _ := os.Stat(p)
+	if string(b) != "one" || st.Mode().Perm() != 0o600 {
+		t.Fatalf("got %q mode %o, want the first write's", b, st.Mode().Perm())
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Fatalf("%d entries left, want 1", len(es))
 	}
 }
