@@ -229,8 +229,8 @@ func (l *Ledger) State(ctx context.Context) (State, error) {
 // 0.1 as a float64 is 0.1000000000000000055…, so ten charges of 0.1 exceed a
 // budget of 1 and the tenth is refused.
 func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (State, error) {
-	if !finite(c.Epsilon) || !finite(c.Delta) || !finite(c.Rho) || c.Epsilon < 0 || c.Delta < 0 || c.Rho < 0 || c.Delta >= 1 {
-		return State{}, fmt.Errorf("ledger: invalid charge %+v", c)
+	if err := validCharge(c); err != nil {
+		return State{}, err
 	}
 	unlock, err := l.lock(ctx)
 	if err != nil {
@@ -241,34 +241,9 @@ func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (State, err
 	if err != nil {
 		return State{}, err
 	}
-	if st.Budget.IsZCDP() {
-		switch {
-		case c.Delta > 0:
-			return st, fmt.Errorf("ledger: ledger %q is in ρ-zCDP; cannot charge (ε=%v, δ=%v)", st.Name, c.Epsilon, c.Delta)
-		case c.Epsilon > 0 && c.Rho == 0:
-			c.Rho, c.Epsilon = roundup.Mul(c.Epsilon, c.Epsilon, 0.5), 0
-			if !finite(c.Rho) {
-				return st, fmt.Errorf("%w: ledger %q: ε²/2 overflows", ErrOverBudget, st.Name)
-			}
-		case c.Epsilon > 0:
-			return st, fmt.Errorf("ledger: charge sets both ε and ρ: %+v", c)
-		}
-	} else if c.Rho > 0 {
-		return st, fmt.Errorf("ledger: ledger %q is in (ε, δ); convert ρ=%v to (ε, δ) before charging", st.Name, c.Rho)
-	}
-	se, sd, sr := st.spentExact()
-	over := func(used *big.Rat, add, total float64) bool {
-		u := new(big.Rat).Add(used, new(big.Rat).SetFloat64(add))
-		return u.Cmp(new(big.Rat).SetFloat64(total)) > 0
-	}
-	if over(se, c.Epsilon, st.Budget.Epsilon) || over(sd, c.Delta, st.Budget.Delta) || over(sr, c.Rho, st.Budget.Rho) {
-		spent := st.Spent()
-		cost := Budget{c.Epsilon, c.Delta, c.Rho}
-		if st.Budget.IsZCDP() {
-			spent.Epsilon, spent.Delta = 0, 0
-		}
-		return st, fmt.Errorf("%w: ledger %q: budget %v, spent %v, refused %q costing %v",
-			ErrOverBudget, st.Name, st.Budget, spent, label, cost)
+	c, err = st.admitCharge(label, c)
+	if err != nil {
+		return st, err
 	}
 	c.Label = label
 	c.Time = time.Now().UTC()
@@ -277,6 +252,75 @@ func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (State, err
 		return State{}, err
 	}
 	return st, nil
+}
+
+// CheckCharge returns nil when Charge would record c on a ledger in state
+// s, and otherwise the error Charge would return (wrapping ErrOverBudget
+// when the exact sums would exceed the budget). It records nothing: it is
+// the check a front end makes before a release it may still call off (a
+// capeFM site's LedgerChecker, a consortium node's offer), by the same
+// exact rule as Charge, which calls it.
+func (s State) CheckCharge(c Charge) error {
+	if err := validCharge(c); err != nil {
+		return err
+	}
+	_, err := s.admitCharge("", c)
+	return err
+}
+
+// validCharge refuses a charge that is not a finite, non-negative amount
+// with δ < 1.
+func validCharge(c Charge) error {
+	if !finite(c.Epsilon) || !finite(c.Delta) || !finite(c.Rho) || c.Epsilon < 0 || c.Delta < 0 || c.Rho < 0 || c.Delta >= 1 {
+		return fmt.Errorf("ledger: invalid charge %+v", c)
+	}
+	return nil
+}
+
+// admitCharge is Charge's rule: it returns c in the budget's units (a pure
+// ε on a ρ budget converted to ρ = ε²/2, rounded up), or the refusal. label
+// only names the charge in the error ("" for a check before any release).
+func (s State) admitCharge(label string, c Charge) (Charge, error) {
+	if s.Budget.IsZCDP() {
+		switch {
+		case c.Delta > 0:
+			return c, fmt.Errorf("ledger: ledger %q is in ρ-zCDP; cannot charge (ε=%v, δ=%v)", s.Name, c.Epsilon, c.Delta)
+		case c.Epsilon > 0 && c.Rho == 0:
+			c.Rho, c.Epsilon = roundup.Mul(c.Epsilon, c.Epsilon, 0.5), 0
+			if !finite(c.Rho) {
+				return c, fmt.Errorf("%w: ledger %q: ε²/2 overflows", ErrOverBudget, s.Name)
+			}
+		case c.Epsilon > 0:
+			return c, fmt.Errorf("ledger: charge sets both ε and ρ: %+v", c)
+		}
+	} else if c.Rho > 0 {
+		return c, fmt.Errorf("ledger: ledger %q is in (ε, δ); convert ρ=%v to (ε, δ) before charging", s.Name, c.Rho)
+	}
+	if s.exceeds(c) {
+		spent := s.Spent()
+		cost := Budget{c.Epsilon, c.Delta, c.Rho}
+		if s.Budget.IsZCDP() {
+			spent.Epsilon, spent.Delta = 0, 0
+		}
+		what := "a charge costing"
+		if label != "" {
+			what = fmt.Sprintf("refused %q costing", label)
+		}
+		return c, fmt.Errorf("%w: ledger %q: budget %v, spent %v, %s %v",
+			ErrOverBudget, s.Name, s.Budget, spent, what, cost)
+	}
+	return c, nil
+}
+
+// exceeds reports whether the exact sums of s's charges plus c exceed the
+// budget in any component: the one budget comparison of Charge and Raise.
+func (s State) exceeds(c Charge) bool {
+	se, sd, sr := s.spentExact()
+	over := func(used *big.Rat, add, total float64) bool {
+		u := new(big.Rat).Add(used, new(big.Rat).SetFloat64(add))
+		return u.Cmp(new(big.Rat).SetFloat64(total)) > 0
+	}
+	return over(se, c.Epsilon, s.Budget.Epsilon) || over(sd, c.Delta, s.Budget.Delta) || over(sr, c.Rho, s.Budget.Rho)
 }
 
 // Raise records c as the running total of the release labelled label: the
@@ -289,8 +333,8 @@ func (l *Ledger) Charge(ctx context.Context, label string, c Charge) (State, err
 // error). The budget check is that of Charge, exact, on the charges with
 // the old total replaced by c; on refusal nothing changes.
 func (l *Ledger) Raise(ctx context.Context, label string, c Charge) (State, error) {
-	if !finite(c.Epsilon) || !finite(c.Delta) || !finite(c.Rho) || c.Epsilon < 0 || c.Delta < 0 || c.Rho < 0 || c.Delta >= 1 {
-		return State{}, fmt.Errorf("ledger: invalid charge %+v", c)
+	if err := validCharge(c); err != nil {
+		return State{}, err
 	}
 	unlock, err := l.lock(ctx)
 	if err != nil {
@@ -301,31 +345,9 @@ func (l *Ledger) Raise(ctx context.Context, label string, c Charge) (State, erro
 	if err != nil {
 		return State{}, err
 	}
-	if st.Budget.IsZCDP() != (c.Rho > 0) || (c.Rho > 0 && (c.Epsilon > 0 || c.Delta > 0)) {
-		return st, fmt.Errorf("ledger: ledger %q (budget %v): a running total must be in the budget's units, got %+v", st.Name, st.Budget, c)
-	}
-	at := -1
-	for i, old := range st.Charges {
-		if old.Label == label {
-			at = i
-		}
-	}
-	rest := st
-	if at >= 0 {
-		old := st.Charges[at]
-		if c.Epsilon < old.Epsilon || c.Delta < old.Delta || c.Rho < old.Rho {
-			return st, fmt.Errorf("ledger: ledger %q: the total of %q would go down from %+v to %+v", st.Name, label, old, c)
-		}
-		rest.Charges = append(append([]Charge(nil), st.Charges[:at]...), st.Charges[at+1:]...)
-	}
-	se, sd, sr := rest.spentExact()
-	over := func(used *big.Rat, add, total float64) bool {
-		u := new(big.Rat).Add(used, new(big.Rat).SetFloat64(add))
-		return u.Cmp(new(big.Rat).SetFloat64(total)) > 0
-	}
-	if over(se, c.Epsilon, st.Budget.Epsilon) || over(sd, c.Delta, st.Budget.Delta) || over(sr, c.Rho, st.Budget.Rho) {
-		return st, fmt.Errorf("%w: ledger %q: budget %v, spent %v by the others, refused %q raised to %v",
-			ErrOverBudget, st.Name, st.Budget, rest.Spent(), label, Budget{c.Epsilon, c.Delta, c.Rho})
+	at, err := st.admitRaise(label, c)
+	if err != nil {
+		return st, err
 	}
 	c.Label = label
 	c.Time = time.Now().UTC()
@@ -338,6 +360,45 @@ func (l *Ledger) Raise(ctx context.Context, label string, c Charge) (State, erro
 		return State{}, err
 	}
 	return st, nil
+}
+
+// CheckRaise returns nil when Raise(label, c) would record c on a ledger
+// in state s, and otherwise the error Raise would return (wrapping
+// ErrOverBudget when over the budget). It records nothing; it is Raise's
+// rule (Raise calls it), for a check before a release.
+func (s State) CheckRaise(label string, c Charge) error {
+	if err := validCharge(c); err != nil {
+		return err
+	}
+	_, err := s.admitRaise(label, c)
+	return err
+}
+
+// admitRaise is Raise's rule: it returns the index of the charge under
+// label that c replaces (-1: c is appended), or the refusal.
+func (s State) admitRaise(label string, c Charge) (int, error) {
+	if s.Budget.IsZCDP() != (c.Rho > 0) || (c.Rho > 0 && (c.Epsilon > 0 || c.Delta > 0)) {
+		return -1, fmt.Errorf("ledger: ledger %q (budget %v): a running total must be in the budget's units, got %+v", s.Name, s.Budget, c)
+	}
+	at := -1
+	for i, old := range s.Charges {
+		if old.Label == label {
+			at = i
+		}
+	}
+	rest := s
+	if at >= 0 {
+		old := s.Charges[at]
+		if c.Epsilon < old.Epsilon || c.Delta < old.Delta || c.Rho < old.Rho {
+			return -1, fmt.Errorf("ledger: ledger %q: the total of %q would go down from %+v to %+v", s.Name, label, old, c)
+		}
+		rest.Charges = append(append([]Charge(nil), s.Charges[:at]...), s.Charges[at+1:]...)
+	}
+	if rest.exceeds(c) {
+		return -1, fmt.Errorf("%w: ledger %q: budget %v, spent %v by the others, refused %q raised to %v",
+			ErrOverBudget, s.Name, s.Budget, rest.Spent(), label, Budget{c.Epsilon, c.Delta, c.Rho})
+	}
+	return at, nil
 }
 
 func (l *Ledger) lock(ctx context.Context) (func(), error) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/big"
 	"os"
 	"strings"
 	"time"
@@ -775,35 +774,15 @@ func (s siteLedger) Charge(label string, eps, delta float64) error {
 	return err
 }
 
-// CanCharge checks, without spending, that the ledger can pay (ε, δ):
-// the exact sums of the charges so far plus this one within the budget (as
-// ledger.Ledger.Charge decides).
+// CanCharge checks, without spending, that the ledger can pay (ε, δ), by
+// the ledger's own exact rule (ledger.State.CheckCharge: what Charge will
+// decide; a pure ε on a ρ-zCDP ledger converted as Charge converts it).
 func (s siteLedger) CanCharge(eps, delta float64) error {
 	st, err := s.l.State(s.ctx)
 	if err != nil {
 		return err
 	}
-	if st.Budget.IsZCDP() {
-		if delta > 0 {
-			return fmt.Errorf("ledger %q is in ρ-zCDP; this fit charges (ε = %v, δ = %v)", st.Name, eps, delta)
-		}
-		return nil // pure ε on a ρ budget: Charge converts and decides
-	}
-	sum := func(get func(ledger.Charge) float64, add float64) *big.Rat {
-		r := new(big.Rat).SetFloat64(add)
-		for _, c := range st.Charges {
-			r.Add(r, new(big.Rat).SetFloat64(get(c)))
-		}
-		return r
-	}
-	e := sum(func(c ledger.Charge) float64 { return c.Epsilon }, eps)
-	d := sum(func(c ledger.Charge) float64 { return c.Delta }, delta)
-	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 {
-		spent := st.Spent()
-		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; this fit would charge ε = %g, δ = %g",
-			ledger.ErrOverBudget, st.Name, st.Budget, spent.Epsilon, spent.Delta, eps, delta)
-	}
-	return nil
+	return st.CheckCharge(ledger.Charge{Epsilon: eps, Delta: delta})
 }
 
 // memoryLedger records nothing: a site without --ledger.

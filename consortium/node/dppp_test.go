@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/dplearn/dplearn/consortium/chain"
@@ -191,8 +192,10 @@ func TestDPPPRunCharge(t *testing.T) {
 		// new task: the first entry is kept as it was, the new task's is
 		// its own.
 		tl2 := testLedgers(t, newNode(dir), dir, "t2", 20, 40)
-		if rule, err := tl2.checkRaise(dpppLabel("t1", "d1"), g3.Epsilon, g3.Delta, true); err == nil {
-			t.Fatalf("a new run under the first task's label: not refused (%q)", rule)
+		// At the entry's own total (which Raise itself would accept: not
+		// lower, within the budget), so only the freshness rule refuses it.
+		if rule, err := tl2.checkRaise(dpppLabel("t1", "d1"), g6.Epsilon, g6.Delta, true); err == nil || !strings.Contains(err.Error(), "already holds a charge labelled") {
+			t.Fatalf("a new run under the first task's label: not refused as not fresh (%q, %v)", rule, err)
 		}
 		run2 := dppp.NewRunLedger(p, dpppLabel("t2", "d2"), tl2)
 		if err := run2.ChargeQueries(labels(0, 3), p.Epsilon, p.Delta); err != nil {

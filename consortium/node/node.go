@@ -28,7 +28,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
@@ -565,35 +564,22 @@ type payment struct {
 	fresh bool
 }
 
-// canPay reports whether l can take (ε, δ) paid as p says: the exact sums
-// of its charges (without those under p.label when p.raise: they are
-// replaced) plus this one are within its budget, as ledger.Ledger decides.
+// canPay reports whether l can take (ε, δ) paid as p says, by the
+// ledger's own exact rule (ledger.State.CheckCharge, CheckRaise: what
+// Charge and Raise will decide), without recording anything.
 func canPay(ctx context.Context, l *ledger.Ledger, eps, delta float64, p payment) error {
 	st, err := l.State(ctx)
 	if err != nil {
 		return err
 	}
-	e, d := new(big.Rat).SetFloat64(eps), new(big.Rat).SetFloat64(delta)
-	for _, c := range st.Charges {
-		if p.raise && c.Label == p.label {
-			if p.fresh {
-				return fmt.Errorf("ledger %q already holds a charge labelled %q", st.Name, p.label)
-			}
-			continue
-		}
-		e.Add(e, new(big.Rat).SetFloat64(c.Epsilon))
-		d.Add(d, new(big.Rat).SetFloat64(c.Delta))
+	c := ledger.Charge{Epsilon: eps, Delta: delta}
+	if !p.raise {
+		return st.CheckCharge(c)
 	}
-	if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 {
-		sp := st.Spent()
-		what := fmt.Sprintf("this task would charge ε = %g, δ = %g", eps, delta)
-		if p.raise {
-			what = fmt.Sprintf("this task's run would be charged ε = %g, δ = %g in all", eps, delta)
-		}
-		return fmt.Errorf("%w: ledger %q: budget %v, spent ε = %g, δ = %g; %s",
-			ledger.ErrOverBudget, st.Name, st.Budget, sp.Epsilon, sp.Delta, what)
+	if p.fresh && slices.ContainsFunc(st.Charges, func(c ledger.Charge) bool { return c.Label == p.label }) {
+		return fmt.Errorf("ledger %q already holds a charge labelled %q", st.Name, p.label)
 	}
-	return nil
+	return st.CheckRaise(p.label, c)
 }
 
 // check returns the budget rule that refuses (ε, δ), if any.
