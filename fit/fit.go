@@ -256,7 +256,7 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 		return nil, err // units.go
 	}
 	bud := inference.PlanBudget(n, s.Dim()) // public: N and d
-	share, off := intervalShare(req, bud)    // intervals.go
+	share, off := intervalShare(req, bud)   // intervals.go
 	plan, err := planInference(req.Mechanism, &cfg, share)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,157 @@
+package inference
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/dplearn/dplearn/regress"
+)
+
+// TestPlanBudgetKnownAnswers pins the budget rule's answers: (N, d) → the
+// bootstrap size B (0: intervals off) and each forecast's size. The
+// answers were worked from the cost model (budget.go) and are checked
+// independently below (TestPlanBudgetWithinAllowance).
+func TestPlanBudgetKnownAnswers(t *testing.T) {
+	for _, c := range []struct {
+		n        int64
+		d        int
+		b, f     int
+		full     bool
+		noteHas  string
+		outer    int
+		inner    int
+		observed int
+	}{
+		{442, 10, 2000, 500, true, "", 25, 40, 60},    // diabetes
+		{28155, 8, 2000, 500, true, "", 25, 40, 60},   // CPS1988
+		{1000, 20, 2000, 500, true, "", 25, 40, 60},   // FullD
+		{100000, 20, 2000, 500, true, "", 25, 40, 60}, //
+		{1000, 21, 1757, 439, false, "1757 bootstrap replicates", 23, 37, 53},
+		{50000, 24, 1171, 292, false, "1171 bootstrap", 19, 31, 35}, // issue 25's design
+		{100000, 30, 528, 132, false, "528 bootstrap", 13, 21, 16},
+		{100000, 40, 0, 130, false, "no confidence intervals by default at d = 40, N = 100000", 0, 0, 0},
+		{100000, 50, 0, 0, false, "--intervals=on", 0, 0, 0},
+		{2000000, 50, 319, 79, false, "319 bootstrap", 10, 16, 10},
+		{500000, 100, 0, 28, false, "no confidence intervals", 0, 0, 0},
+		{100000, 1000, 0, 0, false, "no confidence intervals", 0, 0, 0},
+	} {
+		b := PlanBudget(c.n, c.d)
+		if b.Replicates != c.b || b.ForecastReplicates != c.f || b.Full != c.full ||
+			b.CalibrationOuter != c.outer || b.CalibrationInner != c.inner || b.CalibrationObserved != c.observed {
+			t.Errorf("PlanBudget(%d, %d) = %+v, want B %d, forecasts %d, full %v, calibration %d×%d/%d", c.n, c.d, b, c.b, c.f, c.full, c.outer, c.inner, c.observed)
+		}
+		if note := b.Note(); !strings.Contains(note, c.noteHas) || (c.full != (note == "")) {
+			t.Errorf("PlanBudget(%d, %d).Note() = %q, want it to contain %q", c.n, c.d, note, c.noteHas)
+		}
+	}
+}
+
+// TestPlanBudgetWithinAllowance recomputes the modelled cost of every
+// plan from its sizes and checks it against the allowance, that the
+// default sizes are kept wherever they fit, that B is never below
+// MinReplicates when intervals are on, and that more rows never give
+// fewer replicates.
+func TestPlanBudgetWithinAllowance(t *testing.T) {
+	for _, d := range []int{1, 5, 20, 21, 30, 45, 50, 80, 100, 200, 500, 1000} {
+		prev := -1
+		for _, n := range []int64{100, 1000, 10000, 100000, 1000000, 10000000, 100000000} {
+			b := PlanBudget(n, d)
+			allow := Allowance(n, d)
+			var c float64
+			if b.Replicates > 0 {
+				c = cost(d, b.Replicates, b.CalibrationOuter, b.CalibrationInner, b.CalibrationObserved, b.ForecastReplicates)
+			} else if b.ForecastReplicates > 0 {
+				c = float64(2*b.ForecastReplicates)*fastCost(d) + 2*eigenCost(d)
+			}
+			switch {
+			case b.Full != (defaultCost(d) <= allow):
+				t.Errorf("N=%d d=%d: Full = %v with default cost %g and allowance %g", n, d, b.Full, defaultCost(d), allow)
+			case !b.Full && c > allow:
+				t.Errorf("N=%d d=%d: plan %+v costs %g > allowance %g", n, d, b, c, allow)
+			case b.Replicates > 0 && b.Replicates < MinReplicates:
+				t.Errorf("N=%d d=%d: B = %d below MinReplicates", n, d, b.Replicates)
+			case b.Replicates < prev:
+				t.Errorf("N=%d d=%d: B = %d fell from %d with more rows", n, d, b.Replicates, prev)
+			}
+			if d <= FullD && (!b.Full || b.Replicates != DefaultReplicates) {
+				t.Errorf("N=%d d=%d ≤ FullD: %+v, want the default inference", n, d, b)
+			}
+			prev = b.Replicates
+		}
+	}
+	// From FadeD on the allowance is exactly the share of the fit.
+	if a, f := Allowance(100000, FadeD), InferenceShare*FitCost(100000, FadeD); a != f {
+		t.Errorf("Allowance at FadeD = %g, want %g", a, f)
+	}
+}
+
+// TestQuantileMCError checks the Monte Carlo error of the interval ends and
+// its coverage cost against the values stated in MinReplicates' comment,
+// and the error against a simulation: the SD of the 2.5% quantile of B
+// standard normal draws over many repetitions.
+func TestQuantileMCError(t *testing.T) {
+	if e := QuantileMCError(200); math.Abs(e-0.1889) > 5e-4 {
+		t.Errorf("QuantileMCError(200) = %.4f, want 0.1889 (2.671/√200)", e)
+	}
+	if e := QuantileMCError(2000); math.Abs(e-0.0597) > 5e-4 {
+		t.Errorf("QuantileMCError(2000) = %.4f, want 0.0597", e)
+	}
+	if l := CoverageLoss(200); math.Abs(l-0.00409) > 5e-5 {
+		t.Errorf("CoverageLoss(200) = %.5f, want 0.0041", l)
+	}
+	rng := rand.New(rand.NewPCG(5, 24))
+	const b, m = 200, 2000
+	sum, sum2 := 0.0, 0.0
+	draws := make([]float64, b)
+	for r := 0; r < m; r++ {
+		for i := range draws {
+			draws[i] = rng.NormFloat64()
+		}
+		sort.Float64s(draws)
+		q := quantileWithFailures(draws, b, 0.025) // the bootstrap's own quantile
+		sum += q
+		sum2 += q * q
+	}
+	sd := math.Sqrt(sum2/m - (sum/m)*(sum/m))
+	// The SD's own relative error over m = 2000 repetitions is about
+	// 1/√(2m) = 1.6%; accept ±10% (asymptotic formula at B = 200).
+	if want := QuantileMCError(b); math.Abs(sd/want-1) > 0.10 {
+		t.Errorf("simulated SD of the 2.5%% quantile of %d draws = %.4f, formula %.4f", b, sd, want)
+	}
+}
+
+// TestCoverageReducedBudget runs the coverage harness of TestCoverage at
+// the smallest budget that keeps intervals: B = MinReplicates with the
+// calibration and sizes PlanBudget scales to it. Expected coverage is 95%
+// less CoverageLoss(200) ≈ 0.4 points; the acceptance band [366, 394] of
+// 400 datasets then alarms with probability < 0.3% per coefficient even at
+// 94.6% (asserted), and would pass a 90% interval with probability ≤ 18%.
+func TestCoverageReducedBudget(t *testing.T) {
+	const reps, lo, hi = 400, 366, 394
+	if fa := binomialTwoSided(reps, lo, hi, 0.95-CoverageLoss(MinReplicates)); fa > 0.003 {
+		t.Fatalf("false alarm at the expected coverage is %v", fa)
+	}
+	s := float64(MinReplicates) / DefaultReplicates
+	r, outer, inner, observed, _ := scaled(s)
+	opt := Options{Replicates: r, CalibrationOuter: outer, CalibrationInner: inner, CalibrationObserved: observed}
+	if r != MinReplicates {
+		t.Fatalf("scaled(%g) gives B = %d", s, r)
+	}
+	cases := []coverageCase{{"gaussian-fm", regress.Linear, 1, 10000, 0, false, ""}, {"gaussian-fm", regress.Logistic, 0.5, 10000, 0, false, ""}}
+	if testing.Short() {
+		cases = cases[:1]
+	}
+	for ci, c := range cases {
+		res := runCoverageOpt(t, c, reps, opt, uint64(ci)+31)
+		for i := range res.covered {
+			t.Logf("%s %s B=%d: coefficient %d covered %d of %d", c.mechanism, c.kind, r, i, res.covered[i], res.total[i])
+			if res.covered[i] < lo || res.covered[i] > hi {
+				t.Errorf("%s %s ε=%g N=%d B=%d coefficient %d: %d of %d intervals covered the truth, want %d–%d",
+					c.mechanism, c.kind, c.epsilon, c.n, r, i, res.covered[i], res.total[i], lo, hi)
+			}
+		}
+	}
+}
