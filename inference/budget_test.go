@@ -127,11 +127,11 @@ func TestQuantileMCError(t *testing.T) {
 // the smallest budget that keeps intervals: B = MinReplicates with the
 // calibration and sizes PlanBudget scales to it. Expected coverage is 95%
 // less CoverageLoss(200) ≈ 0.4 points; the acceptance band [366, 394] of
-// 400 datasets then alarms with probability < 0.3% per coefficient even at
-// 94.6% (asserted), and would pass a 90% interval with probability ≤ 18%.
+// 400 datasets then alarms with probability < 0.4% per coefficient even at
+// 94.6% (asserted; 0.12% at 95%), and would pass a 90% interval with probability ≤ 18%.
 func TestCoverageReducedBudget(t *testing.T) {
 	const reps, lo, hi = 400, 366, 394
-	if fa := binomialTwoSided(reps, lo, hi, 0.95-CoverageLoss(MinReplicates)); fa > 0.003 {
+	if fa := binomialTwoSided(reps, lo, hi, 0.95-CoverageLoss(MinReplicates)); fa > 0.004 {
 		t.Fatalf("false alarm at the expected coverage is %v", fa)
 	}
 	s := float64(MinReplicates) / DefaultReplicates
