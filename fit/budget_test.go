@@ -82,7 +82,7 @@ func TestRunIntervalsOffByBudget(t *testing.T) {
 		t.Errorf("post-processing %q: want Λ0 not released", p.PostProcessing)
 	}
 	note := res.Table.Unavailable
-	for _, want := range []string{"d = 50", "N = 2000", "--intervals=on", "the whole ε went to the fit", fmt.Sprintf("%.3gx", b.CostRatio)} {
+	for _, want := range []string{"d = 50", "N = 2000", "--intervals=on", "the whole ε went to the fit", b.CostRatioText() + "× the fit"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
@@ -140,7 +140,7 @@ func TestRunReducedReplicates(t *testing.T) {
 	if res.Table.Replicates != 528 || res.ForecastReplicates != 132 || res.Forecast == nil || res.ReleasedForecast == nil {
 		t.Fatalf("%d replicates, forecasts of %d (%v, %v): want the budget's 528 and 132", res.Table.Replicates, res.ForecastReplicates, res.ForecastErr, res.ReleasedForecastErr)
 	}
-	want := fmt.Sprintf("528 replicates, fewer than the default 2000 (the inference budget at d = 30, N = 100000: the default forecasts and intervals would cost %.3g× the fit, the budget is 0.2×", res.Budget.CostRatio)
+	want := fmt.Sprintf("528 replicates, fewer than the default 2000 (the inference budget at d = 30, N = 100000: the default forecasts and intervals would cost %s× the fit, the budget is 0.2×", res.Budget.CostRatioText())
 	if !strings.Contains(res.Table.Method, want) || !strings.Contains(res.Table.Method, fmt.Sprintf("about %.2f SE", inference.QuantileMCError(528))) {
 		t.Errorf("method %q lacks %q and the Monte Carlo error", res.Table.Method, want)
 	}

@@ -90,7 +90,7 @@ func forecastSize(r Request, b inference.Budget) int {
 
 // forecastSkipped says why a forecast did not run.
 func forecastSkipped(b inference.Budget) error {
-	return fmt.Errorf("skipped: at d = %d, N = %d fewer than %d simulated fits fit the inference budget (%g× the fit; the default forecasts and intervals would cost %.3g×); --intervals=on runs it", b.D, b.N, inference.MinForecastReplicates, inference.InferenceShare, b.CostRatio)
+	return fmt.Errorf("skipped: at d = %d, N = %d fewer than %d simulated fits fit the inference budget (%g× the fit; the default forecasts and intervals would cost %s×); --intervals=on runs it", b.D, b.N, inference.MinForecastReplicates, inference.InferenceShare, b.CostRatioText())
 }
 
 // inferencePlan is what `fit` does for the coefficient table: it splits the

@@ -232,6 +232,15 @@ func CoverageLoss(b int) float64 {
 	return math.Exp(-z*z/2) / math.Sqrt(2*math.Pi) * z * s * s
 }
 
+// CostRatioText is CostRatio for a sentence: three significant digits,
+// without an exponent.
+func (b Budget) CostRatioText() string {
+	if b.CostRatio >= 100 {
+		return fmt.Sprintf("%.0f", b.CostRatio)
+	}
+	return fmt.Sprintf("%.3g", b.CostRatio)
+}
+
 // Note is the one-line statement of a budget below the default: for
 // intervals computed with fewer replicates, their count and Monte Carlo
 // error; for intervals off, why and the flag that requests them.
@@ -240,9 +249,9 @@ func (b Budget) Note() string {
 	case b.Full:
 		return ""
 	case b.Replicates > 0:
-		return fmt.Sprintf("%d bootstrap replicates, not the default %d: at d = %d, N = %d the default forecasts and intervals would cost %.3gx the fit and their budget is %gx (inference.PlanBudget); the interval ends carry a Monte Carlo error of about %.2f SE (coverage about %.2f points below nominal); --intervals=on uses the default %d",
-			b.Replicates, DefaultReplicates, b.D, b.N, b.CostRatio, InferenceShare, QuantileMCError(b.Replicates), 100*CoverageLoss(b.Replicates), DefaultReplicates)
+		return fmt.Sprintf("%d bootstrap replicates, not the default %d: at d = %d, N = %d the default forecasts and intervals would cost %s× the fit and their budget is %g× (inference.PlanBudget); the interval ends carry a Monte Carlo error of about %.2f SE (coverage about %.2f points below nominal); --intervals=on uses the default %d",
+			b.Replicates, DefaultReplicates, b.D, b.N, b.CostRatioText(), InferenceShare, QuantileMCError(b.Replicates), 100*CoverageLoss(b.Replicates), DefaultReplicates)
 	}
-	return fmt.Sprintf("no confidence intervals by default at d = %d, N = %d: the forecasts and intervals would cost %.3gx the fit (budget %gx, under %d replicates); nothing was spent on them, the whole ε went to the fit; --intervals=on computes them anyway",
-		b.D, b.N, b.CostRatio, InferenceShare, MinReplicates)
+	return fmt.Sprintf("no confidence intervals by default at d = %d, N = %d: the forecasts and intervals would cost %s× the fit (budget %g×, under %d replicates); nothing was spent on them, the whole ε went to the fit; --intervals=on computes them anyway",
+		b.D, b.N, b.CostRatioText(), InferenceShare, MinReplicates)
 }
