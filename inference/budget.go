@@ -69,11 +69,12 @@ const InferenceShare = 0.2
 const MinReplicates = 200
 
 // FullD: fits with at most FullD coefficients always get the default
-// inference (its cost, modelled at 0.06 s of one core and measured at 0.04 s, is bounded by a
-// constant). Between FullD and FadeD the budget is at least that constant
-// fading linearly to 0 at FadeD, so a 24-coefficient design of N = 5·10⁴
-// rows (issue 25's) keeps its intervals; from FadeD on it is
-// InferenceShare·FitCost alone.
+// inference, whose cost is then bounded by a constant (modelled at 0.06 s
+// of one core, measured at 0.04 s), however small N is: ordinary tables
+// (CPS1988, SmokeBan, the README demo) keep 2000 replicates. Between FullD
+// and FadeD the budget is at least that constant fading linearly to 0 at
+// FadeD, so a 24-coefficient design of N = 5·10⁴ rows (issue 25's) keeps
+// 1171 replicates; from FadeD on it is InferenceShare·FitCost alone.
 const (
 	FullD = 20
 	FadeD = 50
