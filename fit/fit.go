@@ -142,10 +142,11 @@ type Result struct {
 	// intervals' share).
 	FitEpsilon float64
 	// Budget is the inference budget of the fit (inference.PlanBudget of
-	// the public N and d) and ForecastReplicates the size each forecast
-	// ran at (0: skipped by the budget).
-	Budget             inference.Budget
-	ForecastReplicates int
+	// the public N and d); ForecastReplicates and
+	// ReleasedForecastReplicates are the sizes the forecasts ran at (0:
+	// skipped by the budget).
+	Budget                                         inference.Budget
+	ForecastReplicates, ReleasedForecastReplicates int
 	// ConsoleWarnings depend on the fitted values: show them to the
 	// analyst, never write them into a released file (PRIVACY-NOTES
 	// item 23).
@@ -272,7 +273,8 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	if err := plan.setClassical(req.Cov, data.ZeroRows, !data.FromStatsFile, s.DropsRecords() || req.SkipBadRows); err != nil {
 		return nil, err
 	}
-	out := &Result{FitEpsilon: cfg.Epsilon, Budget: bud, ForecastReplicates: forecastSize(req, bud)}
+	out := &Result{FitEpsilon: cfg.Epsilon, Budget: bud}
+	out.ForecastReplicates, out.ReleasedForecastReplicates = forecastSizes(req, bud)
 	if !req.NoForecast && inference.Forecaster(req.Mechanism) {
 		// Public quantities only: mechanism, ε, δ, N, the schema.
 		if out.ForecastReplicates == 0 {
@@ -295,10 +297,10 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	if err != nil {
 		return nil, err
 	}
-	if !req.NoForecast && res.Released != nil && inference.ReleasedForecaster(req.Mechanism) && out.ForecastReplicates == 0 {
+	if !req.NoForecast && res.Released != nil && inference.ReleasedForecaster(req.Mechanism) && out.ReleasedForecastReplicates == 0 {
 		out.ReleasedForecastErr = forecastSkipped(bud)
 	} else if !req.NoForecast && res.Released != nil && inference.ReleasedForecaster(req.Mechanism) {
-		out.ReleasedForecast, out.ReleasedForecastErr = inference.ReleasedForecast(req.Mechanism, res.Released, s, inference.Options{Replicates: out.ForecastReplicates})
+		out.ReleasedForecast, out.ReleasedForecastErr = inference.ReleasedForecast(req.Mechanism, res.Released, s, inference.Options{Replicates: out.ReleasedForecastReplicates})
 		if out.ReleasedForecastErr != nil {
 			out.ReleasedForecast = nil
 		}

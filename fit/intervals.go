@@ -79,13 +79,13 @@ func intervalOptions(r Request, b inference.Budget) inference.Options {
 	return b.Options()
 }
 
-// forecastSize is the size of each forecast: the default with
-// IntervalsOn, else the budget's.
-func forecastSize(r Request, b inference.Budget) int {
+// forecastSizes are the sizes of the forecasts before fitting and on the
+// released design: the default with IntervalsOn, else the budget's.
+func forecastSizes(r Request, b inference.Budget) (before, released int) {
 	if r.Intervals == IntervalsOn {
-		return ForecastReplicates
+		return ForecastReplicates, ForecastReplicates
 	}
-	return b.ForecastReplicates
+	return b.ForecastReplicates, b.ReleasedForecastReplicates
 }
 
 // forecastSkipped says why a forecast did not run.

@@ -228,12 +228,14 @@ func BenchmarkInferenceShare(b *testing.B) {
 				defFM.CalibrationInner = max(1, CalibrationOuter*CalibrationInner/scale/defFM.CalibrationOuter)
 				defFM.CalibrationObserved = defFM.CalibrationOuter
 			}
-			inference := func(f int, opt Options, fit *regress.Result, y2 *TargetMoment) {
+			inference := func(f, rf int, opt Options, fit *regress.Result, y2 *TargetMoment) {
 				if f > 0 {
 					if _, err := NoiseForecast("gaussian-fm", benchConfig(c), c.s, int64(n), Options{Replicates: f}); err != nil {
 						b.Fatal(err)
 					}
-					if _, err := ReleasedForecast("gaussian-fm", fit.Released, c.s, Options{Replicates: f}); err != nil {
+				}
+				if rf > 0 {
+					if _, err := ReleasedForecast("gaussian-fm", fit.Released, c.s, Options{Replicates: rf}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -259,9 +261,9 @@ func BenchmarkInferenceShare(b *testing.B) {
 				}
 				y2 := &TargetMoment{Value: m.At(d, d) / float64(n)}
 				t1 := processCPU()
-				inference(bud.ForecastReplicates, bud.Options(), fit, y2)
+				inference(bud.ForecastReplicates, bud.ReleasedForecastReplicates, bud.Options(), fit, y2)
 				t2 := processCPU()
-				inference(defF, defFM, fit, y2)
+				inference(defF, defF, defFM, fit, y2)
 				t3 := processCPU()
 				fitS, afterS, beforeS = fitS+t1-t0, afterS+t2-t1, beforeS+float64(scale)*(t3-t2)
 			}

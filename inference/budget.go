@@ -109,9 +109,13 @@ type Budget struct {
 	CalibrationOuter    int `json:"calibration_outer"`
 	CalibrationInner    int `json:"calibration_inner"`
 	CalibrationObserved int `json:"calibration_observed"`
-	// ForecastReplicates is the size of each forecast (before fitting and
-	// on the released design); 0 means none fits the budget.
-	ForecastReplicates int `json:"forecast_replicates"`
+	// ForecastReplicates is the size of the forecast before fitting and
+	// ReleasedForecastReplicates that of the forecast on the released
+	// design; 0 means it does not fit the budget (when only one does, it
+	// is the one before fitting, whose warning comes before any ε is
+	// spent).
+	ForecastReplicates         int `json:"forecast_replicates"`
+	ReleasedForecastReplicates int `json:"released_forecast_replicates"`
 	// Full says the default inference fits the budget.
 	Full bool `json:"full"`
 	// CostRatio is the modelled cost of the default inference (forecasts
@@ -122,10 +126,14 @@ type Budget struct {
 	N int64 `json:"n"`
 }
 
-// fixedEigen counts the eigen-decompositions outside the replicates: the
-// released objective's, the two forecasts' shrinkage and the released
-// forecast's design.
-const fixedEigen = 4
+// forecastEigen counts the eigen-decompositions of a forecast besides its
+// simulated fits (the reference or released design, and the shrinkage),
+// fixedEigen those outside the replicates: the released objective's and
+// the two forecasts'.
+const (
+	forecastEigen = 2
+	fixedEigen    = 1 + 2*forecastEigen
+)
 
 // cost is the modelled cost of an inference of the given sizes.
 func cost(d, reps, outer, inner, observed, forecast int) float64 {
@@ -172,14 +180,15 @@ func scaled(s float64) (reps, outer, inner, observed, forecast int) {
 // default sizes when they fit; else every size scaled by the largest
 // s that fits (scaled), as long as B ≥ MinReplicates; else no intervals
 // and the whole allowance to the two forecasts (each at most
-// ForecastReplicates, none below MinForecastReplicates). It is a pure
+// ForecastReplicates, none below MinForecastReplicates; the one before
+// fitting alone when both do not fit). It is a pure
 // function of (n, d).
 func PlanBudget(n int64, d int) Budget {
 	b := Budget{D: d, N: n, CostRatio: defaultCost(d) / FitCost(n, d)}
 	allow := Allowance(n, d)
 	if defaultCost(d) <= allow {
 		b.Full = true
-		b.Replicates, b.ForecastReplicates = DefaultReplicates, ForecastReplicates
+		b.Replicates, b.ForecastReplicates, b.ReleasedForecastReplicates = DefaultReplicates, ForecastReplicates, ForecastReplicates
 		b.CalibrationOuter, b.CalibrationInner, b.CalibrationObserved = CalibrationOuter, CalibrationInner, calibrationObserved
 		return b
 	}
@@ -197,14 +206,20 @@ func PlanBudget(n int64, d int) Budget {
 	}
 	if lo >= MinReplicates { // B = lo at scale lo/DefaultReplicates
 		b.Replicates, b.CalibrationOuter, b.CalibrationInner, b.CalibrationObserved, b.ForecastReplicates = scaled(float64(lo) / DefaultReplicates)
+		b.ReleasedForecastReplicates = b.ForecastReplicates
 		return b
 	}
 	// No intervals: the forecasts alone (each one eigen-decomposition
-	// besides its fast solves).
-	f := int(math.Floor((allow/2 - 2*eigenCost(d)) / fastCost(d)))
-	b.ForecastReplicates = min(ForecastReplicates, f)
-	if b.ForecastReplicates < MinForecastReplicates {
-		b.ForecastReplicates = 0
+	// besides its fast solves), both if each gets MinForecastReplicates,
+	// else the one before fitting alone.
+	f := int(math.Floor((allow/2 - forecastEigen*eigenCost(d)) / fastCost(d)))
+	if f >= MinForecastReplicates {
+		b.ForecastReplicates = min(ForecastReplicates, f)
+		b.ReleasedForecastReplicates = b.ForecastReplicates
+		return b
+	}
+	if f := int(math.Floor((allow - forecastEigen*eigenCost(d)) / fastCost(d))); f >= MinForecastReplicates {
+		b.ForecastReplicates = min(ForecastReplicates, f)
 	}
 	return b
 }
