@@ -132,10 +132,16 @@ func TestQuantileMCError(t *testing.T) {
 
 // TestCoverageReducedBudget runs the coverage harness of TestCoverage at
 // the smallest budget that keeps intervals: B = MinReplicates with the
-// calibration and sizes PlanBudget scales to it. Expected coverage is 95%
-// less CoverageLoss(200) ≈ 0.4 points; the acceptance band [366, 394] of
-// 400 datasets then alarms with probability < 0.4% per coefficient even at
-// 94.6% (asserted; 0.12% at 95%), and would pass a 90% interval with probability ≤ 18%.
+// calibration and sizes PlanBudget scales to it. The quantile ends alone
+// predict a loss of CoverageLoss(200) ≈ 0.4 points; measured on these
+// seeds it is 1.0 point (pooled 93.6% against 94.6% with the default
+// sizes on the same datasets: the median-bias correction and the SE are
+// estimated from the 200 replicates too). Per coefficient the acceptance
+// band [366, 394] of 400 datasets alarms with probability < 0.4% even at
+// 94.6% (asserted; 0.12% at 95%) and passes a 90% interval with
+// probability ≤ 18%. The pooled loss against the default sizes on the same
+// datasets must stay below 2 points (the paired difference's SE is about
+// 0.3 points).
 func TestCoverageReducedBudget(t *testing.T) {
 	const reps, lo, hi = 400, 366, 394
 	if fa := binomialTwoSided(reps, lo, hi, 0.95-CoverageLoss(MinReplicates)); fa > 0.004 {
@@ -151,14 +157,20 @@ func TestCoverageReducedBudget(t *testing.T) {
 	if testing.Short() {
 		cases = cases[:1]
 	}
+	pooled, pooledDefault, total := 0, 0, 0
 	for ci, c := range cases {
 		res := runCoverageOpt(t, c, reps, opt, uint64(ci)+31)
+		def := runCoverageOpt(t, c, reps, Options{}, uint64(ci)+31)
 		for i := range res.covered {
-			t.Logf("%s %s B=%d: coefficient %d covered %d of %d", c.mechanism, c.kind, r, i, res.covered[i], res.total[i])
+			t.Logf("%s %s: coefficient %d covered %d of %d at B = %d, %d at the default sizes", c.mechanism, c.kind, i, res.covered[i], res.total[i], r, def.covered[i])
 			if res.covered[i] < lo || res.covered[i] > hi {
 				t.Errorf("%s %s ε=%g N=%d B=%d coefficient %d: %d of %d intervals covered the truth, want %d–%d",
 					c.mechanism, c.kind, c.epsilon, c.n, r, i, res.covered[i], res.total[i], lo, hi)
 			}
+			pooled, pooledDefault, total = pooled+res.covered[i], pooledDefault+def.covered[i], total+res.total[i]
 		}
+	}
+	if loss := float64(pooledDefault-pooled) / float64(total); loss > 0.02 {
+		t.Errorf("pooled coverage %d/%d at B = %d against %d/%d at the default sizes: a loss of %.1f points, want < 2", pooled, total, r, pooledDefault, total, 100*loss)
 	}
 }
