@@ -83,6 +83,9 @@ func Check(r Request) error {
 			return err
 		}
 	}
+	if err := checkIntervals(r); err != nil {
+		return err
+	}
 	return checkCov(r.Mechanism, r.Cov)
 }
 

@@ -36,8 +36,9 @@ import (
 const DefaultCIShare = 0.05
 
 // ForecastReplicates is the number of simulated designs of the forecast
-// before fitting.
-const ForecastReplicates = 500
+// before fitting at the default size (inference.PlanBudget may give it
+// fewer: Result.ForecastReplicates).
+const ForecastReplicates = inference.ForecastReplicates
 
 // Request is one fit: what to fit, by which mechanism, with which public
 // parameters. Parameter names in errors are the CLI's flags (the
@@ -62,6 +63,17 @@ type Request struct {
 	// [0, 1); 0 means no intervals for those mechanisms. DefaultCIShare is
 	// the CLI's default.
 	CIShare float64
+	// Intervals is IntervalsAuto ("" too), IntervalsOn or IntervalsOff:
+	// whether the fit computes confidence intervals (and spends CIShare
+	// on them). Auto computes them when inference.PlanBudget's
+	// operation-count budget (≤ inference.InferenceShare of the fit's
+	// cost, from the public N and d) allows at least
+	// inference.MinReplicates replicates, else spends nothing on them and
+	// says so; on computes them at the default size whatever they cost.
+	Intervals string
+	// Replicates, when > 0, is the bootstrap size of the intervals
+	// (overrides the budget, as IntervalsOn does).
+	Replicates int
 	// Cov is the covariance of the nonprivate reference fit's classical
 	// summary: regress.CovNonrobust ("" too) or regress.CovHC1.
 	Cov string
@@ -130,6 +142,12 @@ type Result struct {
 	// FitEpsilon is the ε the fit itself spent (Epsilon less the
 	// intervals' share).
 	FitEpsilon float64
+	// Budget is the inference budget of the fit (inference.PlanBudget of
+	// the public N and d); ForecastReplicates and
+	// ReleasedForecastReplicates are the sizes the forecasts ran at (0:
+	// skipped by the budget).
+	Budget                                         inference.Budget
+	ForecastReplicates, ReleasedForecastReplicates int
 	// ConsoleWarnings depend on the fitted values: show them to the
 	// analyst, never write them into a released file (PRIVACY-NOTES
 	// item 23).
@@ -239,17 +257,32 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	if err := checkUnitIntervals(req, data, s.DropsRecords() || req.SkipBadRows); err != nil {
 		return nil, err // units.go
 	}
-	plan, err := planInference(req.Mechanism, &cfg, req.CIShare)
+	bud := inference.PlanBudget(n, s.Dim()) // public: N and d
+	share, off := intervalShare(req, bud)   // intervals.go
+	plan, err := planInference(req.Mechanism, &cfg, share)
 	if err != nil {
 		return nil, err
+	}
+	if off != "" && plan.why == "" {
+		plan.why = off // share was 0: the fit keeps the whole ε
+	}
+	plan.opt = intervalOptions(req, bud)
+	plan.fewerWhy = fmt.Sprintf("the inference budget at d = %d, N = %d: the default forecasts and intervals would cost %s× the fit, the budget is %g× (--intervals=on uses the default)", bud.D, bud.N, bud.CostRatioText(), inference.InferenceShare)
+	if req.Replicates > 0 {
+		plan.fewerWhy = "--ci-replicates"
 	}
 	if err := plan.setClassical(req.Cov, data.ZeroRows, !data.FromStatsFile, s.DropsRecords() || req.SkipBadRows); err != nil {
 		return nil, err
 	}
-	out := &Result{FitEpsilon: cfg.Epsilon}
+	out := &Result{FitEpsilon: cfg.Epsilon, Budget: bud}
+	out.ForecastReplicates, out.ReleasedForecastReplicates = forecastSizes(req, bud)
 	if !req.NoForecast && inference.Forecaster(req.Mechanism) {
 		// Public quantities only: mechanism, ε, δ, N, the schema.
-		out.Forecast, out.ForecastErr = inference.NoiseForecast(req.Mechanism, cfg, s, n, inference.Options{Replicates: ForecastReplicates})
+		if out.ForecastReplicates == 0 {
+			out.ForecastErr = forecastSkipped(bud)
+		} else {
+			out.Forecast, out.ForecastErr = inference.NoiseForecast(req.Mechanism, cfg, s, n, inference.Options{Replicates: out.ForecastReplicates})
+		}
 		if out.ForecastErr != nil {
 			out.Forecast = nil
 		}
@@ -265,8 +298,10 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	if err != nil {
 		return nil, err
 	}
-	if !req.NoForecast && res.Released != nil && inference.ReleasedForecaster(req.Mechanism) {
-		out.ReleasedForecast, out.ReleasedForecastErr = inference.ReleasedForecast(req.Mechanism, res.Released, s, inference.Options{Replicates: ForecastReplicates})
+	if !req.NoForecast && res.Released != nil && inference.ReleasedForecaster(req.Mechanism) && out.ReleasedForecastReplicates == 0 {
+		out.ReleasedForecastErr = forecastSkipped(bud)
+	} else if !req.NoForecast && res.Released != nil && inference.ReleasedForecaster(req.Mechanism) {
+		out.ReleasedForecast, out.ReleasedForecastErr = inference.ReleasedForecast(req.Mechanism, res.Released, s, inference.Options{Replicates: out.ReleasedForecastReplicates})
 		if out.ReleasedForecastErr != nil {
 			out.ReleasedForecast = nil
 		}
@@ -276,6 +311,9 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 		if warn := radiusWarning(res.Coef, radius); warn != "" {
 			out.ConsoleWarnings = append(out.ConsoleWarnings, warn)
 		}
+	}
+	if off != "" && est.Private() {
+		res.Privacy.Notes = append(res.Privacy.Notes, off)
 	}
 	if est.Private() {
 		res.Privacy.Notes = append(res.Privacy.Notes, zeroRowNotes(req.SkipBadRows, data.FromStatsFile, s.DropsRecords())...)

@@ -18,6 +18,81 @@ func hasIntervals(mechanism string) bool {
 	return inference.Forecaster(mechanism) || mechanism == "irls" || mechanism == "objpert"
 }
 
+// Values of Request.Intervals.
+const (
+	IntervalsAuto = "auto"
+	IntervalsOn   = "on"
+	IntervalsOff  = "off"
+)
+
+// IntervalsHelp is the rule, for the --intervals flag's help.
+var IntervalsHelp = fmt.Sprintf("confidence intervals: auto (default) computes them when the forecasts and intervals fit a budget of %g× the fit's cost, counted from the public N and number of coefficients d (always for d ≤ %d; at least %d bootstrap replicates, fewer than %d stated with their Monte Carlo error), else spends no ε on them and says so; on computes them with %d replicates whatever they cost; off never", inference.InferenceShare, inference.FullD, inference.MinReplicates, inference.DefaultReplicates, inference.DefaultReplicates)
+
+// checkIntervals refuses an unknown Request.Intervals and a Replicates
+// the bootstrap cannot use.
+func checkIntervals(r Request) error {
+	switch r.Intervals {
+	case "", IntervalsAuto, IntervalsOn, IntervalsOff:
+	default:
+		return fmt.Errorf("--intervals must be auto, on or off, got %q", r.Intervals)
+	}
+	switch {
+	case r.Replicates != 0 && r.Replicates < 100:
+		return fmt.Errorf("--ci-replicates must be at least 100 (or 0: the budget's), got %d", r.Replicates)
+	case r.Replicates != 0 && !hasIntervals(r.Mechanism):
+		return fmt.Errorf("--ci-replicates: --mechanism %s has no bootstrap intervals; drop it", r.Mechanism)
+	case r.Replicates != 0 && r.Intervals == IntervalsOff:
+		return fmt.Errorf("--ci-replicates sizes intervals that --intervals off turns off; drop one")
+	}
+	return nil
+}
+
+// intervalShare returns the share of ε to spend on the intervals and,
+// when they are off by the request or the budget, the one-line note that
+// says so (the share is then 0: nothing is released for them and the
+// whole ε goes to the fit). Only mechanisms with intervals and a share
+// above 0 are affected.
+func intervalShare(r Request, b inference.Budget) (float64, string) {
+	if !hasIntervals(r.Mechanism) || r.CIShare == 0 {
+		return r.CIShare, ""
+	}
+	switch {
+	case r.Intervals == IntervalsOff:
+		return 0, "no confidence intervals (--intervals off): nothing was spent on them, the whole ε went to the fit"
+	case r.Intervals == IntervalsOn || r.Replicates > 0:
+		return r.CIShare, ""
+	case b.Replicates == 0:
+		return 0, b.Note()
+	}
+	return r.CIShare, ""
+}
+
+// intervalOptions sizes the bootstrap: the request's Replicates, the
+// default with IntervalsOn, else the budget's.
+func intervalOptions(r Request, b inference.Budget) inference.Options {
+	switch {
+	case r.Replicates > 0:
+		return inference.Options{Replicates: r.Replicates}
+	case r.Intervals == IntervalsOn:
+		return inference.Options{}
+	}
+	return b.Options()
+}
+
+// forecastSizes are the sizes of the forecasts before fitting and on the
+// released design: the default with IntervalsOn, else the budget's.
+func forecastSizes(r Request, b inference.Budget) (before, released int) {
+	if r.Intervals == IntervalsOn {
+		return ForecastReplicates, ForecastReplicates
+	}
+	return b.ForecastReplicates, b.ReleasedForecastReplicates
+}
+
+// forecastSkipped says why a forecast did not run.
+func forecastSkipped(b inference.Budget) error {
+	return fmt.Errorf("skipped: at d = %d, N = %d fewer than %d simulated fits fit the inference budget (%g× the fit; the default forecasts and intervals would cost %s×); --intervals=on runs it", b.D, b.N, inference.MinForecastReplicates, inference.InferenceShare, b.CostRatioText())
+}
+
 // inferencePlan is what `fit` does for the coefficient table: it splits the
 // budget before the fit and computes the intervals after it.
 type inferencePlan struct {
@@ -36,6 +111,11 @@ type inferencePlan struct {
 	// dropsKnown says whether dropped is the real count (false for
 	// --stats input, which does not record it).
 	dropsKnown bool
+	// opt sizes the bootstrap (the inference budget or the request's
+	// override).
+	opt inference.Options
+	// fewerWhy says why opt has fewer than the default replicates.
+	fewerWhy string
 	// zeroRows: records may enter as all-zero rows (the schema drops
 	// records with a missing value, or --skip-bad-rows keeps bad records
 	// as zero rows); dropped counts both kinds.
@@ -175,7 +255,7 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 		rep.Unavailable = fmt.Sprintf("no confidence intervals for %s (available for fm, relaxed-fm, gaussian-fm and irls fits)", p.mechanism)
 	case p.mechanism == "objpert":
 		var err error
-		if iv, err = inference.ObjPert(res.ObjPert, inference.Options{}); err != nil {
+		if iv, err = inference.ObjPert(res.ObjPert, p.opt); err != nil {
 			return nil, err
 		}
 		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
@@ -189,7 +269,7 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 		if err := composeMoment(&res.Privacy, p.momentEps, rel, "residual summary at the fitted coefficients"); err != nil {
 			return nil, err
 		}
-		if iv, err = inference.IRLS(res.Released, rs, inference.Options{}); err != nil {
+		if iv, err = inference.IRLS(res.Released, rs, p.opt); err != nil {
 			return nil, err
 		}
 		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
@@ -227,7 +307,7 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 			}
 		}
 		var err error
-		if iv, err = inference.FM(res.Released, y2, inference.Options{}); err != nil {
+		if iv, err = inference.FM(res.Released, y2, p.opt); err != nil {
 			return nil, err
 		}
 		rep.Level, rep.Method, rep.Estimand = iv.Level, iv.Method, iv.Estimand
@@ -249,6 +329,10 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 	if iv != nil {
 		z = inference.NormalQuantile(0.5 + iv.Level/2)
 		rep.Replicates, rep.Failed = iv.Replicates, iv.Failed
+		if iv.Replicates < inference.DefaultReplicates {
+			rep.Method += fmt.Sprintf("; %d replicates, fewer than the default %d (%s): each interval end carries a Monte Carlo error of about %.2f SE, which alone lowers the coverage by about %.2f percentage points (1.0 point measured at 200 replicates, docs/inference.md)",
+				iv.Replicates, inference.DefaultReplicates, p.fewerWhy, inference.QuantileMCError(iv.Replicates), 100*inference.CoverageLoss(iv.Replicates))
+		}
 		if iv.Diagnosis != nil {
 			rep.Diagnosis = iv.Diagnosis.Explain(s.FeatureNames())
 		}

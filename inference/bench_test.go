@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -42,8 +43,12 @@ var benchCases = map[int]*benchCase{}
 
 // benchData is D − 1 numeric features (uniform, the first two correlated)
 // and the intercept, with a linear target.
-func benchData(b testing.TB, d int) *benchCase {
-	if c := benchCases[d]; c != nil {
+func benchData(b testing.TB, d int) *benchCase { return benchDataN(b, d, benchRows) }
+
+// benchDataN is benchData with n rows.
+func benchDataN(b testing.TB, d, n int) *benchCase {
+	key := d*10_000_000 + n
+	if c := benchCases[key]; c != nil {
 		return c
 	}
 	var fs []string
@@ -57,8 +62,8 @@ func benchData(b testing.TB, d int) *benchCase {
 	sc := 1 / math.Sqrt(float64(s.Bound()))
 	k := d + 1
 	rng := rand.New(rand.NewPCG(uint64(d), 24))
-	rows := make([]float64, benchRows*k)
-	for r := 0; r < benchRows; r++ {
+	rows := make([]float64, n*k)
+	for r := 0; r < n; r++ {
 		x := rows[r*k : (r+1)*k]
 		x[0] = sc
 		z := 0.1 * sc
@@ -69,7 +74,7 @@ func benchData(b testing.TB, d int) *benchCase {
 		x[k-1] = math.Max(-1, math.Min(1, z+0.2*(2*rng.Float64()-1)))
 	}
 	c := &benchCase{s: s, rows: rows, k: k}
-	benchCases[d] = c
+	benchCases[key] = c
 	return c
 }
 
@@ -173,28 +178,80 @@ func BenchmarkForecastD200(b *testing.B)  { benchForecast(b, 200) }
 func BenchmarkIntervalsD200(b *testing.B) { benchIntervals(b, 200) }
 
 // BenchmarkInferenceShare reports, in one run per D, the CPU time of what
-// `dplearn fit` adds for inference — the forecast before fitting
-// (ForecastReplicates = 500 simulated releases), the forecast on the
-// released design (500) and the intervals (DefaultReplicates, with the
+// `dplearn fit` adds for inference — the forecast before fitting, the
+// forecast on the released design and the intervals (with the
 // calibration's second level) — divided by the CPU time of the rest of
-// the fit (statistics of 100,000 rows and the gaussian-fm release and
-// solve): the metric "inference/fit" (issue 24's goal: ≤ 0.2 for every
-// D ≤ 1000). Per replicate the inference costs O(d³) (a tridiagonal
-// reduction or Cholesky factorisation of a noisy d×d matrix) and the fit
-// O(N·d²), so the ratio grows about linearly in d at fixed N and
-// replicate count. D = 500 takes minutes; run it with -bench
-// 'InferenceShare/D=500'.
+// the fit (statistics of N rows and the gaussian-fm release and solve),
+// before and after the inference budget (issue 24's goal: ≤ 0.2 for every
+// D ≤ 1000):
+//
+//   - "before/fit": the default sizes (ForecastReplicates = 500 each,
+//     DefaultReplicates = 2000, CalibrationOuter×CalibrationInner),
+//     as `dplearn fit --intervals=on` still runs them. For D ≥ 500 they
+//     run at 1/scale of the default sizes and the time is multiplied by
+//     scale (the work is linear in the replicate count; stated in the
+//     metric "before-scale").
+//   - "after/fit": the sizes of PlanBudget(N, D), as `dplearn fit` runs
+//     them by default (B = 0: no intervals; forecasts 0: skipped).
+//   - "model-before/fit": the cost model's ratio (Budget.CostRatio), to
+//     compare with the measured before/fit.
+//
+// N is 100,000 except at D = 1000 (20,000 rows: 160 MB of rows); the
+// ratios are those at the stated N. Per replicate the inference costs
+// O(d³) and the fit O(N·d²), so at fixed sizes the ratio grows about
+// linearly in d. D = 1000 takes minutes; run single D values with
+// -bench 'InferenceShare/D=200$'.
 func BenchmarkInferenceShare(b *testing.B) {
-	for _, d := range []int{50, 100, 200, 500} {
+	for _, d := range []int{20, 30, 50, 100, 200, 500, 1000} {
+		n := benchRows
+		if d == 1000 {
+			n = 20_000
+		}
 		b.Run(fmt.Sprintf("D=%d", d), func(b *testing.B) {
-			c := benchData(b, d)
+			c := benchDataN(b, d, n)
 			est, err := regress.New("gaussian-fm")
 			if err != nil {
 				b.Fatal(err)
 			}
-			var fitS, fcS, rfS, ivS float64
+			bud := PlanBudget(int64(n), d)
+			scale := 1
+			switch {
+			case d >= 1000:
+				scale = 20
+			case d >= 500:
+				scale = 10
+			}
+			defF := ForecastReplicates / scale
+			defFM := Options{Replicates: DefaultReplicates / scale, CalibrationOuter: CalibrationOuter, CalibrationInner: max(1, CalibrationInner/scale), CalibrationObserved: max(CalibrationOuter, calibrationObserved/scale)}
+			if scale > 1 {
+				defF = max(MinForecastReplicates, defF)
+				defFM.CalibrationOuter = CalibrationOuter / min(scale, 5)
+				defFM.CalibrationInner = max(1, CalibrationOuter*CalibrationInner/scale/defFM.CalibrationOuter)
+				defFM.CalibrationObserved = defFM.CalibrationOuter
+			}
+			inference := func(f, rf int, opt Options, fit *regress.Result, y2 *TargetMoment) {
+				if f > 0 {
+					if _, err := NoiseForecast("gaussian-fm", benchConfig(c), c.s, int64(n), Options{Replicates: f}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if rf > 0 {
+					if _, err := ReleasedForecast("gaussian-fm", fit.Released, c.s, Options{Replicates: rf}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if opt.Replicates > 0 {
+					if _, err := FM(fit.Released, y2, opt); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			var fitS, beforeS, afterS float64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
+				// Collections between the phases are charged to none
+				// (the rows' generation, the phase before's garbage).
+				runtime.GC()
 				t0 := processCPU()
 				m := suffstat.New(c.k)
 				m.SetWorkers(1)
@@ -206,27 +263,27 @@ func BenchmarkInferenceShare(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				y2 := &TargetMoment{Value: m.At(d, d) / float64(n)}
+				runtime.GC()
 				t1 := processCPU()
-				if _, err := NoiseForecast("gaussian-fm", benchConfig(c), c.s, benchRows, Options{Replicates: 500}); err != nil {
-					b.Fatal(err)
-				}
+				inference(bud.ForecastReplicates, bud.ReleasedForecastReplicates, bud.Options(), fit, y2)
 				t2 := processCPU()
-				if _, err := ReleasedForecast("gaussian-fm", fit.Released, c.s, Options{Replicates: 500}); err != nil {
-					b.Fatal(err)
-				}
+				runtime.GC()
 				t3 := processCPU()
-				if _, err := FM(fit.Released, &TargetMoment{Value: m.At(d, d) / benchRows}, Options{}); err != nil {
-					b.Fatal(err)
-				}
+				inference(defF, defF, defFM, fit, y2)
 				t4 := processCPU()
-				fitS, fcS, rfS, ivS = fitS+t1-t0, fcS+t2-t1, rfS+t3-t2, ivS+t4-t3
+				fitS, afterS, beforeS = fitS+t1-t0, afterS+t2-t1, beforeS+float64(scale)*(t4-t3)
 			}
-			n := float64(b.N)
-			b.ReportMetric(fitS/n, "fit-cpu-s")
-			b.ReportMetric(fcS/n, "forecast-cpu-s")
-			b.ReportMetric(rfS/n, "released-forecast-cpu-s")
-			b.ReportMetric(ivS/n, "intervals-cpu-s")
-			b.ReportMetric((fcS+rfS+ivS)/fitS, "inference/fit")
+			nb := float64(b.N)
+			b.ReportMetric(float64(n), "rows")
+			b.ReportMetric(fitS/nb, "fit-cpu-s")
+			b.ReportMetric(beforeS/fitS, "before/fit")
+			b.ReportMetric(afterS/fitS, "after/fit")
+			b.ReportMetric(bud.CostRatio, "model-before/fit")
+			b.ReportMetric(float64(bud.Replicates), "B")
+			b.ReportMetric(float64(bud.ForecastReplicates), "forecast-reps")
+			b.ReportMetric(float64(scale), "before-scale")
+			delete(benchCases, d*10_000_000+n) // free the rows
 		})
 	}
 }

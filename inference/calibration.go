@@ -74,8 +74,10 @@ type calibration struct {
 	ratio []float64 // Σ over kept replicates of e_iᵀΛ*2⁻¹e_i / base_i
 	kept  []int     // per coefficient: replicates counted in ratio
 	count int
-	outer []*regress.Quadratic
-	outW  [][]float64
+	// outerN and innerN are the second level's sizes (Options).
+	outerN, innerN int
+	outer          []*regress.Quadratic
+	outW           [][]float64
 	// near[b][i]: coefficient i loads on a direction that outer centre b
 	// places within margin noise SDs of its floor (or drops).
 	near   [][]bool
@@ -125,7 +127,7 @@ type calibrationVariant struct {
 
 func newCalibration(d int, sol *solution, loc *locator, v calibrationVariant) *calibration {
 	c := &calibration{d: d, base: inverseDiag(sol), ratio: make([]float64, d), kept: make([]int, d),
-		loc: loc, margin: CalibrationMargin}
+		loc: loc, margin: CalibrationMargin, outerN: CalibrationOuter, innerN: CalibrationInner}
 	if v.marginSet {
 		c.margin = v.margin
 	}
@@ -196,7 +198,7 @@ func (c *calibration) observe(q *regress.Quadratic, rs *solution) {
 		}
 	}
 	c.count++
-	if len(c.outer) < CalibrationOuter {
+	if len(c.outer) < c.outerN {
 		c.outer = append(c.outer, q)
 		c.outW = append(c.outW, rs.w)
 		c.near = append(c.near, near)
@@ -248,10 +250,10 @@ func (c *calibration) factors(rng *rand.Rand, rel *regress.Released, loc *locato
 		}
 		for i, near := range c.near[b] {
 			if !near {
-				total[i] += CalibrationInner
+				total[i] += c.innerN
 			}
 		}
-		for m := 0; m < CalibrationInner; m++ {
+		for m := 0; m < c.innerN; m++ {
 			perturb(rng, q, star, rel)
 			sp, err := rel.Structure.Project(star)
 			if err != nil {

@@ -70,6 +70,12 @@ func logisticDesign() *design { return newDesign(regress.Logistic, []float64{-0.
 // runCoverage fits reps synthetic datasets and counts how often each
 // coefficient's interval covers the estimand.
 func runCoverage(t testing.TB, c coverageCase, reps, boot int, seed uint64) coverageResult {
+	return runCoverageOpt(t, c, reps, Options{Replicates: boot}, seed)
+}
+
+// runCoverageOpt is runCoverage with the bootstrap's options (Seed is set
+// per dataset).
+func runCoverageOpt(t testing.TB, c coverageCase, reps int, opt Options, seed uint64) coverageResult {
 	dz := linearDesign()
 	if c.kind == regress.Logistic {
 		dz = logisticDesign()
@@ -106,7 +112,9 @@ func runCoverage(t testing.TB, c coverageCase, reps, boot int, seed uint64) cove
 			}
 			continue
 		}
-		iv, err := FM(fit.Released, y2, Options{Replicates: boot, Seed: uint64(r) + 1})
+		o := opt
+		o.Seed = uint64(r) + 1
+		iv, err := FM(fit.Released, y2, o)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,6 +34,13 @@ type Options struct {
 	// values: it is post-processing, not privacy noise, so a deterministic
 	// generator is right here.
 	Seed uint64
+	// CalibrationOuter and CalibrationInner size the second-level
+	// calibration (0: the package's CalibrationOuter and CalibrationInner)
+	// and CalibrationObserved the number of first-level replicates
+	// eigen-decomposed for it (0: calibrationObserved, at least
+	// CalibrationOuter). Budget.Options sets all three from the cost
+	// model's budget.
+	CalibrationOuter, CalibrationInner, CalibrationObserved int
 
 	// calibration selects the second-level calibration's variant for the
 	// coverage probes (TestCoverageEdgeProbe); the zero value is the
@@ -56,6 +63,35 @@ func (o Options) seed() uint64 {
 		return DefaultSeed
 	}
 	return o.Seed
+}
+
+// calibrationSizes returns the second level's outer and inner counts.
+func (o Options) calibrationSizes() (outer, inner int) {
+	outer, inner = CalibrationOuter, CalibrationInner
+	if o.CalibrationOuter > 0 {
+		outer = o.CalibrationOuter
+	}
+	if o.CalibrationInner > 0 {
+		inner = o.CalibrationInner
+	}
+	return outer, inner
+}
+
+// MinForecastReplicates is the fewest simulated fits a forecast runs (the
+// budget of PlanBudget may give it fewer than ForecastReplicates; a
+// robust SD from 20 draws carries a Monte Carlo error of about 25%, still
+// enough for a forecast's order of magnitude).
+const MinForecastReplicates = 20
+
+// forecastReplicates is replicates with the forecasts' floor.
+func (o Options) forecastReplicates() (int, error) {
+	if o.Replicates == 0 {
+		return DefaultReplicates, nil
+	}
+	if o.Replicates < MinForecastReplicates {
+		return 0, fmt.Errorf("inference: a forecast needs at least %d simulated fits, got %d", MinForecastReplicates, o.Replicates)
+	}
+	return o.Replicates, nil
 }
 
 func (o Options) replicates() (int, error) {
@@ -579,6 +615,11 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 	// Pass 1: the noise-only bootstrap.
 	noiseDraws := make([][]float64, 0, reps)
 	cal := newCalibration(d, sol, loc, opt.calibration)
+	cal.outerN, cal.innerN = opt.calibrationSizes()
+	observed := max(opt.CalibrationObserved, cal.outerN)
+	if opt.CalibrationObserved == 0 {
+		observed = max(calibrationObserved, cal.outerN)
+	}
 	quad := func(w []float64) float64 {
 		s := 0.0
 		for i := 0; i < d; i++ {
@@ -604,7 +645,7 @@ func bootstrap(rel *regress.Released, model samplingModel, estimand string, opt 
 		// calibration; the rest take the Cholesky fast path when nothing
 		// is near a floor.
 		solve := loc.solveFast
-		if ex == nil && b < calibrationObserved {
+		if ex == nil && b < observed {
 			solve = loc.solve
 		}
 		rs, err := solve(sp, basis)

@@ -288,7 +288,7 @@ func NoiseForecast(mechanism string, cfg regress.Config, s *schema.Schema, n int
 	if s == nil || n < 1 {
 		return nil, fmt.Errorf("inference: forecast needs a schema and N ≥ 1")
 	}
-	reps, err := opt.replicates()
+	reps, err := opt.forecastReplicates()
 	if err != nil {
 		return nil, err
 	}
@@ -482,7 +482,7 @@ func ReleasedForecast(mechanism string, rel *regress.Released, s *schema.Schema,
 	if err := rel.Validate(); err != nil {
 		return nil, fmt.Errorf("inference: %w", err)
 	}
-	reps, err := opt.replicates()
+	reps, err := opt.forecastReplicates()
 	if err != nil {
 		return nil, err
 	}

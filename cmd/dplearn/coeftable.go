@@ -127,7 +127,7 @@ func printReleasedForecast(w io.Writer, res *fit.Result) {
 		return
 	}
 	fmt.Fprintf(w, "Forecast on the released design (released values only, %d simulated fits): noise standard deviation of the encoded coefficients %s (median), of the encoded prediction %.3g; the post-processing (ridge or eigenvalue clip) shrinks a coefficient by up to %.0f%%; %.1f%% of the simulated fits trim a direction, %.1f%% fail.\n",
-		fit.ForecastReplicates, fmtMedian(f.CoefSD), f.PredictionRMS, 100*f.Shrinkage, 100*f.TrimmedShare, 100*f.FailedShare)
+		res.ReleasedForecastReplicates, fmtMedian(f.CoefSD), f.PredictionRMS, 100*f.Shrinkage, 100*f.TrimmedShare, 100*f.FailedShare)
 	if f.Warning != "" {
 		fmt.Fprintf(w, "warning: %s\n", f.Warning)
 	}

@@ -25,15 +25,17 @@ type fitOptions struct {
 	epsilon, delta                          float64
 	// mech holds the value of every mechanism option (regress.Options),
 	// by flag: a *float64, *int, *string or *bool.
-	mech        map[string]any
-	ciShare     float64
-	cov         string
-	seed        uint64
-	seeded      bool
-	skipBadRows bool
-	noStructure bool
-	workers     int
-	unit        unitFlags // --privacy-unit (privacyunit.go)
+	mech         map[string]any
+	ciShare      float64
+	intervals    string
+	ciReplicates int
+	cov          string
+	seed         uint64
+	seeded       bool
+	skipBadRows  bool
+	noStructure  bool
+	workers      int
+	unit         unitFlags // --privacy-unit (privacyunit.go)
 }
 
 func newFitCmd() *cobra.Command {
@@ -99,6 +101,8 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	f.Float64Var(&o.delta, "delta", 0, "privacy parameter δ for (ε, δ) mechanisms, in (0, 1/N) (e.g. 1e-6; keep it well below 1/N)")
 	f.StringVar(&o.out, "out", "", "where to write MODEL.json (- for standard output)")
 	f.Float64Var(&o.ciShare, "ci-share", fit.DefaultCIShare, "linear fm/relaxed-fm/gaussian-fm and irls: share of --epsilon spent on the target's second moment (irls: a residual summary) for confidence intervals (0: no intervals)")
+	f.StringVar(&o.intervals, "intervals", fit.IntervalsAuto, fit.IntervalsHelp)
+	f.IntVar(&o.ciReplicates, "ci-replicates", 0, "bootstrap replicates of the confidence intervals (≥ 100; 0: the budget's, see --intervals); a positive value computes them whatever they cost")
 	f.StringVar(&o.cov, "cov", regress.CovNonrobust, "nonprivate: covariance of the classical summary: nonrobust or HC1 (heteroskedasticity-robust)")
 	f.BoolVar(&o.noStructure, "no-schema-structure", false, "fm, relaxed-fm, gaussian-fm: do not project the released Λ2 onto the identities the schema's encoding implies (known intercept and indicator entries)")
 	o.mech = addMechanismFlags(cmd)
@@ -171,7 +175,7 @@ func checkModelTarget(kind regress.Kind, s *schema.Schema) error { return fit.Ch
 // fitRequest maps the flags of `dplearn fit` to a fit.Request.
 func fitRequest(cmd *cobra.Command, o fitOptions, kind regress.Kind) (fit.Request, error) {
 	req := fit.Request{Kind: kind, Mechanism: o.mechanism, Epsilon: o.epsilon, Delta: o.delta,
-		CIShare: o.ciShare, Cov: o.cov, NoStructure: o.noStructure, Seeded: o.seeded, Seed: o.seed,
+		CIShare: o.ciShare, Intervals: o.intervals, Replicates: o.ciReplicates, Cov: o.cov, NoStructure: o.noStructure, Seeded: o.seeded, Seed: o.seed,
 		SkipBadRows: o.skipBadRows, Options: map[string]any{}, Given: map[string]bool{}}
 	changed := cmd.Flags().Changed
 	req.Given["epsilon"], req.Given["delta"] = changed("epsilon"), changed("delta")
@@ -324,6 +328,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 			"inference":         res.Table,
 			"forecast":          res.Forecast,
 			"released_forecast": res.ReleasedForecast,
+			"inference_budget":  res.Budget,
 		})
 	}
 	if err := printFitText(w, model, o.out, sum.Skipped); err != nil {
