@@ -82,7 +82,7 @@ func TestRunIntervalsOffByBudget(t *testing.T) {
 		t.Errorf("post-processing %q: want Λ0 not released", p.PostProcessing)
 	}
 	note := res.Table.Unavailable
-	for _, want := range []string{"d = 50", "N = 2000", "--intervals=on", "the whole ε went to the fit", b.CostRatioText() + "× the fit"} {
+	for _, want := range []string{"d = 50", "N = 2000", "--intervals=on", "the whole ε went to the fit", b.CostRatioText() + "× the fit's arithmetic"} {
 		if !strings.Contains(note, want) {
 			t.Errorf("note %q lacks %q", note, want)
 		}
@@ -140,7 +140,7 @@ func TestRunReducedReplicates(t *testing.T) {
 	if res.Table.Replicates != 527 || res.ForecastReplicates != 131 || res.ReleasedForecastReplicates != 131 || res.Forecast == nil || res.ReleasedForecast == nil {
 		t.Fatalf("%d replicates, forecasts of %d and %d (%v, %v): want the budget's 527 and 131", res.Table.Replicates, res.ForecastReplicates, res.ReleasedForecastReplicates, res.ForecastErr, res.ReleasedForecastErr)
 	}
-	want := fmt.Sprintf("527 replicates, fewer than the default 2000 (the inference budget at d = 30, N = 100000: the default forecasts and intervals would cost %s× the fit, the budget is 0.2×", res.Budget.CostRatioText())
+	want := fmt.Sprintf("527 replicates, fewer than the default 2000 (the inference budget at d = 30, N = 100000: the default forecasts and intervals would cost %s× the fit's arithmetic, the budget is 0.2×", res.Budget.CostRatioText())
 	if !strings.Contains(res.Table.Method, want) || !strings.Contains(res.Table.Method, fmt.Sprintf("about %.2f SE", inference.QuantileMCError(527))) {
 		t.Errorf("method %q lacks %q and the Monte Carlo error", res.Table.Method, want)
 	}

@@ -267,7 +267,7 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 		plan.why = off // share was 0: the fit keeps the whole ε
 	}
 	plan.opt = intervalOptions(req, bud)
-	plan.fewerWhy = fmt.Sprintf("the inference budget at d = %d, N = %d: the default forecasts and intervals would cost %s× the fit, the budget is %g× (--intervals=on uses the default)", bud.D, bud.N, bud.CostRatioText(), inference.InferenceShare)
+	plan.fewerWhy = fmt.Sprintf("the inference budget at d = %d, N = %d: the default forecasts and intervals would cost %s× the fit's arithmetic, the budget is %g× (--intervals=on uses the default)", bud.D, bud.N, bud.CostRatioText(), inference.InferenceShare)
 	if req.Replicates > 0 {
 		plan.fewerWhy = "--ci-replicates"
 	}

@@ -268,9 +268,9 @@ func (b Budget) Note() string {
 	case b.Full:
 		return ""
 	case b.Replicates > 0:
-		return fmt.Sprintf("%d bootstrap replicates, not the default %d: at d = %d, N = %d the default forecasts and intervals would cost %s× the fit and their budget is %g× (inference.PlanBudget); the interval ends carry a Monte Carlo error of about %.2f SE (coverage about %.2f points below nominal from the ends alone); --intervals=on uses the default %d",
+		return fmt.Sprintf("%d bootstrap replicates, not the default %d: at d = %d, N = %d the default forecasts and intervals would cost %s× the fit's arithmetic (counted from N and d) and their budget is %g× (inference.PlanBudget); the interval ends carry a Monte Carlo error of about %.2f SE (coverage about %.2f points below nominal from the ends alone); --intervals=on uses the default %d",
 			b.Replicates, DefaultReplicates, b.D, b.N, b.CostRatioText(), InferenceShare, QuantileMCError(b.Replicates), 100*CoverageLoss(b.Replicates), DefaultReplicates)
 	}
-	return fmt.Sprintf("no confidence intervals by default at d = %d, N = %d: the forecasts and intervals would cost %s× the fit (budget %g×, under %d replicates); nothing was spent on them, the whole ε went to the fit; --intervals=on computes them anyway",
+	return fmt.Sprintf("no confidence intervals by default at d = %d, N = %d: the forecasts and intervals would cost %s× the fit's arithmetic (counted from N and d; budget %g×, under %d replicates); nothing was spent on them, the whole ε went to the fit; --intervals=on computes them anyway",
 		b.D, b.N, b.CostRatioText(), InferenceShare, MinReplicates)
 }
