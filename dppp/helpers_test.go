@@ -39,12 +39,44 @@ type deployment struct {
 	shares   map[uint64]map[string][]int64
 }
 
-func (f *fixture) deploy(t testing.TB, cfg Config, tweak func(i int, tc *TeacherConfig)) *deployment {
+// calibrations holds Calibrate's result per configuration for this test
+// binary: most tests deploy the same few configurations on the one digits
+// key, and the calibration (the PLD compositions) was most of their CPU.
+// Each deployment draws a fresh session from the shared Params (NewSession
+// deep-copies it), as the teachers of one deployment share p0 already.
+var calibrations struct {
+	mu sync.Mutex
+	m  []calibration
+}
+
+type calibration struct {
+	cfg Config
+	key [32]byte
+	p   *Params
+}
+
+// calibrate returns Calibrate(cfg, tpk), computed once per test binary.
+func calibrate(t testing.TB, cfg Config, tpk *paillier.ThresholdPublicKey) *Params {
 	t.Helper()
-	p0, err := Calibrate(cfg, f.TPK)
+	calibrations.mu.Lock()
+	defer calibrations.mu.Unlock()
+	id := tpk.ID()
+	for _, c := range calibrations.m {
+		if c.key == id && reflect.DeepEqual(c.cfg, cfg) {
+			return c.p
+		}
+	}
+	p, err := Calibrate(cfg, tpk)
 	if err != nil {
 		t.Fatal(err)
 	}
+	calibrations.m = append(calibrations.m, calibration{cfg, id, p})
+	return p
+}
+
+func (f *fixture) deploy(t testing.TB, cfg Config, tweak func(i int, tc *TeacherConfig)) *deployment {
+	t.Helper()
+	p0 := calibrate(t, cfg, f.TPK)
 	p, err := p0.NewSession()
 	if err != nil {
 		t.Fatal(err)

@@ -83,6 +83,18 @@ func BenchmarkDiscreteLaplace(b *testing.B) {
 	}
 }
 
+// BenchmarkBinomial300 is a DPPP teacher's share size (a few hundred coins
+// per class), seeded as in the experiments and tests.
+func BenchmarkBinomial300(b *testing.B) {
+	src := NewInsecureSeeded(1)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := Binomial(src, 300); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkBinomial1e6(b *testing.B) {
 	src := NewSecure()
 	for i := 0; i < b.N; i++ {

@@ -42,8 +42,12 @@ func Binomial(src Source, n int64) (int64, error) {
 		}
 		rd = cipher.StreamReader{S: cipher.NewCTR(block, key[32:]), R: zeroReader{}}
 	}
+	// The buffer holds one chunk of at most 2^18 bits, but no more than n
+	// needs: the small draws of the protocols (a few hundred coins) would
+	// otherwise allocate and clear 32 KiB each. The bytes read per chunk are
+	// the same either way.
 	const chunk = 1 << 15
-	buf := make([]byte, chunk)
+	buf := make([]byte, min(chunk, (n+7)/8))
 	var heads int64
 	for remaining := n; remaining > 0; {
 		nbits := min(remaining, chunk*8)
