@@ -65,7 +65,7 @@ func TestRunIntervalsOffByBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := inference.PlanBudget(2000, 50)
+	b := inference.PlanTableBudget(2000, 50, 50) // 49 feature columns and the target
 	if b.Replicates != 0 || res.Budget != b {
 		t.Fatalf("budget %+v (Run's %+v), want intervals off", b, res.Budget)
 	}

@@ -257,8 +257,12 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	if err := checkUnitIntervals(req, data, s.DropsRecords() || req.SkipBadRows); err != nil {
 		return nil, err // units.go
 	}
-	bud := inference.PlanBudget(n, s.Dim()) // public: N and d
-	share, off := intervalShare(req, bud)   // intervals.go
+	cols := 0 // numbers read per row from a table (public: the schema's)
+	if !data.FromStatsFile {
+		cols = len(s.Features) + 1
+	}
+	bud := inference.PlanTableBudget(n, s.Dim(), cols) // public: N, d, columns
+	share, off := intervalShare(req, bud)              // intervals.go
 	plan, err := planInference(req.Mechanism, &cfg, share)
 	if err != nil {
 		return nil, err

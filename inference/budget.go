@@ -39,9 +39,16 @@ import (
 //	eigenCost(d)      = fastCost(d) + eig0 + eig2·d² + eig3·d³
 //	                    (tridiagonal reduction and vectors)
 //
-// FitCost leaves out CSV parsing (about N·d·30 ns) and the fit's own
-// d×d solve: the budget is then also right for a fit from a statistics
-// file or from in-memory rows, and conservative for a CSV.
+// A fit that reads its rows from a table (CSV or Parquet) also pays for
+// reading them: TableFitCost adds parseNum per number read (cols numbers
+// per row, the schema's raw columns, not the encoded coefficients: a
+// category column is read once however many coefficients it becomes).
+// Measured on the quiet machine (bench, 2026-11-27 14:00 UTC, 500,000 × 50
+// CSV): CSV → statistics 1.035 s of CPU, of which the Gram is 0.11 s by
+// the model above, so 36 ns per number; parseNum is rounded down to 30 so
+// the fit is under-estimated. A fit from a statistics file uses FitCost
+// alone (its rows were read elsewhere), and so does the fit's own d×d
+// solve, left out.
 const (
 	gramMAC = 0.085
 	gramRow = 2.0
@@ -51,6 +58,8 @@ const (
 	eig0    = 5000
 	eig2    = 50
 	eig3    = 2.6
+	// parseNum is the cost of reading one number of a table.
+	parseNum = 30
 )
 
 // InferenceShare is the budget of the forecasts and the intervals as a
@@ -90,6 +99,12 @@ func FitCost(n int64, d int) float64 {
 	return float64(n) * (gramMAC*k*(k+1)/2 + gramRow*k)
 }
 
+// TableFitCost is FitCost plus reading n rows of cols numbers from a
+// table (cols ≤ 0: the rows were not read by this fit).
+func TableFitCost(n int64, d, cols int) float64 {
+	return FitCost(n, d) + float64(n)*float64(max(cols, 0))*parseNum
+}
+
 // fastCost is one simulated release solved by Cholesky.
 func fastCost(d int) float64 {
 	x := float64(d)
@@ -124,9 +139,11 @@ type Budget struct {
 	// CostRatio is the modelled cost of the default inference (forecasts
 	// and intervals) ÷ FitCost.
 	CostRatio float64 `json:"cost_ratio"`
-	// D and N are the inputs.
-	D int   `json:"d"`
-	N int64 `json:"n"`
+	// D and N are the inputs, and Columns the numbers read per row from
+	// a table (0: a fit from statistics).
+	D       int   `json:"d"`
+	N       int64 `json:"n"`
+	Columns int   `json:"columns,omitempty"`
 }
 
 // forecastEigen counts the eigen-decompositions of a forecast besides its
@@ -157,12 +174,16 @@ const ForecastReplicates = 500
 // coefficients on n rows: the default inference's for d ≤ FullD, else
 // InferenceShare·FitCost(n, d), at least defaultCost(FullD) fading
 // linearly to 0 between FullD and FadeD.
-func Allowance(n int64, d int) float64 {
+func Allowance(n int64, d int) float64 { return allowance(n, d, 0) }
+
+// allowance is Allowance for a fit that reads cols numbers per row from a
+// table (TableFitCost).
+func allowance(n int64, d, cols int) float64 {
 	if d <= FullD {
-		return math.Max(defaultCost(d), InferenceShare*FitCost(n, d))
+		return math.Max(defaultCost(d), InferenceShare*TableFitCost(n, d, cols))
 	}
 	floor := defaultCost(FullD) * math.Max(0, float64(FadeD-d)/float64(FadeD-FullD))
-	return math.Max(InferenceShare*FitCost(n, d), floor)
+	return math.Max(InferenceShare*TableFitCost(n, d, cols), floor)
 }
 
 // scaled returns the sizes at scale s ∈ (0, 1] of the default: B and the
@@ -186,9 +207,14 @@ func scaled(s float64) (reps, outer, inner, observed, forecast int) {
 // ForecastReplicates, none below MinForecastReplicates; the one before
 // fitting alone when both do not fit). It is a pure
 // function of (n, d).
-func PlanBudget(n int64, d int) Budget {
-	b := Budget{D: d, N: n, CostRatio: defaultCost(d) / FitCost(n, d)}
-	allow := Allowance(n, d)
+func PlanBudget(n int64, d int) Budget { return PlanTableBudget(n, d, 0) }
+
+// PlanTableBudget is PlanBudget for a fit that reads its n rows, cols
+// numbers each (the schema's raw columns, public), from a table: the
+// allowance is InferenceShare·TableFitCost. cols ≤ 0 is PlanBudget.
+func PlanTableBudget(n int64, d, cols int) Budget {
+	b := Budget{D: d, N: n, Columns: max(cols, 0), CostRatio: defaultCost(d) / TableFitCost(n, d, cols)}
+	allow := allowance(n, d, cols)
 	if defaultCost(d) <= allow {
 		b.Full = true
 		b.Replicates, b.ForecastReplicates, b.ReleasedForecastReplicates = DefaultReplicates, ForecastReplicates, ForecastReplicates
