@@ -339,7 +339,7 @@ func TestIRLSNoisyGDUnitPrintedGuaranteeIsExactProfile(t *testing.T) {
 		}
 		p := res.Privacy
 		checkReport("noisygd "+string(kind), p.Neighbouring)
-		R := DefaultNoisyGDRadius(kind, d)
+		R := DefaultNoisyGDRadius(kind, d, int64(units), eps)
 		D := 2 * (R + 2)
 		if kind == Logistic {
 			D = 2 / (1 + math.Exp(-R))
