@@ -1090,6 +1090,9 @@ func TestObjPertDefaultRules(t *testing.T) {
 		if _, diff, _ := NoisyGDSensitivity(Linear, g.Radius); math.Abs(diff-2*(c.r+2)) > 1e-12*c.r {
 			t.Errorf("%s: noisygd difference bound %v, want 2(R + 2) = %v", name, diff, 2*(c.r+2))
 		}
+		if want := 2 * (c.r + 2) / float64(c.n); g.Sensitivity < want || g.Sensitivity > want*(1+1e-6) {
+			t.Errorf("%s: noisygd step sensitivity %v, want 2(R + 2)/N = %v (plus rounding)", name, g.Sensitivity, want)
+		}
 	}
 	// Under a privacy unit N in the rule is the number of units: 2,500
 	// units of up to 10 rows at ε = 1, d = 9 is below the threshold.
