@@ -16,8 +16,8 @@ import (
 // ≤ 1.05× DP-GD's and accuracy ≥ DP-GD's at every ε ∈ {0.1, 0.5, 1, 2} on
 // the logistic tables of utility-refs, with the same splits, bounds and
 // calibration as that experiment (refsJob's setting). Beside the default
-// (Jacobian share regress.ObjPertJacobianShareAt: 0.1 at ε ≤ 0.1 growing
-// to 0.2 at ε ≥ 0.5) it runs objpert with fixed Jacobian shares J (the
+// (Jacobian share regress.ObjPertJacobianShareAt: 0.1 at ε ≤ 0.5 growing
+// to 0.2 at ε ≥ 1) it runs objpert with fixed Jacobian shares J (the
 // public Λ = β/(N(e^{Jε} − 1)); J = 0.1 is the previous default), the
 // sweep behind the default, and gaussian-fm, the previous recommendation.
 
@@ -68,7 +68,7 @@ func buildRefsLogit(ctx context.Context, e *env) (*plan, error) {
 		pg = append(pg, panel{id: tk.name, title: tk.name + ": test log-loss", xlabel: "ε", ylabel: "test log-loss", logX: true, logY: true, metric: "logloss", series: series})
 	}
 	p := &plan{jobs: jobs,
-		figures: []figure{{cols: 2, panels: pg, caption: "Logistic tasks: test log-loss, mean ± sd over 80/20 splits, δ = 1e-5; objpert (the logistic default, Jacobian share 0.1 at ε ≤ 0.1 growing to 0.2 at ε ≥ 0.5) and with fixed shares 0.1 (the previous default), 0.05 and 0.2, gaussian-fm and DP-GD (refs.go) on the same rows."}},
+		figures: []figure{{cols: 2, panels: pg, caption: "Logistic tasks: test log-loss, mean ± sd over 80/20 splits, δ = 1e-5; objpert (the logistic default, Jacobian share 0.1 at ε ≤ 0.5 growing to 0.2 at ε ≥ 1) and with fixed shares 0.1 (the previous default), 0.05 and 0.2, gaussian-fm and DP-GD (refs.go) on the same rows."}},
 		notes:   []string{"Same splits, bounds and calibration as utility-refs (refsJob). objpert J=s: Λ = β/(N(e^{min(sε, 1)} − 1)) with the fixed share s instead of the default's regress.ObjPertJacobianShareAt."},
 	}
 	p.claims = func(a *Aggregate) []Claim {

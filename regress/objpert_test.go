@@ -1033,7 +1033,7 @@ func TestObjPertKeyInequalities(t *testing.T) {
 // sensitivity 2(R + 2) is computed with the R the plan uses, at row level
 // and, with the number of units for N, under a privacy unit), noisygd's
 // iteration rule T = min(1000, max(100, ⌊Nε/(2d)⌋)) (linear, full batch),
-// and the logistic Jacobian share, 0.1 at ε ≤ 0.1, 0.2 at ε ≥ 0.5, linear
+// and the logistic Jacobian share, 0.1 at ε ≤ 0.5, 0.2 at ε ≥ 1, linear
 // in ln ε between.
 func TestObjPertDefaultRules(t *testing.T) {
 	for _, c := range []struct {
@@ -1044,10 +1044,10 @@ func TestObjPertDefaultRules(t *testing.T) {
 		logitJS float64
 	}{
 		{9, 22524, 1, 1.8866529168320203, 1000, 0.2},
-		{9, 22524, 0.5, 1.5864796745920104, 625, 0.2},
+		{9, 22524, 0.5, 1.5864796745920104, 625, 0.1},
 		{9, 22524, 0.1, 1.5, 125, 0.1},
 		{11, 354, 2, 1.6583123951777, 100, 0.2},
-		{4, 100, math.Sqrt(0.05), 1, 100, 0.15000000000000002},
+		{4, 100, math.Sqrt(0.5), 1, 100, 0.15000000000000002},
 		{4, 100, 0.05, 1, 100, 0.1},
 	} {
 		name := fmt.Sprintf("d=%d N=%d ε=%g", c.d, c.n, c.eps)
