@@ -110,9 +110,10 @@ const DefaultNoisyGDIterations = 100
 // share μ = √T/z, so each step's noise grows like √T, and the T/2
 // averaged iterates divide its variance by T/2), but steps that have not
 // converged act as shrinkage toward 0, which pays where nε/d is small.
-// The rule keeps T = 100 there. Public quantities only.
+// The rule keeps T = 100 there, and when no finite ε is given (a noise
+// multiplier instead). Public quantities only.
 func NoisyGDIterationsFor(kind Kind, d int, n int64, epsilon float64) int {
-	if kind != Linear || !(epsilon > 0) || n < 1 || d < 1 {
+	if kind != Linear || !(epsilon > 0) || math.IsInf(epsilon, 0) || n < 1 || d < 1 {
 		return DefaultNoisyGDIterations
 	}
 	return int(math.Min(1000, math.Max(DefaultNoisyGDIterations, math.Floor(float64(n)*epsilon/(2*float64(d))))))
@@ -380,7 +381,7 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 	}
 	if p.Steps == 0 {
 		p.Steps = DefaultNoisyGDIterations
-		if opt.BatchRate == 0 || opt.BatchRate == 1 {
+		if (opt.BatchRate == 0 || opt.BatchRate == 1) && opt.Sigma == 0 {
 			p.Steps = NoisyGDIterationsFor(kind, d, n/int64(k), epsilon)
 		}
 	}
@@ -397,7 +398,13 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 		return p, fmt.Errorf("noisygd: radius must be finite and > 0, got %v", opt.Radius)
 	}
 	if p.Radius == 0 {
-		p.Radius = DefaultNoisyGDRadius(kind, d, n/int64(k), epsilon)
+		// With a noise multiplier given, ε is an output, not a target: the
+		// rule takes no ε (its base √d/2).
+		rEps := epsilon
+		if opt.Sigma > 0 {
+			rEps = 0
+		}
+		p.Radius = DefaultNoisyGDRadius(kind, d, n/int64(k), rEps)
 	}
 	if math.IsNaN(p.Lambda) || math.IsInf(p.Lambda, 0) || p.Lambda < 0 {
 		return p, fmt.Errorf("noisygd: ridge λ must be finite and ≥ 0, got %v", opt.Lambda)

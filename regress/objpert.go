@@ -367,7 +367,8 @@ const (
 
 func radiusRule(d int, n int64, epsilon float64) float64 {
 	base := math.Sqrt(float64(d)) / 2
-	if !(epsilon > 0) || n < 1 || d < 1 {
+	// No finite ε (noisygd given a noise multiplier instead): no growth.
+	if !(epsilon > 0) || math.IsInf(epsilon, 0) || n < 1 || d < 1 {
 		return base
 	}
 	return base * math.Max(1, math.Pow(float64(n)*epsilon/(RadiusRuleScale*float64(d)), RadiusRuleExponent))

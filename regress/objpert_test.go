@@ -1094,6 +1094,10 @@ func TestObjPertDefaultRules(t *testing.T) {
 			t.Errorf("%s: noisygd step sensitivity %v, want 2(R + 2)/N = %v (plus rounding)", name, g.Sensitivity, want)
 		}
 	}
+	// No finite ε (a noise multiplier given instead): the base rules.
+	if r, s := DefaultNoisyGDRadius(Linear, 9, 22524, math.Inf(1)), NoisyGDIterationsFor(Linear, 9, 22524, math.Inf(1)); r != 1.5 || s != 100 {
+		t.Errorf("ε = +Inf: R = %v, T = %d, want 1.5, 100", r, s)
+	}
 	// Under a privacy unit N in the rule is the number of units: 2,500
 	// units of up to 10 rows at ε = 1, d = 9 is below the threshold.
 	p, err := PlanObjPertUnits(Linear, 1, 1e-5, 2500, 10, 9, ObjPertOptions{})
