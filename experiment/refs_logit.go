@@ -16,19 +16,20 @@ import (
 // ≤ 1.05× DP-GD's and accuracy ≥ DP-GD's at every ε ∈ {0.1, 0.5, 1, 2} on
 // the logistic tables of utility-refs, with the same splits, bounds and
 // calibration as that experiment (refsJob's setting). Beside the default
-// it runs objpert with smaller Jacobian shares J (a larger public Λ =
-// β/(N(e^{Jε} − 1)), the sweep behind the default) and gaussian-fm, the
-// previous recommendation.
+// (Jacobian share regress.ObjPertJacobianShareAt: 0.1 at ε ≤ 0.5 growing
+// to 0.2 at ε ≥ 1) it runs objpert with fixed Jacobian shares J (the
+// public Λ = β/(N(e^{Jε} − 1)); J = 0.1 is the previous default), the
+// sweep behind the default, and gaussian-fm, the previous recommendation.
 
 // refsLogitShares are the Jacobian shares of the objpert variants: the
-// series "objpert J=s" uses Λ = DefaultObjPertLambda's formula with s
-// instead of regress.ObjPertJacobianShare.
-var refsLogitShares = []float64{0.05, 0.2, 0.3}
+// series "objpert J=s" uses Λ = DefaultObjPertLambda's formula with the
+// fixed share s.
+var refsLogitShares = []float64{0.1, 0.05, 0.2}
 
 func refsLogitSeries() []string {
 	s := []string{"nonprivate", "objpert"}
 	for _, j := range refsLogitShares {
-		s = append(s, fmt.Sprintf("objpert J=%g", j))
+		s = append(s, refsLogitShareName(j))
 	}
 	return append(s, "gaussian-fm", rDPGD)
 }
@@ -41,7 +42,11 @@ func refsLogitSpec() spec {
 	}
 }
 
-// objPertLambdaShare is DefaultObjPertLambda with Jacobian share s.
+// refsLogitShareName names the series of the fixed share s.
+func refsLogitShareName(s float64) string { return fmt.Sprintf("objpert J=%g", s) }
+
+// objPertLambdaShare is DefaultObjPertLambda with the fixed Jacobian share
+// s (J* = min(sε, 1)) instead of regress.ObjPertJacobianShareAt.
 func objPertLambdaShare(s, eps float64, n int) float64 {
 	return 0.25 * (1 + 1e-9) / (float64(n) * math.Expm1(math.Min(s*eps, 1)))
 }
@@ -63,8 +68,8 @@ func buildRefsLogit(ctx context.Context, e *env) (*plan, error) {
 		pg = append(pg, panel{id: tk.name, title: tk.name + ": test log-loss", xlabel: "ε", ylabel: "test log-loss", logX: true, logY: true, metric: "logloss", series: series})
 	}
 	p := &plan{jobs: jobs,
-		figures: []figure{{cols: 2, panels: pg, caption: "Logistic tasks: test log-loss, mean ± sd over 80/20 splits, δ = 1e-5; objpert (the logistic default) with its default Jacobian share 0.1 and with 0.05 and 0.025, gaussian-fm and DP-GD (refs.go) on the same rows."}},
-		notes:   []string{"Same splits, bounds and calibration as utility-refs (refsJob). objpert J=s: Λ = β/(N(e^{min(sε, 1)} − 1)) instead of the default share 0.1."},
+		figures: []figure{{cols: 2, panels: pg, caption: "Logistic tasks: test log-loss, mean ± sd over 80/20 splits, δ = 1e-5; objpert (the logistic default, Jacobian share 0.1 at ε ≤ 0.5 growing to 0.2 at ε ≥ 1) and with fixed shares 0.1 (the previous default), 0.05 and 0.2, gaussian-fm and DP-GD (refs.go) on the same rows."}},
+		notes:   []string{"Same splits, bounds and calibration as utility-refs (refsJob). objpert J=s: Λ = β/(N(e^{min(sε, 1)} − 1)) with the fixed share s instead of the default's regress.ObjPertJacobianShareAt."},
 	}
 	p.claims = func(a *Aggregate) []Claim {
 		p.notes = append(p.notes, "Tables per task:\n"+refsLogitMarkdown(a))
@@ -103,7 +108,7 @@ func refsLogitJob(tk refsTask) job {
 				if err != nil {
 					return nil, err
 				}
-				score(eps, fmt.Sprintf("objpert J=%g", s), w)
+				score(eps, refsLogitShareName(s), w)
 			}
 			w, err := refsRun(rDPGD, train, refParams{Eps: eps, Delta: utilityDelta, Src: src, Bounds: tk.b}, rng)
 			if err != nil {
@@ -180,25 +185,59 @@ func refsLogitMarkdown(a *Aggregate) string {
 
 // The radius sweep of issue 26's third goal (objpert and noisygd on linear
 // models within 1.5× the best reference): on the linear tables of
-// utility-refs, objpert and noisygd at the default radius R = √d/2, at
-// R = d (the public bound |ω_j| ≤ range(y)/range(x_j) = √d per encoded
-// coefficient: x_j = u_j/√d with u_j, y ∈ [−1, 1]) and at an oracle
-// radius 1.1·‖ω_np‖ (the non-private fit's norm: not a DP rule, the best
-// any radius rule could do), noisygd also with the iteration rule of the
-// DP-GD reference (T = min(1000, max(25, ⌊Nε/8⌋)), refDPGDIters) instead
-// of T = 100; beside SSP eig-clip and AdaSSP. The metric is the excess
-// test RMSE over the non-private fit, as in utility-refs.
+// utility-refs, objpert and noisygd with their defaults (the radius rule
+// R = (√d/2)·max(1, (Nε/(1000d))^(1/4)) of regress.DefaultObjPertRadius,
+// and for noisygd the iteration rule regress.NoisyGDIterationsFor), with
+// the previous defaults (R = √d/2, T = 100), with each rule alone, with
+// other constants of the radius rule, objpert with a Jacobian share of 0.2,
+// and at an oracle radius 1.1·‖ω_np‖ (the non-private fit's norm: not a
+// DP rule, the best any radius rule could do); beside SSP eig-clip and
+// AdaSSP. The metric is the excess test RMSE over the non-private fit, as
+// in utility-refs.
 
-var refsRadiusSeries = []string{
-	"objpert R=√d/2", "objpert R=d", "objpert R=oracle",
-	"noisygd R=√d/2", "noisygd R=d", "noisygd R=oracle",
-	"noisygd T=rule R=√d/2", "noisygd T=rule R=oracle",
-	rSSPClip, rAdaSSP,
+// refsRadiusCand is one objpert or noisygd configuration of the sweep:
+// radius R = rf·√d (rf = 0: the default rule; rf = −1: the oracle; rf =
+// −c < −1: the rule (√d/2)·max(1, (Nε/(c·d))^js)), Jacobian share js of ε
+// for objpert's Λ (0: the default; only when rf ≥ −1), and noisygd's
+// iteration count from iters (nil: the default rule).
+type refsRadiusCand struct {
+	series, mech string
+	rf, js       float64
+	iters        func(n, d int, eps float64) int
 }
+
+// itersHalfNEpsD is regress.NoisyGDIterationsFor's linear rule T =
+// min(1000, max(100, ⌊Nε/(2d)⌋)).
+func itersHalfNEpsD(n, d int, eps float64) int {
+	return int(math.Min(1000, math.Max(100, math.Floor(float64(n)*eps/(2*float64(d))))))
+}
+
+func iters100(n, d int, eps float64) int { return 100 }
+
+var refsRadiusCands = []refsRadiusCand{
+	{"objpert (default)", "objpert", 0, 0, nil},
+	{"objpert R=√d/2", "objpert", 0.5, 0, nil},
+	{"objpert R=oracle", "objpert", -1, 0, nil},
+	{"objpert R=rule c=300", "objpert", -300, 0.25, nil},
+	{"objpert R=rule p=1/2", "objpert", -1000, 0.5, nil},
+	{"objpert J=0.2", "objpert", 0, 0.2, nil},
+	{"noisygd (default)", "noisygd", 0, 0, nil},
+	{"noisygd T=100 R=√d/2", "noisygd", 0.5, 0, iters100},
+	{"noisygd T=rule R=√d/2", "noisygd", 0.5, 0, itersHalfNEpsD},
+	{"noisygd T=100 R=rule", "noisygd", 0, 0, iters100},
+}
+
+var refsRadiusSeries = func() []string {
+	var s []string
+	for _, c := range refsRadiusCands {
+		s = append(s, c.series)
+	}
+	return append(s, rSSPClip, rAdaSSP)
+}()
 
 func refsRadiusSpec() spec {
 	return spec{
-		name: "radius-sweep", title: "objpert and noisygd on linear tables: default, public (R = d) and oracle radii, and noisygd's iteration count, beside SSP eig-clip and AdaSSP",
+		name: "radius-sweep", title: "objpert and noisygd on linear tables: the radius and iteration rules against the previous defaults and an oracle radius, beside SSP eig-clip and AdaSSP",
 		paper: "issue 26 (no paper figure)", runs: 10, quickRuns: 2,
 		build: buildRefsRadius,
 	}
@@ -220,8 +259,8 @@ func buildRefsRadius(ctx context.Context, e *env) (*plan, error) {
 		pl = append(pl, panel{id: tk.name, title: tk.name + ": excess test RMSE", xlabel: "ε", ylabel: "excess test RMSE", logX: true, logY: true, metric: "excess_rmse", series: refsRadiusSeries})
 	}
 	p := &plan{jobs: jobs,
-		figures: []figure{{cols: 3, panels: pl, caption: "Linear tasks: excess test RMSE over the non-private fit, mean ± sd over 80/20 splits, δ = 1e-5; objpert and noisygd at three radii (R = oracle is the non-private norm × 1.1, not private) and noisygd with the DP-GD reference's iteration rule."}},
-		notes:   []string{"Same splits, bounds and calibration as utility-refs. R = d: the public rule |ω_j| ≤ range(y)/range(x_j) per encoded coefficient. R = oracle: 1.1 × the non-private fit's norm on the training rows (the best a radius rule could reach; not DP)."},
+		figures: []figure{{cols: 3, panels: pl, caption: "Linear tasks: excess test RMSE over the non-private fit, mean ± sd over 80/20 splits, δ = 1e-5; objpert and noisygd with their defaults (radius rule R = (√d/2)·max(1, (Nε/(1000d))^(1/4)); noisygd T = min(1000, max(100, ⌊Nε/(2d)⌋))), the previous defaults (R = √d/2, T = 100), each rule alone, other rule constants and an oracle radius (the non-private norm × 1.1, not private)."}},
+		notes:   []string{"Same splits, bounds and calibration as utility-refs. R=rule c=300: (√d/2)·max(1, (Nε/(300d))^(1/4)); R=rule p=1/2: (√d/2)·max(1, (Nε/(1000d))^(1/2)). R = oracle: 1.1 × the non-private fit's norm on the training rows (the best a radius rule could reach; not DP)."},
 	}
 	p.claims = func(a *Aggregate) []Claim {
 		var out []Claim
@@ -235,14 +274,14 @@ func buildRefsRadius(ctx context.Context, e *env) (*plan, error) {
 				}
 				var parts []string
 				holds := "yes"
-				for _, s := range refsRadiusSeries[:8] {
+				for _, s := range refsRadiusSeries[:len(refsRadiusCands)] {
 					st, ok := refsCell(a, task, s, "excess_rmse", eps)
 					if !ok {
 						continue
 					}
 					parts = append(parts, fmt.Sprintf("%s %.2f×", s, st.mean/best))
 				}
-				for _, s := range []string{"objpert R=√d/2", "noisygd R=√d/2"} {
+				for _, s := range []string{"objpert (default)", "noisygd (default)"} {
 					if st, ok := refsCell(a, task, s, "excess_rmse", eps); ok && st.mean > 1.5*best {
 						holds = "no"
 					}
@@ -274,22 +313,22 @@ func refsRadiusJob(tk refsTask) job {
 			out = append(out, obs{panel: tk.name, xname: "epsilon", x: eps, series: series, metric: "excess_rmse", v: rmse(w, test) - ref})
 		}
 		for _, eps := range refsEps {
-			for _, c := range []struct {
-				series, mech string
-				radius       float64
-				iters        int
-			}{
-				{"objpert R=√d/2", "objpert", 0, 0},
-				{"objpert R=d", "objpert", float64(d), 0},
-				{"objpert R=oracle", "objpert", oracle, 0},
-				{"noisygd R=√d/2", "noisygd", 0, 0},
-				{"noisygd R=d", "noisygd", float64(d), 0},
-				{"noisygd R=oracle", "noisygd", oracle, 0},
-				{"noisygd T=rule R=√d/2", "noisygd", 0, refDPGDIters(train.N(), eps)},
-				{"noisygd T=rule R=oracle", "noisygd", oracle, refDPGDIters(train.N(), eps)},
-			} {
+			for _, c := range refsRadiusCands {
 				cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
-				cfg.ObjPert.Radius, cfg.NoisyGD.Radius, cfg.NoisyGD.Iterations = c.radius, c.radius, c.iters
+				r := c.rf * math.Sqrt(float64(d))
+				switch {
+				case c.rf == -1:
+					r = oracle
+				case c.rf < -1:
+					r = math.Sqrt(float64(d)) / 2 * math.Max(1, math.Pow(float64(train.N())*eps/(-c.rf*float64(d)), c.js))
+				}
+				cfg.ObjPert.Radius, cfg.NoisyGD.Radius = r, r
+				if c.js > 0 && c.rf >= -1 {
+					cfg.ObjPert.Lambda = 2 * (1 + 1e-9) / (float64(train.N()) * math.Expm1(math.Min(c.js*eps, 1)))
+				}
+				if c.iters != nil {
+					cfg.NoisyGD.Iterations = c.iters(train.N(), d, eps)
+				}
 				w, err := fitWith(ctx, c.mech, train, cfg)
 				if err != nil {
 					return nil, err

@@ -253,7 +253,7 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	if err != nil {
 		return nil, err
 	}
-	radius, radiusDefault, hasRadius := setupRadius(req.Mechanism, &cfg, s.Dim())
+	radius, radiusDefault, hasRadius := setupRadius(req.Mechanism, &cfg, s.Dim(), n)
 	if err := checkUnitIntervals(req, data, s.DropsRecords() || req.SkipBadRows); err != nil {
 		return nil, err // units.go
 	}
@@ -311,7 +311,7 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 		}
 	}
 	if hasRadius {
-		res.Privacy.Notes = append(res.Privacy.Notes, radiusNote(req.Mechanism, req.Kind, s.Dim(), radius, radiusDefault))
+		res.Privacy.Notes = append(res.Privacy.Notes, radiusNote(req.Mechanism, req.Kind, s.Dim(), n, cfg.Epsilon, radius, radiusDefault))
 		if warn := radiusWarning(res.Coef, radius); warn != "" {
 			out.ConsoleWarnings = append(out.ConsoleWarnings, warn)
 		}

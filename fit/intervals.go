@@ -491,8 +491,10 @@ const lambda0ReleasedForIntervals = "Λ0 (the constant term) not released with t
 
 // setupRadius gives noisygd the --radius flag (it was only wired to objpert)
 // and states the radius R in the report: the value, and whether it is the
-// default. R is a public parameter of the mechanism.
-func setupRadius(mechanism string, cfg *regress.Config, d int) (radius float64, isDefault, used bool) {
+// default. R is a public parameter of the mechanism. The linear default
+// depends on the public N and ε (regress.DefaultObjPertRadius); it is set
+// in cfg so that the mechanism uses the R printed.
+func setupRadius(mechanism string, cfg *regress.Config, d int, n int64) (radius float64, isDefault, used bool) {
 	given := cfg.ObjPert.Radius
 	var def float64
 	switch {
@@ -501,31 +503,37 @@ func setupRadius(mechanism string, cfg *regress.Config, d int) (radius float64, 
 			cfg.NoisyGD.Radius = given
 		}
 		given = cfg.NoisyGD.Radius
-		def = regress.DefaultNoisyGDRadius(cfg.Kind, d)
+		def = regress.DefaultNoisyGDRadius(cfg.Kind, d, n, cfg.Epsilon)
 	case mechanism == "objpert" && cfg.Kind == regress.Linear:
-		def = regress.DefaultObjPertRadius(d)
+		def = regress.DefaultObjPertRadius(d, n, cfg.Epsilon)
 	default:
 		return 0, false, false
 	}
 	if given == 0 {
+		if mechanism == "noisygd" {
+			cfg.NoisyGD.Radius = def
+		} else {
+			cfg.ObjPert.Radius = def
+		}
 		return def, true, true
 	}
 	return given, false, true
 }
 
 // radiusNote is the report's statement of the radius (public).
-func radiusNote(mechanism string, kind regress.Kind, d int, radius float64, isDefault bool) string {
-	rule, def := "√d/2", regress.DefaultObjPertRadius(d)
+func radiusNote(mechanism string, kind regress.Kind, d int, n int64, eps float64, radius float64, isDefault bool) string {
+	rule, def := "√d/2", regress.DefaultObjPertRadius(d, n, eps)
+	growth := fmt.Sprintf(", times max(1, (Nε/(%dd))^(1/4)) at N = %d, ε = %g", regress.RadiusRuleScale, n, eps)
 	if mechanism == "noisygd" {
-		def = regress.DefaultNoisyGDRadius(kind, d)
+		def = regress.DefaultNoisyGDRadius(kind, d, n, eps)
 		if kind == regress.Logistic {
-			rule = "2√d"
+			rule, growth = "2√d", ""
 		}
 	}
 	if isDefault {
-		return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients: the default %s for d = %d (--radius changes it; a larger R costs more noise)", radius, rule, d)
+		return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients: the default %s for d = %d%s (--radius changes it; a larger R costs more noise)", radius, rule, d, growth)
 	}
-	return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients, set by --radius (the default would be %s = %.4g for d = %d)", radius, rule, def, d)
+	return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients, set by --radius (the default would be %s for d = %d%s: %.4g)", radius, rule, d, growth, def)
 }
 
 // radiusBoundaryFraction: a released coefficient vector with

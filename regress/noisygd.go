@@ -78,7 +78,7 @@ import (
 
 // NoisyGDOptions are the public parameters of noisy gradient descent.
 type NoisyGDOptions struct {
-	// Iterations is T; 0 means DefaultNoisyGDIterations.
+	// Iterations is T; 0 means NoisyGDIterationsFor.
 	Iterations int
 	// Sigma is the noise multiplier z (noise std ÷ L2 sensitivity). 0 means
 	// "solve for the smallest z that meets (Config.Epsilon, Config.Delta)".
@@ -96,19 +96,41 @@ type NoisyGDOptions struct {
 	Lambda float64
 }
 
-// DefaultNoisyGDIterations is the default T.
+// DefaultNoisyGDIterations is the default T when Nε/d is small; see
+// NoisyGDIterationsFor.
 const DefaultNoisyGDIterations = 100
 
-// DefaultNoisyGDRadius returns the default parameter bound: R = √d/2 for
-// linear regression (as DefaultObjPertRadius: the sensitivity 2(R+2)/N grows
-// with R) and R = 2√d for logistic regression (the sensitivity 2σ(R)/N is
-// nearly flat in R). Measured on CPS1988 (linear) and breast_cancer
-// (logistic); see the report of issue 4.
-func DefaultNoisyGDRadius(kind Kind, d int) float64 {
+// NoisyGDIterationsFor returns the default T of full-batch noisygd
+// (Poisson batches keep DefaultNoisyGDIterations) for n rows (units under a
+// privacy unit), d features and budget ε: linear T = min(1000, max(100,
+// ⌊nε/(2d)⌋)), logistic DefaultNoisyGDIterations. With step 1/L the
+// iterates approach the minimiser at rate 1 − λ/L per step, so an
+// ill-conditioned design (λ/L ≈ 0.006 on CPS1988) needs several hundred
+// steps; the noise of the tail average does not grow with T (the T steps
+// share μ = √T/z, so each step's noise grows like √T, and the T/2
+// averaged iterates divide its variance by T/2), but steps that have not
+// converged act as shrinkage toward 0, which pays where nε/d is small.
+// The rule keeps T = 100 there, and when no finite ε is given (a noise
+// multiplier instead). Public quantities only.
+func NoisyGDIterationsFor(kind Kind, d int, n int64, epsilon float64) int {
+	if kind != Linear || !(epsilon > 0) || math.IsInf(epsilon, 0) || n < 1 || d < 1 {
+		return DefaultNoisyGDIterations
+	}
+	return int(math.Min(1000, math.Max(DefaultNoisyGDIterations, math.Floor(float64(n)*epsilon/(2*float64(d))))))
+}
+
+// DefaultNoisyGDRadius returns the default parameter bound: for linear
+// regression the rule of DefaultObjPertRadius (√d/2 while nε/d is below
+// RadiusRuleScale, then growing like (nε/d)^(1/4): the sensitivity
+// 2(R+2)/N grows with R), and R = 2√d for logistic regression (the
+// sensitivity 2σ(R)/N is nearly flat in R). n and ε as for
+// DefaultObjPertRadius. Measured on CPS1988, diabetes and the collinear
+// design (linear) and breast_cancer (logistic); docs/mechanisms.md.
+func DefaultNoisyGDRadius(kind Kind, d int, n int64, epsilon float64) float64 {
 	if kind == Logistic {
 		return 2 * math.Sqrt(float64(d))
 	}
-	return math.Sqrt(float64(d)) / 2
+	return radiusRule(d, n, epsilon)
 }
 
 // NoisyGDSensitivity returns, for parameters in the ball of radius R, the
@@ -359,6 +381,9 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 	}
 	if p.Steps == 0 {
 		p.Steps = DefaultNoisyGDIterations
+		if (opt.BatchRate == 0 || opt.BatchRate == 1) && opt.Sigma == 0 {
+			p.Steps = NoisyGDIterationsFor(kind, d, n/int64(k), epsilon)
+		}
 	}
 	if p.Steps < 1 || p.Steps > 1e7 {
 		return p, fmt.Errorf("noisygd: iterations must be in [1, 10⁷], got %d", opt.Iterations)
@@ -373,7 +398,13 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 		return p, fmt.Errorf("noisygd: radius must be finite and > 0, got %v", opt.Radius)
 	}
 	if p.Radius == 0 {
-		p.Radius = DefaultNoisyGDRadius(kind, d)
+		// With a noise multiplier given, ε is an output, not a target: the
+		// rule takes no ε (its base √d/2).
+		rEps := epsilon
+		if opt.Sigma > 0 {
+			rEps = 0
+		}
+		p.Radius = DefaultNoisyGDRadius(kind, d, n/int64(k), rEps)
 	}
 	if math.IsNaN(p.Lambda) || math.IsInf(p.Lambda, 0) || p.Lambda < 0 {
 		return p, fmt.Errorf("noisygd: ridge λ must be finite and ≥ 0, got %v", opt.Lambda)

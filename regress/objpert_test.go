@@ -103,7 +103,7 @@ func TestPlanObjPert(t *testing.T) {
 		}
 		wantLambda := c.lambda
 		if wantLambda == 0 {
-			wantLambda = beta * (1 + 1e-9) / (float64(c.n) * math.Expm1(math.Min(ObjPertJacobianShare*c.eps, 1)))
+			wantLambda = beta * (1 + 1e-9) / (float64(c.n) * math.Expm1(math.Min(ObjPertJacobianShareAt(c.kind, c.eps)*c.eps, 1)))
 		}
 		if math.Abs(p.Lambda-wantLambda) > 1e-12*wantLambda {
 			t.Errorf("%s: Λ = %v, want %v", name, p.Lambda, wantLambda)
@@ -1024,5 +1024,94 @@ func TestObjPertKeyInequalities(t *testing.T) {
 	t.Logf("largest ratios to the bounds: determinant %.3f, vertices %.3f, linear ‖Δ‖ %.3f, strong convexity %.3f", worstDet, worstVertex, worstLin, worstSC)
 	if worstDet < 0.5 || worstVertex < 0.5 || worstLin < 0.5 {
 		t.Errorf("the random instances do not come near the bounds: the checks are weak")
+	}
+}
+
+// TestObjPertDefaultRules checks the public default rules of issue 26
+// against hand-computed values: the linear radius rule R = (√d/2)·max(1,
+// (Nε/(1000d))^(1/4)) shared by objpert and noisygd (and that a plan's
+// sensitivity 2(R + 2) is computed with the R the plan uses, at row level
+// and, with the number of units for N, under a privacy unit), noisygd's
+// iteration rule T = min(1000, max(100, ⌊Nε/(2d)⌋)) (linear, full batch),
+// and the logistic Jacobian share, 0.1 at ε ≤ 0.5, 0.2 at ε ≥ 1, linear
+// in ln ε between.
+func TestObjPertDefaultRules(t *testing.T) {
+	for _, c := range []struct {
+		d       int
+		n       int64
+		eps, r  float64
+		steps   int
+		logitJS float64
+	}{
+		{9, 22524, 1, 1.8866529168320203, 1000, 0.2},
+		{9, 22524, 0.5, 1.5864796745920104, 625, 0.1},
+		{9, 22524, 0.1, 1.5, 125, 0.1},
+		{11, 354, 2, 1.6583123951777, 100, 0.2},
+		{4, 100, math.Sqrt(0.5), 1, 100, 0.15000000000000002},
+		{4, 100, 0.05, 1, 100, 0.1},
+	} {
+		name := fmt.Sprintf("d=%d N=%d ε=%g", c.d, c.n, c.eps)
+		if r := DefaultObjPertRadius(c.d, c.n, c.eps); math.Abs(r-c.r) > 1e-12*c.r {
+			t.Errorf("%s: objpert radius %v, want %v", name, r, c.r)
+		}
+		if r := DefaultNoisyGDRadius(Linear, c.d, c.n, c.eps); math.Abs(r-c.r) > 1e-12*c.r {
+			t.Errorf("%s: noisygd radius %v, want %v", name, r, c.r)
+		}
+		if r, want := DefaultNoisyGDRadius(Logistic, c.d, c.n, c.eps), 2*math.Sqrt(float64(c.d)); r != want {
+			t.Errorf("%s: logistic noisygd radius %v, want %v", name, r, want)
+		}
+		if s := NoisyGDIterationsFor(Linear, c.d, c.n, c.eps); s != c.steps {
+			t.Errorf("%s: noisygd T = %d, want %d", name, s, c.steps)
+		}
+		if s := NoisyGDIterationsFor(Logistic, c.d, c.n, c.eps); s != 100 {
+			t.Errorf("%s: logistic noisygd T = %d, want 100", name, s)
+		}
+		if s := ObjPertJacobianShareAt(Logistic, c.eps); math.Abs(s-c.logitJS) > 1e-12 {
+			t.Errorf("%s: logistic Jacobian share %v, want %v", name, s, c.logitJS)
+		}
+		if s := ObjPertJacobianShareAt(Linear, c.eps); s != 0.1 {
+			t.Errorf("%s: linear Jacobian share %v, want 0.1", name, s)
+		}
+		p, err := PlanObjPert(Linear, c.eps, 1e-5, c.n, c.d, ObjPertOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		xb := math.Sqrt(1 + 1e-9)
+		if want := 4*(1+1e-9)*xb + 2*xb*xb*c.r; p.Radius != DefaultObjPertRadius(c.d, c.n, c.eps) || math.Abs(p.GradSensitivity-want) > 1e-12*want {
+			t.Errorf("%s: plan R = %v, sensitivity %v, want R = %v, sensitivity %v", name, p.Radius, p.GradSensitivity, c.r, want)
+		}
+		g, err := PlanNoisyGD(Linear, c.eps, 1e-5, c.n, c.d, NoisyGDOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if g.Radius != DefaultObjPertRadius(c.d, c.n, c.eps) || g.Steps != c.steps {
+			t.Errorf("%s: noisygd plan R = %v, T = %d, want %v, %d", name, g.Radius, g.Steps, c.r, c.steps)
+		}
+		if _, diff, _ := NoisyGDSensitivity(Linear, g.Radius); math.Abs(diff-2*(c.r+2)) > 1e-12*c.r {
+			t.Errorf("%s: noisygd difference bound %v, want 2(R + 2) = %v", name, diff, 2*(c.r+2))
+		}
+		if want := 2 * (c.r + 2) / float64(c.n); g.Sensitivity < want || g.Sensitivity > want*(1+1e-6) {
+			t.Errorf("%s: noisygd step sensitivity %v, want 2(R + 2)/N = %v (plus rounding)", name, g.Sensitivity, want)
+		}
+	}
+	// No finite ε (a noise multiplier given instead): the base rules.
+	if r, s := DefaultNoisyGDRadius(Linear, 9, 22524, math.Inf(1)), NoisyGDIterationsFor(Linear, 9, 22524, math.Inf(1)); r != 1.5 || s != 100 {
+		t.Errorf("ε = +Inf: R = %v, T = %d, want 1.5, 100", r, s)
+	}
+	// Under a privacy unit N in the rule is the number of units: 2,500
+	// units of up to 10 rows at ε = 1, d = 9 is below the threshold.
+	p, err := PlanObjPertUnits(Linear, 1, 1e-5, 2500, 10, 9, ObjPertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Radius != 1.5 {
+		t.Errorf("unit plan: R = %v, want 1.5 (2,500 units, not 25,000 rows)", p.Radius)
+	}
+	g, err := PlanNoisyGDUnits(Linear, 1, 1e-5, 2500, 10, 9, NoisyGDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.Radius != 1.5 || g.Steps != 138 {
+		t.Errorf("unit noisygd plan: R = %v, T = %d, want 1.5, 138", g.Radius, g.Steps)
 	}
 }

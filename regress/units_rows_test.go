@@ -339,7 +339,7 @@ func TestIRLSNoisyGDUnitPrintedGuaranteeIsExactProfile(t *testing.T) {
 		}
 		p := res.Privacy
 		checkReport("noisygd "+string(kind), p.Neighbouring)
-		R := DefaultNoisyGDRadius(kind, d)
+		R := DefaultNoisyGDRadius(kind, d, int64(units), eps)
 		D := 2 * (R + 2)
 		if kind == Logistic {
 			D = 2 / (1 + math.Exp(-R))
@@ -428,7 +428,11 @@ func TestUnitRowMechanismsPanel(t *testing.T) {
 		if !m.est.NeedsRows(m.kind) {
 			data.Rows = nil // linear objpert fits from the statistics
 		}
-		res, err := m.est.Fit(context.Background(), data, Config{Kind: m.kind, Epsilon: eps, Delta: delta, Lambda: -1, Source: noise.NewInsecureSeeded(seed)})
+		// R = 1 and T = 100, the defaults before issue 26's rules for d = 4,
+		// so that the row-level fit (N = 21,000 > 1000d: the rules would
+		// grow R and T) and the unit fits share R and the ratio is K.
+		res, err := m.est.Fit(context.Background(), data, Config{Kind: m.kind, Epsilon: eps, Delta: delta, Lambda: -1, Source: noise.NewInsecureSeeded(seed),
+			NoisyGD: NoisyGDOptions{Radius: 1, Iterations: 100}, ObjPert: ObjPertOptions{Radius: 1}})
 		if err != nil {
 			t.Fatalf("%s: %v", m.name, err)
 		}
