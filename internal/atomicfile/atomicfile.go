@@ -176,25 +176,18 @@ func SyncDir(dir string) {
 
 // WriteFile writes data to path atomically with mode perm.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	a, err := Create(path, perm)
-	if err != nil {
-		return err
-	}
-	if _, err := a.Write(data); err != nil {
-		a.Abort()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := a.Commit(); err != nil {
-		a.Abort()
-		return err
-	}
-	return nil
+	return write(path, data, perm, (*File).Commit)
 }
 
 // WriteNew writes data to path atomically with mode perm, never replacing
 // an existing file: if path exists it returns an error wrapping
 // fs.ErrExist and leaves the file as it was.
 func WriteNew(path string, data []byte, perm os.FileMode) error {
+	return write(path, data, perm, (*File).CommitNew)
+}
+
+// write is WriteFile and WriteNew: data into a temporary file, then commit.
+func write(path string, data []byte, perm os.FileMode, commit func(*File) error) error {
 	a, err := Create(path, perm)
 	if err != nil {
 		return err
@@ -203,7 +196,7 @@ func WriteNew(path string, data []byte, perm os.FileMode) error {
 		a.Abort()
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := a.CommitNew(); err != nil {
+	if err := commit(a); err != nil {
 		a.Abort()
 		return err
 	}
