@@ -251,17 +251,18 @@ func (f *unitSelectFn) ProcessElement(ctx context.Context, id string, iter func(
 // checkUnitSpec refuses what `dplearn fit --privacy-unit` refuses: a
 // mechanism without a unit-level guarantee for the model (the one rule,
 // regress.UnitSupported; Validate has already refused the mechanisms that
-// need the rows), and confidence intervals (not yet derived for the
-// pipeline's unit-level statistics).
-func checkUnitSpec(est regress.Estimator, kind regress.Kind, spec FitSpec, u Unit) error {
+// need the rows), and confidence intervals where fit.CheckUnitIntervals
+// refuses them (other mechanisms, dropped or zero rows).
+func checkUnitSpec(est regress.Estimator, kind regress.Kind, spec FitSpec, u Unit, skipBadRows, zeroRows bool) error {
 	if err := u.check(); err != nil {
 		return err
 	}
 	if err := regress.UnitSupported(est, kind); err != nil {
 		return fmt.Errorf("--privacy-unit: %w", err)
 	}
-	if spec.CIShare > 0 {
-		return errors.New("--privacy-unit: confidence intervals are not derived for a unit-level guarantee; use --ci-share 0")
+	// Intervals under a unit: fit's rule, checked before reading.
+	if err := fit.CheckUnitIntervals(spec.Request(kind, skipBadRows), u.Column, zeroRows); err != nil {
+		return fmt.Errorf("--privacy-unit: %w", err)
 	}
 	return nil
 }
@@ -275,7 +276,7 @@ func FitUnitModel(ctx context.Context, s *schema.Schema, m *suffstat.Moments, un
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUnitSpec(est, kind, spec, u); err != nil {
+	if err := checkUnitSpec(est, kind, spec, u, skipBadRows, s.DropsRecords() || skipBadRows); err != nil {
 		return nil, err
 	}
 	st, err := regress.UnitStats(m, regress.PrivacyUnit{Column: u.Column, MaxRows: u.MaxRows, Units: units})
@@ -305,7 +306,7 @@ func FitUnits(s beam.Scope, stats, units beam.PCollection, o Options, spec FitSp
 	if err != nil {
 		return err
 	}
-	if err := checkUnitSpec(est, kind, spec, *o.Unit); err != nil {
+	if err := checkUnitSpec(est, kind, spec, *o.Unit, o.SkipBadRows, o.Schema.DropsRecords() || o.SkipBadRows); err != nil {
 		return err
 	}
 	s = s.Scope("dplearn.FitUnits")

@@ -66,10 +66,10 @@ func TestSeededUnitFitEqualsCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	glob := splitCSV(t, t.TempDir(), csv, 5)
-	beamFit := func(t *testing.T, mech string, delta float64, k int, out string) []byte {
+	beamFit := func(t *testing.T, mech string, delta float64, k int, ciShare float64, out string) []byte {
 		t.Helper()
 		spec := FitSpec{Model: "linear", Mechanism: mech, Epsilon: 0.8, Delta: delta, Lambda: -1,
-			LambdaFactor: 1, Seeded: true, Seed: 42, Out: out}
+			LambdaFactor: 1, Seeded: true, Seed: 42, Out: out, CIShare: ciShare}
 		o := Options{Inputs: []string{glob}, Schema: s, Unit: &Unit{Column: "person", MaxRows: k, Seeded: true, Seed: 42}}
 		p, sc := beam.NewPipelineWithRoot()
 		st, units, err := UnitStatistics(sc, o)
@@ -88,11 +88,11 @@ func TestSeededUnitFitEqualsCLI(t *testing.T) {
 		}
 		return b
 	}
-	cliFit := func(t *testing.T, mech string, delta float64, extra ...string) []byte {
+	cliFit := func(t *testing.T, mech string, delta, ciShare float64, extra ...string) []byte {
 		t.Helper()
 		out := filepath.Join(tmp, mech+"-cli.json")
 		args := []string{"fit", "--data", whole, "--schema", schemaPath, "--model", "linear", "--mechanism", mech,
-			"--epsilon", "0.8", "--lambda-factor", "1", "--seed", "42", "--ci-share", "0", "--out", out}
+			"--epsilon", "0.8", "--lambda-factor", "1", "--seed", "42", "--ci-share", fmt.Sprint(ciShare), "--out", out}
 		if delta > 0 {
 			args = append(args, "--delta", "1e-06")
 		}
@@ -110,10 +110,11 @@ func TestSeededUnitFitEqualsCLI(t *testing.T) {
 		name  string
 		delta float64
 		k     int
-	}{{"gaussian-fm", 1e-6, 3}, {"fm", 0, 2}} {
-		t.Run(fmt.Sprintf("%s/K=%d", mech.name, mech.k), func(t *testing.T) {
-			got := beamFit(t, mech.name, mech.delta, mech.k, filepath.Join(tmp, mech.name+"-beam.json"))
-			want := cliFit(t, mech.name, mech.delta, "--privacy-unit", "person", "--max-rows-per-unit", fmt.Sprint(mech.k))
+		ci    float64 // --ci-share: intervals under the unit when > 0
+	}{{"gaussian-fm", 1e-6, 3, 0}, {"fm", 0, 2, 0}, {"gaussian-fm", 1e-6, 3, 0.05}} {
+		t.Run(fmt.Sprintf("%s/K=%d/ci=%g", mech.name, mech.k, mech.ci), func(t *testing.T) {
+			got := beamFit(t, mech.name, mech.delta, mech.k, mech.ci, filepath.Join(tmp, mech.name+"-beam.json"))
+			want := cliFit(t, mech.name, mech.delta, mech.ci, "--privacy-unit", "person", "--max-rows-per-unit", fmt.Sprint(mech.k))
 			if !bytes.Equal(got, want) {
 				t.Fatalf("the pipeline's unit-level model differs from dplearn fit --privacy-unit:\n%s\nvs\n%s", got, want)
 			}
@@ -128,11 +129,14 @@ func TestSeededUnitFitEqualsCLI(t *testing.T) {
 				t.Errorf("training rows %d, want the number of persons (≤ %d)", m.Training.Rows, persons)
 			}
 			// Controls: another K, and the row-level fit, differ.
-			other := beamFit(t, mech.name, mech.delta, mech.k+1, filepath.Join(tmp, mech.name+"-beam-other.json"))
+			if mech.ci > 0 && (m.Inference == nil || len(m.Inference.Rows) == 0 || !strings.Contains(m.Inference.Method, "(K + 1)²/4")) {
+				t.Errorf("ci-share %g under a unit: want intervals with the (K + 1)²/4 design-effect bound, got %+v", mech.ci, m.Inference)
+			}
+			other := beamFit(t, mech.name, mech.delta, mech.k+1, mech.ci, filepath.Join(tmp, mech.name+"-beam-other.json"))
 			if bytes.Equal(other, want) {
 				t.Errorf("K = %d gives the same model file as K = %d", mech.k+1, mech.k)
 			}
-			if rowLevel := cliFit(t, mech.name, mech.delta); bytes.Equal(rowLevel, want) {
+			if rowLevel := cliFit(t, mech.name, mech.delta, mech.ci); bytes.Equal(rowLevel, want) {
 				t.Error("the row-level fit gives the same model file")
 			}
 		})
@@ -140,8 +144,9 @@ func TestSeededUnitFitEqualsCLI(t *testing.T) {
 }
 
 // TestUnitRefusals: the pipeline refuses what dplearn fit --privacy-unit
-// refuses (a mechanism without a unit-level sensitivity, intervals, K < 1)
-// and a statistics file of unit-bounded rows, before running.
+// refuses (a mechanism without a unit-level sensitivity, intervals where
+// fit.CheckUnitIntervals refuses them, K < 1) and a statistics file of
+// unit-bounded rows, before running.
 func TestUnitRefusals(t *testing.T) {
 	_, s, whole := cps(t)
 	u := &Unit{Column: "person", MaxRows: 2}
@@ -150,15 +155,17 @@ func TestUnitRefusals(t *testing.T) {
 		name string
 		spec FitSpec
 		unit *Unit
+		skip bool // SkipBadRows
 		want string
 	}{
-		{"nonprivate", FitSpec{Model: "linear", Mechanism: "nonprivate", Lambda: -1, Out: "m.json"}, u, "is not differentially private: a privacy unit has nothing to scale"},
-		{"intervals", FitSpec{Model: "linear", Mechanism: "fm", Epsilon: 1, Lambda: -1, CIShare: 0.05, Out: "m.json"}, u, "--ci-share 0"},
-		{"K=0", FitSpec{Model: "linear", Mechanism: "fm", Epsilon: 1, Lambda: -1, Out: "m.json"}, &Unit{Column: "person"}, "K ≥ 1"},
+		{"nonprivate", FitSpec{Model: "linear", Mechanism: "nonprivate", Lambda: -1, Out: "m.json"}, u, false, "is not differentially private: a privacy unit has nothing to scale"},
+		{"intervals-skip-bad-rows", FitSpec{Model: "linear", Mechanism: "fm", Epsilon: 1, Lambda: -1, CIShare: 0.05, Out: "m.json"}, u, true, "--skip-bad-rows) are not derived"},
+		{"K=0", FitSpec{Model: "linear", Mechanism: "fm", Epsilon: 1, Lambda: -1, Out: "m.json"}, &Unit{Column: "person"}, false, "K ≥ 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			oo := o
 			oo.Unit = tc.unit
+			oo.SkipBadRows = tc.skip
 			_, sc := beam.NewPipelineWithRoot()
 			err := FitUnits(sc, beam.PCollection{}, beam.PCollection{}, oo, tc.spec)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

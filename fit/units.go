@@ -49,7 +49,21 @@ func UnitSamplingInflation(k int) float64 {
 // have no unit-level derivation.
 func checkUnitIntervals(req Request, data Data, zeroRows bool) error {
 	u, ok := regress.UnitOf(data.Stats)
-	if !ok || req.CIShare == 0 || !hasIntervals(req.Mechanism) {
+	if !ok {
+		return nil
+	}
+	return CheckUnitIntervals(req, u.Column, zeroRows)
+}
+
+// CheckUnitIntervals is the rule for confidence intervals under privacy
+// unit column (one source of truth for the CLI, Run and the Beam pipeline,
+// which checks it before reading): derived for linear fm, relaxed-fm and
+// gaussian-fm only, and not when records are dropped for a missing value
+// or kept as zero rows (zeroRows: the schema drops records, or
+// --skip-bad-rows). A request without intervals always passes.
+func CheckUnitIntervals(req Request, column string, zeroRows bool) error {
+	u := regress.PrivacyUnit{Column: column}
+	if req.CIShare == 0 || !hasIntervals(req.Mechanism) {
 		return nil
 	}
 	switch {

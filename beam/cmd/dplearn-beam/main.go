@@ -115,16 +115,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	// On a cluster the same binary is the worker: Init takes over then.
 	beam.Init()
-	ciShareGiven := false
 	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "seed":
+		if f.Name == "seed" {
 			o.spec.Seeded = true
-		case "ci-share":
-			ciShareGiven = true
 		}
 	})
-	if err := o.setUnit(cmd, ciShareGiven); err != nil {
+	if err := o.setUnit(cmd); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -145,9 +141,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 }
 
 // setUnit maps --privacy-unit and --max-rows-per-unit to o.unit, refusing
-// what dplearn fit refuses with them; intervals are not derived per unit,
-// so the default --ci-share becomes 0.
-func (o *options) setUnit(cmd string, ciShareGiven bool) error {
+// what dplearn fit refuses with them (intervals under a unit are checked
+// by dpbeam.FitUnits with fit's rule, as dplearn fit does).
+func (o *options) setUnit(cmd string) error {
 	if o.unitColumn == "" {
 		if o.unitK != 0 {
 			return errors.New("--max-rows-per-unit needs --privacy-unit COLUMN")
@@ -160,10 +156,6 @@ func (o *options) setUnit(cmd string, ciShareGiven bool) error {
 	if cmd == "stats" {
 		return errors.New("--privacy-unit: a statistics file does not record the rows-per-unit bound or the number of units; use dplearn-beam fit --privacy-unit")
 	}
-	if ciShareGiven && o.spec.CIShare > 0 {
-		return errors.New("--privacy-unit: confidence intervals are not derived for a unit-level guarantee; use --ci-share 0")
-	}
-	o.spec.CIShare = 0
 	o.unit = &dpbeam.Unit{Column: o.unitColumn, MaxRows: o.unitK, Seeded: o.spec.Seeded, Seed: o.spec.Seed}
 	return nil
 }
