@@ -341,6 +341,9 @@ func exprString(e ast.Expr) string {
 			b.WriteString("(")
 			walk(e.X)
 			b.WriteString(")")
+		case *ast.CallExpr:
+			walk(e.Fun)
+			b.WriteString("(…)")
 		default:
 			b.WriteString("…")
 		}
