@@ -19,6 +19,7 @@ import (
 	"github.com/dplearn/dplearn/classify"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/dpppnet"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/paillier/keyfile"
@@ -228,7 +229,7 @@ address only, for tests.`,
 		}
 		ctx := cmd.Context()
 		stderr := &lockedWriter{w: cmd.ErrOrStderr()} // the transport and the protocol log here concurrently
-		logf := lineLogger(stderr, "")
+		logf := logx.Printf(stderr, "")
 		plog, tlog := logFlags.loggers(stderr, "", name)
 		input, rows, err := in.load(ctx, queries)
 		if err != nil {
@@ -459,18 +460,6 @@ func (f *dpppDeployFlags) session(teachers []string, input *dpppInput, tpk *pail
 		return nil, err
 	}
 	return p0.NewSession()
-}
-
-// lineLogger returns a printf printing the command's own progress lines,
-// timestamped and prefixed like the protocol's (logx.LineHandler), to w
-// (concurrent use). They are user-facing output, not log records.
-func lineLogger(w io.Writer, prefix string) func(string, ...any) {
-	var mu sync.Mutex
-	return func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(w, "%s %s%s\n", time.Now().Format("15:04:05.000"), prefix, fmt.Sprintf(format, args...))
-	}
 }
 
 // writeDPPPLabels writes row, label (class name) and, with hist, the noisy
@@ -706,7 +695,7 @@ runs).`,
 		if fileLedger != nil {
 			fileLedger.bind(p0)
 		}
-		logf := lineLogger(stderr, name+": ")
+		logf := logx.Printf(stderr, name+": ")
 		plog, tlog := logFlags.loggers(stderr, name+": ", name)
 		logf("model %s (%d classes, %d features); %s", model, pred.Classes(), pred.Features(), note)
 		ccfg := transport.ClientConfig{Address: server, Server: serverName, Identity: id, Insecure: insecure, Session: dpppnet.Session(),

@@ -20,6 +20,7 @@ import (
 	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/dpppnet"
+	"github.com/dplearn/dplearn/internal/logx"
 	"github.com/dplearn/dplearn/internal/pailliertest"
 	"github.com/dplearn/dplearn/paillier"
 	"github.com/dplearn/dplearn/paillier/keyfile"
@@ -145,7 +146,7 @@ on stdout.`,
 		if err != nil {
 			return err
 		}
-		logf := lineLogger(stderr, "")
+		logf := logx.Printf(stderr, "")
 		for _, line := range p.Report() {
 			logf("%s", line)
 		}
@@ -227,7 +228,7 @@ func simulateDPPPInProcess(ctx context.Context, stderr io.Writer, lg simLogs, d 
 			defer conn.Close()
 			plog, _ := lg.flags.loggers(stderr, name+": ", name)
 			if _, err := dpppnet.Teach(ctx, conn, tt, dpppnet.TeachOptions{Logger: plog}); err != nil && ctx.Err() == nil {
-				lineLogger(stderr, name+": ")("%v", err)
+				logx.Printf(stderr, name+": ")("%v", err)
 			}
 		}()
 	}

@@ -13,9 +13,39 @@ import (
 )
 
 // privacyWords are the words (of an identifier split at camel case and
-// underscores) that name a privacy parameter or a budget: ε, δ, ρ and
-// their spellings.
-var privacyWords = map[string]bool{"eps": true, "epsilon": true, "delta": true, "rho": true, "budget": true, "ε": true, "δ": true, "ρ": true}
+// underscores) that name a privacy parameter, a budget or what is charged
+// to it: ε, δ, ρ, μ (Gaussian DP) and their spellings.
+var privacyWords = map[string]bool{
+	"eps": true, "epsilon": true, "delta": true, "rho": true, "mu": true,
+	"ε": true, "δ": true, "ρ": true, "μ": true,
+	"budget": true, "budgets": true, "charge": true, "charges": true, "charged": true,
+}
+
+// bigArith are the arithmetic and comparison methods of math/big's Int,
+// Rat and Float: a call of one whose receiver or an argument names a
+// privacy parameter is privacy arithmetic just as + or < on float64 is
+// (the CLI's copy of the ledger's budget check did new(big.Rat).Add and
+// Cmp on the budget).
+var bigArith = map[string]bool{
+	"Add": true, "Sub": true, "Mul": true, "Quo": true, "QuoRem": true,
+	"Div": true, "Mod": true, "Rem": true, "Cmp": true, "CmpAbs": true,
+	"Neg": true, "Abs": true, "Inv": true, "Sqrt": true, "Exp": true,
+}
+
+// bigSetters convert a value into a math/big number without computing:
+// new(big.Rat).SetFloat64(eps) still names ε, so the scan looks through
+// them (and through big.NewRat, big.NewFloat, big.NewInt).
+var bigSetters = map[string]bool{
+	"SetFloat64": true, "SetString": true, "SetInt64": true, "SetUint64": true,
+	"SetFrac": true, "SetFrac64": true, "SetInt": true, "SetRat": true,
+	"SetFloat": true, "Set": true, "SetPrec": true, "SetMode": true,
+	"NewRat": true, "NewFloat": true, "NewInt": true,
+}
+
+// mathPredicates are the functions of package math that only test their
+// argument (validation such as math.IsInf(eps, 0)); every other math
+// function applied to a privacy parameter computes with it.
+var mathPredicates = map[string]bool{"IsInf": true, "IsNaN": true, "Signbit": true}
 
 // camelWord is one word of an identifier: fitEps → fit, eps.
 var camelWord = regexp.MustCompile(`[A-Z]?[^A-Z_0-9]+|[A-Z]+`)
@@ -36,9 +66,12 @@ func privacyName(name string) bool {
 // to library calls and prints: no non-test file calls a composition
 // function (accounting.*Composition*, report.Privacy.Compose and
 // ReplacePostProcessing belong to package fit) or computes with a privacy
-// parameter (+, −, ×, ÷ with an operand named ε, δ, ρ or a budget). The
-// budget split for intervals, their composition and the ledger's early
-// check live in package fit.
+// parameter: +, −, ×, ÷ with an operand named ε, δ, ρ, μ, a budget or a
+// charge; a math/big method in bigArith (Add, Mul, Quo, Cmp, …) whose
+// receiver or argument is one; or a math function (math.Exp, math.Log,
+// math.Nextafter, …; not the predicates IsInf, IsNaN, Signbit) of one. The
+// budget split for intervals, their composition and the ledger's budget
+// check live in package fit and package ledger.
 func TestCLIDoesNoPrivacyArithmetic(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
@@ -80,11 +113,26 @@ func privacyArithmetic(fset *token.FileSet, f *ast.File) []string {
 	report := func(n ast.Node, what string) {
 		found = append(found, fset.Position(n.Pos()).String()+": "+what)
 	}
+	mentionsPrivacy := bigPrivacyValues(f).mentions
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.SelectorExpr:
 			if s := n.Sel.Name; strings.Contains(s, "Composition") || s == "Compose" || s == "ReplacePostProcessing" {
 				report(n, "composition: "+s)
+			}
+		case *ast.CallExpr:
+			sel, ok := n.Fun.(*ast.SelectorExpr)
+			if !ok {
+				break
+			}
+			if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "math" {
+				if !mathPredicates[sel.Sel.Name] && slices.ContainsFunc(n.Args, mentionsPrivacy) {
+					report(n, "math function of a privacy parameter: math."+sel.Sel.Name)
+				}
+				break
+			}
+			if bigArith[sel.Sel.Name] && (mentionsPrivacy(sel.X) || slices.ContainsFunc(n.Args, mentionsPrivacy)) {
+				report(n, "math/big arithmetic on a privacy parameter: "+exprString(sel.X)+"."+sel.Sel.Name)
 			}
 		case *ast.BinaryExpr:
 			if isArith(n.Op) && (mentionsPrivacy(n.X) || mentionsPrivacy(n.Y)) {
@@ -122,6 +170,28 @@ func TestPrivacyArithmeticScan(t *testing.T) {
 		{"x := float64(momentEps) * 2", true},
 		{"t, _ := accounting.BasicComposition(a, b)", true},
 		{"p = p.Compose(q)", true},
+		// math/big arithmetic: the CLI's copy of the ledger's budget check
+		// (cmd/dplearn CanCharge, removed in 16a00c8), verbatim.
+		{cliCanCharge, true},
+		{"left := new(big.Rat).Sub(budget, spent)", true},
+		{"if new(big.Rat).Add(spent, charge).Cmp(budget) > 0 { return }", true},
+		{"x := new(big.Float).Quo(big.NewFloat(eps), n)", true},
+		{"e := new(big.Rat).SetFloat64(o.epsilon); e.Mul(e, two)", true},
+		{"e := new(big.Rat).SetFloat64(eps); var c = new(big.Rat).Set(e); c.Add(c, one)", true},
+		{"r := new(big.Rat).Mul(new(big.Rat).SetFloat64(delta), k)", true},
+		{"if b.Epsilon.Cmp(x) < 0 { return }", true},
+		{"x := new(big.Rat).Quo(&rho, two)", true},
+		// math functions of a privacy parameter.
+		{"x := math.Exp(eps)", true},
+		{"x := math.Nextafter(p.Delta, 1)", true},
+		{"x := math.Sqrt(2 * mu)", true},
+		{"x := math.Max(budgetEps, 0)", true},
+		{"ok := math.Abs(spent.Rho - budget.Rho) < 1e-9", true},
+		{"if math.IsInf(f.epsilon, 0) || math.IsNaN(delta) { return }", false},
+		{"x := math.Sqrt(s / float64(n-1))", false},
+		{"wg.Add(1); t := time.Now().Add(deadline); n := new(big.Int).Mul(p, q)", false},
+		{"s := new(big.Rat).SetFloat64(scale); s2 := new(big.Rat).Mul(s, s)", false},
+		{"mu.Lock(); defer mu.Unlock()", false},
 		{"x := sigma * 2; y := n + 1", false},
 		{"r, err := accounting.BinomialDPPPGroup(eps, delta, sens)", false},
 		{"fmt.Println(eps, delta)", false},
@@ -137,6 +207,23 @@ func TestPrivacyArithmeticScan(t *testing.T) {
 		}
 	}
 }
+
+// cliCanCharge is the body of the budget check package main once kept
+// beside the ledger's (removed in 16a00c8): exact sums with big.Rat and a
+// Cmp against the budget, no +, −, ×, ÷ on a privacy name.
+const cliCanCharge = `sum := func(get func(ledger.Charge) float64, add float64) *big.Rat {
+	r := new(big.Rat).SetFloat64(add)
+	for _, c := range st.Charges {
+		r.Add(r, new(big.Rat).SetFloat64(get(c)))
+	}
+	return r
+}
+e := sum(func(c ledger.Charge) float64 { return c.Epsilon }, eps)
+d := sum(func(c ledger.Charge) float64 { return c.Delta }, delta)
+if e.Cmp(new(big.Rat).SetFloat64(st.Budget.Epsilon)) > 0 || d.Cmp(new(big.Rat).SetFloat64(st.Budget.Delta)) > 0 {
+	return ledger.ErrOverBudget
+}
+return nil`
 
 func isArith(op token.Token) bool {
 	return op == token.ADD || op == token.SUB || op == token.MUL || op == token.QUO
@@ -156,26 +243,80 @@ func assignOp(t token.Token) token.Token {
 	return token.ILLEGAL
 }
 
-// mentionsPrivacy reports whether an operand is, or selects, a privacy
+// bigValues names the variables of one file that hold a math/big number
+// made from a privacy parameter (e := new(big.Rat).SetFloat64(eps)), so
+// that e.Mul(e, two) is seen as arithmetic on ε. Names are taken without
+// scopes: a name reused in the same file for another value is treated as
+// privacy too (a false positive, never a miss).
+type bigValues map[string]bool
+
+// bigPrivacyValues collects f's bigValues: identifiers assigned (= or :=,
+// or var) a math/big setter or constructor call that names a privacy
+// parameter, repeated until no new name appears (x := new(big.Rat).Set(e)).
+func bigPrivacyValues(f *ast.File) bigValues {
+	v := bigValues{}
+	for grew := true; grew; {
+		grew = false
+		add := func(lhs ast.Expr, rhs ast.Expr) {
+			id, ok := lhs.(*ast.Ident)
+			call, isCall := rhs.(*ast.CallExpr)
+			if !ok || !isCall || v[id.Name] || !v.mentions(call) {
+				return
+			}
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok && bigSetters[sel.Sel.Name] {
+				v[id.Name], grew = true, true
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				if len(n.Lhs) == len(n.Rhs) {
+					for i := range n.Lhs {
+						add(n.Lhs[i], n.Rhs[i])
+					}
+				}
+			case *ast.ValueSpec:
+				if len(n.Names) == len(n.Values) {
+					for i := range n.Names {
+						add(n.Names[i], n.Values[i])
+					}
+				}
+			}
+			return true
+		})
+	}
+	return v
+}
+
+// mentions reports whether an operand is, or selects, a privacy
 // parameter: an identifier or field named like one (o.epsilon,
-// p.Delta, budget.Epsilon), looking through parentheses, conversions and
-// calls' receivers.
-func mentionsPrivacy(e ast.Expr) bool {
+// p.Delta, budget.Epsilon) or one of v, looking through parentheses, &, *, float
+// conversions and math/big setters (new(big.Rat).SetFloat64(eps)).
+func (v bigValues) mentions(e ast.Expr) bool {
 	switch e := e.(type) {
 	case *ast.Ident:
-		return privacyName(e.Name)
+		return privacyName(e.Name) || v[e.Name]
 	case *ast.SelectorExpr:
 		return privacyName(e.Sel.Name)
 	case *ast.ParenExpr:
-		return mentionsPrivacy(e.X)
+		return v.mentions(e.X)
 	case *ast.BinaryExpr:
-		return mentionsPrivacy(e.X) || mentionsPrivacy(e.Y)
+		return v.mentions(e.X) || v.mentions(e.Y)
 	case *ast.CallExpr:
-		if len(e.Args) == 1 { // conversions such as float64(eps)
-			if id, ok := e.Fun.(*ast.Ident); ok && (id.Name == "float64" || id.Name == "float32") {
-				return mentionsPrivacy(e.Args[0])
+		switch fun := e.Fun.(type) {
+		case *ast.Ident: // conversions such as float64(eps)
+			if len(e.Args) == 1 && (fun.Name == "float64" || fun.Name == "float32") {
+				return v.mentions(e.Args[0])
+			}
+		case *ast.SelectorExpr: // new(big.Rat).SetFloat64(eps), big.NewFloat(eps)
+			if bigSetters[fun.Sel.Name] {
+				return v.mentions(fun.X) || slices.ContainsFunc(e.Args, v.mentions)
 			}
 		}
+	case *ast.StarExpr:
+		return v.mentions(e.X)
+	case *ast.UnaryExpr:
+		return v.mentions(e.X)
 	}
 	return false
 }
@@ -200,6 +341,9 @@ func exprString(e ast.Expr) string {
 			b.WriteString("(")
 			walk(e.X)
 			b.WriteString(")")
+		case *ast.CallExpr:
+			walk(e.Fun)
+			b.WriteString("(…)")
 		default:
 			b.WriteString("…")
 		}

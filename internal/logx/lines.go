@@ -83,6 +83,19 @@ func LineHandler(w io.Writer, prefix string, line func(slog.Record) (string, boo
 	}}
 }
 
+// Message renders a record as its message: the line function for a
+// command's own progress lines, whose message is already the human line.
+func Message(r slog.Record) (string, bool) { return r.Message, true }
+
+// Printf returns a printf writing each line through LineHandler(w, prefix,
+// Message): a command's own progress lines (not a protocol's records),
+// timestamped and prefixed as the protocol's lines are. It is safe for
+// concurrent use.
+func Printf(w io.Writer, prefix string) func(format string, args ...any) {
+	l := slog.New(LineHandler(w, prefix, Message))
+	return func(format string, args ...any) { l.Info(fmt.Sprintf(format, args...)) }
+}
+
 // LineFunc returns a handler calling emit with the line of each record at
 // Info or above that line renders (ok), for a caller that forwards
 // progress lines elsewhere (an event stream, its own log); emit must be

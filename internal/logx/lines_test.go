@@ -60,6 +60,38 @@ func TestLineHandler(t *testing.T) {
 	}
 }
 
+// TestPrintf: Printf writes exactly the line the CLI's lineLogger wrote
+// before it (fmt.Fprintf(w, "%s %s%s\n", time.Now().Format("15:04:05.000"),
+// prefix, fmt.Sprintf(format, args...))), one line per call, the text
+// verbatim (a %, braces and a template-looking key included), and its
+// clock time taken at the call.
+func TestPrintf(t *testing.T) {
+	var b bytes.Buffer
+	logf := Printf(&b, "teacher01: ")
+	before := time.Now()
+	logf("model %s (%d classes); {eps} 100%%", "m.json", 3)
+	logf("%s", "second line")
+	after := time.Now()
+	got := b.String()
+	want := []string{"teacher01: model m.json (3 classes); {eps} 100%", "teacher01: second line"}
+	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if !strings.HasSuffix(got, "\n") || len(lines) != len(want) {
+		t.Fatalf("wrote %q, want %d newline-terminated lines", got, len(want))
+	}
+	for i, line := range lines {
+		stamp, text, _ := strings.Cut(line, " ")
+		if text != want[i] {
+			t.Errorf("line %d: text %q, want %q", i, text, want[i])
+		}
+		// time.Now().Format("15:04:05.000") taken between the calls
+		// (unless the clock passed midnight meanwhile).
+		lo, hi := before.Format("15:04:05.000"), after.Format("15:04:05.000")
+		if len(stamp) != 12 || stamp[2] != ':' || stamp[5] != ':' || stamp[8] != '.' || (lo <= hi && (stamp < lo || stamp > hi)) {
+			t.Errorf("line %d: stamp %q, want a 15:04:05.000 time in [%s, %s]", i, stamp, lo, hi)
+		}
+	}
+}
+
 func TestLineFunc(t *testing.T) {
 	tm := Templates{"m: hello": "hello {who}"}
 	var got []string

@@ -11,10 +11,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 
+	"github.com/dplearn/dplearn/internal/atomicfile"
 	"github.com/dplearn/dplearn/internal/fileperm"
 	"github.com/dplearn/dplearn/paillier"
 )
@@ -157,7 +159,9 @@ func LoadKeyShare(path string) (*paillier.KeyShare, error) {
 // is opened once (os.Root) and checked and written through that handle, so
 // files cannot be redirected elsewhere by symbolic links or by renaming the
 // directory after the check. Existing files are an error unless overwrite
-// is set. It returns the paths written.
+// is set. Each file is replaced atomically (writeFileMode): a failed or
+// interrupted run leaves every file either old or complete and new. It
+// returns the paths written.
 func WriteKeyFiles(dir string, tpk *paillier.ThresholdPublicKey, shares []*paillier.KeyShare, overwrite bool) (publicPath string, sharePaths []string, err error) {
 	if tpk == nil || len(shares) != tpk.Parties() {
 		return "", nil, errors.New("paillier: write keys: shares do not match the public key")
@@ -203,32 +207,22 @@ func WriteKeyFiles(dir string, tpk *paillier.ThresholdPublicKey, shares []*paill
 	return publicPath, sharePaths, nil
 }
 
-// writeFileMode creates name in root with exactly mode (regardless of
-// umask), refusing to replace an existing file unless overwrite; path is
-// the name reported in errors.
+// writeFileMode writes name in root with exactly mode (regardless of
+// umask) through internal/atomicfile: a temporary file beside it, fsynced,
+// then renamed over it (overwrite) or hard-linked to it (otherwise, which
+// refuses an existing file). A failure or a crash at any point leaves the
+// old file, or no file, never a partial share. path is the name reported
+// in errors.
 func writeFileMode(root *os.Root, name, path string, data []byte, mode os.FileMode, overwrite bool) error {
-	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-	if !overwrite {
-		flags |= os.O_EXCL
+	write := atomicfile.WriteNewIn
+	if overwrite {
+		write = atomicfile.WriteFileIn
 	}
-	f, err := root.OpenFile(name, flags, mode)
-	if err != nil {
-		if errors.Is(err, os.ErrExist) {
+	if err := write(root, name, data, mode); err != nil {
+		if errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("%s exists (refusing to overwrite key material)", path)
 		}
-		return err
+		return fmt.Errorf("%s: %w", path, err)
 	}
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return nil
 }
