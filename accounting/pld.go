@@ -617,6 +617,16 @@ func (p *PLD) Compose(q *PLD) (*PLD, error) {
 	return p.compose(q, new(convolver))
 }
 
+// A PLDComposer composes PLDs like PLD.Compose, reusing FFT plans and
+// scratch buffers between its calls (a composition loop: repeated squaring,
+// a search over composition counts). Its results are bit-identical to
+// PLD.Compose's. The zero value is ready; it is not safe for concurrent
+// use, so keep one per loop, not in shared state.
+type PLDComposer struct{ cv convolver }
+
+// Compose returns p.Compose(q), computed with c's plans and buffers.
+func (c *PLDComposer) Compose(p, q *PLD) (*PLD, error) { return p.compose(q, &c.cv) }
+
 // compose is Compose with the FFT plans and scratch buffers of cv (shared
 // by the convolutions of one composition loop; the result does not depend
 // on cv's state).

@@ -193,8 +193,8 @@ func TestPLDConvolverMatchesFresh(t *testing.T) {
 	}
 }
 
-// SelfCompose (one convolver through the squaring and multiplying loops) and
-// Compose equal the starting commit's composition bit for bit, on the
+// SelfCompose (one convolver through the squaring and multiplying loops),
+// Compose and a PLDComposer reused over several compositions equal the starting commit's composition bit for bit, on the
 // default grid and with MaxPoints (coarsening between convolutions).
 func TestPLDSelfComposeMatchesOld(t *testing.T) {
 	bin := mustPLD(t)(BinomialHistogramPLD(224, PLDOptions{}))
@@ -214,8 +214,21 @@ func TestPLDSelfComposeMatchesOld(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			want := mustPLD(t)(selfComposeOld(c.p, c.k))
 			samePLD(t, "SelfCompose", mustPLD(t)(c.p.SelfCompose(c.k)), want)
+			oldTwo := mustPLD(t)(composeOld(c.p, c.p))
+			oldThree := mustPLD(t)(composeOld(oldTwo, c.p))
 			two := mustPLD(t)(c.p.Compose(c.p))
-			samePLD(t, "Compose", mustPLD(t)(two.Compose(c.p)), mustPLD(t)(composeOld(mustPLD(t)(composeOld(c.p, c.p)), c.p)))
+			samePLD(t, "Compose", mustPLD(t)(two.Compose(c.p)), oldThree)
+			// One PLDComposer through a loop, as package dppp uses it.
+			var comp PLDComposer
+			acc := c.p
+			for i, want := range []*PLD{oldTwo, oldThree, mustPLD(t)(composeOld(oldThree, oldTwo))} {
+				op := c.p
+				if i == 2 {
+					op = two
+				}
+				acc = mustPLD(t)(comp.Compose(acc, op))
+				samePLD(t, fmt.Sprintf("PLDComposer step %d", i), acc, want)
+			}
 			if want.GridSize() < 2048 {
 				t.Fatalf("grid of %d points: the FFT path is not exercised", want.GridSize())
 			}
