@@ -614,6 +614,23 @@ func DGaussSumHistogramPLD(sigma float64, shares int, opts PLDOptions) (*PLD, er
 // two (one was coarsened): the finer is first coarsened to the wider grid,
 // and the result is coarsened until it has at most MaxPoints points.
 func (p *PLD) Compose(q *PLD) (*PLD, error) {
+	return p.compose(q, new(convolver))
+}
+
+// A PLDComposer composes PLDs like PLD.Compose, reusing FFT plans and
+// scratch buffers between its calls (a composition loop: repeated squaring,
+// a search over composition counts). Its results are bit-identical to
+// PLD.Compose's. The zero value is ready; it is not safe for concurrent
+// use, so keep one per loop, not in shared state.
+type PLDComposer struct{ cv convolver }
+
+// Compose returns p.Compose(q), computed with c's plans and buffers.
+func (c *PLDComposer) Compose(p, q *PLD) (*PLD, error) { return p.compose(q, &c.cv) }
+
+// compose is Compose with the FFT plans and scratch buffers of cv (shared
+// by the convolutions of one composition loop; the result does not depend
+// on cv's state).
+func (p *PLD) compose(q *PLD, cv *convolver) (*PLD, error) {
 	po, qo := p.opts, q.opts
 	po.Grid, qo.Grid = 0, 0
 	if po != qo {
@@ -634,7 +651,7 @@ func (p *PLD) Compose(q *PLD) (*PLD, error) {
 	n := max(len(p.dirs), len(q.dirs))
 	out := &PLD{opts: p.opts, dirs: make([]lossPMF, n)}
 	for i := range n {
-		out.dirs[i] = composeLoss(&p.dirs[min(i, len(p.dirs)-1)], &q.dirs[min(i, len(q.dirs)-1)], p.opts)
+		out.dirs[i] = composeLoss(&p.dirs[min(i, len(p.dirs)-1)], &q.dirs[min(i, len(q.dirs)-1)], p.opts, cv)
 	}
 	if m := out.opts.MaxPoints; m > 0 {
 		for out.GridSize() > m {
@@ -700,9 +717,10 @@ func (p *PLD) SelfCompose(k int) (*PLD, error) {
 	if k < 1 || k > 1<<30 {
 		return nil, fmt.Errorf("accounting: composition count must be in [1, 2^30], got %d", k)
 	}
+	cv := new(convolver)
 	powers := []*PLD{p}
 	for j := 1; 1<<j <= k; j++ {
-		next, err := powers[j-1].Compose(powers[j-1])
+		next, err := powers[j-1].compose(powers[j-1], cv)
 		if err != nil {
 			return nil, err
 		}
@@ -715,16 +733,17 @@ func (p *PLD) SelfCompose(k int) (*PLD, error) {
 			continue
 		}
 		var err error
-		if acc, err = acc.Compose(powers[j]); err != nil {
+		if acc, err = acc.compose(powers[j], cv); err != nil {
 			return nil, err
 		}
 	}
 	return acc, nil
 }
 
-// composeLoss convolves two directions and truncates the tails.
-func composeLoss(a, b *lossPMF, o PLDOptions) lossPMF {
-	probs, eta := convolve(a.probs, b.probs)
+// composeLoss convolves two directions and truncates the tails (truncate
+// copies the kept points out of cv's scratch output).
+func composeLoss(a, b *lossPMF, o PLDOptions, cv *convolver) lossPMF {
+	probs, eta := cv.convolve(a.probs, b.probs)
 	out := lossPMF{
 		lo:    a.lo + b.lo,
 		probs: probs,
@@ -769,12 +788,58 @@ func (d *lossPMF) truncate(o PLDOptions) {
 // directLimit is the largest len(a)·len(b) convolved directly.
 const directLimit = 1 << 22
 
+// convolver holds the FFT plans and scratch buffers reused by the
+// convolutions of one composition (Compose, SelfCompose): an FFT plan
+// depends only on its length, and every buffer is fully rewritten before it
+// is read, so the results are bit-identical to fresh allocations
+// (TestPLDConvolverMatchesFresh). Not safe for concurrent use; the zero
+// value is ready.
+type convolver struct {
+	plans  map[int]*fourier.FFT
+	pa, pb []float64    // zero-padded operands, then the inverse transform
+	ca, cb []complex128 // their coefficients
+	out    []float64    // direct convolution
+}
+
+// plan returns the (cached) real FFT plan of length n.
+func (cv *convolver) plan(n int) *fourier.FFT {
+	if f, ok := cv.plans[n]; ok {
+		return f
+	}
+	if cv.plans == nil {
+		cv.plans = make(map[int]*fourier.FFT)
+	}
+	f := fourier.NewFFT(n)
+	cv.plans[n] = f
+	return f
+}
+
+// grow returns buf resized to n (reallocated only when too small); its
+// contents are unspecified.
+func grow[T any](buf []T, n int) []T {
+	if cap(buf) < n {
+		return make([]T, n)
+	}
+	return buf[:n]
+}
+
+// padded copies x into buf resized to n and zeroes the rest.
+func padded(buf, x []float64, n int) []float64 {
+	buf = grow(buf, n)
+	copy(buf, x)
+	clear(buf[len(x):])
+	return buf
+}
+
 // convolve returns a*b and an ℓ1 bound η on its numerical error beyond the
-// relative rounding of direct sums (0 for direct convolution).
-func convolve(a, b []float64) ([]float64, float64) {
+// relative rounding of direct sums (0 for direct convolution). The result
+// lives in cv's scratch space: valid until cv's next convolution.
+func (cv *convolver) convolve(a, b []float64) ([]float64, float64) {
 	m := len(a) + len(b) - 1
 	if len(a)*len(b) <= directLimit {
-		out := make([]float64, m)
+		out := grow(cv.out, m)
+		cv.out = out
+		clear(out)
 		for i, x := range a {
 			if x == 0 {
 				continue
@@ -785,32 +850,32 @@ func convolve(a, b []float64) ([]float64, float64) {
 		}
 		return out, 0
 	}
-	return fftConvolve(a, b)
+	return cv.fftConvolve(a, b)
 }
 
 // fftConvolve convolves by a real FFT of length N = 2^⌈log₂ m⌉ and returns
 // the ℓ1 error bound η = 30·u·log₂N·√N·(‖a‖₂ + ‖b‖₂) derived in the
-// PLD doc comment.
-func fftConvolve(a, b []float64) ([]float64, float64) {
+// PLD doc comment. The result lives in cv's scratch space.
+func (cv *convolver) fftConvolve(a, b []float64) ([]float64, float64) {
 	m := len(a) + len(b) - 1
 	n := 1
 	for n < m {
 		n <<= 1
 	}
-	f := fourier.NewFFT(n)
-	pa := make([]float64, n)
-	copy(pa, a)
-	ca := f.Coefficients(nil, pa)
+	f := cv.plan(n)
+	cv.pa = padded(cv.pa, a, n)
+	cv.ca = grow(cv.ca, n/2+1)
+	ca := f.Coefficients(cv.ca, cv.pa)
 	cb := ca
 	if len(a) != len(b) || &a[0] != &b[0] { // squaring needs one transform
-		pb := make([]float64, n)
-		copy(pb, b)
-		cb = f.Coefficients(nil, pb)
+		cv.pb = padded(cv.pb, b, n)
+		cv.cb = grow(cv.cb, n/2+1)
+		cb = f.Coefficients(cv.cb, cv.pb)
 	}
 	for i := range ca {
 		ca[i] *= cb[i]
 	}
-	out := f.Sequence(pa, ca)[:m]
+	out := f.Sequence(cv.pa, ca)[:m]
 	inv := 1 / float64(n)
 	for i := range out {
 		out[i] *= inv

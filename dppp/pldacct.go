@@ -84,14 +84,16 @@ func newPLDAccountant(one *accounting.PLD) *pldAccountant {
 }
 
 // power returns P^(2^j), extending the cache when grow is true (only while
-// the accountant is being built by Calibrate, never afterwards).
-func (a *pldAccountant) power(j int, grow bool) (*accounting.PLD, error) {
+// the accountant is being built by Calibrate, never afterwards); c is the
+// caller's composer (FFT plans and buffers of its loop; results do not
+// depend on it).
+func (a *pldAccountant) power(j int, grow bool, c *accounting.PLDComposer) (*accounting.PLD, error) {
 	if j < len(a.powers) {
 		return a.powers[j], nil
 	}
 	cur := a.powers[len(a.powers)-1]
 	for i := len(a.powers); i <= j; i++ {
-		next, err := cur.Compose(cur)
+		next, err := c.Compose(cur, cur)
 		if err != nil {
 			return nil, err
 		}
@@ -110,8 +112,9 @@ func (a *pldAccountant) compose(k int) (*accounting.PLD, error) {
 	if k < 1 || k > maxQueriesCap {
 		return nil, fmt.Errorf("dppp: composition of %d queries: want 1..%d", k, maxQueriesCap)
 	}
+	var c accounting.PLDComposer
 	top := bits.Len(uint(k)) - 1
-	acc, err := a.power(top, false)
+	acc, err := a.power(top, false, &c)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +122,11 @@ func (a *pldAccountant) compose(k int) (*accounting.PLD, error) {
 		if (k>>j)&1 == 0 {
 			continue
 		}
-		pw, err := a.power(j, false)
+		pw, err := a.power(j, false, &c)
 		if err != nil {
 			return nil, err
 		}
-		if acc, err = acc.Compose(pw); err != nil {
+		if acc, err = c.Compose(acc, pw); err != nil {
 			return nil, err
 		}
 	}
@@ -146,9 +149,10 @@ func (a *pldAccountant) maxWithin(eps, delta float64) (int, error) {
 		return 0, nil
 	}
 	// Grow the powers while they fit.
+	var comp accounting.PLDComposer
 	top := 0
 	for (2 << top) <= maxQueriesCap {
-		pw, err := a.power(top+1, true)
+		pw, err := a.power(top+1, true, &comp)
 		if err != nil {
 			return 0, err
 		}
@@ -164,7 +168,7 @@ func (a *pldAccountant) maxWithin(eps, delta float64) (int, error) {
 		if k+(1<<j) > maxQueriesCap {
 			continue
 		}
-		c, err := acc.Compose(a.powers[j])
+		c, err := comp.Compose(acc, a.powers[j])
 		if err != nil {
 			return 0, err
 		}
