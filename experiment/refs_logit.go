@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	"github.com/dplearn/dplearn/inference"
 	"github.com/dplearn/dplearn/noise"
 	"github.com/dplearn/dplearn/regress"
 )
@@ -31,7 +32,46 @@ func refsLogitSeries() []string {
 	for _, j := range refsLogitShares {
 		s = append(s, refsLogitShareName(j))
 	}
-	return append(s, "gaussian-fm", rDPGD)
+	return append(s, refsLogitHessName, refsLogitDeridgeName, "gaussian-fm", rDPGD)
+}
+
+// The de-ridge candidate (issue 26): the default objpert with the CLI's
+// interval share fit.DefaultCIShare given to the noisy Hessian
+// (ObjPertOptions.HessianShare, what `dplearn fit` releases when the
+// intervals are on), predicting with the released ridge fit ω
+// (refsLogitHessName) or with the one-step de-ridged β = ω + ΛĤ⁻¹ω
+// (regress.ObjPertDeridge with inference.ObjPertFloor, the printed
+// estimate; refsLogitDeridgeName): post-processing of the same release.
+const (
+	refsLogitHessShare   = 0.05
+	refsLogitHessName    = "objpert H=0.05"
+	refsLogitDeridgeName = "objpert H=0.05 de-ridged"
+)
+
+// refsLogitDeridgeFit returns the ridge fit ω and the de-ridged β of one
+// objpert release with the Hessian share refsLogitHessShare.
+func refsLogitDeridgeFit(ctx context.Context, train *table, cfg regress.Config) (omega, beta []float64, err error) {
+	st, err := moments(train)
+	if err != nil {
+		return nil, nil, err
+	}
+	est, err := regress.New("objpert")
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.ObjPert.HessianShare = refsLogitHessShare
+	res, err := est.Fit(ctx, regress.Data{Stats: st, Rows: train.Rows}, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("objpert with a Hessian share on %s (ε=%g): %w", train.Name, cfg.Epsilon, err)
+	}
+	if res.ObjPert == nil {
+		return nil, nil, fmt.Errorf("objpert with a Hessian share on %s (ε=%g): no Hessian released", train.Name, cfg.Epsilon)
+	}
+	beta, err = inference.ObjPertEstimate(res.ObjPert)
+	if err != nil {
+		return nil, nil, fmt.Errorf("objpert de-ridge on %s (ε=%g): %w", train.Name, cfg.Epsilon, err)
+	}
+	return res.Coef, beta, nil
 }
 
 func refsLogitSpec() spec {
@@ -110,6 +150,12 @@ func refsLogitJob(tk refsTask) job {
 				}
 				score(eps, refsLogitShareName(s), w)
 			}
+			om, be, err := refsLogitDeridgeFit(ctx, train, cfg)
+			if err != nil {
+				return nil, err
+			}
+			score(eps, refsLogitHessName, om)
+			score(eps, refsLogitDeridgeName, be)
 			w, err := refsRun(rDPGD, train, refParams{Eps: eps, Delta: utilityDelta, Src: src, Bounds: tk.b}, rng)
 			if err != nil {
 				return nil, fmt.Errorf("%s on %s (ε=%g): %w", rDPGD, tk.name, eps, err)
@@ -133,7 +179,7 @@ func refsLogitClaims(a *Aggregate) []Claim {
 			}
 			var parts []string
 			holds := "yes"
-			for _, s := range refsLogitSeries()[1 : 2+len(refsLogitShares)] {
+			for _, s := range refsLogitSeries()[1 : len(refsLogitSeries())-2] {
 				l, _ := refsCell(a, task, s, "logloss", eps)
 				ac, _ := refsCell(a, task, s, "accuracy", eps)
 				parts = append(parts, fmt.Sprintf("%s log-loss %.4g ± %.2g (%.3f× DP-GD's), accuracy %.4g ± %.2g (%+.4f)", s, l.mean, l.se, l.mean/dl.mean, ac.mean, ac.se, ac.mean-da.mean))
