@@ -153,17 +153,22 @@ func refsLogitJob(tk refsTask) job {
 				}
 				score(eps, refsLogitShareName(s), w)
 			}
+			w, err := refsRun(rDPGD, train, refParams{Eps: eps, Delta: utilityDelta, Src: src, Bounds: tk.b}, rng)
+			if err != nil {
+				return nil, fmt.Errorf("%s on %s (ε=%g): %w", rDPGD, tk.name, eps, err)
+			}
+			score(eps, rDPGD, w)
+		}
+		// After every other series, so that a seeded run draws the same
+		// noise for them as before these series existed.
+		for _, eps := range refsEps {
+			cfg := regress.Config{Kind: regress.Logistic, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
 			om, be, err := refsLogitDeridgeFit(ctx, train, cfg)
 			if err != nil {
 				return nil, err
 			}
 			score(eps, refsLogitHessName, om)
 			score(eps, refsLogitDeridgeName, be)
-			w, err := refsRun(rDPGD, train, refParams{Eps: eps, Delta: utilityDelta, Src: src, Bounds: tk.b}, rng)
-			if err != nil {
-				return nil, fmt.Errorf("%s on %s (ε=%g): %w", rDPGD, tk.name, eps, err)
-			}
-			score(eps, rDPGD, w)
 		}
 		return out, nil
 	}
