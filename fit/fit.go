@@ -59,9 +59,10 @@ type Request struct {
 	// differs from its default.
 	Given map[string]bool
 	// CIShare is the share of Epsilon spent on the release the confidence
-	// intervals need (linear FM family: Λ0; irls: a residual summary), in
-	// [0, 1); 0 means no intervals for those mechanisms. DefaultCIShare is
-	// the CLI's default.
+	// intervals need (linear FM family: Λ0; irls: a residual summary;
+	// auto: that of the mechanism its public rule chooses at the fit's ε,
+	// planMechanism), in [0, 1); 0 means no intervals for those
+	// mechanisms. DefaultCIShare is the CLI's default.
 	CIShare float64
 	// Intervals is IntervalsAuto ("" too), IntervalsOn or IntervalsOff:
 	// whether the fit computes confidence intervals (and spends CIShare
