@@ -59,9 +59,10 @@ type Request struct {
 	// differs from its default.
 	Given map[string]bool
 	// CIShare is the share of Epsilon spent on the release the confidence
-	// intervals need (linear FM family: Λ0; irls: a residual summary), in
-	// [0, 1); 0 means no intervals for those mechanisms. DefaultCIShare is
-	// the CLI's default.
+	// intervals need (linear FM family: Λ0; irls: a residual summary;
+	// auto: that of the mechanism its public rule chooses at the fit's ε,
+	// planMechanism), in [0, 1); 0 means no intervals for those
+	// mechanisms. DefaultCIShare is the CLI's default.
 	CIShare float64
 	// Intervals is IntervalsAuto ("" too), IntervalsOn or IntervalsOff:
 	// whether the fit computes confidence intervals (and spends CIShare
@@ -243,6 +244,14 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	if n == 0 {
 		n = data.Stats.N()
 	}
+	if _, ok := regress.UnitOf(data.Stats); ok {
+		// The CLI and the Beam pipeline refuse these before reading; a
+		// library caller gets the same rule here (auto has no unit-level
+		// guarantee).
+		if err := regress.UnitSupported(est, req.Kind); err != nil {
+			return nil, fmt.Errorf("privacy unit: %w", err)
+		}
+	}
 	est = regress.WithSchema(est, s) // the histogram baselines' public grid
 	if est.Private() {
 		if err := accounting.CheckDeltaN(req.Delta, n); err != nil {
@@ -263,10 +272,16 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	}
 	bud := inference.PlanTableBudget(n, s.Dim(), cols) // public: N, d, columns
 	share, off := intervalShare(req, bud)              // intervals.go
-	plan, err := planInference(req.Mechanism, &cfg, share)
+	// auto's rule is in the N and d the estimator reads from the
+	// statistics (public), so its path is known before the fit.
+	statsN, statsD := data.Stats.N(), data.Stats.K()-1
+	plan, err := planMechanism(req.Mechanism, &cfg, share, statsN, statsD)
 	if err != nil {
 		return nil, err
 	}
+	// mech is the mechanism whose intervals and forecasts the fit gets
+	// (auto's: the one its rule chose at the fit's ε, cfg.Epsilon).
+	mech := plan.mechanism
 	if off != "" && plan.why == "" {
 		plan.why = off // share was 0: the fit keeps the whole ε
 	}
@@ -280,12 +295,12 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	}
 	out := &Result{FitEpsilon: cfg.Epsilon, Budget: bud}
 	out.ForecastReplicates, out.ReleasedForecastReplicates = forecastSizes(req, bud)
-	if !req.NoForecast && inference.Forecaster(req.Mechanism) {
+	if !req.NoForecast && inference.Forecaster(mech) {
 		// Public quantities only: mechanism, ε, δ, N, the schema.
 		if out.ForecastReplicates == 0 {
 			out.ForecastErr = forecastSkipped(bud)
 		} else {
-			out.Forecast, out.ForecastErr = inference.NoiseForecast(req.Mechanism, cfg, s, n, inference.Options{Replicates: out.ForecastReplicates})
+			out.Forecast, out.ForecastErr = inference.NoiseForecast(mech, pathConfig(req.Mechanism, mech, cfg, statsN, statsD), s, n, inference.Options{Replicates: out.ForecastReplicates})
 		}
 		if out.ForecastErr != nil {
 			out.Forecast = nil
@@ -298,14 +313,17 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	if err != nil {
 		return nil, err
 	}
+	if err := checkPath(req.Mechanism, mech, res); err != nil {
+		return nil, err
+	}
 	table, err := plan.finish(ctx, data.Data, cfg, res, s)
 	if err != nil {
 		return nil, err
 	}
-	if !req.NoForecast && res.Released != nil && inference.ReleasedForecaster(req.Mechanism) && out.ReleasedForecastReplicates == 0 {
+	if !req.NoForecast && res.Released != nil && inference.ReleasedForecaster(mech) && out.ReleasedForecastReplicates == 0 {
 		out.ReleasedForecastErr = forecastSkipped(bud)
-	} else if !req.NoForecast && res.Released != nil && inference.ReleasedForecaster(req.Mechanism) {
-		out.ReleasedForecast, out.ReleasedForecastErr = inference.ReleasedForecast(req.Mechanism, res.Released, s, inference.Options{Replicates: out.ReleasedForecastReplicates})
+	} else if !req.NoForecast && res.Released != nil && inference.ReleasedForecaster(mech) {
+		out.ReleasedForecast, out.ReleasedForecastErr = inference.ReleasedForecast(mech, res.Released, s, inference.Options{Replicates: out.ReleasedForecastReplicates})
 		if out.ReleasedForecastErr != nil {
 			out.ReleasedForecast = nil
 		}

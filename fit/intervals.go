@@ -13,9 +13,110 @@ import (
 )
 
 // hasIntervals reports whether fits with the mechanism get confidence
-// intervals.
+// intervals. auto has them because both mechanisms its rule can choose
+// have them (planMechanism).
 func hasIntervals(mechanism string) bool {
+	if mechanism == "auto" {
+		return hasIntervals(autoHuberPath) && hasIntervals(autoLeastSquaresPath)
+	}
 	return inference.Forecaster(mechanism) || mechanism == "irls" || mechanism == "objpert"
+}
+
+// The mechanisms --mechanism auto's public rule chooses between
+// (regress/auto.go): irls on its Huber path, gaussian-fm elsewhere.
+const (
+	autoHuberPath        = "irls"
+	autoLeastSquaresPath = "gaussian-fm"
+)
+
+// autoPath is the mechanism auto fits with for n rows (the N regress
+// divides by: Stats.N()), d coefficients (intercept included: K − 1) and
+// the ε the estimator itself is given: regress.AutoUsesHuber, the one
+// source of the rule.
+func autoPath(n int64, d int, fitEps float64) string {
+	if regress.AutoUsesHuber(n, d, fitEps) {
+		return autoHuberPath
+	}
+	return autoLeastSquaresPath
+}
+
+// planMechanism is planInference for a fit by the mechanism on n rows with
+// d coefficients. For every mechanism but auto it is planInference. auto
+// gets the plan (intervals, the split of ε, the forecasts) of the
+// mechanism its public rule chooses, exactly as if that mechanism had
+// been asked for: the plan's mechanism is irls on the Huber path (the
+// residual summary composed into the guarantee, inference.IRLS, the Huber
+// estimand) and gaussian-fm on the least-squares path (Λ0, inference.FM).
+//
+// The rule depends on ε, and the plan may take the intervals' share out of
+// ε before the fit: the estimator decides its path from the ε it is given
+// (cfg.Epsilon after the split), so the path must be a fixed point, the
+// mechanism whose plan leaves an ε at which the rule chooses it. Each
+// candidate is planned on a copy of cfg and kept when the rule at its
+// fit's ε chooses it. Without --solve-radius both candidates split alike
+// (ε·(1 − share), or the whole ε with share 0), so exactly one is a fixed
+// point: the rule's choice at that ε. With --solve-radius gaussian-fm has
+// no intervals and keeps the whole ε while irls splits (irls ignores the
+// ball), so near N·ε/d = regress.AutoHuberHigh both can be fixed points
+// (irls comes first: it has intervals) and near regress.AutoHuberLow
+// neither is (ε·(1 − share) is below the Huber range, ε inside it); then
+// the intervals get nothing, the fit keeps the whole ε, and the rule at
+// that ε chooses (Huber regression, without intervals: the table says why).
+func planMechanism(mechanism string, cfg *regress.Config, share float64, n int64, d int) (*inferencePlan, error) {
+	if mechanism != "auto" {
+		return planInference(mechanism, cfg, share)
+	}
+	for _, m := range []string{autoHuberPath, autoLeastSquaresPath} {
+		c := *cfg
+		p, err := planInference(m, &c, share)
+		if err != nil {
+			return nil, err
+		}
+		if autoPath(n, d, c.Epsilon) == m {
+			*cfg = c
+			return p, nil
+		}
+	}
+	m := autoPath(n, d, cfg.Epsilon)
+	p, err := planInference(m, cfg, 0)
+	if err != nil {
+		return nil, err
+	}
+	p.why = fmt.Sprintf("no confidence intervals: with --solve-radius, auto's public rule chooses Huber regression by irls at the whole ε (N·ε/d = %.4g is in [%d, %d]) but least squares by gaussian-fm, which has no intervals with --solve-radius, at ε less --ci-share's share; so nothing was spent on intervals and the whole ε went to the fit (drop --solve-radius, which the Huber path does not use, for intervals)",
+		float64(n)*cfg.Epsilon/float64(d), regress.AutoHuberLow, regress.AutoHuberHigh)
+	return p, nil
+}
+
+// checkPath refuses a fit whose estimator took another path than the plan
+// assumed (auto's Huber path releases a robust objective, its
+// least-squares path a linear one), before any interval is computed from
+// it: planMechanism and regress.AutoUsesHuber agree by construction, and
+// this keeps a future change to either from printing one mechanism's
+// intervals for the other's fit.
+func checkPath(mechanism, path string, res *regress.Result) error {
+	if mechanism != "auto" || res.Released == nil {
+		return nil
+	}
+	if huber := res.Released.Kind == regress.Robust; huber != (path == autoHuberPath) {
+		return fmt.Errorf("fit: auto's estimator fitted a %s objective but its intervals were planned for %s", res.Released.Kind, path)
+	}
+	return nil
+}
+
+// pathConfig is the configuration the fit of the plan's mechanism runs
+// with, for the forecast made before fitting: cfg itself, except on auto's
+// Huber path, where auto fits irls's robust model with its own residual
+// floor regress.AutoHuberResidualFloor at the fit's ε unless one is set
+// (regress/auto.go, autoHuber; TestAutoIntervalsMatchChosenMechanism
+// compares the forecast with irls's at that floor).
+func pathConfig(mechanism, path string, cfg regress.Config, n int64, d int) regress.Config {
+	if mechanism == "auto" && path == autoHuberPath {
+		cfg.Kind = regress.Robust
+		if cfg.IRLS.ResidualFloor == 0 {
+			cfg.IRLS.ResidualFloor = regress.AutoHuberResidualFloor(n, d, cfg.Epsilon)
+		}
+	}
+	return cfg
 }
 
 // Values of Request.Intervals.
@@ -252,7 +353,7 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 	case !p.enabled && hasIntervals(p.mechanism):
 		rep.Unavailable = "no confidence intervals: --ci-share 0 spent no budget on the residual summary they need"
 	case !p.enabled:
-		rep.Unavailable = fmt.Sprintf("no confidence intervals for %s (available for fm, relaxed-fm, gaussian-fm and irls fits)", p.mechanism)
+		rep.Unavailable = fmt.Sprintf("no confidence intervals for %s (available for fm, relaxed-fm, gaussian-fm, irls and auto fits, and logistic objpert)", p.mechanism)
 	case p.mechanism == "objpert":
 		var err error
 		if iv, err = inference.ObjPert(res.ObjPert, p.opt); err != nil {
