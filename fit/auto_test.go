@@ -153,52 +153,17 @@ func TestAutoPathAtBoundary(t *testing.T) {
 	}
 }
 
-// TestAutoSolveRadius: with --solve-radius gaussian-fm has no intervals
-// (and keeps the whole ε) while irls ignores the ball and splits ε, so the
-// path is the fixed point of planMechanism. Far below the Huber range:
-// least squares, no intervals, whole ε. At the upper edge (3600 whole,
-// 3420 after the share): irls's intervals. At the lower edge (8.2 whole,
-// 7.79 after the share) neither plan is consistent: Huber regression at
-// the whole ε without intervals, and the table says why.
-func TestAutoSolveRadius(t *testing.T) {
-	data, s := load(t, "cps1988", 3000)
-	n, d := data.Stats.N(), data.Stats.K()-1
-	for _, tc := range []struct {
-		name     string
-		r        float64
-		fitShare float64
-		huber    bool
-		why      string // in the table's Unavailable; "" means intervals
-	}{
-		{"least squares", 4, 0, false, "--solve-radius"},
-		{"upper edge", 3600, 0.05, true, ""},
-		{"lower edge", 8.2, 0, true, "auto's public rule chooses Huber regression by irls at the whole ε"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			eps := tc.r * float64(d) / float64(n)
-			req := fit.Request{Kind: regress.Linear, Mechanism: "auto", Epsilon: eps, Delta: 1e-6, CIShare: 0.05, Seeded: true, Seed: 3, NoForecast: true,
-				Options: map[string]any{"solve-radius": 5.0}}
-			res, err := fit.Run(context.Background(), req, data, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := eps * (1 - tc.fitShare); res.FitEpsilon != want {
-				t.Errorf("fit ε %v, want %v", res.FitEpsilon, want)
-			}
-			if huber := strings.Contains(res.Model.Privacy.Mechanism, "Huber regression"); huber != tc.huber {
-				t.Errorf("report %q, want Huber = %v", res.Model.Privacy.Mechanism, tc.huber)
-			}
-			if p := res.Model.Privacy; math.Abs(p.Epsilon-eps) > 1e-12*eps {
-				t.Errorf("composed ε %v, want %v", p.Epsilon, eps)
-			}
-			tab := res.Table
-			switch {
-			case tc.why == "" && (tab.Unavailable != "" || !strings.HasPrefix(tab.Estimand, inference.EstimandRobust)):
-				t.Errorf("table %q / %q, want irls's intervals", tab.Unavailable, tab.Estimand)
-			case tc.why != "" && !strings.Contains(tab.Unavailable, tc.why):
-				t.Errorf("table says %q, want %q", tab.Unavailable, tc.why)
-			}
-		})
+// TestAutoRefusesOptions: auto chooses its own configuration, so the
+// options of one of its mechanisms (which the other would ignore) are
+// refused by name, not silently dropped.
+func TestAutoRefusesOptions(t *testing.T) {
+	data, s := load(t, "cps1988", 700)
+	for _, opt := range []string{"solve-radius", "split", "eigen-floor"} {
+		req := fit.Request{Kind: regress.Linear, Mechanism: "auto", Epsilon: 1, Delta: 1e-6, CIShare: 0.05, Seeded: true, NoForecast: true,
+			Options: map[string]any{opt: 0.3}, Given: map[string]bool{opt: true, "epsilon": true, "delta": true}}
+		if _, err := fit.Run(context.Background(), req, data, s); err == nil || !strings.Contains(err.Error(), opt) {
+			t.Errorf("--%s with auto: error %v, want a refusal naming it", opt, err)
+		}
 	}
 }
 

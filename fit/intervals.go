@@ -53,15 +53,10 @@ func autoPath(n int64, d int, fitEps float64) string {
 // (cfg.Epsilon after the split), so the path must be a fixed point, the
 // mechanism whose plan leaves an ε at which the rule chooses it. Each
 // candidate is planned on a copy of cfg and kept when the rule at its
-// fit's ε chooses it. Without --solve-radius both candidates split alike
-// (ε·(1 − share), or the whole ε with share 0), so exactly one is a fixed
-// point: the rule's choice at that ε. With --solve-radius gaussian-fm has
-// no intervals and keeps the whole ε while irls splits (irls ignores the
-// ball), so near N·ε/d = regress.AutoHuberHigh both can be fixed points
-// (irls comes first: it has intervals) and near regress.AutoHuberLow
-// neither is (ε·(1 − share) is below the Huber range, ε inside it); then
-// the intervals get nothing, the fit keeps the whole ε, and the rule at
-// that ε chooses (Huber regression, without intervals: the table says why).
+// fit's ε chooses it. Both candidates split ε alike (ε·(1 − share), or the
+// whole ε with share 0; auto takes no --solve-radius, which would take
+// gaussian-fm's intervals away), so exactly one is a fixed point: the
+// rule's choice at that ε.
 func planMechanism(mechanism string, cfg *regress.Config, share float64, n int64, d int) (*inferencePlan, error) {
 	if mechanism != "auto" {
 		return planInference(mechanism, cfg, share)
@@ -77,14 +72,7 @@ func planMechanism(mechanism string, cfg *regress.Config, share float64, n int64
 			return p, nil
 		}
 	}
-	m := autoPath(n, d, cfg.Epsilon)
-	p, err := planInference(m, cfg, 0)
-	if err != nil {
-		return nil, err
-	}
-	p.why = fmt.Sprintf("no confidence intervals: with --solve-radius, auto's public rule chooses Huber regression by irls at the whole ε (N·ε/d = %.4g is in [%d, %d]) but least squares by gaussian-fm, which has no intervals with --solve-radius, at ε less --ci-share's share; so nothing was spent on intervals and the whole ε went to the fit (drop --solve-radius, which the Huber path does not use, for intervals)",
-		float64(n)*cfg.Epsilon/float64(d), regress.AutoHuberLow, regress.AutoHuberHigh)
-	return p, nil
+	return nil, fmt.Errorf("fit: auto: no path of its rule is consistent with the ε left after --ci-share's share (N = %d, d = %d, ε = %v)", n, d, cfg.Epsilon)
 }
 
 // checkPath refuses a fit whose estimator took another path than the plan
@@ -105,16 +93,12 @@ func checkPath(mechanism, path string, res *regress.Result) error {
 
 // pathConfig is the configuration the fit of the plan's mechanism runs
 // with, for the forecast made before fitting: cfg itself, except on auto's
-// Huber path, where auto fits irls's robust model with its own residual
-// floor regress.AutoHuberResidualFloor at the fit's ε unless one is set
-// (regress/auto.go, autoHuber; TestAutoIntervalsMatchChosenMechanism
+// Huber path, where auto gives irls regress.AutoHuberConfig (its robust
+// model and residual floor at the fit's ε; TestAutoIntervalsMatchChosenMechanism
 // compares the forecast with irls's at that floor).
 func pathConfig(mechanism, path string, cfg regress.Config, n int64, d int) regress.Config {
 	if mechanism == "auto" && path == autoHuberPath {
-		cfg.Kind = regress.Robust
-		if cfg.IRLS.ResidualFloor == 0 {
-			cfg.IRLS.ResidualFloor = regress.AutoHuberResidualFloor(n, d, cfg.Epsilon)
-		}
+		return regress.AutoHuberConfig(cfg, n, d)
 	}
 	return cfg
 }

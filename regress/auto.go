@@ -117,6 +117,11 @@ func (autoEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	if k < 2 || int64(len(data.Rows)) != n*int64(k) {
 		return nil, fmt.Errorf("auto: needs the %d encoded rows of the statistics (its Huber path iterates over them), got %d values", n, len(data.Rows))
 	}
+	// auto chooses its configuration itself: options of one of its two
+	// mechanisms would be ignored by the other, so it takes none.
+	if (cfg.Split != 0 && cfg.Split != DefaultGaussianFMSplit) || cfg.SolveRadius != 0 || cfg.EigenFloor != 0 {
+		return nil, errors.New("auto: chooses its own configuration; --split, --solve-radius and --eigen-floor belong to gaussian-fm (use --mechanism gaussian-fm to set them)")
+	}
 	if AutoUsesHuber(n, k-1, cfg.Epsilon) {
 		return autoHuber(ctx, data, cfg)
 	}
@@ -139,16 +144,25 @@ func autoRuleLine(huber bool) string {
 	return fmt.Sprintf("auto's choice of %s is a public rule in N, d and ε (Huber regression where N·ε/d is in [%d, %d]; regress/auto.go): no privacy cost, nothing released to make it", what, AutoHuberLow, AutoHuberHigh)
 }
 
+// AutoHuberConfig is the configuration auto's Huber path gives irls for a
+// linear request cfg on N = n rows with d coefficients: Kind Robust and
+// the residual floor AutoHuberResidualFloor(n, d, cfg.Epsilon) unless
+// cfg.IRLS sets one. The fit package's forecast of the Huber path calls
+// it too, so the forecast simulates the estimator that runs.
+func AutoHuberConfig(cfg Config, n int64, d int) Config {
+	cfg.Kind = Robust
+	if cfg.IRLS.ResidualFloor == 0 {
+		cfg.IRLS.ResidualFloor = AutoHuberResidualFloor(n, d, cfg.Epsilon)
+	}
+	return cfg
+}
+
 // autoHuber is auto's Huber path: irls's preconditioned DP-IRLS with the
 // residual floor AutoHuberResidualFloor (unless cfg.IRLS sets one), its
 // guarantee unchanged, the public rule named in the report.
 func autoHuber(ctx context.Context, data Data, cfg Config) (*Result, error) {
 	n, d := data.Stats.N(), data.Stats.K()-1
-	c := cfg
-	c.Kind = Robust
-	if c.IRLS.ResidualFloor == 0 {
-		c.IRLS.ResidualFloor = AutoHuberResidualFloor(n, d, cfg.Epsilon)
-	}
+	c := AutoHuberConfig(cfg, n, d)
 	res, err := irlsEstimator{}.Fit(ctx, data, c)
 	if err != nil {
 		return nil, fmt.Errorf("auto: %w", err)

@@ -132,6 +132,9 @@ func TestAutoRefuses(t *testing.T) {
 		{"logistic", data, Config{Kind: Logistic, Epsilon: 1, Delta: 1e-6, Source: noise.NewInsecureSeeded(1)}},
 		{"no delta", data, Config{Kind: Linear, Epsilon: 1, Source: noise.NewInsecureSeeded(1)}},
 		{"no rows", Data{Stats: data.Stats}, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, Source: noise.NewInsecureSeeded(1)}},
+		{"split", data, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, Split: 0.3, Source: noise.NewInsecureSeeded(1)}},
+		{"solve radius", data, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, SolveRadius: 2, Source: noise.NewInsecureSeeded(1)}},
+		{"eigen floor", data, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, EigenFloor: 1, Source: noise.NewInsecureSeeded(1)}},
 	} {
 		if _, err := (autoEstimator{}).Fit(context.Background(), tc.data, tc.cfg); err == nil {
 			t.Errorf("%s: no error", tc.name)

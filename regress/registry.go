@@ -148,7 +148,7 @@ var registry = []Mechanism{
 	{Name: "gaussian-fm", Kinds: linLog, Privacy: EpsilonDelta, Options: append([]string{"split", "eigen-floor"}, fmFlags...),
 		Summary: "Gaussian FM (Tasnim et al.) with corrected sensitivities and joint\nanalytic-Gaussian calibration: (ε, δ)-DP; the recommended linear default\n(logistic: a quadratic surrogate, not log-odds; use objpert)",
 		new:     func() Estimator { return gaussianFM{} }},
-	{Name: "auto", Kinds: []Kind{Linear}, Privacy: EpsilonDelta, Options: []string{"split", "solve-radius"},
+	{Name: "auto", Kinds: []Kind{Linear}, Privacy: EpsilonDelta,
 		Summary: "the most accurate linear predictor by a public rule in N, d and ε:\nHuber regression by irls's DP-IRLS where N·ε/d is in [8, 3500],\ngaussian-fm elsewhere; (ε, δ)-DP, the chosen mechanism's guarantee",
 		new:     func() Estimator { return autoEstimator{} }},
 	{Name: "relaxed-fm", Kinds: linLog, Privacy: EpsilonDelta, Options: fmFlags,
