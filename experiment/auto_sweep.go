@@ -54,22 +54,13 @@ func autoSweepSpec() spec {
 }
 
 func buildAutoSweep(ctx context.Context, e *env) (*plan, error) {
-	tasks, err := refsTasks(e, refsLinearTables)
+	tasks, jobs, fig, err := linearSweep(e, autoSweepJob, autoSweepSeries, "excess test RMSE",
+		"Linear tasks: excess test RMSE over the non-private least-squares fit, mean ± sd over 80/20 splits, δ = 1e-5; gaussian-fm (least squares, the linear default), auto (its public rule picks Huber regression where N·ε/d is in [8, 3500]), Huber regression by DP-IRLS at fixed residual floors and at the rule η = max(irls's rule, c·√(N·ε/d)), beside SSP eig-clip and AdaSSP.")
 	if err != nil {
 		return nil, err
 	}
-	var jobs []job
-	for run := 0; run < e.runs; run++ {
-		for _, tk := range tasks {
-			jobs = append(jobs, autoSweepJob(tk))
-		}
-	}
-	var pl []panel
-	for _, tk := range tasks {
-		pl = append(pl, panel{id: tk.name, title: tk.name + ": excess test RMSE", xlabel: "ε", ylabel: "excess test RMSE", logX: true, logY: true, metric: "excess_rmse", series: autoSweepSeries})
-	}
 	p := &plan{jobs: jobs,
-		figures: []figure{{cols: 3, panels: pl, caption: "Linear tasks: excess test RMSE over the non-private least-squares fit, mean ± sd over 80/20 splits, δ = 1e-5; gaussian-fm (least squares, the linear default), auto (its public rule picks Huber regression where N·ε/d is in [8, 3500]), Huber regression by DP-IRLS at fixed residual floors and at the rule η = max(irls's rule, c·√(N·ε/d)), beside SSP eig-clip and AdaSSP."}},
+		figures: []figure{fig},
 		notes:   []string{"Same splits, bounds and calibration as utility-refs; every method on the same training rows. irls (LAD default) is irls's own floor rule η = min(1, max(0.1, 1.5√(d/(Nε)))), tuned for MAE."},
 	}
 	p.claims = func(a *Aggregate) []Claim {

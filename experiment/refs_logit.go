@@ -298,22 +298,13 @@ func refsRadiusSpec() spec {
 }
 
 func buildRefsRadius(ctx context.Context, e *env) (*plan, error) {
-	tasks, err := refsTasks(e, refsLinearTables)
+	_, jobs, fig, err := linearSweep(e, refsRadiusJob, refsRadiusSeries, "excess test RMSE",
+		"Linear tasks: excess test RMSE over the non-private fit, mean ± sd over 80/20 splits, δ = 1e-5; objpert and noisygd with their defaults (radius rule R = (√d/2)·max(1, (Nε/(1000d))^(1/4)); noisygd T = min(1000, max(100, ⌊Nε/(2d)⌋))), the previous defaults (R = √d/2, T = 100), each rule alone, other rule constants and an oracle radius (the non-private norm × 1.1, not private).")
 	if err != nil {
 		return nil, err
 	}
-	var jobs []job
-	for run := 0; run < e.runs; run++ {
-		for _, tk := range tasks {
-			jobs = append(jobs, refsRadiusJob(tk))
-		}
-	}
-	var pl []panel
-	for _, tk := range tasks {
-		pl = append(pl, panel{id: tk.name, title: tk.name + ": excess test RMSE", xlabel: "ε", ylabel: "excess test RMSE", logX: true, logY: true, metric: "excess_rmse", series: refsRadiusSeries})
-	}
 	p := &plan{jobs: jobs,
-		figures: []figure{{cols: 3, panels: pl, caption: "Linear tasks: excess test RMSE over the non-private fit, mean ± sd over 80/20 splits, δ = 1e-5; objpert and noisygd with their defaults (radius rule R = (√d/2)·max(1, (Nε/(1000d))^(1/4)); noisygd T = min(1000, max(100, ⌊Nε/(2d)⌋))), the previous defaults (R = √d/2, T = 100), each rule alone, other rule constants and an oracle radius (the non-private norm × 1.1, not private)."}},
+		figures: []figure{fig},
 		notes:   []string{"Same splits, bounds and calibration as utility-refs. R=rule c=300: (√d/2)·max(1, (Nε/(300d))^(1/4)); R=rule p=1/2: (√d/2)·max(1, (Nε/(1000d))^(1/2)). R = oracle: 1.1 × the non-private fit's norm on the training rows (the best a radius rule could reach; not DP)."},
 	}
 	p.claims = func(a *Aggregate) []Claim {

@@ -133,16 +133,6 @@ func utilityClipSpec() spec {
 }
 
 func buildUtilityClip(ctx context.Context, e *env) (*plan, error) {
-	tasks, err := refsTasks(e, refsLinearTables)
-	if err != nil {
-		return nil, err
-	}
-	var jobs []job
-	for run := 0; run < e.runs; run++ {
-		for _, tk := range tasks {
-			jobs = append(jobs, clipJob(tk))
-		}
-	}
 	series := []string{rSSPClip, rAdaSSP, cPaired, cStruct, cRidge4, cRidgeSqd}
 	for _, c := range clipFactors {
 		series = append(series, clipSeries(c))
@@ -150,13 +140,12 @@ func buildUtilityClip(ctx context.Context, e *env) (*plan, error) {
 	for _, f := range filterRules {
 		series = append(series, filterSeries(f.name, f.c))
 	}
-
-	var panels []panel
-	for _, tk := range tasks {
-		panels = append(panels, panel{id: tk.name, title: tk.name + ": excess test RMSE", xlabel: "ε", ylabel: "test RMSE − non-private's", logX: true, logY: true, metric: "excess_rmse", series: series})
+	_, jobs, fig, err := linearSweep(e, clipJob, series, "test RMSE − non-private's",
+		"gaussian-fm's linear release post-processed by each rule (the same release per split and ε), beside eigenvalue-clipped SSP and AdaSSP on the same training rows; excess test RMSE over the non-private fit, mean ± sd over 80/20 splits, δ = 1e-5.")
+	if err != nil {
+		return nil, err
 	}
-	p := &plan{jobs: jobs, figures: []figure{{cols: 3, panels: panels,
-		caption: "gaussian-fm's linear release post-processed by each rule (the same release per split and ε), beside eigenvalue-clipped SSP and AdaSSP on the same training rows; excess test RMSE over the non-private fit, mean ± sd over 80/20 splits, δ = 1e-5."}},
+	p := &plan{jobs: jobs, figures: []figure{fig},
 		notes: []string{"Rules: clip c: every eigenvalue of the released Λ2 below c·τ2·√d raised to it, no ridge (regress.EigenFloor); ridge 4τ2 + trim: the default before issue 26 (λ = 4τ2, directions ≤ λ/4 trimmed); ridge τ2√d + trim: a ridge that grows with √d. τ2 is the per-entry noise std of Λ2, public."}}
 	p.claims = func(a *Aggregate) []Claim {
 		p.notes = append(p.notes, "Excess RMSE ÷ the better SSP reference's, per task and ε, and the worst cell per rule:\n"+clipMarkdown(a, series))
@@ -340,4 +329,26 @@ func clipClaims(a *Aggregate) []Claim {
 		}
 	}
 	return out
+}
+
+// linearSweep is the scaffolding the linear sweeps of issue 26 share
+// (utility-clip, radius-sweep, auto-sweep): the linear tables of
+// utility-refs, one job per run and table from mk, and one figure with an
+// excess-RMSE panel per table showing series.
+func linearSweep(e *env, mk func(refsTask) job, series []string, ylabel, caption string) ([]refsTask, []job, figure, error) {
+	tasks, err := refsTasks(e, refsLinearTables)
+	if err != nil {
+		return nil, nil, figure{}, err
+	}
+	var jobs []job
+	for run := 0; run < e.runs; run++ {
+		for _, tk := range tasks {
+			jobs = append(jobs, mk(tk))
+		}
+	}
+	var panels []panel
+	for _, tk := range tasks {
+		panels = append(panels, panel{id: tk.name, title: tk.name + ": excess test RMSE", xlabel: "ε", ylabel: ylabel, logX: true, logY: true, metric: "excess_rmse", series: series})
+	}
+	return tasks, jobs, figure{cols: 3, panels: panels, caption: caption}, nil
 }
