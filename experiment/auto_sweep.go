@@ -68,12 +68,7 @@ func buildAutoSweep(ctx context.Context, e *env) (*plan, error) {
 		for _, tk := range tasks {
 			n, d := tk.t.N()*4/5, tk.t.K-1
 			for _, eps := range refsEps {
-				best := math.Inf(1)
-				for _, r := range []string{rSSPClip, rAdaSSP} {
-					if s, ok := refsCell(a, tk.name, r, "excess_rmse", eps); ok {
-						best = math.Min(best, s.mean)
-					}
-				}
+				best := bestOfRefs(a, tk.name, eps, []string{rSSPClip, rAdaSSP})
 				var parts []string
 				for _, s := range autoSweepSeries[:len(autoSweepSeries)-2] {
 					if st, ok := refsCell(a, tk.name, s, "excess_rmse", eps); ok {
@@ -102,16 +97,11 @@ func buildAutoSweep(ctx context.Context, e *env) (*plan, error) {
 
 func autoSweepJob(tk refsTask) job {
 	return func(ctx context.Context, src noise.Source, rng *rand.Rand) ([]obs, error) {
-		train, test := tk.t.split(rng, 0.2, 0)
-		var out []obs
-		np, err := fitWith(ctx, "nonprivate", train, regress.Config{Kind: regress.Linear})
+		train, rec, err := newExcessRecorder(ctx, tk, rng)
 		if err != nil {
 			return nil, err
 		}
-		ref := rmse(np, test)
-		add := func(eps float64, series string, w []float64) {
-			out = append(out, obs{panel: tk.name, xname: "epsilon", x: eps, series: series, metric: "excess_rmse", v: rmse(w, test) - ref})
-		}
+		add := rec.add
 		n, d := int64(train.N()), train.K-1
 		for _, eps := range refsEps {
 			for _, m := range []string{autoSweepFM, "auto"} {
@@ -142,6 +132,6 @@ func autoSweepJob(tk refsTask) job {
 				add(eps, r, w)
 			}
 		}
-		return out, nil
+		return rec.obs, nil
 	}
 }

@@ -311,12 +311,7 @@ func buildRefsRadius(ctx context.Context, e *env) (*plan, error) {
 		var out []Claim
 		for _, task := range refsLinearTables {
 			for _, eps := range refsEps {
-				best := math.Inf(1)
-				for _, r := range []string{rSSPClip, rAdaSSP} {
-					if s, ok := refsCell(a, task, r, "excess_rmse", eps); ok {
-						best = math.Min(best, s.mean)
-					}
-				}
+				best := bestOfRefs(a, task, eps, []string{rSSPClip, rAdaSSP})
 				var parts []string
 				holds := "yes"
 				for _, s := range refsRadiusSeries[:len(refsRadiusCands)] {
@@ -345,18 +340,13 @@ func buildRefsRadius(ctx context.Context, e *env) (*plan, error) {
 
 func refsRadiusJob(tk refsTask) job {
 	return func(ctx context.Context, src noise.Source, rng *rand.Rand) ([]obs, error) {
-		train, test := tk.t.split(rng, 0.2, 0)
-		d := train.K - 1
-		var out []obs
-		np, err := fitWith(ctx, "nonprivate", train, regress.Config{Kind: regress.Linear})
+		train, rec, err := newExcessRecorder(ctx, tk, rng)
 		if err != nil {
 			return nil, err
 		}
-		ref := rmse(np, test)
-		oracle := 1.1 * math.Sqrt(dotSelf(np))
-		add := func(eps float64, series string, w []float64) {
-			out = append(out, obs{panel: tk.name, xname: "epsilon", x: eps, series: series, metric: "excess_rmse", v: rmse(w, test) - ref})
-		}
+		d := train.K - 1
+		oracle := 1.1 * math.Sqrt(dotSelf(rec.np))
+		add := rec.add
 		for _, eps := range refsEps {
 			for _, c := range refsRadiusCands {
 				cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
@@ -388,7 +378,7 @@ func refsRadiusJob(tk refsTask) job {
 				add(eps, r, w)
 			}
 		}
-		return out, nil
+		return rec.obs, nil
 	}
 }
 

@@ -156,17 +156,12 @@ func buildUtilityClip(ctx context.Context, e *env) (*plan, error) {
 
 func clipJob(tk refsTask) job {
 	return func(ctx context.Context, src noise.Source, rng *rand.Rand) ([]obs, error) {
-		train, test := tk.t.split(rng, 0.2, 0)
-		var out []obs
-		np, err := fitWith(ctx, "nonprivate", train, regress.Config{Kind: regress.Linear})
+		train, rec, err := newExcessRecorder(ctx, tk, rng)
 		if err != nil {
 			return nil, err
 		}
-		ref := rmse(np, test)
 		for _, eps := range refsEps {
-			add := func(series string, w []float64) {
-				out = append(out, obs{panel: tk.name, xname: "epsilon", x: eps, series: series, metric: "excess_rmse", v: rmse(w, test) - ref})
-			}
+			add := func(series string, w []float64) { rec.add(eps, series, w) }
 			res, err := gfmRelease(ctx, "gaussian-fm", train, regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src})
 			if err != nil {
 				return nil, err
@@ -207,7 +202,7 @@ func clipJob(tk refsTask) job {
 				add(r, w)
 			}
 		}
-		return out, nil
+		return rec.obs, nil
 	}
 }
 
@@ -222,13 +217,46 @@ func clipRatioTo(a *Aggregate, task, series string, eps float64, refs []string) 
 	if !ok {
 		return 0, false
 	}
+	return s.mean / bestOfRefs(a, task, eps, refs), true
+}
+
+// bestOfRefs is the smallest mean excess RMSE among refs in a cell (+Inf
+// when none ran there).
+func bestOfRefs(a *Aggregate, task string, eps float64, refs []string) float64 {
 	best := math.Inf(1)
 	for _, r := range refs {
 		if c, ok := refsCell(a, task, r, "excess_rmse", eps); ok {
 			best = math.Min(best, c.mean)
 		}
 	}
-	return s.mean / best, true
+	return best
+}
+
+// excessRecorder records one split of a linear sweep: the non-private
+// least-squares fit on the training rows (np) and each fit's excess test
+// RMSE over it.
+type excessRecorder struct {
+	panel string
+	test  *table
+	np    []float64
+	ref   float64
+	obs   []obs
+}
+
+// newExcessRecorder draws the run's 80/20 split of tk and fits the
+// non-private reference on it.
+func newExcessRecorder(ctx context.Context, tk refsTask, rng *rand.Rand) (*table, *excessRecorder, error) {
+	train, test := tk.t.split(rng, 0.2, 0)
+	np, err := fitWith(ctx, "nonprivate", train, regress.Config{Kind: regress.Linear})
+	if err != nil {
+		return nil, nil, err
+	}
+	return train, &excessRecorder{panel: tk.name, test: test, np: np, ref: rmse(np, test)}, nil
+}
+
+// add records the excess test RMSE of w for series at eps.
+func (r *excessRecorder) add(eps float64, series string, w []float64) {
+	r.obs = append(r.obs, obs{panel: r.panel, xname: "epsilon", x: eps, series: series, metric: "excess_rmse", v: rmse(w, r.test) - r.ref})
 }
 
 func clipMarkdown(a *Aggregate, series []string) string {

@@ -153,3 +153,42 @@ func TestExperimentUtilityRefsCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestAutoSweepThroughCLI runs `dplearn experiment auto-sweep` (the sweep
+// the README lists behind --mechanism auto's rule) through the CLI on one
+// seeded split and checks its claims: one per table and ε, each naming
+// the path regress.AutoUsesHuber takes at that cell's N·ε/d (least
+// squares at CPS1988 ε = 2 and diabetes ε = 0.1, Huber elsewhere), and a
+// verdict that is "yes" or "no".
+func TestAutoSweepThroughCLI(t *testing.T) {
+	dir := t.TempDir()
+	out, err := runCLI(t, "experiment", "auto-sweep", "--out", dir, "--runs", "1", "--seed", "3", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Experiments []struct {
+			Name   string
+			Files  []string
+			Claims []struct{ Paper, Measured, Holds string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Experiments) != 1 {
+		t.Fatalf("not one experiment: %v\n%s", err, out)
+	}
+	e := got.Experiments[0]
+	if e.Name != "auto-sweep" || len(e.Claims) != 12 || len(e.Files) != 4 {
+		t.Fatalf("%s: %d claims, %d files", e.Name, len(e.Claims), len(e.Files))
+	}
+	ls := map[string]bool{"cps1988, ε = 2 ": true, "diabetes, ε = 0.1 ": true}
+	for _, c := range e.Claims {
+		cell := c.Paper[:strings.Index(c.Paper, "(")]
+		want := "auto: Huber)"
+		if ls[cell] {
+			want = "auto: least squares (FM))"
+		}
+		if !strings.Contains(c.Paper, want) || (c.Holds != "yes" && c.Holds != "no") || !strings.Contains(c.Measured, "auto ") {
+			t.Errorf("claim %q / %q / %q, want path %q", c.Paper, c.Measured, c.Holds, want)
+		}
+	}
+}
