@@ -138,6 +138,7 @@ var optionRanges = map[string]optionRange{
 	"lambda":               {lo: math.Inf(-1), hi: math.MaxFloat64, what: "finite (negative: the default)"},
 	"objpert-lambda":       {lo: 0, hi: math.MaxFloat64, loOpen: true, zeroDefault: true, what: "> 0 (0: the default)"},
 	"radius":               {lo: 0, hi: math.MaxFloat64, loOpen: true, zeroDefault: true, what: "> 0 (0: the default)"},
+	"huber":                {lo: math.Inf(-1), hi: math.MaxFloat64, what: "finite (0: the default rule; negative: the squared loss)"},
 	"objpert-tolerance":    {lo: 0, hi: math.MaxFloat64, loOpen: true, zeroDefault: true, what: "> 0 (0: the default)"},
 	"objpert-output-share": {lo: 0, hi: 1, loOpen: true, hiOpen: true, zeroDefault: true, what: "in (0, 1) (0: the default)"},
 	"iterations":           {lo: 1, hi: 1e7, zeroDefault: true, what: "from 1 to 10⁷ (0: the default)"},

@@ -169,6 +169,11 @@ type Config struct {
 	// LogisticRange is R for the chebyshev and least-squares
 	// approximations; 0 means DefaultLogisticRange.
 	LogisticRange float64
+	// Huber is η, the scale of objpert's and noisygd's Huber loss on linear
+	// models (huber.go): 0 means DefaultHuberScale, a negative value the
+	// squared loss on the public parameter ball. Ignored for other models
+	// and mechanisms.
+	Huber float64
 	// Source supplies the randomness of the noise.
 	Source noise.Source
 	// ObjPert, NoisyGD and IRLS hold the public parameters of the objpert,
