@@ -588,8 +588,8 @@ func setupRadius(mechanism string, cfg *regress.Config, d int, n int64) (radius 
 			cfg.NoisyGD.Radius = given
 		}
 		given = cfg.NoisyGD.Radius
-		def = regress.DefaultNoisyGDRadius(cfg.Kind, d, n, cfg.Epsilon)
-	case mechanism == "objpert" && cfg.Kind == regress.Linear:
+		def = regress.NoisyGDRadiusFor(*cfg, d, n)
+	case mechanism == "objpert" && cfg.Kind == regress.Linear && regress.HuberScale(*cfg, n, d) == 0:
 		def = regress.DefaultObjPertRadius(d, n, cfg.Epsilon)
 	default:
 		return 0, false, false
@@ -606,17 +606,23 @@ func setupRadius(mechanism string, cfg *regress.Config, d int, n int64) (radius 
 }
 
 // radiusNote is the report's statement of the radius (public).
-func radiusNote(mechanism string, kind regress.Kind, d int, n int64, eps float64, radius float64, isDefault bool) string {
+func radiusNote(mechanism string, cfg regress.Config, d int, n int64, radius float64, isDefault bool) string {
+	eps := cfg.Epsilon
 	rule, def := "√d/2", regress.DefaultObjPertRadius(d, n, eps)
 	growth := fmt.Sprintf(", times max(1, (Nε/(%dd))^(1/4)) at N = %d, ε = %g", regress.RadiusRuleScale, n, eps)
+	cost := "a larger R costs more noise"
 	if mechanism == "noisygd" {
-		def = regress.DefaultNoisyGDRadius(kind, d, n, eps)
-		if kind == regress.Logistic {
+		def = regress.NoisyGDRadiusFor(cfg, d, n)
+		switch {
+		case cfg.Kind == regress.Logistic:
 			rule, growth = "2√d", ""
+		case regress.HuberScale(cfg, n, d) > 0:
+			rule = fmt.Sprintf("%d × √d/2", regress.NoisyGDHuberBallFactor)
+			cost = "with the Huber loss the ball is post-processing: R costs no noise, it only regularises"
 		}
 	}
 	if isDefault {
-		return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients: the default %s for d = %d%s (--radius changes it; a larger R costs more noise)", radius, rule, d, growth)
+		return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients: the default %s for d = %d%s (--radius changes it; %s)", radius, rule, d, growth, cost)
 	}
 	return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients, set by --radius (the default would be %s for d = %d%s: %.4g)", radius, rule, d, growth, def)
 }

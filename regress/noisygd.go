@@ -26,8 +26,12 @@ import (
 // where Π_R projects onto the public ball ‖ω‖ ≤ R and λ is an optional
 // data-independent ridge. The output is the average of the iterates
 // ω_{⌈T/2⌉}, …, ω_T (tail averaging, post-processing of the released
-// gradients). The loss is the squared loss (y − xᵀω)² (linear) or the
-// logistic loss log(1 + e^{xᵀω}) − y·xᵀω (logistic).
+// gradients). The loss is, for linear models, Huber's loss with scale η
+// (huber.go; the default) or the squared loss (y − xᵀω)² (Config.Huber <
+// 0), and the logistic loss log(1 + e^{xᵀω}) − y·xᵀω for logistic models.
+// With the Huber loss the projection is post-processing that the
+// sensitivity does not depend on: it only regularises (default R:
+// NoisyGDHuberBallFactor times the squared loss's).
 //
 // # Gradient sensitivity (‖x‖ ≤ 1, |y| ≤ 1 or y ∈ {0, 1}, ‖ω‖ ≤ R)
 //
@@ -38,6 +42,13 @@ import (
 // not tight, and we claim no tighter one: the difference can exceed
 // 2(R + √2) (a numerical search finds 6.10 > 5.83 at R = 1.5;
 // TestNoisyGDSensitivityBounds), so D = 2(R + 2) is what the code uses.
+//
+// Linear, Huber's loss with scale η (any ω, ball or none): ∇ℓ = −2·clamp(y − xᵀω, −η, η)·x
+// = −c·x with |c| ≤ 2η whatever ω is, so the per-example norm is ≤ G = 2η
+// and the difference of two is ‖c'x' − cx‖ ≤ |c| + |c'| ≤ D = 4η (attained
+// at x' = −x, unit norm, residuals of opposite signs beyond ±η;
+// TestNoisyGDHuberSensitivity). The loss is 2-smooth (ℓ'' ∈ {0, 2} times
+// xxᵀ ⪯ I), as the squared loss, so the default learning rate is unchanged.
 //
 // Logistic: ∇ℓ = (σ(xᵀω) − y)x. For y = 1 it equals σ((−x)ᵀω)(−x), so every
 // per-example gradient has the form σ(uᵀω)u with ‖u‖ ≤ 1, of norm
@@ -96,6 +107,17 @@ type NoisyGDOptions struct {
 	Lambda float64
 }
 
+// NoisyGDHuberSensitivity returns, for Huber's loss with scale η (linear
+// models, any ω), the per-example gradient norm bound G = 2η and the bound
+// D = 4η on the difference of two per-example gradients (see the derivation
+// above).
+func NoisyGDHuberSensitivity(eta float64) (g, diff float64, err error) {
+	if !(eta > 0) || math.IsInf(eta, 0) {
+		return 0, 0, fmt.Errorf("noisygd: Huber scale η must be finite and > 0, got %v", eta)
+	}
+	return 2 * eta, 4 * eta, nil
+}
+
 // DefaultNoisyGDIterations is the default T when Nε/d is small; see
 // NoisyGDIterationsFor.
 const DefaultNoisyGDIterations = 100
@@ -131,6 +153,29 @@ func DefaultNoisyGDRadius(kind Kind, d int, n int64, epsilon float64) float64 {
 		return 2 * math.Sqrt(float64(d))
 	}
 	return radiusRule(d, n, epsilon)
+}
+
+// NoisyGDHuberBallFactor is the factor of the default ball of the Huber
+// loss over the squared loss's (DefaultNoisyGDRadius). With the Huber loss
+// the ball is post-processing (the gradient bound 2η holds for every ω),
+// so R trades only the bias of capping the fit against the shrinkage that
+// steadies it at small N·ε/d; twice the squared loss's rule did best in
+// `dplearn experiment huber-sweep` (docs/mechanisms.md).
+const NoisyGDHuberBallFactor = 2
+
+// NoisyGDRadiusFor returns the default ball of noisygd for cfg on n rows
+// (units under a privacy unit) with d coefficients:
+// DefaultNoisyGDRadius, times NoisyGDHuberBallFactor with the Huber loss.
+func NoisyGDRadiusFor(cfg Config, d int, n int64) float64 {
+	return defaultNoisyGDRadius(cfg.Kind, huberScale(cfg, n, d), d, n, cfg.Epsilon)
+}
+
+func defaultNoisyGDRadius(kind Kind, eta float64, d int, n int64, epsilon float64) float64 {
+	r := DefaultNoisyGDRadius(kind, d, n, epsilon)
+	if eta > 0 {
+		r *= NoisyGDHuberBallFactor
+	}
+	return r
 }
 
 // NoisyGDSensitivity returns, for parameters in the ball of radius R, the
@@ -301,10 +346,14 @@ type NoisyGDPlan struct {
 	// Units·K under a privacy unit (PlanNoisyGDUnits).
 	N int64
 	// RowsPerUnit is K under a privacy unit, 1 at row level.
-	RowsPerUnit  int
-	D            int
-	Steps        int
-	BatchRate    float64 // 1 for full batch
+	RowsPerUnit int
+	D           int
+	Steps       int
+	BatchRate   float64 // 1 for full batch
+	// Huber is η of the linear Huber loss, 0 for the squared or logistic
+	// loss.
+	Huber float64
+	// Radius is R of the parameter ball, 0 for none (the Huber loss).
 	Radius       float64
 	LearningRate float64
 	Lambda       float64
@@ -320,7 +369,14 @@ type NoisyGDPlan struct {
 // reports the ε at δ; otherwise it solves for the multiplier that meets
 // (ε, δ).
 func PlanNoisyGD(kind Kind, epsilon, delta float64, n int64, d int, opt NoisyGDOptions) (NoisyGDPlan, error) {
-	return planNoisyGD(kind, epsilon, delta, n, 1, d, opt)
+	return planNoisyGD(kind, epsilon, delta, n, 1, d, opt, 0)
+}
+
+// PlanNoisyGDHuber calibrates noisy gradient descent on Huber's loss with
+// scale η > 0 (linear models; no parameter ball, opt.Radius must be 0):
+// PlanNoisyGD with the sensitivities of NoisyGDHuberSensitivity.
+func PlanNoisyGDHuber(epsilon, delta float64, n int64, d int, eta float64, opt NoisyGDOptions) (NoisyGDPlan, error) {
+	return planNoisyGD(Linear, epsilon, delta, n, 1, d, opt, eta)
 }
 
 // PlanNoisyGDUnits calibrates full-batch noisy gradient descent under a
@@ -339,7 +395,7 @@ func PlanNoisyGD(kind Kind, epsilon, delta float64, n int64, d int, opt NoisyGDO
 //	‖Δg‖ ≤ (min(r, r')·D + |r − r'|·G)/N ≤ k·max(D, G)/N = D/units,
 //
 // since G ≤ D (linear G = 2(1 + R) ≤ 2(R + 2) = D; logistic
-// G = σ(R) ≤ 2σ(R) = D). So the unit-level Δ is the row-level formula
+// G = σ(R) ≤ 2σ(R) = D; Huber G = 2η ≤ 4η = D). So the unit-level Δ is the row-level formula
 // D/N evaluated at N = units, attained up to the row-level pair's own
 // tightness by k copies of the row-level extremal pair. (A standard
 // alternative, clipping each unit's summed gradient at a public C_u, needs
@@ -367,17 +423,24 @@ func PlanNoisyGDUnits(kind Kind, epsilon, delta float64, units int64, k int, d i
 	if opt.BatchRate > 0 && opt.BatchRate < 1 {
 		return NoisyGDPlan{}, fmt.Errorf("noisygd: privacy unit: Poisson batches (rate %v) have no unit-level derivation (the subsampled-Gaussian accountant samples rows, not persons); use the full batch", opt.BatchRate)
 	}
-	return planNoisyGD(kind, epsilon, delta, units*int64(k), k, d, opt)
+	return planNoisyGD(kind, epsilon, delta, units*int64(k), k, d, opt, 0)
 }
 
 // planNoisyGD calibrates noisy gradient descent whose gradients divide by
 // the public n and in which neighbours differ in at most k rows
-// (PlanNoisyGDUnits; k = 1 is the row-level PlanNoisyGD).
-func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt NoisyGDOptions) (NoisyGDPlan, error) {
+// (PlanNoisyGDUnits; k = 1 is the row-level PlanNoisyGD), on Huber's loss
+// with scale eta > 0 (linear, no ball) or, with eta = 0, the model's own
+// loss on the ball.
+func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt NoisyGDOptions, eta float64) (NoisyGDPlan, error) {
 	p := NoisyGDPlan{Kind: kind, N: n, RowsPerUnit: k, D: d, Steps: opt.Iterations, BatchRate: opt.BatchRate,
-		Radius: opt.Radius, LearningRate: opt.LearningRate, Lambda: opt.Lambda}
+		Huber: eta, Radius: opt.Radius, LearningRate: opt.LearningRate, Lambda: opt.Lambda}
 	if n < 1 || d < 1 {
 		return p, fmt.Errorf("noisygd: need N ≥ 1 and d ≥ 1, got N=%d d=%d", n, d)
+	}
+	if eta != 0 {
+		if kind != Linear {
+			return p, fmt.Errorf("noisygd: the Huber loss is for linear models, not %q", kind)
+		}
 	}
 	if p.Steps == 0 {
 		p.Steps = DefaultNoisyGDIterations
@@ -404,7 +467,7 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 		if opt.Sigma > 0 {
 			rEps = 0
 		}
-		p.Radius = DefaultNoisyGDRadius(kind, d, n/int64(k), rEps)
+		p.Radius = defaultNoisyGDRadius(kind, eta, d, n/int64(k), rEps)
 	}
 	if math.IsNaN(p.Lambda) || math.IsInf(p.Lambda, 0) || p.Lambda < 0 {
 		return p, fmt.Errorf("noisygd: ridge λ must be finite and ≥ 0, got %v", opt.Lambda)
@@ -422,7 +485,13 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 	if math.IsNaN(opt.Sigma) || math.IsInf(opt.Sigma, 0) || opt.Sigma < 0 {
 		return p, fmt.Errorf("noisygd: noise multiplier must be finite and > 0, got %v", opt.Sigma)
 	}
-	g, diff, err := NoisyGDSensitivity(kind, p.Radius)
+	var g, diff float64
+	var err error
+	if eta != 0 {
+		g, diff, err = NoisyGDHuberSensitivity(eta)
+	} else {
+		g, diff, err = NoisyGDSensitivity(kind, p.Radius)
+	}
 	if err != nil {
 		return p, err
 	}
@@ -513,11 +582,19 @@ func (noisyGD) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	}
 	k := data.Stats.K()
 	d := k - 1
+	if err := checkHuberKind(cfg); err != nil {
+		return nil, fmt.Errorf("noisygd: %w", err)
+	}
 	var plan NoisyGDPlan
 	if unit, ok := unitOf(data.Stats); ok {
+		// PlanNoisyGDUnits checks the unit; the rules read the number of
+		// units, as the radius rule does.
 		plan, err = PlanNoisyGDUnits(cfg.Kind, cfg.Epsilon, cfg.Delta, unit.Units, unit.MaxRows, d, cfg.NoisyGD)
+		if eta := huberScale(cfg, unit.Units, d); err == nil && eta > 0 {
+			plan, err = planNoisyGD(cfg.Kind, cfg.Epsilon, cfg.Delta, unit.Units*int64(unit.MaxRows), unit.MaxRows, d, cfg.NoisyGD, eta)
+		}
 	} else {
-		plan, err = PlanNoisyGD(cfg.Kind, cfg.Epsilon, cfg.Delta, data.Stats.N(), d, cfg.NoisyGD)
+		plan, err = planNoisyGD(cfg.Kind, cfg.Epsilon, cfg.Delta, data.Stats.N(), 1, d, cfg.NoisyGD, huberScale(cfg, data.Stats.N(), d))
 	}
 	if err != nil {
 		return nil, err
@@ -583,7 +660,9 @@ func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.S
 		for j := range w {
 			w[j] -= p.LearningRate * (g[j] + p.Lambda*w[j])
 		}
-		projectBall(w, p.Radius)
+		if p.Radius > 0 {
+			projectBall(w, p.Radius)
+		}
 		if t+1 > start {
 			for j := range avg {
 				avg[j] += w[j]
@@ -620,9 +699,12 @@ func (p NoisyGDPlan) addGradients(g, rows []float64, k int, w []float64, take []
 		x := r[:d]
 		z := dot(x, w)
 		var c float64
-		if p.Kind == Logistic {
+		switch {
+		case p.Kind == Logistic:
 			c = sigmoid(z) - r[d]
-		} else {
+		case p.Huber > 0:
+			c = -2 * math.Max(-p.Huber, math.Min(p.Huber, r[d]-z))
+		default:
 			c = -2 * (r[d] - z)
 		}
 		for j := range g {
@@ -637,8 +719,13 @@ func (p NoisyGDPlan) report(cfg Config) report.Privacy {
 	if p.BatchRate < 1 {
 		batch = fmt.Sprintf("Poisson batches with rate q = %s", fmtG(p.BatchRate))
 	}
+	mech := fmt.Sprintf("noisygd (noisy projected gradient descent, Song, Chaudhuri & Sarwate 2013; %d steps, %s, ball ‖ω‖ ≤ %s)", p.Steps, batch, fmtG(p.Radius))
+	post := fmt.Sprintf("projection onto ‖ω‖ ≤ %s after each step; output = average of the last %d iterates", fmtG(p.Radius), p.Steps-p.Steps/2)
+	if p.Huber > 0 {
+		mech = fmt.Sprintf("noisygd (noisy projected gradient descent, Song, Chaudhuri & Sarwate 2013; %d steps, %s) on Huber's loss with scale η = %s: gradient norm ≤ 2η for every ω, so the ball ‖ω‖ ≤ %s is post-processing; estimand: the Huber M-estimator (least squares' coefficients when the errors are symmetric)", p.Steps, batch, fmtG(p.Huber), fmtG(p.Radius))
+	}
 	r := report.Privacy{
-		Mechanism:    fmt.Sprintf("noisygd (noisy projected gradient descent, Song, Chaudhuri & Sarwate 2013; %d steps, %s, ball ‖ω‖ ≤ %s)", p.Steps, batch, fmtG(p.Radius)),
+		Mechanism:    mech,
 		Private:      true,
 		Epsilon:      pr.Epsilon,
 		Delta:        pr.Delta,
@@ -651,7 +738,7 @@ func (p NoisyGDPlan) report(cfg Config) report.Privacy {
 			Noise:       "gaussian",
 			Scale:       p.NoiseStd,
 		}},
-		PostProcessing: []string{fmt.Sprintf("projection onto ‖ω‖ ≤ %s after each step; output = average of the last %d iterates", fmtG(p.Radius), p.Steps-p.Steps/2)},
+		PostProcessing: []string{post},
 	}
 	r.Randomness, r.Insecure = randomness(cfg.Source)
 	if p.BatchRate == 1 {

@@ -293,7 +293,7 @@ func TestNoisyGDConverges(t *testing.T) {
 		if testing.Short() {
 			steps /= 3
 		}
-		res, err := noisyGD{}.Fit(ctx, data, Config{Kind: kind, Epsilon: 1e5, Delta: 1e-5, Source: noise.NewInsecureSeeded(3),
+		res, err := noisyGD{}.Fit(ctx, data, Config{Kind: kind, Epsilon: 1e5, Delta: 1e-5, Source: noise.NewInsecureSeeded(3), Huber: squaredIf(kind),
 			NoisyGD: NoisyGDOptions{Iterations: steps, Radius: 50}})
 		if err != nil {
 			t.Fatal(err)
@@ -301,7 +301,7 @@ func TestNoisyGDConverges(t *testing.T) {
 		if e := dist(res.Coef, ref.Coef); e > 0.1*math.Sqrt(dot(ref.Coef, ref.Coef)) {
 			t.Errorf("%s: ‖ω − ω*‖ = %.4g, ‖ω*‖ = %.4g", kind, e, math.Sqrt(dot(ref.Coef, ref.Coef)))
 		}
-		small, err := noisyGD{}.Fit(ctx, data, Config{Kind: kind, Epsilon: 1, Delta: 1e-5, Source: noise.NewInsecureSeeded(3),
+		small, err := noisyGD{}.Fit(ctx, data, Config{Kind: kind, Epsilon: 1, Delta: 1e-5, Source: noise.NewInsecureSeeded(3), Huber: squaredIf(kind),
 			NoisyGD: NoisyGDOptions{Iterations: 50, Radius: 0.3, BatchRate: 0.1}})
 		if err != nil {
 			t.Fatal(err)
@@ -428,4 +428,13 @@ func TestNoisyGDSensitivityBounds(t *testing.T) {
 	if best <= 2*(R+math.Sqrt2) || best > D {
 		t.Errorf("largest difference %.4f: want in (2(R+√2), 2(R+2)] = (%.4f, %.4f]", best, 2*(R+math.Sqrt2), D)
 	}
+}
+
+// squaredIf returns the Config.Huber that selects the squared loss for a
+// linear model (tests of the ball), 0 otherwise.
+func squaredIf(k Kind) float64 {
+	if k == Linear {
+		return -1
+	}
+	return 0
 }

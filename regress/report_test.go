@@ -155,7 +155,9 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 		{"irls", Robust, lin, 0.5, 1e-6, 4, func(c *Config) { c.IRLS.Iterations = 4; c.IRLS.Split = 0.6; c.IRLS.WarmStart = 0.5 }},
 		{"irls", Robust, lin, 1, 1e-5, 2, func(c *Config) { c.IRLS.WarmStart = -1 }},
 		{"irls", Robust, lin, 0.3, 1e-6, 5, func(c *Config) { c.IRLS.Iterations = 5; c.IRLS.Split = 0.2; c.IRLS.WarmStart = -1 }},
-		{"noisygd", Linear, lin, 1, 1e-5, 250, nil}, // T = min(1000, max(100, ⌊Nε/(2d)⌋)) = ⌊3000/12⌋ (issue 26)
+		{"noisygd", Linear, lin, 1, 1e-5, 250, nil}, // T = min(1000, max(100, ⌊Nε/(2d)⌋)) = ⌊3000/12⌋ (issue 26); Huber's loss
+		{"noisygd", Linear, lin, 1, 1e-5, 250, func(c *Config) { c.Huber = -1 }}, // the squared loss on the ball
+		{"noisygd", Linear, lin, 0.5, 1e-6, 100, func(c *Config) { c.Huber = 0.3; c.NoisyGD.Iterations = 100 }},
 		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40 }},
 		// The warm start's two Gaussian FM releases happen once ("(once)"
 		// in their names), the J iterations' releases reps times.
@@ -183,6 +185,9 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 		eta := 0.0
 		if res.Released != nil {
 			eta = res.Released.ResidualFloor
+		}
+		if c.mech == "noisygd" {
+			eta = huberOf(cfg, n, d)
 		}
 		formula := make([]float64, len(p.Releases))
 		for i, r := range p.Releases {
@@ -359,8 +364,12 @@ func sensitivityFormula(t *testing.T, r report.Release, kind Kind, n, d int, eta
 	case strings.HasPrefix(r.Name, "m = "):
 		return 1 / N // η·s ∈ (0, 1]
 	case strings.HasPrefix(r.Name, "noisy gradient"):
-		// Full batch, the default radius: R = √d/2 (linear), 2√d
-		// (logistic); D = 2(R + 2) and 2σ(R).
+		// Full batch. Huber's loss with scale η > 0 (linear): D = 4η
+		// (|2·clamp(r, ±η)| ≤ 2η, twice). Otherwise the default radius:
+		// R = √d/2 (linear), 2√d (logistic); D = 2(R + 2) and 2σ(R).
+		if eta > 0 {
+			return 4 * eta / N
+		}
 		if kind == Logistic {
 			return 2 * sigmoid(2*math.Sqrt(D)) / N
 		}
@@ -490,6 +499,7 @@ func TestPrintedGuaranteeOtherAccountants(t *testing.T) {
 		{"irls", Robust, lin, 0.5, 1e-6, func(c *Config) { c.IRLS.FirstMoment = "laplace"; c.IRLS.Form = IRLSFormGradient }},
 		{"irls", Robust, lin, 1, 1e-5, func(c *Config) { c.IRLS.FirstMoment = "laplace"; c.IRLS.WarmStart = -1 }},
 		{"noisygd", Linear, lin, 1, 1e-5, func(c *Config) { c.NoisyGD.BatchRate = 0.1; c.NoisyGD.Iterations = 50 }},
+		{"noisygd", Linear, lin, 1, 1e-5, func(c *Config) { c.NoisyGD.BatchRate = 0.1; c.NoisyGD.Iterations = 50; c.Huber = -1 }},
 		{"noisygd", Logistic, logi, 0.5, 1e-6, func(c *Config) { c.NoisyGD.BatchRate = 0.2; c.NoisyGD.Iterations = 30 }},
 	} {
 		cfg := Config{Kind: c.kind, Epsilon: c.eps, Delta: c.delta, Lambda: -1, Source: noise.NewInsecureSeeded(3)}
@@ -553,6 +563,9 @@ func TestPrintedGuaranteeOtherAccountants(t *testing.T) {
 			r := p.Releases[0]
 			R := math.Sqrt(float64(d)) / 2
 			g := 2 * (1 + R)
+			if eta := huberOf(cfg, n, d); eta > 0 {
+				g = 2 * eta // |2·clamp(r, ±η)|·‖x‖
+			}
 			if c.kind == Logistic {
 				R = 2 * math.Sqrt(float64(d))
 				g = sigmoid(R)
@@ -582,4 +595,17 @@ func TestPrintedGuaranteeOtherAccountants(t *testing.T) {
 			t.Errorf("%s %s: half the printed noise still meets ε (%v): the check has no power", c.mech, c.kind, e)
 		}
 	}
+}
+
+// huberOf is η of noisygd's Huber loss for cfg on n rows and d
+// coefficients, 0 for the squared or logistic loss: cfg.Huber if > 0,
+// else (cfg.Huber = 0, linear) the default η = 0.5 written out here.
+func huberOf(cfg Config, n, d int) float64 {
+	switch {
+	case cfg.Kind != Linear || cfg.Huber < 0:
+		return 0
+	case cfg.Huber > 0:
+		return cfg.Huber
+	}
+	return 0.5
 }

@@ -2,6 +2,7 @@ package regress
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -332,25 +333,33 @@ func TestIRLSNoisyGDUnitPrintedGuaranteeIsExactProfile(t *testing.T) {
 			continue
 		}
 		const T = 30
-		cfg := Config{Kind: kind, Epsilon: eps, Delta: delta, Lambda: -1, Source: noise.NewInsecureSeeded(4), NoisyGD: NoisyGDOptions{Iterations: T}}
-		res, err := noisyGD{}.Fit(context.Background(), data, cfg)
-		if err != nil {
-			t.Fatal(err)
+		// Linear: the default Huber loss (D = 4η, η by the rule at N =
+		// units) and the squared loss on the ball (--huber -1).
+		for _, huber := range map[Kind][]float64{Linear: {0, -1}, Logistic: {0}}[kind] {
+			cfg := Config{Kind: kind, Epsilon: eps, Delta: delta, Lambda: -1, Huber: huber, Source: noise.NewInsecureSeeded(4), NoisyGD: NoisyGDOptions{Iterations: T}}
+			res, err := noisyGD{}.Fit(context.Background(), data, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := res.Privacy
+			name := fmt.Sprintf("noisygd %s huber=%v", kind, huber)
+			checkReport(name, p.Neighbouring)
+			R := DefaultNoisyGDRadius(kind, d, int64(units), eps)
+			D := 2 * (R + 2)
+			switch {
+			case kind == Logistic:
+				D = 2 / (1 + math.Exp(-R))
+			case huber == 0:
+				D = 4 * DefaultHuberScale(int64(units), d, eps)
+			}
+			r := p.Releases[0]
+			if !(r.Sensitivity >= D/U && r.Sensitivity <= D/U*(1+1e-6)) {
+				t.Errorf("%s: printed sensitivity %v, formula D/units %v", name, r.Sensitivity, D/U)
+			}
+			profile(name, func(f float64) float64 {
+				return math.Sqrt(T) * muOf(r.Sensitivity, r.Scale*f, d)
+			}, p.Epsilon, p.Delta)
 		}
-		p := res.Privacy
-		checkReport("noisygd "+string(kind), p.Neighbouring)
-		R := DefaultNoisyGDRadius(kind, d, int64(units), eps)
-		D := 2 * (R + 2)
-		if kind == Logistic {
-			D = 2 / (1 + math.Exp(-R))
-		}
-		r := p.Releases[0]
-		if !(r.Sensitivity >= D/U && r.Sensitivity <= D/U*(1+1e-6)) {
-			t.Errorf("noisygd %s: printed sensitivity %v, formula D/units %v", kind, r.Sensitivity, D/U)
-		}
-		profile("noisygd "+string(kind), func(f float64) float64 {
-			return math.Sqrt(T) * muOf(r.Sensitivity, r.Scale*f, d)
-		}, p.Epsilon, p.Delta)
 	}
 }
 
@@ -431,7 +440,7 @@ func TestUnitRowMechanismsPanel(t *testing.T) {
 		// R = 1 and T = 100, the defaults before issue 26's rules for d = 4,
 		// so that the row-level fit (N = 21,000 > 1000d: the rules would
 		// grow R and T) and the unit fits share R and the ratio is K.
-		res, err := m.est.Fit(context.Background(), data, Config{Kind: m.kind, Epsilon: eps, Delta: delta, Lambda: -1, Source: noise.NewInsecureSeeded(seed),
+		res, err := m.est.Fit(context.Background(), data, Config{Kind: m.kind, Epsilon: eps, Delta: delta, Lambda: -1, Huber: -1, Source: noise.NewInsecureSeeded(seed),
 			NoisyGD: NoisyGDOptions{Radius: 1, Iterations: 100}, ObjPert: ObjPertOptions{Radius: 1}})
 		if err != nil {
 			t.Fatalf("%s: %v", m.name, err)

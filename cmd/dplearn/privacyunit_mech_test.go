@@ -37,7 +37,7 @@ func writePanel(t *testing.T, dir string, persons, per int) string {
 // mechanisms newly derived for a unit (irls for robust regression, noisygd
 // and objpert for linear): each prints the guarantee asked for, per person
 // (the unit, K and N = 3000 units), noisygd the sensitivity of its
-// gradients at N = units (D/3000 with D = 2(R + 2), R = √d/2), objpert
+// gradients at N = units (D/3000 with D = 4η, the Huber loss's), objpert
 // its χ bound for K = 7 rows. Linear gaussian-fm with --ci-share gets
 // intervals with the unit inflation; irls's intervals, irls-wishart, dpme,
 // filter-priority and Poisson-batched noisygd are refused with an error
@@ -64,8 +64,8 @@ func TestFitPrivacyUnitRowMechanisms(t *testing.T) {
 			t.Errorf("objpert: the accountant does not state the unit bound:\n%s", out)
 		}
 		if c.mech == "noisygd" {
-			d := 3.0 // intercept, education, afam
-			want := 2 * (math.Sqrt(d)/2 + 2) / 3000
+			// The default Huber loss with η = 0.5: D = 4η per unit.
+			want := 4 * 0.5 / 3000
 			var sens float64
 			i := strings.Index(out, `"sensitivity": `)
 			if i < 0 {

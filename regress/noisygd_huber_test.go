@@ -1,0 +1,229 @@
+package regress
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/dplearn/dplearn/noise"
+)
+
+// TestNoisyGDHuberSensitivity checks the Huber bounds of
+// NoisyGDHuberSensitivity against the gradient the descent computes
+// (NoisyGDPlan.addGradients): over random ω of any size (there is no ball),
+// rows with ‖x‖ ≤ 1 and |y| ≤ 1, no per-example gradient exceeds G = 2η and
+// no difference of two exceeds D = 4η, and the extremal pair x' = −x (unit
+// norm) with residuals beyond ±η of opposite signs reaches D exactly.
+func TestNoisyGDHuberSensitivity(t *testing.T) {
+	const d = 3
+	rng := rand.New(rand.NewPCG(5, 6))
+	vec := func(scale float64) []float64 {
+		v := make([]float64, d)
+		for j := range v {
+			v[j] = rng.NormFloat64()
+		}
+		s := scale * math.Pow(rng.Float64(), 0.3) / math.Sqrt(dot(v, v))
+		if rng.IntN(4) == 0 {
+			s = scale / math.Sqrt(dot(v, v))
+		}
+		for j := range v {
+			v[j] *= s
+		}
+		return v
+	}
+	for _, eta := range []float64{0.05, 0.3, 2} {
+		G, D, err := NoisyGDHuberSensitivity(eta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := NoisyGDPlan{Kind: Linear, Huber: eta}
+		grad := func(x []float64, y float64, w []float64) []float64 {
+			g := make([]float64, d)
+			plan.addGradients(g, append(append([]float64(nil), x...), y), d+1, w, nil)
+			return g
+		}
+		maxG, maxD := 0.0, 0.0
+		for i := 0; i < 20000; i++ {
+			w := vec(math.Pow(10, 3*rng.Float64()-1)) // ‖ω‖ from 0.1 to 100
+			g1 := grad(vec(1), 2*rng.Float64()-1, w)
+			g2 := grad(vec(1), 2*rng.Float64()-1, w)
+			maxG = math.Max(maxG, math.Sqrt(dot(g1, g1)))
+			maxD = math.Max(maxD, dist(g1, g2))
+		}
+		if maxG > G*(1+1e-12) || maxD > D*(1+1e-12) {
+			t.Errorf("η=%v: observed G %.4f > %.4f or D %.4f > %.4f", eta, maxG, G, maxD, D)
+		}
+		// x' = −x, ω = 0, y = y' = 1: both residuals are 1 ≥ η and the two
+		// gradients −2ηx and +2ηx differ by 4η. (For η > ½ no pair reaches
+		// 4η: r + r' = y + y' ≤ 2 when x' = −x; the bound is then loose.)
+		if eta <= 0.5 {
+			x, neg, w := []float64{1, 0, 0}, []float64{-1, 0, 0}, []float64{0, 0, 0}
+			if ext := dist(grad(x, 1, w), grad(neg, 1, w)); math.Abs(ext-D) > 1e-12*D {
+				t.Errorf("η=%v: extremal pair gives %v, want D = 4η = %v", eta, ext, D)
+			}
+		}
+	}
+	for _, bad := range []float64{0, -1, math.Inf(1), math.NaN()} {
+		if _, _, err := NoisyGDHuberSensitivity(bad); err == nil {
+			t.Errorf("η = %v accepted", bad)
+		}
+	}
+}
+
+// huberMEstimate is the Huber M-estimator minimising Σℓ(y − xᵀω) with
+// ℓ(r) = r² (|r| ≤ η), 2η|r| − η² beyond, plus (λ/2)N‖ω‖², computed by
+// iteratively reweighted least squares (weights min(1, η/|r|)), written
+// out here independently of noisygd.
+func huberMEstimate(rows []float64, k int, eta, lambda float64) []float64 {
+	d := k - 1
+	n := len(rows) / k
+	w := make([]float64, d)
+	for it := 0; it < 500; it++ {
+		a := make([]float64, d*d)
+		b := make([]float64, d)
+		for i := 0; i < n; i++ {
+			r := rows[i*k : (i+1)*k]
+			res := r[d] - dot(r[:d], w)
+			wt := 1.0
+			if math.Abs(res) > eta {
+				wt = eta / math.Abs(res)
+			}
+			for p := 0; p < d; p++ {
+				b[p] += 2 * wt * r[d] * r[p]
+				for q := 0; q < d; q++ {
+					a[p*d+q] += 2 * wt * r[p] * r[q]
+				}
+			}
+		}
+		for p := 0; p < d; p++ {
+			a[p*d+p] += lambda * float64(n)
+		}
+		next := solveDense(a, b, d)
+		if dist(next, w) < 1e-13 {
+			return next
+		}
+		w = next
+	}
+	return w
+}
+
+// solveDense solves a·x = b (d×d, row-major) by Gaussian elimination with
+// partial pivoting.
+func solveDense(a, b []float64, d int) []float64 {
+	a, b = append([]float64(nil), a...), append([]float64(nil), b...)
+	for c := 0; c < d; c++ {
+		p := c
+		for r := c + 1; r < d; r++ {
+			if math.Abs(a[r*d+c]) > math.Abs(a[p*d+c]) {
+				p = r
+			}
+		}
+		for j := 0; j < d; j++ {
+			a[c*d+j], a[p*d+j] = a[p*d+j], a[c*d+j]
+		}
+		b[c], b[p] = b[p], b[c]
+		for r := c + 1; r < d; r++ {
+			f := a[r*d+c] / a[c*d+c]
+			for j := c; j < d; j++ {
+				a[r*d+j] -= f * a[c*d+j]
+			}
+			b[r] -= f * b[c]
+		}
+	}
+	x := make([]float64, d)
+	for c := d - 1; c >= 0; c-- {
+		s := b[c]
+		for j := c + 1; j < d; j++ {
+			s -= a[c*d+j] * x[j]
+		}
+		x[c] = s / a[c*d+c]
+	}
+	return x
+}
+
+// TestNoisyGDHuberConverges: with negligible noise (ε = 10⁵) noisygd on
+// Huber's loss reaches the Huber M-estimator computed by IRLS in the test,
+// for a scale inside the residuals' range (η = 0.05: a third of the rows
+// are beyond it, with outliers planted) and one beyond all of them (η = 5:
+// least squares); and it differs from least squares where outliers move
+// the least-squares fit.
+func TestNoisyGDHuberConverges(t *testing.T) {
+	ctx := context.Background()
+	rows, _ := xpRows(Linear, 1000, 3, 41)
+	k := 4
+	for i := 0; i < 50; i++ { // 5% gross outliers
+		rows[i*k+3] = 1
+	}
+	data := xpData(t, rows, k)
+	ls, err := nonPrivate{}.Fit(ctx, data, Config{Kind: Linear})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := 20000
+	if testing.Short() {
+		steps = 8000
+	}
+	// The learning rate is post-processing: 4 speeds up η = 0.05, whose
+	// curvature 2P(|r| < η)·XᵀX/N is small; η = 5 keeps the default 1/2.
+	for _, c := range []struct{ eta, lr float64 }{{0.05, 4}, {5, 0}} {
+		eta := c.eta
+		want := huberMEstimate(rows, k, eta, 0)
+		res, err := noisyGD{}.Fit(ctx, data, Config{Kind: Linear, Epsilon: 1e5, Delta: 1e-5, Huber: eta, Source: noise.NewInsecureSeeded(3),
+			NoisyGD: NoisyGDOptions{Iterations: steps, LearningRate: c.lr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := dist(res.Coef, want); e > 0.02*math.Sqrt(dot(want, want)) {
+			t.Errorf("η=%v: ‖ω − ω_Huber‖ = %.4g, ‖ω_Huber‖ = %.4g", eta, e, math.Sqrt(dot(want, want)))
+		}
+		if eta == 0.05 && dist(want, ls.Coef) < 0.05*math.Sqrt(dot(want, want)) {
+			t.Errorf("η=%v: the Huber estimate %v is within 5%% of least squares %v: the outliers do not test the loss", eta, want, ls.Coef)
+		}
+		if eta == 5 && dist(want, ls.Coef) > 1e-9 {
+			t.Errorf("η=5: IRLS %v differs from least squares %v", want, ls.Coef)
+		}
+		if !strings.Contains(res.Privacy.Mechanism, "Huber's loss with scale η = ") || !strings.Contains(res.Privacy.Mechanism, "is post-processing") {
+			t.Errorf("η=%v: report does not name the Huber loss and its ball as post-processing: %s", eta, res.Privacy.Mechanism)
+		}
+	}
+}
+
+// TestNoisyGDHuberBall: with the Huber loss the ball is post-processing:
+// the default is NoisyGDHuberBallFactor = 2 times the squared loss's rule,
+// a given --radius projects (the fit stays inside it) without changing the
+// noise, and the Huber loss on a logistic model is refused by name instead
+// of being ignored.
+func TestNoisyGDHuberBall(t *testing.T) {
+	ctx := context.Background()
+	rows, _ := xpRows(Linear, 2000, 3, 1)
+	data := xpData(t, rows, 4)
+	fit := func(cfg Config) *Result {
+		t.Helper()
+		cfg.Kind, cfg.Epsilon, cfg.Delta, cfg.Source = Linear, 1, 1e-5, noise.NewInsecureSeeded(1)
+		res, err := noisyGD{}.Fit(ctx, data, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	def := fit(Config{})
+	want := 2 * math.Sqrt(3) / 2 // N·ε/d = 667 < 1000: the rule's base √d/2, twice
+	if !strings.Contains(def.Privacy.Mechanism, fmt.Sprintf("ball ‖ω‖ ≤ %s is post-processing", fmtG(want))) {
+		t.Errorf("default ball: want R = 2·√3/2 = %v in %q", want, def.Privacy.Mechanism)
+	}
+	small := fit(Config{NoisyGD: NoisyGDOptions{Radius: 0.3}})
+	if n := math.Sqrt(dot(small.Coef, small.Coef)); n > 0.3*(1+1e-12) {
+		t.Errorf("--radius 0.3: ‖ω‖ = %v", n)
+	}
+	if a, b := def.Privacy.Releases[0], small.Privacy.Releases[0]; a.Sensitivity != b.Sensitivity || a.Scale != b.Scale {
+		t.Errorf("the ball changed the noise: %+v against %+v", a, b)
+	}
+	lrows, _ := xpRows(Logistic, 200, 3, 1)
+	_, err := noisyGD{}.Fit(ctx, xpData(t, lrows, 4), Config{Kind: Logistic, Epsilon: 1, Delta: 1e-5, Huber: 0.2, Source: noise.NewInsecureSeeded(1)})
+	if err == nil || !strings.Contains(err.Error(), "linear models only") {
+		t.Errorf("--huber on a logistic model: error %v, want one naming linear models", err)
+	}
+}
