@@ -438,12 +438,12 @@ func TestObjPertOptimiserChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, bound := logisticGradCheck(rows, 5, mu, b, w)
+	g, bound := lossGradCheck(logisticLoss{}, rows, 5, mu, b, w)
 	if g+bound > 1e-12 || bound > 1e-13 {
 		t.Errorf("logistic: gradient %v + bound %v at the Newton solution", g, bound)
 	}
 	w[0] += 1e-6
-	if g, bound := logisticGradCheck(rows, 5, mu, b, w); g+bound <= DefaultObjPertTolerance {
+	if g, bound := lossGradCheck(logisticLoss{}, rows, 5, mu, b, w); g+bound <= DefaultObjPertTolerance {
 		t.Errorf("logistic: a moved point passes (%v + %v)", g, bound)
 	}
 	lrows, _ := xpRows(Linear, 500, 4, 3)
@@ -987,8 +987,8 @@ func TestObjPertKeyInequalities(t *testing.T) {
 		}
 		w1, _, _ := minimiseCMS(context.Background(), lrows, d+1, lambda, b)
 		w2, _, _ := minimiseCMS(context.Background(), lrows, d+1, lambda, bu)
-		w1 = polishLogistic(lrows, d+1, lambda, b, w1, 1e-12)
-		w2 = polishLogistic(lrows, d+1, lambda, bu, w2, 1e-12)
+		w1 = polishLoss(logisticLoss{}, lrows, d+1, lambda, b, w1, 1e-12)
+		w2 = polishLoss(logisticLoss{}, lrows, d+1, lambda, bu, w2, 1e-12)
 		dist := func(a, b []float64) float64 {
 			s := 0.0
 			for i := range a {
