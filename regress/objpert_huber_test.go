@@ -340,7 +340,9 @@ func TestObjPertHuberSolver(t *testing.T) {
 // exact one (big.Float, 200 bits, at the same float64 ω), coordinate-wise
 // in L2, including at ω = (c, c, −c) with c = 10⁷ on rows with x₃ =
 // fl(x₁ + x₂) (small residuals, where the predictor's rounding, times
-// ψ' ≈ 2, dominates), and rejects a point off by 1e-6.
+// ψ' ≈ 2, dominates) and at a large b cancelled by a large ridge term
+// (where the compensated sum's rounding dominates), and rejects a point
+// off by 1e-6.
 func TestObjPertHuberGradCheckBound(t *testing.T) {
 	const n, d = 300, 4
 	k := d + 1
@@ -390,6 +392,14 @@ func TestObjPertHuberGradCheckBound(t *testing.T) {
 		rows3 = append(rows3, x1, x2, x1+x2, r2[i*3+2])
 	}
 	const c = 1e7
+	// A large b cancelled by a large ridge term N·Λ·ω: the sum's and the
+	// product's rounding dominate.
+	const bigMu = 12345.6789
+	bigB := []float64{1.2345678e8, -9.87654321e7, 3.3333e7, 5.55555e7}
+	wBig := make([]float64, d)
+	for j := range wBig {
+		wBig[j] = -bigB[j] / (n * bigMu) * (1 + 1e-9*float64(j+1))
+	}
 	cases := []struct {
 		rows   []float64
 		k      int
@@ -400,6 +410,7 @@ func TestObjPertHuberGradCheckBound(t *testing.T) {
 		{rows, k, lambda, b, []float64{0.3, -0.2, 0.1, 0.05}},
 		{rows, k, lambda, b, []float64{1.2345678e7, -1.2345677e7, 3.3e6, -2.1e6}},
 		{rows3, 4, 1e-9, []float64{0, 0, 0}, []float64{c + 0.1, c - 0.2, -c}},
+		{rows, k, bigMu, bigB, wBig},
 	}
 	for _, cs := range cases {
 		got, bound := lossGradCheck(loss, cs.rows, cs.k, cs.lambda, cs.b, cs.w)
