@@ -589,7 +589,9 @@ func setupRadius(mechanism string, cfg *regress.Config, d int, n int64) (radius 
 		}
 		given = cfg.NoisyGD.Radius
 		def = regress.DefaultNoisyGDRadius(cfg.Kind, d, n, cfg.Epsilon)
-	case mechanism == "objpert" && cfg.Kind == regress.Linear:
+	case mechanism == "objpert" && cfg.Kind == regress.Linear && cfg.Huber < 0 && cfg.ObjPert.Huber == 0:
+		// Only the squared loss has a ball; the Huber loss (the default)
+		// minimises over ℝ^d.
 		def = regress.DefaultObjPertRadius(d, n, cfg.Epsilon)
 	default:
 		return 0, false, false
