@@ -910,7 +910,11 @@ func (objPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 			return nil, fmt.Errorf("objpert: %w", err)
 		}
 	}
-	return objPertRelease(ctx, data, rows, cfg, plan)
+	res, err := objPertRelease(ctx, data, rows, cfg, plan)
+	if err == nil && plan.Huber > 0 && opt.Radius > 0 {
+		res.Privacy.Notes = append(res.Privacy.Notes, fmt.Sprintf("the radius R = %s given is not used: the pseudo-Huber loss is minimised over all of ℝ^d (--huber -1 for the squared loss on the ball)", fmtG(opt.Radius)))
+	}
+	return res, err
 }
 
 // objPertRelease runs the mechanism with a plan: draw b, solve, check the

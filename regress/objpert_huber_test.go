@@ -117,6 +117,15 @@ func TestObjPertHuberPrintedProfile(t *testing.T) {
 		t.Errorf("the report depends on the data:\n%s\n---\n%s", texts[0], texts[1])
 	}
 	t.Logf("Huber report:\n%s", texts[0])
+	// A radius given with the Huber loss is said to be unused.
+	rows, _ := xpRows(Linear, n, d, 3)
+	res, err := objPert{}.Fit(context.Background(), xpData(t, rows, d+1), Config{Kind: Linear, Epsilon: eps, Delta: delta, ObjPert: ObjPertOptions{Radius: 2}, Source: noise.NewInsecureSeeded(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(res.Privacy.Notes, "\n"), "R = 2 given is not used") {
+		t.Errorf("a radius given with the Huber loss is not said to be unused: %q", res.Privacy.Notes)
+	}
 }
 
 // TestObjPertHuberGradDiffExtremal searches rows z = (x, y), z' = (x', y')
