@@ -47,11 +47,12 @@ import (
 //  1. b = noise.AddGaussian(0, σ1): coordinates g1·K_j, K_j independent
 //     discrete Gaussians with parameter s = σ1/g1 ≥ 2^21, g1 =
 //     noise.GaussianGrid(σ1, d).
-//  2. ω̃ ≈ argmin F_D(·; b): Newton's method (logistic: logisticNewton, then
-//     full Newton steps on a compensated gradient, polishLogistic) or the
-//     exact eigendecomposition solver (linear, minimiseKST), then an independent
-//     check that the gradient (logistic) or the gradient mapping
-//     G(ω) = L(ω − Π_C(ω − ∇F(ω)/L)) (linear, L = 2 + Λ ≥ the smoothness)
+//  2. ω̃ ≈ argmin F_D(·; b): Newton's method (logistic and pseudo-Huber:
+//     lossNewton, then full Newton steps on a compensated gradient,
+//     polishLoss) or the exact eigendecomposition solver (linear squared
+//     loss, minimiseKST), then an independent check that the gradient
+//     (logistic, pseudo-Huber) or the gradient mapping
+//     G(ω) = L(ω − Π_C(ω − ∇F(ω)/L)) (squared loss, L = 2 + Λ ≥ the smoothness)
 //     has norm ≤ γ, a public tolerance, including a bound on the rounding
 //     error of that evaluation. If the check fails, Fit returns an error
 //     and releases nothing.
@@ -175,16 +176,17 @@ import (
 //
 // Step 5, floating point and failure. The optimiser's result is accepted
 // only if the computed gradient (mapping) norm plus a bound on its
-// evaluation error is ≤ γ: the logistic gradient is recomputed from the rows
-// with compensated sums in sum form with the exact b; the linear one from
-// the sufficient statistics, whose entries (package suffstat: blocked
+// evaluation error is ≤ γ: the logistic (and pseudo-Huber) gradient is
+// recomputed from the rows with compensated sums in sum form with the exact
+// b (lossGradCheck); the squared loss's from the sufficient statistics,
+// whose entries (package suffstat: blocked
 // summation) are within 1e-13·N of the exact sums, an error charged to the
 // bound. If the check fails, Fit returns an error with no data-dependent
 // number in it and releases nothing. That failure is itself an event that
 // depends on the data, and the guarantee does not cover it. Newton's method
 // on a smooth strongly convex objective and the closed-form linear solver
 // reach γ = 1e-9 with orders of magnitude to spare (the polishing steps are
-// needed on small N, where logisticNewton's objective-decrease test can stop
+// needed on small N, where lossNewton's objective-decrease test can stop
 // near a gradient norm of 1e-9), so it only happens on numerically
 // pathological input. Likewise an ω̃ too large for the
 // output grid (|ω̃_j|/g2 > 2^52) is refused with a generic error.
