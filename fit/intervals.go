@@ -590,6 +590,8 @@ func setupRadius(mechanism string, cfg *regress.Config, d int, n int64) (radius 
 		given = cfg.NoisyGD.Radius
 		def = regress.NoisyGDRadiusFor(*cfg, d, n)
 	case mechanism == "objpert" && cfg.Kind == regress.Linear && regress.HuberScale(*cfg, n, d) == 0:
+		// Only the squared loss has a ball; the Huber loss (the default)
+		// minimises over ℝ^d.
 		def = regress.DefaultObjPertRadius(d, n, cfg.Epsilon)
 	default:
 		return 0, false, false

@@ -119,13 +119,27 @@ func LogisticMLE(ctx context.Context, rows []float64, k int) ([]float64, string,
 //
 //	(1/W)Σ_r c_r[log(1 + e^{xᵀw}) − y xᵀw] + (mu/2)‖w‖² + linᵀw
 //
-// over the encoded rows (row-major, k per row, y ∈ {0, 1} last) by Newton's
-// method with backtracking, falling back to a gradient step where the
-// Hessian is singular (mu = 0 on separable data). lin may be nil. The row
-// weights c_r are wts (W their total), or 1 for every row when wts is nil
-// (W = N; the arithmetic is then exactly the unweighted one). It returns the
-// iterate and the norm of the gradient there.
+// over the encoded rows (row-major, k per row, y ∈ {0, 1} last): lossNewton
+// with the logistic row loss.
 func logisticNewton(ctx context.Context, rows []float64, k int, mu float64, lin []float64, maxIter int, wts []float64) ([]float64, float64, error) {
+	return lossNewton(ctx, logisticLoss{}, rows, k, mu, lin, maxIter, wts)
+}
+
+// lossNewton minimises
+//
+//	(1/W)Σ_r c_r·f(x_rᵀw; y_r) + (mu/2)‖w‖² + linᵀw
+//
+// for a convex row loss f (rowLoss; objpert.go) over the encoded rows
+// (row-major, k per row, target last) by Newton's method with backtracking
+// on the objective (a full step is taken only if it does not increase the
+// objective, so a step that overshoots where the curvature is small, e.g.
+// pseudo-Huber at large residuals, is halved until it decreases), falling
+// back to a gradient step where the Hessian is singular (mu = 0 on
+// separable data). lin may be nil. The row weights c_r are wts (W their
+// total), or 1 for every row when wts is nil (W = N; the arithmetic is then
+// exactly the unweighted one). It returns the iterate and the norm of the
+// gradient there.
+func lossNewton(ctx context.Context, loss rowLoss, rows []float64, k int, mu float64, lin []float64, maxIter int, wts []float64) ([]float64, float64, error) {
 	d := k - 1
 	n := len(rows) / k
 	N := float64(n)
@@ -141,8 +155,7 @@ func logisticNewton(ctx context.Context, rows []float64, k int, mu float64, lin 
 		s := 0.0
 		for i := 0; i < n; i++ {
 			r := rows[i*k : (i+1)*k]
-			// log(1+e^z) − y z = log(1+e^{−tz}) with t = 2y − 1: no cancellation.
-			s += weight(i) * softplus(-(2*r[d]-1)*dot(r[:d], w))
+			s += weight(i) * loss.value(dot(r[:d], w), r[d])
 		}
 		v := s/N + mu/2*dot(w, w)
 		if lin != nil {
@@ -172,10 +185,9 @@ func logisticNewton(ctx context.Context, rows []float64, k int, mu float64, lin 
 		for i := 0; i < n; i++ {
 			r := rows[i*k : (i+1)*k]
 			x := r[:d]
-			t := 2*r[d] - 1
-			z := t * dot(x, w)
-			g := -t * sigmoid(-z) * weight(i) / N // c_i(σ(xᵀw) − y)/W without cancellation
-			c := sigmoid(z) * sigmoid(-z) * weight(i) / N
+			a := dot(x, w)
+			g := loss.deriv(a, r[d]) * weight(i) / N
+			c := loss.curv(a, r[d]) * weight(i) / N
 			for a := 0; a < d; a++ {
 				grad[a] += g * x[a]
 				ca := c * x[a]

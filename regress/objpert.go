@@ -34,21 +34,25 @@ import (
 //
 // # The mechanism
 //
-// With the average objective, over ℝ^d (logistic) or the public ball
-// C = {‖ω‖ ≤ R} (linear),
+// With the average objective, over ℝ^d (logistic; linear with the
+// pseudo-Huber loss, the default) or the public ball C = {‖ω‖ ≤ R}
+// (linear with the squared loss, Config.Huber < 0),
 //
 //	F_D(ω; b) = (1/N)[Σ_i ℓ(ω; z_i) + bᵀω] + (Λ/2)‖ω‖²,
 //
-// logistic: ℓ = log(1 + e^{−t ωᵀx}), t = 2y − 1; linear: ℓ = (y − xᵀω)²:
+// logistic: ℓ = log(1 + e^{−t ωᵀx}), t = 2y − 1; linear: ℓ = (y − xᵀω)²
+// (squared loss) or ℓ = 2η²(√(1 + (r/η)²) − 1), r = y − xᵀω (pseudo-Huber
+// loss of scale η; its section below says which lines of the proof change):
 //
 //  1. b = noise.AddGaussian(0, σ1): coordinates g1·K_j, K_j independent
 //     discrete Gaussians with parameter s = σ1/g1 ≥ 2^21, g1 =
 //     noise.GaussianGrid(σ1, d).
-//  2. ω̃ ≈ argmin F_D(·; b): Newton's method (logistic: logisticNewton, then
-//     full Newton steps on a compensated gradient, polishLogistic) or the
-//     exact eigendecomposition solver (linear, minimiseKST), then an independent
-//     check that the gradient (logistic) or the gradient mapping
-//     G(ω) = L(ω − Π_C(ω − ∇F(ω)/L)) (linear, L = 2 + Λ ≥ the smoothness)
+//  2. ω̃ ≈ argmin F_D(·; b): Newton's method (logistic and pseudo-Huber:
+//     lossNewton, then full Newton steps on a compensated gradient,
+//     polishLoss) or the exact eigendecomposition solver (linear squared
+//     loss, minimiseKST), then an independent check that the gradient
+//     (logistic, pseudo-Huber) or the gradient mapping
+//     G(ω) = L(ω − Π_C(ω − ∇F(ω)/L)) (squared loss, L = 2 + Λ ≥ the smoothness)
 //     has norm ≤ γ, a public tolerance, including a bound on the rounding
 //     error of that evaluation. If the check fails, Fit returns an error
 //     and releases nothing.
@@ -172,19 +176,78 @@ import (
 //
 // Step 5, floating point and failure. The optimiser's result is accepted
 // only if the computed gradient (mapping) norm plus a bound on its
-// evaluation error is ≤ γ: the logistic gradient is recomputed from the rows
-// with compensated sums in sum form with the exact b; the linear one from
-// the sufficient statistics, whose entries (package suffstat: blocked
+// evaluation error is ≤ γ: the logistic (and pseudo-Huber) gradient is
+// recomputed from the rows with compensated sums in sum form with the exact
+// b (lossGradCheck); the squared loss's from the sufficient statistics,
+// whose entries (package suffstat: blocked
 // summation) are within 1e-13·N of the exact sums, an error charged to the
 // bound. If the check fails, Fit returns an error with no data-dependent
 // number in it and releases nothing. That failure is itself an event that
 // depends on the data, and the guarantee does not cover it. Newton's method
 // on a smooth strongly convex objective and the closed-form linear solver
 // reach γ = 1e-9 with orders of magnitude to spare (the polishing steps are
-// needed on small N, where logisticNewton's objective-decrease test can stop
+// needed on small N, where lossNewton's objective-decrease test can stop
 // near a gradient norm of 1e-9), so it only happens on numerically
 // pathological input. Likewise an ω̃ too large for the
 // output grid (|ω̃_j|/g2 > 2^52) is refused with a generic error.
+//
+// # The pseudo-Huber loss (linear, ObjPertOptions.Huber = η > 0)
+//
+// The linear fit's default (Config.Huber ≥ 0, huber.go) minimises over ℝ^d
+// with ℓ(ω; x, y) = 2η²(√(1 + (r/η)²) − 1), r = y − xᵀω, whose gradient and
+// Hessian are
+//
+//	∇ℓ = −ψ(r)x,  ψ(r) = 2r/√(1 + (r/η)²),  |ψ(r)| < 2η,
+//	∇²ℓ = ψ'(r)xxᵀ,  ψ'(r) = 2(1 + (r/η)²)^(−3/2) ∈ (0, 2].
+//
+// (|ψ| < 2η since |r|/√(1 + r²/η²) < η; ψ' ≤ 2 at r = 0.) This is the
+// logistic case of the proof with other constants; line by line:
+//
+//   - Constants: β = 2·xb², as for the squared loss (ψ' ≤ 2, ‖x‖² ≤ xb²),
+//     and the row Hessian has rank one, so J = ln(1 + β/(NΛ)) and the
+//     default Λ are the linear ones (objPertHessian(Linear),
+//     DefaultObjPertLambda(Linear, …)). Δ(ω) = ∇ℓ(ω; z) − ∇ℓ(ω; z') =
+//     αx − α'x' with α = −ψ(r), α' = −ψ(r'), |α|, |α'| ≤ 2η: the
+//     logistic form with |α| ≤ 1 replaced by |α| ≤ 2η. It lies in the
+//     parallelogram with vertices ±2η(x + x') and ±2η(x − x') (the image of
+//     the square [−2η, 2η]² under (α, α') ↦ αx − α'x'), for every ω: no
+//     parameter ball is needed, and ‖Δ‖ ≤ 4η·xb = GradSensitivity.
+//   - Step 2: the domain is ℝ^d and F_D(·; b) is strictly convex with
+//     Hessian ∇²L_D/N + ΛI ⪰ ΛI, so B_D(v) = −∇L_D(v) − cv is a C¹
+//     bijection of ℝ^d (strongly monotone and continuous, hence onto;
+//     injective by strict monotonicity) with Jacobian −(∇²L_D(v) + cI):
+//     the logistic paragraph applies word for word (density, determinant
+//     lemma with β = 2xb²). The Gaussian term: Δ ↦ 2b_cᵀΔ + ‖Δ‖² is
+//     convex, so its maximum over the parallelogram is at a vertex, and
+//     L1 ≤ J + max_± (2|G_±| + s_±²)/(2σ1²) with G_± = b_cᵀ·2η(x ± x') ~
+//     N(0, σ1²s_±²), s_± = 2η‖x ± x'‖; s_+² + s_−² ≤ (2η)²·4xb², so one
+//     s is ≤ 2η·2xb and the other ≤ 2η·√2xb. Only the scale 2η of the
+//     vertices differs from logistic.
+//   - Steps 1 and 3 are unchanged (they use only Λ-strong convexity on
+//     ℝ^d and the grid of b).
+//   - Step 4 as for logistic, with μ1 = 2η·2xb/σ1 = GradSensitivity/σ1:
+//     the max over ± is bounded by the sum (each term ≥ 0), |G| is
+//     symmetrised, and each vertex's loss composes exactly with the output
+//     noise's, so
+//     δ ≤ 2δ_G(ε'; √(4xb²(2η)²/σ1² + μ2²)) + 2δ_G(ε'; √(2xb²(2η)²/σ1² + μ2²)).
+//     (deltaFor takes the logistic branch; TestObjPertHuberExact1D
+//     computes the exact one-dimensional profile at extremal pairs.)
+//   - Step 5: ω̃ comes from Newton's method on the rows (lossNewton with
+//     the pseudo-Huber row loss, backtracking on the objective, then
+//     polishLoss) and the gradient is recomputed from the rows with
+//     compensated sums and the exact b (lossGrad); its rounding error is
+//     bounded in lossGradCheck: the residual's rounding (≤ u((d + 1)·1.01·
+//     xb‖ω̃‖ + 1 + encTol)) times the Lipschitz constant 2 of ψ, plus 8u
+//     relative on each term and the compensated sum's error.
+//
+// Privacy units: under a unit of K rows, Δ(v) = Σ_{i≤r}α_i x_i −
+// Σ_{j≤r'}α'_j x'_j with |α| ≤ 2η has norm ≤ (r + r')·2η·xb ≤ K·4η·xb for
+// every v and lies in the fixed span of the ≤ 2K feature vectors, which is
+// all the linear unit argument below uses (with D = 4η·xb instead of
+// 2(R + 2)); the domain is ℝ^d, so the sphere's multiplier does not arise.
+// PlanObjPertUnits therefore uses the χ bound with μ1 = K·4η·xb/σ1 for
+// K ≥ 2. At K = 1 it uses the parallelogram bound above (the row-level
+// plan; the χ bound with m = 2 also holds there but is looser).
 //
 // # Privacy units (PlanObjPertUnits): linear derived, logistic refused
 //
@@ -240,7 +303,10 @@ import (
 // logistic a tenth at ε ≤ 0.5 growing to a fifth at ε ≥ 1; the cap keeps
 // Λ from vanishing as ε grows, which would inflate the output noise
 // through γ/Λ); γ = DefaultObjPertTolerance = 1e-9; output share w = 0.01;
-// R = (√d/2)·max(1, (Nε/(1000d))^(1/4)) (linear, DefaultObjPertRadius).
+// linear: the pseudo-Huber loss with η = DefaultHuberScale(N, d, ε)
+// (huber.go; Config.Huber sets η, and Config.Huber < 0 the squared loss
+// on the ball with R = (√d/2)·max(1, (Nε/(1000d))^(1/4)),
+// DefaultObjPertRadius).
 // Every one of them is public and the proof holds for any value. On SmokeBan (N = 8,000 training rows, d = 10) at ε = 1,
 // δ = 1e-5 this gives Λ = 3.0e-4, σ1 = 8.6 and σ2 = 4.5e-4; the output
 // noise is negligible next to the objective noise's effect on ω
@@ -265,10 +331,18 @@ type ObjPertOptions struct {
 	// DefaultObjPertLambda); it must not be negative, and the Jacobian term
 	// ln(1 + β/(NΛ)) must be < ε.
 	Lambda float64
-	// Radius is R, the public bound ‖ω‖ ≤ R of linear regression (ignored
-	// for logistic). 0 means DefaultObjPertRadius (of d, the public N and
-	// ε; under a privacy unit N is the number of units).
+	// Radius is R, the public bound ‖ω‖ ≤ R of linear regression with the
+	// squared loss (ignored for logistic and for the Huber loss). 0 means
+	// DefaultObjPertRadius (of d, the public N and ε; under a privacy unit
+	// N is the number of units).
 	Radius float64
+	// Huber is η > 0, the scale of the pseudo-Huber loss of a linear fit
+	// over ℝ^d (see "The pseudo-Huber loss" above), or 0 for the squared
+	// loss on the ball ‖ω‖ ≤ Radius. Fit sets it from Config.Huber
+	// (huberScale: the default is DefaultHuberScale) unless it is given
+	// here; PlanObjPert takes it as given. It must be finite and ≥ 0, and 0
+	// for logistic regression.
+	Huber float64
 	// Tolerance is γ, the public bound on the norm of the gradient (mapping)
 	// of the average objective at the optimiser's result. 0 means
 	// DefaultObjPertTolerance.
@@ -384,13 +458,19 @@ type ObjPertPlan struct {
 	// Delta is the target δ; AchievedDelta ≤ Delta is the bound computed
 	// from the final scales.
 	Delta, AchievedDelta float64
-	// Lambda is Λ, Radius is R (linear only), Tolerance is γ.
+	// Lambda is Λ, Radius is R (linear with the squared loss only; 0
+	// otherwise), Tolerance is γ.
 	Lambda, Radius, Tolerance float64
+	// Huber is η, the scale of the pseudo-Huber loss of a linear fit over
+	// ℝ^d; 0 for the squared loss on the ball (and for logistic).
+	Huber float64
 	// Jacobian is J = ln(1 + β/(NΛ)), the bound on the log-determinant
 	// term; the Gaussian terms get ε − J.
 	Jacobian float64
 	// GradSensitivity bounds ‖∇ℓ(ω; z) − ∇ℓ(ω; z')‖ (sum form): 2 for
-	// logistic (the vertex x + x'), 2(R + 2) for linear.
+	// logistic (the vertex x + x'), 4η for linear with the pseudo-Huber
+	// loss (the vertex 2η(x + x')), 2(R + 2) for linear with the squared
+	// loss (all times the encoding tolerance xb).
 	GradSensitivity float64
 	// Sigma1 is the standard deviation of each coordinate of b (sum form);
 	// Grid1 its grid.
@@ -412,8 +492,9 @@ type ObjPertPlan struct {
 	HessianSensitivity, Sigma3, Mu3 float64
 	// RowsPerUnit is K under a privacy unit (PlanObjPertUnits: neighbours
 	// differ in up to K rows, N = Units·K), 1 at row level. Jacobian is
-	// then K·ln(1 + β/(NΛ)), GradSensitivity K·2(R + 2), and the Gaussian
-	// term's ρ a χ variable with ChiDF degrees of freedom.
+	// then K·ln(1 + β/(NΛ)), GradSensitivity K·2(R + 2) (squared loss) or
+	// K·4η (pseudo-Huber), and the Gaussian term's ρ a χ variable with
+	// ChiDF degrees of freedom.
 	RowsPerUnit int
 	// ChiDF is the number of degrees of freedom of the χ variable of the
 	// linear bound: 2·min(K, ⌈d/2⌉) (2, Rayleigh, at row level).
@@ -448,8 +529,9 @@ func PlanObjPert(kind Kind, epsilon, delta float64, n int64, d int, opt ObjPertO
 // the public number of units, and the objective divides by the public
 // N = units·k. The proof of this file extends (see "Privacy units"
 // above): the Jacobian term becomes k·ln(1 + β/(NΛ)), the gradient
-// difference k·2(R + 2) in a span of dimension ≤ min(2k, d), and ρ a χ
-// variable with 2·min(k, ⌈d/2⌉) degrees of freedom. Logistic regression is
+// difference k·2(R + 2) (squared loss; k·4η with the pseudo-Huber loss) in
+// a span of dimension ≤ min(2k, d), and ρ a χ variable with 2·min(k, ⌈d/2⌉)
+// degrees of freedom. Logistic regression is
 // refused (its Gaussian term would be a maximum over 2^(2k) vertices).
 // The default Λ keeps the row-level Jacobian share at units:
 // Λ = β/(N·(e^{j/k} − 1)) with j the row-level share, so k·ln(1 + β/(NΛ)) = j.
@@ -506,6 +588,12 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, k int, d int, opt O
 	if math.IsNaN(opt.Radius) || math.IsInf(opt.Radius, 0) || opt.Radius < 0 {
 		return ObjPertPlan{}, fmt.Errorf("objpert: radius R must be finite and > 0, got %v", opt.Radius)
 	}
+	if math.IsNaN(opt.Huber) || math.IsInf(opt.Huber, 0) || opt.Huber < 0 {
+		return ObjPertPlan{}, fmt.Errorf("objpert: Huber scale η must be finite and ≥ 0 (0: the squared loss), got %v", opt.Huber)
+	}
+	if opt.Huber > 0 && kind != Linear {
+		return ObjPertPlan{}, fmt.Errorf("objpert: the Huber loss is for linear regression, not %s", kind)
+	}
 	if math.IsNaN(opt.Tolerance) || math.IsInf(opt.Tolerance, 0) || opt.Tolerance < 0 {
 		return ObjPertPlan{}, fmt.Errorf("objpert: tolerance γ must be finite and > 0, got %v", opt.Tolerance)
 	}
@@ -526,7 +614,7 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, k int, d int, opt O
 	}
 	K := float64(k)
 	p := ObjPertPlan{Kind: kind, N: n, D: d, Epsilon: epsilon, Delta: delta,
-		Lambda: opt.Lambda, Tolerance: opt.Tolerance, RowsPerUnit: k, ChiDF: 2 * min(k, (d+1)/2)}
+		Lambda: opt.Lambda, Tolerance: opt.Tolerance, Huber: opt.Huber, RowsPerUnit: k, ChiDF: 2 * min(k, (d+1)/2)}
 	if k == 1 {
 		p.ChiDF = 2 // the row-level bound's Rayleigh variable
 	}
@@ -563,9 +651,16 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, k int, d int, opt O
 			p.Lambda, epsilon, p.Jacobian, lmin)
 	}
 	xb := math.Sqrt(1+encTol) * (1 + 1e-15) // bound on ‖x‖
-	if kind == Logistic {
+	switch {
+	case kind == Logistic:
 		p.GradSensitivity = 2 * xb
-	} else {
+	case p.Huber > 0:
+		// Δ(v) = ψ(r)x − ψ(r')x' with |ψ| ≤ 2η: the parallelogram with
+		// vertices ±2η(x ± x'), of norm ≤ 2η·2xb (step 2, "The
+		// pseudo-Huber loss"); K rows: ≤ K·4η·xb (each of the ≤ 2K
+		// gradients has norm ≤ 2η·xb).
+		p.GradSensitivity = K * 4 * p.Huber * xb * (1 + 1e-15)
+	default:
 		p.Radius = opt.Radius
 		if p.Radius == 0 {
 			p.Radius = DefaultObjPertRadius(d, n/int64(k), epsilon)
@@ -671,8 +766,9 @@ func (p ObjPertPlan) deltaFor(epsilon, mu1, mu2 float64) float64 {
 	if !(e > 0) {
 		return 1
 	}
-	if p.Kind == Logistic {
-		// μ1 is for the vertex of norm 2·xb; the other vertex has ≤ √2·xb.
+	if p.Kind == Logistic || (p.Huber > 0 && p.RowsPerUnit == 1) {
+		// μ1 is for the vertex of norm 2·xb (pseudo-Huber: 2η·2xb); the
+		// other vertex has ≤ √2·xb (2η·√2xb).
 		return math.Min(1, 2*gaussHockey(e, math.Hypot(mu1, mu2))+2*gaussHockey(e, math.Hypot(mu1/math.Sqrt2, mu2)))
 	}
 	return chiHockey(e, mu1, mu2, p.ChiDF)
@@ -756,8 +852,14 @@ func chiHockey(e, mu1, mu2 float64, m int) float64 {
 // objPert is objective perturbation.
 type objPert struct{}
 
-func (objPert) Name() string          { return "objpert" }
-func (objPert) NeedsRows(k Kind) bool { return k == Logistic }
+func (objPert) Name() string { return "objpert" }
+
+// NeedsRows is true for both models: logistic and the linear Huber loss
+// (the default) are fitted from the rows. The linear squared loss
+// (Config.Huber < 0) reads only the statistics, but NeedsRows sees only the
+// model, so callers that have only statistics (Beam, --stats) refuse
+// objpert.
+func (objPert) NeedsRows(k Kind) bool { return k == Logistic || k == Linear }
 func (objPert) Private() bool         { return true }
 
 // errObjPertTolerance is the (data-independent) failure of the optimiser
@@ -774,7 +876,9 @@ func (objPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 		// "Privacy units" above.
 		return nil, fmt.Errorf("objpert: privacy unit %q: %w", unit.Column, UnitSupported(objPert{}, cfg.Kind))
 	}
-	cfg.unitAware = true // linear: PlanObjPertUnits, from the statistics
+	// linear: PlanObjPertUnits; the Huber loss reads the at most K kept
+	// rows per unit (the squared loss only the statistics).
+	cfg.unitAware, cfg.unitRows = true, cfg.Kind == Linear
 	if err := cfg.validate(data, true); err != nil {
 		return nil, err
 	}
@@ -784,23 +888,35 @@ func (objPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	k := data.Stats.K()
 	d := k - 1
 	n := data.Stats.N()
+	opt := cfg.ObjPert
+	if opt.Huber == 0 {
+		// η by Config.Huber's rule, at the public N (units under a unit).
+		opt.Huber = huberScale(cfg, sensitivityN(data.Stats), d)
+	}
 	var plan ObjPertPlan
 	var err error
 	if isUnit {
-		plan, err = PlanObjPertUnits(cfg.Kind, cfg.Epsilon, cfg.Delta, unit.Units, unit.MaxRows, d, cfg.ObjPert)
+		plan, err = PlanObjPertUnits(cfg.Kind, cfg.Epsilon, cfg.Delta, unit.Units, unit.MaxRows, d, opt)
 	} else {
-		plan, err = PlanObjPert(cfg.Kind, cfg.Epsilon, cfg.Delta, n, d, cfg.ObjPert)
+		plan, err = PlanObjPert(cfg.Kind, cfg.Epsilon, cfg.Delta, n, d, opt)
 	}
 	if err != nil {
 		return nil, err
 	}
 	var rows []float64
-	if cfg.Kind == Logistic {
-		if rows, err = checkRows(data, Logistic); err != nil {
+	if cfg.Kind == Logistic || plan.Huber > 0 {
+		if rows, err = checkRows(data, cfg.Kind); err != nil {
+			if plan.Huber > 0 {
+				return nil, fmt.Errorf("objpert: the Huber loss (η = %s) is fitted from the rows (--huber -1: the squared loss, from the statistics): %w", fmtG(plan.Huber), err)
+			}
 			return nil, fmt.Errorf("objpert: %w", err)
 		}
 	}
-	return objPertRelease(ctx, data, rows, cfg, plan)
+	res, err := objPertRelease(ctx, data, rows, cfg, plan)
+	if err == nil && plan.Huber > 0 && opt.Radius > 0 {
+		res.Privacy.Notes = append(res.Privacy.Notes, fmt.Sprintf("the radius R = %s given is not used: the pseudo-Huber loss is minimised over all of ℝ^d (--huber -1 for the squared loss on the ball)", fmtG(opt.Radius)))
+	}
+	return res, err
 }
 
 // objPertRelease runs the mechanism with a plan: draw b, solve, check the
@@ -937,16 +1053,17 @@ func ObjPertDeridge(coef, hess []float64, n int64, lambda, floor float64) ([]flo
 // It is deterministic in (data, b).
 func objPertSolve(ctx context.Context, data Data, rows []float64, plan ObjPertPlan, b []float64) ([]float64, error) {
 	k := plan.D + 1
-	if plan.Kind == Logistic {
-		w, _, err := minimiseCMS(ctx, rows, k, plan.Lambda, b)
+	if plan.Kind == Logistic || plan.Huber > 0 {
+		loss := plan.objPertLoss()
+		w, _, err := minimiseLoss(ctx, loss, rows, k, plan.Lambda, b)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return nil, errObjPertTolerance
 		}
-		w = polishLogistic(rows, k, plan.Lambda, b, w, plan.Tolerance)
-		if g, bound := logisticGradCheck(rows, k, plan.Lambda, b, w); !(g+bound <= plan.Tolerance) {
+		w = polishLoss(loss, rows, k, plan.Lambda, b, w, plan.Tolerance)
+		if g, bound := lossGradCheck(loss, rows, k, plan.Lambda, b, w); !(g+bound <= plan.Tolerance) {
 			return nil, errObjPertTolerance
 		}
 		return w, nil
@@ -962,7 +1079,7 @@ func objPertSolve(ctx context.Context, data Data, rows []float64, plan ObjPertPl
 }
 
 // report is the privacy report: every figure in it is a function of the
-// public parameters (ε, δ, N, d, Λ, R, γ), none of the data.
+// public parameters (ε, δ, N, d, Λ, R or η, γ), none of the data.
 func (p ObjPertPlan) report(cfg Config) report.Privacy {
 	r := report.Privacy{
 		Private:      true,
@@ -1006,6 +1123,14 @@ func (p ObjPertPlan) report(cfg Config) report.Privacy {
 			r.Accountant = fmt.Sprintf("exact-minimiser density argument with the Jacobian term ln(1 + β/(NΛ)) = %s (β = 1/4), objective noise, output noise and the Hessian release composed as Gaussian losses: δ ≤ 2δ_G(ε − J; √(μ1² + μ2² + μ3²)) + 2δ_G(ε − J; √(μ1²/2 + μ2² + μ3²)) with μ1 = %s, μ2 = %s, μ3 = %s (analytic Gaussian δ_G, Balle & Wang 2018); achieved δ = %s",
 				report.Up(p.Jacobian), report.Up(p.Mu1), report.Up(p.Mu2), report.Up(p.Mu3), report.Up(p.AchievedDelta))
 		}
+	} else if p.Huber > 0 {
+		r.Mechanism = fmt.Sprintf("objpert (approximate minima perturbation, Iyengar et al. 2019: Gaussian objective perturbation of the pseudo-Huber loss 2η²(√(1 + (r/η)²) − 1) with η = %s over all of ℝ^d, no parameter ball, then Gaussian output perturbation; estimand: the Huber M-estimator, which equals least squares' coefficients when the errors are symmetric about the regression line)", fmtG(p.Huber))
+		r.Accountant = fmt.Sprintf("exact-minimiser density argument with the Jacobian term ln(1 + β/(NΛ)) = %s (β = 2), gradient difference ψ(r)x − ψ(r')x' (|ψ| ≤ 2η) in the parallelogram with vertices ±2η(x ± x'), of norm ≤ 4η = %s, objective and output noise composed as Gaussian losses: δ ≤ 2δ_G(ε − J; √(μ1² + μ2²)) + 2δ_G(ε − J; √(μ1²/2 + μ2²)) with μ1 = 4η/σ1 = %s, μ2 = %s (analytic Gaussian δ_G, Balle & Wang 2018); achieved δ = %s",
+			report.Up(p.Jacobian), report.Up(p.GradSensitivity), report.Up(p.Mu1), report.Up(p.Mu2), report.Up(p.AchievedDelta))
+		if p.RowsPerUnit > 1 {
+			r.Accountant = fmt.Sprintf("exact-minimiser density argument for K = %d rows of one unit: Jacobian term K·ln(1 + β/(NΛ)) = %s (β = 2), gradient difference ≤ K·4η = %s (each row's gradient ψ(r)x has norm ≤ 2η) in a span of dimension ≤ min(2K, d), objective and output noise composed: δ ≤ E_ρ[δ_G(ε − J − μ1ρ − μ1²/2; μ2)] over ρ a χ variable with %d degrees of freedom, with μ1 = %s, μ2 = %s (analytic Gaussian δ_G, Balle & Wang 2018); achieved δ = %s",
+				p.RowsPerUnit, report.Up(p.Jacobian), report.Up(p.GradSensitivity), p.ChiDF, report.Up(p.Mu1), report.Up(p.Mu2), report.Up(p.AchievedDelta))
+		}
 	} else {
 		r.Mechanism = fmt.Sprintf("objpert (approximate minima perturbation, Iyengar et al. 2019, on the ball ‖ω‖ ≤ %s: Gaussian objective perturbation of the squared loss, then Gaussian output perturbation)", fmtG(p.Radius))
 		r.Accountant = fmt.Sprintf("exact-minimiser density argument with the Jacobian term ln(1 + β/(NΛ)) = %s (β = 2), gradient difference ≤ 2(R+2) in a 2-dimensional span, objective and output noise composed: δ ≤ E_ρ[δ_G(ε − J − μ1ρ − μ1²/2; μ2)] over ρ Rayleigh, with μ1 = %s, μ2 = %s (analytic Gaussian δ_G, Balle & Wang 2018); achieved δ = %s",
@@ -1016,46 +1141,145 @@ func (p ObjPertPlan) report(cfg Config) report.Privacy {
 		}
 	}
 	r.Notes = append(r.Notes, objective)
-	if p.Kind == Linear {
+	if p.Kind == Linear && p.Huber == 0 {
 		r.Notes = append(r.Notes, "the radius R is part of the mechanism (the minimiser is constrained to the ball), not post-processing")
 	}
 	return r
 }
 
-// logisticGradCheck returns the norm of the gradient of the average
-// objective (1/N)[Σℓ + bᵀw] + (mu/2)‖w‖² at w, computed in sum form with
-// compensated sums and the exact b, and a bound on the rounding error of
-// that evaluation: each term t·σ(−t xᵀw)·x_j is computed with relative
-// error below 8u (u = 2^−53) and the compensated sum adds 2u relative to
-// Σ|terms| ≤ N plus N·u² per entry, so the error of every coordinate is
-// below 16u·(1 + |b_j|/N + mu|w_j|) + N·u²; the bound adds 10% and takes
-// the L2 norm over the d coordinates.
-func logisticGradCheck(rows []float64, k int, mu float64, b, w []float64) (norm, bound float64) {
+// rowLoss is one row's loss f(a; y) as a function of the linear predictor
+// a = xᵀω: value f, derivative ∂f/∂a and curvature ∂²f/∂a² (≥ 0: every
+// loss here is convex in a). The row's gradient is f'(a; y)·x and its
+// Hessian f”(a; y)·xxᵀ, rank one. logisticLoss and pseudoHuberLoss are
+// the two losses of objpert; lossNewton, polishLoss, lossGrad and
+// lossGradCheck take one.
+type rowLoss interface {
+	value(a, y float64) float64
+	deriv(a, y float64) float64
+	curv(a, y float64) float64
+}
+
+// logisticLoss is f(a; y) = log(1 + e^{−ta}), t = 2y − 1 (y ∈ {0, 1}):
+// f' = −tσ(−ta) ∈ [−1, 1], f” = σ(ta)σ(−ta) ≤ ¼. Written without
+// cancellation (log(1+e^a) − ya = log(1+e^{−ta})).
+type logisticLoss struct{}
+
+func (logisticLoss) value(a, y float64) float64 { return softplus(-(2*y - 1) * a) }
+func (logisticLoss) deriv(a, y float64) float64 {
+	t := 2*y - 1
+	return -t * sigmoid(-(t * a))
+}
+func (logisticLoss) curv(a, y float64) float64 {
+	z := (2*y - 1) * a
+	return sigmoid(z) * sigmoid(-z)
+}
+
+// pseudoHuberLoss is the pseudo-Huber loss of the residual r = y − a with
+// scale η (huber.go): f = 2η²(√(1 + (r/η)²) − 1), f' = −ψ(r) with
+// ψ(r) = 2r/√(1 + (r/η)²) (|ψ| < 2η), f” = ψ'(r) = 2(1 + (r/η)²)^(−3/2)
+// ∈ (0, 2]. The value is computed as 2r²/(√(1 + q²) + 1), q = r/η, which
+// equals 2η²(√(1 + q²) − 1) without its cancellation at small q.
+type pseudoHuberLoss struct{ eta float64 }
+
+func (l pseudoHuberLoss) value(a, y float64) float64 {
+	r := y - a
+	q := r / l.eta
+	return 2 * r * r / (math.Sqrt(1+q*q) + 1)
+}
+func (l pseudoHuberLoss) deriv(a, y float64) float64 { return -l.psi(y - a) }
+func (l pseudoHuberLoss) curv(a, y float64) float64 {
+	q := (y - a) / l.eta
+	s := 1 + q*q
+	return 2 / (s * math.Sqrt(s))
+}
+
+// psi is ψ(r) = 2r/√(1 + (r/η)²), the derivative of the loss in the
+// residual; |ψ| ≤ 2η (and ≤ 2|r|).
+func (l pseudoHuberLoss) psi(r float64) float64 {
+	q := r / l.eta
+	return 2 * r / math.Sqrt(1+q*q)
+}
+
+// objPertLoss returns the row loss of the plan's Newton solver: logistic,
+// or pseudo-Huber with the plan's η (linear with Huber > 0).
+func (p ObjPertPlan) objPertLoss() rowLoss {
+	if p.Kind == Logistic {
+		return logisticLoss{}
+	}
+	return pseudoHuberLoss{eta: p.Huber}
+}
+
+// lossGradCheck returns the norm of the gradient of the average objective
+// (1/N)[Σf(x_iᵀw; y_i) + bᵀw] + (mu/2)‖w‖² at w, computed in sum form with
+// compensated sums and the exact b (lossGrad), and a bound on the rounding
+// error of that evaluation, by loss:
+//
+//   - logistic: the computed predictor fl(xᵀw) is within 1.01·d·u·xb‖w‖ of
+//     xᵀw (see below), which moves t·σ(−ta) by at most a quarter of that
+//     (σ' ≤ ¼); given the predictor, each term t·σ(−ta)·x_j is computed
+//     with relative error below 8u (u = 2^−53) and the compensated sum adds
+//     2u relative to Σ|terms| ≤ N plus N·u² per entry, so the error of
+//     every coordinate is below ¼·1.01·d·u·xb‖w‖ + 16u·(1 + |b_j|/N +
+//     mu|w_j|) + N·u²;
+//   - pseudo-Huber (η): the computed predictor â = fl(xᵀw) is within
+//     γ_d·Σ|x_j w_j| ≤ 1.01·d·u·xb‖w‖ of xᵀw (d ≤ 10^13, γ_d = du/(1 − du))
+//     and the residual r̂ = fl(y − â) within u|y − â| ≤ u(1 + 1.01·xb‖w‖)
+//     more, so |r̂ − r| ≤ u((d + 1)·1.01·xb‖w‖ + 1 + encTol) =: ε_r; ψ is
+//     2-Lipschitz (ψ' ≤ 2), so |ψ(r̂) − ψ(r)| ≤ 2ε_r. ψ(r̂) itself (a
+//     division, a square, an addition, a square root, a division: 5
+//     roundings) and the product with x_j (one more) have relative error
+//     below 8u, i.e. absolute error ≤ 8u·2η·xb. Each term is then within
+//     e_t = 2ε_r + 16u·η·xb of ψ(r)x_j; the compensated sum of the N terms
+//     and of b_j and N·mu·w_j (itself within 2u relative), and the final
+//     division by N, add below (4u + N·u²)·M_j with M_j = 2η·xb + |b_j|/N
+//   - mu|w_j| the average magnitude summed. The coordinate's error is
+//     below e_t + (4u + N·u²)·M_j.
+//
+// The bound adds 10% and takes the L2 norm over the d coordinates.
+func lossGradCheck(loss rowLoss, rows []float64, k int, mu float64, b, w []float64) (norm, bound float64) {
 	N := float64(len(rows) / k)
-	g := logisticGrad(rows, k, mu, b, w)
+	g := lossGrad(loss, rows, k, mu, b, w)
 	const u = 0x1p-53
 	var e2 float64
-	for j := range g {
-		e := 1.1 * (16*u*(1+math.Abs(b[j])/N+mu*math.Abs(w[j])) + N*u*u)
-		e2 += e * e
+	switch l := loss.(type) {
+	case pseudoHuberLoss:
+		d := float64(k - 1)
+		xb := math.Sqrt(1+encTol) * (1 + 1e-15)
+		wn := math.Sqrt(dot(w, w)) * (1 + 1e-15)
+		er := u * ((d+1)*1.01*xb*wn + 1 + encTol)
+		et := 2*er + 16*u*l.eta*xb
+		for j := range g {
+			m := 2*l.eta*xb + math.Abs(b[j])/N + mu*math.Abs(w[j])
+			e := 1.1 * (et + (4*u+N*u*u)*m)
+			e2 += e * e
+		}
+	default:
+		// The predictor's rounding, 1.01·d·u·xb‖w‖, moves t·σ(−ta) by at
+		// most ¼ of it (σ' ≤ ¼).
+		xb := math.Sqrt(1+encTol) * (1 + 1e-15)
+		ez := 0.25 * 1.01 * float64(k-1) * u * xb * math.Sqrt(dot(w, w)) * (1 + 1e-15)
+		for j := range g {
+			e := 1.1 * (ez + 16*u*(1+math.Abs(b[j])/N+mu*math.Abs(w[j])) + N*u*u)
+			e2 += e * e
+		}
 	}
 	return math.Sqrt(dot(g, g)), math.Sqrt(e2)
 }
 
-// polishLogistic takes up to 8 full Newton steps from w on the average
-// objective (1/N)[Σℓ + bᵀw] + (mu/2)‖w‖², with the gradient computed by
-// logisticGradCheck (compensated sums, exact b), keeping a step only if it
-// lowers the gradient norm, and stops once the gradient norm is below
-// tol/64. logisticNewton stops when the objective no longer decreases in
-// float64, which on small N can happen at gradient norms near 1e-9; from
-// there Newton's method converges quadratically. It returns the best
-// iterate (w itself if no step helps).
-func polishLogistic(rows []float64, k int, mu float64, b, w []float64, tol float64) []float64 {
+// polishLoss takes up to 8 full Newton steps from w on the average
+// objective (1/N)[Σf + bᵀw] + (mu/2)‖w‖², with the gradient computed by
+// lossGrad (compensated sums, exact b), keeping a step only if it lowers
+// the gradient norm, and stops once the gradient norm is below tol/64.
+// lossNewton stops when the objective no longer decreases in float64,
+// which on small N can happen at gradient norms near 1e-9; from there
+// Newton's method converges quadratically. It returns the best iterate (w
+// itself if no step helps).
+func polishLoss(loss rowLoss, rows []float64, k int, mu float64, b, w []float64, tol float64) []float64 {
 	d := k - 1
 	n := len(rows) / k
 	N := float64(n)
 	cur := append([]float64(nil), w...)
-	g := logisticGrad(rows, k, mu, b, cur)
+	g := lossGrad(loss, rows, k, mu, b, cur)
 	gn := math.Sqrt(dot(g, g))
 	h := mat.NewSymDense(d, nil)
 	for it := 0; it < 8 && gn > tol/64; it++ {
@@ -1063,8 +1287,7 @@ func polishLogistic(rows []float64, k int, mu float64, b, w []float64, tol float
 		for i := 0; i < n; i++ {
 			r := rows[i*k : (i+1)*k]
 			x := r[:d]
-			z := dot(x, cur)
-			c := sigmoid(z) * sigmoid(-z) / N
+			c := loss.curv(dot(x, cur), r[d]) / N
 			for a := 0; a < d; a++ {
 				for bb := a; bb < d; bb++ {
 					hd[a*d+bb] += c * x[a] * x[bb]
@@ -1092,7 +1315,7 @@ func polishLogistic(rows []float64, k int, mu float64, b, w []float64, tol float
 		for j := range next {
 			next[j] = cur[j] - s.AtVec(j)
 		}
-		ng := logisticGrad(rows, k, mu, b, next)
+		ng := lossGrad(loss, rows, k, mu, b, next)
 		nn := math.Sqrt(dot(ng, ng))
 		if !(nn < gn) {
 			break
@@ -1102,10 +1325,10 @@ func polishLogistic(rows []float64, k int, mu float64, b, w []float64, tol float
 	return cur
 }
 
-// logisticGrad returns the gradient of the average objective
-// (1/N)[Σℓ + bᵀw] + (mu/2)‖w‖², computed in sum form with compensated sums
-// and the exact b.
-func logisticGrad(rows []float64, k int, mu float64, b, w []float64) []float64 {
+// lossGrad returns the gradient of the average objective
+// (1/N)[Σf(x_iᵀw; y_i) + bᵀw] + (mu/2)‖w‖², computed in sum form with
+// compensated sums and the exact b.
+func lossGrad(loss rowLoss, rows []float64, k int, mu float64, b, w []float64) []float64 {
 	d := k - 1
 	n := len(rows) / k
 	N := float64(n)
@@ -1113,8 +1336,7 @@ func logisticGrad(rows []float64, k int, mu float64, b, w []float64) []float64 {
 	for i := 0; i < n; i++ {
 		r := rows[i*k : (i+1)*k]
 		x := r[:d]
-		t := 2*r[d] - 1
-		c := -t * sigmoid(-t*dot(x, w))
+		c := loss.deriv(dot(x, w), r[d])
 		for j := 0; j < d; j++ {
 			acc[j].add(c * x[j])
 		}
@@ -1243,12 +1465,19 @@ func checkRows(data Data, kind Kind) ([]float64, error) {
 // (1/N)bᵀω (t = 2y − 1) by Newton's method with backtracking. It returns
 // the minimiser and the final gradient norm.
 func minimiseCMS(ctx context.Context, rows []float64, k int, mu float64, b []float64) ([]float64, float64, error) {
+	return minimiseLoss(ctx, logisticLoss{}, rows, k, mu, b)
+}
+
+// minimiseLoss minimises (1/N)[Σf(x_iᵀω; y_i) + bᵀω] + (mu/2)‖ω‖² for the
+// row loss f by Newton's method with backtracking (lossNewton, at most 200
+// steps). It returns the minimiser and the final gradient norm.
+func minimiseLoss(ctx context.Context, loss rowLoss, rows []float64, k int, mu float64, b []float64) ([]float64, float64, error) {
 	n := float64(len(rows) / k)
 	lin := make([]float64, len(b))
 	for j := range b {
 		lin[j] = b[j] / n
 	}
-	return logisticNewton(ctx, rows, k, mu, lin, 200, nil)
+	return lossNewton(ctx, loss, rows, k, mu, lin, 200, nil)
 }
 
 // minimiseKST minimises ωᵀMω + cᵀω over ‖ω‖ ≤ R, where, in average form,

@@ -169,7 +169,9 @@ func TestObjPertPrintedProfile(t *testing.T) {
 		var texts [2]string
 		for i, seed := range []uint64{3, 4} {
 			rows, _ := xpRows(kind, 3000, 5, seed)
-			cfg := Config{Kind: kind, Epsilon: 0.7, Delta: 1e-6, Source: noise.NewInsecureSeeded(3)}
+			// Linear: the squared loss on the ball (Huber < 0); the Huber
+			// loss has TestObjPertHuberPrintedProfile.
+			cfg := Config{Kind: kind, Epsilon: 0.7, Delta: 1e-6, Huber: -1, Source: noise.NewInsecureSeeded(3)}
 			res, err := objPert{}.Fit(ctx, xpData(t, rows, 6), cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -271,6 +273,13 @@ func TestObjPertCouplingLemma(t *testing.T) {
 // δ = ∫(p − e^ε p')₊ (trapezoid over ω on a grid covering the noise range
 // ±12σ, plus the atoms).
 func exact1DObjPert(kind Kind, xs, ys, xs2, ys2 []float64, lambda, radius, sigma float64, eps []float64) []float64 {
+	return exact1DObjPertEta(kind, 0, xs, ys, xs2, ys2, lambda, radius, sigma, eps)
+}
+
+// exact1DObjPertEta is exact1DObjPert with, for eta > 0, the linear
+// pseudo-Huber loss over ℝ (B(ω) = Σψ(y_i − x_iω)x_i − cω, B' = −(c +
+// Σψ'(r_i)x_i²); radius unused).
+func exact1DObjPertEta(kind Kind, eta float64, xs, ys, xs2, ys2 []float64, lambda, radius, sigma float64, eps []float64) []float64 {
 	n := float64(len(xs))
 	c := n * lambda
 	bOf := func(xs, ys []float64, w float64) (b, slope float64) {
@@ -281,6 +290,11 @@ func exact1DObjPert(kind Kind, xs, ys, xs2, ys2 []float64, lambda, radius, sigma
 				z := tt * w * x
 				b += tt * x * sigmoid(-z)
 				slope += sigmoid(z) * sigmoid(-z) * x * x
+			} else if eta > 0 {
+				r := ys[i] - x*w
+				q := 1 + (r/eta)*(r/eta)
+				b += 2 * r / math.Sqrt(q) * x
+				slope += 2 / (q * math.Sqrt(q)) * x * x
 			} else {
 				b += 2 * (ys[i] - x*w) * x
 				slope += 2 * x * x
@@ -294,7 +308,7 @@ func exact1DObjPert(kind Kind, xs, ys, xs2, ys2 []float64, lambda, radius, sigma
 		return norm - b*b/(2*sigma*sigma) + math.Log(sl)
 	}
 	lo, hi := -radius, radius
-	if kind == Logistic {
+	if kind == Logistic || eta > 0 {
 		// ω range: where B(ω) = ±12σ for either dataset (B decreases).
 		find := func(xs, ys []float64, target float64) float64 {
 			a, b := -1e6, 1e6
@@ -327,7 +341,7 @@ func exact1DObjPert(kind Kind, xs, ys, xs2, ys2 []float64, lambda, radius, sigma
 			d2[j] += wt * math.Max(0, math.Exp(q)-math.Exp(e+p))
 		}
 	}
-	if kind == Linear {
+	if kind == Linear && eta == 0 {
 		cdf := func(x float64) float64 { return 0.5 * math.Erfc(-x/(sigma*math.Sqrt2)) }
 		bR, _ := bOf(xs, ys, radius)
 		bR2, _ := bOf(xs2, ys2, radius)
@@ -438,12 +452,12 @@ func TestObjPertOptimiserChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, bound := logisticGradCheck(rows, 5, mu, b, w)
+	g, bound := lossGradCheck(logisticLoss{}, rows, 5, mu, b, w)
 	if g+bound > 1e-12 || bound > 1e-13 {
 		t.Errorf("logistic: gradient %v + bound %v at the Newton solution", g, bound)
 	}
 	w[0] += 1e-6
-	if g, bound := logisticGradCheck(rows, 5, mu, b, w); g+bound <= DefaultObjPertTolerance {
+	if g, bound := lossGradCheck(logisticLoss{}, rows, 5, mu, b, w); g+bound <= DefaultObjPertTolerance {
 		t.Errorf("logistic: a moved point passes (%v + %v)", g, bound)
 	}
 	lrows, _ := xpRows(Linear, 500, 4, 3)
@@ -987,8 +1001,8 @@ func TestObjPertKeyInequalities(t *testing.T) {
 		}
 		w1, _, _ := minimiseCMS(context.Background(), lrows, d+1, lambda, b)
 		w2, _, _ := minimiseCMS(context.Background(), lrows, d+1, lambda, bu)
-		w1 = polishLogistic(lrows, d+1, lambda, b, w1, 1e-12)
-		w2 = polishLogistic(lrows, d+1, lambda, bu, w2, 1e-12)
+		w1 = polishLoss(logisticLoss{}, lrows, d+1, lambda, b, w1, 1e-12)
+		w2 = polishLoss(logisticLoss{}, lrows, d+1, lambda, bu, w2, 1e-12)
 		dist := func(a, b []float64) float64 {
 			s := 0.0
 			for i := range a {

@@ -261,6 +261,8 @@ func TestRadiusStatedAndBoundaryWarned(t *testing.T) {
 			"--epsilon", "2", "--delta", "1e-6", "--out", model, "--seed", "3"}
 		if c.mech == "noisygd" {
 			args = append(args, "--iterations", "30") // refused for objpert
+		} else {
+			args = append(args, "--huber", "-1") // the squared loss has the ball
 		}
 		if c.radius != "" {
 			args = append(args, "--radius", c.radius)
