@@ -404,6 +404,7 @@ func TestFitSpecRefusesRowMechanisms(t *testing.T) {
 		want string
 	}{
 		{FitSpec{Model: "robust", Mechanism: "irls", Epsilon: 1, Out: "m.json"}, "needs the rows"},
+		{FitSpec{Model: "linear", Mechanism: "objpert", Epsilon: 1, Delta: 1e-6, Out: "m.json"}, "needs the rows"}, // its pseudo-Huber default
 		{FitSpec{Model: "logistic", Mechanism: "fm", Epsilon: 1, Out: "m.json"}, "needs a binary target"},
 		{FitSpec{Model: "linear", Mechanism: "fm", Epsilon: 0, Out: "m.json"}, "--epsilon"},
 		{FitSpec{Model: "linear", Mechanism: "fm", Epsilon: 1}, "--out"},

@@ -171,6 +171,7 @@ func (f FitSpec) Request(kind regress.Kind, skipBadRows bool) fit.Request {
 	if f.Split != 0 {
 		opts["split"] = f.Split
 	}
+
 	return fit.Request{Kind: kind, Mechanism: f.Mechanism, Epsilon: f.Epsilon, Delta: f.Delta, Options: opts,
 		CIShare: f.CIShare, NoStructure: f.NoStructure, Seeded: f.Seeded, Seed: f.Seed,
 		SkipBadRows: skipBadRows, NoForecast: true}
@@ -190,7 +191,7 @@ func (f FitSpec) Validate(s *schema.Schema) (regress.Kind, regress.Estimator, er
 	if err != nil {
 		return "", nil, fmt.Errorf("--mechanism: %w", err)
 	}
-	if est.NeedsRows(kind) {
+	if f.Request(kind, false).NeedsRows() {
 		return "", nil, fmt.Errorf("--mechanism %s needs the rows, not only their statistics: it cannot run on Beam (use dplearn fit --data)", f.Mechanism)
 	}
 	if err := fit.Check(f.Request(kind, false)); err != nil {

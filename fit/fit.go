@@ -184,7 +184,11 @@ func (r Request) NeedsRows() bool {
 	if err != nil {
 		return false
 	}
-	return est.NeedsRows(r.Kind) || (r.Mechanism == "nonprivate" && r.Cov == regress.CovHC1)
+	cfg, err := r.optionConfig()
+	if err != nil {
+		return est.NeedsRows(r.Kind) // Run refuses the options
+	}
+	return regress.NeedsRowsFor(est, cfg) || (r.Mechanism == "nonprivate" && r.Cov == regress.CovHC1)
 }
 
 // source returns the noise source the request asks for.
@@ -201,7 +205,24 @@ func (r Request) source() noise.Source {
 // config returns the mechanism's configuration: ε, δ, the options, the
 // schema's structure and the noise source.
 func (r Request) config(s *schema.Schema) (regress.Config, error) {
-	cfg := regress.Config{Kind: r.Kind, Epsilon: r.Epsilon, Delta: r.Delta, Source: r.source()}
+	cfg, err := r.optionConfig()
+	if err != nil {
+		return regress.Config{}, err
+	}
+	cfg.Source = r.source()
+	if !r.NoStructure {
+		var err error
+		if cfg.Structure, err = regress.GramStructureFor(s); err != nil {
+			return regress.Config{}, err
+		}
+	}
+	return cfg, nil
+}
+
+// optionConfig is the request's model, budget and mechanism options as a
+// regress.Config, without the schema's structure or the randomness.
+func (r Request) optionConfig() (regress.Config, error) {
+	cfg := regress.Config{Kind: r.Kind, Epsilon: r.Epsilon, Delta: r.Delta}
 	for _, op := range regress.Options() {
 		v, ok := r.Options[op.Flag]
 		if !ok {
@@ -209,12 +230,6 @@ func (r Request) config(s *schema.Schema) (regress.Config, error) {
 		}
 		if err := op.Apply(&cfg, v); err != nil {
 			return regress.Config{}, fmt.Errorf("--%s: %w", op.Flag, err)
-		}
-	}
-	if !r.NoStructure {
-		var err error
-		if cfg.Structure, err = regress.GramStructureFor(s); err != nil {
-			return regress.Config{}, err
 		}
 	}
 	return cfg, nil
@@ -237,8 +252,8 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	if data.Stats == nil {
 		return nil, fmt.Errorf("fit: no statistics")
 	}
-	if est.NeedsRows(req.Kind) && data.Rows == nil {
-		return nil, fmt.Errorf("--mechanism %s needs the rows, not only their statistics", req.Mechanism)
+	if c, err := req.optionConfig(); err == nil && regress.NeedsRowsFor(est, c) && data.Rows == nil {
+		return nil, fmt.Errorf("--mechanism %s needs the rows, not only their statistics%s", req.Mechanism, regress.RowsHint(est, req.Kind))
 	}
 	n := data.N
 	if n == 0 {

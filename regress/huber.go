@@ -59,7 +59,7 @@ func HuberScale(cfg Config, n int64, d int) float64 { return huberScale(cfg, n, 
 // (Config.Huber < 0, or a model other than linear).
 func huberScale(cfg Config, n int64, d int) float64 {
 	switch {
-	case cfg.Kind != Linear || cfg.Huber < 0:
+	case !usesHuber(cfg):
 		return 0
 	case cfg.Huber > 0:
 		return cfg.Huber
@@ -71,10 +71,44 @@ func huberScale(cfg Config, n int64, d int) float64 {
 	return DefaultHuberScale(n, d, eps)
 }
 
+// usesHuber reports whether cfg selects the Huber loss (linear models with
+// Config.Huber ≥ 0: the default or a given η), the one test behind
+// huberScale's η > 0.
+func usesHuber(cfg Config) bool { return cfg.Kind == Linear && cfg.Huber >= 0 }
+
+// configRows is implemented by estimators whose need for the rows depends
+// on more of the configuration than the model (objpert: linear fits read
+// the rows for the Huber loss only).
+type configRows interface {
+	needsRowsFor(cfg Config) bool
+	// rowsHint says how to fit a model of that kind without the rows.
+	rowsHint(k Kind) string
+}
+
+// RowsHint is a clause for the error that refuses to fit est without the
+// rows, naming the configuration that needs none ("" if there is none).
+func RowsHint(est Estimator, k Kind) string {
+	if c, ok := est.(configRows); ok {
+		return c.rowsHint(k)
+	}
+	return ""
+}
+
+// NeedsRowsFor reports whether est needs Data.Rows to fit cfg:
+// NeedsRows(cfg.Kind), refined by the whole configuration where the
+// estimator's loss decides it (objpert's squared loss, --huber -1, fits a
+// linear model from the statistics alone).
+func NeedsRowsFor(est Estimator, cfg Config) bool {
+	if c, ok := est.(configRows); ok {
+		return c.needsRowsFor(cfg)
+	}
+	return est.NeedsRows(cfg.Kind)
+}
+
 // checkHuberKind refuses an explicit Huber scale on a model other than
 // linear (where it would be silently ignored).
 func checkHuberKind(cfg Config) error {
-	if cfg.Kind != Linear && cfg.Huber != 0 {
+	if cfg.Kind != Linear && cfg.Huber > 0 {
 		return fmt.Errorf("--huber %v applies to linear models only, not %q", cfg.Huber, cfg.Kind)
 	}
 	return nil

@@ -860,7 +860,17 @@ func (objPert) Name() string { return "objpert" }
 // model, so callers that have only statistics (Beam, --stats) refuse
 // objpert.
 func (objPert) NeedsRows(k Kind) bool { return k == Logistic || k == Linear }
-func (objPert) Private() bool         { return true }
+
+// needsRowsFor: the squared loss fits a linear model from the statistics.
+func (objPert) needsRowsFor(cfg Config) bool { return cfg.Kind == Logistic || usesHuber(cfg) }
+
+func (objPert) rowsHint(k Kind) string {
+	if k == Linear {
+		return " (its linear default, the pseudo-Huber loss, reads the rows; --huber -1 fits the squared loss from the statistics)"
+	}
+	return ""
+}
+func (objPert) Private() bool { return true }
 
 // errObjPertTolerance is the (data-independent) failure of the optimiser
 // check.
@@ -889,9 +899,16 @@ func (objPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	d := k - 1
 	n := data.Stats.N()
 	opt := cfg.ObjPert
-	if opt.Huber == 0 {
-		// η by Config.Huber's rule, at the public N (units under a unit).
-		opt.Huber = huberScale(cfg, sensitivityN(data.Stats), d)
+	if opt.Huber != 0 {
+		return nil, fmt.Errorf("objpert: ObjPertOptions.Huber = %v is PlanObjPert's input; Fit reads Config.Huber (--huber)", opt.Huber)
+	}
+	if err := checkHuberKind(cfg); err != nil {
+		return nil, fmt.Errorf("objpert: %w", err)
+	}
+	// η by Config.Huber's rule, at the public N (units under a unit).
+	opt.Huber = huberScale(cfg, sensitivityN(data.Stats), d)
+	if opt.Huber > 0 && opt.Radius > 0 {
+		return nil, fmt.Errorf("objpert: --radius %v is the parameter ball of the squared loss; the pseudo-Huber loss (η = %s, the default for linear models) is minimised over all of ℝ^d: give --huber -1 to fit the squared loss on that ball", opt.Radius, fmtG(opt.Huber))
 	}
 	var plan ObjPertPlan
 	var err error
@@ -912,11 +929,7 @@ func (objPert) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 			return nil, fmt.Errorf("objpert: %w", err)
 		}
 	}
-	res, err := objPertRelease(ctx, data, rows, cfg, plan)
-	if err == nil && plan.Huber > 0 && opt.Radius > 0 {
-		res.Privacy.Notes = append(res.Privacy.Notes, fmt.Sprintf("the radius R = %s given is not used: the pseudo-Huber loss is minimised over all of ℝ^d (--huber -1 for the squared loss on the ball)", fmtG(opt.Radius)))
-	}
-	return res, err
+	return objPertRelease(ctx, data, rows, cfg, plan)
 }
 
 // objPertRelease runs the mechanism with a plan: draw b, solve, check the

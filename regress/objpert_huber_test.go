@@ -117,14 +117,21 @@ func TestObjPertHuberPrintedProfile(t *testing.T) {
 		t.Errorf("the report depends on the data:\n%s\n---\n%s", texts[0], texts[1])
 	}
 	t.Logf("Huber report:\n%s", texts[0])
-	// A radius given with the Huber loss is said to be unused.
+	// A radius given with the Huber loss is refused, naming the squared
+	// loss that has a ball, and so is a plan-level η set on the options.
 	rows, _ := xpRows(Linear, n, d, 3)
-	res, err := objPert{}.Fit(context.Background(), xpData(t, rows, d+1), Config{Kind: Linear, Epsilon: eps, Delta: delta, ObjPert: ObjPertOptions{Radius: 2}, Source: noise.NewInsecureSeeded(3)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(strings.Join(res.Privacy.Notes, "\n"), "R = 2 given is not used") {
-		t.Errorf("a radius given with the Huber loss is not said to be unused: %q", res.Privacy.Notes)
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{ObjPert: ObjPertOptions{Radius: 2}}, "give --huber -1 to fit the squared loss on that ball"},
+		{Config{ObjPert: ObjPertOptions{Huber: 0.3}}, "Fit reads Config.Huber"},
+	} {
+		c.cfg.Kind, c.cfg.Epsilon, c.cfg.Delta, c.cfg.Source = Linear, eps, delta, noise.NewInsecureSeeded(3)
+		_, err := objPert{}.Fit(context.Background(), xpData(t, rows, d+1), c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one naming %q", c.cfg.ObjPert, err, c.want)
+		}
 	}
 }
 

@@ -569,7 +569,7 @@ func TestObjPertConverges(t *testing.T) {
 		src := noise.NewInsecureSeeded(4)
 		var prev float64
 		for i, eps := range []float64{1, 1e3} {
-			res, err := objPert{}.Fit(ctx, data, Config{Kind: kind, Epsilon: eps, Delta: 1e-6, Source: src, ObjPert: ObjPertOptions{Radius: 20}})
+			res, err := objPert{}.Fit(ctx, data, Config{Kind: kind, Epsilon: eps, Delta: 1e-6, Source: src, Huber: -1, ObjPert: ObjPertOptions{Radius: 20}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -709,7 +709,7 @@ func TestObjPertAudit(t *testing.T) {
 		trials = 2000
 	}
 	for _, kind := range []Kind{Logistic, Linear} {
-		cfg := Config{Kind: kind, Epsilon: 1, Delta: 1e-5, Source: noise.NewInsecureSeeded(5), ObjPert: ObjPertOptions{Radius: 1}}
+		cfg := Config{Kind: kind, Epsilon: 1, Delta: 1e-5, Source: noise.NewInsecureSeeded(5), Huber: -1, ObjPert: ObjPertOptions{Radius: 1}}
 		r := auditEstimator(t, objPert{}, kind, cfg, 1, 1e-5, 8, trials)
 		if err := r.Check(1); err != nil {
 			t.Errorf("%s: %v", kind, err)

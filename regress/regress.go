@@ -209,7 +209,9 @@ type Result struct {
 type Estimator interface {
 	// Name is the mechanism's CLI name.
 	Name() string
-	// NeedsRows reports whether Fit needs Data.Rows.
+	// NeedsRows reports whether Fit needs Data.Rows for a model of that
+	// kind in some configuration; NeedsRowsFor decides for a whole
+	// configuration.
 	NeedsRows(Kind) bool
 	// Private reports whether the output is differentially private.
 	Private() bool

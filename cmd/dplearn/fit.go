@@ -268,7 +268,7 @@ func runFit(ctx context.Context, cmd *cobra.Command, o fitOptions, format output
 		Delimiter: sep, Stdin: cmd.InOrStdin(), KeepDropped: true}
 	data, sum, err := regress.Data{}, dataset.Summary{}, error(nil)
 	if o.stats != "" {
-		data, sum, req.SkipBadRows, err = loadStatsInput(o.stats, s, est, kind, o.mechanism)
+		data, sum, req.SkipBadRows, err = loadStatsInput(o.stats, s, est, req)
 		if err != nil {
 			return err
 		}

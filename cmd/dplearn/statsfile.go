@@ -9,6 +9,7 @@ import (
 
 	"github.com/dplearn/dplearn/capefm"
 	"github.com/dplearn/dplearn/dataset"
+	"github.com/dplearn/dplearn/fit"
 	"github.com/dplearn/dplearn/regress"
 	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/statsfile"
@@ -36,9 +37,9 @@ func dataOrStats(cmd *cobra.Command, req []string) ([]string, error) {
 // the statistics, checking it against the schema. It returns the data, a
 // summary with the row count, and whether the file's rows were read with
 // --skip-bad-rows (the fit's report must then carry the same caveat).
-func loadStatsInput(path string, s *schema.Schema, est regress.Estimator, kind regress.Kind, mechanism string) (regress.Data, dataset.Summary, bool, error) {
-	if est.NeedsRows(kind) {
-		return regress.Data{}, dataset.Summary{}, false, fmt.Errorf("--mechanism %s needs the rows, not only their statistics: give --data instead of --stats", mechanism)
+func loadStatsInput(path string, s *schema.Schema, est regress.Estimator, req fit.Request) (regress.Data, dataset.Summary, bool, error) {
+	if req.NeedsRows() {
+		return regress.Data{}, dataset.Summary{}, false, fmt.Errorf("--mechanism %s needs the rows, not only their statistics%s: give --data instead of --stats", req.Mechanism, regress.RowsHint(est, req.Kind))
 	}
 	st, err := statsfile.Read(path, s)
 	if err != nil {

@@ -40,13 +40,17 @@ func TestFitStatsEqualsData(t *testing.T) {
 	data := writeWageData(t, dir, 3000)
 	sch := writeFile(t, dir, "s.json", wageSchema)
 	stats := writeStats(t, dir, data, sch, false)
-	for _, mech := range []string{"gaussian-fm", "fm", "relaxed-fm", "nonprivate"} {
+	// objpert's squared loss (--huber -1) fits from the statistics; its
+	// default, the pseudo-Huber loss, reads the rows (TestFitStatsRefusals).
+	for _, mech := range []string{"gaussian-fm", "fm", "relaxed-fm", "nonprivate", "objpert"} {
 		args := []string{"fit", "--schema", sch, "--model", "linear", "--mechanism", mech, "--seed", "9"}
 		switch mech { // flags a mechanism does not read are refused
 		case "fm":
 			args = append(args, "--epsilon", "1")
 		case "gaussian-fm", "relaxed-fm":
 			args = append(args, "--epsilon", "1", "--delta", "1e-6")
+		case "objpert":
+			args = append(args, "--epsilon", "1", "--delta", "1e-6", "--huber", "-1")
 		}
 		var outs []string
 		for _, in := range [][]string{{"--data", data}, {"--stats", stats}} {
@@ -94,6 +98,7 @@ func TestFitStatsRefusals(t *testing.T) {
 		{"schema", []string{"--stats", stats, "--schema", other}, "different schema"},
 		{"corrupt", []string{"--stats", corrupt, "--schema", sch}, "corrupt"},
 		{"rows mechanism", []string{"--stats", stats, "--schema", sch, "--model", "robust", "--mechanism", "irls"}, "needs the rows"},
+		{"objpert's Huber loss", []string{"--stats", stats, "--schema", sch, "--mechanism", "objpert"}, "--huber -1 fits the squared loss from the statistics"},
 		{"missing", []string{"--stats", filepath.Join(dir, "nope.json"), "--schema", sch}, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
