@@ -38,6 +38,7 @@ var huberSweepCands = []huberSweepCand{
 	{"objpert squared", "objpert", -1, 0},
 	{"objpert η=0.25", "objpert", 0.25, 0},
 	{"objpert η=1", "objpert", 1, 0},
+	{"objpert η=2", "objpert", 2, 0},
 	{"objpert default", "objpert", 0, 0},
 }
 
