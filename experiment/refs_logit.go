@@ -299,7 +299,7 @@ func refsRadiusSpec() spec {
 
 func buildRefsRadius(ctx context.Context, e *env) (*plan, error) {
 	_, jobs, fig, err := linearSweep(e, refsRadiusJob, refsRadiusSeries, "excess test RMSE",
-		"Linear tasks: excess test RMSE over the non-private fit, mean ± sd over 80/20 splits, δ = 1e-5; objpert and noisygd with their defaults (radius rule R = (√d/2)·max(1, (Nε/(1000d))^(1/4)); noisygd T = min(1000, max(100, ⌊Nε/(2d)⌋))), the previous defaults (R = √d/2, T = 100), each rule alone, other rule constants and an oracle radius (the non-private norm × 1.1, not private).")
+		"Linear tasks: excess test RMSE over the non-private fit, mean ± sd over 80/20 splits, δ = 1e-5; objpert and noisygd with the squared loss (--huber -1; their default is now the Huber loss, huber-sweep) and its defaults (radius rule R = (√d/2)·max(1, (Nε/(1000d))^(1/4)); noisygd T = min(1000, max(100, ⌊Nε/(2d)⌋))), the previous defaults (R = √d/2, T = 100), each rule alone, other rule constants and an oracle radius (the non-private norm × 1.1, not private).")
 	if err != nil {
 		return nil, err
 	}
@@ -327,7 +327,7 @@ func buildRefsRadius(ctx context.Context, e *env) (*plan, error) {
 					}
 				}
 				out = append(out, Claim{
-					Paper:    fmt.Sprintf("%s, ε = %g: objpert and noisygd (defaults) within 1.5× the best reference's excess RMSE", task, eps),
+					Paper:    fmt.Sprintf("%s, ε = %g: objpert and noisygd (squared loss, its radius and iteration rules) within 1.5× the best reference's excess RMSE", task, eps),
 					Measured: fmt.Sprintf("best reference %.4g; ratios to it: %s", best, strings.Join(parts, ", ")),
 					Holds:    holds,
 				})
@@ -349,7 +349,9 @@ func refsRadiusJob(tk refsTask) job {
 		add := rec.add
 		for _, eps := range refsEps {
 			for _, c := range refsRadiusCands {
-				cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
+				// The squared loss, whose ball this sweeps (the Huber
+				// default's η and ball: huber-sweep).
+				cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Huber: -1, Source: src}
 				r := c.rf * math.Sqrt(float64(d))
 				switch {
 				case c.rf == -1:

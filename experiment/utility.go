@@ -473,7 +473,8 @@ func utilityRadiusJob(cps, smoke *table) job {
 		for _, eps := range utilityEps {
 			for _, r := range []float64{0.25, 0.5, 1, 2} {
 				for _, mech := range []string{"objpert", "noisygd"} {
-					cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src}
+					// The squared loss, whose ball this sweeps.
+					cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Huber: -1, Source: src}
 					cfg.ObjPert.Radius, cfg.NoisyGD.Radius = r*d, r*d
 					w, err := fitWith(ctx, mech, train, cfg)
 					if err != nil {

@@ -192,3 +192,36 @@ func TestAutoSweepThroughCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestHuberSweepThroughCLI runs the README's `dplearn experiment
+// huber-sweep` through the CLI: one claim per table, ε and mechanism (3 ×
+// 4 × 2), each judging that mechanism's default, the Huber loss at
+// η = 0.5, against the best reference, beside its squared loss.
+func TestHuberSweepThroughCLI(t *testing.T) {
+	dir := t.TempDir()
+	out, err := runCLI(t, "experiment", "huber-sweep", "--out", dir, "--runs", "1", "--seed", "3", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Experiments []struct {
+			Name   string
+			Files  []string
+			Claims []struct{ Paper, Measured, Holds string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Experiments) != 1 {
+		t.Fatalf("not one experiment: %v\n%s", err, out)
+	}
+	e := got.Experiments[0]
+	if e.Name != "huber-sweep" || len(e.Claims) != 24 || len(e.Files) != 4 {
+		t.Fatalf("%s: %d claims, %d files", e.Name, len(e.Claims), len(e.Files))
+	}
+	for i, c := range e.Claims {
+		mech := []string{"noisygd", "objpert"}[i%2]
+		if !strings.Contains(c.Paper, mech+"'s default (Huber, η = 0.5)") || (c.Holds != "yes" && c.Holds != "no") ||
+			!strings.Contains(c.Measured, mech+" default ") || !strings.Contains(c.Measured, mech+" squared ") {
+			t.Errorf("claim %d %q / %q / %q: want %s's default at η = 0.5 beside its squared loss", i, c.Paper, c.Measured, c.Holds, mech)
+		}
+	}
+}
