@@ -60,6 +60,13 @@ func fitTable(ctx context.Context, f fitSpec, train *table, stats *suffstat.Mome
 	// The privacy parameters the mechanism takes (the registry says
 	// which): none for a reference fit, ε alone for a pure one.
 	req := fit.Request{Kind: f.kind, Mechanism: f.mech, Options: map[string]any{"lambda": -1.0}, Source: src}
+	if u.Reads("huber") && f.kind == regress.Linear {
+		// The seeds' baselines (objective perturbation after Kifer et al.,
+		// noisy gradient descent after Song et al.) fit the squared loss;
+		// dplearn's Huber default is compared in huber-sweep and
+		// utility-refs.
+		req.Options["huber"] = -1.0
+	}
 	if u.Privacy.TakesEpsilon() {
 		req.Epsilon = f.eps
 	}

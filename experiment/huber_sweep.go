@@ -52,7 +52,7 @@ var huberSweepSeries = func() []string {
 
 func huberSweepSpec() spec {
 	return spec{
-		name: "huber-sweep", title: "objpert's and noisygd's linear loss: the squared loss on a ball against Huber's loss at fixed scales and the default rule",
+		name: "huber-sweep", title: "objpert's and noisygd's linear loss: the squared loss on a ball against Huber's loss at fixed scales and the default",
 		paper: "issue 26 (no paper figure)", runs: 100, quickRuns: 2,
 		build: buildHuberSweep,
 	}
