@@ -39,10 +39,7 @@ const autoSweepFM = "gaussian-fm"
 
 var autoSweepSeries = func() []string {
 	s := []string{autoSweepFM, "auto"}
-	for _, c := range autoSweepCands {
-		s = append(s, c.series)
-	}
-	return append(s, rSSPClip, rAdaSSP)
+	return append(s, seriesWithRefs(autoSweepCands, func(c autoSweepCand) string { return c.series })...)
 }()
 
 func autoSweepSpec() spec {

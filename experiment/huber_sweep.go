@@ -42,13 +42,7 @@ var huberSweepCands = []huberSweepCand{
 	{"objpert default", "objpert", 0, 0},
 }
 
-var huberSweepSeries = func() []string {
-	var s []string
-	for _, c := range huberSweepCands {
-		s = append(s, c.series)
-	}
-	return append(s, rSSPClip, rAdaSSP)
-}()
+var huberSweepSeries = seriesWithRefs(huberSweepCands, func(c huberSweepCand) string { return c.series })
 
 func huberSweepSpec() spec {
 	return spec{

@@ -281,13 +281,7 @@ var refsRadiusCands = []refsRadiusCand{
 	{"noisygd T=100 R=rule", "noisygd", 0, 0, iters100},
 }
 
-var refsRadiusSeries = func() []string {
-	var s []string
-	for _, c := range refsRadiusCands {
-		s = append(s, c.series)
-	}
-	return append(s, rSSPClip, rAdaSSP)
-}()
+var refsRadiusSeries = seriesWithRefs(refsRadiusCands, func(c refsRadiusCand) string { return c.series })
 
 func refsRadiusSpec() spec {
 	return spec{

@@ -363,6 +363,16 @@ func clipClaims(a *Aggregate) []Claim {
 // (utility-clip, radius-sweep, auto-sweep): the linear tables of
 // utility-refs, one job per run and table from mk, and one figure with an
 // excess-RMSE panel per table showing series.
+// seriesWithRefs names a linear sweep's series: its candidates', then the
+// two SSP references every sweep plots beside them.
+func seriesWithRefs[C any](cands []C, name func(C) string) []string {
+	s := make([]string, 0, len(cands)+2)
+	for _, c := range cands {
+		s = append(s, name(c))
+	}
+	return append(s, rSSPClip, rAdaSSP)
+}
+
 func linearSweep(e *env, mk func(refsTask) job, series []string, ylabel, caption string) ([]refsTask, []job, figure, error) {
 	tasks, err := refsTasks(e, refsLinearTables)
 	if err != nil {

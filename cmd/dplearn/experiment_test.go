@@ -161,22 +161,7 @@ func TestExperimentUtilityRefsCLI(t *testing.T) {
 // squares at CPS1988 ε = 2 and diabetes ε = 0.1, Huber elsewhere), and a
 // verdict that is "yes" or "no".
 func TestAutoSweepThroughCLI(t *testing.T) {
-	dir := t.TempDir()
-	out, err := runCLI(t, "experiment", "auto-sweep", "--out", dir, "--runs", "1", "--seed", "3", "--format", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		Experiments []struct {
-			Name   string
-			Files  []string
-			Claims []struct{ Paper, Measured, Holds string }
-		}
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Experiments) != 1 {
-		t.Fatalf("not one experiment: %v\n%s", err, out)
-	}
-	e := got.Experiments[0]
+	e := runSweepJSON(t, "auto-sweep")
 	if e.Name != "auto-sweep" || len(e.Claims) != 12 || len(e.Files) != 4 {
 		t.Fatalf("%s: %d claims, %d files", e.Name, len(e.Claims), len(e.Files))
 	}
@@ -198,22 +183,7 @@ func TestAutoSweepThroughCLI(t *testing.T) {
 // 4 × 2), each judging that mechanism's default, the Huber loss at
 // η = 0.5, against the best reference, beside its squared loss.
 func TestHuberSweepThroughCLI(t *testing.T) {
-	dir := t.TempDir()
-	out, err := runCLI(t, "experiment", "huber-sweep", "--out", dir, "--runs", "1", "--seed", "3", "--format", "json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got struct {
-		Experiments []struct {
-			Name   string
-			Files  []string
-			Claims []struct{ Paper, Measured, Holds string }
-		}
-	}
-	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Experiments) != 1 {
-		t.Fatalf("not one experiment: %v\n%s", err, out)
-	}
-	e := got.Experiments[0]
+	e := runSweepJSON(t, "huber-sweep")
 	if e.Name != "huber-sweep" || len(e.Claims) != 24 || len(e.Files) != 4 {
 		t.Fatalf("%s: %d claims, %d files", e.Name, len(e.Claims), len(e.Files))
 	}
@@ -224,4 +194,26 @@ func TestHuberSweepThroughCLI(t *testing.T) {
 			t.Errorf("claim %d %q / %q / %q: want %s's default at η = 0.5 beside its squared loss", i, c.Paper, c.Measured, c.Holds, mech)
 		}
 	}
+}
+
+// sweepResult is one experiment of `dplearn experiment --format json`.
+type sweepResult struct {
+	Name   string
+	Files  []string
+	Claims []struct{ Paper, Measured, Holds string }
+}
+
+// runSweepJSON runs one split of the named experiment through the CLI
+// (seed 3, JSON) and returns its result.
+func runSweepJSON(t *testing.T, name string) sweepResult {
+	t.Helper()
+	out, err := runCLI(t, "experiment", name, "--out", t.TempDir(), "--runs", "1", "--seed", "3", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ Experiments []sweepResult }
+	if err := json.Unmarshal([]byte(out), &got); err != nil || len(got.Experiments) != 1 {
+		t.Fatalf("not one experiment: %v\n%s", err, out)
+	}
+	return got.Experiments[0]
 }
