@@ -15,25 +15,13 @@ import (
 // NoisyGDHuberSensitivity against the gradient the descent computes
 // (NoisyGDPlan.addGradients): over random ω of any size (there is no ball),
 // rows with ‖x‖ ≤ 1 and |y| ≤ 1, no per-example gradient exceeds G = 2η and
-// no difference of two exceeds D = 4η, and the extremal pair x' = −x (unit
-// norm) with residuals beyond ±η of opposite signs reaches D exactly.
+// no difference of two exceeds D = 4η, and for η ≤ ½ the extremal pair
+// x' = −x (unit norm), y = y' = 1, ω = 0 (both residuals 1 ≥ η) reaches D
+// exactly.
 func TestNoisyGDHuberSensitivity(t *testing.T) {
 	const d = 3
 	rng := rand.New(rand.NewPCG(5, 6))
-	vec := func(scale float64) []float64 {
-		v := make([]float64, d)
-		for j := range v {
-			v[j] = rng.NormFloat64()
-		}
-		s := scale * math.Pow(rng.Float64(), 0.3) / math.Sqrt(dot(v, v))
-		if rng.IntN(4) == 0 {
-			s = scale / math.Sqrt(dot(v, v))
-		}
-		for j := range v {
-			v[j] *= s
-		}
-		return v
-	}
+	vec := func(scale float64) []float64 { return ballOrSphere(rng, d, scale) }
 	for _, eta := range []float64{0.05, 0.3, 2} {
 		G, D, err := NoisyGDHuberSensitivity(eta)
 		if err != nil {

@@ -42,20 +42,7 @@ func dist(a, b []float64) float64 {
 func TestNoisyGDSensitivity(t *testing.T) {
 	const d = 3
 	rng := rand.New(rand.NewPCG(3, 4))
-	ball := func(r float64) []float64 {
-		v := make([]float64, d)
-		for j := range v {
-			v[j] = rng.NormFloat64()
-		}
-		s := r * math.Pow(rng.Float64(), 0.3) / math.Sqrt(dot(v, v))
-		if rng.IntN(4) == 0 {
-			s = r / math.Sqrt(dot(v, v)) // on the sphere
-		}
-		for j := range v {
-			v[j] *= s
-		}
-		return v
-	}
+	ball := func(r float64) []float64 { return ballOrSphere(rng, d, r) }
 	for _, kind := range []Kind{Linear, Logistic} {
 		for _, R := range []float64{0.5, 2, 8} {
 			G, D, err := NoisyGDSensitivity(kind, R)
@@ -437,4 +424,22 @@ func squaredIf(k Kind) float64 {
 		return -1
 	}
 	return 0
+}
+
+// ballOrSphere draws a point of the ball ‖v‖ ≤ r in d dimensions, weighted
+// toward the boundary, and on the sphere one time in four (where the
+// gradient bounds are reached).
+func ballOrSphere(rng *rand.Rand, d int, r float64) []float64 {
+	v := make([]float64, d)
+	for j := range v {
+		v[j] = rng.NormFloat64()
+	}
+	s := r * math.Pow(rng.Float64(), 0.3) / math.Sqrt(dot(v, v))
+	if rng.IntN(4) == 0 {
+		s = r / math.Sqrt(dot(v, v)) // on the sphere
+	}
+	for j := range v {
+		v[j] *= s
+	}
+	return v
 }
