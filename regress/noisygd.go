@@ -495,6 +495,19 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 	if err != nil {
 		return p, err
 	}
+	// The bounds assume ‖x‖ ≤ 1 and |y| ≤ 1; checkRows accepts ‖x‖² and |y|
+	// up to 1 + encTol, so xb = √(1 + encTol) ≤ 1 + encTol/2 and yb =
+	// 1 + encTol. Huber: 2η·xb per row, 4η·xb for a pair: factor
+	// 1 + 2encTol. Squared loss: 2(yb·xb + R·xb²) and 2(2·yb·xb + R·xb²),
+	// at most (1 + 2encTol) times the formulas. Logistic (y exact):
+	// σ(R·xb)·xb ≤ σ(R)·e^{R·encTol/2}·xb ≤ σ(R)(1 + 2(1 + R)encTol) when
+	// R·encTol ≤ 1, and for larger R the factor exceeds 2 ≥ σ(R·xb)/σ(R).
+	// One factor covers the three: 1 + 2encTol (Huber), 1 + 2(1 + R)encTol.
+	encSlack := 1 + 2*encTol
+	if eta == 0 {
+		encSlack = 1 + 2*(1+p.Radius)*encTol
+	}
+	g, diff = g*encSlack, diff*encSlack
 	// Sensitivity of the computed gradient (rounding.go): each row's term
 	// c·x_j has |·| ≤ G up to d + 4 roundings (the dot product, c, the
 	// product), summed over at most N rows in a plain loop; full batch

@@ -215,3 +215,27 @@ func TestNoisyGDHuberBall(t *testing.T) {
 		t.Errorf("--huber on a logistic model: error %v, want one naming linear models", err)
 	}
 }
+
+// TestNoisyGDEncodingSlack: checkRows accepts ‖x‖² up to 1 + encTol, and
+// the Huber pair x' = −x at that norm, y = y' = 1, ω = 0 moves the average
+// gradient by 4η·√(1 + encTol)/N, above 4η/N by far more than the rounding
+// allowance: the printed sensitivity must cover it.
+func TestNoisyGDEncodingSlack(t *testing.T) {
+	const n, d, eta = 1000, 2, 0.25
+	c := math.Sqrt((1 + encTol) / 2) // ‖(c, c)‖² = 1 + encTol
+	rows := []float64{c, c, 1}
+	if _, err := checkRows(xpData(t, append(append([]float64(nil), rows...), make([]float64, 3*(n-1))...), 3), Linear); err != nil {
+		t.Fatalf("the row at the tolerance is refused: %v", err)
+	}
+	plan, err := PlanNoisyGDHuber(1, 1e-5, n, d, eta, NoisyGDOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g1 := make([]float64, d)
+	g2 := make([]float64, d)
+	plan.addGradients(g1, []float64{c, c, 1}, d+1, []float64{0, 0}, nil)
+	plan.addGradients(g2, []float64{-c, -c, 1}, d+1, []float64{0, 0}, nil)
+	if got := dist(g1, g2) / n; got > plan.Sensitivity {
+		t.Errorf("the pair at ‖x‖² = 1 + encTol moves the average gradient by %.17g > the printed sensitivity %.17g", got, plan.Sensitivity)
+	}
+}
