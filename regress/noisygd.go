@@ -414,6 +414,13 @@ func PlanNoisyGDHuber(epsilon, delta float64, n int64, d int, eta float64, opt N
 // sampled-Gaussian mixture that accountant bounds; no unit-level analysis is
 // derived here.
 func PlanNoisyGDUnits(kind Kind, epsilon, delta float64, units int64, k int, d int, opt NoisyGDOptions) (NoisyGDPlan, error) {
+	return planNoisyGDUnits(kind, epsilon, delta, units, k, d, opt, 0)
+}
+
+// planNoisyGDUnits is PlanNoisyGDUnits on Huber's loss with scale eta > 0
+// (linear) or, with eta = 0, the model's own loss: the unit's checks, then
+// one calibration at N = units·k.
+func planNoisyGDUnits(kind Kind, epsilon, delta float64, units int64, k int, d int, opt NoisyGDOptions, eta float64) (NoisyGDPlan, error) {
 	if k < 1 || units < 1 {
 		return NoisyGDPlan{}, fmt.Errorf("noisygd: privacy unit: need ≥ 1 unit and K ≥ 1 rows per unit, got %d units, K = %d", units, k)
 	}
@@ -423,7 +430,7 @@ func PlanNoisyGDUnits(kind Kind, epsilon, delta float64, units int64, k int, d i
 	if opt.BatchRate > 0 && opt.BatchRate < 1 {
 		return NoisyGDPlan{}, fmt.Errorf("noisygd: privacy unit: Poisson batches (rate %v) have no unit-level derivation (the subsampled-Gaussian accountant samples rows, not persons); use the full batch", opt.BatchRate)
 	}
-	return planNoisyGD(kind, epsilon, delta, units*int64(k), k, d, opt, 0)
+	return planNoisyGD(kind, epsilon, delta, units*int64(k), k, d, opt, eta)
 }
 
 // planNoisyGD calibrates noisy gradient descent whose gradients divide by
@@ -600,12 +607,8 @@ func (noisyGD) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	}
 	var plan NoisyGDPlan
 	if unit, ok := unitOf(data.Stats); ok {
-		// PlanNoisyGDUnits checks the unit; the rules read the number of
-		// units, as the radius rule does.
-		plan, err = PlanNoisyGDUnits(cfg.Kind, cfg.Epsilon, cfg.Delta, unit.Units, unit.MaxRows, d, cfg.NoisyGD)
-		if eta := huberScale(cfg, unit.Units, d); err == nil && eta > 0 {
-			plan, err = planNoisyGD(cfg.Kind, cfg.Epsilon, cfg.Delta, unit.Units*int64(unit.MaxRows), unit.MaxRows, d, cfg.NoisyGD, eta)
-		}
+		// The rules read the number of units, as the radius rule does.
+		plan, err = planNoisyGDUnits(cfg.Kind, cfg.Epsilon, cfg.Delta, unit.Units, unit.MaxRows, d, cfg.NoisyGD, huberScale(cfg, unit.Units, d))
 	} else {
 		plan, err = planNoisyGD(cfg.Kind, cfg.Epsilon, cfg.Delta, data.Stats.N(), 1, d, cfg.NoisyGD, huberScale(cfg, data.Stats.N(), d))
 	}
