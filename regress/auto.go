@@ -11,12 +11,11 @@ import (
 //
 // auto fits linear regression for users who want the smallest prediction
 // error and do not want to choose a mechanism. It chooses between two
-// mechanisms by a rule in the public N, d and ε only (AutoUsesHuber):
-// Huber regression by the preconditioned DP-IRLS of irls.go where the
-// signal-to-noise ratio N·ε/d is in [AutoHuberLow, AutoHuberHigh], and
-// least squares by gaussian-fm with its defaults elsewhere. A public rule
-// costs no privacy: auto's guarantee is exactly the chosen mechanism's
-// (TestAutoPaths recomputes both), and nothing about the data enters the
+// mechanisms by a rule in the public N, d and ε only (AutoPath): Huber's
+// loss by noisygd where the signal-to-noise ratio N·ε/d is in [AutoLow,
+// AutoHigh], and least squares by gaussian-fm with its defaults elsewhere.
+// A public rule costs no privacy: auto's guarantee is exactly the chosen
+// mechanism's (TestAutoPaths), and nothing about the data enters the
 // choice.
 //
 // Why not a private selection. Until issue 26's third pass auto released
@@ -30,69 +29,75 @@ import (
 // below any candidate floor, so all candidates coincide and only the
 // budget share is lost); the one cell it won, the collinear design at
 // ε = 0.1, Huber regression wins by far more (0.34× against 0.91× the
-// best reference). Selecting among separately released mechanisms
+// best reference by DP-IRLS; 0.22× by noisygd). Selecting among separately released mechanisms
 // (Liu & Talwar 2019; Papernot & Steinke 2022) costs more still: with a
 // geometric number of repetitions of mean 5, Papernot & Steinke's Theorem
 // 2 leaves each run μ ≈ 0.1 against 0.27 for a single run at (1, 10⁻⁵),
 // 2.7 times the noise on every coefficient; splitting the budget between
 // m candidates gives each μ/√m. Both are out of the 1.1× goal.
 //
-// # The public rule: Huber regression where it predicts better
+// Why not DP-IRLS's Huber path. From issue 26's third pass to its fifth,
+// auto's Huber path was irls's preconditioned DP-IRLS with the residual
+// floor max(irls's rule, 0.007·√(N·ε/d)) on [8, 3500]. Once noisygd fitted
+// Huber's loss with its own T rule (NoisyGDHuberIterationsFor), noisygd
+// beat it in nearly every cell of `dplearn experiment auto-sweep`
+// (docs/mechanisms.md, "--mechanism auto"): 3–5× on CPS1988 at ε ≥ 0.5,
+// 1.3–1.6× on diabetes at ε ≥ 1, 1.5× on the collinear design at ε = 0.1.
 //
-// Where the signal-to-noise ratio r = N·ε/d lies in [AutoHuberLow,
-// AutoHuberHigh], auto does not release Gaussian FM's least squares: it fits Huber
-// regression by the preconditioned DP-IRLS of irls.go (a Gaussian FM warm
-// start, then J released clipped-residual gradients g = (1/N)Σψ_η(r_i)x_i)
-// with the residual floor AutoHuberResidualFloor(N, d, ε). The choice is a
-// function of the public N, d and ε only, so it costs no privacy: the
-// printed guarantee is exactly irls's for that configuration (and
-// TestAutoHuberPath recomputes it). Why it wins on prediction error: a
-// least-squares statistic pays for the largest residual (|y − xᵀω| up to
-// 1 + ‖ω‖, or |y| ≤ 1 for Xᵀy) with the information of every row, while
-// ψ_η pays η with the information P(|r| < η) of the rows inside the floor;
-// at η near the typical residual that is several times less noise per
-// unit of information. Its price is the estimand: Huber's M-estimator
-// equals least squares' only for symmetric errors, so where the noise no
-// longer dominates (r > AutoHuberHigh) the bias of a small η costs more
-// than it saves and auto returns to the least-squares release; and where
-// r < AutoHuberLow the warm start's share of the budget is too noisy to
-// start the iteration from. The floor grows like √r (a smaller
-// bias where the noise is small) but never below irls's own rule
-// (GradientIRLSResidualFloor), which keeps the iteration contracting.
+// # The public rule: Huber's loss by noisy gradient descent where it wins
+//
+// Where the signal-to-noise ratio r = N·ε/d (d coefficients, intercept
+// included) lies in [AutoLow, AutoHigh], auto fits noisygd with its
+// defaults: Huber's loss with scale η = DefaultHuberEta on the encoded
+// target, whose per-row gradient is bounded by 2η for every ω (no ball in
+// the sensitivity), T = NoisyGDHuberIterationsFor(d, N, ε) full-batch
+// steps composed exactly as Gaussian DP. Elsewhere it fits least squares
+// by gaussian-fm with its defaults. The choice is a function of the public
+// N, d and ε only, so it costs no privacy: the printed guarantee is exactly
+// the chosen mechanism's (TestAutoPaths compares them, and recomputes the
+// least-squares path's from the printed scales). Why Huber's loss wins
+// where it does: a least-squares statistic pays for the largest residual
+// (|y| ≤ 1 for Xᵀy, and the Gram's spectral noise on every direction)
+// with the information of every row, while Huber's gradient pays 2η with
+// the information of the rows inside η; at η near the typical residual
+// that is less noise per unit of information. Its price is the estimand,
+// Huber's M-estimator (least squares' for symmetric errors), and the
+// optimisation: T ≤ 1000 gradient steps of step 1/L leave an
+// ill-conditioned design short of the minimiser. Below AutoLow (diabetes
+// at ε = 0.1, r ≈ 3) the two are within noise and least squares is the
+// conservative choice (no iteration to stop early, and gaussian-fm's
+// intervals); above AutoHigh least squares wins again, because its noise
+// vanishes while Huber's bias and the unconverged steps stay: on CPS1988
+// noisygd beats gaussian-fm 4× at r ≈ 5000 and loses 5× at r ≈ 20000
+// (auto-sweep's ε = 8 column), so the boundary is placed near their
+// geometric mean.
 
-// AutoHuberLow and AutoHuberHigh bound the public signal-to-noise ratio
-// N·ε/d (d coefficients, intercept included) where auto fits Huber
-// regression by DP-IRLS; AutoHuberScale is c in the floor rule of
-// AutoHuberResidualFloor. Chosen by `dplearn experiment auto-sweep`
-// (docs/mechanisms.md, "--mechanism auto") on embedded and synthetic data.
+// AutoLow and AutoHigh bound the public signal-to-noise ratio N·ε/d (d
+// coefficients, intercept included) where auto fits Huber's loss by
+// noisygd. Chosen by `dplearn experiment auto-sweep` (docs/mechanisms.md,
+// "--mechanism auto") on embedded and synthetic data.
 const (
-	AutoHuberLow   = 8
-	AutoHuberHigh  = 3500
-	AutoHuberScale = 0.007
+	AutoLow  = 8
+	AutoHigh = 10000
 )
 
-// AutoUsesHuber reports whether auto fits Huber regression by DP-IRLS for
-// N = n rows, d coefficients and ε: AutoHuberLow ≤ N·ε/d ≤ AutoHuberHigh.
-func AutoUsesHuber(n int64, d int, epsilon float64) bool {
-	if n < 1 || d < 1 || !(epsilon > 0) {
-		return false
-	}
-	r := float64(n) * epsilon / float64(d)
-	return r >= AutoHuberLow && r <= AutoHuberHigh
-}
+// The mechanisms auto's rule chooses between (AutoPath).
+const (
+	AutoHuberPath        = "noisygd"
+	AutoLeastSquaresPath = "gaussian-fm"
+)
 
-// AutoHuberResidualFloor is the residual floor η of auto's Huber path:
-//
-//	η = max(GradientIRLSResidualFloor(N, d, ε), c·√(N·ε/d)),  c = AutoHuberScale,
-//
-// so η = 0.1–0.35 where the noise dominates (irls's own rule) and grows
-// toward least squares as N·ε/d grows (0.49 at N·ε/d = 5,000).
-func AutoHuberResidualFloor(n int64, d int, epsilon float64) float64 {
-	eta := GradientIRLSResidualFloor(n, d, epsilon)
-	if n < 1 || d < 1 || !(epsilon > 0) {
-		return eta
+// AutoPath returns the mechanism auto fits with for N = n rows, d
+// coefficients and ε: AutoHuberPath where AutoLow ≤ N·ε/d ≤ AutoHigh,
+// AutoLeastSquaresPath elsewhere (and without a finite ε > 0).
+func AutoPath(n int64, d int, epsilon float64) string {
+	if n < 1 || d < 1 || !(epsilon > 0) || math.IsInf(epsilon, 0) {
+		return AutoLeastSquaresPath
 	}
-	return math.Max(eta, AutoHuberScale*math.Sqrt(float64(n)*epsilon/float64(d)))
+	if r := float64(n) * epsilon / float64(d); r >= AutoLow && r <= AutoHigh {
+		return AutoHuberPath
+	}
+	return AutoLeastSquaresPath
 }
 
 // autoEstimator is --mechanism auto (see the derivation above).
@@ -119,57 +124,39 @@ func (autoEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	}
 	// auto chooses its configuration itself: options of one of its two
 	// mechanisms would be ignored by the other, so it takes none.
-	if (cfg.Split != 0 && cfg.Split != DefaultGaussianFMSplit) || cfg.SolveRadius != 0 || cfg.EigenFloor != 0 {
-		return nil, errors.New("auto: chooses its own configuration; --split, --solve-radius and --eigen-floor belong to gaussian-fm (use --mechanism gaussian-fm to set them)")
+	if (cfg.Split != 0 && cfg.Split != DefaultGaussianFMSplit) || cfg.SolveRadius != 0 || cfg.EigenFloor != 0 || cfg.Huber != 0 || cfg.NoisyGD != (NoisyGDOptions{}) {
+		return nil, errors.New("auto: chooses its own configuration; --split, --solve-radius and --eigen-floor belong to gaussian-fm, --huber and noisygd's options to noisygd (use that --mechanism to set them)")
 	}
-	if AutoUsesHuber(n, k-1, cfg.Epsilon) {
-		return autoHuber(ctx, data, cfg)
-	}
-	res, err := gaussianFM{}.Fit(ctx, data, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("auto: %w", err)
-	}
-	p := &res.Privacy
-	p.Mechanism = fmt.Sprintf("auto: N·ε/d = %.4g is outside [%d, %d], so least squares by %s", float64(n)*cfg.Epsilon/float64(k-1), AutoHuberLow, AutoHuberHigh, p.Mechanism)
-	p.PostProcessing = append([]string{autoRuleLine(false)}, p.PostProcessing...)
-	return res, nil
-}
-
-// autoRuleLine is the report line that names auto's public rule.
-func autoRuleLine(huber bool) string {
-	what := "least squares by gaussian-fm"
-	if huber {
-		what = "Huber regression by irls"
-	}
-	return fmt.Sprintf("auto's choice of %s is a public rule in N, d and ε (Huber regression where N·ε/d is in [%d, %d]; regress/auto.go): no privacy cost, nothing released to make it", what, AutoHuberLow, AutoHuberHigh)
-}
-
-// AutoHuberConfig is the configuration auto's Huber path gives irls for a
-// linear request cfg on N = n rows with d coefficients: Kind Robust and
-// the residual floor AutoHuberResidualFloor(n, d, cfg.Epsilon) unless
-// cfg.IRLS sets one. The fit package's forecast of the Huber path calls
-// it too, so the forecast simulates the estimator that runs.
-func AutoHuberConfig(cfg Config, n int64, d int) Config {
-	cfg.Kind = Robust
-	if cfg.IRLS.ResidualFloor == 0 {
-		cfg.IRLS.ResidualFloor = AutoHuberResidualFloor(n, d, cfg.Epsilon)
-	}
-	return cfg
-}
-
-// autoHuber is auto's Huber path: irls's preconditioned DP-IRLS with the
-// residual floor AutoHuberResidualFloor (unless cfg.IRLS sets one), its
-// guarantee unchanged, the public rule named in the report.
-func autoHuber(ctx context.Context, data Data, cfg Config) (*Result, error) {
-	n, d := data.Stats.N(), data.Stats.K()-1
-	c := AutoHuberConfig(cfg, n, d)
-	res, err := irlsEstimator{}.Fit(ctx, data, c)
-	if err != nil {
-		return nil, fmt.Errorf("auto: %w", err)
-	}
+	d := k - 1
 	r := float64(n) * cfg.Epsilon / float64(d)
+	path := AutoPath(n, d, cfg.Epsilon)
+	var (
+		res *Result
+		err error
+		why string
+	)
+	if path == AutoHuberPath {
+		res, err = noisyGD{}.Fit(ctx, data, cfg)
+		why = fmt.Sprintf("is in [%d, %d], so Huber's loss", AutoLow, AutoHigh)
+	} else {
+		res, err = gaussianFM{}.Fit(ctx, data, cfg)
+		why = fmt.Sprintf("is outside [%d, %d], so least squares", AutoLow, AutoHigh)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("auto: %w", err)
+	}
 	p := &res.Privacy
-	p.Mechanism = fmt.Sprintf("auto: N·ε/d = %.4g is in [%d, %d], so Huber regression (residual floor η = %s, estimand: the Huber M-estimator, equal to least squares' for symmetric errors) by %s", r, AutoHuberLow, AutoHuberHigh, fmtG(c.IRLS.ResidualFloor), p.Mechanism)
-	p.PostProcessing = append([]string{autoRuleLine(true)}, p.PostProcessing...)
+	p.Mechanism = fmt.Sprintf("auto: N·ε/d = %.4g %s by %s", r, why, p.Mechanism)
+	p.PostProcessing = append([]string{autoRuleLine(path)}, p.PostProcessing...)
 	return res, nil
+}
+
+// autoRuleLine is the report line that names auto's public rule and the
+// path it chose.
+func autoRuleLine(path string) string {
+	what := "least squares by " + AutoLeastSquaresPath
+	if path == AutoHuberPath {
+		what = "Huber's loss by " + AutoHuberPath
+	}
+	return fmt.Sprintf("auto's choice of %s is a public rule in N, d and ε (%s where N·ε/d is in [%d, %d], %s elsewhere; regress/auto.go): no privacy cost, nothing released to make it", what, AutoHuberPath, AutoLow, AutoHigh, AutoLeastSquaresPath)
 }

@@ -13,55 +13,56 @@ import (
 )
 
 // TestAutoRule pins auto's public rule with known answers computed by hand
-// from its formulas (regress/auto.go): Huber regression exactly where
-// 8 ≤ N·ε/d ≤ 3500, with η = max(min(1, max(0.1, 1.5·√(d/(N·ε)))),
-// 0.007·√(N·ε/d)).
+// from its formula (regress/auto.go): noisygd's Huber loss exactly where
+// 8 ≤ N·ε/d ≤ 10000, gaussian-fm elsewhere and without a finite ε > 0.
 func TestAutoRule(t *testing.T) {
 	for _, tc := range []struct {
 		n     int64
 		d     int
 		eps   float64
 		huber bool
-		eta   float64
 	}{
-		{353, 11, 0.1, false, 0},               // diabetes ε = 0.1: N·ε/d = 3.21
-		{79, 10, 1, false, 0},                  // 7.9, just below
-		{80, 10, 1, true, 0.53033008588991},    // 8: 1.5/√8
-		{353, 11, 0.5, true, 0.37446846181646}, // 16.05: 1.5/√16.05
-		{10000, 4, 1, true, 0.35},              // 2500: max(0.1, 0.007·50)
-		{35000, 10, 1, true, 0.41412558481697}, // 3500: 0.007·√3500
-		{35001, 10, 1, false, 0},               // just above
-		{22522, 9, 2, false, 0},                // CPS1988 ε = 2: 5005
-		{1000, 5, 0, false, 0},                 // no ε: never
+		{353, 11, 0.1, false},  // diabetes ε = 0.1: N·ε/d = 3.21
+		{79, 10, 1, false},     // 7.9, just below
+		{80, 10, 1, true},      // 8
+		{353, 11, 0.5, true},   // 16.05
+		{22522, 9, 2, true},    // CPS1988 ε = 2: 5005
+		{100000, 10, 1, true},  // 10000
+		{100001, 10, 1, false}, // just above
+		{22522, 9, 8, false},   // CPS1988 ε = 8: 20020
+		{1000, 5, 0, false},    // no ε
+		{1000, 5, math.Inf(1), false},
 	} {
-		if got := AutoUsesHuber(tc.n, tc.d, tc.eps); got != tc.huber {
-			t.Errorf("N=%d d=%d ε=%v: AutoUsesHuber = %v, want %v", tc.n, tc.d, tc.eps, got, tc.huber)
-		}
+		want := AutoLeastSquaresPath
 		if tc.huber {
-			if got := AutoHuberResidualFloor(tc.n, tc.d, tc.eps); math.Abs(got-tc.eta) > 1e-12 {
-				t.Errorf("N=%d d=%d ε=%v: η = %.14f, want %.14f", tc.n, tc.d, tc.eps, got, tc.eta)
-			}
+			want = AutoHuberPath
 		}
+		if got := AutoPath(tc.n, tc.d, tc.eps); got != want {
+			t.Errorf("N=%d d=%d ε=%v: AutoPath = %q, want %q", tc.n, tc.d, tc.eps, got, want)
+		}
+	}
+	if AutoHuberPath != "noisygd" || AutoLeastSquaresPath != "gaussian-fm" {
+		t.Errorf("auto's paths are %q and %q", AutoHuberPath, AutoLeastSquaresPath)
 	}
 }
 
 // TestAutoPaths checks that auto is exactly the mechanism its rule names,
 // so that its printed guarantee is that mechanism's (a public rule costs
 // nothing): on both sides of the Huber range auto's coefficients and
-// releases equal gaussian-fm's with the same seed, and inside it irls's
-// (Kind Robust, η from AutoHuberResidualFloor), bit for bit; the report
-// names the rule and N·ε/d. On the least-squares path the guarantee is
+// releases equal gaussian-fm's with the same seed, and inside it noisygd's
+// with its defaults (Huber's loss), bit for bit; the report names the rule
+// and N·ε/d. On the least-squares path the guarantee is
 // also recomputed from the printed noise scales: μ =
 // JointCalibrationSensitivity(τ1, τ2) and the analytic Gaussian δ at the
-// printed ε must be ≤ the printed δ and use it up (≥ 0.99δ). (irls's
-// printed guarantee is recomputed from its releases by
+// printed ε must be ≤ the printed δ and use it up (≥ 0.99δ). (noisygd's
+// printed Huber guarantee is recomputed from its formula by
 // TestPrintedGuaranteeIsExactProfile.)
 func TestAutoPaths(t *testing.T) {
 	for _, tc := range []struct {
 		eps, delta float64
 		n, d       int
 		huber      bool
-	}{{0.1, 1e-5, 300, 6, false}, {2, 1e-5, 30000, 6, false}, {1, 1e-6, 1500, 9, true}, {0.5, 1e-5, 4000, 12, true}} {
+	}{{0.1, 1e-5, 300, 6, false}, {4, 1e-5, 30000, 6, false}, {1, 1e-6, 1500, 9, true}, {0.5, 1e-5, 4000, 12, true}} {
 		rows, _ := xpRows(Linear, tc.n, tc.d, 3)
 		data := xpData(t, rows, tc.d+1)
 		cfg := Config{Kind: Linear, Epsilon: tc.eps, Delta: tc.delta, Lambda: -1, Source: noise.NewInsecureSeeded(2)}
@@ -73,9 +74,7 @@ func TestAutoPaths(t *testing.T) {
 		ref.Source = noise.NewInsecureSeeded(2)
 		var want *Result
 		if tc.huber {
-			ref.Kind = Robust
-			ref.IRLS.ResidualFloor = AutoHuberResidualFloor(int64(tc.n), tc.d, tc.eps)
-			want, err = irlsEstimator{}.Fit(context.Background(), data, ref)
+			want, err = noisyGD{}.Fit(context.Background(), data, ref)
 		} else {
 			want, err = gaussianFM{}.Fit(context.Background(), data, ref)
 		}
@@ -89,15 +88,15 @@ func TestAutoPaths(t *testing.T) {
 		if !reflect.DeepEqual(p.Releases, q.Releases) || p.Accountant != q.Accountant || p.Epsilon != q.Epsilon || p.Delta != q.Delta || p.WhitenedSensitivity != q.WhitenedSensitivity {
 			t.Errorf("N=%d ε=%v: auto's guarantee differs from the chosen mechanism's:\n%+v\n%+v", tc.n, tc.eps, p, q)
 		}
-		path := "least squares by "
+		path, mech := "least squares by ", AutoLeastSquaresPath
 		if tc.huber {
-			path = "Huber regression (residual floor η = "
+			path, mech = "so Huber's loss by noisygd (", AutoHuberPath
 		}
 		r := float64(tc.n) * tc.eps / float64(tc.d)
 		if !strings.HasPrefix(p.Mechanism, fmt.Sprintf("auto: N·ε/d = %.4g is ", r)) || !strings.Contains(p.Mechanism, path) || !strings.HasSuffix(p.Mechanism, q.Mechanism) {
 			t.Errorf("N=%d ε=%v: mechanism line %q", tc.n, tc.eps, p.Mechanism)
 		}
-		if len(p.PostProcessing) == 0 || p.PostProcessing[0] != autoRuleLine(tc.huber) {
+		if len(p.PostProcessing) == 0 || p.PostProcessing[0] != autoRuleLine(mech) {
 			t.Errorf("N=%d ε=%v: no rule line first in %q", tc.n, tc.eps, p.PostProcessing)
 		}
 		if tc.huber {
@@ -135,6 +134,9 @@ func TestAutoRefuses(t *testing.T) {
 		{"split", data, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, Split: 0.3, Source: noise.NewInsecureSeeded(1)}},
 		{"solve radius", data, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, SolveRadius: 2, Source: noise.NewInsecureSeeded(1)}},
 		{"eigen floor", data, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, EigenFloor: 1, Source: noise.NewInsecureSeeded(1)}},
+		{"huber", data, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, Huber: 0.3, Source: noise.NewInsecureSeeded(1)}},
+		{"squared loss", data, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, Huber: -1, Source: noise.NewInsecureSeeded(1)}},
+		{"iterations", data, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, NoisyGD: NoisyGDOptions{Iterations: 50}, Source: noise.NewInsecureSeeded(1)}},
 	} {
 		if _, err := (autoEstimator{}).Fit(context.Background(), tc.data, tc.cfg); err == nil {
 			t.Errorf("%s: no error", tc.name)

@@ -141,6 +141,30 @@ func NoisyGDIterationsFor(kind Kind, d int, n int64, epsilon float64) int {
 	return int(math.Min(1000, math.Max(DefaultNoisyGDIterations, math.Floor(float64(n)*epsilon/(2*float64(d))))))
 }
 
+// NoisyGDHuberIterationsFor returns the default T of full-batch noisygd on
+// Huber's loss for n rows (units under a privacy unit), d coefficients and
+// budget ε: T = min(1000, max(100, ⌊NoisyGDHuberStepsPerSNR·nε/d⌋)), four
+// times NoisyGDIterationsFor's linear rule. The squared loss's rule was
+// chosen with its ball, which bounded the iterates; on Huber's loss the
+// ball is twice as large and only post-processing, so at moderate nε/d the
+// unconverged steps no longer shrink usefully and the slow directions of
+// an ill-conditioned design are left short. `dplearn experiment
+// huber-sweep` (the "T=" series, docs/mechanisms.md) chose the factor on
+// the linear tables: on CPS1988 at ε = 0.1 (nε/d ≈ 250) the old rule's
+// T = 125 is 3.2× the excess RMSE of T = 500, while at nε/d ≤ 50 T = 100
+// stays best. Public quantities only; logistic models and fits given a
+// noise multiplier keep NoisyGDIterationsFor.
+func NoisyGDHuberIterationsFor(d int, n int64, epsilon float64) int {
+	if !(epsilon > 0) || math.IsInf(epsilon, 0) || n < 1 || d < 1 {
+		return DefaultNoisyGDIterations
+	}
+	return int(math.Min(1000, math.Max(DefaultNoisyGDIterations, math.Floor(NoisyGDHuberStepsPerSNR*float64(n)*epsilon/float64(d)))))
+}
+
+// NoisyGDHuberStepsPerSNR is the slope of NoisyGDHuberIterationsFor: T
+// steps per unit of the signal-to-noise ratio nε/d.
+const NoisyGDHuberStepsPerSNR = 2
+
 // DefaultNoisyGDRadius returns the default parameter bound: for linear
 // regression the rule of DefaultObjPertRadius (√d/2 while nε/d is below
 // RadiusRuleScale, then growing like (nε/d)^(1/4): the sensitivity
@@ -453,6 +477,9 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 		p.Steps = DefaultNoisyGDIterations
 		if (opt.BatchRate == 0 || opt.BatchRate == 1) && opt.Sigma == 0 {
 			p.Steps = NoisyGDIterationsFor(kind, d, n/int64(k), epsilon)
+			if eta > 0 {
+				p.Steps = NoisyGDHuberIterationsFor(d, n/int64(k), epsilon)
+			}
 		}
 	}
 	if p.Steps < 1 || p.Steps > 1e7 {

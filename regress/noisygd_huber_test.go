@@ -239,3 +239,32 @@ func TestNoisyGDEncodingSlack(t *testing.T) {
 		t.Errorf("the pair at ‖x‖² = 1 + encTol moves the average gradient by %.17g > the printed sensitivity %.17g", got, plan.Sensitivity)
 	}
 }
+
+// TestNoisyGDHuberIterations pins the Huber loss's step rule with answers
+// computed by hand: T = min(1000, max(100, ⌊2Nε/d⌋)), and the squared and
+// logistic losses keep NoisyGDIterationsFor.
+func TestNoisyGDHuberIterations(t *testing.T) {
+	for _, tc := range []struct {
+		d    int
+		n    int64
+		eps  float64
+		want int
+	}{
+		{9, 22522, 0.1, 500},  // CPS1988 ε = 0.1: ⌊500.49⌋
+		{9, 22522, 0.5, 1000}, // capped
+		{11, 353, 0.5, 100},   // diabetes: ⌊32.09⌋ → the floor
+		{18, 3300, 1, 366},    // collinear: ⌊366.67⌋
+		{4, 100, 0, 100},      // no ε
+		{4, 100, math.Inf(1), 100},
+	} {
+		if got := NoisyGDHuberIterationsFor(tc.d, tc.n, tc.eps); got != tc.want {
+			t.Errorf("d=%d N=%d ε=%v: T = %d, want %d", tc.d, tc.n, tc.eps, got, tc.want)
+		}
+		if !(tc.eps > 0) || math.IsInf(tc.eps, 0) {
+			continue
+		}
+		if p, err := PlanNoisyGDHuber(tc.eps, 1e-6, tc.n, tc.d, 0.5, NoisyGDOptions{}); err != nil || p.Steps != tc.want {
+			t.Errorf("d=%d N=%d ε=%v: the plan takes T = %d (%v), want %d", tc.d, tc.n, tc.eps, p.Steps, err, tc.want)
+		}
+	}
+}

@@ -151,7 +151,7 @@ var registry = []Mechanism{
 		Summary: "Gaussian FM (Tasnim et al.) with corrected sensitivities and joint\nanalytic-Gaussian calibration: (ε, δ)-DP; the recommended linear default\n(logistic: a quadratic surrogate, not log-odds; use objpert)",
 		new:     func() Estimator { return gaussianFM{} }},
 	{Name: "auto", Kinds: []Kind{Linear}, Privacy: EpsilonDelta,
-		Summary: "the most accurate linear predictor by a public rule in N, d and ε:\nHuber regression by irls's DP-IRLS where N·ε/d is in [8, 3500],\ngaussian-fm elsewhere; (ε, δ)-DP, the chosen mechanism's guarantee",
+		Summary: fmt.Sprintf("the most accurate linear predictor by a public rule in N, d and ε:\nHuber's loss by %s where N·ε/d is in [%d, %d], %s\nelsewhere; (ε, δ)-DP, the chosen mechanism's guarantee", AutoHuberPath, AutoLow, AutoHigh, AutoLeastSquaresPath),
 		new:     func() Estimator { return autoEstimator{} }},
 	{Name: "relaxed-fm", Kinds: linLog, Privacy: EpsilonDelta, Options: fmFlags,
 		Summary: "relaxed FM (Ding et al.): (ε, δ)-DP, one Gaussian on all coefficients",

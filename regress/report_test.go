@@ -155,8 +155,9 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 		{"irls", Robust, lin, 0.5, 1e-6, 4, func(c *Config) { c.IRLS.Iterations = 4; c.IRLS.Split = 0.6; c.IRLS.WarmStart = 0.5 }},
 		{"irls", Robust, lin, 1, 1e-5, 2, func(c *Config) { c.IRLS.WarmStart = -1 }},
 		{"irls", Robust, lin, 0.3, 1e-6, 5, func(c *Config) { c.IRLS.Iterations = 5; c.IRLS.Split = 0.2; c.IRLS.WarmStart = -1 }},
-		{"noisygd", Linear, lin, 1, 1e-5, 250, nil},                              // T = min(1000, max(100, ⌊Nε/(2d)⌋)) = ⌊3000/12⌋ (issue 26); Huber's loss
-		{"noisygd", Linear, lin, 1, 1e-5, 250, func(c *Config) { c.Huber = -1 }}, // the squared loss on the ball
+		{"noisygd", Linear, lin, 1, 1e-5, 1000, nil},                             // Huber's loss: T = min(1000, max(100, ⌊2Nε/d⌋)) = min(1000, 6000/6) (issue 26)
+		{"noisygd", Linear, lin, 0.2, 1e-5, 200, nil},                            // Huber's loss: T = ⌊2·3000·0.2/6⌋
+		{"noisygd", Linear, lin, 1, 1e-5, 250, func(c *Config) { c.Huber = -1 }}, // the squared loss on the ball: T = min(1000, max(100, ⌊Nε/(2d)⌋)) = ⌊3000/12⌋
 		{"noisygd", Linear, lin, 0.5, 1e-6, 100, func(c *Config) { c.Huber = 0.3; c.NoisyGD.Iterations = 100 }},
 		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40 }},
 		// The warm start's two Gaussian FM releases happen once ("(once)"
