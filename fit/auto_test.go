@@ -28,20 +28,20 @@ type autoCase struct {
 
 // runAutoAndChosen fits tc by auto and, independently, by the mechanism tc
 // says the rule chooses, asked for directly with the same seed, ε, δ,
-// share and interval settings (irls: --model robust with auto's residual
-// floor at the fit's ε, computed here from ε·(1 − fitShare)), and checks
-// that everything the fit package adds is the chosen mechanism's: the
-// coefficients, the coefficient table (intervals, estimand, method), the
-// composed guarantee and its releases, the notes, the fit's ε and both
-// forecasts; auto's report differs only by its rule line.
+// share and interval settings, and checks that everything the fit package
+// adds is the chosen mechanism's: the coefficients, the coefficient table
+// (intervals, estimand, method), the composed guarantee and its releases,
+// the notes (noisygd's ball included), the fit's ε and both forecasts;
+// auto's report differs only by its rule line and, on the noisygd path,
+// by the reason it has no intervals (which names the rule).
 func runAutoAndChosen(t *testing.T, tc autoCase) *fit.Result {
 	t.Helper()
 	data, s := load(t, "cps1988", 3000)
 	n, d := data.Stats.N(), data.Stats.K()-1
 	eps := tc.r * float64(d) / float64(n)
 	fitEps := eps * (1 - tc.fitShare)
-	if got := regress.AutoUsesHuber(n, d, fitEps); got != (tc.want == "irls") {
-		t.Fatalf("test setup: at the fit's ε = %v (N·ε/d = %v) the rule uses Huber = %v, but the case wants %s", fitEps, float64(n)*fitEps/float64(d), got, tc.want)
+	if got := regress.AutoPath(n, d, fitEps); got != tc.want {
+		t.Fatalf("test setup: at the fit's ε = %v (N·ε/d = %v) the rule chooses %s, but the case wants %s", fitEps, float64(n)*fitEps/float64(d), got, tc.want)
 	}
 	base := fit.Request{Kind: regress.Linear, Mechanism: "auto", Epsilon: eps, Delta: 1e-6, CIShare: tc.share, Intervals: tc.intervals, Seeded: true, Seed: 11}
 	got, err := fit.Run(context.Background(), base, data, s)
@@ -50,10 +50,6 @@ func runAutoAndChosen(t *testing.T, tc autoCase) *fit.Result {
 	}
 	ref := base
 	ref.Mechanism = tc.want
-	if tc.want == "irls" {
-		ref.Kind = regress.Robust
-		ref.Options = map[string]any{"residual-floor": regress.AutoHuberResidualFloor(n, d, fitEps)}
-	}
 	want, err := fit.Run(context.Background(), ref, data, s)
 	if err != nil {
 		t.Fatalf("%s: %v", tc.want, err)
@@ -64,7 +60,16 @@ func runAutoAndChosen(t *testing.T, tc autoCase) *fit.Result {
 	if !slices.Equal(got.Model.Coefficients, want.Model.Coefficients) {
 		t.Errorf("auto's coefficients %v, %s's %v", got.Model.Coefficients, tc.want, want.Model.Coefficients)
 	}
-	if !reflect.DeepEqual(got.Table, want.Table) {
+	gt, wt := got.Table, want.Table
+	if tc.want == regress.AutoHuberPath && gt != nil && wt != nil {
+		if !strings.HasPrefix(gt.Unavailable, "no confidence intervals: auto's rule chose Huber's loss by noisygd") {
+			t.Errorf("noisygd path: the table says %q, want the rule's reason for no intervals", gt.Unavailable)
+		}
+		g, w := *gt, *wt
+		g.Unavailable, w.Unavailable = "", ""
+		gt, wt = &g, &w
+	}
+	if !reflect.DeepEqual(gt, wt) {
 		t.Errorf("auto's coefficient table differs from %s's:\nauto: %+v\n%s: %+v", tc.want, *got.Table, tc.want, *want.Table)
 	}
 	gp, wp := got.Model.Privacy, want.Model.Privacy
@@ -90,19 +95,19 @@ func runAutoAndChosen(t *testing.T, tc autoCase) *fit.Result {
 
 // TestAutoIntervalsMatchChosenMechanism checks that --mechanism auto gets
 // exactly the intervals, split of ε, composed guarantee and forecasts of
-// the mechanism its public rule chooses (runAutoAndChosen): irls's (the
-// residual summary composed in, inference.IRLS, the Huber estimand) on
-// the Huber path, gaussian-fm's (Λ0, inference.FM, the least-squares
-// estimand) below and above it, and with --intervals off or --ci-share 0
-// the chosen mechanism's "no intervals" with the whole ε in the fit.
+// the mechanism its public rule chooses (runAutoAndChosen): noisygd's (no
+// intervals, the whole ε in the fit) on the Huber path, gaussian-fm's (Λ0,
+// inference.FM, the least-squares estimand) below and above it, and with
+// --intervals off or --ci-share 0 gaussian-fm's "no intervals" with the
+// whole ε in the fit.
 func TestAutoIntervalsMatchChosenMechanism(t *testing.T) {
 	for _, tc := range []autoCase{
-		{name: "huber", r: 300, share: 0.05, fitShare: 0.05, want: "irls"},
+		{name: "huber", r: 300, share: 0.05, want: "noisygd"},
 		{name: "least squares below", r: 4, share: 0.05, fitShare: 0.05, want: "gaussian-fm"},
-		{name: "least squares above", r: 6000, share: 0.05, fitShare: 0.05, want: "gaussian-fm"},
-		{name: "huber intervals off", r: 300, share: 0.05, intervals: fit.IntervalsOff, want: "irls"},
-		{name: "huber ci-share 0", r: 300, want: "irls"},
-		{name: "least squares intervals off", r: 6000, share: 0.05, intervals: fit.IntervalsOff, want: "gaussian-fm"},
+		{name: "least squares above", r: 12000, share: 0.05, fitShare: 0.05, want: "gaussian-fm"},
+		{name: "huber intervals off", r: 300, share: 0.05, intervals: fit.IntervalsOff, want: "noisygd"},
+		{name: "huber ci-share 0", r: 300, want: "noisygd"},
+		{name: "least squares intervals off", r: 12000, share: 0.05, intervals: fit.IntervalsOff, want: "gaussian-fm"},
 		{name: "least squares ci-share 0", r: 4, want: "gaussian-fm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,14 +117,12 @@ func TestAutoIntervalsMatchChosenMechanism(t *testing.T) {
 			switch {
 			case !on && (tab.Unavailable == "" || tab.Level != 0):
 				t.Errorf("intervals off: table %+v, want none and the reason", tab)
-			case on && tc.want == "irls" && !strings.HasPrefix(tab.Estimand, inference.EstimandRobust):
-				t.Errorf("Huber path: estimand %q, want irls's %q", tab.Estimand, inference.EstimandRobust)
-			case on && tc.want == "gaussian-fm" && (!strings.HasPrefix(tab.Estimand, inference.EstimandLinear) || tab.TargetMoment == nil):
+			case on && (!strings.HasPrefix(tab.Estimand, inference.EstimandLinear) || tab.TargetMoment == nil):
 				t.Errorf("least-squares path: estimand %q (Λ0 %v), want gaussian-fm's %q with the released Λ0", tab.Estimand, tab.TargetMoment, inference.EstimandLinear)
 			case on && tab.Unavailable != "":
 				t.Errorf("no intervals: %s", tab.Unavailable)
 			}
-			if huber := strings.Contains(res.Model.Privacy.Mechanism, "Huber regression"); huber != (tc.want == "irls") {
+			if huber := strings.Contains(res.Model.Privacy.Mechanism, "so Huber's loss by noisygd"); huber != (tc.want == "noisygd") {
 				t.Errorf("auto's report says %q, want the %s path", res.Model.Privacy.Mechanism, tc.want)
 			}
 		})
@@ -127,28 +130,50 @@ func TestAutoIntervalsMatchChosenMechanism(t *testing.T) {
 }
 
 // TestAutoPathAtBoundary sits at the rule's boundaries, where the
-// requested ε and the fit's ε (less --ci-share's share) fall on different
-// sides: N·ε/d = 8.2 is in the Huber range but 8.2·0.95 = 7.79 is not, and
-// 3600 is above it but 3600·0.95 = 3420 is inside. The estimator decides
-// from the ε it is given, so the intervals must be those of the mechanism
-// chosen at the fit's ε (gaussian-fm at the lower edge, irls at the upper),
-// and with nothing spent on intervals the rule at the whole ε decides
-// (irls at 8.2, gaussian-fm at 3600). Deciding from the requested ε would
-// plan one mechanism's intervals for the other's fit.
+// requested ε and the fit's ε (less --ci-share's share) may fall on
+// different sides. The estimator decides from the ε it is given, so the
+// plan must be that of the mechanism chosen at the fit's ε. At the lower
+// edge (N·ε/d = 8.2, in the Huber range; 8.2·0.95 = 7.79 is not) noisygd
+// takes the whole ε, so the rule at 8.2 decides: noisygd, with or without
+// intervals asked for. At the upper edge (10500 is above the range,
+// 10500·0.95 = 9975 inside) gaussian-fm with its share would run at an ε
+// where the rule chooses noisygd, and noisygd at one where it chooses
+// gaussian-fm: neither plan is a fixed point, so gaussian-fm fits with the
+// whole ε and no intervals, and the table says why. Deciding from the
+// requested ε would plan one mechanism's intervals for the other's fit.
 func TestAutoPathAtBoundary(t *testing.T) {
 	for _, tc := range []autoCase{
-		{name: "lower edge with intervals", r: 8.2, share: 0.05, fitShare: 0.05, want: "gaussian-fm"},
-		{name: "lower edge ci-share 0", r: 8.2, want: "irls"},
-		{name: "lower edge intervals off", r: 8.2, share: 0.05, intervals: fit.IntervalsOff, want: "irls"},
-		{name: "upper edge with intervals", r: 3600, share: 0.05, fitShare: 0.05, want: "irls"},
-		{name: "upper edge ci-share 0", r: 3600, want: "gaussian-fm"},
-		{name: "upper edge intervals off", r: 3600, share: 0.05, intervals: fit.IntervalsOff, want: "gaussian-fm"},
+		{name: "lower edge with intervals", r: 8.2, share: 0.05, want: "noisygd"},
+		{name: "lower edge ci-share 0", r: 8.2, want: "noisygd"},
+		{name: "upper edge with intervals", r: 10500, share: 0.05, want: "gaussian-fm"},
+		{name: "upper edge ci-share 0", r: 10500, want: "gaussian-fm"},
+		{name: "upper edge intervals off", r: 10500, share: 0.05, intervals: fit.IntervalsOff, want: "gaussian-fm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if full := tc.r >= regress.AutoHuberLow && tc.r <= regress.AutoHuberHigh; tc.fitShare > 0 && full == (tc.want == "irls") {
-				t.Fatalf("test setup: N·ε/d = %v must straddle the boundary", tc.r)
+			if tc.name != "upper edge with intervals" {
+				runAutoAndChosen(t, tc)
+				return
 			}
-			runAutoAndChosen(t, tc)
+			// No mechanism asked for directly takes this plan, so it is
+			// checked against the rule and the formula: the whole ε, no
+			// intervals, the reason.
+			data, s := load(t, "cps1988", 3000)
+			n, d := data.Stats.N(), data.Stats.K()-1
+			eps := tc.r * float64(d) / float64(n)
+			if regress.AutoPath(n, d, eps) != regress.AutoLeastSquaresPath || regress.AutoPath(n, d, eps*(1-tc.share)) != regress.AutoHuberPath {
+				t.Fatalf("test setup: N·ε/d = %v must straddle the upper boundary", tc.r)
+			}
+			req := fit.Request{Kind: regress.Linear, Mechanism: "auto", Epsilon: eps, Delta: 1e-6, CIShare: tc.share, Seeded: true, Seed: 11}
+			res, err := fit.Run(context.Background(), req, data, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.FitEpsilon != eps || res.Model.Privacy.Epsilon > eps {
+				t.Errorf("fit ε %v, composed ε %v, want the whole ε %v", res.FitEpsilon, res.Model.Privacy.Epsilon, eps)
+			}
+			if !strings.Contains(res.Model.Privacy.Mechanism, "so least squares by gaussian-fm") || res.Table.Level != 0 || !strings.Contains(res.Table.Unavailable, "with --ci-share's share taken out of ε it would choose noisygd") {
+				t.Errorf("upper edge: mechanism %q, table %+v", res.Model.Privacy.Mechanism, *res.Table)
+			}
 		})
 	}
 }

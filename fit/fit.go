@@ -297,6 +297,13 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 	// mech is the mechanism whose intervals and forecasts the fit gets
 	// (auto's: the one its rule chose at the fit's ε, cfg.Epsilon).
 	mech := plan.mechanism
+	if req.Mechanism == "auto" && mech != req.Mechanism {
+		// The chosen mechanism's ball, for its note and warning only:
+		// auto takes no options, so its estimator computes the same
+		// default itself from cfg.
+		c := cfg
+		radius, radiusDefault, hasRadius = setupRadius(mech, &c, s.Dim(), n)
+	}
 	if off != "" && plan.why == "" {
 		plan.why = off // share was 0: the fit keeps the whole ε
 	}
@@ -315,7 +322,7 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 		if out.ForecastReplicates == 0 {
 			out.ForecastErr = forecastSkipped(bud)
 		} else {
-			out.Forecast, out.ForecastErr = inference.NoiseForecast(mech, pathConfig(req.Mechanism, mech, cfg, statsN, statsD), s, n, inference.Options{Replicates: out.ForecastReplicates})
+			out.Forecast, out.ForecastErr = inference.NoiseForecast(mech, cfg, s, n, inference.Options{Replicates: out.ForecastReplicates})
 		}
 		if out.ForecastErr != nil {
 			out.Forecast = nil
@@ -344,12 +351,12 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 		}
 	}
 	if hasRadius {
-		res.Privacy.Notes = append(res.Privacy.Notes, radiusNote(req.Mechanism, cfg, s.Dim(), n, radius, radiusDefault))
+		res.Privacy.Notes = append(res.Privacy.Notes, radiusNote(mech, cfg, s.Dim(), n, radius, radiusDefault))
 		if warn := radiusWarning(res.Coef, radius); warn != "" {
 			out.ConsoleWarnings = append(out.ConsoleWarnings, warn)
 		}
 	}
-	if off != "" && est.Private() {
+	if off != "" && est.Private() && hasIntervals(mech) {
 		res.Privacy.Notes = append(res.Privacy.Notes, off)
 	}
 	if est.Private() {

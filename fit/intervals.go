@@ -12,95 +12,84 @@ import (
 	"github.com/dplearn/dplearn/schema"
 )
 
-// hasIntervals reports whether fits with the mechanism get confidence
-// intervals. auto has them because both mechanisms its rule can choose
-// have them (planMechanism).
+// hasIntervals reports whether fits with the mechanism can get
+// confidence intervals. auto can because one of the mechanisms its rule
+// chooses (gaussian-fm) has them; on its other path (noisygd) the plan
+// says why there are none (planMechanism).
 func hasIntervals(mechanism string) bool {
 	if mechanism == "auto" {
-		return hasIntervals(autoHuberPath) && hasIntervals(autoLeastSquaresPath)
+		return hasIntervals(regress.AutoHuberPath) || hasIntervals(regress.AutoLeastSquaresPath)
 	}
 	return inference.Forecaster(mechanism) || mechanism == "irls" || mechanism == "objpert"
 }
 
-// The mechanisms --mechanism auto's public rule chooses between
-// (regress/auto.go): irls on its Huber path, gaussian-fm elsewhere.
-const (
-	autoHuberPath        = "irls"
-	autoLeastSquaresPath = "gaussian-fm"
-)
-
-// autoPath is the mechanism auto fits with for n rows (the N regress
-// divides by: Stats.N()), d coefficients (intercept included: K − 1) and
-// the ε the estimator itself is given: regress.AutoUsesHuber, the one
-// source of the rule.
-func autoPath(n int64, d int, fitEps float64) string {
-	if regress.AutoUsesHuber(n, d, fitEps) {
-		return autoHuberPath
-	}
-	return autoLeastSquaresPath
-}
-
 // planMechanism is planInference for a fit by the mechanism on n rows with
-// d coefficients. For every mechanism but auto it is planInference. auto
+// d coefficients (intercept included: the N and K − 1 regress reads from
+// the statistics). For every mechanism but auto it is planInference. auto
 // gets the plan (intervals, the split of ε, the forecasts) of the
-// mechanism its public rule chooses, exactly as if that mechanism had
-// been asked for: the plan's mechanism is irls on the Huber path (the
-// residual summary composed into the guarantee, inference.IRLS, the Huber
-// estimand) and gaussian-fm on the least-squares path (Λ0, inference.FM).
+// mechanism its public rule (regress.AutoPath, the one source of the rule)
+// chooses, exactly as if that mechanism had been asked for: noisygd on the
+// Huber path (no intervals, the whole ε to the fit), gaussian-fm on the
+// least-squares path (Λ0 and inference.FM with --ci-share's share of ε).
 //
 // The rule depends on ε, and the plan may take the intervals' share out of
 // ε before the fit: the estimator decides its path from the ε it is given
 // (cfg.Epsilon after the split), so the path must be a fixed point, the
 // mechanism whose plan leaves an ε at which the rule chooses it. Each
 // candidate is planned on a copy of cfg and kept when the rule at its
-// fit's ε chooses it. Both candidates split ε alike (ε·(1 − share), or the
-// whole ε with share 0; auto takes no --solve-radius, which would take
-// gaussian-fm's intervals away), so exactly one is a fixed point: the
-// rule's choice at that ε.
+// fit's ε chooses it: noisygd first (its fit's ε is the whole ε, so it is
+// a fixed point exactly when the rule chooses it at ε), then gaussian-fm
+// with the share. One case has neither: ε just above the rule's upper
+// bound with ε·(1 − share) inside it. There gaussian-fm is planned with
+// the whole ε and no intervals, which the rule chooses at ε, and the
+// report says why. So every request has exactly one plan, the rule's
+// choice at the ε its fit runs with.
 func planMechanism(mechanism string, cfg *regress.Config, share float64, n int64, d int) (*inferencePlan, error) {
 	if mechanism != "auto" {
 		return planInference(mechanism, cfg, share)
 	}
-	for _, m := range []string{autoHuberPath, autoLeastSquaresPath} {
+	r := float64(n) * cfg.Epsilon / float64(d)
+	for _, m := range []string{regress.AutoHuberPath, regress.AutoLeastSquaresPath} {
 		c := *cfg
 		p, err := planInference(m, &c, share)
 		if err != nil {
 			return nil, err
 		}
-		if autoPath(n, d, c.Epsilon) == m {
+		if regress.AutoPath(n, d, c.Epsilon) == m {
+			if m == regress.AutoHuberPath {
+				p.why = fmt.Sprintf("no confidence intervals: auto's rule chose Huber's loss by %s at N·ε/d = %.4g, which has none (--mechanism %s or irls have them)", m, r, regress.AutoLeastSquaresPath)
+			}
 			*cfg = c
 			return p, nil
 		}
 	}
-	return nil, fmt.Errorf("fit: auto: no path of its rule is consistent with the ε left after --ci-share's share (N = %d, d = %d, ε = %v)", n, d, cfg.Epsilon)
+	c := *cfg
+	p, err := planInference(regress.AutoLeastSquaresPath, &c, 0)
+	if err != nil {
+		return nil, err
+	}
+	if regress.AutoPath(n, d, c.Epsilon) != regress.AutoLeastSquaresPath {
+		return nil, fmt.Errorf("fit: auto: no path of its rule is consistent with the ε left after --ci-share's share (N = %d, d = %d, ε = %v)", n, d, cfg.Epsilon)
+	}
+	p.why = fmt.Sprintf("no confidence intervals: at N·ε/d = %.4g auto's rule chooses least squares by %s, but with --ci-share's share taken out of ε it would choose %s; the fit keeps the whole ε (--mechanism %s gives intervals)", r, regress.AutoLeastSquaresPath, regress.AutoHuberPath, regress.AutoLeastSquaresPath)
+	*cfg = c
+	return p, nil
 }
 
 // checkPath refuses a fit whose estimator took another path than the plan
-// assumed (auto's Huber path releases a robust objective, its
-// least-squares path a linear one), before any interval is computed from
-// it: planMechanism and regress.AutoUsesHuber agree by construction, and
+// assumed (auto's least-squares path releases Gaussian FM's objective,
+// its Huber path no objective at all), before any interval is computed
+// from it: planMechanism and regress.AutoPath agree by construction, and
 // this keeps a future change to either from printing one mechanism's
 // intervals for the other's fit.
 func checkPath(mechanism, path string, res *regress.Result) error {
-	if mechanism != "auto" || res.Released == nil {
+	if mechanism != "auto" {
 		return nil
 	}
-	if huber := res.Released.Kind == regress.Robust; huber != (path == autoHuberPath) {
-		return fmt.Errorf("fit: auto's estimator fitted a %s objective but its intervals were planned for %s", res.Released.Kind, path)
+	if released := res.Released != nil; released != (path == regress.AutoLeastSquaresPath) {
+		return fmt.Errorf("fit: auto's estimator released %s, but its intervals were planned for %s", map[bool]string{true: "an objective", false: "no objective"}[released], path)
 	}
 	return nil
-}
-
-// pathConfig is the configuration the fit of the plan's mechanism runs
-// with, for the forecast made before fitting: cfg itself, except on auto's
-// Huber path, where auto gives irls regress.AutoHuberConfig (its robust
-// model and residual floor at the fit's ε; TestAutoIntervalsMatchChosenMechanism
-// compares the forecast with irls's at that floor).
-func pathConfig(mechanism, path string, cfg regress.Config, n int64, d int) regress.Config {
-	if mechanism == "auto" && path == autoHuberPath {
-		return regress.AutoHuberConfig(cfg, n, d)
-	}
-	return cfg
 }
 
 // Values of Request.Intervals.
@@ -337,7 +326,7 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 	case !p.enabled && hasIntervals(p.mechanism):
 		rep.Unavailable = "no confidence intervals: --ci-share 0 spent no budget on the residual summary they need"
 	case !p.enabled:
-		rep.Unavailable = fmt.Sprintf("no confidence intervals for %s (available for fm, relaxed-fm, gaussian-fm, irls and auto fits, and logistic objpert)", p.mechanism)
+		rep.Unavailable = fmt.Sprintf("no confidence intervals for %s (available for fm, relaxed-fm, gaussian-fm and irls fits, auto's least-squares path, and logistic objpert)", p.mechanism)
 	case p.mechanism == "objpert":
 		var err error
 		if iv, err = inference.ObjPert(res.ObjPert, p.opt); err != nil {

@@ -156,23 +156,23 @@ func TestExperimentUtilityRefsCLI(t *testing.T) {
 
 // TestAutoSweepThroughCLI runs `dplearn experiment auto-sweep` (the sweep
 // the README lists behind --mechanism auto's rule) through the CLI on one
-// seeded split and checks its claims: one per table and ε, each naming
-// the path regress.AutoUsesHuber takes at that cell's N·ε/d (least
-// squares at CPS1988 ε = 2 and diabetes ε = 0.1, Huber elsewhere), and a
-// verdict that is "yes" or "no".
+// seeded split and checks its claims: one per table and ε (3 × 6), each
+// naming the path regress.AutoPath takes at that cell's N·ε/d (gaussian-fm
+// at diabetes ε = 0.1 and CPS1988 ε ≥ 8, noisygd elsewhere), the hindsight
+// best, and a verdict that is "yes" or "no".
 func TestAutoSweepThroughCLI(t *testing.T) {
 	e := runSweepJSON(t, "auto-sweep")
-	if e.Name != "auto-sweep" || len(e.Claims) != 12 || len(e.Files) != 4 {
+	if e.Name != "auto-sweep" || len(e.Claims) != 18 || len(e.Files) != 4 {
 		t.Fatalf("%s: %d claims, %d files", e.Name, len(e.Claims), len(e.Files))
 	}
-	ls := map[string]bool{"cps1988, ε = 2 ": true, "diabetes, ε = 0.1 ": true}
+	ls := map[string]bool{"cps1988, ε = 8 ": true, "cps1988, ε = 32 ": true, "diabetes, ε = 0.1 ": true}
 	for _, c := range e.Claims {
 		cell := c.Paper[:strings.Index(c.Paper, "(")]
-		want := "auto: Huber)"
+		want := "auto: noisygd)"
 		if ls[cell] {
-			want = "auto: least squares (FM))"
+			want = "auto: gaussian-fm)"
 		}
-		if !strings.Contains(c.Paper, want) || (c.Holds != "yes" && c.Holds != "no") || !strings.Contains(c.Measured, "auto ") {
+		if !strings.Contains(c.Paper, want) || (c.Holds != "yes" && c.Holds != "no") || !strings.Contains(c.Measured, "hindsight best ") || !strings.Contains(c.Measured, "auto ") {
 			t.Errorf("claim %q / %q / %q, want path %q", c.Paper, c.Measured, c.Holds, want)
 		}
 	}

@@ -12,14 +12,14 @@ import (
 
 // TestFitAutoIntervalsThroughCLI runs `dplearn fit --mechanism auto` on
 // 3,000 CPS 1988 rows (d = 9) and the mechanism its public rule chooses,
-// asked for directly with the same --seed, ε, δ and interval flags (irls:
-// --model robust with auto's residual floor η at the fit's ε), and checks
-// that the printed coefficient table with its intervals, method, estimand
-// and bootstrap lines, and the guarantee with its accountant and releases,
-// are the chosen mechanism's: on the Huber path (N·ε/d = 300), on the
-// least-squares path (3.3), at the lower boundary where the fit's ε
-// (ε·0.95: N·ε/d = 7.8) leaves the Huber range that the requested ε
-// (8.2) is in, and with --intervals off and --ci-share 0.
+// asked for directly with the same --seed, ε, δ and interval flags, and
+// checks that the printed coefficient table with its intervals, method,
+// estimand and bootstrap lines, and the guarantee with its accountant and
+// releases, are the chosen mechanism's: on the Huber path (noisygd, N·ε/d
+// = 300, no intervals, the reason naming auto's rule), on the
+// least-squares path below (3.3) and above (12,000) the range with
+// gaussian-fm's intervals, at the lower boundary (8.2: noisygd takes the
+// whole ε, so the rule at 8.2 decides), and with --intervals off.
 func TestFitAutoIntervalsThroughCLI(t *testing.T) {
 	ds, err := exampledata.Get("cps1988")
 	if err != nil {
@@ -43,16 +43,16 @@ func TestFitAutoIntervalsThroughCLI(t *testing.T) {
 		want     string   // the mechanism chosen at the fit's ε
 		table    string   // in the table's lines
 	}{
-		{"huber", 300, nil, 0.05, "irls", "Estimand: fixed point of the IRLS weights"},
+		{"huber", 300, nil, 0, "noisygd", autoNoIntervals},
 		{"least squares", 3.3, nil, 0.05, "gaussian-fm", "Estimand: population least-squares coefficients"},
-		{"lower boundary", 8.2, nil, 0.05, "gaussian-fm", "Estimand: population least-squares coefficients"},
-		{"lower boundary ci-share 0", 8.2, []string{"--ci-share", "0"}, 0, "irls", "--ci-share 0 spent no budget"},
-		{"huber intervals off", 300, []string{"--intervals", "off"}, 0, "irls", "--intervals off"},
+		{"least squares above", 12000, nil, 0.05, "gaussian-fm", "Estimand: population least-squares coefficients"},
+		{"lower boundary", 8.2, nil, 0, "noisygd", autoNoIntervals},
+		{"huber intervals off", 300, []string{"--intervals", "off"}, 0, "noisygd", autoNoIntervals},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			eps := tc.r * float64(d) / n
 			fitEps := eps * (1 - tc.fitShare)
-			if regress.AutoUsesHuber(n, d, fitEps) != (tc.want == "irls") {
+			if regress.AutoPath(n, d, fitEps) != tc.want {
 				t.Fatalf("test setup: the rule at the fit's ε %v does not choose %s", fitEps, tc.want)
 			}
 			common := append([]string{"fit", "--data", data, "--schema", sch, "--epsilon", strconv.FormatFloat(eps, 'g', -1, 64), "--delta", "1e-6", "--seed", "5"}, tc.flags...)
@@ -60,22 +60,25 @@ func TestFitAutoIntervalsThroughCLI(t *testing.T) {
 			if err != nil {
 				t.Fatalf("auto: %v", err)
 			}
-			ref := append(common, "--out", dir+"/ref.json", "--mechanism", tc.want)
-			if tc.want == "irls" {
-				ref = append(ref, "--model", "robust", "--residual-floor", strconv.FormatFloat(regress.AutoHuberResidualFloor(n, d, fitEps), 'g', -1, 64))
-			} else {
-				ref = append(ref, "--model", "linear")
-			}
-			chosen, err := runCLI(t, ref...)
+			chosen, err := runCLI(t, append(common, "--out", dir+"/ref.json", "--mechanism", tc.want, "--model", "linear")...)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.want, err)
 			}
 			at, ct := tableLines(auto), tableLines(chosen)
+			if tc.want == "noisygd" {
+				// The one difference: why there are no intervals.
+				if !strings.Contains(ct, "no confidence intervals for noisygd") {
+					t.Errorf("noisygd's table lacks its reason for no intervals:\n%s", ct)
+				}
+				at, ct = dropLines(at, "no confidence intervals"), dropLines(ct, "no confidence intervals")
+				if !strings.Contains(tableLines(auto), tc.table) {
+					t.Errorf("auto's table lacks %q:\n%s", tc.table, tableLines(auto))
+				}
+			} else if !strings.Contains(at, tc.table) {
+				t.Errorf("auto's table lacks %q:\n%s", tc.table, at)
+			}
 			if at == "" || at != ct {
 				t.Errorf("auto's table differs from %s's:\nauto:\n%s\n%s:\n%s", tc.want, at, tc.want, ct)
-			}
-			if !strings.Contains(at, tc.table) {
-				t.Errorf("auto's table lacks %q:\n%s", tc.table, at)
 			}
 			for _, key := range []string{"guarantee:", "accountant:", "release:", "jointly:"} {
 				if a, c := reportLines(auto, key), reportLines(chosen, key); a == "" && key != "jointly:" || a != c {
@@ -84,6 +87,21 @@ func TestFitAutoIntervalsThroughCLI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// autoNoIntervals begins the reason auto's Huber path prints for having no
+// intervals.
+const autoNoIntervals = "no confidence intervals: auto's rule chose Huber's loss by noisygd"
+
+// dropLines removes the lines of s that contain sub.
+func dropLines(s, sub string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if !strings.Contains(l, sub) {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 // tableLines is the printed coefficient table and the lines after it up
