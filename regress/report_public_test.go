@@ -230,7 +230,7 @@ func receive(est regress.Estimator, data regress.Data, cfg regress.Config, s *sc
 	switch {
 	case res.Released == nil:
 		sec.Unavailable = "the fit released no objective"
-	case res.Released.Kind == regress.Robust: // irls, and auto's Huber path
+	case res.Released.Kind == regress.Robust: // irls
 		rs, rel, err := regress.ReleaseRobustScale(data.Rows, data.Stats.K(), res.Coef, res.Released.ResidualFloor, 0.05, cfg.Source)
 		if err != nil {
 			return userOutput{}, err

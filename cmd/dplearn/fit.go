@@ -100,7 +100,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 	f.Float64Var(&o.epsilon, "epsilon", 0, "privacy parameter ε (> 0)")
 	f.Float64Var(&o.delta, "delta", 0, "privacy parameter δ for (ε, δ) mechanisms, in (0, 1/N) (e.g. 1e-6; keep it well below 1/N)")
 	f.StringVar(&o.out, "out", "", "where to write MODEL.json (- for standard output)")
-	f.Float64Var(&o.ciShare, "ci-share", fit.DefaultCIShare, "linear fm/relaxed-fm/gaussian-fm, irls and auto: share of --epsilon spent on the target's second moment (irls, and auto where its rule fits Huber regression: a residual summary) for confidence intervals (0: no intervals)")
+	f.Float64Var(&o.ciShare, "ci-share", fit.DefaultCIShare, "linear fm/relaxed-fm/gaussian-fm, irls and auto (where its rule fits least squares): share of --epsilon spent on the target's second moment (irls: a residual summary) for confidence intervals (0: no intervals)")
 	f.StringVar(&o.intervals, "intervals", fit.IntervalsAuto, fit.IntervalsHelp)
 	f.IntVar(&o.ciReplicates, "ci-replicates", 0, "bootstrap replicates of the confidence intervals (≥ 100; 0: the budget's, see --intervals); a positive value computes them whatever they cost")
 	f.StringVar(&o.cov, "cov", regress.CovNonrobust, "nonprivate: covariance of the classical summary: nonrobust or HC1 (heteroskedasticity-robust)")
