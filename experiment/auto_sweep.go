@@ -64,7 +64,8 @@ func buildAutoSweep(ctx context.Context, e *env) (*plan, error) {
 	}
 	p := &plan{jobs: jobs,
 		figures: []figure{fig},
-		notes:   []string{"Same splits, bounds and calibration as utility-refs; every method on the same training rows, ε ∈ {0.1, 0.5, 1, 2, 8, 32}. The hindsight best is the best of gaussian-fm, noisygd, objpert and DP-IRLS's Huber fit in that cell's mean."},
+		notes: []string{"Same splits, bounds and calibration as utility-refs; every method on the same training rows, ε ∈ {0.1, 0.5, 1, 2, 8, 32}. The hindsight best is the best of gaussian-fm, noisygd, objpert and DP-IRLS's Huber fit in that cell's mean.",
+			"auto is fitted on a tape of the split's noise and the mechanism it picks (gaussian-fm or noisygd) on a replay of that tape; the two fits are checked equal bit for bit, so auto's row is its pick's row on the same draws (common random numbers, experiment/tape.go) and auto ÷ the hindsight best measures the rule's choice, not the noise of two draws."},
 	}
 	p.claims = func(a *Aggregate) []Claim {
 		var out []Claim
@@ -109,10 +110,22 @@ func autoSweepJob(tk refsTask) job {
 		}
 		n, d := int64(train.N()), train.K-1
 		for _, eps := range autoSweepEps {
+			// auto on a tape of the noise, its pick on the replay
+			// (common random numbers, tape.go).
+			tape, pick := newTape(src), regress.AutoPath(n, d, eps)
+			wAuto, err := fitWith(ctx, asAuto, train, regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: tape, Structure: tk.st})
+			if err != nil {
+				return nil, err
+			}
 			for _, s := range autoSweepSeries {
 				cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src, Structure: tk.st}
 				mech := s
 				switch s {
+				case asAuto:
+					rec.add(eps, s, wAuto)
+					continue
+				case pick:
+					cfg.Source = tape.replay()
 				case rSSPClip, rAdaSSP:
 					w, err := refsRun(s, train, refParams{Eps: eps, Delta: utilityDelta, Src: src, Bounds: tk.b}, rng)
 					if err != nil {
@@ -131,6 +144,11 @@ func autoSweepJob(tk refsTask) job {
 				w, err := fitWith(ctx, mech, train, cfg)
 				if err != nil {
 					return nil, fmt.Errorf("%s on %s (ε=%g): %w", s, tk.name, eps, err)
+				}
+				if s == pick {
+					if err := sameCoef("auto and its pick "+s+" on the same noise", wAuto, w); err != nil {
+						return nil, err
+					}
 				}
 				rec.add(eps, s, w)
 			}
