@@ -68,10 +68,18 @@ type Result struct {
 	// post-processing (Λ0 = 0: not released); nil for the coefficient
 	// baselines.
 	Objective *regress.Quadratic
-	// Lambda is the ridge added in post-processing; Trimmed counts the
-	// eigen-directions spectral trimming removed. Trimmed is a function of
-	// released values (post-processing), kept for the console and out of
-	// the report, which holds no figure that depends on the data.
+	// PostProcess is the post-processing the aggregator solved Objective
+	// with (Coef = Objective.Minimize(PostProcess); objectivePostProcess):
+	// central gaussian-fm's rule for the combined objective's noise. It is
+	// the zero value for the coefficient baselines.
+	PostProcess regress.PostProcess
+	// Lambda is the ridge added in post-processing (PostProcess.Lambda: 0
+	// for a linear objective, which is clipped at PostProcess.Floor
+	// instead); Trimmed counts the eigen-directions spectral trimming
+	// removed (always 0 under clipping, whose floor is above the trimming
+	// floor). Trimmed is a function of released values (post-processing),
+	// kept for the console and out of the report, which holds no figure
+	// that depends on the data.
 	Lambda  float64
 	Trimmed int
 	// Privacy is the report attached to the model.
@@ -515,15 +523,54 @@ func (a *Aggregator) combine() (*Result, error) {
 		res.Coef = a.weightedFloat()
 	}
 	if res.Objective != nil {
-		res.Lambda = regress.DefaultLambdaFactor * noise2
-		w, trimmed, err := res.Objective.Minimize(regress.NoisyPostProcess(res.Lambda))
+		pp, err := objectivePostProcess(p.Kind, p.D, noise2)
+		if err != nil {
+			return nil, err
+		}
+		w, trimmed, err := res.Objective.Minimize(pp)
 		if err != nil {
 			return nil, fmt.Errorf("capefm: post-processing the released objective: %w", err)
 		}
-		res.Coef, res.Trimmed = w, trimmed
+		res.Coef, res.Trimmed, res.PostProcess, res.Lambda = w, trimmed, pp, pp.Lambda
 	}
-	res.Privacy = a.privacy(res.Lambda)
+	res.Privacy = a.privacy(res.PostProcess)
 	return res, nil
+}
+
+// objectivePostProcess is the post-processing of the combined objective
+// of capeFM (the sum of the sites' releases) and gaussian-fm-local (the
+// N_s/N-weighted average of the sites' objectives): central gaussian-fm's
+// default rule (regress.GaussianFMPostProcess) at noise2, the per-entry
+// standard deviation of the noise on the combined Λ2 (Calibration.Noise2):
+// for a linear model eigenvalue clipping at the public floor
+// regress.EigenFloor(d, noise2, regress.DefaultEigenFloorFactor) =
+// 2·noise2·√d with no ridge (docs/mechanisms.md, "Eigenvalue clipping"),
+// for a logistic one the ridge regress.DefaultLambdaFactor·noise2 with
+// spectral trimming.
+//
+// Why noise2 is gaussian-fm's τ2: the floor is the expected spectral norm
+// of the noise matrix on Λ2 when its upper-triangle entries are i.i.d.
+// N(0, τ2²) (regress.EigenFloor). capeFM's combined Λ2 carries, per entry,
+// the sum over the S sites of their local noise g_s (the zero-sum parts
+// cancel exactly), independent across entries and sites, of standard
+// deviation √S·τ_g in whitened units and so C2·√S·τ_g = Noise2 on Λ2
+// (Calibration.capeFM); gaussian-fm-local's average Σ_s (N_s/N)·Λ2_s
+// carries independent N(0, Σ_s (N_s/N)²·τ2_s²) = N(0, Noise2²) entries.
+// Either combined objective is thus a Gaussian FM release of the pooled
+// average objective with per-entry noise Noise2 on Λ2, and gets central
+// gaussian-fm's post-processing for that noise: capeFM matches a pooled
+// fit with κ times its noise variance, the rule included.
+//
+// It reads public values only (the model kind, d, and Noise2, a function
+// of the agreed Params and the public site sizes), so it is
+// post-processing of the released sum: no privacy cost, and nothing in
+// what the sites send depends on it.
+func objectivePostProcess(kind regress.Kind, d int, noise2 float64) (regress.PostProcess, error) {
+	pp, err := regress.GaussianFMPostProcess(kind, d, noise2)
+	if err != nil {
+		return regress.PostProcess{}, fmt.Errorf("capefm: post-processing the released objective: %w", err)
+	}
+	return pp, nil
 }
 
 // UnitNeighbouring is the neighbouring relation of a fit with a privacy
@@ -547,8 +594,9 @@ func UnitNeighbouring(p *Params, cal *Calibration) string {
 		p.Unit, p.MaxRows, cal.N)
 }
 
-// privacy writes the report: public parameters and calibration only.
-func (a *Aggregator) privacy(lambda float64) report.Privacy {
+// privacy writes the report: public parameters and calibration only (pp
+// is objectivePostProcess's, a function of public values).
+func (a *Aggregator) privacy(pp regress.PostProcess) report.Privacy {
 	p, cal := &a.p, a.cal
 	var insecure []string
 	for _, id := range p.IDs() {
@@ -576,12 +624,18 @@ func (a *Aggregator) privacy(lambda float64) report.Privacy {
 			strings.Join(sizes, ", "), cal.N, cal.N*p.RowsPerUnit())
 	}
 	split := fmt.Sprintf("%.2f/%.2f", p.Split, 1-p.Split)
-	objectivePP := []string{
-		"Λ2 noised on its upper triangle and mirrored (symmetric)",
-		fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy Λ2 (data-independent: %g × the per-entry noise of the released Λ2)", report.Up(lambda), regress.DefaultLambdaFactor),
-		fmt.Sprintf("spectral trimming: eigen-directions with eigenvalue ≤ %g·λ removed (includes the PSD projection)", regress.TrimFraction),
-		"Λ0 (the constant term) not released: it does not change the minimiser",
+	// The rule's lines: central gaussian-fm's clip line (τ2 = the combined
+	// Λ2's per-entry noise, printed by the line before these), or the
+	// ridge and trimming.
+	objectivePP := []string{"Λ2 noised on its upper triangle and mirrored (symmetric)"}
+	if pp.Floor > 0 {
+		objectivePP = append(objectivePP, regress.ClipLine(pp))
+	} else {
+		objectivePP = append(objectivePP,
+			fmt.Sprintf("ridge λ = %s added to the diagonal of the noisy Λ2 (data-independent: %g × the per-entry noise of the released Λ2)", report.Up(pp.Lambda), regress.DefaultLambdaFactor),
+			fmt.Sprintf("spectral trimming: eigen-directions with eigenvalue ≤ %g·λ removed (includes the PSD projection)", regress.TrimFraction))
 	}
+	objectivePP = append(objectivePP, regress.Lambda0NotReleased)
 	switch {
 	case p.Mechanism == CapeFM:
 		pr.Mechanism = fmt.Sprintf("capefm (Gaussian FM on %d sites with CAPE zero-sum noise: Tasnim et al., Section 5, Algorithms 2-3, with the corrections of PRIVACY-NOTES items 1-4, 8, 9 and 18)", cal.S)
@@ -606,7 +660,7 @@ func (a *Aggregator) privacy(lambda float64) report.Privacy {
 				Sensitivity: cal.Delta2, Noise: "gaussian (CAPE: zero-sum e_s plus local g_s)", Scale: cal.C2 * cal.Tau},
 		}
 		pr.PostProcessing = append([]string{
-			fmt.Sprintf("the aggregator sums the %d releases in fixed point: the zero-sum parts cancel exactly, leaving per-entry noise Λ1 %s, Λ2 %s in the released average objective",
+			fmt.Sprintf("the aggregator sums the %d releases in fixed point: the zero-sum parts cancel exactly, leaving per-entry noise Λ1 %s, Λ2 %s (τ2 of the post-processing) in the released average objective",
 				cal.S, report.Down(cal.Noise1), report.Down(cal.Noise2)),
 		}, objectivePP...)
 		pr.Notes = []string{
@@ -633,7 +687,7 @@ func (a *Aggregator) privacy(lambda float64) report.Privacy {
 				report.Release{Name: fmt.Sprintf("Λ2 upper triangle of site %s", s.Name), Entries: cal.L2, Norm: "L2 (Frobenius)", Sensitivity: ss.Lambda2, Noise: "gaussian", Scale: cal.SiteTau2[i]})
 		}
 		pr.PostProcessing = append([]string{
-			fmt.Sprintf("the aggregator averages the %d releases with weights N_s/N: per-entry noise Λ1 %s, Λ2 %s in the averaged objective", cal.S, report.Down(cal.Noise1), report.Down(cal.Noise2)),
+			fmt.Sprintf("the aggregator averages the %d releases with weights N_s/N: per-entry noise Λ1 %s, Λ2 %s (τ2 of the post-processing) in the averaged objective", cal.S, report.Down(cal.Noise1), report.Down(cal.Noise2)),
 		}, objectivePP...)
 		pr.Notes = []string{
 			fmt.Sprintf("noise variance of the averaged objective: %s × that of central gaussian-fm on the pooled data at the same (ε, δ) (the seed's Section 5.1: a factor S for equal sizes)", report.Up(cal.VarianceRatio)),

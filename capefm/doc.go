@@ -109,6 +109,25 @@
 // refused by Params.Calibration, on the aggregator and at every site when
 // offered, before anything is drawn or spent.
 //
+// Post-processing (objectivePostProcess). In natural units the sum is a
+// Gaussian FM release of the pooled objective whose Λ2 entries carry
+// independent noise of standard deviation Noise2 = c_2·√S·τ_g
+// (Calibration.Noise2; for gaussian-fm-local's average,
+// √(Σ_s (N_s/N)²·τ2_s²); TestCombinedNoiseIsNoise2). The aggregator
+// solves it with central gaussian-fm's default rule at that noise
+// (regress.GaussianFMPostProcess): a linear objective has every eigenvalue
+// of its noisy Λ2 below the public floor 2·Noise2·√D raised to it, no
+// ridge (regress.EigenFloor: the floor is the expected spectral norm of the
+// noise; docs/mechanisms.md, "Eigenvalue clipping"); a logistic one gets
+// the ridge 4·Noise2 and spectral trimming at Noise2. Noise2 is a function
+// of the Params, so this is post-processing of the released sum, and
+// nothing a site sends depends on it (TestReleasesUnchanged). The report
+// prints central gaussian-fm's clip line. Solving with the fixed ridge
+// 4·Noise2 instead, as capefm did before, lost to the pooled fit by more
+// than κ on ill-conditioned designs (TestCapeFMClipMatchesPooled: mean
+// excess risk 1.82 × pooled gaussian-fm's with the ridge, 1.22 × with the
+// clip, κ = 1.287).
+//
 // # Privacy units
 //
 // With Params.Unit and Params.MaxRows = K, neighbouring datasets differ in
@@ -306,7 +325,7 @@
 //	4      Unmasking      secagg UnmaskResponse    —
 //	5      SumBroadcast   —                        SumBroadcast: Q = Σê and the included sites (broadcast)
 //	6      Release        Release                  —
-//	7      Combine        —                        — (aggregator: check contributors, sum, post-process, report)
+//	7      Combine        —                        — (aggregator: check contributors, sum, post-process as central gaussian-fm, report)
 //	—      (end)          —                        Outcome to every site (model published, or why not)
 //
 // The baselines skip rounds 1-4: after Hello the aggregator sends a

@@ -379,7 +379,7 @@ func GaussianFMScales(eps, delta, split, d1, d2 float64, n1, n2 int) (tau1, tau2
 }
 
 func (e gaussianFM) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) {
-	return fitFM(data, cfg, e.release, cfg.Kind == Linear)
+	return fitFM(data, cfg, e.release, gaussianFMClips(cfg.Kind))
 }
 
 func (gaussianFM) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64) (report.Privacy, float64, error) {
