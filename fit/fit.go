@@ -351,7 +351,7 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 		}
 	}
 	if hasRadius {
-		res.Privacy.Notes = append(res.Privacy.Notes, radiusNote(mech, cfg, s.Dim(), n, radius, radiusDefault))
+		res.Privacy.Notes = append(res.Privacy.Notes, radiusNote(req.Mechanism, mech, cfg, s.Dim(), n, radius, radiusDefault))
 		if warn := radiusWarning(res.Coef, radius); warn != "" {
 			out.ConsoleWarnings = append(out.ConsoleWarnings, warn)
 		}
