@@ -41,8 +41,9 @@ import (
 // floor max(irls's rule, 0.007·√(N·ε/d)) on [8, 3500]. Once noisygd fitted
 // Huber's loss with its own T rule (NoisyGDHuberIterationsFor), noisygd
 // beat it in nearly every cell of `dplearn experiment auto-sweep`
-// (docs/mechanisms.md, "--mechanism auto"): 3–5× on CPS1988 at ε ≥ 0.5,
-// 1.3–1.6× on diabetes at ε ≥ 1, 1.5× on the collinear design at ε = 0.1.
+// (200 splits; docs/mechanisms.md, "--mechanism auto"): 3.3–5.8× on CPS1988
+// at ε ≥ 0.5, 1.3–1.7× on diabetes at ε ≥ 1, 1.6× on the collinear design
+// at ε = 0.1.
 //
 // # The public rule: Huber's loss by noisy gradient descent where it wins
 //
@@ -68,9 +69,9 @@ import (
 // conservative choice (no iteration to stop early, and gaussian-fm's
 // intervals); above AutoHigh least squares wins again, because its noise
 // vanishes while Huber's bias and the unconverged steps stay: on CPS1988
-// noisygd beats gaussian-fm 4× at r ≈ 5000 and loses 5× at r ≈ 20000
-// (auto-sweep's ε = 8 column), so the boundary is placed near their
-// geometric mean.
+// noisygd beats gaussian-fm 4.6× at r ≈ 5000 and loses 1.9× at r ≈ 20,000
+// (14× at 80,000; auto-sweep's ε = 8 and 32 columns), so the boundary is
+// placed near the geometric mean of the first two.
 
 // AutoLow and AutoHigh bound the public signal-to-noise ratio N·ε/d (d
 // coefficients, intercept included) where auto fits Huber's loss by
