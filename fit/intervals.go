@@ -578,6 +578,10 @@ func setupRadius(mechanism string, cfg *regress.Config, d int, n int64) (radius 
 		}
 		given = cfg.NoisyGD.Radius
 		def = regress.NoisyGDRadiusFor(*cfg, d, n)
+		if def == 0 && given == 0 {
+			// The clipped logistic gradient: no ball unless one is given.
+			return 0, false, false
+		}
 	case mechanism == "objpert" && cfg.Kind == regress.Linear && regress.HuberScale(*cfg, n, d) == 0:
 		// Only the squared loss has a ball; the Huber loss (the default)
 		// minimises over ℝ^d.
@@ -611,6 +615,9 @@ func radiusNote(requested, mechanism string, cfg regress.Config, d int, n int64,
 	if mechanism == "noisygd" {
 		def = regress.NoisyGDRadiusFor(cfg, d, n)
 		switch {
+		case cfg.Kind == regress.Logistic && regress.NoisyGDHuberScale(cfg, n, d) > 0:
+			rule, growth = "none", ""
+			cost = "with the clipped logistic gradient the ball is post-processing: R costs no noise, it only regularises"
 		case cfg.Kind == regress.Logistic:
 			rule, growth = "2√d", ""
 		case regress.HuberScale(cfg, n, d) > 0:
@@ -620,6 +627,9 @@ func radiusNote(requested, mechanism string, cfg regress.Config, d int, n int64,
 	}
 	if isDefault {
 		return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients: the default %s for d = %d%s (%s; %s)", radius, rule, d, growth, set, cost)
+	}
+	if def == 0 {
+		return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients, set by --radius (the default has none; %s)", radius, cost)
 	}
 	return fmt.Sprintf("public parameter ball ‖ω‖ ≤ R = %.4g on the encoded coefficients, set by --radius (the default would be %s for d = %d%s: %.4g)", radius, rule, d, growth, def)
 }

@@ -105,6 +105,61 @@ func NeedsRowsFor(est Estimator, cfg Config) bool {
 	return est.NeedsRows(cfg.Kind)
 }
 
+// # noisygd's clipped logistic gradient (issue 26, fifth pass)
+//
+// The logistic loss log(1 + e^z) − yz, z = xᵀω, has the per-row gradient
+// (σ(z) − y)x, of norm < 1 without a ball (‖x‖ ≤ 1), and DP gradient
+// descent pays that bound on every row, although near a good fit most
+// rows' gradients are far smaller. noisygd's logistic default clips each
+// row's gradient to norm c (Config.Huber, the same option as the linear
+// Huber scale: the bound on what one row can pull):
+//
+//	g_c(ω; x, y) = (σ(z) − y)x·min(1, c/(|σ(z) − y|·‖x‖))
+//	             = clamp(σ(z) − y, −c/‖x‖, c/‖x‖)·x,
+//
+// the gradient of a Huberised logistic loss with the row's own knee
+// c/‖x‖: the logistic loss where |σ(z) − y| ≤ c/‖x‖, continued linearly
+// beyond (the clamp is non-decreasing in z, so the loss is convex, and its
+// curvature is ≤ ¼‖x‖², so the smoothness bound and the learning rate 4
+// are the logistic loss's). Its norm is ≤ G = c for every ω, and two rows'
+// differ by ≤ D = 2c, attained at x' = −x, unit norm, y = y' = 0, ω = 0
+// when c ≤ ½ (TestNoisyGDLogisticClipSensitivity): at c = ½ half the
+// unclipped loss's D = 2, a quarter of its noise variance, and no ball is
+// needed (the default has none).
+//
+// The estimand is the root of Σ g_c(ω; x_i, y_i) = 0, a bounded-influence
+// logistic M-estimator: rows the fit gets badly wrong pull with norm c
+// instead of up to 1. It is not the maximum-likelihood estimate (objpert's
+// estimand, for inference): where many gradients are clipped it shrinks
+// the log-odds toward 0; the classifier sign(xᵀω) and the log-loss of its
+// predictions are what it is chosen for. DefaultLogisticClip is chosen by
+// `dplearn experiment logistic-sweep` (docs/mechanisms.md);
+// Config.Huber < 0 restores the logistic loss on the ball ‖ω‖ ≤ 2√d bit
+// for bit.
+
+// DefaultLogisticClip is the default c of noisygd's clipped logistic
+// gradient (see above).
+const DefaultLogisticClip = 0.5
+
+// NoisyGDHuberScale is the residual bound noisygd uses for cfg on n rows
+// (units under a privacy unit) with d coefficients: η of the linear Huber
+// loss (HuberScale), c of the clipped logistic gradient (Config.Huber > 0, or
+// DefaultLogisticClip when it is 0), or 0 for the squared or plain
+// logistic loss (Config.Huber < 0): the one resolution of Config.Huber
+// for noisygd.
+func NoisyGDHuberScale(cfg Config, n int64, d int) float64 {
+	if cfg.Kind == Logistic {
+		switch {
+		case cfg.Huber < 0:
+			return 0
+		case cfg.Huber > 0:
+			return cfg.Huber
+		}
+		return DefaultLogisticClip
+	}
+	return huberScale(cfg, n, d)
+}
+
 // checkHuberKind refuses an explicit Huber scale on a model other than
 // linear (where it would be silently ignored).
 func checkHuberKind(cfg Config) error {

@@ -210,9 +210,140 @@ func TestNoisyGDHuberBall(t *testing.T) {
 		t.Errorf("the ball changed the noise: %+v against %+v", a, b)
 	}
 	lrows, _ := xpRows(Logistic, 200, 3, 1)
-	_, err := noisyGD{}.Fit(ctx, xpData(t, lrows, 4), Config{Kind: Logistic, Epsilon: 1, Delta: 1e-5, Huber: 0.2, Source: noise.NewInsecureSeeded(1)})
+	for _, c := range []struct {
+		c    float64
+		want string
+	}{{1.5, "logistic gradient clip c must be in (0, 1]"}, {math.Inf(1), "--huber must be finite"}, {math.NaN(), "--huber must be finite"}} {
+		_, err := noisyGD{}.Fit(ctx, xpData(t, lrows, 4), Config{Kind: Logistic, Epsilon: 1, Delta: 1e-5, Huber: c.c, Source: noise.NewInsecureSeeded(1)})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("noisygd --huber %v on a logistic model: error %v, want %q", c.c, err, c.want)
+		}
+	}
+	_, err := objPert{}.Fit(ctx, xpData(t, lrows, 4), Config{Kind: Logistic, Epsilon: 1, Delta: 1e-5, Huber: 0.2, Source: noise.NewInsecureSeeded(1)})
 	if err == nil || !strings.Contains(err.Error(), "linear models only") {
-		t.Errorf("--huber on a logistic model: error %v, want one naming linear models", err)
+		t.Errorf("objpert --huber on a logistic model: error %v, want one naming linear models", err)
+	}
+}
+
+// TestNoisyGDLogisticClipSensitivity checks the bounds of
+// NoisyGDLogisticClipSensitivity against the gradient the descent computes
+// (NoisyGDPlan.addGradients): over random ω of any size (there is no
+// ball), rows with ‖x‖ ≤ 1 and y ∈ {0, 1}, no per-example gradient exceeds
+// G = c and no difference of two exceeds D = 2c; for c ≤ ½ the extremal
+// pair x' = −x (unit norm), y = y' = 0, ω = 0 (both gradients ½x and
+// −½x, clipped to ±c·x) reaches D exactly. c outside (0, 1] is refused.
+func TestNoisyGDLogisticClipSensitivity(t *testing.T) {
+	const d = 3
+	rng := rand.New(rand.NewPCG(7, 8))
+	vec := func(scale float64) []float64 { return ballOrSphere(rng, d, scale) }
+	for _, c := range []float64{0.05, 0.5, 1} {
+		G, D, err := NoisyGDLogisticClipSensitivity(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if G != c || D != 2*c {
+			t.Fatalf("c=%v: G, D = %v, %v, want c, 2c", c, G, D)
+		}
+		plan := NoisyGDPlan{Kind: Logistic, Huber: c}
+		grad := func(x []float64, y float64, w []float64) []float64 {
+			g := make([]float64, d)
+			plan.addGradients(g, append(append([]float64(nil), x...), y), d+1, w, nil)
+			return g
+		}
+		maxG, maxD := 0.0, 0.0
+		for i := 0; i < 20000; i++ {
+			w := vec(math.Pow(10, 3*rng.Float64()-1))
+			g1 := grad(vec(1), float64(rng.IntN(2)), w)
+			g2 := grad(vec(1), float64(rng.IntN(2)), w)
+			maxG = math.Max(maxG, math.Sqrt(dot(g1, g1)))
+			maxD = math.Max(maxD, dist(g1, g2))
+		}
+		if maxG > G*(1+1e-12) || maxD > D*(1+1e-12) {
+			t.Errorf("c=%v: observed G %.4f > %.4f or D %.4f > %.4f", c, maxG, G, maxD, D)
+		}
+		if c <= 0.5 {
+			x, neg, w := []float64{1, 0, 0}, []float64{-1, 0, 0}, []float64{0, 0, 0}
+			if ext := dist(grad(x, 0, w), grad(neg, 0, w)); math.Abs(ext-D) > 1e-12*D {
+				t.Errorf("c=%v: extremal pair gives %v, want D = 2c = %v", c, ext, D)
+			}
+		}
+	}
+	for _, bad := range []float64{0, -1, 1.01, math.Inf(1), math.NaN()} {
+		if _, _, err := NoisyGDLogisticClipSensitivity(bad); err == nil {
+			t.Errorf("c = %v accepted", bad)
+		}
+	}
+}
+
+// TestNoisyGDLogisticClipPlan: the logistic default is the clipped
+// gradient with c = DefaultLogisticClip, no ball, the step rule
+// NoisyGDLogisticClipIterationsFor and the sensitivity 2c/N up to the
+// rounding allowance; --huber -1 restores the unclipped loss on the ball
+// 2√d with T = 100 and sensitivity 2σ(2√d)/N; the report names the clip
+// and the estimand.
+func TestNoisyGDLogisticClipPlan(t *testing.T) {
+	ctx := context.Background()
+	const n, d = 2000, 3
+	lrows, _ := xpRows(Logistic, n, d, 3)
+	data := xpData(t, lrows, d+1)
+	fit := func(huber float64) (*Result, NoisyGDPlan) {
+		t.Helper()
+		cfg := Config{Kind: Logistic, Epsilon: 1, Delta: 1e-5, Huber: huber, Source: noise.NewInsecureSeeded(2)}
+		res, err := noisyGD{}.Fit(ctx, data, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := planNoisyGD(Logistic, 1, 1e-5, n, 1, d, NoisyGDOptions{}, NoisyGDHuberScale(cfg, n, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, p
+	}
+	res, p := fit(0)
+	if p.Huber != DefaultLogisticClip || p.Radius != 0 || p.Steps != NoisyGDLogisticClipIterationsFor(d, n, 1) {
+		t.Errorf("default plan: c = %v, R = %v, T = %d; want c = %v, no ball, T = %d", p.Huber, p.Radius, p.Steps, DefaultLogisticClip, NoisyGDLogisticClipIterationsFor(d, n, 1))
+	}
+	if want := 2 * DefaultLogisticClip / n; p.Sensitivity < want || p.Sensitivity > want*(1+1e-6) {
+		t.Errorf("default sensitivity %v, want 2c/N = %v up to rounding", p.Sensitivity, want)
+	}
+	if got := res.Privacy.Releases[0].Sensitivity; got != p.Sensitivity {
+		t.Errorf("report's sensitivity %v, plan's %v", got, p.Sensitivity)
+	}
+	for _, s := range []string{"clipped to norm c = 0.5", "no parameter ball", "not the maximum-likelihood one"} {
+		if !strings.Contains(res.Privacy.Mechanism, s) {
+			t.Errorf("report %q does not say %q", res.Privacy.Mechanism, s)
+		}
+	}
+	_, old := fit(-1)
+	r := 2 * math.Sqrt(d)
+	if old.Huber != 0 || old.Radius != r || old.Steps != DefaultNoisyGDIterations {
+		t.Errorf("--huber -1: c = %v, R = %v, T = %d; want the unclipped loss, R = 2√d = %v, T = 100", old.Huber, old.Radius, old.Steps, r)
+	}
+	if want := 2 * sigmoid(r) / n; old.Sensitivity < want || old.Sensitivity > want*(1+1e-5) {
+		t.Errorf("--huber -1 sensitivity %v, want 2σ(R)/N = %v up to the encoding and rounding allowances", old.Sensitivity, want)
+	}
+}
+
+// TestNoisyGDLogisticClipIterations pins the clipped logistic gradient's
+// step rule with answers computed by hand: T = min(1000, max(25, ⌊Nε/4⌋)).
+func TestNoisyGDLogisticClipIterations(t *testing.T) {
+	for _, tc := range []struct {
+		d    int
+		n    int64
+		eps  float64
+		want int
+	}{
+		{31, 455, 0.1, 25},    // breast_cancer: ⌊11.375⌋ → the floor
+		{31, 455, 2, 227},     // ⌊227.5⌋
+		{7, 966, 0.5, 120},    // SmokeBan-sized: ⌊120.75⌋
+		{18, 3300, 0.1, 82},   // collinear: ⌊82.5⌋
+		{9, 22522, 0.5, 1000}, // capped
+		{4, 100, 0, 100},      // no ε: the plain default
+		{4, 100, math.Inf(1), 100},
+	} {
+		if got := NoisyGDLogisticClipIterationsFor(tc.d, tc.n, tc.eps); got != tc.want {
+			t.Errorf("d=%d N=%d ε=%v: T = %d, want %d", tc.d, tc.n, tc.eps, got, tc.want)
+		}
 	}
 }
 
@@ -266,5 +397,53 @@ func TestNoisyGDHuberIterations(t *testing.T) {
 		if p, err := PlanNoisyGDHuber(tc.eps, 1e-6, tc.n, tc.d, 0.5, NoisyGDOptions{}); err != nil || p.Steps != tc.want {
 			t.Errorf("d=%d N=%d ε=%v: the plan takes T = %d (%v), want %d", tc.d, tc.n, tc.eps, p.Steps, err, tc.want)
 		}
+	}
+}
+
+// TestNoisyGDLogisticClipConverges: with negligible noise (ε = 10⁵)
+// noisygd's clipped logistic gradient reaches a root of its estimating
+// equation Σ clamp(σ(x_iᵀω) − y_i, ±c/‖x_i‖)·x_i = 0, evaluated here
+// independently of addGradients, and for a clip most rows reach (c = 0.1)
+// that root is not the maximum-likelihood estimate.
+func TestNoisyGDLogisticClipConverges(t *testing.T) {
+	ctx := context.Background()
+	const n, d, c = 1000, 3, 0.1
+	rows, _ := xpRows(Logistic, n, d, 31)
+	data := xpData(t, rows, d+1)
+	mle, err := nonPrivate{}.Fit(ctx, data, Config{Kind: Logistic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	score := func(w []float64) float64 {
+		g := make([]float64, d)
+		for i := 0; i < n; i++ {
+			r := rows[i*(d+1) : (i+1)*(d+1)]
+			var z, nx float64
+			for j := 0; j < d; j++ {
+				z += r[j] * w[j]
+				nx += r[j] * r[j]
+			}
+			lim := c / math.Sqrt(nx)
+			res := math.Max(-lim, math.Min(lim, 1/(1+math.Exp(-z))-r[d]))
+			for j := 0; j < d; j++ {
+				g[j] += res * r[j] / n
+			}
+		}
+		return math.Sqrt(dot(g, g))
+	}
+	steps := 20000
+	if testing.Short() {
+		steps = 6000
+	}
+	res, err := noisyGD{}.Fit(ctx, data, Config{Kind: Logistic, Epsilon: 1e5, Delta: 1e-5, Huber: c, Source: noise.NewInsecureSeeded(3),
+		NoisyGD: NoisyGDOptions{Iterations: steps}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s0, s := score(make([]float64, d)), score(res.Coef); s > 1e-3*s0 {
+		t.Errorf("‖score(ω)‖ = %.3g, not below 1e-3 × ‖score(0)‖ = %.3g", s, s0)
+	}
+	if dist(res.Coef, mle.Coef) < 0.05*math.Sqrt(dot(mle.Coef, mle.Coef)) {
+		t.Errorf("the clipped fit %v is within 5%% of the MLE %v: the clip does not test the estimand", res.Coef, mle.Coef)
 	}
 }

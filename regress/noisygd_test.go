@@ -417,14 +417,10 @@ func TestNoisyGDSensitivityBounds(t *testing.T) {
 	}
 }
 
-// squaredIf returns the Config.Huber that selects the squared loss for a
-// linear model (tests of the ball), 0 otherwise.
-func squaredIf(k Kind) float64 {
-	if k == Linear {
-		return -1
-	}
-	return 0
-}
+// squaredIf returns the Config.Huber that selects the model's own loss on
+// the ball (tests of the ball): the squared loss for a linear model, the
+// unclipped logistic loss for a logistic one.
+func squaredIf(Kind) float64 { return -1 }
 
 // ballOrSphere draws a point of the ball ‖v‖ ≤ r in d dimensions, weighted
 // toward the boundary, and on the sphere one time in four (where the

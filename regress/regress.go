@@ -171,8 +171,11 @@ type Config struct {
 	LogisticRange float64
 	// Huber is η, the scale of objpert's and noisygd's Huber loss on linear
 	// models (huber.go): 0 means DefaultHuberScale, a negative value the
-	// squared loss on the public parameter ball. Ignored for other models
-	// and mechanisms.
+	// squared loss on the public parameter ball. For noisygd's logistic
+	// models it is c ∈ (0, 1], the norm each row's gradient is clipped to
+	// (0 means DefaultLogisticClip, a negative value the unclipped loss on
+	// the ball). Ignored by other mechanisms; a positive value on objpert's
+	// logistic models is refused.
 	Huber float64
 	// Source supplies the randomness of the noise.
 	Source noise.Source
@@ -273,6 +276,9 @@ func (c *Config) validate(data Data, private bool) error {
 	}
 	if math.IsNaN(c.Lambda) || math.IsInf(c.Lambda, 0) {
 		return fmt.Errorf("regress: λ must be finite, got %v", c.Lambda)
+	}
+	if math.IsNaN(c.Huber) || math.IsInf(c.Huber, 0) {
+		return fmt.Errorf("regress: --huber must be finite, got %v", c.Huber)
 	}
 	if math.IsNaN(c.SolveRadius) || math.IsInf(c.SolveRadius, 0) || c.SolveRadius < 0 {
 		return fmt.Errorf("regress: the solving ball's radius must be finite and ≥ 0, got %v", c.SolveRadius)

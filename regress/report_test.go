@@ -159,7 +159,9 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 		{"noisygd", Linear, lin, 0.2, 1e-5, 200, nil},                            // Huber's loss: T = ⌊2·3000·0.2/6⌋
 		{"noisygd", Linear, lin, 1, 1e-5, 250, func(c *Config) { c.Huber = -1 }}, // the squared loss on the ball: T = min(1000, max(100, ⌊Nε/(2d)⌋)) = ⌊3000/12⌋
 		{"noisygd", Linear, lin, 0.5, 1e-6, 100, func(c *Config) { c.Huber = 0.3; c.NoisyGD.Iterations = 100 }},
-		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40 }},
+		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40 }},               // the gradient clipped to norm c = 0.5 (issue 26)
+		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40; c.Huber = -1 }}, // unclipped, on the ball 2√d
+		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40; c.Huber = 0.2 }},
 		// The warm start's two Gaussian FM releases happen once ("(once)"
 		// in their names), the J iterations' releases reps times.
 		{"irls", Robust, lin, 1, 1e-5, 2, func(c *Config) { c.IRLS.WarmStart = 0.3; c.IRLS.Iterations = 2 }},
@@ -366,8 +368,12 @@ func sensitivityFormula(t *testing.T, r report.Release, kind Kind, n, d int, eta
 		return 1 / N // η·s ∈ (0, 1]
 	case strings.HasPrefix(r.Name, "noisy gradient"):
 		// Full batch. Huber's loss with scale η > 0 (linear): D = 4η
-		// (|2·clamp(r, ±η)| ≤ 2η, twice). Otherwise the default radius:
+		// (|2·clamp(r, ±η)| ≤ 2η, twice); the logistic gradient clipped
+		// to norm c = η > 0: D = 2c. Otherwise the default radius:
 		// R = √d/2 (linear), 2√d (logistic); D = 2(R + 2) and 2σ(R).
+		if eta > 0 && kind == Logistic {
+			return 2 * eta / N
+		}
 		if eta > 0 {
 			return 4 * eta / N
 		}
@@ -502,6 +508,7 @@ func TestPrintedGuaranteeOtherAccountants(t *testing.T) {
 		{"noisygd", Linear, lin, 1, 1e-5, func(c *Config) { c.NoisyGD.BatchRate = 0.1; c.NoisyGD.Iterations = 50 }},
 		{"noisygd", Linear, lin, 1, 1e-5, func(c *Config) { c.NoisyGD.BatchRate = 0.1; c.NoisyGD.Iterations = 50; c.Huber = -1 }},
 		{"noisygd", Logistic, logi, 0.5, 1e-6, func(c *Config) { c.NoisyGD.BatchRate = 0.2; c.NoisyGD.Iterations = 30 }},
+		{"noisygd", Logistic, logi, 0.5, 1e-6, func(c *Config) { c.NoisyGD.BatchRate = 0.2; c.NoisyGD.Iterations = 30; c.Huber = -1 }},
 	} {
 		cfg := Config{Kind: c.kind, Epsilon: c.eps, Delta: c.delta, Lambda: -1, Source: noise.NewInsecureSeeded(3)}
 		c.opt(&cfg)
@@ -564,12 +571,15 @@ func TestPrintedGuaranteeOtherAccountants(t *testing.T) {
 			r := p.Releases[0]
 			R := math.Sqrt(float64(d)) / 2
 			g := 2 * (1 + R)
-			if eta := huberOf(cfg, n, d); eta > 0 {
-				g = 2 * eta // |2·clamp(r, ±η)|·‖x‖
-			}
-			if c.kind == Logistic {
+			eta := huberOf(cfg, n, d)
+			switch {
+			case c.kind == Logistic && eta > 0:
+				g = eta // the gradient clipped to norm c
+			case c.kind == Logistic:
 				R = 2 * math.Sqrt(float64(d))
 				g = sigmoid(R)
+			case eta > 0:
+				g = 2 * eta // |2·clamp(r, ±η)|·‖x‖
 			}
 			if !(r.Sensitivity >= g && r.Sensitivity <= g*(1+1e-6)) {
 				t.Errorf("%s %s: printed per-example bound %v, formula %v", c.mech, c.kind, r.Sensitivity, g)
@@ -598,12 +608,13 @@ func TestPrintedGuaranteeOtherAccountants(t *testing.T) {
 	}
 }
 
-// huberOf is η of noisygd's Huber loss for cfg on n rows and d
-// coefficients, 0 for the squared or logistic loss: cfg.Huber if > 0,
-// else (cfg.Huber = 0, linear) the default η = 0.5 written out here.
+// huberOf is η of noisygd's Huber loss (linear) or c of its clipped
+// logistic gradient for cfg on n rows and d coefficients, 0 for the
+// squared or unclipped logistic loss: cfg.Huber if > 0, else (cfg.Huber =
+// 0) the default 0.5 of either, written out here.
 func huberOf(cfg Config, n, d int) float64 {
 	switch {
-	case cfg.Kind != Linear || cfg.Huber < 0:
+	case (cfg.Kind != Linear && cfg.Kind != Logistic) || cfg.Huber < 0:
 		return 0
 	case cfg.Huber > 0:
 		return cfg.Huber

@@ -334,8 +334,9 @@ func TestIRLSNoisyGDUnitPrintedGuaranteeIsExactProfile(t *testing.T) {
 		}
 		const T = 30
 		// Linear: the default Huber loss (D = 4η, η by the rule at N =
-		// units) and the squared loss on the ball (--huber -1).
-		for _, huber := range map[Kind][]float64{Linear: {0, -1}, Logistic: {0}}[kind] {
+		// units) and the squared loss on the ball (--huber -1); logistic:
+		// the default clipped gradient (D = 2c) and the unclipped loss.
+		for _, huber := range map[Kind][]float64{Linear: {0, -1}, Logistic: {0, -1}}[kind] {
 			cfg := Config{Kind: kind, Epsilon: eps, Delta: delta, Lambda: -1, Huber: huber, Source: noise.NewInsecureSeeded(4), NoisyGD: NoisyGDOptions{Iterations: T}}
 			res, err := noisyGD{}.Fit(context.Background(), data, cfg)
 			if err != nil {
@@ -347,6 +348,8 @@ func TestIRLSNoisyGDUnitPrintedGuaranteeIsExactProfile(t *testing.T) {
 			R := DefaultNoisyGDRadius(kind, d, int64(units), eps)
 			D := 2 * (R + 2)
 			switch {
+			case kind == Logistic && huber == 0:
+				D = 2 * 0.5 // the gradient clipped to norm c = 0.5, no ball
 			case kind == Logistic:
 				D = 2 / (1 + math.Exp(-R))
 			case huber == 0:
