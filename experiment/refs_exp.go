@@ -416,10 +416,11 @@ func refsClaims(a *Aggregate) []Claim {
 			metric, mechs, refs = "logloss", refsLogisticMechs, refsLogisticRefs
 		}
 		// The recommended mechanism of the model: gaussian-fm for linear
-		// regression, objpert for logistic (README, regress.Registry).
+		// regression, noisygd (its clipped gradient) for logistic
+		// prediction (README, regress.Registry).
 		defName := "gaussian-fm"
 		if !linear {
-			defName = "objpert"
+			defName = "noisygd"
 		}
 		for _, eps := range refsEps {
 			def, ok := refsCell(a, task, defName, metric, eps)

@@ -413,7 +413,10 @@ func (p *inferencePlan) finish(ctx context.Context, data regress.Data, cfg regre
 	}
 	surrogate := p.kind == regress.Logistic && surrogateLogistic(p.mechanism)
 	if surrogate {
-		rep.Note = "the coefficients are those of the Functional Mechanism's quadratic surrogate of the logistic loss (Taylor-truncated unless --logistic-approx says otherwise), not log-odds: exp(b) is not an odds ratio (with no noise at all, --mechanism truncated, they can differ from the maximum-likelihood log-odds several-fold where |xᵀβ| is not small); for odds ratios use objpert or noisygd (penalised logistic maximum likelihood) or nonprivate as the reference"
+		rep.Note = "the coefficients are those of the Functional Mechanism's quadratic surrogate of the logistic loss (Taylor-truncated unless --logistic-approx says otherwise), not log-odds: exp(b) is not an odds ratio (with no noise at all, --mechanism truncated, they can differ from the maximum-likelihood log-odds several-fold where |xᵀβ| is not small); for odds ratios use objpert (penalised logistic maximum likelihood, de-ridged with intervals) or nonprivate as the reference"
+	}
+	if p.kind == regress.Logistic && p.mechanism == "noisygd" && regress.NoisyGDHuberScale(cfg, data.Stats.N(), data.Stats.K()-1) > 0 {
+		rep.Note = "the coefficients are noisygd's clipped-gradient fit (each row's gradient clipped to norm --huber c): log-odds of a bounded-influence logistic estimator, shrunk toward 0 against the maximum-likelihood log-odds where rows' gradients are clipped; chosen for prediction (log-loss, accuracy). For odds ratios of the maximum-likelihood fit use objpert (with intervals) or nonprivate as the reference"
 	}
 	// One estimator per row: where the coefficient has an interval, the
 	// printed estimate is the point estimate the interval is built around
@@ -520,7 +523,9 @@ func weakUnit(iv *inference.Intervals, u schema.Unit, i int) bool {
 // surrogateLogistic reports whether a logistic fit by the mechanism
 // estimates a quadratic surrogate's minimiser rather than log-odds: the FM
 // family and its noise-free version. nonprivate estimates the MLE, objpert
-// and noisygd a penalised MLE (log-odds shrunk by their regulariser).
+// a penalised MLE (log-odds shrunk by its regulariser), noisygd a
+// bounded-influence fit (its clipped gradient; with --huber -1 the MLE on
+// its ball).
 func surrogateLogistic(mechanism string) bool {
 	switch mechanism {
 	case "fm", "relaxed-fm", "gaussian-fm", "truncated":

@@ -242,7 +242,7 @@ func TestRadiusStatedAndBoundaryWarned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(help, "default √d/2 for linear, 2√d for noisygd logistic") {
+	if !strings.Contains(help, "default √d/2 for linear, none for noisygd's clipped logistic gradient and 2√d without the clip") {
 		t.Errorf("--help does not state the default radius")
 	}
 	dir := t.TempDir()

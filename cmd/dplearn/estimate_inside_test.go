@@ -82,8 +82,14 @@ func TestSurrogateLogisticLabels(t *testing.T) {
 		{"gaussian-fm", []string{"--epsilon", "2", "--delta", "1e-6"}, false, "not log-odds: exp(b) is not an odds ratio"},
 		{"truncated", nil, false, "not log-odds"},
 		{"nonprivate", nil, true, "odds ratio"},
+		// noisygd's clipped gradient (issue 26): log-odds of a
+		// bounded-influence fit, said so, with no ball; --huber -1 and
+		// --radius bring the ball back and the note says whose default.
+		{"noisygd", []string{"--epsilon", "2", "--delta", "1e-6"}, true, "noisygd's clipped-gradient fit"},
+		{"noisygd", []string{"--epsilon", "2", "--delta", "1e-6", "--radius", "3"}, true, "set by --radius (the default has none"},
+		{"noisygd", []string{"--epsilon", "2", "--delta", "1e-6", "--huber", "-1"}, true, "the default 2√d for d = 2"},
 	} {
-		model := filepath.Join(dir, c.mech+".json")
+		model := filepath.Join(dir, c.mech+strings.Join(c.args, "")+".json")
 		out, _, err := runCLIBoth(t, append([]string{"fit", "--data", data, "--schema", logSch, "--model", "logistic", "--mechanism", c.mech, "--seed", "1", "--out", model}, c.args...)...)
 		if err != nil {
 			t.Fatal(err)
