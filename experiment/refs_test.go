@@ -518,9 +518,9 @@ func TestRefsExperiment(t *testing.T) {
 			}
 		}
 	}
-	// One claim per task and ε, and two more per linear task and ε: auto,
-	// and the default against SSP eig-clip on the same noise draws.
-	if n := len(r.Claims); n != (3*len(refsLinearTables)+len(refsLogisticTables))*len(refsEps) {
+	// One claim per task and ε, one more for auto, and one more per linear
+	// task and ε: the default against SSP eig-clip on the same noise draws.
+	if n := len(r.Claims); n != (3*len(refsLinearTables)+2*len(refsLogisticTables))*len(refsEps) {
 		t.Errorf("%d claims", n)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "utility-refs.md"))

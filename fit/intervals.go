@@ -48,6 +48,15 @@ func planMechanism(mechanism string, cfg *regress.Config, share float64, n int64
 	if mechanism != "auto" {
 		return planInference(mechanism, cfg, share)
 	}
+	if cfg.Kind == regress.Logistic {
+		m := regress.AutoPathFor(cfg.Kind, n, d, cfg.Epsilon)
+		p, err := planInference(m, cfg, share)
+		if err != nil {
+			return nil, err
+		}
+		p.why = fmt.Sprintf("no confidence intervals: auto fits logistic models by %s's clipped gradient, which has none (--mechanism objpert has them, for the maximum-likelihood log-odds)", m)
+		return p, nil
+	}
 	r := float64(n) * cfg.Epsilon / float64(d)
 	for _, m := range []string{regress.AutoHuberPath, regress.AutoLeastSquaresPath} {
 		c := *cfg

@@ -119,16 +119,61 @@ func TestAutoPaths(t *testing.T) {
 	}
 }
 
-// TestAutoRefuses: auto is linear only, needs δ and the rows (both paths).
+// TestAutoLogistic: on logistic models auto is noisygd with its defaults
+// (the clipped gradient) at every N, d and ε: the same coefficients bit
+// for bit and the same guarantee, its report naming the rule.
+func TestAutoLogistic(t *testing.T) {
+	for _, tc := range []struct {
+		eps float64
+		n   int
+	}{{0.1, 300}, {1, 3000}, {8, 20000}} {
+		rows, _ := xpRows(Logistic, tc.n, 4, 5)
+		data := xpData(t, rows, 5)
+		cfg := Config{Kind: Logistic, Epsilon: tc.eps, Delta: 1e-6, Lambda: -1, Source: noise.NewInsecureSeeded(3)}
+		res, err := autoEstimator{}.Fit(context.Background(), data, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := cfg
+		ref.Source = noise.NewInsecureSeeded(3)
+		want, err := noisyGD{}.Fit(context.Background(), data, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(res.Coef, want.Coef) {
+			t.Errorf("N=%d ε=%v: coefficients %v, noisygd's %v", tc.n, tc.eps, res.Coef, want.Coef)
+		}
+		p, q := res.Privacy, want.Privacy
+		if !reflect.DeepEqual(p.Releases, q.Releases) || p.Accountant != q.Accountant || p.Epsilon != q.Epsilon || p.Delta != q.Delta {
+			t.Errorf("N=%d ε=%v: auto's guarantee differs from noisygd's:\n%+v\n%+v", tc.n, tc.eps, p, q)
+		}
+		if p.Mechanism != "auto: logistic regression by "+q.Mechanism || !strings.Contains(q.Mechanism, "clipped to norm c = 0.5") {
+			t.Errorf("N=%d ε=%v: mechanism line %q", tc.n, tc.eps, p.Mechanism)
+		}
+		if len(p.PostProcessing) == 0 || p.PostProcessing[0] != autoLogisticRuleLine {
+			t.Errorf("N=%d ε=%v: no rule line first in %q", tc.n, tc.eps, p.PostProcessing)
+		}
+		if got := AutoPathFor(Logistic, int64(tc.n), 4, tc.eps); got != "noisygd" {
+			t.Errorf("AutoPathFor(logistic) = %q", got)
+		}
+	}
+}
+
+// TestAutoRefuses: auto fits linear and logistic models, needs δ and the
+// rows (every path) and takes none of its mechanisms' options.
 func TestAutoRefuses(t *testing.T) {
 	rows, _ := xpRows(Linear, 500, 4, 1)
 	data := xpData(t, rows, 5)
+	lrows, _ := xpRows(Logistic, 500, 4, 1)
+	ldata := xpData(t, lrows, 5)
 	for _, tc := range []struct {
 		name string
 		data Data
 		cfg  Config
 	}{
-		{"logistic", data, Config{Kind: Logistic, Epsilon: 1, Delta: 1e-6, Source: noise.NewInsecureSeeded(1)}},
+		{"robust", data, Config{Kind: Robust, Epsilon: 1, Delta: 1e-6, Source: noise.NewInsecureSeeded(1)}},
+		{"logistic clip", ldata, Config{Kind: Logistic, Epsilon: 1, Delta: 1e-6, Huber: 0.2, Source: noise.NewInsecureSeeded(1)}},
+		{"logistic no delta", ldata, Config{Kind: Logistic, Epsilon: 1, Source: noise.NewInsecureSeeded(1)}},
 		{"no delta", data, Config{Kind: Linear, Epsilon: 1, Source: noise.NewInsecureSeeded(1)}},
 		{"no rows", Data{Stats: data.Stats}, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, Source: noise.NewInsecureSeeded(1)}},
 		{"split", data, Config{Kind: Linear, Epsilon: 1, Delta: 1e-6, Split: 0.3, Source: noise.NewInsecureSeeded(1)}},

@@ -125,3 +125,45 @@ func reportLines(out, key string) string {
 	}
 	return strings.Join(ls, "\n")
 }
+
+// TestFitAutoLogisticThroughCLI runs `dplearn fit --mechanism auto
+// --model logistic` on 3,000 SmokeBan rows and `--mechanism noisygd` with
+// the same --seed, ε and δ: auto's rule fits every logistic model by
+// noisygd's clipped gradient, so the coefficient tables (but for the
+// reason there are no intervals) and the guarantee, accountant and release
+// lines are the same, and auto's table says why it has no intervals.
+func TestFitAutoLogisticThroughCLI(t *testing.T) {
+	ds, err := exampledata.Get("smokeban")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lines := strings.SplitAfter(string(ds.CSV), "\n")
+	data := writeFile(t, dir, "smoke.csv", strings.Join(lines[:3001], ""))
+	sch := writeFile(t, dir, "smoke.json", string(ds.Schema))
+	common := []string{"fit", "--data", data, "--schema", sch, "--model", "logistic", "--epsilon", "0.5", "--delta", "1e-6", "--seed", "5"}
+	auto, err := runCLI(t, append(common, "--mechanism", "auto", "--out", dir+"/auto.json")...)
+	if err != nil {
+		t.Fatalf("auto: %v", err)
+	}
+	chosen, err := runCLI(t, append(common, "--mechanism", "noisygd", "--out", dir+"/ref.json")...)
+	if err != nil {
+		t.Fatalf("noisygd: %v", err)
+	}
+	at, ct := tableLines(auto), tableLines(chosen)
+	if !strings.Contains(at, "no confidence intervals: auto fits logistic models by noisygd's clipped gradient") {
+		t.Errorf("auto's table lacks its reason for no intervals:\n%s", at)
+	}
+	if !strings.Contains(at, "noisygd's clipped-gradient fit") {
+		t.Errorf("auto's table does not say what its coefficients are:\n%s", at)
+	}
+	at, ct = dropLines(at, "no confidence intervals"), dropLines(ct, "no confidence intervals")
+	if at == "" || at != ct {
+		t.Errorf("auto's table differs from noisygd's:\nauto:\n%s\nnoisygd:\n%s", at, ct)
+	}
+	for _, key := range []string{"guarantee:", "accountant:", "release:"} {
+		if a, c := reportLines(auto, key), reportLines(chosen, key); a == "" || a != c {
+			t.Errorf("auto's %s lines differ from noisygd's:\nauto:\n%s\nnoisygd:\n%s", key, a, c)
+		}
+	}
+}
