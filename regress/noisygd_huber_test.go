@@ -21,26 +21,14 @@ import (
 func TestNoisyGDHuberSensitivity(t *testing.T) {
 	const d = 3
 	rng := rand.New(rand.NewPCG(5, 6))
-	vec := func(scale float64) []float64 { return ballOrSphere(rng, d, scale) }
 	for _, eta := range []float64{0.05, 0.3, 2} {
 		G, D, err := NoisyGDHuberSensitivity(eta)
 		if err != nil {
 			t.Fatal(err)
 		}
 		plan := NoisyGDPlan{Kind: Linear, Huber: eta}
-		grad := func(x []float64, y float64, w []float64) []float64 {
-			g := make([]float64, d)
-			plan.addGradients(g, append(append([]float64(nil), x...), y), d+1, w, nil)
-			return g
-		}
-		maxG, maxD := 0.0, 0.0
-		for i := 0; i < 20000; i++ {
-			w := vec(math.Pow(10, 3*rng.Float64()-1)) // ‖ω‖ from 0.1 to 100
-			g1 := grad(vec(1), 2*rng.Float64()-1, w)
-			g2 := grad(vec(1), 2*rng.Float64()-1, w)
-			maxG = math.Max(maxG, math.Sqrt(dot(g1, g1)))
-			maxD = math.Max(maxD, dist(g1, g2))
-		}
+		grad := planGradient(plan, d)
+		maxG, maxD := searchGradientBounds(rng, grad, d, func() float64 { return 2*rng.Float64() - 1 })
 		if maxG > G*(1+1e-12) || maxD > D*(1+1e-12) {
 			t.Errorf("η=%v: observed G %.4f > %.4f or D %.4f > %.4f", eta, maxG, G, maxD, D)
 		}
@@ -59,6 +47,31 @@ func TestNoisyGDHuberSensitivity(t *testing.T) {
 			t.Errorf("η = %v accepted", bad)
 		}
 	}
+}
+
+// planGradient returns the per-row gradient plan computes
+// (NoisyGDPlan.addGradients) at ω = w for the row (x, y).
+func planGradient(plan NoisyGDPlan, d int) func(x []float64, y float64, w []float64) []float64 {
+	return func(x []float64, y float64, w []float64) []float64 {
+		g := make([]float64, d)
+		plan.addGradients(g, append(append([]float64(nil), x...), y), d+1, w, nil)
+		return g
+	}
+}
+
+// searchGradientBounds returns the largest per-row gradient norm and the
+// largest difference of two rows' gradients found over 20,000 random
+// pairs of rows (‖x‖ ≤ 1, y drawn by y) at random ω with ‖ω‖ from 0.1 to
+// 100 (no ball).
+func searchGradientBounds(rng *rand.Rand, grad func(x []float64, y float64, w []float64) []float64, d int, y func() float64) (maxG, maxD float64) {
+	for i := 0; i < 20000; i++ {
+		w := ballOrSphere(rng, d, math.Pow(10, 3*rng.Float64()-1))
+		g1 := grad(ballOrSphere(rng, d, 1), y(), w)
+		g2 := grad(ballOrSphere(rng, d, 1), y(), w)
+		maxG = math.Max(maxG, math.Sqrt(dot(g1, g1)))
+		maxD = math.Max(maxD, dist(g1, g2))
+	}
+	return maxG, maxD
 }
 
 // huberMEstimate is the Huber M-estimator minimising Σℓ(y − xᵀω) with
@@ -235,7 +248,6 @@ func TestNoisyGDHuberBall(t *testing.T) {
 func TestNoisyGDLogisticClipSensitivity(t *testing.T) {
 	const d = 3
 	rng := rand.New(rand.NewPCG(7, 8))
-	vec := func(scale float64) []float64 { return ballOrSphere(rng, d, scale) }
 	for _, c := range []float64{0.05, 0.5, 1} {
 		G, D, err := NoisyGDLogisticClipSensitivity(c)
 		if err != nil {
@@ -245,19 +257,8 @@ func TestNoisyGDLogisticClipSensitivity(t *testing.T) {
 			t.Fatalf("c=%v: G, D = %v, %v, want c, 2c", c, G, D)
 		}
 		plan := NoisyGDPlan{Kind: Logistic, Huber: c}
-		grad := func(x []float64, y float64, w []float64) []float64 {
-			g := make([]float64, d)
-			plan.addGradients(g, append(append([]float64(nil), x...), y), d+1, w, nil)
-			return g
-		}
-		maxG, maxD := 0.0, 0.0
-		for i := 0; i < 20000; i++ {
-			w := vec(math.Pow(10, 3*rng.Float64()-1))
-			g1 := grad(vec(1), float64(rng.IntN(2)), w)
-			g2 := grad(vec(1), float64(rng.IntN(2)), w)
-			maxG = math.Max(maxG, math.Sqrt(dot(g1, g1)))
-			maxD = math.Max(maxD, dist(g1, g2))
-		}
+		grad := planGradient(plan, d)
+		maxG, maxD := searchGradientBounds(rng, grad, d, func() float64 { return float64(rng.IntN(2)) })
 		if maxG > G*(1+1e-12) || maxD > D*(1+1e-12) {
 			t.Errorf("c=%v: observed G %.4f > %.4f or D %.4f > %.4f", c, maxG, G, maxD, D)
 		}
