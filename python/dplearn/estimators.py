@@ -430,7 +430,9 @@ class RobustRegression(LinearRegression):
 
 class LogisticRegression(ClassifierMixin, _DPEstimator):
     """Differentially private logistic regression (``dplearn fit --model
-    logistic``, default mechanism objpert).
+    logistic``, default mechanism objpert: the maximum-likelihood log-odds
+    with intervals; ``mechanism="auto"`` or ``"noisygd"`` for the lowest
+    log-loss, a bounded-influence fit with each row's gradient clipped).
 
     The two class labels come from the schema's target ("positive" and
     "negative"), else from ``classes``, else (with a PrivacyLeakWarning, as

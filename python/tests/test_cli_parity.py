@@ -24,6 +24,8 @@ CASES = [
     (dplearn.RobustRegression, "robust", "irls", "CPS1988.csv", "cps1988.json", "wage", 1e-6),
     (dplearn.LogisticRegression, "logistic", "objpert", "SmokeBan.csv", "smokeban.json", "smoker", 1e-6),
     (dplearn.LogisticRegression, "logistic", "gaussian-fm", "SmokeBan.csv", "smokeban.json", "smoker", 1e-6),
+    (dplearn.LogisticRegression, "logistic", "noisygd", "SmokeBan.csv", "smokeban.json", "smoker", 1e-6),
+    (dplearn.LogisticRegression, "logistic", "auto", "SmokeBan.csv", "smokeban.json", "smoker", 1e-6),
 ]
 
 
