@@ -164,14 +164,7 @@ func (autoEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 		why string
 	)
 	if cfg.Kind == Logistic {
-		res, err = noisyGD{}.Fit(ctx, data, cfg)
-		if err != nil {
-			return nil, fmt.Errorf("auto: %w", err)
-		}
-		p := &res.Privacy
-		p.Mechanism = fmt.Sprintf("auto: logistic regression by %s", p.Mechanism)
-		p.PostProcessing = append([]string{autoLogisticRuleLine}, p.PostProcessing...)
-		return res, nil
+		return autoLogistic(ctx, data, cfg)
 	}
 	if path == AutoHuberPath {
 		res, err = noisyGD{}.Fit(ctx, data, cfg)
@@ -187,6 +180,19 @@ func (autoEstimator) Fit(ctx context.Context, data Data, cfg Config) (*Result, e
 	p.Mechanism = fmt.Sprintf("auto: N·ε/d = %.4g %s by %s", r, why, p.Mechanism)
 	p.PostProcessing = append([]string{autoRuleLine(path)}, p.PostProcessing...)
 	return res, nil
+}
+
+// autoLogistic is auto's logistic path: noisygd with its defaults (the
+// clipped gradient), its report prefixed with the rule.
+func autoLogistic(ctx context.Context, data Data, cfg Config) (*Result, error) {
+	lres, err := noisyGD{}.Fit(ctx, data, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("auto: %w", err)
+	}
+	p := &lres.Privacy
+	p.Mechanism = fmt.Sprintf("auto: logistic regression by %s", p.Mechanism)
+	p.PostProcessing = append([]string{autoLogisticRuleLine}, p.PostProcessing...)
+	return lres, nil
 }
 
 // autoLogisticRuleLine is the report line that names auto's rule for
