@@ -556,8 +556,9 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 	if math.IsNaN(p.Radius) || math.IsInf(p.Radius, 0) || p.Radius < 0 {
 		return p, fmt.Errorf("noisygd: radius must be finite and > 0, got %v", opt.Radius)
 	}
-	if p.Radius == 0 && !(eta > 0 && kind == Logistic) {
-		// The clipped logistic gradient has no default ball (huber.go).
+	if p.Radius == 0 {
+		// The clipped logistic gradient's default is no ball: the rule
+		// returns 0 for it (defaultNoisyGDRadius).
 		// With a noise multiplier given, ε is an output, not a target: the
 		// rule takes no ε (its base √d/2).
 		rEps := epsilon
@@ -694,7 +695,7 @@ func (noisyGD) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	}
 	k := data.Stats.K()
 	d := k - 1
-	if cfg.Kind != Logistic { // logistic: the clipped score's bound c
+	if cfg.Kind != Logistic { // logistic: --huber is the gradient clip c
 		if err := checkHuberKind(cfg); err != nil {
 			return nil, fmt.Errorf("noisygd: %w", err)
 		}
