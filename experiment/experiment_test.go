@@ -392,7 +392,7 @@ func ExampleRun() {
 
 func ExampleNames() {
 	fmt.Println(strings.Join(Names(), " "))
-	// Output: gfm-noise-vs-dim gfm-linear gfm-logistic fm-figures irls-vs-n utility utility-gfm utility-refs utility-clip utility-refs-logistic radius-sweep auto-sweep huber-sweep capefm-linear capefm-logistic capefm-sites dppp-digits dppp-breast-cancer dppp-smokeban dppp-fashion
+	// Output: gfm-noise-vs-dim gfm-linear gfm-logistic fm-figures irls-vs-n utility utility-gfm utility-refs utility-clip utility-refs-logistic radius-sweep auto-sweep huber-sweep utility-shapes capefm-linear capefm-logistic capefm-sites dppp-digits dppp-breast-cancer dppp-smokeban dppp-fashion
 }
 
 func TestEmbeddedSchemas(t *testing.T) {

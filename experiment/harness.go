@@ -154,7 +154,7 @@ func registry() []spec {
 		irlsSpec(),
 		utilitySpec(),
 		utilityGFMSpec(),
-		refsSpec(), utilityClipSpec(), refsLogitSpec(), refsRadiusSpec(), autoSweepSpec(), huberSweepSpec(),
+		refsSpec(), utilityClipSpec(), refsLogitSpec(), refsRadiusSpec(), autoSweepSpec(), huberSweepSpec(), shapesSpec(),
 		capeSpec("capefm-linear"), capeSpec("capefm-logistic"), capeSpec("capefm-sites"),
 		dpppSpec("dppp-digits"), dpppSpec("dppp-breast-cancer"), dpppSpec("dppp-smokeban"), dpppSpec("dppp-fashion"),
 	}

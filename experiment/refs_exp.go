@@ -59,16 +59,51 @@ const (
 	collinearSeed = 26
 )
 
-// collinearTable generates the collinear design in the encoded space: x =
-// s·(1, u_1, …, u_17), s = 1/√18 rounded down, u_j = clip(v_j/3, −1, 1),
-// v_j = √ρ·f + √(1−ρ)·e_j with f, e_j ~ N(0, 1) (correlation ρ = 0.95
-// before clipping, which at 3 sd barely changes it); θ ~ N(0, I) rescaled
-// so that xᵀθ has standard deviation 0.4; linear y = clip(xᵀθ + N(0, 0.2²),
+// synthShape is one synthetic design of the reference experiments: n rows,
+// d columns (intercept included), pairwise feature correlation rho before
+// clipping and its complement rhoC = 1 − rho (given, not computed, so that
+// a constant's 1 − 0.95 stays the float64 nearest 0.05), the model kind,
+// and the second word of its PCG seed (the first is collinearSeed).
+type synthShape struct {
+	kind      regress.Kind
+	n, d      int
+	rho, rhoC float64
+	seed      uint64
+}
+
+// synthShapes are the synthetic designs by task name: the collinear
+// designs of utility-refs (their seed words keep the tables bit for bit
+// what they were before the shapes were added) and the shapes of
+// utility-shapes (shapes.go).
+// It is written once, at package initialisation, and only read after.
+var synthShapes = func() map[string]synthShape {
+	m := shapesDesigns()
+	m["collinear"] = synthShape{regress.Linear, collinearN, collinearD, collinearRho, 1 - collinearRho, uint64(len(regress.Linear))}
+	m["collinear-logistic"] = synthShape{regress.Logistic, collinearN, collinearD, collinearRho, 1 - collinearRho, uint64(len(regress.Logistic))}
+	return m
+}()
+
+// collinearTable is the collinear design of utility-refs with n rows.
+func collinearTable(kind regress.Kind, n int) (*table, refBounds) {
+	name := "collinear"
+	if kind == regress.Logistic {
+		name = "collinear-logistic"
+	}
+	sh := synthShapes[name]
+	sh.n = n
+	return synthTable(name, sh)
+}
+
+// synthTable generates a synthetic design in the encoded space: x =
+// s·(1, u_1, …, u_{d−1}), s = 1/√d rounded down, u_j = clip(v_j/3, −1, 1),
+// v_j = √ρ·f + √(1−ρ)·e_j with f, e_j ~ N(0, 1) (correlation ρ before
+// clipping, which at 3 sd barely changes it); θ ~ N(0, I) rescaled so
+// that xᵀθ has standard deviation 0.4; linear y = clip(xᵀθ + N(0, 0.2²),
 // −1, 1), logistic y ~ Bernoulli(σ(5·xᵀθ)). Fixed seed: the same table in
 // every run, like the embedded ones.
-func collinearTable(kind regress.Kind, n int) (*table, refBounds) {
-	rng := rand.New(rand.NewPCG(collinearSeed, uint64(len(kind))))
-	d := collinearD
+func synthTable(name string, sh synthShape) (*table, refBounds) {
+	kind, n, d := sh.kind, sh.n, sh.d
+	rng := rand.New(rand.NewPCG(collinearSeed, sh.seed))
 	s := 1 / math.Sqrt(float64(d))
 	for s*s*float64(d) > 1 {
 		s = math.Nextafter(s, 0)
@@ -78,7 +113,7 @@ func collinearTable(kind regress.Kind, n int) (*table, refBounds) {
 		f := rng.NormFloat64()
 		X[i*d] = s
 		for j := 1; j < d; j++ {
-			v := math.Sqrt(collinearRho)*f + math.Sqrt(1-collinearRho)*rng.NormFloat64()
+			v := math.Sqrt(sh.rho)*f + math.Sqrt(sh.rhoC)*rng.NormFloat64()
 			X[i*d+j] = s * math.Max(-1, math.Min(1, v/3))
 		}
 	}
@@ -97,7 +132,7 @@ func collinearTable(kind regress.Kind, n int) (*table, refBounds) {
 	}
 	m1 /= float64(n)
 	sd := math.Sqrt(m2/float64(n) - m1*m1)
-	t := &table{Kind: kind, K: d + 1, Rows: make([]float64, 0, n*(d+1))}
+	t := &table{Name: name, Kind: kind, K: d + 1, Rows: make([]float64, 0, n*(d+1))}
 	for i := 0; i < n; i++ {
 		zi := z[i] * 0.4 / sd
 		var y float64
@@ -109,11 +144,11 @@ func collinearTable(kind regress.Kind, n int) (*table, refBounds) {
 		t.Rows = append(t.Rows, X[i*d:(i+1)*d]...)
 		t.Rows = append(t.Rows, y)
 	}
-	t.Name = "collinear"
-	if kind == regress.Logistic {
-		t.Name = "collinear-logistic"
+	what := "synthetic design"
+	if sh.rho >= 0.9 {
+		what = "synthetic collinear design"
 	}
-	t.Note = fmt.Sprintf("synthetic collinear design (N=%d, d=%d, feature correlation ≈ %g)", n, d, collinearRho)
+	t.Note = fmt.Sprintf("%s (N=%d, d=%d, feature correlation ≈ %g)", what, n, d, sh.rho)
 	return t, numericBounds(d, s)
 }
 
@@ -139,20 +174,15 @@ type refsTask struct {
 
 // refsTasks loads the named tables with their public bounds: the embedded
 // tables by name (a fixed prefix under tests' synthN), the synthetic
-// "collinear" (linear) and "collinear-logistic" designs built here.
+// designs of synthShapes built by synthTable (synthN rows under tests).
 func refsTasks(e *env, names []string) ([]refsTask, error) {
 	var tasks []refsTask
 	for _, n := range names {
-		if strings.HasPrefix(n, "collinear") {
-			kind := regress.Linear
-			if n == "collinear-logistic" {
-				kind = regress.Logistic
-			}
-			size := collinearN
+		if sh, ok := synthShapes[n]; ok {
 			if e.opt.synthN > 0 {
-				size = e.opt.synthN
+				sh.n = e.opt.synthN
 			}
-			t, b := collinearTable(kind, size)
+			t, b := synthTable(n, sh)
 			st := &regress.GramStructure{D: t.K - 1, Known: []regress.GramValue{{GramEntry: regress.GramEntry{I: 0, J: 0}, Value: b.s * b.s}}}
 			tasks = append(tasks, refsTask{n, t, b, st})
 			continue
@@ -183,7 +213,14 @@ func refsTasks(e *env, names []string) ([]refsTask, error) {
 }
 
 func buildRefs(ctx context.Context, e *env) (*plan, error) {
-	tasks, err := refsTasks(e, append(append([]string{}, refsLinearTables...), refsLogisticTables...))
+	return refsPlan(e, refsLinearTables, refsLogisticTables)
+}
+
+// refsPlan is utility-refs' plan on the linear tasks lin and the logistic
+// tasks logit: every dplearn mechanism and every reference on each split,
+// the claims of refsClaims and the tables of refsMarkdown.
+func refsPlan(e *env, lin, logit []string) (*plan, error) {
+	tasks, err := refsTasks(e, append(append([]string{}, lin...), logit...))
 	if err != nil {
 		return nil, err
 	}
@@ -194,13 +231,13 @@ func buildRefs(ctx context.Context, e *env) (*plan, error) {
 		}
 	}
 	var pl, pg []panel
-	lin := append(append(append([]string{}, refsLinearMechs...), refsLinearRefs...), cPaired)
-	logit := append(append([]string{}, refsLogisticMechs...), refsLogisticRefs...)
+	linSeries := append(append(append([]string{}, refsLinearMechs...), refsLinearRefs...), cPaired)
+	logitSeries := append(append([]string{}, refsLogisticMechs...), refsLogisticRefs...)
 	for _, tk := range tasks {
 		if tk.t.Kind == regress.Linear {
-			pl = append(pl, panel{id: tk.name, title: tk.name + ": test RMSE ÷ non-private", xlabel: "ε", ylabel: "test RMSE ÷ non-private", logX: true, logY: true, metric: "rmse_ratio", series: lin})
+			pl = append(pl, panel{id: tk.name, title: tk.name + ": test RMSE ÷ non-private", xlabel: "ε", ylabel: "test RMSE ÷ non-private", logX: true, logY: true, metric: "rmse_ratio", series: linSeries})
 		} else {
-			pg = append(pg, panel{id: tk.name, title: tk.name + ": test log-loss", xlabel: "ε", ylabel: "test log-loss", logX: true, logY: true, metric: "logloss", series: logit})
+			pg = append(pg, panel{id: tk.name, title: tk.name + ": test log-loss", xlabel: "ε", ylabel: "test log-loss", logX: true, logY: true, metric: "logloss", series: logitSeries})
 		}
 	}
 	figs := []figure{
@@ -219,8 +256,8 @@ func buildRefs(ctx context.Context, e *env) (*plan, error) {
 	// The per-task tables need the aggregate (max/median over draws), so
 	// they are added as a note once the claims are computed.
 	p.claims = func(a *Aggregate) []Claim {
-		p.notes = append(p.notes, "Tables per task:\n"+refsMarkdown(a))
-		return refsClaims(a)
+		p.notes = append(p.notes, "Tables per task:\n"+refsMarkdown(a, lin, logit))
+		return refsClaims(a, lin, logit)
 	}
 	return p, nil
 }
@@ -398,14 +435,15 @@ func refsCell(a *Aggregate, task, series, metric string, eps float64) (refsStat,
 
 // refsClaims states issue 26's goals per task and ε: the dplearn default
 // (gaussian-fm) against the best reference, mean ± se with the max/median
-// ratio, and the best dplearn mechanism.
-func refsClaims(a *Aggregate) []Claim {
+// ratio, and the best dplearn mechanism, on the linear tasks lin and the
+// logistic tasks logit.
+func refsClaims(a *Aggregate, lin, logit []string) []Claim {
 	var out []Claim
 	fmtS := func(s refsStat) string {
 		return fmt.Sprintf("%.4g ± %.2g (max/med %.2g)", s.mean, s.se, s.maxMed)
 	}
-	for _, task := range append(append([]string{}, refsLinearTables...), refsLogisticTables...) {
-		linear := !strings.Contains(task, "logistic") && task != "smokeban" && task != "breast_cancer" && task != "cps1988-highwage"
+	for i, task := range append(append([]string{}, lin...), logit...) {
+		linear := i < len(lin)
 		metric, mechs, refs := "excess_rmse", refsLinearMechs, refsLinearRefs
 		if !linear {
 			metric, mechs, refs = "logloss", refsLogisticMechs, refsLogisticRefs
@@ -502,8 +540,8 @@ func refsClaims(a *Aggregate) []Claim {
 
 // refsMarkdown renders one table per task: rows are methods, columns ε,
 // cells mean ± se (max/median) of the task's metric (excess RMSE for
-// linear tasks, log-loss and accuracy for logistic ones).
-func refsMarkdown(a *Aggregate) string {
+// linear tasks lin, log-loss and accuracy for the logistic ones logit).
+func refsMarkdown(a *Aggregate, lin, logit []string) string {
 	var b strings.Builder
 	row := func(task, series, metric string) string {
 		cells := []string{series}
@@ -518,13 +556,13 @@ func refsMarkdown(a *Aggregate) string {
 		return "| " + strings.Join(cells, " | ") + " |\n"
 	}
 	head := "| method | ε = 0.1 | ε = 0.5 | ε = 1 | ε = 2 |\n| --- | --- | --- | --- | --- |\n"
-	for _, task := range refsLinearTables {
+	for _, task := range lin {
 		fmt.Fprintf(&b, "\n%s, excess test RMSE over non-private, mean ± se (max/median):\n\n%s", task, head)
 		for _, s := range append(append(append([]string{}, refsLinearMechs...), refsLinearRefs...), cPaired) {
 			b.WriteString(row(task, s, "excess_rmse"))
 		}
 	}
-	for _, task := range refsLogisticTables {
+	for _, task := range logit {
 		for _, metric := range []string{"logloss", "accuracy"} {
 			fmt.Fprintf(&b, "\n%s, test %s, mean ± se (max/median):\n\n%s", task, metric, head)
 			for _, s := range append(append([]string{"nonprivate"}, refsLogisticMechs...), refsLogisticRefs...) {
