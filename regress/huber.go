@@ -133,7 +133,7 @@ func NeedsRowsFor(est Estimator, cfg Config) bool {
 // estimand, for inference): where many gradients are clipped it shrinks
 // the log-odds toward 0; the classifier sign(xᵀω) and the log-loss of its
 // predictions are what it is chosen for. DefaultLogisticClip is chosen by
-// `dplearn experiment logistic-sweep` (docs/mechanisms.md);
+// `dplearn experiment utility-refs-logistic` (docs/mechanisms.md);
 // Config.Huber < 0 restores the logistic loss on the ball ‖ω‖ ≤ 2√d bit
 // for bit.
 
