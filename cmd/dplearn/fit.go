@@ -86,7 +86,7 @@ The model file is written only when the fit succeeds (Ctrl-C leaves none);
 		Example: `  dplearn fit --data CPS1988.csv --schema cps.json --model linear \
       --mechanism gaussian-fm --epsilon 0.5 --delta 1e-6 --out wage.json
   dplearn fit --data visits.csv --delimiter ';' --schema visits.json --model logistic \
-      --mechanism gaussian-fm --epsilon 1 --delta 1e-7 --ledger budget.json --out visits-model.json`,
+      --mechanism objpert --epsilon 1 --delta 1e-7 --ledger budget.json --out visits-model.json`,
 		Args: cobra.NoArgs,
 	}
 	f := cmd.Flags()
