@@ -83,6 +83,23 @@ var synthShapes = func() map[string]synthShape {
 	return m
 }()
 
+// synthQuickRows caps a synthetic design's rows under --quick (the
+// 229,000-row shapes of utility-shapes would otherwise take most of
+// "experiment all --quick").
+const synthQuickRows = 20000
+
+// synthRows is the number of rows drawn for the design sh: tests' synthN
+// when set, at most synthQuickRows under --quick, sh.n otherwise.
+func (e *env) synthRows(sh synthShape) int {
+	switch {
+	case e.opt.synthN > 0:
+		return e.opt.synthN
+	case e.opt.Quick && sh.n > synthQuickRows:
+		return synthQuickRows
+	}
+	return sh.n
+}
+
 // collinearTable is the collinear design of utility-refs with n rows.
 func collinearTable(kind regress.Kind, n int) (*table, refBounds) {
 	name := "collinear"
@@ -179,9 +196,7 @@ func refsTasks(e *env, names []string) ([]refsTask, error) {
 	var tasks []refsTask
 	for _, n := range names {
 		if sh, ok := synthShapes[n]; ok {
-			if e.opt.synthN > 0 {
-				sh.n = e.opt.synthN
-			}
+			sh.n = e.synthRows(sh)
 			t, b := synthTable(n, sh)
 			st := &regress.GramStructure{D: t.K - 1, Known: []regress.GramValue{{GramEntry: regress.GramEntry{I: 0, J: 0}, Value: b.s * b.s}}}
 			tasks = append(tasks, refsTask{n, t, b, st})

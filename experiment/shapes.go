@@ -80,10 +80,7 @@ func buildShapes(_ context.Context, e *env) (*plan, error) {
 	var shapes string
 	for _, n := range append(append([]string{}, lin...), logit...) {
 		sh := synthShapes[n]
-		if e.opt.synthN > 0 {
-			sh.n = e.opt.synthN
-		}
-		shapes += fmt.Sprintf(" %s: N = %d, d = %d, correlation %g;", n, sh.n, sh.d, sh.rho)
+		shapes += fmt.Sprintf(" %s: N = %d, d = %d, correlation %g;", n, e.synthRows(sh), sh.d, sh.rho)
 	}
 	p.notes = append([]string{
 		"Synthetic designs at the corners of the outside benchmark's range (N from 800 to 229,000, d from 7 to 24, d counting the intercept), drawn by synthTable like utility-refs' collinear design (the same signal, noise and encoding; a fixed seed per shape):" + shapes[:len(shapes)-1] + ". Everything else is utility-refs' (refsPlan): the same mechanisms, references, calibration, claims and tables.",

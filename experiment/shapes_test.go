@@ -174,3 +174,27 @@ const (
 	collinearLinearSum600   = 735.8249241522227
 	collinearLogisticSum600 = 646.2300459986528
 )
+
+// TestSynthRows checks the rows drawn per design: the design's own N, tests'
+// synthN over everything, and --quick capping only the designs above
+// synthQuickRows.
+func TestSynthRows(t *testing.T) {
+	big, small := synthShapes["shape-n229k-d24"], synthShapes["collinear"]
+	for _, c := range []struct {
+		opt  Options
+		sh   synthShape
+		want int
+	}{
+		{Options{}, big, 229000},
+		{Options{}, small, collinearN},
+		{Options{Quick: true}, big, synthQuickRows},
+		{Options{Quick: true}, small, collinearN},
+		{Options{Quick: true, synthN: 300}, big, 300},
+		{Options{synthN: 300}, small, 300},
+	} {
+		e := &env{opt: c.opt}
+		if got := e.synthRows(c.sh); got != c.want {
+			t.Errorf("%+v, n=%d: %d rows, want %d", c.opt, c.sh.n, got, c.want)
+		}
+	}
+}
