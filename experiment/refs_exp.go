@@ -448,6 +448,24 @@ func refsCell(a *Aggregate, task, series, metric string, eps float64) (refsStat,
 	return st, true
 }
 
+// withinFactor is a claim's verdict on "v ≤ f× best" for an error v and
+// the comparator's error best: "yes", or "no (ratio×)". An excess error can
+// be negative (a robust fit beating least squares on its own test rows);
+// against a comparator at or below 0 a ratio means nothing, and v holds
+// only if it is no larger (before this, v/best < 0 read as "yes").
+func withinFactor(v, best, f float64) string {
+	if best <= 0 {
+		if v <= best {
+			return "yes"
+		}
+		return fmt.Sprintf("no (%.3g against %.3g ≤ 0)", v, best)
+	}
+	if r := v / best; r > f {
+		return fmt.Sprintf("no (%.3g×)", r)
+	}
+	return "yes"
+}
+
 // refsClaims states issue 26's goals per task and ε: the dplearn default
 // (gaussian-fm) against the best reference, mean ± se with the max/median
 // ratio, and the best dplearn mechanism, on the linear tasks lin and the
@@ -487,11 +505,8 @@ func refsClaims(a *Aggregate, lin, logit []string) []Claim {
 					bm, bmName = s, m
 				}
 			}
-			holds := "yes"
+			holds := withinFactor(def.mean, best.mean, 1)
 			ratio := def.mean / best.mean
-			if ratio > 1 {
-				holds = fmt.Sprintf("no (%.3g×)", ratio)
-			}
 			goal := "excess RMSE ≤ 1.0× the best reference's"
 			if !linear {
 				goal = "log-loss ≤ 1.05× DP-GD's and accuracy ≥ DP-GD's"
@@ -522,10 +537,7 @@ func refsClaims(a *Aggregate, lin, logit []string) []Claim {
 						single, singleName = s, m
 					}
 				}
-				h := "yes"
-				if r := au.mean / single.mean; r > 1.1 {
-					h = fmt.Sprintf("no (%.3g×)", r)
-				}
+				h := withinFactor(au.mean, single.mean, 1.1)
 				out = append(out, Claim{
 					Paper:    fmt.Sprintf("%s, ε = %g: auto's %s ≤ 1.1× the best single dplearn mechanism's in hindsight, guarantee included", task, eps, what),
 					Measured: fmt.Sprintf("auto %s (%.3g× %s %s)", fmtS(au), au.mean/single.mean, singleName, fmtS(single)),
@@ -533,10 +545,7 @@ func refsClaims(a *Aggregate, lin, logit []string) []Claim {
 				})
 			}
 			if p, ok := refsCell(a, task, cPaired, metric, eps); ok && linear {
-				h := "yes"
-				if r := def.mean / p.mean; r > 1 {
-					h = fmt.Sprintf("no (%.3g×)", r)
-				}
+				h := withinFactor(def.mean, p.mean, 1)
 				out = append(out, Claim{
 					Paper:    fmt.Sprintf("%s, ε = %g: gaussian-fm excess RMSE ≤ 1.0× SSP eig-clip's on the same noise draws (paired)", task, eps),
 					Measured: fmt.Sprintf("%.3g× (gaussian-fm %s; SSP eig-clip, same noise %s)", def.mean/p.mean, fmtS(def), fmtS(p)),

@@ -198,3 +198,25 @@ func TestSynthRows(t *testing.T) {
 		}
 	}
 }
+
+// TestWithinFactor checks the claims' verdict, including a comparator whose
+// excess error is negative (utility-shapes' irls), where v/best < 0 used
+// to read as "yes".
+func TestWithinFactor(t *testing.T) {
+	for _, c := range []struct {
+		v, best, f float64
+		yes        bool
+	}{
+		{1, 1, 1, true},
+		{1.1, 1, 1.1, true},
+		{1.2, 1, 1.1, false},
+		{0.002, -0.0003, 1.1, false},
+		{-0.0004, -0.0003, 1.1, true},
+		{0, 0, 1, true},
+		{0.001, 0, 1, false},
+	} {
+		if got := withinFactor(c.v, c.best, c.f); (got == "yes") != c.yes {
+			t.Errorf("withinFactor(%v, %v, %v) = %q", c.v, c.best, c.f, got)
+		}
+	}
+}
