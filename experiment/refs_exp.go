@@ -506,12 +506,11 @@ func refsClaims(a *Aggregate, lin, logit []string) []Claim {
 				}
 			}
 			holds := withinFactor(def.mean, best.mean, 1)
-			ratio := def.mean / best.mean
 			goal := "excess RMSE ≤ 1.0× the best reference's"
 			if !linear {
 				goal = "log-loss ≤ 1.05× DP-GD's and accuracy ≥ DP-GD's"
 				dg, _ := refsCell(a, task, rDPGD, metric, eps)
-				ratio = def.mean / dg.mean
+				ratio := def.mean / dg.mean
 				acc, _ := refsCell(a, task, defName, "accuracy", eps)
 				dacc, _ := refsCell(a, task, rDPGD, "accuracy", eps)
 				var why []string
