@@ -159,6 +159,7 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 		{"noisygd", Linear, lin, 0.2, 1e-5, 200, nil},                            // Huber's loss: T = ⌊2·3000·0.2/6⌋
 		{"noisygd", Linear, lin, 1, 1e-5, 250, func(c *Config) { c.Huber = -1 }}, // the squared loss on the ball: T = min(1000, max(100, ⌊Nε/(2d)⌋)) = ⌊3000/12⌋
 		{"noisygd", Linear, lin, 0.5, 1e-6, 100, func(c *Config) { c.Huber = 0.3; c.NoisyGD.Iterations = 100 }},
+		{"noisygd", Linear, lin, 2, 1e-6, 50, func(c *Config) { c.NoisyGD.Iterations = 50 }},                    // the data-scaled step: the trace released once (TestNoisyGDDataStep)
 		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40 }},               // the gradient clipped to norm c = 0.5 (issue 26)
 		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40; c.Huber = -1 }}, // unclipped, on the ball 2√d
 		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40; c.Huber = 0.2 }},
@@ -295,8 +296,9 @@ func exactJoint(t *testing.T, p, q float64) float64 {
 }
 
 // printedMu reads the composed Gaussian-DP μ of an accountant line
-// ("μ = √(Σ μ_i²) = 0.53" for irls, "μ = √T/z = 0.53" for noisygd).
-var printedMu = regexp.MustCompile(`μ = (?:√\(Σ μ_i²\)|√T/z) = ([0-9.]+(?:e[-+]?[0-9]+)?)`)
+// ("μ = √(Σ μ_i²) = 0.53" for irls, "μ = √T/z = 0.53" for noisygd, "μ =
+// √(T/z² + μ_t²) = 0.53" for noisygd with its data-scaled step).
+var printedMu = regexp.MustCompile(`μ = (?:√\(Σ μ_i²\)|√T/z|√\(T/z² \+ μ_t²\)) = ([0-9.]+(?:e[-+]?[0-9]+)?)`)
 
 // fmSensitivityFormula is the published sensitivity of release i of an
 // FM-family report for d coefficients and N rows, with the logistic
@@ -366,6 +368,8 @@ func sensitivityFormula(t *testing.T, r report.Release, kind Kind, n, d int, eta
 		return 2 / N // |ψ| ≤ 1, ‖x‖ ≤ 1, twice
 	case strings.HasPrefix(r.Name, "m = "):
 		return 1 / N // η·s ∈ (0, 1]
+	case strings.HasPrefix(r.Name, "trace (1/N)Σ‖x_i‖²"):
+		return 1 / N // ‖x‖² ∈ [0, 1]
 	case strings.HasPrefix(r.Name, "noisy gradient"):
 		// Full batch. Huber's loss with scale η > 0 (linear): D = 4η
 		// (|2·clamp(r, ±η)| ≤ 2η, twice); the logistic gradient clipped

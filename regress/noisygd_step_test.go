@@ -1,0 +1,220 @@
+package regress
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/dplearn/dplearn/accounting"
+	"github.com/dplearn/dplearn/noise"
+)
+
+// TestNoisyGDDataStepPlan: the data-scaled step releases the trace only
+// where its public ceiling 1/(c·√(dT)·s), c = 2, recomputed here from the
+// plan's noise, exceeds 1/L = ½ (Huber's loss, full batch, a target ε, no
+// learning rate given); the trace's sensitivity is (1 + encTol)/units;
+// the gradients keep 1 − 2% of μ² (their noise 1/√0.98 times the plan
+// without the trace); and the composition √(T/z² + μ_t²), recomputed from
+// the two noises with the grid slack, meets (ε, δ) without wasting it.
+func TestNoisyGDDataStepPlan(t *testing.T) {
+	type plan func(opt NoisyGDOptions) (NoisyGDPlan, error)
+	huber := func(eps, delta float64, n int64, d int) plan {
+		return func(opt NoisyGDOptions) (NoisyGDPlan, error) { return PlanNoisyGDHuber(eps, delta, n, d, 0.5, opt) }
+	}
+	for _, c := range []struct {
+		name  string
+		plan  plan
+		opt   NoisyGDOptions
+		units int64
+		fires bool
+	}{
+		{"N=3000 d=6 ε=2 T=50", huber(2, 1e-6, 3000, 6), NoisyGDOptions{Iterations: 50}, 3000, true},
+		{"N=200000 d=24 ε=1", huber(1, 1e-6, 200000, 24), NoisyGDOptions{}, 200000, true},
+		{"N=3000 d=6 ε=0.2 (ceiling below ½)", huber(0.2, 1e-5, 3000, 6), NoisyGDOptions{}, 3000, false},
+		{"learning rate given", huber(2, 1e-6, 3000, 6), NoisyGDOptions{Iterations: 50, LearningRate: 0.5}, 3000, false},
+		{"Poisson batches", huber(2, 1e-6, 3000, 6), NoisyGDOptions{Iterations: 50, BatchRate: 0.5}, 3000, false},
+		{"noise multiplier given", huber(0, 1e-6, 3000, 6), NoisyGDOptions{Iterations: 50, Sigma: 3}, 3000, false},
+		{"squared loss", func(opt NoisyGDOptions) (NoisyGDPlan, error) { return PlanNoisyGD(Linear, 2, 1e-6, 3000, 6, opt) }, NoisyGDOptions{Iterations: 50}, 3000, false},
+		{"clipped logistic", func(opt NoisyGDOptions) (NoisyGDPlan, error) {
+			return planNoisyGD(Logistic, 2, 1e-6, 3000, 1, 6, opt, DefaultLogisticClip)
+		}, NoisyGDOptions{Iterations: 50}, 3000, false},
+		{"privacy unit, 1000 units of 3", func(opt NoisyGDOptions) (NoisyGDPlan, error) {
+			return planNoisyGDUnits(Linear, 2, 1e-6, 1000, 3, 6, opt, 0.5)
+		}, NoisyGDOptions{Iterations: 20}, 1000, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := c.plan(c.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.TraceNoiseStd > 0; got != c.fires {
+				t.Fatalf("trace released %v, want %v (ceiling %v, step %v)", got, c.fires, p.StepCeiling, p.LearningRate)
+			}
+			if !c.fires {
+				if p.StepCeiling != 0 || p.TraceSensitivity != 0 {
+					t.Errorf("no trace, but ceiling %v and trace sensitivity %v", p.StepCeiling, p.TraceSensitivity)
+				}
+				return
+			}
+			d, T := float64(p.D), float64(p.Steps)
+			if want := 1 / (2 * math.Sqrt(d*T) * p.NoiseStd); math.Abs(p.StepCeiling-want) > 1e-12*want || !(p.StepCeiling > 0.5) {
+				t.Errorf("ceiling %v, 1/(2√(dT)s) = %v", p.StepCeiling, want)
+			}
+			ts := 1 / float64(c.units)
+			// Up to the rounding allowance of the N-term sum, 2γ_N·(1 + encTol).
+			if !(p.TraceSensitivity >= ts*(1+encTol) && p.TraceSensitivity <= ts*(1+encTol)+2.01*gamma(float64(c.units*3))) {
+				t.Errorf("trace sensitivity %v, want (1 + encTol)/units = %v", p.TraceSensitivity, ts*(1+encTol))
+			}
+			// The gradients' share: the plan with the step given has the
+			// whole μ.
+			opt := c.opt
+			opt.LearningRate = 0.5
+			q, err := c.plan(opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := p.NoiseStd / q.NoiseStd; math.Abs(r-1/math.Sqrt(0.98)) > 1e-6 {
+				t.Errorf("gradient noise %v× the plan without the trace, want 1/√0.98", r)
+			}
+			// The composition from the noises, independently of the plan.
+			zg := p.NoiseStd / noise.GaussianCalibrationSensitivity(p.Sensitivity, p.NoiseStd, p.D)
+			mt := noise.GaussianCalibrationSensitivity(ts*(1+encTol), p.TraceNoiseStd, 1) / p.TraceNoiseStd
+			mu := math.Sqrt(T/(zg*zg) + mt*mt)
+			eps := p.Privacy.Epsilon
+			dl, err := accounting.AnalyticGaussianDelta(eps, 1, mu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dl > p.Privacy.Delta || dl < 0.99*p.Privacy.Delta {
+				t.Errorf("composed μ = %v gives δ = %v at ε = %v, printed δ = %v", mu, dl, eps, p.Privacy.Delta)
+			}
+			if r := mt * mt / (mu * mu); math.Abs(r-0.02) > 1e-3 {
+				t.Errorf("the trace takes %v of μ², want 2%%", r)
+			}
+		})
+	}
+}
+
+// TestNoisyGDTraceSensitivity: on extremal neighbouring pairs (replace a
+// row of norm² 1 + encTol, the most checkRows accepts, by the zero row)
+// the computed trace moves by (1 + encTol)/N, which the plan's sensitivity
+// must cover and nearly equal, at row level and under a privacy unit (all k
+// rows of one unit replaced).
+func TestNoisyGDTraceSensitivity(t *testing.T) {
+	const d = 3
+	k := d + 1
+	big := make([]float64, k)
+	for j := 0; j < d; j++ {
+		big[j] = math.Sqrt((1 + 0.999*encTol) / d)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	// Small N, large ε and few steps release the trace where the rounding
+	// allowance (≈ 2N²u relative) is far below encTol.
+	for _, c := range []struct {
+		units int64
+		per   int
+		eps   float64
+		steps int
+	}{{7, 1, 8, 1}, {12, 1, 8, 2}, {5000, 1, 2, 10}, {4, 3, 10, 1}} {
+		n := c.units * int64(c.per)
+		rows := make([]float64, int(n)*k)
+		for i := range rows {
+			if i%k != d {
+				rows[i] = (rng.Float64() - 0.5) / 2
+			}
+		}
+		other := append([]float64(nil), rows...)
+		for r := 0; r < c.per; r++ {
+			copy(rows[r*k:], big)
+			for j := 0; j < k; j++ {
+				other[r*k+j] = 0
+			}
+		}
+		p, err := planNoisyGDUnits(Linear, c.eps, 1e-6, c.units, c.per, d, NoisyGDOptions{Iterations: c.steps}, 0.5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.TraceNoiseStd == 0 {
+			t.Fatalf("%d units of %d: the step's trace is not released", c.units, c.per)
+		}
+		moved := math.Abs(traceOf(rows, k, n) - traceOf(other, k, n))
+		if moved > p.TraceSensitivity || moved < p.TraceSensitivity*(1-1e-6) {
+			t.Errorf("%d units of %d: the pair moves the trace by %v, sensitivity %v", c.units, c.per, moved, p.TraceSensitivity)
+		}
+	}
+}
+
+// TestNoisyGDDataStepBound: the step never exceeds 1/(2t) for the true
+// trace t (so the descent is stable, t ≥ λ_max of XᵀX/N) in 400 draws of
+// the released trace where its noise is 5× the trace itself, never falls
+// below 1/L = ½, and meets the ceiling where the trace is negligible: the
+// margin of 4 standard deviations at work (Φ(−4)·400 ≈ 0.013 expected
+// failures; the seeds are fixed).
+func TestNoisyGDDataStepBound(t *testing.T) {
+	const d = 2
+	k := d + 1
+	rows := make([]float64, 1000*k)
+	for i := 0; i < 1000; i++ {
+		rows[i*k], rows[i*k+1] = 0.02, 0.01*float64(i%3)
+	}
+	tr := traceOf(rows, k, 1000)
+	// The last case: a ceiling a hair below ½ (the plan's ceiling is
+	// decided before the 1% more gradient noise) leaves the step at ½.
+	for _, c := range []struct{ noise, ceiling float64 }{{5 * tr, 1e6}, {tr / 10, 1e6}, {tr / 10, 3}, {tr / 10, 0.49}} {
+		p := NoisyGDPlan{N: 1000, LearningRate: 0.5, TraceNoiseStd: c.noise, StepCeiling: c.ceiling}
+		src := noise.NewInsecureSeeded(9)
+		for i := 0; i < 400; i++ {
+			step, err := p.dataStep(rows, k, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if step > 1/(2*tr) || step < 0.5 || step > math.Max(0.5, c.ceiling) {
+				t.Fatalf("noise %v, ceiling %v: draw %d gives step %v; 1/(2t) = %v", c.noise, c.ceiling, i, step, 1/(2*tr))
+			}
+			if c.ceiling == 3 && step != 3 {
+				t.Fatalf("draw %d: step %v below the ceiling 3 with t = %v", i, step, tr)
+			}
+		}
+	}
+}
+
+// TestNoisyGDDataStepConverges: on rows that use a tenth of the unit ball
+// (the Hessian's eigenvalues near 0.007, where 1,000 steps of ½ stop short)
+// the data-scaled step brings the fit at least twice as close to the Huber
+// M-estimate (huberMEstimate's independent IRLS) as the fixed step, on the
+// same noise, at each of three seeds; and the report lists the trace
+// release and the step's post-processing.
+func TestNoisyGDDataStepConverges(t *testing.T) {
+	ctx := context.Background()
+	const n, k = 20000, 3
+	rng := rand.New(rand.NewPCG(11, 12))
+	rows := make([]float64, n*k)
+	for i := 0; i < n; i++ {
+		r := rows[i*k : (i+1)*k]
+		r[0], r[1] = 0.15, (rng.Float64()-0.5)/5
+		r[2] = math.Max(-1, math.Min(1, 0.15*1+r[1]*2.5+0.05*rng.NormFloat64()))
+	}
+	data := xpData(t, rows, k)
+	want := huberMEstimate(rows, k, DefaultHuberEta, 0)
+	for seed := uint64(1); seed <= 3; seed++ {
+		fit := func(lr float64) ([]float64, []string, int) {
+			res, err := noisyGD{}.Fit(ctx, data, Config{Kind: Linear, Epsilon: 2, Delta: 1e-6, Source: noise.NewInsecureSeeded(seed),
+				NoisyGD: NoisyGDOptions{LearningRate: lr}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res.Coef, res.Privacy.PostProcessing, len(res.Privacy.Releases)
+		}
+		scaled, post, nrel := fit(0)
+		fixed, _, _ := fit(0.5)
+		es, ef := dist(scaled, want), dist(fixed, want)
+		if !(es <= ef/2) {
+			t.Errorf("seed %d: ‖ω − ω_Huber‖ = %.4g with the data-scaled step, %.4g with ½", seed, es, ef)
+		}
+		if nrel != 2 || !strings.Contains(strings.Join(post, "; "), "data-scaled step") {
+			t.Errorf("seed %d: %d releases, post-processing %q: the trace and the step are not reported", seed, nrel, post)
+		}
+	}
+}
