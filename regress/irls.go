@@ -427,19 +427,11 @@ func planIRLS(epsilon, delta float64, n int64, k int, d int, opt IRLSOptions) (I
 	termBound := bound * (1 + gamma(4))
 	e := loopSumError(n, termBound, N)
 	p.SensB = roundedSensitivity(sensSecond, 4, nSecond, e, false)
-	r := noise.GridSlackRatio / 2 // GaussianGridSlack(σ, ·) ≤ r·σ
 	// gaussSigma returns σ with GaussianCalibrationSensitivity(sens, σ, m)/σ ≤ mu.
 	gaussSigma := func(sens, mu float64, m int) (float64, error) {
-		den := mu - r
-		if den <= 0 {
-			return 0, fmt.Errorf("irls: ε = %v too small for the noise grid", epsilon)
-		}
-		sigma := math.Nextafter(sens/den, math.Inf(1))
-		for i := 0; noise.GaussianCalibrationSensitivity(sens, sigma, m)/sigma > mu; i++ {
-			if i > 100 {
-				return 0, fmt.Errorf("irls: calibration with the grid margin failed at ε = %v", epsilon)
-			}
-			sigma *= 1 + 1e-9
+		sigma, err := gaussianStdAt(sens, mu, m)
+		if err != nil {
+			return 0, fmt.Errorf("irls: ε = %v: %w", epsilon, err)
 		}
 		return sigma, nil
 	}

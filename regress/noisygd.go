@@ -765,24 +765,6 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 	return p, nil
 }
 
-// gaussianStdFor returns the smallest noise standard deviation s (to a
-// relative 1e-9) whose effective multiplier s/(sens + grid slack) over m
-// entries is at least z.
-func gaussianStdFor(sens, z float64, m int) (float64, error) {
-	r := noise.GridSlackRatio / 2 // slack(s) ≤ r·s
-	if z*r >= 1 {
-		return 0, fmt.Errorf("noise multiplier %v too large for the noise grid", z)
-	}
-	s := z * sens / (1 - z*r)
-	for i := 0; s/noise.GaussianCalibrationSensitivity(sens, s, m) < z; i++ {
-		if i > 100 {
-			return 0, errors.New("calibration with the grid margin failed")
-		}
-		s *= 1 + 1e-9
-	}
-	return s, nil
-}
-
 // noisyGD is noisy (projected) gradient descent.
 type noisyGD struct{}
 

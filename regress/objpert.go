@@ -712,16 +712,8 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, k int, d int, opt O
 		p.OutputRadius = (p.Tolerance/p.Lambda + u1/(N*p.Lambda)) * (1 + 1e-14)
 		sens2 := 2 * p.OutputRadius
 		mu2 := kappa * mu1
-		den := mu2 - noise.GridSlackRatio/2
-		if !(den > 0) {
-			return ObjPertPlan{}, fmt.Errorf("objpert: ε = %v too small for the noise grid", epsilon)
-		}
-		p.Sigma2 = math.Nextafter(sens2/den, math.Inf(1))
-		for i := 0; noise.GaussianCalibrationSensitivity(sens2, p.Sigma2, d)/p.Sigma2 > mu2; i++ {
-			if i > 100 {
-				return ObjPertPlan{}, fmt.Errorf("objpert: calibration with the grid margin failed at ε = %v", epsilon)
-			}
-			p.Sigma2 *= 1 + 1e-9
+		if p.Sigma2, err = gaussianStdAt(sens2, mu2, d); err != nil {
+			return ObjPertPlan{}, fmt.Errorf("objpert: ε = %v: %w", epsilon, err)
 		}
 		p.Mu1 = p.GradSensitivity / p.Sigma1
 		// The output noise is a discrete Gaussian on a grid: its μ includes
@@ -730,16 +722,8 @@ func planObjPert(kind Kind, epsilon, delta float64, n int64, k int, d int, opt O
 		p.Mu2 = noise.GaussianCalibrationSensitivity(sens2, p.Sigma2, d) / p.Sigma2
 		if hshare > 0 {
 			mu3 := kappa3 * mu1
-			den3 := mu3 - noise.GridSlackRatio/2
-			if !(den3 > 0) {
-				return ObjPertPlan{}, fmt.Errorf("objpert: ε = %v too small for the Hessian's noise grid", epsilon)
-			}
-			p.Sigma3 = math.Nextafter(p.HessianSensitivity/den3, math.Inf(1))
-			for i := 0; noise.GaussianCalibrationSensitivity(p.HessianSensitivity, p.Sigma3, m3)/p.Sigma3 > mu3; i++ {
-				if i > 100 {
-					return ObjPertPlan{}, fmt.Errorf("objpert: Hessian calibration with the grid margin failed at ε = %v", epsilon)
-				}
-				p.Sigma3 *= 1 + 1e-9
+			if p.Sigma3, err = gaussianStdAt(p.HessianSensitivity, mu3, m3); err != nil {
+				return ObjPertPlan{}, fmt.Errorf("objpert: Hessian: ε = %v: %w", epsilon, err)
 			}
 			p.Mu3 = noise.GaussianCalibrationSensitivity(p.HessianSensitivity, p.Sigma3, m3) / p.Sigma3
 		}
