@@ -637,6 +637,9 @@ func radiusNote(requested, mechanism string, cfg regress.Config, d int, n int64,
 		case regress.HuberScale(cfg, n, d) > 0:
 			rule = fmt.Sprintf("%d × √d/2", regress.NoisyGDHuberBallFactor)
 			cost = "with the Huber loss the ball is post-processing: R costs no noise, it only regularises"
+			if r, base, walk := regress.NoisyGDBallFor(cfg, d, n); walk > 0 && r > base {
+				growth += fmt.Sprintf(" (R₀ = %.4g), grown by the noise-walk rule to min(R₀·R₀/(%d·W), 2η·h·T) with W = h·s·√(T·d) = %.4g the distance the noise alone walks in T steps of the largest step h", base, regress.NoisyGDBallWalkFactor, walk)
+			}
 		}
 	}
 	if isDefault {

@@ -63,6 +63,7 @@ func TestFitNoisyGDDataStepThroughCLI(t *testing.T) {
 						Sensitivity, Scale float64
 					}
 					PostProcessing []string `json:"post_processing"`
+					Notes          []string
 				}
 			}
 			if err := json.Unmarshal([]byte(out), &fit); err != nil {
@@ -113,6 +114,24 @@ func TestFitNoisyGDDataStepThroughCLI(t *testing.T) {
 			ceil := 1 / (2 * math.Sqrt(float64(g.Entries*steps)) * g.Scale)
 			if want := strconv.FormatFloat(ceil, 'g', 4, 64); !strings.Contains(stepLine, "min("+want+",") {
 				t.Errorf("the step line does not print the ceiling 1/(2√(dT)·s) = %s:\n%s", want, stepLine)
+			}
+			// The noise-walk ball (regress/noisygd.go): R = min(R₀·R₀/(2W),
+			// max(R₀, 2η·h·T)), W = h·s·√(T·d), h = max(1/L = ½, ceiling).
+			notes := strings.Join(p.Notes, "\n")
+			nm := regexp.MustCompile(`ball ‖ω‖ ≤ R = ([0-9.e+-]+) .*\(R₀ = ([0-9.e+-]+)\).* W = h·s·√\(T·d\) = ([0-9.e+-]+) `).FindStringSubmatch(notes)
+			if nm == nil {
+				t.Fatalf("no noise-walk ball in the notes:\n%s", notes)
+			}
+			var got [3]float64
+			for i := range got {
+				got[i], _ = strconv.ParseFloat(nm[i+1], 64)
+			}
+			h := math.Max(0.5, ceil)
+			w := h * g.Scale * math.Sqrt(float64(steps*g.Entries))
+			r0 := got[1]
+			wantR := math.Min(r0*math.Max(1, r0/(2*w)), math.Max(r0, 2*0.5*h*float64(steps)))
+			if math.Abs(got[2]-w) > 5e-4*w || math.Abs(got[0]-wantR) > 2e-3*wantR {
+				t.Errorf("ball: printed R = %v, W = %v; recomputed W = %v, R = %v (R₀ = %v)", got[0], got[2], w, wantR, r0)
 			}
 		})
 	}
