@@ -115,10 +115,10 @@ func TestAutoIntervalsMatchChosenMechanism(t *testing.T) {
 	for _, tc := range []autoCase{
 		{name: "huber", r: 300, share: 0.05, want: "noisygd"},
 		{name: "least squares below", r: 4, share: 0.05, fitShare: 0.05, want: "gaussian-fm"},
-		{name: "least squares above", r: 12000, share: 0.05, fitShare: 0.05, want: "gaussian-fm"},
+		{name: "least squares above", r: 20000, share: 0.05, fitShare: 0.05, want: "gaussian-fm"},
 		{name: "huber intervals off", r: 300, share: 0.05, intervals: fit.IntervalsOff, want: "noisygd"},
 		{name: "huber ci-share 0", r: 300, want: "noisygd"},
-		{name: "least squares intervals off", r: 12000, share: 0.05, intervals: fit.IntervalsOff, want: "gaussian-fm"},
+		{name: "least squares intervals off", r: 20000, share: 0.05, intervals: fit.IntervalsOff, want: "gaussian-fm"},
 		{name: "least squares ci-share 0", r: 4, want: "gaussian-fm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -146,8 +146,8 @@ func TestAutoIntervalsMatchChosenMechanism(t *testing.T) {
 // plan must be that of the mechanism chosen at the fit's ε. At the lower
 // edge (N·ε/d = 8.2, in the Huber range; 8.2·0.95 = 7.79 is not) noisygd
 // takes the whole ε, so the rule at 8.2 decides: noisygd, with or without
-// intervals asked for. At the upper edge (10500 is above the range,
-// 10500·0.95 = 9975 inside) gaussian-fm with its share would run at an ε
+// intervals asked for. At the upper edge (16800 is above the range,
+// 16800·0.95 = 15960 inside) gaussian-fm with its share would run at an ε
 // where the rule chooses noisygd, and noisygd at one where it chooses
 // gaussian-fm: neither plan is a fixed point, so gaussian-fm fits with the
 // whole ε and no intervals, and the table says why. Deciding from the
@@ -156,9 +156,9 @@ func TestAutoPathAtBoundary(t *testing.T) {
 	for _, tc := range []autoCase{
 		{name: "lower edge with intervals", r: 8.2, share: 0.05, want: "noisygd"},
 		{name: "lower edge ci-share 0", r: 8.2, want: "noisygd"},
-		{name: "upper edge with intervals", r: 10500, share: 0.05, want: "gaussian-fm"},
-		{name: "upper edge ci-share 0", r: 10500, want: "gaussian-fm"},
-		{name: "upper edge intervals off", r: 10500, share: 0.05, intervals: fit.IntervalsOff, want: "gaussian-fm"},
+		{name: "upper edge with intervals", r: 16800, share: 0.05, want: "gaussian-fm"},
+		{name: "upper edge ci-share 0", r: 16800, want: "gaussian-fm"},
+		{name: "upper edge intervals off", r: 16800, share: 0.05, intervals: fit.IntervalsOff, want: "gaussian-fm"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.name != "upper edge with intervals" {

@@ -17,7 +17,7 @@ import (
 // estimand and bootstrap lines, and the guarantee with its accountant and
 // releases, are the chosen mechanism's: on the Huber path (noisygd, N·ε/d
 // = 300, no intervals, the reason naming auto's rule), on the
-// least-squares path below (3.3) and above (12,000) the range with
+// least-squares path below (3.3) and above (20,000) the range with
 // gaussian-fm's intervals, at the lower boundary (8.2: noisygd takes the
 // whole ε, so the rule at 8.2 decides), and with --intervals off.
 func TestFitAutoIntervalsThroughCLI(t *testing.T) {
@@ -45,7 +45,7 @@ func TestFitAutoIntervalsThroughCLI(t *testing.T) {
 	}{
 		{"huber", 300, nil, 0, "noisygd", autoNoIntervals},
 		{"least squares", 3.3, nil, 0.05, "gaussian-fm", "Estimand: population least-squares coefficients"},
-		{"least squares above", 12000, nil, 0.05, "gaussian-fm", "Estimand: population least-squares coefficients"},
+		{"least squares above", 20000, nil, 0.05, "gaussian-fm", "Estimand: population least-squares coefficients"},
 		{"lower boundary", 8.2, nil, 0, "noisygd", autoNoIntervals},
 		{"huber intervals off", 300, []string{"--intervals", "off"}, 0, "noisygd", autoNoIntervals},
 	} {
