@@ -75,7 +75,7 @@ var options = []Option{
 		func(c *Config) *float64 { return &c.SolveRadius }),
 	field("objpert-lambda", 0.0, "objpert: regularisation strength Λ (0: the documented default)",
 		func(c *Config) *float64 { return &c.ObjPert.Lambda }),
-	field("radius", 0.0, "objpert (linear, squared loss) and noisygd: public bound R on the encoded ‖ω‖ (0: default √d/2 for linear, none for noisygd's clipped logistic gradient and 2√d without the clip (--huber -1), d = number of encoded coefficients; the linear default is multiplied by max(1, (Nε/(1000d))^(1/4)), and by 2 for noisygd's Huber loss, where the ball is post-processing)",
+	field("radius", 0.0, "objpert (linear, squared loss) and noisygd: public bound R on the encoded ‖ω‖ (0: default √d/2 for linear, none for noisygd's clipped logistic gradient and 2√d without the clip (--huber -1), d = number of encoded coefficients; the linear default is multiplied by max(1, (Nε/(1000d))^(1/4)), and by 2 for noisygd's Huber loss, where the ball is post-processing and grows further where the noise alone cannot walk to it: see the fit's ball note)",
 		func(c *Config) *float64 { return &c.ObjPert.Radius }),
 	field("huber", 0.0, "objpert and noisygd (linear): scale η of the Huber loss, whose gradient is bounded without a parameter ball (0: the default 0.5, on the encoded target scale |y| ≤ 1; negative: the squared loss, whose gradient needs the ball --radius); noisygd (logistic): the norm c ∈ (0, 1] each row's gradient is clipped to (0: the default 0.5; negative: the unclipped loss on the ball --radius)",
 		func(c *Config) *float64 { return &c.Huber }),
