@@ -10,6 +10,7 @@ import (
 
 	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/noise"
+	"github.com/dplearn/dplearn/report"
 )
 
 // withUnit returns the rows of the first unit (given) followed by base.
@@ -336,14 +337,20 @@ func TestIRLSNoisyGDUnitPrintedGuaranteeIsExactProfile(t *testing.T) {
 		// Linear: the default Huber loss (D = 4η, η by the rule at N =
 		// units) and the squared loss on the ball (--huber -1); logistic:
 		// the default clipped gradient (D = 2c) and the unclipped loss.
-		for _, huber := range map[Kind][]float64{Linear: {0, -1}, Logistic: {0, -1}}[kind] {
+		// At ε = 4 the linear Huber fit also releases the trace for its
+		// data-scaled step (the ceiling exceeds ½ there): a second release,
+		// sensitivity (1 + encTol)/units, composed with the T steps.
+		type fitCase struct{ huber, eps float64 }
+		cases := map[Kind][]fitCase{Linear: {{0, eps}, {-1, eps}, {0, 4}}, Logistic: {{0, eps}, {-1, eps}}}[kind]
+		for _, fc := range cases {
+			huber, eps := fc.huber, fc.eps
 			cfg := Config{Kind: kind, Epsilon: eps, Delta: delta, Lambda: -1, Huber: huber, Source: noise.NewInsecureSeeded(4), NoisyGD: NoisyGDOptions{Iterations: T}}
 			res, err := noisyGD{}.Fit(context.Background(), data, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			p := res.Privacy
-			name := fmt.Sprintf("noisygd %s huber=%v", kind, huber)
+			name := fmt.Sprintf("noisygd %s huber=%v ε=%v", kind, huber, eps)
 			checkReport(name, p.Neighbouring)
 			R := DefaultNoisyGDRadius(kind, d, int64(units), eps)
 			D := 2 * (R + 2)
@@ -359,8 +366,26 @@ func TestIRLSNoisyGDUnitPrintedGuaranteeIsExactProfile(t *testing.T) {
 			if !(r.Sensitivity >= D/U && r.Sensitivity <= D/U*(1+1e-6)) {
 				t.Errorf("%s: printed sensitivity %v, formula D/units %v", name, r.Sensitivity, D/U)
 			}
+			wantReleases := 1
+			if eps == 4 {
+				wantReleases = 2
+			}
+			if len(p.Releases) != wantReleases {
+				t.Fatalf("%s: %d releases, want %d", name, len(p.Releases), wantReleases)
+			}
+			var tr *report.Release
+			if wantReleases == 2 {
+				tr = &p.Releases[1]
+				if !(tr.Sensitivity >= 1/U && tr.Sensitivity <= (1+1e-6)/U) {
+					t.Errorf("%s: printed trace sensitivity %v, formula (1 + encTol)/units %v", name, tr.Sensitivity, 1/U)
+				}
+			}
 			profile(name, func(f float64) float64 {
-				return math.Sqrt(T) * muOf(r.Sensitivity, r.Scale*f, d)
+				mu := math.Sqrt(T) * muOf(r.Sensitivity, r.Scale*f, d)
+				if tr != nil {
+					mu = math.Hypot(mu, muOf(tr.Sensitivity, tr.Scale*f, 1))
+				}
+				return mu
 			}, p.Epsilon, p.Delta)
 		}
 	}
