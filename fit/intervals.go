@@ -627,7 +627,8 @@ func radiusNote(requested, mechanism string, cfg regress.Config, d int, n int64,
 	growth := fmt.Sprintf(", times max(1, (Nε/(%dd))^(1/4)) at N = %d, ε = %g", regress.RadiusRuleScale, n, eps)
 	cost := "a larger R costs more noise"
 	if mechanism == "noisygd" {
-		def = regress.NoisyGDRadiusFor(cfg, d, n)
+		var base, walk float64 // one calibration for the default and its note
+		def, base, walk = regress.NoisyGDBallFor(cfg, d, n)
 		switch {
 		case cfg.Kind == regress.Logistic && regress.NoisyGDHuberScale(cfg, n, d) > 0:
 			rule, growth = "none", ""
@@ -637,7 +638,7 @@ func radiusNote(requested, mechanism string, cfg regress.Config, d int, n int64,
 		case regress.HuberScale(cfg, n, d) > 0:
 			rule = fmt.Sprintf("%d × √d/2", regress.NoisyGDHuberBallFactor)
 			cost = "with the Huber loss the ball is post-processing: R costs no noise, it only regularises"
-			if r, base, walk := regress.NoisyGDBallFor(cfg, d, n); walk > 0 && r > base {
+			if walk > 0 && def > base {
 				growth += fmt.Sprintf(" (R₀ = %.4g), grown by the noise-walk rule to min(R₀·R₀/(%d·W), 2η·h·T) with W = h·s·√(T·d) = %.4g the distance the noise alone walks in T steps of the largest step h", base, regress.NoisyGDBallWalkFactor, walk)
 			}
 		}
