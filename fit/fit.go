@@ -350,6 +350,9 @@ func Run(ctx context.Context, req Request, data Data, s *schema.Schema) (*Result
 			out.ReleasedForecast = nil
 		}
 	}
+	if hasRadius && radiusDefault && res.Radius > 0 {
+		radius = res.Radius // noisygd's noise-walk ball: the R the fit used
+	}
 	if hasRadius {
 		res.Privacy.Notes = append(res.Privacy.Notes, radiusNote(req.Mechanism, mech, cfg, s.Dim(), n, radius, radiusDefault))
 		if warn := radiusWarning(res.Coef, radius); warn != "" {

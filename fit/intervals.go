@@ -605,6 +605,12 @@ func setupRadius(mechanism string, cfg *regress.Config, d int, n int64) (radius 
 	}
 	if given == 0 {
 		if mechanism == "noisygd" {
+			if _, _, walk := regress.NoisyGDBallFor(*cfg, d, n); walk > 0 {
+				// The noise-walk ball: the fit decides R from its released
+				// step and states it (regress.Result.Radius); def is the
+				// plan's bound until then.
+				return def, true, true
+			}
 			cfg.NoisyGD.Radius = def
 		} else {
 			cfg.ObjPert.Radius = def
@@ -638,8 +644,8 @@ func radiusNote(requested, mechanism string, cfg regress.Config, d int, n int64,
 		case regress.HuberScale(cfg, n, d) > 0:
 			rule = fmt.Sprintf("%d × √d/2", regress.NoisyGDHuberBallFactor)
 			cost = "with the Huber loss the ball is post-processing: R costs no noise, it only regularises"
-			if walk > 0 && def > base {
-				growth += fmt.Sprintf(" (R₀ = %.4g), grown by the noise-walk rule to min(R₀·R₀/(%d·W), 2η·h·T) with W = h·s·√(T·d) = %.4g the distance the noise alone walks in T steps of the largest step h", base, regress.NoisyGDBallWalkFactor, walk)
+			if walk > 0 && isDefault && radius > base {
+				growth += fmt.Sprintf(" (R₀ = %.4g), grown by the noise-walk rule (its post-processing line: W, the distance the noise alone walks in T steps of the step used, is below R₀/%d)", base, regress.NoisyGDBallWalkFactor)
 			}
 		}
 	}

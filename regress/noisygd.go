@@ -149,7 +149,7 @@ import (
 
 // NoisyGDStepNoiseFactor is c of the data-scaled step's public ceiling
 // η ≤ 1/(c·√(dT)·s) (see above).
-const NoisyGDStepNoiseFactor = 2
+const NoisyGDStepNoiseFactor = 0.5
 
 // NoisyGDTraceShare is the share of the Gaussian-DP μ² that releases the
 // trace of XᵀX/N for the data-scaled step (the gradients keep 1 − share:
@@ -765,7 +765,8 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 		}
 	}
 	if opt.Radius == 0 && eta > 0 && kind == Linear && opt.Sigma == 0 && p.BatchRate == 1 {
-		p.noiseWalkBall()
+		p.BaseRadius = p.Radius
+		p.noiseWalkBall(math.Max(p.LearningRate, p.StepCeiling))
 	}
 	p.Multiplier = p.NoiseStd / noise.GaussianCalibrationSensitivity(p.Sensitivity, p.NoiseStd, d)
 	zEff := p.Multiplier
@@ -833,13 +834,14 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 // grows once R₀ exceeds κ times the noise's walk W (see above).
 const NoisyGDBallWalkFactor = 2
 
-// noiseWalkBall applies the noise-walk rule to p.Radius (the default R₀)
-// from the plan's calibrated noise, steps and step bounds.
-func (p *NoisyGDPlan) noiseWalkBall() {
-	h := math.Max(p.LearningRate, p.StepCeiling)
-	p.BaseRadius = p.Radius
+// noiseWalkBall sets p.Radius by the noise-walk rule from R₀ =
+// p.BaseRadius, the plan's noise and steps, and the step bound h: at
+// planning h = max(1/L, StepCeiling), the largest step the data-scaled
+// rule can give; in the run, once the trace is released, the step itself
+// (post-processing of that release).
+func (p *NoisyGDPlan) noiseWalkBall(h float64) {
 	p.NoiseWalk = h * p.NoiseStd * math.Sqrt(float64(p.Steps)*float64(p.D))
-	r := p.Radius
+	r := p.BaseRadius
 	if g := r / (NoisyGDBallWalkFactor * p.NoiseWalk); g > 1 {
 		r *= g
 	}
@@ -901,11 +903,14 @@ func (noisyGD) Fit(ctx context.Context, data Data, cfg Config) (*Result, error) 
 	}
 	pr := plan.report(cfg)
 	pr.Neighbouring = neighbouring(data.Stats)
-	return &Result{Coef: w, Privacy: pr}, nil
+	return &Result{Coef: w, Privacy: pr, Radius: plan.Radius}, nil
 }
 
-// run performs the descent.
-func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.Source) ([]float64, error) {
+// run performs the descent. With the data-scaled step it releases the
+// trace first and sets p.LearningRate to the step and, under the
+// noise-walk rule, p.Radius to the ball of that step, so that the report
+// states what was used.
+func (p *NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.Source) ([]float64, error) {
 	d := k - 1
 	n := len(rows) / k
 	w := make([]float64, d)
@@ -924,6 +929,9 @@ func (p NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.S
 			return nil, err
 		}
 		p.LearningRate = step
+		if p.BaseRadius > 0 {
+			p.noiseWalkBall(step)
+		}
 	}
 	start := p.Steps / 2
 	for t := 0; t < p.Steps; t++ {
@@ -1092,8 +1100,12 @@ func (p NoisyGDPlan) report(cfg Config) report.Privacy {
 			Noise:       "gaussian",
 			Scale:       p.TraceNoiseStd,
 		})
-		r.PostProcessing = append(r.PostProcessing, fmt.Sprintf("step size max(1/L, min(%s, 1/(2t⁺ + λ))) with t⁺ = min(1, released trace + %g·%s) (the data-scaled step)",
-			fmtG(p.StepCeiling), float64(NoisyGDTraceMargin), fmtG(p.TraceNoiseStd)))
+		r.PostProcessing = append(r.PostProcessing, fmt.Sprintf("step size max(1/L, min(%s, 1/(2t⁺ + λ))) = %s with t⁺ = min(1, released trace + %g·%s) (the data-scaled step)",
+			fmtG(p.StepCeiling), fmtG(p.LearningRate), float64(NoisyGDTraceMargin), fmtG(p.TraceNoiseStd)))
+	}
+	if p.BaseRadius > 0 {
+		r.PostProcessing = append(r.PostProcessing, fmt.Sprintf("ball R = min(R₀·max(1, R₀/(%g·W)), max(R₀, 2η·h·T)) = %s with R₀ = %s and W = h·s·√(T·d) = %s at the step h = %s (the noise-walk ball: public once the step is)",
+			float64(NoisyGDBallWalkFactor), fmtG(p.Radius), fmtG(p.BaseRadius), fmtG(p.NoiseWalk), fmtG(p.LearningRate)))
 	}
 	r.Randomness, r.Insecure = randomness(cfg.Source)
 	if p.BatchRate == 1 {

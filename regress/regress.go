@@ -198,6 +198,10 @@ type Result struct {
 	Privacy report.Privacy
 	// Trimmed counts the eigen-directions removed by spectral trimming.
 	Trimmed int
+	// Radius is the parameter ball noisygd projected onto (0 for none or
+	// other mechanisms): its default can depend on the released step
+	// (the noise-walk ball), so the fit states the one it used.
+	Radius float64
 	// Warnings carries non-fatal facts the user should see.
 	Warnings []string
 	// Released is the noisy objective an FM-family fit released, for

@@ -111,27 +111,32 @@ func TestFitNoisyGDDataStepThroughCLI(t *testing.T) {
 			if share := muT * muT / (recomputed * recomputed); math.Abs(share-0.02) > 0.001 {
 				t.Errorf("the trace's share of μ² is %v, want 0.02", share)
 			}
-			ceil := 1 / (2 * math.Sqrt(float64(g.Entries*steps)) * g.Scale)
+			ceil := 1 / (0.5 * math.Sqrt(float64(g.Entries*steps)) * g.Scale)
 			if want := strconv.FormatFloat(ceil, 'g', 4, 64); !strings.Contains(stepLine, "min("+want+",") {
 				t.Errorf("the step line does not print the ceiling 1/(2√(dT)·s) = %s:\n%s", want, stepLine)
 			}
 			// The noise-walk ball (regress/noisygd.go): R = min(R₀·R₀/(2W),
-			// max(R₀, 2η·h·T)), W = h·s·√(T·d), h = max(1/L = ½, ceiling).
-			notes := strings.Join(p.Notes, "\n")
-			nm := regexp.MustCompile(`ball ‖ω‖ ≤ R = ([0-9.e+-]+) .*\(R₀ = ([0-9.e+-]+)\).* W = h·s·√\(T·d\) = ([0-9.e+-]+) `).FindStringSubmatch(notes)
+			// max(R₀, 2η·h·T)), W = h·s·√(T·d), h the step used (printed:
+			// post-processing of the released trace, at most the ceiling).
+			nm := regexp.MustCompile(`ball R = .* = ([0-9.e+-]+) with R₀ = ([0-9.e+-]+) and W = h·s·√\(T·d\) = ([0-9.e+-]+) at the step h = ([0-9.e+-]+) `).FindStringSubmatch(stepLine)
 			if nm == nil {
-				t.Fatalf("no noise-walk ball in the notes:\n%s", notes)
+				t.Fatalf("no noise-walk ball in the post-processing:\n%s", stepLine)
 			}
-			var got [3]float64
+			var got [4]float64
 			for i := range got {
 				got[i], _ = strconv.ParseFloat(nm[i+1], 64)
 			}
-			h := math.Max(0.5, ceil)
+			h, r0 := got[3], got[1]
+			if h < 0.5 || h > ceil*(1+1e-3) {
+				t.Errorf("step h = %v outside [1/L, ceiling %v]", h, ceil)
+			}
 			w := h * g.Scale * math.Sqrt(float64(steps*g.Entries))
-			r0 := got[1]
 			wantR := math.Min(r0*math.Max(1, r0/(2*w)), math.Max(r0, 2*0.5*h*float64(steps)))
-			if math.Abs(got[2]-w) > 5e-4*w || math.Abs(got[0]-wantR) > 2e-3*wantR {
-				t.Errorf("ball: printed R = %v, W = %v; recomputed W = %v, R = %v (R₀ = %v)", got[0], got[2], w, wantR, r0)
+			if math.Abs(got[2]-w) > 2e-3*w || math.Abs(got[0]-wantR) > 3e-3*wantR {
+				t.Errorf("ball: printed R = %v, W = %v; recomputed W = %v, R = %v (R₀ = %v, h = %v)", got[0], got[2], w, wantR, r0, h)
+			}
+			if !strings.Contains(strings.Join(p.Notes, "\n"), "‖ω‖ ≤ R = "+strconv.FormatFloat(got[0], 'g', 4, 64)+" ") {
+				t.Errorf("the ball note does not state the R used (%v):\n%s", got[0], strings.Join(p.Notes, "\n"))
 			}
 		})
 	}
