@@ -60,7 +60,7 @@ func TestNoisyGDDataStepPlan(t *testing.T) {
 			}
 			d, T := float64(p.D), float64(p.Steps)
 			if want := 1 / (0.5 * math.Sqrt(d*T) * p.NoiseStd); math.Abs(p.StepCeiling-want) > 1e-12*want || !(p.StepCeiling > 0.5) {
-				t.Errorf("ceiling %v, 1/(2√(dT)s) = %v", p.StepCeiling, want)
+				t.Errorf("ceiling %v, 1/(0.5·√(dT)s) = %v", p.StepCeiling, want)
 			}
 			ts := 1 / float64(c.units)
 			// Up to the rounding allowance of the N-term sum, 2γ_N·(1 + encTol).
