@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/dplearn/dplearn/noise"
@@ -127,6 +128,64 @@ func TestNoisyGDNoiseWalkBallUncaps(t *testing.T) {
 		grown, held := fit(0), fit(base)
 		if eg, eh := dist(grown, want), dist(held, want); !(eg <= eh/4) {
 			t.Errorf("seed %d: ‖ω − ω_Huber‖ = %.4g with the grown ball, %.4g held to R₀ = %.4g", seed, eg, eh, base)
+		}
+	}
+}
+
+// TestNoisyGDNoiseWalkBallFromStep: the run decides the ball from the step
+// it uses. The step is recomputed here from its formula, max(1/L,
+// min(ceiling, 1/(2t⁺))) with t⁺ = min(1, t̃ + 4σ_t) and t̃ the trace
+// computed here plus the seeded source's first draw; W and R follow from
+// it. The fit's Result.Radius and its printed post-processing line must be
+// that R, which differs from the plan's bound (taken at the ceiling).
+func TestNoisyGDNoiseWalkBallFromStep(t *testing.T) {
+	ctx := context.Background()
+	const n, k, d = 100000, 4, 3
+	rng := rand.New(rand.NewPCG(23, 24))
+	rows := make([]float64, n*k)
+	var tr float64
+	for i := 0; i < n; i++ {
+		r := rows[i*k : (i+1)*k]
+		r[0], r[1], r[2] = 0.5, (rng.Float64()-0.5)/5, (rng.Float64()-0.5)/5
+		r[3] = math.Max(-1, math.Min(1, 0.5*0.5+5*r[1]-5*r[2]+0.05*rng.NormFloat64()))
+		tr += r[0]*r[0] + r[1]*r[1] + r[2]*r[2]
+	}
+	tr /= n
+	data := xpData(t, rows, k)
+	for _, eps := range []float64{0.5, 2} {
+		plan, err := PlanNoisyGDHuber(eps, 1e-6, n, d, DefaultHuberEta, NoisyGDOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !(plan.TraceNoiseStd > 0 && plan.BaseRadius > 0) {
+			t.Fatalf("ε = %g: test setup: no data-scaled step (σ_t = %v) or no noise-walk rule (R₀ = %v)", eps, plan.TraceNoiseStd, plan.BaseRadius)
+		}
+		const seed = 7
+		res, err := noisyGD{}.Fit(ctx, data, Config{Kind: Linear, Epsilon: eps, Delta: 1e-6, Source: noise.NewInsecureSeeded(seed)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		released := []float64{tr}
+		if err := noise.AddGaussian(noise.NewInsecureSeeded(seed), released, plan.TraceNoiseStd); err != nil {
+			t.Fatal(err)
+		}
+		up := math.Min(1, released[0]+4*plan.TraceNoiseStd)
+		h := math.Max(0.5, math.Min(plan.StepCeiling, 1/(2*up)))
+		w := h * plan.NoiseStd * math.Sqrt(float64(plan.Steps)*d)
+		r0 := plan.BaseRadius
+		want := math.Min(r0*math.Max(1, r0/(2*w)), math.Max(r0, 2*DefaultHuberEta*h*float64(plan.Steps)))
+		if math.Abs(res.Radius-want) > 1e-9*want {
+			t.Errorf("ε = %g: the fit's R = %v, the rule at the step used (h = %v, W = %v) gives %v", eps, res.Radius, h, w, want)
+		}
+		if !(math.Abs(want-plan.Radius) > 0.05*want) {
+			t.Errorf("ε = %g: test setup: the step used gives R = %v, the plan's bound %v: the test does not tell them apart", eps, want, plan.Radius)
+		}
+		var said bool
+		for _, line := range res.Privacy.PostProcessing {
+			said = said || strings.Contains(line, "ball R = ") && strings.Contains(line, "= "+fmtG(res.Radius)+" with R₀")
+		}
+		if !said {
+			t.Errorf("ε = %g: no post-processing line states R = %s: %q", eps, fmtG(res.Radius), res.Privacy.PostProcessing)
 		}
 	}
 }
