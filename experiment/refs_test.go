@@ -518,16 +518,17 @@ func TestRefsExperiment(t *testing.T) {
 			}
 		}
 	}
-	// One claim per task and ε, one more for auto, and one more per linear
-	// task and ε: the default against SSP eig-clip on the same noise draws.
-	if n := len(r.Claims); n != (3*len(refsLinearTables)+2*len(refsLogisticTables))*len(refsEps) {
+	// One claim per task and ε, one more for auto, and two more per linear
+	// task and ε: the default against SSP eig-clip on the same noise
+	// draws, and the default's blow-ups.
+	if n := len(r.Claims); n != (4*len(refsLinearTables)+2*len(refsLogisticTables))*len(refsEps) {
 		t.Errorf("%d claims", n)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "utility-refs.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(md), "collinear, excess test RMSE") {
+	if !strings.Contains(string(md), "collinear, excess test RMSE") || !strings.Contains(string(md), "collinear, test RMSE ÷ the non-private fit's on the same split: largest draw") {
 		t.Error("the per-task tables are missing from the summary")
 	}
 	for _, f := range []string{"utility-refs.csv", "utility-refs-1.png", "utility-refs-2.png"} {

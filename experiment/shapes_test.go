@@ -154,7 +154,7 @@ func TestShapesExperiment(t *testing.T) {
 			}
 		}
 	}
-	if n := len(r.Claims); n != (3*len(shapesLinear)+2*len(shapesLogistic))*len(refsEps) {
+	if n := len(r.Claims); n != (4*len(shapesLinear)+2*len(shapesLogistic))*len(refsEps) {
 		t.Errorf("%d claims", n)
 	}
 	md, err := os.ReadFile(filepath.Join(out, "utility-shapes.md"))
