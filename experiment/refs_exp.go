@@ -579,7 +579,8 @@ func refsClaims(a *Aggregate, lin, logit []string) []Claim {
 // linear tasks lin, log-loss and accuracy for the logistic ones logit).
 func refsMarkdown(a *Aggregate, lin, logit []string) string {
 	var b strings.Builder
-	row := func(task, series, metric string) string {
+	// cellsRow renders one method's cells of metric across ε by cell.
+	cellsRow := func(task, series, metric string, cell func(refsStat) string) string {
 		cells := []string{series}
 		for _, eps := range refsEps {
 			s, ok := refsCell(a, task, series, metric, eps)
@@ -587,21 +588,19 @@ func refsMarkdown(a *Aggregate, lin, logit []string) string {
 				cells = append(cells, "–")
 				continue
 			}
-			cells = append(cells, fmt.Sprintf("%.3g ± %.2g (%.1f)", s.mean, s.se, s.maxMed))
+			cells = append(cells, cell(s))
 		}
 		return "| " + strings.Join(cells, " | ") + " |\n"
 	}
+	row := func(task, series, metric string) string {
+		return cellsRow(task, series, metric, func(s refsStat) string {
+			return fmt.Sprintf("%.3g ± %.2g (%.1f)", s.mean, s.se, s.maxMed)
+		})
+	}
 	blowups := func(task, series string) string {
-		cells := []string{series}
-		for _, eps := range refsEps {
-			s, ok := refsCell(a, task, series, "rmse_ratio", eps)
-			if !ok {
-				cells = append(cells, "–")
-				continue
-			}
-			cells = append(cells, fmt.Sprintf("%.2f (%.0f%%)", s.maxMed, 100*s.over3))
-		}
-		return "| " + strings.Join(cells, " | ") + " |\n"
+		return cellsRow(task, series, "rmse_ratio", func(s refsStat) string {
+			return fmt.Sprintf("%.2f (%.0f%%)", s.maxMed, 100*s.over3)
+		})
 	}
 	head := "| method | ε = 0.1 | ε = 0.5 | ε = 1 | ε = 2 |\n| --- | --- | --- | --- | --- |\n"
 	for _, task := range lin {
