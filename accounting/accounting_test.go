@@ -2,6 +2,7 @@ package accounting
 
 import (
 	"math"
+	"math/big"
 	"testing"
 
 	"github.com/dplearn/dplearn/noise"
@@ -161,6 +162,53 @@ func TestDiscreteGaussianDelta(t *testing.T) {
 	}
 	if d, _ := DiscreteGaussianDelta(1, s*(1-1e-6), 1); d <= 1e-5 {
 		t.Fatalf("σ=%v not minimal", s)
+	}
+}
+
+// TestZCDPRoundsUp checks that the ρ of a composition and of the pure and
+// Gaussian-DP conversions is never below its exact rational value, on
+// inputs whose float arithmetic rounds down (0.1 + 0.2 rounds to nearest,
+// which is below the rational sum of the two floats here).
+func TestZCDPRoundsUp(t *testing.T) {
+	exact := func(xs ...float64) *big.Rat {
+		s := new(big.Rat)
+		for _, x := range xs {
+			s.Add(s, new(big.Rat).SetFloat64(x))
+		}
+		return s
+	}
+	below := 0
+	for _, c := range [][2]float64{{0.1, 0.2}, {1e-3, 0.7}, {0.3, 0.6}, {1.0 / 3, 1.0 / 7}} {
+		z, err := ComposeZCDP(ZCDP{c[0]}, ZCDP{c[1]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if new(big.Rat).SetFloat64(z.Rho).Cmp(exact(c[0], c[1])) < 0 {
+			t.Errorf("ComposeZCDP(%v, %v) = %v, below the exact sum", c[0], c[1], z.Rho)
+		}
+		if new(big.Rat).SetFloat64(c[0]+c[1]).Cmp(exact(c[0], c[1])) < 0 {
+			below++
+		}
+	}
+	if below == 0 {
+		t.Fatal("no case where the float sum rounds down: the test has no power")
+	}
+	for _, x := range []float64{0.1, 0.3, 1.0 / 3, 0.7} {
+		sq := new(big.Rat).SetFloat64(x)
+		sq.Mul(sq, sq).Quo(sq, big.NewRat(2, 1))
+		p, _ := PureToZCDP(x)
+		g, _ := GDPToZCDP(x)
+		for _, z := range []ZCDP{p, g} {
+			if new(big.Rat).SetFloat64(z.Rho).Cmp(sq) < 0 {
+				t.Errorf("ρ(%v) = %v is below x²/2", x, z.Rho)
+			}
+			if z.Rho > x*x/2*(1+1e-15) {
+				t.Errorf("ρ(%v) = %v is not x²/2 = %v rounded up", x, z.Rho, x*x/2)
+			}
+		}
+	}
+	if _, err := GDPToZCDP(math.NaN()); err == nil {
+		t.Error("GDPToZCDP(NaN) accepted")
 	}
 }
 

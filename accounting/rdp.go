@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+
+	"github.com/dplearn/dplearn/internal/roundup"
 )
 
 // EpsDelta is an (ε, δ)-DP guarantee.
@@ -37,25 +39,51 @@ func (z ZCDP) Validate() error {
 }
 
 // ComposeZCDP adds the ρ of mechanisms run in sequence (adaptive composition
-// of zCDP, Bun & Steinke 2016 Lemma 2.3).
+// of zCDP, Bun & Steinke 2016 Lemma 2.3). The sum is exact (rational) and
+// rounded up, so the ρ returned is never below the true total.
 func ComposeZCDP(parts ...ZCDP) (ZCDP, error) {
-	var rho float64
+	rho := new(big.Rat)
 	for i, p := range parts {
 		if err := p.Validate(); err != nil {
 			return ZCDP{}, fmt.Errorf("accounting: part %d: %w", i, err)
 		}
-		rho += p.Rho
+		rho.Add(rho, new(big.Rat).SetFloat64(p.Rho))
 	}
-	return ZCDP{rho}, nil
+	z := ZCDP{roundup.Rat(rho)}
+	if err := z.Validate(); err != nil {
+		return ZCDP{}, fmt.Errorf("accounting: composed: %w", err)
+	}
+	return z, nil
 }
 
 // PureToZCDP returns the ρ = ε²/2 of an ε-DP mechanism (Bun & Steinke 2016,
-// Prop. 1.4).
+// Prop. 1.4), rounded up.
 func PureToZCDP(epsilon float64) (ZCDP, error) {
 	if !finite(epsilon) || epsilon < 0 {
 		return ZCDP{}, fmt.Errorf("accounting: ε must be finite and ≥ 0, got %v", epsilon)
 	}
-	return ZCDP{epsilon * epsilon / 2}, nil
+	return ZCDP{roundup.Mul(epsilon, epsilon, 0.5)}, nil
+}
+
+// GDPToZCDP returns the ρ = μ²/2, rounded up, of a μ-Gaussian-DP mechanism.
+//
+// Derivation. μ-GDP means the mechanism's trade-off function between any
+// two neighbours is at least that of N(0, 1) against N(μ, 1) (Dong, Roth &
+// Su 2019). By Blackwell's theorem (their Theorem 2.10 and Proposition
+// 2.8's converse) the neighbours' output laws P, Q are then one
+// post-processing (a Markov kernel) of N(0, 1) and N(μ, 1), and Rényi
+// divergence does not grow under post-processing, so for every α > 1
+// D_α(P‖Q) ≤ D_α(N(0, 1)‖N(μ, 1)) = αμ²/2: the definition of
+// μ²/2-zCDP (Bun & Steinke 2016, Definition 1.1). For one Gaussian
+// release of L2 sensitivity Δ and noise σ, μ = Δ/σ and this is Bun &
+// Steinke's Prop. 1.6; for the discrete Gaussians of package noise it
+// holds with μ = noise.GaussianCalibrationSensitivity(Δ, σ, n)/σ (its
+// documentation, "Compositions and other accountants").
+func GDPToZCDP(mu float64) (ZCDP, error) {
+	if !finite(mu) || mu < 0 {
+		return ZCDP{}, fmt.Errorf("accounting: μ must be finite and ≥ 0, got %v", mu)
+	}
+	return ZCDP{roundup.Mul(mu, mu, 0.5)}, nil
 }
 
 // Epsilon converts ρ-zCDP to (ε, δ)-DP with the standard bound

@@ -193,9 +193,23 @@ func (r Request) checkRanges() error {
 // charge itself (LedgerCharge), made with the guarantee the fit achieved.
 func CheckBudget(r Request, st ledger.State) error {
 	spent, b := st.Spent(), st.Budget
-	if b.IsZCDP() && r.Mechanism != "irls" && r.Mechanism != "fm" {
-		// irls reports its zCDP ρ; fm is pure ε-DP, which is ε²/2-zCDP.
-		return fmt.Errorf("ledger %q is a zCDP (ρ) budget, and --mechanism %s reports an (ε, δ) guarantee that has no ρ to charge; use an (ε, δ) ledger (dplearn ledger create FILE --epsilon E --delta D)", st.Name, r.Mechanism)
+	if b.IsZCDP() {
+		m, ok := regress.LookupMechanism(r.Mechanism)
+		if !ok {
+			return fmt.Errorf("unknown mechanism %q", r.Mechanism)
+		}
+		cfg, err := r.optionConfig()
+		if err != nil {
+			return err
+		}
+		if !m.StatesRho(cfg) {
+			with := ""
+			if m.StatesRho(regress.Config{}) {
+				with = " with these options"
+			}
+			return fmt.Errorf("ledger %q is a zCDP (ρ) budget, and --mechanism %s%s states an (ε, δ) guarantee that has no ρ to charge (a ρ ledger takes %s); use an (ε, δ) ledger (dplearn ledger create FILE --epsilon E --delta D)",
+				st.Name, r.Mechanism, with, strings.Join(regress.RhoMechanisms(), ", "))
+		}
 	}
 	if !b.IsZCDP() && st.ClearlyExceeds(ledger.Charge{Epsilon: r.Epsilon, Delta: r.Delta}) {
 		return fmt.Errorf("refused before reading the data: this fit asks for ε = %g, δ = %g but the ledger %q has spent ε = %g of %g and δ = %g of %g",

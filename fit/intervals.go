@@ -561,13 +561,29 @@ func surrogateMeaning(u schema.Unit, b float64, target string) string {
 // residual summary) to the fit's privacy report: basic composition of the
 // fit's (ε_fit, δ) and the release's (ε_moment, 0). ε_fit + ε_moment is
 // the ε requested (planInference splits it exactly), and BasicComposition
-// adds the ε's and δ's (Dwork & Roth, Theorem 3.16).
+// adds the ε's and δ's (Dwork & Roth, Theorem 3.16). Where the fit reports
+// a zCDP ρ, the composed ρ is ρ_fit + ε_moment²/2: the Laplace release is
+// ε_moment-DP, hence ε_moment²/2-zCDP (Bun & Steinke 2016, Prop. 1.4), and
+// zCDP composes additively (their Lemma 2.3). A ρ ledger is charged that
+// total; without the second term it would be charged the fit alone.
 func composeMoment(p *report.Privacy, eps float64, rel report.Release, what string) error {
 	tot, err := accounting.BasicComposition(accounting.EpsDelta{Epsilon: p.Epsilon, Delta: p.Delta}, accounting.EpsDelta{Epsilon: eps})
 	if err != nil {
 		return fmt.Errorf("compose the target moment's budget: %w", err)
 	}
-	p.Compose(tot.Epsilon, tot.Delta, fmt.Sprintf("basic composition with the Laplace release of the %s for the confidence intervals (ε = %s, part of --ci-share's share of the total) after ε = %s",
+	var rho float64
+	if p.Rho > 0 {
+		moment, err := accounting.PureToZCDP(eps)
+		if err != nil {
+			return fmt.Errorf("compose the target moment's ρ: %w", err)
+		}
+		z, err := accounting.ComposeZCDP(accounting.ZCDP{Rho: p.Rho}, moment)
+		if err != nil {
+			return fmt.Errorf("compose the target moment's ρ: %w", err)
+		}
+		rho = z.Rho
+	}
+	p.Compose(tot.Epsilon, tot.Delta, rho, fmt.Sprintf("basic composition with the Laplace release of the %s for the confidence intervals (ε = %s, part of --ci-share's share of the total) after ε = %s",
 		what, report.Up(eps), report.Up(p.Epsilon)), rel)
 	p.ReplacePostProcessing(regress.Lambda0NotReleased, lambda0ReleasedForIntervals)
 	return nil
@@ -584,14 +600,14 @@ const lambda0ReleasedForIntervals = "Λ0 (the constant term) not released with t
 // in cfg so that the mechanism uses the R printed.
 func setupRadius(mechanism string, cfg *regress.Config, d int, n int64) (radius float64, isDefault, used bool) {
 	given := cfg.ObjPert.Radius
-	var def float64
+	var def, walk float64
 	switch {
 	case mechanism == "noisygd":
 		if cfg.NoisyGD.Radius == 0 {
 			cfg.NoisyGD.Radius = given
 		}
 		given = cfg.NoisyGD.Radius
-		def = regress.NoisyGDRadiusFor(*cfg, d, n)
+		def, _, walk = regress.NoisyGDBallFor(*cfg, d, n)
 		if def == 0 && given == 0 {
 			// The clipped logistic gradient: no ball unless one is given.
 			return 0, false, false
@@ -605,7 +621,7 @@ func setupRadius(mechanism string, cfg *regress.Config, d int, n int64) (radius 
 	}
 	if given == 0 {
 		if mechanism == "noisygd" {
-			if _, _, walk := regress.NoisyGDBallFor(*cfg, d, n); walk > 0 {
+			if walk > 0 {
 				// The noise-walk ball: the fit decides R from its released
 				// step and states it (regress.Result.Radius); def is the
 				// plan's bound until then.

@@ -295,11 +295,16 @@ func (relaxedFM) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int64
 		return report.Privacy{}, 0, fmt.Errorf("relaxed-fm: add noise: %w", err)
 	}
 	q.setReleased(v)
+	rho, err := gaussianRho(noise.GaussianCalibrationSensitivity(sens.Relaxed, sigma, len(v)) / sigma)
+	if err != nil {
+		return report.Privacy{}, 0, fmt.Errorf("relaxed-fm: %w", err)
+	}
 	p := report.Privacy{
 		Mechanism:  "relaxed-fm (relaxed Functional Mechanism, Ding et al.; sensitivities of the Gaussian FM seed, Table A1)",
 		Private:    true,
 		Epsilon:    cfg.Epsilon,
 		Delta:      cfg.Delta,
+		Rho:        rho,
 		Accountant: "one Gaussian mechanism on all released coefficients, analytic Gaussian calibration (Balle & Wang 2018)",
 		Releases: []report.Release{{
 			Name: "Λ1 and upper triangle of Λ2", Entries: len(v), Norm: "L2",
@@ -405,11 +410,16 @@ func (gaussianFM) release(q *Quadratic, cfg Config, lq LogisticQuadratic, n int6
 	if err := noise.AddGaussian(cfg.Source, q.Upper, tau2); err != nil {
 		return report.Privacy{}, 0, fmt.Errorf("gaussian-fm: add noise to Λ2: %w", err)
 	}
+	rho, err := gaussianRho(js.Sensitivity)
+	if err != nil {
+		return report.Privacy{}, 0, fmt.Errorf("gaussian-fm: %w", err)
+	}
 	p := report.Privacy{
 		Mechanism: "gaussian-fm (Gaussian Functional Mechanism, Tasnim et al., with the corrections of PRIVACY-NOTES items 1-4)",
 		Private:   true,
 		Epsilon:   cfg.Epsilon,
 		Delta:     cfg.Delta,
+		Rho:       rho,
 		Accountant: fmt.Sprintf("Λ1 and Λ2 calibrated jointly as one whitened Gaussian mechanism, analytic Gaussian (Balle & Wang 2018): "+
 			"budget split %.2f/%.2f of the separate squared sensitivities (Δ1/τ1)², (Δ2/τ2)²; one replaced record moves the whitened release (Λ1/τ1, Λ2/τ2) "+
 			"by at most J with J² = a/2 + b + a²/(16b) for a = (Δ1/τ1)² ≤ 4b = 4(Δ2/τ2)², else a (regress/joint.go); "+

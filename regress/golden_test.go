@@ -25,7 +25,7 @@ import (
 //	go test ./regress -run TestGoldenFits -v
 //
 // which prints the new digest when it differs.
-const goldenFits = "4534c50151f097222b40f31547984b9fe086846ca93e8a7120f3c0768c1e27b0"
+const goldenFits = "c3931342b6f07c4d1f8033b45cfd0c4e6510ede70656fc11f21ebb98fd4ac95d"
 
 // TestGoldenFits checks that seeded fits of every mechanism are unchanged,
 // as crypto/mlkem's TestAccumulated checks its outputs: one digest over
@@ -74,5 +74,63 @@ func TestGoldenFits(t *testing.T) {
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != goldenFits {
 		t.Errorf("seeded fits changed: digest %s, want %s (see goldenFits: explain the change in the commit)", got, goldenFits)
+	}
+}
+
+// TestRegistryStatesRho fits every private mechanism of the registry on
+// each model it fits and checks that its report agrees with the registry's
+// StatesRho, the rule `dplearn fit --ledger` uses to take or refuse a
+// ρ-zCDP ledger before reading the data: a mechanism said to state ρ must
+// report ρ > 0 or be pure ε-DP (δ = 0), and one said not to must report
+// no ρ and a δ > 0 (else the refusal would turn away a chargeable fit).
+// noisygd is fitted with full and Poisson batches, the two sides of its
+// rule.
+func TestRegistryStatesRho(t *testing.T) {
+	lin := loadNeighbours(t, "CPS1988.csv", "cps1988", 600, `8103.08,20,60,"afam","yes","west","yes"`)
+	logi := loadNeighbours(t, "SmokeBan.csv", "smokeban", 600, `"no","yes",90,"master","yes","yes","male"`)
+	seen := map[bool]int{}
+	for _, m := range regress.Registry() {
+		est, err := regress.New(m.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !est.Private() {
+			continue
+		}
+		batches := []float64{0}
+		if m.Reads("batch-rate") {
+			batches = append(batches, 0.5)
+		}
+		for _, kind := range m.Kinds {
+			ds := lin
+			if kind == regress.Logistic {
+				ds = logi
+			}
+			for _, q := range batches {
+				cfg := regress.Config{Kind: kind, Lambda: -1, Epsilon: 1, Source: noise.NewInsecureSeeded(1)}
+				if m.Privacy.TakesDelta() {
+					cfg.Delta = 1e-6
+				}
+				cfg.NoisyGD.BatchRate = q
+				if q > 0 {
+					cfg.NoisyGD.Iterations = 20
+				}
+				if cfg.Structure, err = regress.GramStructureFor(ds.schema); err != nil {
+					t.Fatal(err)
+				}
+				res, err := regress.WithSchema(est, ds.schema).Fit(context.Background(), ds.data[0], cfg)
+				if err != nil {
+					t.Fatalf("%s %s q=%v: %v", m.Name, kind, q, err)
+				}
+				p, says := res.Privacy, m.StatesRho(cfg)
+				seen[says]++
+				if has := p.Rho > 0 || p.Delta == 0; has != says {
+					t.Errorf("%s %s (batch rate %v): StatesRho = %v, but the report has ρ = %v, δ = %v", m.Name, kind, q, says, p.Rho, p.Delta)
+				}
+			}
+		}
+	}
+	if seen[true] == 0 || seen[false] == 0 {
+		t.Errorf("both sides of the rule must be fitted: %v", seen)
 	}
 }

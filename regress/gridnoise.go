@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/dplearn/dplearn/accounting"
 	"github.com/dplearn/dplearn/noise"
 )
 
@@ -62,4 +63,20 @@ func gaussianStdFor(sens, z float64, m int) (float64, error) {
 		s *= 1 + 1e-9
 	}
 	return s, nil
+}
+
+// gaussianRho returns the zCDP ρ of a Gaussian release on the grid whose
+// calibrated ratio is mu = GaussianCalibrationSensitivity(Δ, σ, n)/σ (or
+// of jointly calibrated blocks whose whitened calibrated sensitivity is
+// mu): ρ = mu²/2 (accounting.GDPToZCDP derives it), with mu nudged up one
+// ulp first so that the division that produced it cannot make ρ low. The
+// discrete Gaussian's Rényi divergence needs only the grid slack, which
+// mu includes, so this ρ is a (slightly conservative) true bound (package
+// noise, "Compositions and other accountants").
+func gaussianRho(mu float64) (float64, error) {
+	z, err := accounting.GDPToZCDP(math.Nextafter(mu, math.Inf(1)))
+	if err != nil {
+		return 0, fmt.Errorf("zCDP ρ: %w", err)
+	}
+	return z.Rho, nil
 }

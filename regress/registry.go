@@ -126,10 +126,31 @@ type Mechanism struct {
 	EpsilonOr string
 	Options   []string
 	new       func() Estimator
+	// rho says whether a fit under c states a zCDP ρ (report.Privacy.Rho)
+	// or is pure ε-DP, which a ρ ledger converts to ε²/2 (StatesRho);
+	// nil: never. rhoOnly names the condition when it is not always.
+	rho     func(c Config) bool
+	rhoOnly string
 }
 
 // Reads reports whether the mechanism reads the option of that flag.
 func (m Mechanism) Reads(flag string) bool { return slices.Contains(m.Options, flag) }
+
+// StatesRho reports whether a fit under c has a guarantee a ρ-zCDP ledger
+// can be charged: a zCDP ρ in its report (every release a Gaussian, or
+// irls's zCDP accountant) or pure ε-DP (ρ = ε²/2). The others state only
+// (ε, δ): objective perturbation's density argument and noisygd's
+// Poisson-subsampled Rényi accounting have no ρ. TestRegistryStatesRho
+// fits every mechanism and checks its report agrees.
+func (m Mechanism) StatesRho(c Config) bool { return m.rho != nil && m.rho(c) }
+
+// always is a rho rule that holds for every configuration.
+func always(Config) bool { return true }
+
+// fullBatch is noisygd's rho rule: full-batch steps compose as Gaussian
+// DP, which is ρ = μ²/2-zCDP; Poisson batches are accounted in Rényi DP
+// with no ρ.
+func fullBatch(c Config) bool { return c.NoisyGD.BatchRate == 0 || c.NoisyGD.BatchRate == 1 }
 
 var (
 	linLog  = []Kind{Linear, Logistic}
@@ -146,25 +167,25 @@ var registry = []Mechanism{
 		new:     func() Estimator { return truncated{} }},
 	{Name: "fm", Kinds: linLog, Privacy: PureEpsilon, Options: fmFlags,
 		Summary: "Functional Mechanism (Zhang et al. 2012): ε-DP, Laplace noise",
-		new:     func() Estimator { return fmEstimator{} }},
+		new:     func() Estimator { return fmEstimator{} }, rho: always},
 	{Name: "gaussian-fm", Kinds: linLog, Privacy: EpsilonDelta, Options: append([]string{"split", "eigen-floor"}, fmFlags...),
 		Summary: "Gaussian FM (Tasnim et al.) with corrected sensitivities and joint\nanalytic-Gaussian calibration: (ε, δ)-DP; the recommended linear default\n(logistic: a quadratic surrogate, not log-odds; use objpert)",
-		new:     func() Estimator { return gaussianFM{} }},
+		new:     func() Estimator { return gaussianFM{} }, rho: always},
 	{Name: "auto", Kinds: linLog, Privacy: EpsilonDelta,
 		Summary: fmt.Sprintf("the most accurate predictor by a public rule in N, d and ε: linear,\nHuber's loss by %s where N·ε/d is in [%d, %d], %s\nelsewhere; logistic, %s's clipped gradient; (ε, δ)-DP, the chosen\nmechanism's guarantee", AutoHuberPath, AutoLow, AutoHigh, AutoLeastSquaresPath, AutoLogisticPath),
-		new:     func() Estimator { return autoEstimator{} }},
+		new:     func() Estimator { return autoEstimator{} }, rho: always},
 	{Name: "relaxed-fm", Kinds: linLog, Privacy: EpsilonDelta, Options: fmFlags,
 		Summary: "relaxed FM (Ding et al.): (ε, δ)-DP, one Gaussian on all coefficients",
-		new:     func() Estimator { return relaxedFM{} }},
+		new:     func() Estimator { return relaxedFM{} }, rho: always},
 	{Name: "objpert", Kinds: linLog, Privacy: EpsilonDelta, Options: []string{"objpert-lambda", "huber", "radius", "objpert-tolerance", "objpert-output-share"},
 		Summary: "objective perturbation as approximate minima perturbation (Iyengar\net al. 2019; Chaudhuri et al. 2011 logistic, Kifer et al. 2012 linear\non a public parameter ball): (ε, δ)-DP, needs --delta; the recommended\nlogistic mechanism for inference: its estimand is the logistic\nmaximum-likelihood estimate (log-odds; de-ridged for intervals)",
 		new:     func() Estimator { return objPert{} }},
 	{Name: "noisygd", Kinds: linLog, Privacy: EpsilonDelta, EpsilonOr: "sigma", Options: []string{"huber", "radius", "iterations", "sigma", "batch-rate", "learning-rate", "gd-ridge"},
 		Summary: "noisy gradient descent (Song et al. 2013), T steps, Huber's loss\n(linear) or clipped gradients (logistic): (ε, δ)-DP by Gaussian DP;\ngive --epsilon/--delta or --sigma; the recommended logistic default\nfor prediction (log-loss and accuracy)",
-		new:     func() Estimator { return noisyGD{} }},
+		new:     func() Estimator { return noisyGD{} }, rho: fullBatch, rhoOnly: "full batch"},
 	{Name: "irls", Kinds: []Kind{Robust}, Privacy: EpsilonDelta, Options: []string{"irls-iterations", "residual-floor", "laplace-first-moment", "irls-split", "irls-warm-start", "irls-form", "lambda", "lambda-factor"},
 		Summary: "DP-IRLS robust L1 regression (Park & Welling), --model robust:\nsymmetric Gaussian noise on the moments, zCDP accounting",
-		new:     func() Estimator { return irlsEstimator{} }},
+		new:     func() Estimator { return irlsEstimator{} }, rho: always},
 	{Name: "irls-wishart", Kinds: []Kind{Robust}, Privacy: EpsilonOptionalDelta, Options: []string{"irls-iterations", "residual-floor", "laplace-first-moment"},
 		Summary: "the seed's Wishart variant: NOT DP, for reproducing its figure only",
 		new:     func() Estimator { return irlsWishart{} }},
@@ -172,10 +193,10 @@ var registry = []Mechanism{
 	// (WithSchema), no options of their own.
 	{Name: "dpme", Kinds: linLog, Privacy: PureEpsilon,
 		Summary: "DPME (Lei 2011): Laplace histogram on the schema's public grid,\nthe model fitted on weighted synthetic cells: ε-DP (a baseline)",
-		new:     func() Estimator { return dpmeEstimator{} }},
+		new:     func() Estimator { return dpmeEstimator{} }, rho: always},
 	{Name: "filter-priority", Kinds: linLog, Privacy: PureEpsilon,
 		Summary: "Filter-Priority (Cormode et al. 2012): geometric noise, a\nthreshold and priority sampling on the same grid: ε-DP (a baseline)",
-		new:     func() Estimator { return filterPriority{} }},
+		new:     func() Estimator { return filterPriority{} }, rho: always},
 }
 
 // Registry returns every mechanism, in the order of the help text.
@@ -239,4 +260,22 @@ func MechanismHelp() string {
 		}
 	}
 	return b.String()
+}
+
+// RhoMechanisms lists, sorted, the mechanisms whose fits can state a zCDP
+// ρ (StatesRho), each with its condition when there is one, e.g.
+// "noisygd (full batch)".
+func RhoMechanisms() []string {
+	var ms []string
+	for _, m := range registry {
+		switch {
+		case m.rho == nil:
+		case m.rhoOnly != "":
+			ms = append(ms, m.Name+" ("+m.rhoOnly+")")
+		default:
+			ms = append(ms, m.Name)
+		}
+	}
+	sort.Strings(ms)
+	return ms
 }

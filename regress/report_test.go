@@ -75,6 +75,9 @@ func TestReportedGuaranteeHolds(t *testing.T) {
 		}
 		switch c.mech {
 		case "fm":
+			if p.Rho != 0 {
+				t.Errorf("fm: ρ = %v stated; pure ε-DP states none (a ρ ledger converts ε)", p.Rho)
+			}
 			r := p.Releases[0]
 			eff := r.Sensitivity + noise.LaplaceGridSlack(r.Scale, r.Entries)
 			if eff/r.Scale > c.eps {
@@ -88,6 +91,7 @@ func TestReportedGuaranteeHolds(t *testing.T) {
 				s2 += e * e
 			}
 			mu := math.Sqrt(s2)
+			floor := mu // the μ recomputed from the formulas
 			if c.mech == "gaussian-fm" {
 				// Calibrated by the joint supremum (joint.go): the printed
 				// whitened sensitivity must be at least the joint figure
@@ -108,7 +112,14 @@ func TestReportedGuaranteeHolds(t *testing.T) {
 				if err := p.WriteText(&b); err != nil || !strings.Contains(b.String(), "L2 sensitivity "+report.Up(p.WhitenedSensitivity)) {
 					t.Errorf("gaussian-fm: the report text does not print the whitened sensitivity:\n%s", b.String())
 				}
-				mu = p.WhitenedSensitivity
+				mu, floor = p.WhitenedSensitivity, joint
+			}
+			// The ρ a zCDP ledger is charged (accounting.GDPToZCDP): at
+			// least μ²/2 for the μ recomputed from the formulas, and no
+			// more than the printed noise's μ²/2 with the sensitivities'
+			// floating-point allowance (1e-6 relative, above).
+			if p.Rho < floor*floor/2 || p.Rho > mu*mu/2*(1+3e-6) {
+				t.Errorf("%s: ρ = %v, want in [%v, %v] (μ²/2 recomputed, printed)", c.mech, p.Rho, floor*floor/2, mu*mu/2)
 			}
 			d, err := accounting.AnalyticGaussianDelta(c.eps, 1, mu)
 			if err != nil {
@@ -263,6 +274,13 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 			}
 		} else if c.mech == "irls" {
 			t.Errorf("%s: no μ in the accountant line %q", c.mech, p.Accountant)
+		}
+		// The ρ a zCDP ledger is charged: at least μ²/2 for the μ of the
+		// releases recomputed here (irls states its zCDP accountant's ρ,
+		// noisygd μ²/2 of its composed steps), and not above it by more
+		// than the discrete margin (irls's accountant needs none).
+		if mu := profileMu(1); p.Rho < mu*mu/2*(1-1e-9) || p.Rho > mu*mu/2*(1+1e-6) {
+			t.Errorf("%s %s: ρ = %v, the releases give μ²/2 = %v", c.mech, c.kind, p.Rho, mu*mu/2)
 		}
 		if d := profile(1); d > c.delta || d < 0.5*c.delta {
 			t.Errorf("%s %s (ε=%v, δ=%v, %+v): the printed noise with the formula sensitivities gives δ = %v at the printed ε = %v", c.mech, c.kind, c.eps, c.delta, cfg.IRLS, d, p.Epsilon)

@@ -29,12 +29,16 @@ type Release struct {
 
 // Privacy is the guarantee of one release (or of a composition of releases).
 type Privacy struct {
-	Mechanism    string    `json:"mechanism"`
-	Private      bool      `json:"private"`           // false for non-private reference fits
-	Epsilon      float64   `json:"epsilon,omitempty"` // overall ε
-	Delta        float64   `json:"delta"`             // overall δ (0 for pure ε-DP)
-	Rho          float64   `json:"rho,omitempty"`     // zCDP ρ where the accountant works in zCDP
-	Accountant   string    `json:"accountant"`        // how (ε, δ) was computed
+	Mechanism string  `json:"mechanism"`
+	Private   bool    `json:"private"`           // false for non-private reference fits
+	Epsilon   float64 `json:"epsilon,omitempty"` // overall ε
+	Delta     float64 `json:"delta"`             // overall δ (0 for pure ε-DP)
+	// Rho is the release's ρ-zCDP guarantee (Bun & Steinke 2016), rounded
+	// up, where the mechanism has one (every release a Gaussian, or pure
+	// ε-DP, whose ρ is ε²/2); 0 means none is known. A ρ ledger is charged
+	// it (fit.LedgerCharge).
+	Rho          float64   `json:"rho,omitempty"`
+	Accountant   string    `json:"accountant"` // how (ε, δ) was computed
 	Neighbouring string    `json:"neighbouring"`
 	Releases     []Release `json:"releases,omitempty"`
 	// WhitenedSensitivity, when > 0, says the first WhitenedReleases
@@ -74,6 +78,9 @@ func (p *Privacy) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "Privacy report\n")
 	fmt.Fprintf(&b, "  mechanism:     %s\n", p.Mechanism)
 	fmt.Fprintf(&b, "  guarantee:     %s\n", p.Guarantee())
+	if p.Private && p.Rho > 0 {
+		fmt.Fprintf(&b, "  zCDP:          ρ = %s (the ρ a zCDP ledger is charged; Bun & Steinke 2016)\n", Up(p.Rho))
+	}
 	if p.Private {
 		fmt.Fprintf(&b, "  accountant:    %s\n", p.Accountant)
 		fmt.Fprintf(&b, "  neighbouring:  %s\n", p.Neighbouring)
@@ -110,11 +117,13 @@ func (p *Privacy) WriteText(w io.Writer) error {
 
 // Compose records a further release composed with the one p describes:
 // epsilon and delta are the composed guarantee, computed by the caller's
-// accountant from p's guarantee and the release's; how says how, and is
-// appended to Accountant after "; then ". The release is listed after p's.
-func (p *Privacy) Compose(epsilon, delta float64, how string, r Release) {
+// accountant from p's guarantee and the release's, and rho the composed
+// zCDP ρ (0 when the composition has none: then p's ρ is dropped, never
+// kept as if it covered the new release); how says how, and is appended
+// to Accountant after "; then ". The release is listed after p's.
+func (p *Privacy) Compose(epsilon, delta, rho float64, how string, r Release) {
 	p.Accountant += "; then " + how
-	p.Epsilon, p.Delta = epsilon, delta
+	p.Epsilon, p.Delta, p.Rho = epsilon, delta, rho
 	p.Releases = append(p.Releases, r)
 }
 

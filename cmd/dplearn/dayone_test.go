@@ -235,21 +235,50 @@ func TestFitLedger(t *testing.T) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
 		}
 	}
-	// A ρ ledger takes irls's ρ, and refuses an (ε, δ) mechanism before
-	// reading the data.
+	// A ρ ledger takes every fit whose guarantee states a ρ (irls's zCDP
+	// accountant, a Gaussian mechanism's μ²/2) and is charged each
+	// model's whole ρ, the intervals' Laplace release included; it
+	// refuses an (ε, δ)-only mechanism before reading the data.
 	rho := filepath.Join(dir, "rho.json")
 	if _, err := runCLI(t, "ledger", "create", rho, "--name", "z", "--rho", "0.5"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "robust", "--mechanism", "irls",
-		"--epsilon", "1", "--delta", "1e-6", "--ledger", rho, "--out", filepath.Join(dir, "r.json")); err != nil {
-		t.Fatal(err)
+	var models []string
+	for _, c := range [][]string{{"robust", "irls", "1"}, {"linear", "gaussian-fm", "0.5"}} {
+		m := filepath.Join(dir, c[1]+"-rho.json")
+		if _, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", c[0], "--mechanism", c[1], "--intervals", "on", "--ci-replicates", "200",
+			"--epsilon", c[2], "--delta", "1e-6", "--ledger", rho, "--out", m); err != nil {
+			t.Fatalf("%s on a ρ ledger: %v", c[1], err)
+		}
+		models = append(models, m)
 	}
 	out, err = runCLI(t, "ledger", "show", rho)
-	if err != nil || !strings.Contains(out, "spent:      ρ = 0.") || !strings.Contains(out, "--mechanism irls") {
-		t.Fatalf("ρ ledger after irls (%v):\n%s", err, out)
+	if err != nil || !strings.Contains(out, "charges:     2") || !strings.Contains(out, "--mechanism irls") || !strings.Contains(out, "--mechanism gaussian-fm") {
+		t.Fatalf("ρ ledger after irls and gaussian-fm (%v):\n%s", err, out)
 	}
-	if _, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "gaussian-fm",
+	rl, err := ledger.Open(rho)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rst, err := rl.State(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range models {
+		mod, err := regress.LoadModel(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := mod.Privacy
+		laplace := false
+		for _, r := range p.Releases {
+			laplace = laplace || r.Noise == "laplace"
+		}
+		if c := rst.Charges[i]; p.Rho <= 0 || c.Rho != p.Rho || !laplace {
+			t.Errorf("%s: charged ρ = %v, the model states ρ = %v (intervals' Laplace release present: %v)", m, c.Rho, p.Rho, laplace)
+		}
+	}
+	if _, err := runCLI(t, "fit", "--data", data, "--schema", sch, "--model", "linear", "--mechanism", "objpert",
 		"--epsilon", "0.1", "--delta", "1e-6", "--ledger", rho, "--out", third); err == nil || !strings.Contains(err.Error(), "zCDP (ρ) budget") {
 		t.Fatalf("(ε, δ) fit on a ρ ledger: %v", err)
 	}
