@@ -316,15 +316,6 @@ func DefaultNoisyGDRadius(kind Kind, d int, n int64, epsilon float64) float64 {
 // `dplearn experiment huber-sweep` (docs/mechanisms.md).
 const NoisyGDHuberBallFactor = 2
 
-// NoisyGDRadiusFor returns the default ball of noisygd for cfg on n rows
-// (units under a privacy unit) with d coefficients:
-// DefaultNoisyGDRadius, times NoisyGDHuberBallFactor with the Huber loss,
-// grown by the noise-walk rule where it applies (NoisyGDBallFor).
-func NoisyGDRadiusFor(cfg Config, d int, n int64) float64 {
-	r, _, _ := NoisyGDBallFor(cfg, d, n)
-	return r
-}
-
 // NoisyGDBallFor returns noisygd's default ball R for cfg on n rows (units
 // under a privacy unit) with d coefficients, and, where the noise-walk rule
 // applies (Huber's loss, full batch, a target ε; see "The noise-walk
