@@ -93,10 +93,10 @@ import (
 // classic one (Mironov 2017) secondary. Given a target (ε, δ) instead of
 // Sigma, the smallest z meeting the headline ε is found by bisection.
 
-// # The data-scaled step (Huber's loss, full batch, issue 26)
+// # The data-scaled step (Huber's loss and the clipped logistic gradient, full batch, issue 26)
 //
-// The default step 1/L uses L = 2, the smoothness bound of the loss for
-// ‖x‖ ≤ 1. A table whose rows use little of the unit ball has a much
+// The default step 1/L uses L = 2 (Huber) or ¼ (the clipped logistic
+// gradient), the smoothness bound of the loss for ‖x‖ ≤ 1. A table whose rows use little of the unit ball has a much
 // flatter loss: on the 229,000-row designs of `dplearn experiment
 // utility-shapes` the Hessian's eigenvalues are 0.002–0.005, and 1,000
 // steps of 1/2 leave the fit short of the minimiser whatever ε (its excess
@@ -114,15 +114,24 @@ import (
 //     T): where it is at most 1/L, the step is 1/L and nothing more is
 //     released, so the mechanism is the one without this section;
 //   - a stability bound from the data: the smoothness of the average
-//     Huber loss is at most 2λ_max(XᵀX/N) ≤ 2·tr(XᵀX/N). The trace t =
+//     loss is at most L·λ_max(XᵀX/N) ≤ L·tr(XᵀX/N) (lossSmoothness: for
+//     the clipped logistic gradient too, whose per-row field is the
+//     gradient of a convex ¼-smooth loss, below). The trace t =
 //     (1/N)Σ‖x_i‖² is released once with Gaussian noise (share
 //     NoisyGDTraceShare of μ², below), and t⁺ = min(1, t̃ +
 //     NoisyGDTraceMargin·σ_t) bounds it above except with probability
 //     Φ(−NoisyGDTraceMargin) ≈ 3·10⁻⁵. The step is
-//     η = max(1/L, min(ceiling, 1/(2t⁺ + λ))). Gradient descent on an
-//     L'-smooth loss is stable for η < 2/L', so η ≤ 1/(2t⁺) diverges only
-//     when t⁺ < λ_max/2 ≤ t/2, below even the failure of the bound; and
-//     Huber's ball (post-processing) bounds the iterates in any case.
+//     η = max(1/L, min(ceiling, 1/(L·t⁺ + λ))). Gradient descent on an
+//     L'-smooth loss is stable for η < 2/L', so η ≤ 1/(L·t⁺) diverges
+//     only when t⁺ < λ_max/2 ≤ t/2, below even the failure of the bound;
+//     and Huber's ball (post-processing) bounds the iterates in any case.
+//
+// The clipped logistic gradient of a row is x·ψ(xᵀω) with ψ(z) =
+// clip(σ(z) − y, ±c/‖x‖), c the clip: a clip of the nondecreasing
+// σ(z) − y is nondecreasing with slope ≤ σ'(z) ≤ ¼, so the field is the
+// gradient of φ(xᵀω), φ convex with φ' = ψ, and its Jacobian ψ'·xxᵀ ⪯
+// xxᵀ/4: the average is (¼)λ_max(XᵀX/N)-smooth, and the same trace bounds
+// it. Its ceiling has its own factor, NoisyGDLogisticStepNoiseFactor.
 //
 // Sensitivity of the trace (replace-one, ‖x‖² ∈ [0, 1 + encTol] as
 // checkRows accepts): one row moves Σ‖x_i‖² by at most 1 + encTol, so
@@ -150,8 +159,33 @@ import (
 // the only embedded cells where a ceiling of c ≥ 0.5 exceeds 1/L).
 
 // NoisyGDStepNoiseFactor is c of the data-scaled step's public ceiling
-// η ≤ 1/(c·√(dT)·s) (see above).
+// η ≤ 1/(c·√(dT)·s) (see above) for Huber's loss.
 const NoisyGDStepNoiseFactor = 0.5
+
+// NoisyGDLogisticStepNoiseFactor is c of the data-scaled step's public
+// ceiling for the clipped logistic gradient, chosen by paired pilots
+// (docs/mechanisms.md, "noisygd's data-scaled step").
+const NoisyGDLogisticStepNoiseFactor = 0.2
+
+// stepNoiseFactor is c of the data-scaled step's ceiling for kind.
+func stepNoiseFactor(kind Kind) float64 {
+	if kind == Logistic {
+		return NoisyGDLogisticStepNoiseFactor
+	}
+	return NoisyGDStepNoiseFactor
+}
+
+// lossSmoothness is L of the step 1/L per unit of ‖x‖²: the Huber and
+// squared losses' Hessian is at most 2xxᵀ, the logistic loss's
+// σ'(xᵀω)xxᵀ ⪯ xxᵀ/4 (and the clipped logistic gradient's Jacobian, see
+// the data-scaled step), so the average loss is L·λ_max(XᵀX/N)-smooth,
+// at most L·tr(XᵀX/N) and at most L for ‖x‖ ≤ 1.
+func lossSmoothness(kind Kind) float64 {
+	if kind == Logistic {
+		return 0.25 // σ' ≤ ¼
+	}
+	return 2 // Huber's and the squared loss's ℓ'' ≤ 2
+}
 
 // NoisyGDTraceShare is the share of the Gaussian-DP μ² that releases the
 // trace of XᵀX/N for the data-scaled step (the gradients keep 1 − share:
@@ -176,8 +210,9 @@ type NoisyGDOptions struct {
 	Radius float64
 	// LearningRate is η; 0 means 1/L with L the smoothness bound of the
 	// average loss (2 + λ linear, 1/4 + λ logistic), or, on Huber's loss
-	// with full batches and a target ε, the data-scaled step where its
-	// public ceiling exceeds 1/L (see above).
+	// or the clipped logistic gradient with full batches and a target ε,
+	// the data-scaled step where its public ceiling exceeds 1/L (see
+	// above).
 	LearningRate float64
 	// Lambda is a data-independent ridge λ added to the objective (default
 	// 0).
@@ -678,11 +713,7 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 		return p, fmt.Errorf("noisygd: learning rate must be finite and > 0, got %v", opt.LearningRate)
 	}
 	if p.LearningRate == 0 {
-		smooth := 2.0
-		if kind == Logistic {
-			smooth = 0.25
-		}
-		p.LearningRate = 1 / (smooth + p.Lambda)
+		p.LearningRate = 1 / (lossSmoothness(kind) + p.Lambda)
 	}
 	if math.IsNaN(opt.Sigma) || math.IsInf(opt.Sigma, 0) || opt.Sigma < 0 {
 		return p, fmt.Errorf("noisygd: noise multiplier must be finite and > 0, got %v", opt.Sigma)
@@ -731,12 +762,13 @@ func planNoisyGD(kind Kind, epsilon, delta float64, n int64, k int, d int, opt N
 		if err != nil {
 			return p, err
 		}
-		if opt.LearningRate == 0 && p.BatchRate == 1 && kind == Linear && eta > 0 {
+		if opt.LearningRate == 0 && p.BatchRate == 1 && eta > 0 {
 			// The data-scaled step (see above): its ceiling at the
 			// noise of the whole budget decides, publicly, whether the
 			// trace is released at all.
+			c := stepNoiseFactor(kind)
 			ceil := func(s float64) float64 {
-				return 1 / (NoisyGDStepNoiseFactor * math.Sqrt(float64(d)*float64(p.Steps)) * s)
+				return 1 / (c * math.Sqrt(float64(d)*float64(p.Steps)) * s)
 			}
 			if ceil(z*p.Sensitivity) > p.LearningRate {
 				mu := math.Sqrt(float64(p.Steps)) / z
@@ -984,7 +1016,7 @@ func (p *NoisyGDPlan) run(ctx context.Context, rows []float64, k int, src noise.
 
 // dataStep releases the trace t = (1/N)Σ‖x_i‖² (N the public p.N) with
 // noise p.TraceNoiseStd and returns the data-scaled step
-// max(1/L, min(ceiling, 1/(2t⁺ + λ))), t⁺ = min(1, t̃ + margin·σ_t) (see
+// max(1/L, min(ceiling, 1/(L·t⁺ + λ))), t⁺ = min(1, t̃ + margin·σ_t) (see
 // the data-scaled step above). A t⁺ ≤ 0 (the noise far below a tiny trace)
 // leaves the ceiling.
 func (p NoisyGDPlan) dataStep(rows []float64, k int, src noise.Source) (float64, error) {
@@ -994,7 +1026,7 @@ func (p NoisyGDPlan) dataStep(rows []float64, k int, src noise.Source) (float64,
 	}
 	step := p.StepCeiling
 	if up := math.Min(1, t[0]+NoisyGDTraceMargin*p.TraceNoiseStd); up > 0 {
-		step = math.Min(step, 1/(2*up+p.Lambda))
+		step = math.Min(step, 1/(lossSmoothness(p.Kind)*up+p.Lambda))
 	}
 	return math.Max(p.LearningRate, step), nil
 }
@@ -1099,8 +1131,8 @@ func (p NoisyGDPlan) report(cfg Config) report.Privacy {
 			Noise:       "gaussian",
 			Scale:       p.TraceNoiseStd,
 		})
-		r.PostProcessing = append(r.PostProcessing, fmt.Sprintf("step size max(1/L, min(%s, 1/(2t⁺ + λ))) = %s with t⁺ = min(1, released trace + %g·%s) (the data-scaled step)",
-			fmtG(p.StepCeiling), fmtG(p.LearningRate), float64(NoisyGDTraceMargin), fmtG(p.TraceNoiseStd)))
+		r.PostProcessing = append(r.PostProcessing, fmt.Sprintf("step size max(1/L, min(%s, 1/(%g·t⁺ + λ))) = %s with t⁺ = min(1, released trace + %g·%s) (the data-scaled step)",
+			fmtG(p.StepCeiling), lossSmoothness(p.Kind), fmtG(p.LearningRate), float64(NoisyGDTraceMargin), fmtG(p.TraceNoiseStd)))
 	}
 	if p.BaseRadius > 0 {
 		r.PostProcessing = append(r.PostProcessing, fmt.Sprintf("ball R = min(R₀·max(1, R₀/(%g·W)), max(R₀, 2η·h·T)) = %s with R₀ = %s and W = h·s·√(T·d) = %s at the step h = %s (the noise-walk ball: public once the step is)",

@@ -89,7 +89,7 @@ var options = []Option{
 		func(c *Config) *float64 { return &c.NoisyGD.Sigma }),
 	field("batch-rate", 0.0, "noisygd: Poisson sampling rate q of mini-batches (0 or 1: full batch)",
 		func(c *Config) *float64 { return &c.NoisyGD.BatchRate }),
-	field("learning-rate", 0.0, "noisygd: step size (0: 1/L, L the smoothness bound; on Huber's loss at large N·ε/d, the data-scaled step: a 2% share of the budget releases the rows' mean squared norm)",
+	field("learning-rate", 0.0, "noisygd: step size (0: 1/L, L the smoothness bound; on Huber's loss and the clipped logistic gradient at large N·ε/d, the data-scaled step: a 2% share of the budget releases the rows' mean squared norm)",
 		func(c *Config) *float64 { return &c.NoisyGD.LearningRate }),
 	field("gd-ridge", 0.0, "noisygd: data-independent ridge added to the objective",
 		func(c *Config) *float64 { return &c.NoisyGD.Lambda }),

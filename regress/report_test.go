@@ -171,7 +171,7 @@ func TestPrintedGuaranteeIsExactProfile(t *testing.T) {
 		{"noisygd", Linear, lin, 1, 1e-5, 250, func(c *Config) { c.Huber = -1 }}, // the squared loss on the ball: T = min(1000, max(100, ⌊Nε/(2d)⌋)) = ⌊3000/12⌋
 		{"noisygd", Linear, lin, 0.5, 1e-6, 100, func(c *Config) { c.Huber = 0.3; c.NoisyGD.Iterations = 100 }},
 		{"noisygd", Linear, lin, 2, 1e-6, 50, func(c *Config) { c.NoisyGD.Iterations = 50 }},                    // the data-scaled step: the trace released once (TestNoisyGDDataStep)
-		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40 }},               // the gradient clipped to norm c = 0.5 (issue 26)
+		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40 }},               // the gradient clipped to norm c = 0.5 (issue 26), and its data-scaled step's trace
 		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40; c.Huber = -1 }}, // unclipped, on the ball 2√d
 		{"noisygd", Logistic, logi, 0.5, 1e-6, 40, func(c *Config) { c.NoisyGD.Iterations = 40; c.Huber = 0.2 }},
 		// The warm start's two Gaussian FM releases happen once ("(once)"

@@ -337,11 +337,12 @@ func TestIRLSNoisyGDUnitPrintedGuaranteeIsExactProfile(t *testing.T) {
 		// Linear: the default Huber loss (D = 4η, η by the rule at N =
 		// units) and the squared loss on the ball (--huber -1); logistic:
 		// the default clipped gradient (D = 2c) and the unclipped loss.
-		// At ε = 4 the linear Huber fit also releases the trace for its
-		// data-scaled step (the ceiling exceeds ½ there): a second release,
-		// sensitivity (1 + encTol)/units, composed with the T steps.
+		// At ε = 4 the linear Huber fit and the clipped logistic fit also
+		// release the trace for their data-scaled step (the ceiling
+		// exceeds 1/L there): a second release, sensitivity
+		// (1 + encTol)/units, composed with the T steps.
 		type fitCase struct{ huber, eps float64 }
-		cases := map[Kind][]fitCase{Linear: {{0, eps}, {-1, eps}, {0, 4}}, Logistic: {{0, eps}, {-1, eps}}}[kind]
+		cases := map[Kind][]fitCase{Linear: {{0, eps}, {-1, eps}, {0, 4}}, Logistic: {{0, eps}, {-1, eps}, {0, 4}}}[kind]
 		for _, fc := range cases {
 			huber, eps := fc.huber, fc.eps
 			cfg := Config{Kind: kind, Epsilon: eps, Delta: delta, Lambda: -1, Huber: huber, Source: noise.NewInsecureSeeded(4), NoisyGD: NoisyGDOptions{Iterations: T}}
@@ -366,10 +367,10 @@ func TestIRLSNoisyGDUnitPrintedGuaranteeIsExactProfile(t *testing.T) {
 			if !(r.Sensitivity >= D/U && r.Sensitivity <= D/U*(1+1e-6)) {
 				t.Errorf("%s: printed sensitivity %v, formula D/units %v", name, r.Sensitivity, D/U)
 			}
-			// The trace is released only by the linear Huber fit, and at
-			// ε = 4 it must be (the ceiling exceeds ½ there).
-			huberLinear := kind == Linear && huber == 0
-			if n := len(p.Releases); n > 2 || (n == 2 && !huberLinear) || (eps == 4 && n != 2) {
+			// The trace is released only by the default (clipped) losses,
+			// and at ε = 4 it must be (the ceiling exceeds 1/L there).
+			clipped := huber == 0
+			if n := len(p.Releases); n > 2 || (n == 2 && !clipped) || (eps == 4 && n != 2) {
 				t.Fatalf("%s: %d releases", name, n)
 			}
 			var tr *report.Release

@@ -13,15 +13,17 @@ import (
 
 // TestFitNoisyGDDataStepThroughCLI runs `dplearn fit --mechanism noisygd`
 // where its data-scaled step fires (all 28,155 CPS 1988 rows at ε = 2: the
-// public ceiling 1/(2√(dT)·s) exceeds 1/L) and where it does not (3,000
-// rows; --learning-rate given), and `--mechanism auto` where its rule picks
-// noisygd. From the JSON report alone it recomputes what the data-scaled
+// public ceiling 1/(0.5·√(dT)·s) exceeds 1/L) and where it does not (3,000
+// rows; --learning-rate given), `--mechanism auto` where its rule picks
+// noisygd, and the logistic default (the clipped gradient; all 10,000
+// SmokeBan rows at ε = 2, ceiling 1/(0.2·√(dT)·s) above 1/L = 4, the step
+// 1/(¼·t⁺ + λ)). From the JSON report alone it recomputes what the data-scaled
 // step promises (regress/noisygd.go, "The data-scaled step"): a second
 // release, the trace, with sensitivity (1 + encTol)/N; the composed
 // μ = √(T·(Δ/σ)² + (Δ_t/σ_t)²) within the grid slack of the printed one;
 // the printed (ε, δ) from that μ by the Gaussian-DP curve written out here;
-// the trace's share 2% of μ²; and the printed ceiling from the gradient
-// release's noise.
+// the trace's share 2% of μ²; the printed ceiling from the gradient
+// release's noise; and, for the linear fits, the noise-walk ball.
 func TestFitNoisyGDDataStepThroughCLI(t *testing.T) {
 	ds, err := exampledata.Get("cps1988")
 	if err != nil {
@@ -32,21 +34,30 @@ func TestFitNoisyGDDataStepThroughCLI(t *testing.T) {
 	full := writeFile(t, dir, "cps.csv", string(ds.CSV))
 	small := writeFile(t, dir, "cps3000.csv", strings.Join(lines[:3001], ""))
 	sch := writeFile(t, dir, "cps.json", string(ds.Schema))
+	smoke, err := exampledata.Get("smokeban")
+	if err != nil {
+		t.Fatal(err)
+	}
+	smokeCSV := writeFile(t, dir, "smokeban.csv", string(smoke.CSV))
+	smokeSch := writeFile(t, dir, "smokeban.json", string(smoke.Schema))
 	const eps, delta = 2.0, 1e-6
 	for _, tc := range []struct {
-		name      string
-		data      string
-		mechanism string
-		flags     []string
-		step      bool // the trace is released and the data-scaled step used
+		name        string
+		data, sch   string
+		model       string
+		mechanism   string
+		flags       []string
+		step        bool    // the trace is released and the data-scaled step used
+		c, invL, lt float64 // the ceiling's factor, 1/L, and L per unit of trace, written out
 	}{
-		{"full table", full, "noisygd", nil, true},
-		{"auto picks noisygd", full, "auto", nil, true},
-		{"learning rate given", full, "noisygd", []string{"--learning-rate", "0.25"}, false},
-		{"3000 rows", small, "noisygd", nil, false},
+		{"full table", full, sch, "linear", "noisygd", nil, true, 0.5, 0.5, 2},
+		{"auto picks noisygd", full, sch, "linear", "auto", nil, true, 0.5, 0.5, 2},
+		{"learning rate given", full, sch, "linear", "noisygd", []string{"--learning-rate", "0.25"}, false, 0, 0, 0},
+		{"3000 rows", small, sch, "linear", "noisygd", nil, false, 0, 0, 0},
+		{"logistic, the clipped gradient", smokeCSV, smokeSch, "logistic", "noisygd", nil, true, 0.2, 4, 0.25},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			args := append([]string{"fit", "--data", tc.data, "--schema", sch, "--model", "linear", "--mechanism", tc.mechanism,
+			args := append([]string{"fit", "--data", tc.data, "--schema", tc.sch, "--model", tc.model, "--mechanism", tc.mechanism,
 				"--epsilon", "2", "--delta", "1e-6", "--seed", "5", "--format", "json", "--out", dir + "/m.json"}, tc.flags...)
 			out, err := runCLI(t, args...)
 			if err != nil {
@@ -111,9 +122,21 @@ func TestFitNoisyGDDataStepThroughCLI(t *testing.T) {
 			if share := muT * muT / (recomputed * recomputed); math.Abs(share-0.02) > 0.001 {
 				t.Errorf("the trace's share of μ² is %v, want 0.02", share)
 			}
-			ceil := 1 / (0.5 * math.Sqrt(float64(g.Entries*steps)) * g.Scale)
-			if want := strconv.FormatFloat(ceil, 'g', 4, 64); !strings.Contains(stepLine, "min("+want+",") {
-				t.Errorf("the step line does not print the ceiling 1/(2√(dT)·s) = %s:\n%s", want, stepLine)
+			ceil := 1 / (tc.c * math.Sqrt(float64(g.Entries*steps)) * g.Scale)
+			if want := strconv.FormatFloat(ceil, 'g', 4, 64); !strings.Contains(stepLine, "min("+want+", 1/("+strconv.FormatFloat(tc.lt, 'g', -1, 64)+"·t⁺ + λ))") {
+				t.Errorf("the step line does not print the ceiling 1/(%v√(dT)·s) = %s and the bound 1/(%v·t⁺ + λ):\n%s", tc.c, want, tc.lt, stepLine)
+			}
+			if tc.model == "logistic" {
+				// The clipped gradient has no ball; its step is printed
+				// in the step line: at least 1/L, at most the ceiling.
+				sm := regexp.MustCompile(`\)\)\) = ([0-9.e+-]+) with t⁺`).FindStringSubmatch(stepLine)
+				if sm == nil {
+					t.Fatalf("no step in the step line:\n%s", stepLine)
+				}
+				if h, _ := strconv.ParseFloat(sm[1], 64); h < tc.invL || h > ceil*(1+1e-3) {
+					t.Errorf("step h = %v outside [1/L = %v, ceiling %v]", h, tc.invL, ceil)
+				}
+				return
 			}
 			// The noise-walk ball (regress/noisygd.go): R = min(R₀·R₀/(2W),
 			// max(R₀, 2η·h·T)), W = h·s·√(T·d), h the step used (printed:
@@ -127,7 +150,7 @@ func TestFitNoisyGDDataStepThroughCLI(t *testing.T) {
 				got[i], _ = strconv.ParseFloat(nm[i+1], 64)
 			}
 			h, r0 := got[3], got[1]
-			if h < 0.5 || h > ceil*(1+1e-3) {
+			if h < tc.invL || h > ceil*(1+1e-3) {
 				t.Errorf("step h = %v outside [1/L, ceiling %v]", h, ceil)
 			}
 			w := h * g.Scale * math.Sqrt(float64(steps*g.Entries))
