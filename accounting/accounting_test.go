@@ -210,6 +210,40 @@ func TestZCDPRoundsUp(t *testing.T) {
 	if _, err := GDPToZCDP(math.NaN()); err == nil {
 		t.Error("GDPToZCDP(NaN) accepted")
 	}
+	// The Gaussian mechanism's ρ = Δ²/(2σ²) and T steps of it: exact
+	// from the floats, rounded up (the float formula rounds down on some
+	// of these pairs, which gives the check its power).
+	down := 0
+	for _, c := range [][2]float64{{0.1, 0.3}, {1e-3, 0.07}, {1.0 / 3, 1.0 / 7}, {0.7, 2.9}, {3e-5, 0.011}} {
+		sens, sigma := c[0], c[1]
+		want := new(big.Rat).SetFloat64(sens)
+		want.Mul(want, want)
+		s2 := new(big.Rat).SetFloat64(sigma)
+		want.Quo(want, s2.Mul(s2, s2))
+		want.Quo(want, big.NewRat(2, 1))
+		rho, err := GaussianZCDP(sigma, sens)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := sens / sigma; new(big.Rat).SetFloat64(r*r/2).Cmp(want) < 0 {
+			down++
+		}
+		f, _ := want.Float64()
+		if new(big.Rat).SetFloat64(rho).Cmp(want) < 0 || rho > f*(1+0x1p-52) {
+			t.Errorf("GaussianZCDP(σ=%v, Δ=%v) = %v, want the exact %v rounded up", sigma, sens, rho, want.FloatString(25))
+		}
+		steps, err := GaussianSteps(sigma, sens, 7, 1e-6)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.Mul(want, big.NewRat(7, 1))
+		if f, _ = want.Float64(); new(big.Rat).SetFloat64(steps.Rho).Cmp(want) < 0 || steps.Rho > f*(1+4*0x1p-52) {
+			t.Errorf("GaussianSteps(σ=%v, Δ=%v, 7).Rho = %v, want 7Δ²/(2σ²) = %v rounded up", sigma, sens, steps.Rho, want.FloatString(25))
+		}
+	}
+	if down == 0 {
+		t.Error("no Gaussian pair where the float formula rounds down: the check has no power")
+	}
 }
 
 func TestZCDPConversions(t *testing.T) {

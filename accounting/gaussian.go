@@ -175,9 +175,9 @@ func LaplaceScale(epsilon, l1Sensitivity float64) (float64, error) {
 	return math.Nextafter(b, math.Inf(1)), nil
 }
 
-// GaussianZCDP returns ρ = Δ²/(2σ²): the Gaussian mechanism with noise σ and
-// L2 sensitivity Δ is ρ-zCDP (Bun & Steinke 2016, Prop. 1.6). No grid slack
-// is included.
+// GaussianZCDP returns ρ = Δ²/(2σ²), computed exactly from the two floats
+// and rounded up: the Gaussian mechanism with noise σ and L2 sensitivity Δ
+// is ρ-zCDP (Bun & Steinke 2016, Prop. 1.6). No grid slack is included.
 func GaussianZCDP(sigma, sens float64) (float64, error) {
 	if err := checkPositive("σ", sigma); err != nil {
 		return 0, err
@@ -185,8 +185,11 @@ func GaussianZCDP(sigma, sens float64) (float64, error) {
 	if err := checkPositive("sensitivity", sens); err != nil {
 		return 0, err
 	}
-	r := sens / sigma
-	return r * r / 2, nil
+	r := new(big.Rat).SetFloat64(sens)
+	r.Mul(r, r)
+	s := new(big.Rat).SetFloat64(sigma)
+	r.Quo(r, s.Mul(s, s))
+	return roundup.Rat(r.Quo(r, big.NewRat(2, 1))), nil
 }
 
 // DiscreteGaussianDelta returns the exact δ(ε) of the discrete Gaussian

@@ -367,7 +367,7 @@ func GaussianSteps(sigma, sens float64, steps int, delta float64) (GaussianSteps
 	if err := checkDelta(delta); err != nil {
 		return GaussianStepsResult{}, err
 	}
-	z := ZCDP{rho * float64(steps)}
+	z := ZCDP{roundup.Mul(rho, float64(steps))}
 	var res GaussianStepsResult
 	res.Rho = z.Rho
 	l := math.Log(1 / delta)

@@ -469,29 +469,49 @@ func planIRLS(epsilon, delta float64, n int64, k int, d int, opt IRLSOptions) (I
 			return p, fmt.Errorf("irls: warm start: %w", err)
 		}
 		p.FMTau1, p.FMTau2, p.FMWhitened = js.Tau1, js.Tau2, js.Sensitivity
-		rhoFM = js.Sensitivity * js.Sensitivity / 2
+		if rhoFM, err = gaussianRho(js.Sensitivity); err != nil {
+			return p, fmt.Errorf("irls: warm start: %w", err)
+		}
 	}
 	if p.SigmaB, err = gaussSigma(p.SensB, math.Sqrt(muB2), nSecond); err != nil {
 		return p, err
 	}
 	sb := noise.GaussianCalibrationSensitivity(p.SensB, p.SigmaB, nSecond)
-	p.RhoB = sb * sb / (2 * p.SigmaB * p.SigmaB)
+	if p.RhoB, err = accounting.GaussianZCDP(p.SigmaB, sb); err != nil {
+		return p, fmt.Errorf("irls: %w", err)
+	}
 	if p.FirstMoment == "gaussian" {
 		p.SensA = roundedSensitivity(sensFirst, 4, d, e, false)
 		if p.ScaleA, err = gaussSigma(p.SensA, math.Sqrt(muA2), d); err != nil {
 			return p, err
 		}
 		sa := noise.GaussianCalibrationSensitivity(p.SensA, p.ScaleA, d)
-		p.RhoA = sa * sa / (2 * p.ScaleA * p.ScaleA)
+		if p.RhoA, err = accounting.GaussianZCDP(p.ScaleA, sa); err != nil {
+			return p, fmt.Errorf("irls: %w", err)
+		}
 	} else {
 		p.SensA = roundedSensitivity(sensFirst, 4, d, e, true)
 		epsA := math.Sqrt(muA2)
 		if p.ScaleA, err = accounting.LaplaceScale(epsA, p.SensA); err != nil {
 			return p, fmt.Errorf("irls: calibrate Laplace noise: %w", err)
 		}
-		p.RhoA = epsA * epsA / 2
+		za, err := accounting.PureToZCDP(epsA)
+		if err != nil {
+			return p, fmt.Errorf("irls: %w", err)
+		}
+		p.RhoA = za.Rho
 	}
-	z := accounting.ZCDP{Rho: J*(p.RhoA+p.RhoB) + rhoFM}
+	// ρ = J(ρ_A + ρ_B) + ρ_FM, each term and the sum rounded up (the sum
+	// exactly, accounting.ComposeZCDP).
+	parts := make([]accounting.ZCDP, 0, 2*p.Iterations+1)
+	for j := 0; j < p.Iterations; j++ {
+		parts = append(parts, accounting.ZCDP{Rho: p.RhoA}, accounting.ZCDP{Rho: p.RhoB})
+	}
+	parts = append(parts, accounting.ZCDP{Rho: rhoFM})
+	z, err := accounting.ComposeZCDP(parts...)
+	if err != nil {
+		return p, fmt.Errorf("irls: %w", err)
+	}
 	p.Rho = z.Rho
 	if p.EpsilonZCDP, err = z.Epsilon(delta); err != nil {
 		return p, fmt.Errorf("irls: %w", err)
