@@ -14,6 +14,11 @@ import (
 // arithmetic moved to accounting, describe and ledger, so the move is
 // checked byte for byte, not claimed; any change of a printed figure,
 // word or rounding fails the case that shows it.
+//
+// One digest changed since, on purpose: gaussian-steps --format json
+// (issue 26, twelfth pass), when ρ = T·Δ²/(2σ²) began to be rounded up
+// exactly; ρ and the two RDP ε computed from it moved up by one ulp
+// (0.5000095367886388 → …389), the text output is unchanged.
 func TestCalculatorOutputsPinned(t *testing.T) {
 	for _, c := range []struct{ digest, args string }{
 		{"2262ebca4f525746cebceb11d5a64e8bd502b77d9b768a5f02668a7b62c91f46", "privacy binomial --epsilon 1 --delta 1e-5 --sensitivity 1 --format text"},
@@ -32,7 +37,7 @@ func TestCalculatorOutputsPinned(t *testing.T) {
 		{"30cc025007cf1776731ff7a65b8e2af68fd60f661be7fd3bb7f7d57cef6ee0c6", "privacy binomial --epsilon 2 --delta 1e-9 --sensitivity 7 --format json"},
 		{"568cefffe638db04a7caf8bb85e3f85472a6a7f63ae748ddd99447ef56d7d070", "privacy calibrate --mechanism gaussian --epsilon 1 --delta 1e-5 --sensitivity 1 --format json"},
 		{"56a513fbb6c682888b9c1133813ab5037abf813b90574fb683ba83b2a1dc3e68", "privacy calibrate --mechanism laplace --epsilon 0.3 --sensitivity 2 --format json"},
-		{"d964365a26cbc4f22e904e30005f58b2a50775e0e311ad3b107f2791ea25b6c9", "privacy gaussian-steps --sigma 10 --sensitivity 1 --steps 100 --delta 1e-5 --format json"},
+		{"c530db1f61fc52a772b3c2a9e8514dd0f63198857443e484431c0da4194f0ab4", "privacy gaussian-steps --sigma 10 --sensitivity 1 --steps 100 --delta 1e-5 --format json"},
 		{"55fa90eb716e9c5870fea8730cc1db01b9dcdbe126c56b6bfd1d073e0c26b011", "privacy gaussian-steps --sigma 10 --sensitivity 1 --steps 100 --delta 1e-5 --no-grid-slack --format json"},
 		{"2ab0973209eb302b157b27987dece57cdc36bfed28d0ff709db1a008c13d199a", "privacy cape --sites 3 --n 100 --tau 0.106 --epsilon 0.9 --format json"},
 		{"79ddd795e06d55059c4e1daba82551cac3805c480c4354706e22d3cddf302c46", "privacy cape --sites 10 --sensitivity 0.01 --epsilon 0.5 --delta 1e-5 --format json"},
