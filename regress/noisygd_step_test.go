@@ -201,87 +201,70 @@ func TestNoisyGDDataStepBound(t *testing.T) {
 	}
 }
 
-// TestNoisyGDLogisticDataStepConverges: the logistic twin of
-// TestNoisyGDDataStepConverges. On rows that use a sixth of the unit ball
-// (the logistic Hessian's eigenvalues below 0.006, where 1,000 steps of 4
-// stop short) and a clip no row reaches (so the clipped estimating
-// equation's root is the MLE), the data-scaled step brings the fit at
-// least twice as close to the maximum-likelihood estimate (nonPrivate's
-// Newton fit) as the fixed step 1/L = 4, on the same noise, at each of
-// three seeds; the report lists the trace and the step 1/(0.25·t⁺ + λ).
-func TestNoisyGDLogisticDataStepConverges(t *testing.T) {
-	ctx := context.Background()
-	const n, k = 20000, 3
-	rng := rand.New(rand.NewPCG(13, 14))
-	rows := make([]float64, n*k)
-	for i := 0; i < n; i++ {
-		r := rows[i*k : (i+1)*k]
-		r[0], r[1] = 0.15, (rng.Float64()-0.5)/5
-		if rng.Float64() < 1/(1+math.Exp(-(0.15*2+r[1]*15))) {
-			r[2] = 1
-		}
-	}
-	data := xpData(t, rows, k)
-	mle, err := nonPrivate{}.Fit(ctx, data, Config{Kind: Logistic})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for seed := uint64(1); seed <= 3; seed++ {
-		fit := func(lr float64) ([]float64, []string, int) {
-			res, err := noisyGD{}.Fit(ctx, data, Config{Kind: Logistic, Epsilon: 2, Delta: 1e-6, Source: noise.NewInsecureSeeded(seed),
-				NoisyGD: NoisyGDOptions{LearningRate: lr}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return res.Coef, res.Privacy.PostProcessing, len(res.Privacy.Releases)
-		}
-		scaled, post, nrel := fit(0)
-		fixed, _, _ := fit(4)
-		es, ef := dist(scaled, mle.Coef), dist(fixed, mle.Coef)
-		if !(es <= ef/2) {
-			t.Errorf("seed %d: ‖ω − ω_MLE‖ = %.4g with the data-scaled step, %.4g with 4 (MLE %v)", seed, es, ef, mle.Coef)
-		}
-		if all := strings.Join(post, "; "); nrel != 2 || !strings.Contains(all, "data-scaled step") || !strings.Contains(all, "1/(0.25·t⁺ + λ)") {
-			t.Errorf("seed %d: %d releases, post-processing %q: the trace and the step are not reported", seed, nrel, post)
-		}
-	}
-}
-
-// TestNoisyGDDataStepConverges: on rows that use a tenth of the unit ball
-// (the Hessian's eigenvalues near 0.007, where 1,000 steps of ½ stop short)
-// the data-scaled step brings the fit at least twice as close to the Huber
-// M-estimate (huberMEstimate's independent IRLS) as the fixed step, on the
-// same noise, at each of three seeds; and the report lists the trace
-// release and the step's post-processing.
+// TestNoisyGDDataStepConverges: on rows that use a sixth of the unit ball
+// (x = (0.15, u), |u| ≤ 0.1), where T steps of 1/L stop short (the
+// Hessian's eigenvalues near 0.007 for Huber's loss, below 0.006 for the
+// logistic loss), the data-scaled step brings the fit at least twice as
+// close to the estimand as the fixed step 1/L, on the same noise, at each
+// of three seeds; and the report lists the trace release and the step
+// 1/(L·t⁺ + λ). The estimands are computed independently of noisygd:
+// Huber's M-estimate (huberMEstimate's IRLS), and for the clipped
+// logistic gradient the MLE (nonPrivate's Newton fit), its estimating
+// equation's root because no row reaches the clip ½.
 func TestNoisyGDDataStepConverges(t *testing.T) {
 	ctx := context.Background()
 	const n, k = 20000, 3
-	rng := rand.New(rand.NewPCG(11, 12))
-	rows := make([]float64, n*k)
-	for i := 0; i < n; i++ {
-		r := rows[i*k : (i+1)*k]
-		r[0], r[1] = 0.15, (rng.Float64()-0.5)/5
-		r[2] = math.Max(-1, math.Min(1, 0.15*1+r[1]*2.5+0.05*rng.NormFloat64()))
-	}
-	data := xpData(t, rows, k)
-	want := huberMEstimate(rows, k, DefaultHuberEta, 0)
-	for seed := uint64(1); seed <= 3; seed++ {
-		fit := func(lr float64) ([]float64, []string, int) {
-			res, err := noisyGD{}.Fit(ctx, data, Config{Kind: Linear, Epsilon: 2, Delta: 1e-6, Source: noise.NewInsecureSeeded(seed),
-				NoisyGD: NoisyGDOptions{LearningRate: lr}})
+	for _, c := range []struct {
+		kind   Kind
+		seed   uint64
+		target func(rng *rand.Rand, u float64) float64
+		invL   float64
+		step   string // the step's bound as the report prints it
+	}{
+		{Linear, 11, func(rng *rand.Rand, u float64) float64 {
+			return math.Max(-1, math.Min(1, 0.15*1+u*2.5+0.05*rng.NormFloat64()))
+		}, 0.5, "1/(2·t⁺ + λ)"},
+		{Logistic, 13, func(rng *rand.Rand, u float64) float64 {
+			if rng.Float64() < 1/(1+math.Exp(-(0.15*2+u*15))) {
+				return 1
+			}
+			return 0
+		}, 4, "1/(0.25·t⁺ + λ)"},
+	} {
+		rng := rand.New(rand.NewPCG(c.seed, c.seed+1))
+		rows := make([]float64, n*k)
+		for i := 0; i < n; i++ {
+			r := rows[i*k : (i+1)*k]
+			r[0], r[1] = 0.15, (rng.Float64()-0.5)/5
+			r[2] = c.target(rng, r[1])
+		}
+		data := xpData(t, rows, k)
+		want := huberMEstimate(rows, k, DefaultHuberEta, 0)
+		if c.kind == Logistic {
+			mle, err := nonPrivate{}.Fit(ctx, data, Config{Kind: Logistic})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return res.Coef, res.Privacy.PostProcessing, len(res.Privacy.Releases)
+			want = mle.Coef
 		}
-		scaled, post, nrel := fit(0)
-		fixed, _, _ := fit(0.5)
-		es, ef := dist(scaled, want), dist(fixed, want)
-		if !(es <= ef/2) {
-			t.Errorf("seed %d: ‖ω − ω_Huber‖ = %.4g with the data-scaled step, %.4g with ½", seed, es, ef)
-		}
-		if nrel != 2 || !strings.Contains(strings.Join(post, "; "), "data-scaled step") {
-			t.Errorf("seed %d: %d releases, post-processing %q: the trace and the step are not reported", seed, nrel, post)
+		for seed := uint64(1); seed <= 3; seed++ {
+			fit := func(lr float64) ([]float64, []string, int) {
+				res, err := noisyGD{}.Fit(ctx, data, Config{Kind: c.kind, Epsilon: 2, Delta: 1e-6, Source: noise.NewInsecureSeeded(seed),
+					NoisyGD: NoisyGDOptions{LearningRate: lr}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res.Coef, res.Privacy.PostProcessing, len(res.Privacy.Releases)
+			}
+			scaled, post, nrel := fit(0)
+			fixed, _, _ := fit(c.invL)
+			es, ef := dist(scaled, want), dist(fixed, want)
+			if !(es <= ef/2) {
+				t.Errorf("%s, seed %d: ‖ω − ω*‖ = %.4g with the data-scaled step, %.4g with 1/L = %v (ω* = %v)", c.kind, seed, es, ef, c.invL, want)
+			}
+			if all := strings.Join(post, "; "); nrel != 2 || !strings.Contains(all, "data-scaled step") || !strings.Contains(all, c.step) {
+				t.Errorf("%s, seed %d: %d releases, post-processing %q: the trace and the step %s are not reported", c.kind, seed, nrel, post, c.step)
+			}
 		}
 	}
 }
