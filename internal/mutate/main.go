@@ -18,6 +18,12 @@
 // Usage, from the module root:
 //
 //	go run ./internal/mutate [-list mutants] [-run REGEXP] [-short] [-ci] [-timeout 10m] [-no-baseline]
+//	go run ./internal/mutate -check [-build]
+//
+// -check only checks that every entry applies; with -build it also
+// compiles each mutated package (`go build -overlay`, about a second an
+// entry), so an entry whose mutation no longer compiles is found before
+// the full run spends half an hour reaching it.
 //
 // -run selects the entries whose "list.txt:line", file or why matches;
 // -ci the entries marked "ci: yes".
@@ -52,6 +58,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 10*time.Minute, "go test -timeout per mutant")
 	noBase := fs.Bool("no-baseline", false, "skip the unmutated run of each test")
 	check := fs.Bool("check", false, "only parse the lists and check that every entry applies")
+	build := fs.Bool("build", false, "with -check, also compile each mutated package")
 	verbose := fs.Bool("v", false, "print the test output of survivors")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -96,11 +103,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	fmt.Fprintf(stdout, "%d mutants selected from %s\n", len(ms), *list)
-	if *check {
-		return 0
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *check {
+		if !*build {
+			return 0
+		}
+		start := time.Now()
+		broken := BuildAll(ctx, root, ms)
+		for _, b := range broken {
+			fmt.Fprintf(stderr, "mutate: %s\n", b)
+		}
+		fmt.Fprintf(stdout, "%d of %d mutated packages build (%s)\n", len(ms)-len(broken), len(ms), time.Since(start).Round(time.Second))
+		if len(broken) > 0 {
+			return 2
+		}
+		return 0
+	}
+	if *build {
+		fmt.Fprintln(stderr, "mutate: -build goes with -check (the full run already reports a mutant that does not build)")
+		return 2
+	}
 	start := time.Now()
 	res, err := Run(ctx, ms, Options{Root: root, Short: *short, Timeout: *timeout, Baseline: !*noBase,
 		Log: func(f string, a ...any) { fmt.Fprintf(stdout, f+"\n", a...) }})

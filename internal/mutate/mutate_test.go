@@ -194,20 +194,7 @@ func TestRunEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a throwaway module four times")
 	}
-	root := t.TempDir()
-	files := map[string]string{
-		"go.mod":      "module example.com/m\n\ngo 1.21\n",
-		"p/p.go":      "package p\n\n// Scale is the noise scale.\nfunc Scale(n int) float64 { return 2 / float64(n) }\n\n// Unused has no test.\nfunc Unused() int { return 3 }\n",
-		"p/p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestScale(t *testing.T) {\n\tif Scale(4) != 0.5 {\n\t\tt.Fatal(Scale(4))\n\t}\n}\n",
-	}
-	for name, body := range files {
-		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	root, files := throwawayModule(t)
 	ms := []Mutant{
 		{List: "l.txt", Line: 1, File: "p/p.go", Find: "return 2 / float64(n)", Replace: "return 1 / float64(n)", Package: "./p", Run: "TestScale"},
 		{List: "l.txt", Line: 7, File: "p/p.go", Find: "return 3", Replace: "return 4", Package: "./p", Run: "TestScale"},
@@ -233,5 +220,48 @@ func TestRunEndToEnd(t *testing.T) {
 	var b bytes.Buffer
 	if n := Summarise(&b, res, false); n != 3 || !strings.Contains(b.String(), "4 mutants: 1 killed, 1 survived, 2 errored") {
 		t.Errorf("summary (%d bad):\n%s", n, b.String())
+	}
+}
+
+// throwawayModule writes a one-package module (a noise scale with its
+// test and a function with none) to a temporary directory.
+func throwawayModule(t *testing.T) (root string, files map[string]string) {
+	t.Helper()
+	root = t.TempDir()
+	files = map[string]string{
+		"go.mod":      "module example.com/m\n\ngo 1.21\n",
+		"p/p.go":      "package p\n\n// Scale is the noise scale.\nfunc Scale(n int) float64 { return 2 / float64(n) }\n\n// Unused has no test.\nfunc Unused() int { return 3 }\n",
+		"p/p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestScale(t *testing.T) {\n\tif Scale(4) != 0.5 {\n\t\tt.Fatal(Scale(4))\n\t}\n}\n",
+	}
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root, files
+}
+
+// TestBuildAll checks -check -build's step: of two mutants that apply, the
+// one whose replacement leaves a variable unused (the way regress.txt:82
+// reached CI) is reported by ID and with the compiler's message, the one
+// that compiles is not, and the module's file is unchanged.
+func TestBuildAll(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a throwaway module twice")
+	}
+	root, files := throwawayModule(t)
+	ms := []Mutant{
+		{List: "l.txt", Line: 1, File: "p/p.go", Find: "return 2 / float64(n)", Replace: "return 1 / float64(n)", Package: "./p", Run: "TestScale"},
+		{List: "l.txt", Line: 7, File: "p/p.go", Find: "return 2 / float64(n)", Replace: "j := n; return 2", Package: "./p", Run: "TestScale"},
+	}
+	broken := BuildAll(context.Background(), root, ms)
+	if len(broken) != 1 || !strings.Contains(broken[0], "l.txt:7") || !strings.Contains(broken[0], "declared and not used") {
+		t.Fatalf("broken = %q, want only l.txt:7 with the compiler's message", broken)
+	}
+	if got, _ := os.ReadFile(filepath.Join(root, "p/p.go")); string(got) != files["p/p.go"] {
+		t.Errorf("the module's file was changed:\n%s", got)
 	}
 }

@@ -227,6 +227,46 @@ func runOne(ctx context.Context, m Mutant, opt Options, base map[string]string) 
 	return r
 }
 
+// BuildAll compiles each mutant's package under its overlay (`go build
+// -overlay`, the package alone: its tests are not compiled) and returns,
+// for each that does not build, its ID, file and the compiler's last
+// lines. It stops early, reporting what it has, when ctx ends.
+func BuildAll(ctx context.Context, root string, ms []Mutant) []string {
+	var broken []string
+	for _, m := range ms {
+		if err := ctx.Err(); err != nil {
+			return append(broken, fmt.Sprintf("build check stopped before %s: %v", m.ID(), err))
+		}
+		if err := buildOne(ctx, root, m); err != nil {
+			broken = append(broken, err.Error())
+		}
+	}
+	return broken
+}
+
+// buildOne compiles one mutant's package; the error names the entry.
+func buildOne(ctx context.Context, root string, m Mutant) error {
+	dir, err := os.MkdirTemp("", "mutant-*")
+	if err != nil {
+		return fmt.Errorf("%s: %w", m.ID(), err)
+	}
+	defer os.RemoveAll(dir)
+	ov, err := WriteOverlay(root, dir, m)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-overlay="+ov, "-o", os.DevNull, m.Package)
+	cmd.Dir = root
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s (%s): the mutated package does not build: %v\n%s", m.ID(), m.File, err, tail(string(out), 10))
+	}
+	return nil
+}
+
 func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
