@@ -619,22 +619,7 @@ func (t *taskLedger) CanCharge(eps, delta float64) error {
 func (t *taskLedger) Charge(label string, eps, delta float64) error {
 	t.n.ledgerMu.Lock()
 	defer t.n.ledgerMu.Unlock()
-	if rule, err := t.check(eps, delta); err != nil {
-		t.n.record(t.analystN, "refuse-charge", t.task, fmt.Sprintf("rule %s: %v", rule, err))
-		return err
-	}
-	label = fmt.Sprintf("task %s: %s", t.task, label)
-	if _, err := t.dataset.Charge(t.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta}); err != nil {
-		return err
-	}
-	if _, err := t.analyst.Charge(t.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta}); err != nil {
-		// Not reached unless a ledger file was changed behind the node's
-		// back: the dataset paid a release that will not be sent (safe).
-		t.n.record(t.analystN, "charge-failed", t.task, fmt.Sprintf("dataset %s charged, analyst ledger refused: %v", t.datasetN, err))
-		return err
-	}
-	t.n.record(t.analystN, "charge", t.task, fmt.Sprintf("ε = %v, δ = %v to analyst %s and dataset %s (%s)", eps, delta, t.analystN, t.datasetN, label))
-	return nil
+	return t.pay(eps, delta, payment{label: fmt.Sprintf("task %s: %s", t.task, label)})
 }
 
 // Raise is dppp.RunStore (a DPPP task's dppp.RunLedger calls it before
@@ -650,20 +635,38 @@ func (t *taskLedger) Raise(label string, eps, delta float64) error {
 		t.n.record(t.analystN, "refuse-charge", t.task, "rule max-epsilon: "+err.Error())
 		return err
 	}
-	if rule, err := t.checkRaise(label, eps, delta, false); err != nil {
+	return t.pay(eps, delta, payment{raise: true, label: label})
+}
+
+// pay is Charge's and Raise's common step, with the node's ledger lock
+// held: both ledgers are checked for (ε, δ) paid as p (under p.label),
+// then the dataset's is paid and then the analyst's, and each outcome is
+// recorded in the analyst's log. The dataset pays first so that a failure
+// between the two (only if a ledger file was changed behind the node's
+// back) leaves the dataset overcharged for a release that is not sent:
+// safe, never the reverse.
+func (t *taskLedger) pay(eps, delta float64, p payment) error {
+	if rule, err := t.checkPay(eps, delta, p); err != nil {
 		t.n.record(t.analystN, "refuse-charge", t.task, fmt.Sprintf("rule %s: %v", rule, err))
 		return err
 	}
-	if _, err := t.dataset.Raise(t.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta}); err != nil {
+	c := ledger.Charge{Epsilon: eps, Delta: delta}
+	apply, verb := (*ledger.Ledger).Charge, "charged"
+	if p.raise {
+		apply, verb = (*ledger.Ledger).Raise, "raised"
+	}
+	if _, err := apply(t.dataset, t.ctx, p.label, c); err != nil {
 		return err
 	}
-	if _, err := t.analyst.Raise(t.ctx, label, ledger.Charge{Epsilon: eps, Delta: delta}); err != nil {
-		// Not reached unless a ledger file was changed behind the node's
-		// back: the dataset paid a total that will not be sent (safe).
-		t.n.record(t.analystN, "charge-failed", t.task, fmt.Sprintf("dataset %s raised, analyst ledger refused: %v", t.datasetN, err))
+	if _, err := apply(t.analyst, t.ctx, p.label, c); err != nil {
+		t.n.record(t.analystN, "charge-failed", t.task, fmt.Sprintf("dataset %s %s, analyst ledger refused: %v", t.datasetN, verb, err))
 		return err
 	}
-	t.n.record(t.analystN, "charge", t.task, fmt.Sprintf("run total raised to ε = %v, δ = %v at analyst %s and dataset %s (%s)", eps, delta, t.analystN, t.datasetN, label))
+	what := fmt.Sprintf("ε = %v, δ = %v to analyst %s and dataset %s (%s)", eps, delta, t.analystN, t.datasetN, p.label)
+	if p.raise {
+		what = fmt.Sprintf("run total raised to ε = %v, δ = %v at analyst %s and dataset %s (%s)", eps, delta, t.analystN, t.datasetN, p.label)
+	}
+	t.n.record(t.analystN, "charge", t.task, what)
 	return nil
 }
 
