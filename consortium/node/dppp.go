@@ -141,11 +141,7 @@ func (n *Node) decideDPPP(ctx context.Context, conn transport.Conn, o wire.Offer
 		pred.Close()
 		return nil, nil, n.refuse(o, o.Analyst, "spec", err.Error())
 	}
-	tc := wire.NewTaskConn(o.Task, conn)
-	n.mu.Lock()
-	n.tasks[o.Task] = tc
-	n.accepted[digest] = true
-	n.mu.Unlock()
+	tc := n.admit(o.Task, digest, conn)
 	n.record(o.Analyst, "accept", o.Task, fmt.Sprintf("dppp deployment %s, %d queries at ε = %v, δ = %v each, charged as one run of at most %v, spec sha256 %s", o.Dataset, k, p.Epsilon, p.Delta, total, digest))
 	n.log.Info(msgAcceptedDPPP, "task", o.Task, "analyst", o.Analyst, "queries", k, "dataset", o.Dataset)
 	run := func() {

@@ -421,14 +421,22 @@ func (n *Node) decide(ctx context.Context, conn transport.Conn, o wire.Offer) (f
 	if err != nil {
 		return nil, nil, n.refuse(o, o.Analyst, "spec", err.Error())
 	}
-	tc := wire.NewTaskConn(o.Task, conn)
-	n.mu.Lock()
-	n.tasks[o.Task] = tc
-	n.accepted[digest] = true
-	n.mu.Unlock()
+	tc := n.admit(o.Task, digest, conn)
 	n.record(o.Analyst, "accept", o.Task, fmt.Sprintf("dataset %s, N = %d, spec sha256 %s", o.Dataset, m.N(), digest))
 	n.log.Info(msgAccepted, "task", o.Task, "analyst", o.Analyst, "mechanism", mech, "dataset", o.Dataset, "epsilon", spec.Epsilon, "delta", delta)
 	return func() { n.run(ctx, conn, o, site, tc) }, tc, wire.Answer{Task: o.Task, Accept: true}
+}
+
+// admit opens the accepted task's connection and records the task as
+// running and its spec digest as accepted (an offer with the same digest
+// is then refused as a replay).
+func (n *Node) admit(task, digest string, conn transport.Conn) *wire.TaskConn {
+	tc := wire.NewTaskConn(task, conn)
+	n.mu.Lock()
+	n.tasks[task] = tc
+	n.accepted[digest] = true
+	n.mu.Unlock()
+	return tc
 }
 
 // run drives the site's capeFM state machine for one task.
