@@ -46,7 +46,7 @@ func refsLogitSeries() []string {
 
 // refsLogitNoisyGD are noisygd's logistic configurations (issue 26, fifth
 // pass): the default (each row's gradient clipped to norm
-// regress.DefaultLogisticClip, no ball, T = min(1000, max(25, ⌊Nε/4⌋))),
+// regress.DefaultLogisticClip, no ball, T = min(C, max(25, ⌊Nε/4⌋)), C = min(4000, max(1000, ⌊Nε/20⌋))),
 // the same with DP-GD's T rule ⌊Nε/8⌋ and with a clip of ¼, and the
 // previous default (--huber -1: unclipped, on the ball 2√d, T = 100).
 var refsLogitNoisyGD = []struct {
@@ -133,7 +133,7 @@ func buildRefsLogit(ctx context.Context, e *env) (*plan, error) {
 		pg = append(pg, panel{id: tk.name, title: tk.name + ": test log-loss", xlabel: "ε", ylabel: "test log-loss", logX: true, logY: true, metric: "logloss", series: series})
 	}
 	p := &plan{jobs: jobs,
-		figures: []figure{{cols: 2, panels: pg, caption: "Logistic tasks: test log-loss, mean ± sd over 80/20 splits, δ = 1e-5; noisygd (the logistic default for prediction: gradients clipped to norm ½, T = min(1000, max(25, ⌊Nε/4⌋))), with T = ⌊Nε/8⌋, with a clip of ¼ and unclipped on the ball 2√d (the previous default); objpert (the mechanism for inference, Jacobian share 0.1 at ε ≤ 0.5 growing to 0.2 at ε ≥ 1) and with fixed shares 0.1 (the previous default), 0.05 and 0.2, objpert with a 5% Hessian share predicting with the ridge fit ω and with the de-ridged estimate ω + ΛĤ⁻¹ω, gaussian-fm and DP-GD (refs.go) on the same rows."}},
+		figures: []figure{{cols: 2, panels: pg, caption: "Logistic tasks: test log-loss, mean ± sd over 80/20 splits, δ = 1e-5; noisygd (the logistic default for prediction: gradients clipped to norm ½, T = min(C, max(25, ⌊Nε/4⌋)), C = min(4000, max(1000, ⌊Nε/20⌋))), with T = ⌊Nε/8⌋, with a clip of ¼ and unclipped on the ball 2√d (the previous default); objpert (the mechanism for inference, Jacobian share 0.1 at ε ≤ 0.5 growing to 0.2 at ε ≥ 1) and with fixed shares 0.1 (the previous default), 0.05 and 0.2, objpert with a 5% Hessian share predicting with the ridge fit ω and with the de-ridged estimate ω + ΛĤ⁻¹ω, gaussian-fm and DP-GD (refs.go) on the same rows."}},
 		notes:   []string{"Same splits, bounds and calibration as utility-refs (refsJob). objpert J=s: Λ = β/(N(e^{min(sε, 1)} − 1)) with the fixed share s instead of the default's regress.ObjPertJacobianShareAt."},
 	}
 	p.claims = func(a *Aggregate) []Claim {

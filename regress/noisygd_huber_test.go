@@ -326,7 +326,8 @@ func TestNoisyGDLogisticClipPlan(t *testing.T) {
 }
 
 // TestNoisyGDLogisticClipIterations pins the clipped logistic gradient's
-// step rule with answers computed by hand: T = min(1000, max(25, ⌊Nε/4⌋)).
+// step rule with answers computed by hand: T = min(C, max(25, ⌊Nε/4⌋)),
+// C = min(4000, max(1000, ⌊Nε/20⌋)).
 func TestNoisyGDLogisticClipIterations(t *testing.T) {
 	for _, tc := range []struct {
 		d    int
@@ -334,12 +335,17 @@ func TestNoisyGDLogisticClipIterations(t *testing.T) {
 		eps  float64
 		want int
 	}{
-		{31, 455, 0.1, 25},    // breast_cancer: ⌊11.375⌋ → the floor
-		{31, 455, 2, 227},     // ⌊227.5⌋
-		{7, 966, 0.5, 120},    // SmokeBan-sized: ⌊120.75⌋
-		{18, 3300, 0.1, 82},   // collinear: ⌊82.5⌋
-		{9, 22522, 0.5, 1000}, // capped
-		{4, 100, 0, 100},      // no ε: the plain default
+		{31, 455, 0.1, 25},     // breast_cancer: ⌊11.375⌋ → the floor
+		{31, 455, 2, 227},      // ⌊227.5⌋
+		{7, 966, 0.5, 120},     // SmokeBan-sized: ⌊120.75⌋
+		{18, 3300, 0.1, 82},    // collinear: ⌊82.5⌋
+		{9, 22522, 0.5, 1000},  // capped: ⌊2815.25⌋ > 1000 = C (⌊563.05⌋ < 1000)
+		{9, 22522, 1, 1126},    // C = ⌊1126.1⌋
+		{7, 183200, 0.1, 1000}, // ⌊4580⌋ > C = 1000 (⌊916⌋ < 1000)
+		{7, 183200, 0.5, 4000}, // C = min(4000, ⌊4580⌋)
+		{24, 183200, 2, 4000},
+		{7, 100000, 0.3, 1500}, // ⌊7500⌋ > C = ⌊1500⌋
+		{4, 100, 0, 100},       // no ε: the plain default
 		{4, 100, math.Inf(1), 100},
 	} {
 		if got := NoisyGDLogisticClipIterationsFor(tc.d, tc.n, tc.eps); got != tc.want {

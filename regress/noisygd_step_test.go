@@ -88,8 +88,11 @@ func TestNoisyGDDataStepPlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r := p.NoiseStd / q.NoiseStd; math.Abs(r-1/math.Sqrt(0.98)) > 1e-6 {
-				t.Errorf("gradient noise %v× the plan without the trace, want 1/√0.98", r)
+			// Up to the calibration's upward rounding (gaussianStdFor's
+			// σ-dependent allowance, ~1e-6 relative at T = 4000): never
+			// below 1/√0.98, which would spend more than 98% of μ².
+			if r, w := p.NoiseStd/q.NoiseStd, 1/math.Sqrt(0.98); !(r >= w*(1-1e-12) && r <= w*(1+1e-5)) {
+				t.Errorf("gradient noise %v× the plan without the trace, want 1/√0.98 = %v (up to +1e-5 relative)", r, w)
 			}
 			// The composition from the noises, independently of the plan.
 			zg := p.NoiseStd / noise.GaussianCalibrationSensitivity(p.Sensitivity, p.NoiseStd, p.D)
