@@ -1,5 +1,7 @@
 package suffstat
 
+import "math/bits"
+
 // A kernel updates the block accumulator with the Gram matrix of a panel.
 // Tiles are mr rows × nr columns of the Gram; the panel's padded width is a
 // multiple of nr and the Gram's column stride a multiple of mr.
@@ -41,8 +43,35 @@ func (kn kernel) gram(panel []float64, rows, ld int, blk []float64, ldc, kk int)
 }
 
 // kernels lists the kernels usable on this machine, best first.
+//
+// goIntKernel comes last, after genericKernel, so it is never the one New
+// selects: it is the integer path (ifma.go) in portable Go, listed so that
+// the tests that run every kernel exercise that path's normalization and
+// spills on every machine, not only on one with AVX-512 IFMA.
 func kernels() []kernel {
-	return append(archKernels(), genericKernel)
+	return append(archKernels(), genericKernel, goIntKernel)
+}
+
+// goIntKernel is the integer kernel in portable Go (see kernels).
+var goIntKernel = kernel{name: "go-int", mr: 4, nr: 2, itile: itile4x2Go}
+
+// itile4x2Go is kernel.itile for a 4×2 tile: it adds the low 52 bits and
+// the high bits (bits 52 and up) of each product a_i·b_t of unsigned
+// integers below 2⁵² into lo and hi, as AVX-512 IFMA's VPMADD52LUQ and
+// VPMADD52HUQ do.
+func itile4x2Go(a, b []uint64, rows, ld int, lo, hi []uint64, ldc int) {
+	const mask = 1<<52 - 1
+	for k := 0; k < rows; k++ {
+		o := k * ld
+		for t := 0; t < 2; t++ {
+			bt := b[o+t]
+			for i := 0; i < 4; i++ {
+				h, l := bits.Mul64(a[o+i], bt)
+				lo[t*ldc+i] += l & mask
+				hi[t*ldc+i] += h<<12 | l>>52
+			}
+		}
+	}
 }
 
 func bestKernel() kernel { return kernels()[0] }
