@@ -265,3 +265,55 @@ func TestBuildAll(t *testing.T) {
 		t.Errorf("the module's file was changed:\n%s", got)
 	}
 }
+
+// TestRunFlags drives the command as a developer does, from the root of a
+// throwaway module with a mutation list: each flag combination's exit
+// status and the line that names what happened. -check alone only applies
+// the entries; -check -build compiles them and names the one that does not
+// build; -build without -check is refused; a stale find text is refused
+// before anything runs, with its entry named.
+func TestRunFlags(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a throwaway module")
+	}
+	root, _ := throwawayModule(t)
+	lists := map[string]string{
+		"good/l.txt": "# why: halves the scale\nfile: p/p.go\nfind: return 2 / float64(n)\nreplace: return 1 / float64(n)\ntest: ./p TestScale\n\n" +
+			"# why: does not compile\nfile: p/p.go\nfind: return 2 / float64(n)\nreplace: j := n; return 2\ntest: ./p TestScale\n",
+		"stale/l.txt": "# why: stale\nfile: p/p.go\nfind: return 9\nreplace: return 8\ntest: ./p TestScale\n",
+	}
+	for name, body := range lists {
+		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(filepath.Join(root, "p")) // the root is found from below, too
+	for _, c := range []struct {
+		name         string
+		args         []string
+		code         int
+		stdout, errs string // substrings; "" checks nothing
+	}{
+		{"check applies", []string{"-list", "good", "-check"}, 0, "2 mutants selected", ""},
+		{"check selects", []string{"-list", "good", "-check", "-run", "l.txt:1$"}, 0, "1 mutants selected", ""},
+		{"check build names the broken entry", []string{"-list", "good", "-check", "-build"}, 2, "1 of 2 mutated packages build", "l.txt:7"},
+		{"check build of the good one", []string{"-list", "good", "-check", "-build", "-run", "l.txt:1$"}, 0, "1 of 1 mutated packages build", ""},
+		{"build without check", []string{"-list", "good", "-build"}, 2, "", "-build goes with -check"},
+		{"stale entry", []string{"-list", "stale", "-check"}, 2, "", "1 entries do not apply"},
+		{"no such list", []string{"-list", "none", "-check"}, 2, "", "mutate:"},
+		{"unknown flag", []string{"-bogus"}, 2, "", "flag provided but not defined"},
+		{"stray argument", []string{"-check", "extra"}, 2, "", "unexpected arguments"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(c.args, &out, &errb)
+			if code != c.code || !strings.Contains(out.String(), c.stdout) || !strings.Contains(errb.String(), c.errs) {
+				t.Errorf("run(%q) = %d, want %d with stdout ∋ %q, stderr ∋ %q\nstdout:\n%s\nstderr:\n%s",
+					c.args, code, c.code, c.stdout, c.errs, out.String(), errb.String())
+			}
+		})
+	}
+}
