@@ -275,20 +275,13 @@ loopback address only, for tests, and says so loudly.`,
 	f.StringVar(&o.out, "out", "", "where to write MODEL.json")
 	f.BoolVar(&o.insecure, "insecure", false, "no TLS, no certificates, no key signatures, loopback only: for tests on this machine")
 	f.StringVar(&o.name, "name", capenet.DefaultHubName, "with --insecure: the aggregator's name")
-	format := addFormatFlag(cmd)
-	logLevel := addLogLevelFlag(cmd)
-	units := capeUnitFlags(cmd, &o.unit, false)
+	common := capeCommonFlags(cmd, &o.unit, false)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := units(capefm.Mechanism(o.fit.mechanism)); err != nil {
-			return err
-		}
-		fm, err := format()
+		fm, level, err := common(o.fit.mechanism)
 		if err != nil {
 			return err
 		}
-		if o.logLevel, err = logLevel(); err != nil {
-			return err
-		}
+		o.logLevel = level
 		req := []string{"sites", "schema", "model", "epsilon", "out"}
 		if !o.insecure {
 			req = append(req, "certs")
@@ -531,20 +524,13 @@ exit status is 0 only when the aggregator reports a published model.`,
 	if addCapeJoinFaults != nil {
 		o.faults = addCapeJoinFaults(f)
 	}
-	format := addFormatFlag(cmd)
-	logLevel := addLogLevelFlag(cmd)
-	units := capeUnitFlags(cmd, &o.unit, false)
+	common := capeCommonFlags(cmd, &o.unit, false)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := units(capefm.Mechanism(o.fit.mechanism)); err != nil {
-			return err
-		}
-		fm, err := format()
+		fm, level, err := common(o.fit.mechanism)
 		if err != nil {
 			return err
 		}
-		if o.logLevel, err = logLevel(); err != nil {
-			return err
-		}
+		o.logLevel = level
 		req, err := dataOrStats(cmd, partyFlags(o.insecure, "server", "data", "schema", "model", "epsilon"))
 		if err != nil {
 			return err

@@ -73,21 +73,14 @@ No certificates or other setup are needed. It prints the per-round log
 	f.Uint64Var(&o.seed, "seed", 0, "deterministic INSECURE noise (site i uses seed+i); experiments only")
 	f.StringVar(&o.out, "out", "", "also write the model to this file")
 	f.IntVar(&o.workers, "workers", 0, "parsing goroutines (0: all cores)")
-	format := addFormatFlag(cmd)
-	logLevel := addLogLevelFlag(cmd)
 	var unit unitFlags
-	units := capeUnitFlags(cmd, &unit, true)
+	common := capeCommonFlags(cmd, &unit, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		if err := units(capefm.Mechanism(o.fit.mechanism)); err != nil {
-			return err
-		}
-		fm, err := format()
+		fm, level, err := common(o.fit.mechanism)
 		if err != nil {
 			return err
 		}
-		if o.logLevel, err = logLevel(); err != nil {
-			return err
-		}
+		o.logLevel = level
 		if err := requireFlags(cmd, "data", "schema", "model", "epsilon"); err != nil {
 			return err
 		}

@@ -65,3 +65,28 @@ func capeUnitFlags(cmd *cobra.Command, u *unitFlags, simulate bool) func(mech ca
 var errCapeSimulateUnits = errors.New("--privacy-unit is not available for cape simulate: it splits one table among the sites by row, " +
 	"so a person's rows would be at several sites, against the person-level guarantee's assumption that every person has rows at one site; " +
 	"run 'dplearn cape serve --privacy-unit' and 'dplearn cape join --privacy-unit' with each site's own table (docs/privacy-units.md)")
+
+// capeCommonFlags registers the flags every capeFM command shares
+// (--format, --log-level and the privacy-unit pair, capeUnitFlags) and
+// returns the function that checks them once the flags are parsed: the
+// unit flags against the mechanism first, then the output format and the
+// log level, in the order the commands have always reported them.
+func capeCommonFlags(cmd *cobra.Command, u *unitFlags, simulate bool) func(mech string) (outputFormat, string, error) {
+	format := addFormatFlag(cmd)
+	logLevel := addLogLevelFlag(cmd)
+	units := capeUnitFlags(cmd, u, simulate)
+	return func(mech string) (outputFormat, string, error) {
+		if err := units(capefm.Mechanism(mech)); err != nil {
+			return "", "", err
+		}
+		fm, err := format()
+		if err != nil {
+			return "", "", err
+		}
+		level, err := logLevel()
+		if err != nil {
+			return "", "", err
+		}
+		return fm, level, nil
+	}
+}
