@@ -276,22 +276,42 @@ func NoisyGDIterationsFor(kind Kind, d int, n int64, epsilon float64) int {
 
 // NoisyGDHuberIterationsFor returns the default T of full-batch noisygd on
 // Huber's loss for n rows (units under a privacy unit), d coefficients and
-// budget ε: T = min(1000, max(100, ⌊NoisyGDHuberStepsPerSNR·nε/d⌋)), four
-// times NoisyGDIterationsFor's linear rule. The squared loss's rule was
-// chosen with its ball, which bounded the iterates; on Huber's loss the
-// ball is twice as large and only post-processing, so at moderate nε/d the
-// unconverged steps no longer shrink usefully and the slow directions of
-// an ill-conditioned design are left short. `dplearn experiment
-// huber-sweep` (the "T=" series, docs/mechanisms.md) chose the factor on
-// the linear tables: on CPS1988 at ε = 0.1 (nε/d ≈ 250) the old rule's
-// T = 125 is 3.2× the excess RMSE of T = 500, while at nε/d ≤ 50 T = 100
-// stays best. Public quantities only; logistic models and fits given a
-// noise multiplier keep NoisyGDIterationsFor.
+// budget ε, with r = nε/d:
+//
+//	T = min(C, max(100, ⌊NoisyGDHuberStepsPerSNR·r⌋)) = min(C, max(100, ⌊2r⌋)),
+//	C = min(NoisyGDHuberMaxSteps, max(1000, ⌊NoisyGDHuberLongStepsPerSNR·r⌋))
+//	  = min(4000, max(1000, ⌊r⌋)),
+//
+// four times NoisyGDIterationsFor's linear slope. The squared loss's rule
+// was chosen with its ball, which bounded the iterates; on Huber's loss
+// the ball is twice as large and only post-processing, so at moderate
+// nε/d the unconverged steps no longer shrink usefully and the slow
+// directions of an ill-conditioned design are left short. `dplearn
+// experiment huber-sweep` (the "T=" series, docs/mechanisms.md) chose the
+// slope on the linear tables: on CPS1988 at ε = 0.1 (nε/d ≈ 250) the old
+// rule's T = 125 is 3.2× the excess RMSE of T = 500, while at nε/d ≤ 50
+// T = 100 stays best.
+//
+// The cap C (issue 26, fourteenth pass). T stopped at 1000 from r = 500
+// on. Beyond r ≈ 1000 the noise per step, ∝ √T/r, is small and 1000 steps
+// of the step 1/L leave the slow directions short, as on the clipped
+// logistic gradient: on utility-shapes' N = 229,000, d = 7 collinear
+// design (r = 13,000 to 52,000) T = 4000 took the excess test RMSE ratio
+// from 0.0033–0.0041 to −0.0004–0.0002 (2 paired splits), and on the
+// embedded collinear design at r = 1467 and 5867 from 0.064 to 0.052 and
+// from 0.014 to 0.009 (4 splits); at r ≤ 257 (diabetes at ε = 8) more
+// steps cost (0.022 at T = 514 against 0.049 at T = 4000, 8 splits). C
+// grows as r from 1000 at r = 1000 to 4000 at r = 4000, so T is
+// continuous in r, and 4000 bounds the time (T passes over the rows).
+// Public quantities only; logistic models and fits given a noise
+// multiplier keep NoisyGDIterationsFor.
 func NoisyGDHuberIterationsFor(d int, n int64, epsilon float64) int {
 	if !(epsilon > 0) || math.IsInf(epsilon, 0) || n < 1 || d < 1 {
 		return DefaultNoisyGDIterations
 	}
-	return int(math.Min(1000, math.Max(DefaultNoisyGDIterations, math.Floor(NoisyGDHuberStepsPerSNR*float64(n)*epsilon/float64(d)))))
+	r := float64(n) * epsilon / float64(d)
+	c := math.Min(NoisyGDHuberMaxSteps, math.Max(1000, math.Floor(NoisyGDHuberLongStepsPerSNR*r)))
+	return int(math.Min(c, math.Max(DefaultNoisyGDIterations, math.Floor(NoisyGDHuberStepsPerSNR*r))))
 }
 
 // NoisyGDLogisticClipIterationsFor returns the default T of full-batch
@@ -346,8 +366,14 @@ const (
 )
 
 // NoisyGDHuberStepsPerSNR is the slope of NoisyGDHuberIterationsFor: T
-// steps per unit of the signal-to-noise ratio nε/d.
-const NoisyGDHuberStepsPerSNR = 2
+// steps per unit of the signal-to-noise ratio nε/d. Its cap C grows by
+// NoisyGDHuberLongStepsPerSNR steps per unit of nε/d from 1000 to
+// NoisyGDHuberMaxSteps.
+const (
+	NoisyGDHuberStepsPerSNR     = 2
+	NoisyGDHuberLongStepsPerSNR = 1
+	NoisyGDHuberMaxSteps        = 4000
+)
 
 // DefaultNoisyGDRadius returns the default parameter bound: for linear
 // regression the rule of DefaultObjPertRadius (√d/2 while nε/d is below

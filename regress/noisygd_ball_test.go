@@ -152,8 +152,11 @@ func TestNoisyGDNoiseWalkBallFromStep(t *testing.T) {
 	}
 	tr /= n
 	data := xpData(t, rows, k)
+	// T pinned at 1000: the default T grows to 4000 at this N·ε/d, where the
+	// walk W outgrows R₀ and both bounds give R = R₀ (nothing to tell apart).
+	opts := NoisyGDOptions{Iterations: 1000}
 	for _, eps := range []float64{0.5, 2} {
-		plan, err := PlanNoisyGDHuber(eps, 1e-6, n, d, DefaultHuberEta, NoisyGDOptions{})
+		plan, err := PlanNoisyGDHuber(eps, 1e-6, n, d, DefaultHuberEta, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +164,7 @@ func TestNoisyGDNoiseWalkBallFromStep(t *testing.T) {
 			t.Fatalf("ε = %g: test setup: no data-scaled step (σ_t = %v) or no noise-walk rule (R₀ = %v)", eps, plan.TraceNoiseStd, plan.BaseRadius)
 		}
 		const seed = 7
-		res, err := noisyGD{}.Fit(ctx, data, Config{Kind: Linear, Epsilon: eps, Delta: 1e-6, Source: noise.NewInsecureSeeded(seed)})
+		res, err := noisyGD{}.Fit(ctx, data, Config{Kind: Linear, Epsilon: eps, Delta: 1e-6, Source: noise.NewInsecureSeeded(seed), NoisyGD: opts})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -379,8 +379,9 @@ func TestNoisyGDEncodingSlack(t *testing.T) {
 }
 
 // TestNoisyGDHuberIterations pins the Huber loss's step rule with answers
-// computed by hand: T = min(1000, max(100, ⌊2Nε/d⌋)), and the squared and
-// logistic losses keep NoisyGDIterationsFor.
+// computed by hand: T = min(C, max(100, ⌊2Nε/d⌋)) with the cap
+// C = min(4000, max(1000, ⌊Nε/d⌋)), and the squared and logistic losses
+// keep NoisyGDIterationsFor.
 func TestNoisyGDHuberIterations(t *testing.T) {
 	for _, tc := range []struct {
 		d    int
@@ -388,11 +389,17 @@ func TestNoisyGDHuberIterations(t *testing.T) {
 		eps  float64
 		want int
 	}{
-		{9, 22522, 0.1, 500},  // CPS1988 ε = 0.1: ⌊500.49⌋
-		{9, 22522, 0.5, 1000}, // capped
-		{11, 353, 0.5, 100},   // diabetes: ⌊32.09⌋ → the floor
-		{18, 3300, 1, 366},    // collinear: ⌊366.67⌋
-		{4, 100, 0, 100},      // no ε
+		{9, 22522, 0.1, 500},   // CPS1988 ε = 0.1: ⌊500.49⌋
+		{9, 22522, 0.5, 1251},  // CPS1988 ε = 0.5: the cap ⌊1251.2⌋ (2r = 2502)
+		{9, 4500, 1, 1000},     // r = 500: 2r = 1000 meets the cap 1000
+		{9, 8100, 1, 1000},     // r = 900: 2r = 1800, the cap still 1000
+		{9, 30000, 1, 3333},    // r = 3333.3: the cap ⌊3333.3⌋
+		{9, 36000, 1, 4000},    // r = 4000: the cap reaches 4000
+		{7, 183200, 0.5, 4000}, // the 229,000-row shape's training rows at r = 13,086: 4000
+		{18, 3300, 8, 1466},    // collinear at ε = 8: ⌊1466.7⌋
+		{11, 353, 0.5, 100},    // diabetes: ⌊32.09⌋ → the floor
+		{18, 3300, 1, 366},     // collinear: ⌊366.67⌋
+		{4, 100, 0, 100},       // no ε
 		{4, 100, math.Inf(1), 100},
 	} {
 		if got := NoisyGDHuberIterationsFor(tc.d, tc.n, tc.eps); got != tc.want {

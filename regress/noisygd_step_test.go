@@ -252,8 +252,11 @@ func TestNoisyGDDataStepConverges(t *testing.T) {
 		}
 		for seed := uint64(1); seed <= 3; seed++ {
 			fit := func(lr float64) ([]float64, []string, int) {
+				// T pinned at 1000 (the default grows with N·ε, and given
+				// 4000 steps the fixed step 1/L catches up): the test is of
+				// the step at a fixed number of steps.
 				res, err := noisyGD{}.Fit(ctx, data, Config{Kind: c.kind, Epsilon: 2, Delta: 1e-6, Source: noise.NewInsecureSeeded(seed),
-					NoisyGD: NoisyGDOptions{LearningRate: lr}})
+					NoisyGD: NoisyGDOptions{LearningRate: lr, Iterations: 1000}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -83,7 +83,7 @@ var options = []Option{
 		func(c *Config) *float64 { return &c.ObjPert.Tolerance }),
 	field("objpert-output-share", 0.0, "objpert: share of the budget given to the output noise, in (0, 1) (0: default)",
 		func(c *Config) *float64 { return &c.ObjPert.OutputShare }),
-	field("iterations", 0, "noisygd: number of steps T (0: default 100; full batch: linear min(1000, max(100, ⌊2Nε/d⌋)) (squared loss ⌊Nε/(2d)⌋), logistic clipped min(C, max(25, ⌊Nε/4⌋)), C = min(4000, max(1000, ⌊Nε/20⌋)))",
+	field("iterations", 0, "noisygd: number of steps T (0: default 100; full batch: linear Huber min(C, max(100, ⌊2Nε/d⌋)), C = min(4000, max(1000, ⌊Nε/d⌋)) (squared loss min(1000, max(100, ⌊Nε/(2d)⌋))), logistic clipped min(C, max(25, ⌊Nε/4⌋)), C = min(4000, max(1000, ⌊Nε/20⌋)))",
 		func(c *Config) *int { return &c.NoisyGD.Iterations }),
 	field("sigma", 0.0, "noisygd: noise multiplier (noise std ÷ sensitivity); 0: solve for it from --epsilon/--delta",
 		func(c *Config) *float64 { return &c.NoisyGD.Sigma }),

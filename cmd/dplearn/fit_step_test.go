@@ -51,6 +51,9 @@ func TestFitNoisyGDDataStepThroughCLI(t *testing.T) {
 		c, invL, lt float64 // the ceiling's factor, 1/L, and L per unit of trace, written out
 	}{
 		{"full table", full, sch, "linear", "noisygd", nil, true, 0.5, 0.5, 2},
+		// At the default T (4000 here) the noise walk W outgrows R₀ and the
+		// ball is R₀ at any step; at T = 1000 it grows, from the step used.
+		{"full table, T = 1000", full, sch, "linear", "noisygd", []string{"--iterations", "1000"}, true, 0.5, 0.5, 2},
 		{"auto picks noisygd", full, sch, "linear", "auto", nil, true, 0.5, 0.5, 2},
 		{"learning rate given", full, sch, "linear", "noisygd", []string{"--learning-rate", "0.25"}, false, 0, 0, 0},
 		{"3000 rows", small, sch, "linear", "noisygd", nil, false, 0, 0, 0},
