@@ -233,6 +233,13 @@ func throwawayModule(t *testing.T) (root string, files map[string]string) {
 		"p/p.go":      "package p\n\n// Scale is the noise scale.\nfunc Scale(n int) float64 { return 2 / float64(n) }\n\n// Unused has no test.\nfunc Unused() int { return 3 }\n",
 		"p/p_test.go": "package p\n\nimport \"testing\"\n\nfunc TestScale(t *testing.T) {\n\tif Scale(4) != 0.5 {\n\t\tt.Fatal(Scale(4))\n\t}\n}\n",
 	}
+	writeFiles(t, root, files)
+	return root, files
+}
+
+// writeFiles writes each file (by its slash path) below root.
+func writeFiles(t *testing.T, root string, files map[string]string) {
+	t.Helper()
 	for name, body := range files {
 		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
 			t.Fatal(err)
@@ -241,7 +248,6 @@ func throwawayModule(t *testing.T) (root string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
-	return root, files
 }
 
 // TestBuildAll checks -check -build's step: of two mutants that apply, the
@@ -282,14 +288,7 @@ func TestRunFlags(t *testing.T) {
 			"# why: does not compile\nfile: p/p.go\nfind: return 2 / float64(n)\nreplace: j := n; return 2\ntest: ./p TestScale\n",
 		"stale/l.txt": "# why: stale\nfile: p/p.go\nfind: return 9\nreplace: return 8\ntest: ./p TestScale\n",
 	}
-	for name, body := range lists {
-		if err := os.MkdirAll(filepath.Join(root, filepath.Dir(name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeFiles(t, root, lists)
 	t.Chdir(filepath.Join(root, "p")) // the root is found from below, too
 	for _, c := range []struct {
 		name         string
