@@ -271,7 +271,20 @@ func NoisyGDIterationsFor(kind Kind, d int, n int64, epsilon float64) int {
 	if kind != Linear || !(epsilon > 0) || math.IsInf(epsilon, 0) || n < 1 || d < 1 {
 		return DefaultNoisyGDIterations
 	}
-	return int(math.Min(1000, math.Max(DefaultNoisyGDIterations, math.Floor(float64(n)*epsilon/(2*float64(d))))))
+	return cappedSteps(float64(n)*epsilon/(2*float64(d)), 0, DefaultNoisyGDIterations, 1000)
+}
+
+// cappedSteps is the shape shared by the default step counts: with slope
+// steps s and long steps l (each a public multiple of the signal-to-noise
+// ratio), it returns
+//
+//	T = min(C, max(floor, ⌊s⌋)),  C = min(maxSteps, max(1000, ⌊l⌋)):
+//
+// T grows as s from floor, stops at 1000 until l passes 1000, then follows
+// the cap C up to maxSteps. T is continuous where l ≤ s at l = 1000.
+func cappedSteps(s, l float64, floor, maxSteps int) int {
+	c := math.Min(float64(maxSteps), math.Max(1000, math.Floor(l)))
+	return int(math.Min(c, math.Max(float64(floor), math.Floor(s))))
 }
 
 // NoisyGDHuberIterationsFor returns the default T of full-batch noisygd on
@@ -310,8 +323,7 @@ func NoisyGDHuberIterationsFor(d int, n int64, epsilon float64) int {
 		return DefaultNoisyGDIterations
 	}
 	r := float64(n) * epsilon / float64(d)
-	c := math.Min(NoisyGDHuberMaxSteps, math.Max(1000, math.Floor(NoisyGDHuberLongStepsPerSNR*r)))
-	return int(math.Min(c, math.Max(DefaultNoisyGDIterations, math.Floor(NoisyGDHuberStepsPerSNR*r))))
+	return cappedSteps(NoisyGDHuberStepsPerSNR*r, NoisyGDHuberLongStepsPerSNR*r, DefaultNoisyGDIterations, NoisyGDHuberMaxSteps)
 }
 
 // NoisyGDLogisticClipIterationsFor returns the default T of full-batch
@@ -351,8 +363,7 @@ func NoisyGDLogisticClipIterationsFor(d int, n int64, epsilon float64) int {
 		return DefaultNoisyGDIterations
 	}
 	snr := float64(n) * epsilon
-	c := math.Min(NoisyGDLogisticMaxSteps, math.Max(1000, math.Floor(snr/NoisyGDLogisticRowsPerLongStep)))
-	return int(math.Min(c, math.Max(NoisyGDLogisticMinSteps, math.Floor(snr/NoisyGDLogisticRowsPerStep))))
+	return cappedSteps(snr/NoisyGDLogisticRowsPerStep, snr/NoisyGDLogisticRowsPerLongStep, NoisyGDLogisticMinSteps, NoisyGDLogisticMaxSteps)
 }
 
 // NoisyGDLogisticMinSteps, NoisyGDLogisticRowsPerStep,
