@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/dplearn/dplearn/dataset"
-	"github.com/dplearn/dplearn/schema"
 	"github.com/dplearn/dplearn/suffstat"
 )
 
@@ -203,19 +202,12 @@ func benchFit(ctx context.Context, cfg *config, dir, py string, workers int) ([]
 	if py == "" || cfg.dplearn == "" {
 		return []row{{metric: "fit: needs python with pandas and -dplearn", verdict: "not run"}}, nil
 	}
-	n, cols := 500_000, 50
-	if cfg.quick {
-		n = 50_000
-	}
-	path, sp, err := writeCSV(dir, n, cols, 1)
+	tab, err := writeBenchTable(cfg, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(path)
-	s, err := schema.Load(sp)
-	if err != nil {
-		return nil, err
-	}
+	defer os.Remove(tab.path)
+	path, sp, s, n, cols := tab.path, tab.schemaPath, tab.s, tab.rows, benchCols
 	srv, err := startPy(ctx, py, pandasServer, 1, path)
 	if err != nil {
 		return nil, err

@@ -230,20 +230,42 @@ for _ in range(2):
 print(b)
 `
 
-func benchCSV(ctx context.Context, cfg *config, dir, py string, workers int) ([]row, error) {
-	n, cols := 500_000, 50
+// benchCols is the width of the CSV that benchCSV and benchFit read.
+const benchCols = 50
+
+// benchTable is the CSV that benchCSV and benchFit read: rows rows of
+// benchCols columns at path, its schema file at schemaPath, loaded as s.
+type benchTable struct {
+	path, schemaPath string
+	s                *schema.Schema
+	rows             int
+}
+
+// writeBenchTable writes the benchTable into dir: 500,000 rows (50,000
+// with -quick). The caller removes its path.
+func writeBenchTable(cfg *config, dir string) (benchTable, error) {
+	t := benchTable{rows: 500_000}
 	if cfg.quick {
-		n = 50_000
+		t.rows = 50_000
 	}
-	path, sp, err := writeCSV(dir, n, cols, 1)
+	var err error
+	if t.path, t.schemaPath, err = writeCSV(dir, t.rows, benchCols, 1); err != nil {
+		return benchTable{}, err
+	}
+	if t.s, err = schema.Load(t.schemaPath); err != nil {
+		os.Remove(t.path)
+		return benchTable{}, err
+	}
+	return t, nil
+}
+
+func benchCSV(ctx context.Context, cfg *config, dir, py string, workers int) ([]row, error) {
+	tab, err := writeBenchTable(cfg, dir)
 	if err != nil {
 		return nil, err
 	}
-	defer os.Remove(path)
-	s, err := schema.Load(sp)
-	if err != nil {
-		return nil, err
-	}
+	defer os.Remove(tab.path)
+	path, sp, s, cols := tab.path, tab.schemaPath, tab.s, benchCols
 	st, _ := os.Stat(path)
 	var sum dataset.Summary
 	ours, err := best(3, func() error {
