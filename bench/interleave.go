@@ -207,8 +207,7 @@ func benchFit(ctx context.Context, cfg *config, dir, py string, workers int) ([]
 		return nil, err
 	}
 	defer os.Remove(tab.path)
-	path, sp, s, n, cols := tab.path, tab.schemaPath, tab.s, tab.rows, benchCols
-	srv, err := startPy(ctx, py, pandasServer, 1, path)
+	srv, err := startPy(ctx, py, pandasServer, 1, tab.path)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +217,7 @@ func benchFit(ctx context.Context, cfg *config, dir, py string, workers int) ([]
 	fitCI := &series{name: "dplearn fit"}
 	fitNo := &series{name: "dplearn fit --ci-share 0"}
 	var loads []float64
-	fmt.Printf("fit: %d interleaved repetitions on %s\n", cfg.reps, filepath.Base(path))
+	fmt.Printf("fit: %d interleaved repetitions on %s\n", cfg.reps, filepath.Base(tab.path))
 	for rep := 0; rep < cfg.reps; rep++ {
 		loads = append(loads, loadAvg())
 		w, c, err := srv.rep()
@@ -228,7 +227,7 @@ func benchFit(ctx context.Context, cfg *config, dir, py string, workers int) ([]
 		pandas.add(w, c)
 		runtime.GC()
 		t, c0 := time.Now(), cpuNow()
-		if _, _, err := dataset.Moments(ctx, path, s, dataset.Options{Workers: workers}); err != nil {
+		if _, _, err := dataset.Moments(ctx, tab.path, tab.s, dataset.Options{Workers: workers}); err != nil {
 			return nil, err
 		}
 		mom.add(time.Since(t).Seconds(), (cpuNow() - c0).Seconds())
@@ -237,7 +236,7 @@ func benchFit(ctx context.Context, cfg *config, dir, py string, workers int) ([]
 			if f == fitNo {
 				share = "0"
 			}
-			res, err := runFitShare(ctx, cfg.dplearn, path, sp, dir, share)
+			res, err := runFitShare(ctx, cfg.dplearn, tab.path, tab.schemaPath, dir, share)
 			if err != nil {
 				return nil, err
 			}
@@ -247,7 +246,7 @@ func benchFit(ctx context.Context, cfg *config, dir, py string, workers int) ([]
 	}
 	printReps([]*series{pandas, mom, fitCI, fitNo}, loads)
 	return []row{
-		ratioRow(fmt.Sprintf("F1. CSV %d×%d → statistics (in process)", n, cols), mom, pandas, 0.3),
+		ratioRow(fmt.Sprintf("F1. CSV %d×%d → statistics (in process)", tab.rows, benchCols), mom, pandas, 0.3),
 		ratioRow("F2. dplearn fit gaussian-fm, intervals", fitCI, pandas, 0.3),
 		ratioRow("F3. dplearn fit gaussian-fm, --ci-share 0", fitNo, pandas, 0.3),
 	}, nil

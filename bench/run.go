@@ -265,12 +265,11 @@ func benchCSV(ctx context.Context, cfg *config, dir, py string, workers int) ([]
 		return nil, err
 	}
 	defer os.Remove(tab.path)
-	path, sp, s, cols := tab.path, tab.schemaPath, tab.s, benchCols
-	st, _ := os.Stat(path)
+	st, _ := os.Stat(tab.path)
 	var sum dataset.Summary
 	ours, err := best(3, func() error {
 		var err error
-		_, sum, err = dataset.Moments(ctx, path, s, dataset.Options{Workers: workers})
+		_, sum, err = dataset.Moments(ctx, tab.path, tab.s, dataset.Options{Workers: workers})
 		return err
 	})
 	if err != nil {
@@ -282,18 +281,18 @@ func benchCSV(ctx context.Context, cfg *config, dir, py string, workers int) ([]
 	if cfg.dplearn != "" {
 		fitTime, err = best(2, func() error {
 			var err error
-			_, fitRSS, err = runFit(ctx, cfg.dplearn, path, sp, dir)
+			_, fitRSS, err = runFit(ctx, cfg.dplearn, tab.path, tab.schemaPath, dir)
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
 	}
-	r := row{metric: fmt.Sprintf("2. CSV %d×%d (%.0f MB) → statistics", sum.Rows, cols, float64(st.Size())/1e6),
+	r := row{metric: fmt.Sprintf("2. CSV %d×%d (%.0f MB) → statistics", sum.Rows, benchCols, float64(st.Size())/1e6),
 		ours: fmt.Sprintf("%s (%.0f MB/s)", secs(ours), float64(st.Size())/1e6/ours.Seconds()),
 		ref:  "reference unavailable", target: "≤ 0.5× pandas.read_csv"}
 	if py != "" {
-		line, err := python(ctx, py, pandasScript, path)
+		line, err := python(ctx, py, pandasScript, tab.path)
 		if err != nil {
 			return nil, err
 		}
