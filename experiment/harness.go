@@ -52,6 +52,17 @@ type Options struct {
 	// instead of running the experiments (after a change of presentation).
 	Replot bool
 
+	// Checkpoint records every finished job in NAME.jobs in Out while an
+	// experiment runs and removes the file when the experiment's outputs
+	// are written, so an interrupted run can be resumed (checkpoint.go).
+	// An existing NAME.jobs is then an error (ErrCheckpoint) unless Resume
+	// is set: starting over would discard its work.
+	Checkpoint bool
+	// Resume continues from NAME.jobs: its jobs are not run again. The
+	// file must come from a run with the same experiment, runs, quick,
+	// seed and executable. Resume implies Checkpoint.
+	Resume bool
+
 	// synthN overrides the synthetic datasets' size (tests).
 	synthN int
 }
@@ -89,6 +100,9 @@ type Result struct {
 	Notes    []string
 	Insecure bool
 	Elapsed  time.Duration
+	// Resumed is the number of jobs read from a checkpoint instead of run
+	// (Options.Resume), of Jobs in all.
+	Resumed, Jobs int
 }
 
 // obs is one observation from one job.
@@ -199,10 +213,27 @@ func Run(ctx context.Context, name string, opt Options) ([]*Result, error) {
 	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
 		return nil, fmt.Errorf("experiment: output directory: %w", err)
 	}
+	var program string
+	if (opt.Checkpoint || opt.Resume) && !opt.Replot {
+		opt.Checkpoint = true
+		// Refuse before running anything: "all" would otherwise rerun
+		// the experiments before the one whose checkpoint is in the way.
+		if !opt.Resume {
+			for _, s := range specs {
+				if _, err := os.Stat(checkpointPath(opt.Out, s.name)); err == nil {
+					return nil, errCheckpointLeft(checkpointPath(opt.Out, s.name), s.name)
+				}
+			}
+		}
+		var err error
+		if program, err = programHash(); err != nil {
+			return nil, err
+		}
+	}
 	cache := &dataCache{m: map[string]*table{}}
 	var out []*Result
 	for _, s := range specs {
-		r, err := runOne(ctx, s, opt, cache)
+		r, err := runOne(ctx, s, opt, cache, program)
 		if err != nil {
 			return out, fmt.Errorf("experiment %s: %w", s.name, err)
 		}
@@ -211,7 +242,9 @@ func Run(ctx context.Context, name string, opt Options) ([]*Result, error) {
 	return out, nil
 }
 
-func runOne(ctx context.Context, s spec, opt Options, cache *dataCache) (*Result, error) {
+// runOne runs one experiment; program is the executable's SHA-256 when
+// opt.Checkpoint is set.
+func runOne(ctx context.Context, s spec, opt Options, cache *dataCache, program string) (*Result, error) {
 	start := time.Now()
 	runs := opt.Runs
 	if runs == 0 {
@@ -226,17 +259,37 @@ func runOne(ctx context.Context, s spec, opt Options, cache *dataCache) (*Result
 		return nil, err
 	}
 	base := filepath.Join(opt.Out, s.name)
-	var agg *Aggregate
+	var (
+		agg *Aggregate
+		ck  *checkpoint
+	)
 	label := randomnessLabel(opt)
-	if opt.Replot {
+	switch {
+	case opt.Replot:
 		agg, label, err = readAggregate(base + ".csv")
-	} else {
-		agg, err = execute(ctx, s.name, p.jobs, opt)
+	case opt.Checkpoint:
+		hdr := checkpointHeader{Experiment: s.name, Jobs: len(p.jobs), Runs: runs, Quick: opt.Quick,
+			Seeded: opt.Seeded, Seed: opt.Seed, SynthN: opt.synthN, Program: program}
+		if ck, err = openCheckpoint(checkpointPath(opt.Out, s.name), hdr, opt.Resume); err != nil {
+			return nil, err
+		}
+		agg, err = execute(ctx, s.name, p.jobs, opt, ck)
+		if err != nil {
+			if cerr := ck.close(false); cerr != nil {
+				return nil, errors.Join(err, cerr)
+			}
+			return nil, &UnfinishedError{Path: ck.path, Done: ck.recorded(), Jobs: len(p.jobs), Err: err}
+		}
+	default:
+		agg, err = execute(ctx, s.name, p.jobs, opt, nil)
 	}
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Name: s.name, Title: s.title, Rows: agg.Rows(), Notes: p.notes, Insecure: label != "secure"}
+	res := &Result{Name: s.name, Title: s.title, Rows: agg.Rows(), Notes: p.notes, Insecure: label != "secure", Jobs: len(p.jobs)}
+	if ck != nil {
+		res.Resumed = len(ck.done)
+	}
 	if p.claims != nil {
 		res.Claims = p.claims(agg)
 	}
@@ -261,6 +314,11 @@ func runOne(ctx context.Context, s spec, opt Options, cache *dataCache) (*Result
 		return nil, fmt.Errorf("experiment: %w", err)
 	}
 	res.Files = append(res.Files, md)
+	if ck != nil {
+		if err := ck.close(true); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
@@ -283,7 +341,9 @@ func jobSeed(seed uint64, name string, i int, salt string) uint64 {
 }
 
 // execute runs the jobs on a worker pool and aggregates their observations.
-func execute(ctx context.Context, name string, jobs []job, opt Options) (*Aggregate, error) {
+// With a checkpoint ck, the jobs it holds are aggregated from it instead of
+// run, and every job that finishes is recorded in it.
+func execute(ctx context.Context, name string, jobs []job, opt Options, ck *checkpoint) (*Aggregate, error) {
 	workers := opt.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -326,6 +386,9 @@ func execute(ctx context.Context, name string, jobs []job, opt Options) (*Aggreg
 					rng = rand.New(rand.NewPCG(binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:])))
 				}
 				o, err := jobs[i](ctx, src, rng)
+				if err == nil && ck != nil {
+					err = ck.record(i, o)
+				}
 				if err != nil {
 					fail(err)
 					continue
@@ -335,9 +398,22 @@ func execute(ctx context.Context, name string, jobs []job, opt Options) (*Aggreg
 			}
 		}()
 	}
-	stopBar := progressBar(opt.Progress, name, len(jobs), &done)
+	if ck != nil {
+		for i := range jobs {
+			if o, ok := ck.done[i]; ok {
+				agg.add(o)
+				done.Add(1)
+			}
+		}
+	}
+	stopBar := progressBar(opt.Progress, name, len(jobs), &done, done.Load())
 feed:
 	for i := range jobs {
+		if ck != nil {
+			if _, ok := ck.done[i]; ok {
+				continue
+			}
+		}
 		select {
 		case idx <- i:
 		case <-ctx.Done():
@@ -357,8 +433,9 @@ feed:
 }
 
 // progressBar redraws a one-line bar on w a few times a second until the
-// returned function is called.
-func progressBar(w io.Writer, name string, total int, done *atomic.Int64) func() {
+// returned function is called; the ETA extrapolates the jobs done after the
+// first resumed ones (read from a checkpoint, not run here).
+func progressBar(w io.Writer, name string, total int, done *atomic.Int64, resumed int64) func() {
 	if w == nil || total == 0 {
 		return func() {}
 	}
@@ -368,9 +445,9 @@ func progressBar(w io.Writer, name string, total int, done *atomic.Int64) func()
 		const width = 30
 		fill := width * d / total
 		eta := ""
-		if d > 0 && d < total {
+		if ran := d - int(resumed); ran > 0 && d < total {
 			el := time.Since(start)
-			eta = " ETA " + (el * time.Duration(total-d) / time.Duration(d)).Round(time.Second).String()
+			eta = " ETA " + (el * time.Duration(total-d) / time.Duration(ran)).Round(time.Second).String()
 		}
 		fmt.Fprintf(w, "\r%-15s [%s%s] %d/%d jobs %s%s   ", name, strings.Repeat("#", fill), strings.Repeat(" ", width-fill),
 			d, total, time.Since(start).Round(100*time.Millisecond), eta)
@@ -548,7 +625,11 @@ func summary(s spec, res *Result, p *plan, opt Options, runs int, label string) 
 	if opt.Replot {
 		fmt.Fprintf(&b, "Figures redrawn from `%s.csv` (--replot).\n\n", s.name)
 	} else {
-		fmt.Fprintf(&b, "Mode: %s, %d run(s) per point, elapsed %s.\n\n", mode, runs, res.Elapsed.Round(time.Second))
+		fmt.Fprintf(&b, "Mode: %s, %d run(s) per point, elapsed %s", mode, runs, res.Elapsed.Round(time.Second))
+		if res.Resumed > 0 {
+			fmt.Fprintf(&b, " in this process, which resumed %d of the %d jobs from a checkpoint", res.Resumed, res.Jobs)
+		}
+		b.WriteString(".\n\n")
 	}
 	if res.Insecure {
 		fmt.Fprintf(&b, "**Randomness: %s** — insecure, reproducible, for experiments only; these outputs are not privacy-protected releases.\n\n", label)

@@ -23,6 +23,7 @@ func newExperimentCmd() *cobra.Command {
 		dataDir   string
 		workers   int
 		replot    bool
+		resume    bool
 		getFormat func() (outputFormat, error)
 	)
 	cmd := &cobra.Command{
@@ -48,10 +49,19 @@ Fashion-MNIST (dppp-fashion) is too big to embed: it is read from the Debian
 package dataset-fashion-mnist when installed, and the experiment says it was
 skipped otherwise. Without a NAME, experiment lists the experiments.
 
+Long runs keep what they finish: every finished job is recorded in NAME.jobs
+in --out, and the file is removed once NAME's outputs are written. If a run
+stops (Ctrl-C, a killed process, a failed job), rerun the same command with
+--resume: the recorded jobs are not run again, and with --seed the result is
+the one an uninterrupted run gives. A resume needs the same experiment, --runs,
+--quick, --seed and dplearn binary (the file records them and a mismatch is an
+error); without --resume a leftover NAME.jobs is an error, never overwritten.
+
 Example:
   dplearn experiment
   dplearn experiment gfm-noise-vs-dim --out docs/figures
-  dplearn experiment all --quick --seed 1 --out /tmp/exp`,
+  dplearn experiment all --quick --seed 1 --out /tmp/exp
+  dplearn experiment utility-shapes --seed 1 --out /tmp/exp --resume`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			format, err := getFormat()
@@ -72,11 +82,16 @@ Example:
 			opt := experiment.Options{
 				Runs: runs, Seeded: cmd.Flags().Changed("seed"), Seed: seed, Out: out,
 				Quick: quick, DataDir: dataDir, Workers: workers, Progress: stderrProgress(cmd), Replot: replot,
+				Checkpoint: true, Resume: resume,
 			}
 			results, err := experiment.Run(cmd.Context(), args[0], opt)
 			if err != nil {
 				if errors.Is(err, experiment.ErrNoData) {
 					return fmt.Errorf("%w (flag --data-dir)", err)
+				}
+				var unfinished *experiment.UnfinishedError
+				if errors.Is(err, experiment.ErrCheckpoint) || errors.As(err, &unfinished) {
+					return fmt.Errorf("%w (flag --resume)", err)
 				}
 				return err
 			}
@@ -96,6 +111,7 @@ Example:
 	f.StringVar(&dataDir, "data-dir", "", "directory of the example CSVs (default: the copies embedded in the binary)")
 	f.IntVar(&workers, "workers", 0, "worker goroutines (0: all cores)")
 	f.BoolVar(&replot, "replot", false, "redraw figures and summaries from the CSVs already in --out, without running")
+	f.BoolVar(&resume, "resume", false, "continue an interrupted run from the NAME.jobs it left in --out (same flags and binary)")
 	return cmd
 }
 

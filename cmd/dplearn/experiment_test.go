@@ -52,6 +52,12 @@ func TestExperimentCommand(t *testing.T) {
 
 func TestExperimentCommandErrors(t *testing.T) {
 	dir := t.TempDir()
+	// A checkpoint left by another run: refused without --resume (never
+	// overwritten), and refused with it because it names another binary.
+	left := t.TempDir()
+	if err := os.WriteFile(filepath.Join(left, "gfm-noise-vs-dim.jobs"), []byte(`{"experiment":"gfm-noise-vs-dim","program_sha256":"00"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want string
@@ -61,6 +67,9 @@ func TestExperimentCommandErrors(t *testing.T) {
 		{[]string{"experiment", "nosuch", "--out", dir, "--data-dir", dir}, "unknown experiment"},
 		{[]string{"experiment", "all", "--runs", "-2", "--data-dir", dir}, "--runs"},
 		{[]string{"experiment", "all", "--format", "xml", "--data-dir", dir}, "--format"},
+		{[]string{"experiment", "gfm-noise-vs-dim", "--out", left, "--seed", "1"}, "gfm-noise-vs-dim.jobs holds the finished jobs of an unfinished run of gfm-noise-vs-dim; resume it, or delete the file to start over (flag --resume)"},
+		{[]string{"experiment", "all", "--out", left, "--seed", "1"}, "gfm-noise-vs-dim.jobs holds"},
+		{[]string{"experiment", "gfm-noise-vs-dim", "--out", left, "--seed", "1", "--resume"}, "written by a different run"},
 	}
 	for _, tc := range tests {
 		_, err := runCLI(t, tc.args...)
