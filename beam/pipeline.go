@@ -105,14 +105,21 @@ type readFn struct {
 	skipped beam.Counter
 }
 
-func (f *readFn) Setup() error {
-	s, err := schema.Parse([]byte(f.SchemaJSON))
+func (f *readFn) Setup() (err error) {
+	f.schema, f.skipped, err = setupRead(f.SchemaJSON)
+	return err
+}
+
+// setupRead is the Setup of the DoFns that read files (readFn and
+// unitReadFn): the schema parsed from its JSON, and the counter of skipped
+// rows. The fields it fills are unexported, so Beam does not serialise
+// them; each worker calls Setup again.
+func setupRead(schemaJSON string) (*schema.Schema, beam.Counter, error) {
+	s, err := schema.Parse([]byte(schemaJSON))
 	if err != nil {
-		return fmt.Errorf("dpbeam: schema: %w", err)
+		return nil, beam.Counter{}, fmt.Errorf("dpbeam: schema: %w", err)
 	}
-	f.schema = s
-	f.skipped = beam.NewCounter("dplearn", SkippedCounter)
-	return nil
+	return s, beam.NewCounter("dplearn", SkippedCounter), nil
 }
 
 func (f *readFn) ProcessElement(ctx context.Context, file fileio.FileMetadata, emit func(*suffstat.Moments)) error {

@@ -127,14 +127,9 @@ type unitReadFn struct {
 	skipped beam.Counter
 }
 
-func (f *unitReadFn) Setup() error {
-	s, err := schema.Parse([]byte(f.SchemaJSON))
-	if err != nil {
-		return fmt.Errorf("dpbeam: schema: %w", err)
-	}
-	f.schema = s
-	f.skipped = beam.NewCounter("dplearn", SkippedCounter)
-	return nil
+func (f *unitReadFn) Setup() (err error) {
+	f.schema, f.skipped, err = setupRead(f.SchemaJSON)
+	return err
 }
 
 func (f *unitReadFn) ProcessElement(ctx context.Context, file fileio.FileMetadata, emit func(string, unitRow)) error {
