@@ -4,6 +4,8 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/dplearn/dplearn/noise"
@@ -47,36 +49,34 @@ func TestAutoNearBestSingle(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// The splits run on all cores; each split's excesses are summed
+		// in split order afterwards, so the numbers are the sequential
+		// loop's bit for bit.
+		res := make([]autoSplitResult, runs)
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+		var wg sync.WaitGroup
+		for run := 0; run < runs; run++ {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				res[run] = autoSplit(ctx, tb, run, singles)
+			}()
+		}
+		wg.Wait()
 		auto := make([]float64, len(refsEps))
 		single := make([][]float64, len(singles))
 		for i := range single {
 			single[i] = make([]float64, len(refsEps))
 		}
-		for run := 0; run < runs; run++ {
-			rng := rand.New(rand.NewPCG(uint64(run), 26))
-			train, test := tb.split(rng, 0.2, 0)
-			np, err := fitWith(ctx, "nonprivate", train, regress.Config{Kind: regress.Linear})
-			if err != nil {
-				t.Fatal(err)
+		for _, r := range res {
+			if r.err != nil {
+				t.Fatal(r.err)
 			}
-			ref := rmse(np, test)
-			for e, eps := range refsEps {
-				// Common random numbers: every fit of the cell draws the
-				// same seeded noise stream, so auto's fit is its chosen
-				// mechanism's fit itself.
-				src := func() noise.Source { return noise.NewInsecureSeeded(uint64(1000*run + e)) }
-				w, err := fitWith(ctx, "auto", train, regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src()})
-				if err != nil {
-					t.Fatal(err)
-				}
-				auto[e] += (rmse(w, test) - ref) / float64(runs)
-				for i, m := range singles {
-					cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src()}
-					w, err := fitWith(ctx, m, train, cfg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					single[i][e] += (rmse(w, test) - ref) / float64(runs)
+			for e := range refsEps {
+				auto[e] += r.auto[e] / float64(runs)
+				for i := range singles {
+					single[i][e] += r.single[i][e] / float64(runs)
 				}
 			}
 		}
@@ -106,4 +106,51 @@ func TestAutoNearBestSingle(t *testing.T) {
 	if !testing.Short() && gm > 1.1 {
 		t.Errorf("auto ÷ best single mechanism: geometric mean %.3f > 1.1", gm)
 	}
+}
+
+// autoSplitResult is one split's excess test RMSEs: auto's by ε, the
+// single mechanisms' by mechanism and ε.
+type autoSplitResult struct {
+	auto   []float64
+	single [][]float64
+	err    error
+}
+
+// autoSplit fits split run of tb with auto and each of singles at every ε
+// of refsEps and returns their excess test RMSEs over the non-private
+// fit's. Common random numbers: every fit of a cell draws the same seeded
+// noise stream, so auto's fit is its chosen mechanism's fit itself.
+func autoSplit(ctx context.Context, tb *table, run int, singles []string) (out autoSplitResult) {
+	rng := rand.New(rand.NewPCG(uint64(run), 26))
+	train, test := tb.split(rng, 0.2, 0)
+	np, err := fitWith(ctx, "nonprivate", train, regress.Config{Kind: regress.Linear})
+	if err != nil {
+		out.err = err
+		return out
+	}
+	ref := rmse(np, test)
+	out.auto = make([]float64, len(refsEps))
+	out.single = make([][]float64, len(singles))
+	for i := range singles {
+		out.single[i] = make([]float64, len(refsEps))
+	}
+	for e, eps := range refsEps {
+		src := func() noise.Source { return noise.NewInsecureSeeded(uint64(1000*run + e)) }
+		w, err := fitWith(ctx, "auto", train, regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src()})
+		if err != nil {
+			out.err = err
+			return out
+		}
+		out.auto[e] = rmse(w, test) - ref
+		for i, m := range singles {
+			cfg := regress.Config{Kind: regress.Linear, Epsilon: eps, Delta: utilityDelta, Lambda: -1, Source: src()}
+			w, err := fitWith(ctx, m, train, cfg)
+			if err != nil {
+				out.err = err
+				return out
+			}
+			out.single[i][e] = rmse(w, test) - ref
+		}
+	}
+	return out
 }
