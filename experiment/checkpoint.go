@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+
+	"github.com/dplearn/dplearn/internal/filelock"
 )
 
 // # Checkpoints: a long run that stops loses only its unfinished jobs
@@ -36,8 +38,11 @@ import (
 // naming the field, and so is a checkpoint that exists when Resume is not
 // set: starting over would discard finished work, so the user chooses
 // (resume, or delete the file). A line cut short by a kill mid-write is
-// dropped and its job rerun; the file is rewritten without it before new
-// lines are appended.
+// dropped and its job rerun: the file is cut back to its last whole line
+// before new lines are appended, and no whole line is ever rewritten. The
+// open file holds an exclusive lock (internal/filelock), so a second
+// process resuming the same run is refused instead of appending the same
+// jobs beside the first.
 
 // checkpointHeader is the first line of a checkpoint file.
 type checkpointHeader struct {
@@ -123,43 +128,61 @@ func errCheckpointLeft(path, name string) error {
 	return fmt.Errorf("%w: %s holds the finished jobs of an unfinished run of %s; resume it, or delete the file to start over", ErrCheckpoint, path, name)
 }
 
-// openCheckpoint opens the checkpoint of the run hdr describes: it loads
-// the finished jobs of an existing file when resume is set (and rewrites
-// the file without a cut-short last line), refuses an existing file when
-// it is not, and creates the file otherwise.
+// openCheckpoint opens the checkpoint of the run hdr describes, locked
+// against a second process (filelock; where the system has no file locks
+// it runs unlocked). With resume it loads the finished jobs of an existing
+// file and cuts off a last line cut short by a kill, leaving every whole
+// line where it is (nothing finished is rewritten, so a crash here loses
+// nothing); without resume it refuses an existing file; otherwise it
+// writes the header.
 func openCheckpoint(path string, hdr checkpointHeader, resume bool) (*checkpoint, error) {
 	c := &checkpoint{path: path, done: map[int][]obs{}}
-	old, err := os.ReadFile(path)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-	case err != nil:
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
+	}
+	fail := func(err error) (*checkpoint, error) {
+		f.Close()
+		return nil, err
+	}
+	switch ok, err := filelock.TryLock(f); {
+	case errors.Is(err, filelock.ErrUnsupported):
+	case err != nil:
+		return fail(fmt.Errorf("%w: lock %s: %w", ErrCheckpoint, path, err))
+	case !ok:
+		return fail(fmt.Errorf("%w: %s is in use by another run of %s", ErrCheckpoint, path, hdr.Experiment))
+	}
+	old, err := io.ReadAll(f)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %s: %w", ErrCheckpoint, path, err))
+	}
+	keep := int64(0)
+	switch {
+	case len(old) == 0:
 	case !resume:
-		return nil, errCheckpointLeft(path, hdr.Experiment)
+		return fail(errCheckpointLeft(path, hdr.Experiment))
 	default:
 		if err := c.load(old, hdr); err != nil {
-			return nil, err
+			return fail(err)
+		}
+		keep = int64(bytes.LastIndexByte(old, '\n') + 1)
+	}
+	if err := f.Truncate(keep); err != nil {
+		return fail(fmt.Errorf("%w: %s: %w", ErrCheckpoint, path, err))
+	}
+	if _, err := f.Seek(keep, io.SeekStart); err != nil {
+		return fail(fmt.Errorf("%w: %s: %w", ErrCheckpoint, path, err))
+	}
+	if keep == 0 {
+		b, err := json.Marshal(hdr)
+		if err == nil {
+			_, err = f.Write(append(b, '\n'))
+		}
+		if err != nil {
+			return fail(fmt.Errorf("%w: %s: %w", ErrCheckpoint, path, err))
 		}
 	}
-	// Write the header and the loaded jobs to a fresh file, then append.
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.Encode(hdr)
-	for i := 0; i < hdr.Jobs; i++ {
-		if o, ok := c.done[i]; ok {
-			enc.Encode(encodeJob(i, o))
-		}
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b.Bytes(), 0o644); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
-	}
-	if c.f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCheckpoint, err)
-	}
+	c.f = f
 	return c, nil
 }
 
@@ -266,13 +289,15 @@ func (c *checkpoint) record(i int, o []obs) error {
 	return nil
 }
 
-// close closes the file; remove also deletes it (the experiment finished).
+// close closes the file; remove also deletes it (the experiment finished),
+// while the lock is still held.
 func (c *checkpoint) close(remove bool) error {
-	err := c.f.Close()
+	var err error
 	if remove {
-		if rerr := os.Remove(c.path); rerr != nil && err == nil {
-			err = rerr
-		}
+		err = os.Remove(c.path)
+	}
+	if cerr := c.f.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)

@@ -185,6 +185,23 @@ func TestCheckpointLoad(t *testing.T) {
 			}
 		})
 	}
+	// A second process (here, a second open file description) cannot
+	// resume a run another one is writing.
+	path := filepath.Join(t.TempDir(), "x.jobs")
+	first, err := openCheckpoint(path, hdr, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openCheckpoint(path, hdr, true); !errors.Is(err, ErrCheckpoint) || !strings.Contains(err.Error(), "in use by another run of x") {
+		t.Fatalf("second open: %v, want ErrCheckpoint: in use", err)
+	}
+	if err := first.close(true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("finished checkpoint not removed: %v", err)
+	}
+
 	// NaN and -Inf survive the round trip.
 	ck := &checkpoint{path: "x", done: map[int][]obs{}}
 	if err := ck.load([]byte(head+job0), hdr); err != nil {

@@ -220,7 +220,7 @@ func Run(ctx context.Context, name string, opt Options) ([]*Result, error) {
 		// the experiments before the one whose checkpoint is in the way.
 		if !opt.Resume {
 			for _, s := range specs {
-				if _, err := os.Stat(checkpointPath(opt.Out, s.name)); err == nil {
+				if st, err := os.Stat(checkpointPath(opt.Out, s.name)); err == nil && st.Size() > 0 {
 					return nil, errCheckpointLeft(checkpointPath(opt.Out, s.name), s.name)
 				}
 			}
