@@ -44,9 +44,12 @@ type Options struct {
 	DataDir string
 	// Workers is the size of the worker pool; ≤ 0 means GOMAXPROCS.
 	Workers int
-	// Progress, when non-nil, receives a progress bar (the CLI passes
-	// stderr only when it is a terminal).
-	Progress io.Writer
+	// Progress, when non-nil, receives a progress bar redrawn in place (the
+	// CLI passes stderr when it is a terminal) or, with ProgressLines, one
+	// line a minute "NAME: done/total jobs elapsed ETA" (the CLI's stderr
+	// when it is a file or pipe: a log of a long run).
+	Progress      io.Writer
+	ProgressLines bool
 
 	// Replot redraws the figures and summaries from the CSVs already in Out
 	// instead of running the experiments (after a change of presentation).
@@ -406,7 +409,11 @@ func execute(ctx context.Context, name string, jobs []job, opt Options, ck *chec
 			}
 		}
 	}
-	stopBar := progressBar(opt.Progress, name, len(jobs), &done, done.Load())
+	every := 250 * time.Millisecond
+	if opt.ProgressLines {
+		every = time.Minute
+	}
+	stopBar := progressBar(opt.Progress, name, len(jobs), &done, done.Load(), opt.ProgressLines, every)
 feed:
 	for i := range jobs {
 		if ck != nil {
@@ -432,40 +439,55 @@ feed:
 	return agg, nil
 }
 
-// progressBar redraws a one-line bar on w a few times a second until the
-// returned function is called; the ETA extrapolates the jobs done after the
-// first resumed ones (read from a checkpoint, not run here).
-func progressBar(w io.Writer, name string, total int, done *atomic.Int64, resumed int64) func() {
+// progressBar redraws a one-line bar on w every period until the returned
+// function is called; the ETA extrapolates the jobs done after the first
+// resumed ones (read from a checkpoint, not run here). With lines (w is a
+// log file, not a terminal) it writes one whole line every period instead,
+// and nothing for a run shorter than one period.
+func progressBar(w io.Writer, name string, total int, done *atomic.Int64, resumed int64, lines bool, every time.Duration) func() {
 	if w == nil || total == 0 {
 		return func() {}
 	}
 	start := time.Now()
-	drawBar := func() {
+	status := func() string {
 		d := int(done.Load())
-		const width = 30
-		fill := width * d / total
 		eta := ""
 		if ran := d - int(resumed); ran > 0 && d < total {
 			el := time.Since(start)
 			eta = " ETA " + (el * time.Duration(total-d) / time.Duration(ran)).Round(time.Second).String()
 		}
-		fmt.Fprintf(w, "\r%-15s [%s%s] %d/%d jobs %s%s   ", name, strings.Repeat("#", fill), strings.Repeat(" ", width-fill),
-			d, total, time.Since(start).Round(100*time.Millisecond), eta)
+		round := 100 * time.Millisecond
+		if lines {
+			round = time.Second
+		}
+		return fmt.Sprintf("%d/%d jobs %s%s", d, total, time.Since(start).Round(round), eta)
+	}
+	draw := func() {
+		if lines {
+			fmt.Fprintf(w, "%s: %s\n", name, status())
+			return
+		}
+		d := int(done.Load())
+		const width = 30
+		fill := width * d / total
+		fmt.Fprintf(w, "\r%-15s [%s%s] %s   ", name, strings.Repeat("#", fill), strings.Repeat(" ", width-fill), status())
 	}
 	stop := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		t := time.NewTicker(250 * time.Millisecond)
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
 			case <-stop:
-				drawBar()
-				fmt.Fprintln(w)
+				if !lines {
+					draw()
+					fmt.Fprintln(w)
+				}
 				return
 			case <-t.C:
-				drawBar()
+				draw()
 			}
 		}
 	}()

@@ -38,7 +38,7 @@ Experiments:
   ` + strings.Join(experiment.Describe(), "\n  ") + `
 
 Runs are spread over all cores; a progress bar goes to stderr when it is a
-terminal. Without --seed the noise comes from crypto/rand; with --seed S every
+terminal, and a line a minute (jobs done, elapsed, ETA) when it is a file. Without --seed the noise comes from crypto/rand; with --seed S every
 run is reproducible and the outputs are marked as produced with insecure
 randomness (never use seeded noise for a real release). --quick uses smaller
 grids and fewer runs: "experiment all --quick" takes a few minutes on 2 cores.
@@ -83,6 +83,10 @@ Example:
 				Runs: runs, Seeded: cmd.Flags().Changed("seed"), Seed: seed, Out: out,
 				Quick: quick, DataDir: dataDir, Workers: workers, Progress: stderrProgress(cmd), Replot: replot,
 				Checkpoint: true, Resume: resume,
+			}
+			if opt.Progress == nil {
+				// Not a terminal: a line a minute, for the log of a long run.
+				opt.Progress, opt.ProgressLines = cmd.ErrOrStderr(), true
 			}
 			results, err := experiment.Run(cmd.Context(), args[0], opt)
 			if err != nil {
