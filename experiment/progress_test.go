@@ -1,32 +1,13 @@
 package experiment
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dplearn/dplearn/internal/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the progress goroutine and the
-// test to share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestProgressLines: for a log file, progress is whole lines with the jobs
 // done of all (resumed ones included) and an ETA from the jobs run here;
@@ -35,7 +16,7 @@ func (l *lockedBuffer) String() string {
 func TestProgressLines(t *testing.T) {
 	var done atomic.Int64
 	done.Store(4) // resumed
-	var w lockedBuffer
+	var w syncbuf.Buffer
 	stop := progressBar(&w, "x", 10, &done, 4, true, 5*time.Millisecond)
 	done.Add(2)
 	deadline := time.Now().Add(5 * time.Second)
@@ -48,12 +29,12 @@ func TestProgressLines(t *testing.T) {
 		t.Fatalf("progress line %q, want \"x: 6/10 jobs … ETA …\" and no carriage return", w.String())
 	}
 
-	var quiet lockedBuffer
+	var quiet syncbuf.Buffer
 	progressBar(&quiet, "x", 10, &done, 0, true, time.Hour)()
 	if quiet.String() != "" {
 		t.Fatalf("a run shorter than a period wrote %q", quiet.String())
 	}
-	var bar lockedBuffer
+	var bar syncbuf.Buffer
 	progressBar(&bar, "x", 10, &done, 0, false, time.Hour)()
 	if s := bar.String(); !strings.HasPrefix(s, "\rx ") || !strings.HasSuffix(s, "\n") || !strings.Contains(s, "6/10 jobs") {
 		t.Fatalf("terminal bar %q", s)

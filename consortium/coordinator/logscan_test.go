@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,25 +23,8 @@ import (
 	"github.com/dplearn/dplearn/consortium/wire"
 	"github.com/dplearn/dplearn/internal/consortiumtest"
 	"github.com/dplearn/dplearn/internal/logx"
+	"github.com/dplearn/dplearn/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer safe for the parties' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
 
 // consortiumPrivate renders every value a site keeps to itself, as the
 // strings that would betray it in a log: each feature and target value of
@@ -151,7 +133,7 @@ func TestConsortiumLogHasNoPrivateValues(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	var records, lines syncBuffer
+	var records, lines syncbuf.Buffer
 	noTime := func(_ []string, a slog.Attr) slog.Attr { // a timestamp's digits are not a leak
 		if a.Key == slog.TimeKey {
 			return slog.Attr{}
