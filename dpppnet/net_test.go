@@ -1,7 +1,6 @@
 package dpppnet
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/dplearn/dplearn/certs"
 	"github.com/dplearn/dplearn/dppp"
 	"github.com/dplearn/dplearn/internal/logx"
+	"github.com/dplearn/dplearn/internal/syncbuf"
 	"github.com/dplearn/dplearn/transport"
 	"github.com/dplearn/dplearn/transport/transportpb"
 	"google.golang.org/grpc"
@@ -32,22 +32,7 @@ const (
 func (k netKind) String() string { return [...]string{"memory", "grpc"}[k] }
 
 // logBuffer collects a hub's or party's slog output for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 func (b *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))

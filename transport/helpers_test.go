@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/dplearn/dplearn/certs"
+	"github.com/dplearn/dplearn/internal/syncbuf"
 )
 
 // testPKI is one deployment's identities plus a stranger from another CA.
@@ -52,22 +52,7 @@ func newPKI(t *testing.T) *testPKI {
 var testSession = Session{Protocol: "test", ID: []byte("session-0001")}
 
 // logBuffer is a concurrency-safe log sink for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 func (b *logBuffer) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug}))
