@@ -290,8 +290,12 @@ func (c *checkpoint) record(i int, o []obs) error {
 }
 
 // close closes the file; remove also deletes it (the experiment finished),
-// while the lock is still held.
+// while the lock is still held. Only the first call acts, so a deferred
+// close(false) after a successful close(true) does nothing.
 func (c *checkpoint) close(remove bool) error {
+	if c.f == nil {
+		return nil
+	}
 	var err error
 	if remove {
 		err = os.Remove(c.path)
@@ -299,6 +303,7 @@ func (c *checkpoint) close(remove bool) error {
 	if cerr := c.f.Close(); err == nil {
 		err = cerr
 	}
+	c.f = nil
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCheckpoint, err)
 	}

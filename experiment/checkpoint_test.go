@@ -211,3 +211,35 @@ func TestCheckpointLoad(t *testing.T) {
 		t.Fatalf("round trip: %+v", o)
 	}
 }
+
+// TestCheckpointKeptWhenOutputsFail: when the jobs finish but the outputs
+// cannot be written (here NAME.csv is a directory), the checkpoint stays
+// with every job, and a resume after the fix runs none of them again.
+func TestCheckpointKeptWhenOutputsFail(t *testing.T) {
+	opt := Options{Out: t.TempDir(), Runs: 1, Seeded: true, Seed: 3, Workers: 2, synthN: 150, Checkpoint: true}
+	csv := filepath.Join(opt.Out, "utility-shapes.csv")
+	if err := os.Mkdir(csv, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), "utility-shapes", opt); err == nil {
+		t.Fatal("outputs written over a directory")
+	}
+	b, err := os.ReadFile(checkpointPath(opt.Out, "utility-shapes"))
+	if err != nil {
+		t.Fatalf("checkpoint lost when the outputs failed: %v", err)
+	}
+	if n := bytes.Count(b, []byte{'\n'}); n != 1+8 {
+		t.Fatalf("checkpoint has %d lines, want the header and 8 jobs", n)
+	}
+	if err := os.Remove(csv); err != nil {
+		t.Fatal(err)
+	}
+	opt.Resume = true
+	res, err := Run(context.Background(), "utility-shapes", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Resumed != 8 || res[0].Jobs != 8 {
+		t.Fatalf("resumed %d of %d jobs, want all 8", res[0].Resumed, res[0].Jobs)
+	}
+}

@@ -276,6 +276,9 @@ func runOne(ctx context.Context, s spec, opt Options, cache *dataCache, program 
 		if ck, err = openCheckpoint(checkpointPath(opt.Out, s.name), hdr, opt.Resume); err != nil {
 			return nil, err
 		}
+		// Should writing the outputs fail below, the file stays (with
+		// every job) for a resume; only success removes it.
+		defer ck.close(false)
 		agg, err = execute(ctx, s.name, p.jobs, opt, ck)
 		if err != nil {
 			if cerr := ck.close(false); cerr != nil {
