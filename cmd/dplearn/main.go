@@ -18,7 +18,14 @@ func main() {
 	cmd := newRootCmd()
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		if errors.Is(err, context.Canceled) {
-			fmt.Fprintln(os.Stderr, "dplearn: interrupted")
+			// Say what the interruption left, when the command said
+			// more than "context canceled" (an experiment names the
+			// checkpoint that --resume continues from).
+			if msg := err.Error(); msg != context.Canceled.Error() {
+				fmt.Fprintln(os.Stderr, "dplearn: interrupted:", msg)
+			} else {
+				fmt.Fprintln(os.Stderr, "dplearn: interrupted")
+			}
 			os.Exit(130)
 		}
 		fmt.Fprintln(os.Stderr, "dplearn:", err)
