@@ -221,8 +221,10 @@ func TestCheckpointKeptWhenOutputsFail(t *testing.T) {
 	if err := os.Mkdir(csv, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Run(context.Background(), "utility-shapes", opt); err == nil {
-		t.Fatal("outputs written over a directory")
+	_, err := Run(context.Background(), "utility-shapes", opt)
+	var unfinished *UnfinishedError
+	if !errors.As(err, &unfinished) || unfinished.Done != 8 || unfinished.Jobs != 8 || !strings.Contains(err.Error(), "is a directory") {
+		t.Fatalf("outputs over a directory: error %v, want an UnfinishedError keeping 8 of 8 jobs and naming the cause", err)
 	}
 	b, err := os.ReadFile(checkpointPath(opt.Out, "utility-shapes"))
 	if err != nil {

@@ -299,8 +299,32 @@ func runOne(ctx context.Context, s spec, opt Options, cache *dataCache, program 
 	if p.claims != nil {
 		res.Claims = p.claims(agg)
 	}
-	if err := writeCSV(base+".csv", res.Rows, label); err != nil {
+	res.Elapsed = time.Since(start)
+	if err := writeOutputs(s, p, agg, res, opt, runs, label); err != nil {
+		if ck != nil {
+			// Every job finished and is recorded: a resume, once the
+			// cause is fixed, writes the outputs without running any.
+			if cerr := ck.close(false); cerr != nil {
+				return nil, errors.Join(err, cerr)
+			}
+			return nil, &UnfinishedError{Path: ck.path, Done: ck.recorded(), Jobs: len(p.jobs), Err: err}
+		}
 		return nil, err
+	}
+	if ck != nil {
+		if err := ck.close(true); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// writeOutputs writes the CSV, figures and summary of the finished run res
+// into opt.Out and lists them in res.Files.
+func writeOutputs(s spec, p *plan, agg *Aggregate, res *Result, opt Options, runs int, label string) error {
+	base := filepath.Join(opt.Out, s.name)
+	if err := writeCSV(base+".csv", res.Rows, label); err != nil {
+		return err
 	}
 	res.Files = append(res.Files, base+".csv")
 	for i, f := range p.figures {
@@ -310,22 +334,16 @@ func runOne(ctx context.Context, s spec, opt Options, cache *dataCache, program 
 		}
 		files, err := render(f, s.title, agg, fb)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.Files = append(res.Files, files...)
 	}
-	res.Elapsed = time.Since(start)
 	md := base + ".md"
 	if err := os.WriteFile(md, []byte(summary(s, res, p, opt, runs, label)), 0o644); err != nil {
-		return nil, fmt.Errorf("experiment: %w", err)
+		return fmt.Errorf("experiment: %w", err)
 	}
 	res.Files = append(res.Files, md)
-	if ck != nil {
-		if err := ck.close(true); err != nil {
-			return nil, err
-		}
-	}
-	return res, nil
+	return nil
 }
 
 func randomnessLabel(opt Options) string {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -225,4 +227,61 @@ func runSweepJSON(t *testing.T, name string) sweepResult {
 		t.Fatalf("not one experiment: %v\n%s", err, out)
 	}
 	return got.Experiments[0]
+}
+
+// TestExperimentResumeThroughCLI continues an unfinished run through the
+// CLI, as a user does after an interruption, and gets the uninterrupted
+// run's CSV byte for byte. The unfinished run is made deterministic: its
+// CSV path is a directory, so writing the outputs fails after every job
+// finished and the CLI keeps them all in NAME.jobs (saying --resume); the
+// test then drops all but the first two jobs' lines, as if the run had been
+// stopped there, and resumes.
+func TestExperimentResumeThroughCLI(t *testing.T) {
+	const name = "irls-vs-n"
+	args := func(dir string, extra ...string) []string {
+		return append([]string{"experiment", name, "--out", dir, "--quick", "--runs", "1", "--seed", "6", "--workers", "2"}, extra...)
+	}
+	full := t.TempDir()
+	if _, err := runCLI(t, args(full)...); err != nil {
+		t.Fatal(err)
+	}
+	want := readFile(t, filepath.Join(full, name+".csv"))
+
+	part := t.TempDir()
+	csvPath := filepath.Join(part, name+".csv")
+	if err := os.Mkdir(csvPath, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, args(part)...); err == nil || !strings.Contains(err.Error(), "is a directory") || !strings.Contains(err.Error(), "jobs finished and are kept in") || !strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("run whose outputs cannot be written: error %v, want the cause, the kept jobs and --resume", err)
+	}
+	if err := os.Remove(csvPath); err != nil {
+		t.Fatal(err)
+	}
+	jobsPath := filepath.Join(part, name+".jobs")
+	lines := strings.SplitAfter(readFile(t, jobsPath), "\n")
+	if len(lines) < 1+3+1 { // header, ≥ 3 jobs, the empty tail
+		t.Fatalf("checkpoint has %d lines, want a header and at least 3 jobs", len(lines))
+	}
+	jobs := len(lines) - 2
+	if err := os.WriteFile(jobsPath, []byte(strings.Join(lines[:3], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := runCLI(t, args(part, "--resume", "--format", "json")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, csvPath); got != want {
+		t.Fatalf("resumed CSV differs from the uninterrupted run's:\n%s\nwant\n%s", got, want)
+	}
+	if _, err := os.Stat(jobsPath); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("checkpoint left after the resumed run finished: %v", err)
+	}
+	if !strings.Contains(readFile(t, filepath.Join(part, name+".md")), fmt.Sprintf("resumed 2 of the %d jobs", jobs)) {
+		t.Fatalf("summary does not say 2 of %d jobs were resumed", jobs)
+	}
+	if !strings.Contains(out, `"name": "`+name+`"`) && !strings.Contains(out, `"name":"`+name+`"`) {
+		t.Fatalf("resumed run's JSON does not name the experiment:\n%s", out)
+	}
 }
