@@ -111,6 +111,15 @@ func (e *UnfinishedError) Error() string {
 
 func (e *UnfinishedError) Unwrap() error { return e.Err }
 
+// unfinished closes the checkpoint, keeping its file, and returns err as
+// an *UnfinishedError saying how many of jobs it holds.
+func (c *checkpoint) unfinished(err error, jobs int) error {
+	if cerr := c.close(false); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return &UnfinishedError{Path: c.path, Done: c.recorded(), Jobs: jobs, Err: err}
+}
+
 // recorded is the number of jobs the checkpoint holds.
 func (c *checkpoint) recorded() int {
 	c.mu.Lock()

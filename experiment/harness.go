@@ -281,10 +281,7 @@ func runOne(ctx context.Context, s spec, opt Options, cache *dataCache, program 
 		defer ck.close(false)
 		agg, err = execute(ctx, s.name, p.jobs, opt, ck)
 		if err != nil {
-			if cerr := ck.close(false); cerr != nil {
-				return nil, errors.Join(err, cerr)
-			}
-			return nil, &UnfinishedError{Path: ck.path, Done: ck.recorded(), Jobs: len(p.jobs), Err: err}
+			return nil, ck.unfinished(err, len(p.jobs))
 		}
 	default:
 		agg, err = execute(ctx, s.name, p.jobs, opt, nil)
@@ -304,10 +301,7 @@ func runOne(ctx context.Context, s spec, opt Options, cache *dataCache, program 
 		if ck != nil {
 			// Every job finished and is recorded: a resume, once the
 			// cause is fixed, writes the outputs without running any.
-			if cerr := ck.close(false); cerr != nil {
-				return nil, errors.Join(err, cerr)
-			}
-			return nil, &UnfinishedError{Path: ck.path, Done: ck.recorded(), Jobs: len(p.jobs), Err: err}
+			return nil, ck.unfinished(err, len(p.jobs))
 		}
 		return nil, err
 	}
