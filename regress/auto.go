@@ -70,23 +70,14 @@ import (
 // intervals); above AutoHigh least squares wins again, because its noise
 // vanishes while Huber's bias and the unconverged steps stay. Where the
 // two cross depends on the design, so the boundary is placed between the
-// crossings measured. With noisygd's data-scaled step and its Huber step
-// cap (issue 26, fourteenth pass): on CPS1988 (auto-sweep, 200 splits)
-// noisygd beats gaussian-fm 3.41× at r ≈ 5000 and loses 2.63× at
-// r ≈ 20,000 (12.7× at 80,000), crossing near r ≈ 10,900 when
-// interpolated log-linearly; on the 229,000-row collinear design of
-// utility-shapes (d = 7, 20 splits) noisygd still wins at r ≈ 26,200
-// (excess 0.000021 against 0.00036) and r ≈ 52,300 (−0.000004 against
-// 0.000093), so that crossing lies above 52,300; on its independent
-// design (d = 24) noisygd wins at r ≈ 15,300 (−0.00004 against 0.00009).
-// No bound fits every measured cell: the d = 24 design wants AutoHigh
-// above 15,300, CPS1988 at ε = 8 below 20,000, and the d = 7 design above
-// 52,300. AutoHigh = 16,000 is in [15,300, 20,000), which gets every cell
-// right but the d = 7 design's at ε = 1 and 2; raising it past 26,200 to
-// win those would give CPS1988 at ε = 8 (noisygd 2.63× gaussian-fm), an
-// embedded table, to noisygd. (It was 10,000, CPS1988's crossing alone,
-// before the data-scaled step made noisygd converge on the large
-// designs.)
+// crossings measured by `dplearn experiment auto-sweep` (CPS1988 near
+// r ≈ 10,900) and `utility-shapes` (the 229,000-row designs: above
+// 15,267 at d = 24 and above 52,343 at d = 7). No bound fits them all;
+// AutoHigh = 16,000 gets every measured cell right but the d = 7 design's
+// at ε = 1 and 2, and raising it to win those would give CPS1988 at ε = 8
+// (noisygd 2.63× gaussian-fm) to noisygd. The measured cells are in
+// docs/mechanisms.md, "The upper bound" (kept in one place: two copies
+// drifted apart before issue 26's eighteenth pass).
 
 // # Logistic models (issue 26, fifth pass)
 //
